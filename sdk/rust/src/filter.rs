@@ -1,0 +1,45 @@
+//! The filter semantics every plugin and the host share.
+
+use crate::{BusAddress, Filter, Guid, Properties};
+
+/// Does a device on `device_host` match the host filter `filter`?
+///
+/// `*` matches every host, `localhost` matches devices on this machine, `^localhost` matches
+/// devices on any other machine, and any other text must equal the device's host.
+pub fn host_matches(filter: &str, device_host: &str) -> bool {
+    match filter {
+        "*" => true,
+        "localhost" => device_host == "localhost",
+        "^localhost" => device_host != "localhost",
+        name => name == device_host,
+    }
+}
+
+/// Does a device with `properties` match `filter`? Every field the filter sets must match.
+pub fn filter_matches(filter: &Filter, properties: &Properties) -> bool {
+    filter
+        .object_type
+        .is_none_or(|t| t == properties.object_type)
+        && filter.guid.is_none_or(|g| same_guid(g, properties.guid))
+        && filter.vendor_id.is_none_or(|v| v == properties.vendor_id)
+        && filter.device_id.is_none_or(|d| d == properties.device_id)
+        && filter
+            .bus_address
+            .is_none_or(|b| properties.bus_address.is_some_and(|p| same_bus(b, p)))
+        && filter
+            .device_type
+            .as_deref()
+            .is_none_or(|t| t == properties.device_type)
+        && filter
+            .host
+            .as_deref()
+            .is_none_or(|h| host_matches(h, &properties.host))
+}
+
+fn same_guid(a: Guid, b: Guid) -> bool {
+    a.high == b.high && a.low == b.low
+}
+
+fn same_bus(a: BusAddress, b: BusAddress) -> bool {
+    (a.segment, a.bus, a.device, a.function) == (b.segment, b.bus, b.device, b.function)
+}
