@@ -1,0 +1,870 @@
+//! The DFL backend over the kernel driver: ports are found through sysfs
+//! (`class/fpga_region/regionX/dfl-port.M`), opened as `/dev/dfl-port.M` and driven with the
+//! ioctls and `mmap` of [`abi`].
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+
+use super::abi::{self, PortDmaMapArg, PortDmaUnmapArg, PortInfoArg, PortRegionInfoArg};
+use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo, check_owner};
+use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
+use crate::devices::{DmaMemory, LinuxRoots, MmioWindow, OwnerId, errno};
+use crate::types::Guid;
+
+/// Finds the ports under `<sysfs>/class/fpga_region/region*/dfl-port.M`, in port-number
+/// order. No class directory means no ports; a port with unusable attributes is skipped.
+pub fn discover_ports(roots: &LinuxRoots) -> io::Result<Vec<LinuxPortDevice>> {
+    let class = roots.sysfs.join(abi::SYSFS_FPGA_REGION_CLASS);
+    let regions = match fs::read_dir(&class) {
+        Ok(regions) => regions,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    let mut found = Vec::new();
+    for entry in regions {
+        let entry = entry?;
+        let is_region = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(abi::REGION_DIR_PREFIX));
+        if !is_region {
+            continue;
+        }
+        let region = entry.path();
+        match scan_region(&region, &roots.dev) {
+            Ok(ports) => found.extend(ports),
+            Err(err) => tracing::warn!("skipping FPGA region {}: {err}", region.display()),
+        }
+    }
+    found.sort_by_key(|(number, _)| *number);
+    let devices = found
+        .into_iter()
+        .filter_map(|(_, paths)| match read_desc(&paths, Guid::default()) {
+            Ok(discovered) => Some(LinuxPortDevice { paths, discovered }),
+            Err(err) => {
+                tracing::warn!("skipping DFL port {}: {err}", paths.port.display());
+                None
+            }
+        })
+        .collect();
+    Ok(devices)
+}
+
+/// Where one port's facts live in sysfs, and the node that opens it.
+#[derive(Clone, Debug)]
+struct PortPaths {
+    region: PathBuf,
+    port: PathBuf,
+    fme: Option<PathBuf>,
+    dev_node: PathBuf,
+}
+
+/// The ports of one region, with their numbers; they share the region's lowest-numbered FME.
+fn scan_region(region: &Path, dev: &Path) -> io::Result<Vec<(u32, PortPaths)>> {
+    let mut ports = Vec::new();
+    let mut fme: Option<(u32, String)> = None;
+    for entry in fs::read_dir(region)? {
+        let name = entry?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(number) = numbered(name, abi::PORT_DEV_PREFIX) {
+            ports.push((number, name.to_owned()));
+        } else if let Some(number) = numbered(name, abi::FME_DEV_PREFIX)
+            && fme.as_ref().is_none_or(|(lowest, _)| number < *lowest)
+        {
+            fme = Some((number, name.to_owned()));
+        }
+    }
+    let fme = fme.map(|(_, name)| region.join(name));
+    Ok(ports
+        .into_iter()
+        .map(|(number, name)| {
+            let paths = PortPaths {
+                region: region.to_path_buf(),
+                port: region.join(&name),
+                fme: fme.clone(),
+                dev_node: dev.join(&name),
+            };
+            (number, paths)
+        })
+        .collect())
+}
+
+/// `M` of `<prefix>M` when `M` is all decimal digits.
+fn numbered(name: &str, prefix: &str) -> Option<u32> {
+    let digits = name.strip_prefix(prefix)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// A sysfs attribute that is missing, unreadable or malformed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+struct BadAttribute {
+    path: PathBuf,
+    problem: String,
+}
+
+impl BadAttribute {
+    fn new(path: &Path, problem: impl ToString) -> Self {
+        BadAttribute {
+            path: path.to_path_buf(),
+            problem: problem.to_string(),
+        }
+    }
+}
+
+/// Reads the port's facts; `busy_afu_id` stands in for an `afu_id` the kernel refuses with
+/// `EBUSY` (the port is in reset).
+fn read_desc(paths: &PortPaths, busy_afu_id: Guid) -> Result<PortDesc, BadAttribute> {
+    let afu_id_path = paths.port.join(abi::PORT_ATTR_AFU_ID);
+    let socket_id = match &paths.fme {
+        Some(fme) => {
+            let path = fme.join(abi::FME_ATTR_SOCKET_ID);
+            match fs::read_to_string(&path) {
+                Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+                read => Some(parse_attr(&path, read, parse_decimal, "a decimal number")?),
+            }
+        }
+        None => None,
+    };
+    Ok(PortDesc {
+        path: paths.dev_node.to_string_lossy().into_owned(),
+        port_id: read_attr(
+            &paths.port.join(abi::PORT_ATTR_ID),
+            parse_decimal,
+            "a decimal number",
+        )?,
+        afu_id: afu_id_from(&afu_id_path, fs::read_to_string(&afu_id_path), busy_afu_id)?,
+        vendor_id: read_attr(
+            &paths.region.join(abi::REGION_ATTR_VENDOR),
+            parse_hex_u16,
+            "a 0x-prefixed u16",
+        )?,
+        device_id: read_attr(
+            &paths.region.join(abi::REGION_ATTR_DEVICE),
+            parse_hex_u16,
+            "a 0x-prefixed u16",
+        )?,
+        bus_address: fs::read_link(paths.region.join(abi::REGION_DEVICE_LINK))
+            .ok()
+            .and_then(|target| target.file_name()?.to_str()?.parse().ok()),
+        socket_id,
+        emulated: false,
+    })
+}
+
+fn read_attr<T>(path: &Path, parse: fn(&str) -> Option<T>, what: &str) -> Result<T, BadAttribute> {
+    parse_attr(path, fs::read_to_string(path), parse, what)
+}
+
+fn parse_attr<T>(
+    path: &Path,
+    read: io::Result<String>,
+    parse: fn(&str) -> Option<T>,
+    what: &str,
+) -> Result<T, BadAttribute> {
+    let text = read.map_err(|err| BadAttribute::new(path, err))?;
+    let text = text.trim();
+    parse(text).ok_or_else(|| BadAttribute::new(path, format!("{text:?} is not {what}")))
+}
+
+/// The AFU id from the result of reading `afu_id`; `EBUSY` (port in reset) gives `busy`.
+fn afu_id_from(path: &Path, read: io::Result<String>, busy: Guid) -> Result<Guid, BadAttribute> {
+    match read {
+        Err(err) if err.raw_os_error() == Some(libc::EBUSY) => Ok(busy),
+        read => parse_attr(path, read, parse_afu_id, "32 hex digits"),
+    }
+}
+
+fn parse_afu_id(text: &str) -> Option<Guid> {
+    if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let high = u64::from_str_radix(&text[..16], 16).ok()?;
+    let low = u64::from_str_radix(&text[16..], 16).ok()?;
+    Some(Guid::new(high, low))
+}
+
+fn parse_decimal(text: &str) -> Option<u32> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+fn parse_hex_u16(text: &str) -> Option<u16> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u16::from_str_radix(digits, 16).ok()
+}
+
+/// A port the kernel's DFL driver exposes, as [`discover_ports`] found it.
+#[derive(Debug)]
+pub struct LinuxPortDevice {
+    paths: PortPaths,
+    discovered: PortDesc,
+}
+
+impl DflDevice for LinuxPortDevice {
+    fn desc(&self) -> PortDesc {
+        read_desc(&self.paths, self.discovered.afu_id).unwrap_or_else(|err| {
+            tracing::debug!("DFL port: using the facts found at discovery: {err}");
+            self.discovered.clone()
+        })
+    }
+
+    fn open(&self, exclusive: bool, owner: OwnerId) -> io::Result<Box<dyn DflPort>> {
+        let fd = open_node(&self.paths.dev_node, exclusive)?;
+        Ok(Box::new(LinuxPort::new(fd, owner)))
+    }
+}
+
+/// Opens a port node as OPAE does: read-write, close-on-exec, `O_EXCL` for exclusive use.
+fn open_node(path: &Path, exclusive: bool) -> io::Result<OwnedFd> {
+    let excl = if exclusive { libc::O_EXCL } else { 0 };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC | excl)
+        .open(path)?;
+    Ok(file.into())
+}
+
+/// An open `/dev/dfl-port.M`. Dropping it unmaps its windows and closes the fd, on which the
+/// kernel resets the AFU and unpins every DMA mapping.
+pub struct LinuxPort {
+    // Declared before `mappings`: the fd closes (unpinning the pages) before the memory the
+    // table keeps alive can be freed.
+    fd: OwnedFd,
+    owner: OwnerId,
+    mappings: Mutex<BTreeMap<u64, Arc<DmaMemory>>>,
+    windows: Mutex<Vec<Weak<LinuxMmio>>>,
+}
+
+impl LinuxPort {
+    fn new(fd: OwnedFd, owner: OwnerId) -> Self {
+        LinuxPort {
+            fd,
+            owner,
+            mappings: Mutex::new(BTreeMap::new()),
+            windows: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn argsz<T>() -> u32 {
+    size_of::<T>() as u32
+}
+
+fn port_info_arg() -> PortInfoArg {
+    PortInfoArg {
+        argsz: argsz::<PortInfoArg>(),
+        ..Default::default()
+    }
+}
+
+fn region_info_arg(index: u32) -> PortRegionInfoArg {
+    PortRegionInfoArg {
+        argsz: argsz::<PortRegionInfoArg>(),
+        index,
+        ..Default::default()
+    }
+}
+
+fn dma_map_arg(memory: &DmaMemory) -> PortDmaMapArg {
+    PortDmaMapArg {
+        argsz: argsz::<PortDmaMapArg>(),
+        flags: 0,
+        user_addr: memory.user_address(),
+        length: memory.len(),
+        iova: 0,
+    }
+}
+
+fn dma_unmap_arg(iova: u64) -> PortDmaUnmapArg {
+    PortDmaUnmapArg {
+        argsz: argsz::<PortDmaUnmapArg>(),
+        flags: 0,
+        iova,
+    }
+}
+
+impl DflPort for LinuxPort {
+    fn info(&self) -> io::Result<PortInfo> {
+        let mut arg = port_info_arg();
+        // SAFETY: GET_INFO reads and writes one `PortInfoArg`, which `arg` is.
+        unsafe {
+            ioctl_ptr(
+                self.fd.as_fd(),
+                abi::native::DFL_FPGA_PORT_GET_INFO,
+                &mut arg,
+            )
+        }?;
+        Ok(PortInfo {
+            flags: arg.flags,
+            num_regions: arg.num_regions,
+            num_umsgs: arg.num_umsgs,
+        })
+    }
+
+    fn region_info(&self, index: u32) -> io::Result<RegionInfo> {
+        let mut arg = region_info_arg(index);
+        // SAFETY: GET_REGION_INFO reads and writes one `PortRegionInfoArg`, which `arg` is.
+        unsafe {
+            ioctl_ptr(
+                self.fd.as_fd(),
+                abi::native::DFL_FPGA_PORT_GET_REGION_INFO,
+                &mut arg,
+            )
+        }?;
+        Ok(RegionInfo {
+            index,
+            flags: arg.flags,
+            size: arg.size,
+            offset: arg.offset,
+        })
+    }
+
+    fn map_region(&self, index: u32) -> io::Result<Arc<dyn MmioWindow>> {
+        let region = self.region_info(index)?;
+        if region.flags & abi::REGION_MMAP == 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        let window = Arc::new(LinuxMmio::map(self.fd.as_fd(), region.size, region.offset)?);
+        let mut windows = lock(&self.windows);
+        windows.retain(|w| w.strong_count() > 0);
+        windows.push(Arc::downgrade(&window));
+        Ok(window)
+    }
+
+    fn dma_map(&self, memory: &Arc<DmaMemory>) -> io::Result<u64> {
+        check_owner(memory, self.owner)?;
+        let mut arg = dma_map_arg(memory);
+        // Held across the ioctl so the table and the kernel agree on which IOVAs are live.
+        let mut mappings = lock(&self.mappings);
+        // SAFETY: DMA_MAP reads and writes one `PortDmaMapArg`. The pages it pins belong to
+        // `memory`, which the table keeps alive until the mapping is gone.
+        unsafe {
+            ioctl_ptr(
+                self.fd.as_fd(),
+                abi::native::DFL_FPGA_PORT_DMA_MAP,
+                &mut arg,
+            )
+        }?;
+        memory.set_io_address(Some(arg.iova));
+        mappings.insert(arg.iova, memory.clone());
+        Ok(arg.iova)
+    }
+
+    fn dma_unmap(&self, iova: u64) -> io::Result<()> {
+        let mut arg = dma_unmap_arg(iova);
+        let mut mappings = lock(&self.mappings);
+        // SAFETY: DMA_UNMAP reads one `PortDmaUnmapArg`, which `arg` is.
+        unsafe {
+            ioctl_ptr(
+                self.fd.as_fd(),
+                abi::native::DFL_FPGA_PORT_DMA_UNMAP,
+                &mut arg,
+            )
+        }?;
+        if let Some(memory) = mappings.remove(&iova) {
+            memory.set_io_address(None);
+        }
+        Ok(())
+    }
+
+    fn reset(&self) -> io::Result<()> {
+        ioctl_val(self.fd.as_fd(), abi::native::DFL_FPGA_PORT_RESET, 0).map(drop)
+    }
+}
+
+impl Drop for LinuxPort {
+    fn drop(&mut self) {
+        // A live mapping would hold the file open and delay the kernel's release (reset and
+        // unpin) past our close, so the windows go first.
+        let windows = self
+            .windows
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for window in windows.drain(..).filter_map(|w| w.upgrade()) {
+            window.revoke();
+        }
+        let mappings = self
+            .mappings
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for memory in mappings.values() {
+            memory.set_io_address(None);
+        }
+    }
+}
+
+/// A port's MMIO region `mmap`ed into the process. Accesses are single volatile little-endian
+/// loads and stores; once the port is closed they fail with `ENODEV`.
+pub struct LinuxMmio {
+    size: u64,
+    mapping: RwLock<Option<Mapping>>,
+}
+
+impl LinuxMmio {
+    fn map(fd: BorrowedFd<'_>, size: u64, offset: u64) -> io::Result<Self> {
+        Ok(LinuxMmio {
+            size,
+            mapping: RwLock::new(Some(Mapping::new(fd, size, offset)?)),
+        })
+    }
+
+    /// Unmaps the region; later accesses fail.
+    fn revoke(&self) {
+        *self.mapping.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn read<T: Copy>(&self, offset: u64) -> io::Result<T> {
+        let guard = self.mapping.read().unwrap_or_else(PoisonError::into_inner);
+        let ptr = guard
+            .as_ref()
+            .ok_or_else(|| errno(libc::ENODEV))?
+            .word::<T>(offset)?;
+        // SAFETY: `word` checked that `ptr` is aligned and inside the mapping, and the read
+        // lock keeps the mapping in place until the load is done.
+        Ok(unsafe { ptr.read_volatile() })
+    }
+
+    fn write<T: Copy>(&self, offset: u64, value: T) -> io::Result<()> {
+        let guard = self.mapping.read().unwrap_or_else(PoisonError::into_inner);
+        let ptr = guard
+            .as_ref()
+            .ok_or_else(|| errno(libc::ENODEV))?
+            .word::<T>(offset)?;
+        // SAFETY: as in `read`; the mapping is writable (PROT_WRITE).
+        unsafe { ptr.write_volatile(value) };
+        Ok(())
+    }
+}
+
+impl MmioWindow for LinuxMmio {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read32(&self, offset: u64) -> io::Result<u32> {
+        self.read::<u32>(offset).map(u32::from_le)
+    }
+
+    fn read64(&self, offset: u64) -> io::Result<u64> {
+        self.read::<u64>(offset).map(u64::from_le)
+    }
+
+    fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
+        self.write(offset, value.to_le())
+    }
+
+    fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
+        self.write(offset, value.to_le())
+    }
+}
+
+/// A shared read-write mapping of part of a file, unmapped on drop.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is device (or file) memory owned by this value; all access is through
+// single volatile loads and stores of aligned words, which any thread may issue concurrently,
+// as with any memory-mapped registers.
+unsafe impl Send for Mapping {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(fd: BorrowedFd<'_>, size: u64, offset: u64) -> io::Result<Self> {
+        let len = usize::try_from(size).map_err(|_| errno(libc::EINVAL))?;
+        let offset = libc::off_t::try_from(offset).map_err(|_| errno(libc::EINVAL))?;
+        // SAFETY: a new shared mapping with no address hint replaces nothing; the kernel
+        // checks the fd, length and offset.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                offset,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(ptr.cast()).ok_or_else(|| errno(libc::ENOMEM))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// A pointer to the `T` at `offset`, if it is aligned and inside the mapping. Callers go
+    /// through `CheckedMmio`, but the trait methods are safe, so this is checked again.
+    fn word<T>(&self, offset: u64) -> io::Result<*mut T> {
+        let width = size_of::<T>() as u64;
+        let fits = offset.is_multiple_of(width)
+            && offset
+                .checked_add(width)
+                .is_some_and(|end| end <= self.len as u64);
+        if !fits {
+            return Err(errno(libc::EINVAL));
+        }
+        // SAFETY: `offset + width <= len`, so the result stays inside the mapping.
+        Ok(unsafe { self.ptr.as_ptr().add(offset as usize) }.cast())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::DmaBudget;
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    const NLB0_TEXT: &str = "d8424dc4a4a3c413f89e433683f9040b\n";
+
+    /// A scratch directory under the system temp dir, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Self {
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("accelhost-dfl-{tag}-{}-{n}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn write(&self, relative: &str, text: &str) {
+            let path = self.0.join(relative);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+
+        fn roots(&self) -> LinuxRoots {
+            LinuxRoots {
+                sysfs: self.0.join("sys"),
+                dev: self.0.join("dev"),
+            }
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Two cards: region0 (0000:5e:00.0, FME on socket 1, ports 0 and 10) and region1
+    /// (0000:af:00.0 without an FME, port 1 and port 2 whose afu_id is malformed).
+    fn fake_sysfs() -> Scratch {
+        let s = Scratch::new("sysfs");
+        let class = "sys/class/fpga_region";
+        for (pci, vendor, device) in [
+            ("0000:5e:00.0", "0x8086\n", "0x0b30\n"),
+            ("0000:af:00.0", "0x8086\n", "0xbcc0\n"),
+        ] {
+            s.write(&format!("sys/devices/{pci}/vendor"), vendor);
+            s.write(&format!("sys/devices/{pci}/device"), device);
+        }
+        s.write(&format!("{class}/region0/dfl-fme.0/socket_id"), "1\n");
+        s.write(&format!("{class}/region0/dfl-port.0/id"), "0\n");
+        s.write(&format!("{class}/region0/dfl-port.0/afu_id"), NLB0_TEXT);
+        s.write(&format!("{class}/region0/dfl-port.10/id"), "10\n");
+        s.write(
+            &format!("{class}/region0/dfl-port.10/afu_id"),
+            "00000000000000010000000000000002\n",
+        );
+        s.write(&format!("{class}/region0/compat_id"), "0\n");
+        s.write(&format!("{class}/region1/dfl-port.1/id"), "1\n");
+        s.write(&format!("{class}/region1/dfl-port.1/afu_id"), NLB0_TEXT);
+        s.write(&format!("{class}/region1/dfl-port.2/id"), "2\n");
+        s.write(
+            &format!("{class}/region1/dfl-port.2/afu_id"),
+            "not-a-guid\n",
+        );
+        s.write(&format!("{class}/region1/dfl-portal/id"), "3\n");
+        s.write(&format!("{class}/not-a-region/dfl-port.9/id"), "9\n");
+        symlink(
+            "../../../devices/0000:5e:00.0",
+            s.0.join(class).join("region0/device"),
+        )
+        .unwrap();
+        symlink(
+            "../../../devices/0000:af:00.0",
+            s.0.join(class).join("region1/device"),
+        )
+        .unwrap();
+        s
+    }
+
+    #[test]
+    fn discovery_reads_every_well_formed_port_in_order() {
+        let s = fake_sysfs();
+        let ports = discover_ports(&s.roots()).unwrap();
+        let descs: Vec<PortDesc> = ports.iter().map(|p| p.desc()).collect();
+        let ids: Vec<u32> = descs.iter().map(|d| d.port_id).collect();
+        assert_eq!(ids, [0, 1, 10], "port 2 (bad afu_id) is skipped");
+        let dev = s.0.join("dev");
+        assert_eq!(descs[0].path, dev.join("dfl-port.0").to_string_lossy());
+        assert_eq!(descs[0].afu_id, abi::nlb0::AFU_ID);
+        assert_eq!((descs[0].vendor_id, descs[0].device_id), (0x8086, 0x0B30));
+        assert_eq!(descs[0].bus_address, Some("0000:5e:00.0".parse().unwrap()));
+        assert_eq!(descs[0].socket_id, Some(1));
+        assert!(!descs[0].emulated);
+        assert_eq!(descs[1].device_id, 0xBCC0);
+        assert_eq!(descs[1].bus_address, Some("0000:af:00.0".parse().unwrap()));
+        assert_eq!(descs[1].socket_id, None);
+        assert_eq!(descs[2].afu_id, Guid::new(1, 2));
+        assert_eq!(descs[2].socket_id, Some(1));
+    }
+
+    #[test]
+    fn default_roots_give_dev_paths() {
+        let s = fake_sysfs();
+        let roots = LinuxRoots {
+            sysfs: s.0.join("sys"),
+            dev: LinuxRoots::default().dev,
+        };
+        let ports = discover_ports(&roots).unwrap();
+        assert_eq!(ports[0].desc().path, "/dev/dfl-port.0");
+    }
+
+    #[test]
+    fn desc_rereads_sysfs_and_falls_back_to_discovery() {
+        let s = fake_sysfs();
+        let ports = discover_ports(&s.roots()).unwrap();
+        let port0 = "sys/class/fpga_region/region0/dfl-port.0";
+        s.write(
+            &format!("{port0}/afu_id"),
+            "0000000000000003000000000000000f\n",
+        );
+        assert_eq!(ports[0].desc().afu_id, Guid::new(3, 15));
+        fs::remove_dir_all(s.0.join(port0)).unwrap();
+        assert_eq!(ports[0].desc().afu_id, abi::nlb0::AFU_ID);
+        assert_eq!(ports[0].desc().port_id, 0);
+    }
+
+    #[test]
+    fn missing_class_dir_means_no_ports() {
+        let s = Scratch::new("empty");
+        assert!(discover_ports(&s.roots()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn afu_id_in_reset_is_reported_as_the_fallback() {
+        let path = Path::new("afu_id");
+        let busy = Err(io::Error::from_raw_os_error(libc::EBUSY));
+        assert_eq!(
+            afu_id_from(path, busy, Guid::default()).unwrap(),
+            Guid::default()
+        );
+        let other = Err(io::Error::from_raw_os_error(libc::EIO));
+        assert!(afu_id_from(path, other, Guid::default()).is_err());
+        let err = afu_id_from(
+            path,
+            Ok("D8424DC4-A4A3-C413-F89E-433683F9040B\n".into()),
+            Guid::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("afu_id: "), "{err}");
+        assert_eq!(
+            afu_id_from(path, Ok(NLB0_TEXT.to_uppercase()), Guid::default()).unwrap(),
+            abi::nlb0::AFU_ID
+        );
+    }
+
+    #[test]
+    fn attribute_parsers_are_strict() {
+        assert_eq!(parse_hex_u16("0x8086"), Some(0x8086));
+        assert_eq!(parse_hex_u16("0X0a5e"), Some(0x0A5E));
+        for bad in ["8086", "0x", "0x+1", "0x10000", "0xzz"] {
+            assert_eq!(parse_hex_u16(bad), None, "{bad}");
+        }
+        assert_eq!(parse_decimal("12"), Some(12));
+        for bad in ["", "+1", "-1", "0x1", "4294967296"] {
+            assert_eq!(parse_decimal(bad), None, "{bad}");
+        }
+        assert_eq!(numbered("dfl-port.7", abi::PORT_DEV_PREFIX), Some(7));
+        assert_eq!(numbered("dfl-port.", abi::PORT_DEV_PREFIX), None);
+        assert_eq!(numbered("dfl-port.+7", abi::PORT_DEV_PREFIX), None);
+    }
+
+    #[test]
+    fn opening_a_missing_node_returns_enoent() {
+        let s = fake_sysfs();
+        let ports = discover_ports(&s.roots()).unwrap();
+        for exclusive in [false, true] {
+            let err = ports[0].open(exclusive, OwnerId::fresh()).err().unwrap();
+            assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        }
+    }
+
+    #[test]
+    fn ioctls_on_a_non_dfl_node_fail_with_the_kernels_errno() {
+        let s = fake_sysfs();
+        s.write("dev/dfl-port.0", "");
+        let ports = discover_ports(&s.roots()).unwrap();
+        let port = ports[0].open(true, OwnerId::fresh()).unwrap();
+        let enotty = Some(libc::ENOTTY);
+        assert_eq!(port.info().unwrap_err().raw_os_error(), enotty);
+        assert_eq!(port.region_info(0).unwrap_err().raw_os_error(), enotty);
+        assert_eq!(port.map_region(0).err().unwrap().raw_os_error(), enotty);
+        assert_eq!(port.reset().unwrap_err().raw_os_error(), enotty);
+        assert_eq!(port.dma_unmap(0x1000).unwrap_err().raw_os_error(), enotty);
+        let budget = DmaBudget::new(1 << 20);
+        let theirs = DmaMemory::allocate(4096, OwnerId::fresh(), &budget, false).unwrap();
+        assert_eq!(
+            port.dma_map(&theirs).unwrap_err().raw_os_error(),
+            Some(libc::EFAULT)
+        );
+    }
+
+    #[test]
+    fn argument_structs_are_filled_as_the_kernel_expects() {
+        assert_eq!(
+            port_info_arg(),
+            PortInfoArg {
+                argsz: 16,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            region_info_arg(1),
+            PortRegionInfoArg {
+                argsz: 32,
+                flags: 0,
+                index: 1,
+                padding: 0,
+                size: 0,
+                offset: 0
+            }
+        );
+        let budget = DmaBudget::new(1 << 20);
+        let memory = DmaMemory::allocate(8192, OwnerId::fresh(), &budget, false).unwrap();
+        assert_eq!(
+            dma_map_arg(&memory),
+            PortDmaMapArg {
+                argsz: 32,
+                flags: 0,
+                user_addr: memory.user_address(),
+                length: 8192,
+                iova: 0
+            }
+        );
+        assert_eq!(
+            dma_unmap_arg(0xABC000),
+            PortDmaUnmapArg {
+                argsz: 16,
+                flags: 0,
+                iova: 0xABC000
+            }
+        );
+    }
+
+    #[test]
+    fn mmio_window_accesses_the_mapped_file_until_revoked() {
+        let s = Scratch::new("mmio");
+        let path = s.0.join("region");
+        fs::write(&path, vec![0u8; 8192]).unwrap();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let window = LinuxMmio::map(file.as_fd(), 4096, 4096).unwrap();
+        assert_eq!(window.size(), 4096);
+        window.write64(0x138, 0x1122_3344_5566_7788).unwrap();
+        assert_eq!(window.read32(0x13C).unwrap(), 0x1122_3344);
+        window.write32(0x138, 3).unwrap();
+        assert_eq!(window.read64(0x138).unwrap(), 0x1122_3344_0000_0003);
+        assert_eq!(
+            window.read32(4094).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            window.read64(4).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            window.write32(4096, 0).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(
+            bytes[4096 + 0x138..4096 + 0x140],
+            [3, 0, 0, 0, 0x44, 0x33, 0x22, 0x11]
+        );
+        window.revoke();
+        assert_eq!(
+            window.read64(0).unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
+        assert_eq!(
+            window.write64(0, 1).unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
+    }
+
+    #[test]
+    fn dropping_the_port_unmaps_its_windows_and_clears_io_addresses() {
+        let s = Scratch::new("drop");
+        let path = s.0.join("node");
+        fs::write(&path, vec![0u8; 4096]).unwrap();
+        let owner = OwnerId::fresh();
+        let port = LinuxPort::new(open_node(&path, false).unwrap(), owner);
+        let window = Arc::new(LinuxMmio::map(port.fd.as_fd(), 4096, 0).unwrap());
+        lock(&port.windows).push(Arc::downgrade(&window));
+        let budget = DmaBudget::new(1 << 20);
+        let memory = DmaMemory::allocate(4096, owner, &budget, false).unwrap();
+        memory.set_io_address(Some(0x2000));
+        lock(&port.mappings).insert(0x2000, memory.clone());
+        window.write32(0, 1).unwrap();
+        drop(port);
+        assert_eq!(
+            window.read32(0).unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
+        assert_eq!(memory.io_address(), None);
+        assert_eq!(
+            Arc::strong_count(&memory),
+            1,
+            "the table let go of the memory"
+        );
+    }
+
+    #[test]
+    fn everything_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<LinuxPortDevice>();
+        check::<LinuxPort>();
+        check::<LinuxMmio>();
+    }
+}

@@ -1,0 +1,386 @@
+//! Host memory that devices reach by DMA: page-aligned, zeroed, counted against the owning
+//! plugin's DMA grant, and readable by the host without entering wasm.
+
+use std::io;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::errno;
+
+/// The plugin instance that allocated memory or opened a device. Backends use it to refuse a
+/// buffer that belongs to someone else, as the kernel refuses another process's pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OwnerId(u64);
+
+impl OwnerId {
+    /// A fresh id, never handed out before in this process.
+    pub fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        OwnerId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// How many DMA bytes a plugin may hold at once. Shared by every allocation it makes, and
+/// released when the last reference to an allocation goes away (which may be after the
+/// plugin instance itself ended).
+#[derive(Debug)]
+pub struct DmaBudget {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl DmaBudget {
+    pub fn new(limit: u64) -> Arc<Self> {
+        Arc::new(DmaBudget {
+            limit,
+            used: AtomicU64::new(0),
+        })
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn try_reserve(&self, bytes: u64) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&total| total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, bytes: u64) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
+/// A range that does not fit in a buffer or is misaligned for the access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{len} byte(s) at offset {offset:#x} do not fit in the {size:#x}-byte buffer or are misaligned"
+)]
+pub struct RangeError {
+    pub offset: u64,
+    pub len: u64,
+    pub size: u64,
+}
+
+const NO_IO_ADDRESS: u64 = u64::MAX;
+
+/// An anonymous, page-aligned mapping. Devices write it concurrently with host reads, as real
+/// DMA does; word-sized status fields are accessed atomically so that a completion flag
+/// written last orders the data written before it.
+#[derive(Debug)]
+pub struct DmaMemory {
+    ptr: NonNull<u8>,
+    len: u64,
+    owner: OwnerId,
+    budget: Arc<DmaBudget>,
+    io_address: AtomicU64,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; all access goes through methods
+// that bounds-check and copy, so sharing it between threads is as safe as sharing DMA memory
+// with a device.
+unsafe impl Send for DmaMemory {}
+// SAFETY: see `Send`.
+unsafe impl Sync for DmaMemory {}
+
+/// The system page size.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as u64 } else { 4096 }
+}
+
+const HUGE_PAGE: u64 = 2 << 20;
+
+impl DmaMemory {
+    /// Maps at least `len` zeroed bytes (rounded up to whole pages) for `owner`, charging
+    /// `budget`. With `huge_pages`, sizes of 2 MiB and up try 2 MiB pages first (the real DFL
+    /// driver needs physically contiguous buffers) and fall back to normal pages.
+    pub fn allocate(
+        len: u64,
+        owner: OwnerId,
+        budget: &Arc<DmaBudget>,
+        huge_pages: bool,
+    ) -> io::Result<Arc<Self>> {
+        if len == 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        let page = page_size();
+        let huge = huge_pages && len >= HUGE_PAGE;
+        let granule = if huge { HUGE_PAGE } else { page };
+        let len = len
+            .checked_next_multiple_of(granule)
+            .filter(|&l| l <= isize::MAX as u64)
+            .ok_or_else(|| errno(libc::ENOMEM))?;
+        if !budget.try_reserve(len) {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "{len} more DMA bytes would exceed the grant of {} bytes ({} in use)",
+                    budget.limit(),
+                    budget.used()
+                ),
+            ));
+        }
+        let mapped = map_anonymous(len, huge).or_else(|err| {
+            if huge {
+                map_anonymous(len, false)
+            } else {
+                Err(err)
+            }
+        });
+        match mapped {
+            Ok(ptr) => Ok(Arc::new(DmaMemory {
+                ptr,
+                len,
+                owner,
+                budget: budget.clone(),
+                io_address: AtomicU64::new(NO_IO_ADDRESS),
+            })),
+            Err(err) => {
+                budget.release(len);
+                Err(err)
+            }
+        }
+    }
+
+    /// The size in bytes, a whole number of pages.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn owner(&self) -> OwnerId {
+        self.owner
+    }
+
+    /// The mapping's address in this process, for kernel interfaces that pin user pages
+    /// (`DFL_FPGA_PORT_DMA_MAP`'s `user_addr`).
+    pub fn user_address(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+
+    /// The device address of the current mapping, if a backend mapped it.
+    pub fn io_address(&self) -> Option<u64> {
+        let iova = self.io_address.load(Ordering::Acquire);
+        (iova != NO_IO_ADDRESS).then_some(iova)
+    }
+
+    /// Records (or clears) the device address; called by the backend that maps the memory.
+    pub fn set_io_address(&self, iova: Option<u64>) {
+        self.io_address
+            .store(iova.unwrap_or(NO_IO_ADDRESS), Ordering::Release);
+    }
+
+    fn check(&self, offset: u64, len: u64, align: u64) -> Result<usize, RangeError> {
+        let fits = offset
+            .checked_add(len)
+            .is_some_and(|end| end <= self.len && offset.is_multiple_of(align));
+        if fits {
+            Ok(offset as usize)
+        } else {
+            Err(RangeError {
+                offset,
+                len,
+                size: self.len,
+            })
+        }
+    }
+
+    /// Copies `dst.len()` bytes out, starting at `offset`.
+    pub fn read(&self, offset: u64, dst: &mut [u8]) -> Result<(), RangeError> {
+        let start = self.check(offset, dst.len() as u64, 1)?;
+        // SAFETY: `check` proved the range lies inside the mapping, and `dst` is a distinct
+        // Rust allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(start), dst.as_mut_ptr(), dst.len())
+        };
+        Ok(())
+    }
+
+    /// Copies `src` in, starting at `offset`.
+    pub fn write(&self, offset: u64, src: &[u8]) -> Result<(), RangeError> {
+        let start = self.check(offset, src.len() as u64, 1)?;
+        // SAFETY: as in `read`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(start), src.len())
+        };
+        Ok(())
+    }
+
+    /// Fills `len` bytes at `offset` with `byte`.
+    pub fn fill(&self, offset: u64, len: u64, byte: u8) -> Result<(), RangeError> {
+        let start = self.check(offset, len, 1)?;
+        // SAFETY: as in `read`.
+        unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(start), byte, len as usize) };
+        Ok(())
+    }
+
+    /// Copies `len` bytes from `src_offset` in `src` to `dst_offset` here, as a device would.
+    pub fn copy_from(
+        &self,
+        dst_offset: u64,
+        src: &DmaMemory,
+        src_offset: u64,
+        len: u64,
+    ) -> Result<(), RangeError> {
+        let dst_start = self.check(dst_offset, len, 1)?;
+        let src_start = src.check(src_offset, len, 1)?;
+        // SAFETY: both ranges were checked; `copy` allows overlap when src and dst are the
+        // same mapping.
+        unsafe {
+            std::ptr::copy(
+                src.ptr.as_ptr().add(src_start),
+                self.ptr.as_ptr().add(dst_start),
+                len as usize,
+            )
+        };
+        Ok(())
+    }
+
+    fn word(&self, offset: u64) -> Result<&AtomicU64, RangeError> {
+        let start = self.check(offset, 8, 8)?;
+        // SAFETY: the range is inside the mapping and 8-byte aligned (the mapping is page
+        // aligned), which is what AtomicU64 requires.
+        Ok(unsafe { &*(self.ptr.as_ptr().add(start) as *const AtomicU64) })
+    }
+
+    /// Reads the little-endian 64-bit word at `offset` (8-byte aligned), ordered after any
+    /// device writes that preceded the write of this word.
+    pub fn load_u64(&self, offset: u64) -> Result<u64, RangeError> {
+        Ok(u64::from_le(self.word(offset)?.load(Ordering::Acquire)))
+    }
+
+    /// Writes the little-endian 64-bit word at `offset` (8-byte aligned), ordered after every
+    /// earlier write: a device writes its completion word this way.
+    pub fn store_u64(&self, offset: u64, value: u64) -> Result<(), RangeError> {
+        self.word(offset)?.store(value.to_le(), Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for DmaMemory {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len as usize) };
+        self.budget.release(self.len);
+    }
+}
+
+fn map_anonymous(len: u64, huge: bool) -> io::Result<NonNull<u8>> {
+    let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    if huge {
+        flags |= libc::MAP_HUGETLB;
+    }
+    // SAFETY: an anonymous mapping with no address hint has no preconditions.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(ptr.cast()).ok_or_else(|| errno(libc::ENOMEM))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(len: u64, budget: &Arc<DmaBudget>) -> io::Result<Arc<DmaMemory>> {
+        DmaMemory::allocate(len, OwnerId::fresh(), budget, false)
+    }
+
+    #[test]
+    fn allocation_rounds_to_pages_and_is_zeroed() {
+        let budget = DmaBudget::new(1 << 20);
+        let mem = memory(100, &budget).unwrap();
+        assert_eq!(mem.len(), page_size());
+        let mut bytes = vec![0xFF; mem.len() as usize];
+        mem.read(0, &mut bytes).unwrap();
+        assert!(bytes.iter().all(|&b| b == 0));
+        assert_eq!(budget.used(), page_size());
+        drop(mem);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn budget_is_enforced_and_released() {
+        let budget = DmaBudget::new(2 * page_size());
+        let a = memory(page_size(), &budget).unwrap();
+        let _b = memory(page_size(), &budget).unwrap();
+        let err = memory(1, &budget).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+        assert!(err.to_string().contains("exceed the grant"), "{err}");
+        drop(a);
+        memory(1, &budget).unwrap();
+    }
+
+    #[test]
+    fn zero_length_is_invalid() {
+        let budget = DmaBudget::new(1 << 20);
+        assert_eq!(
+            memory(0, &budget).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        let budget = DmaBudget::new(1 << 20);
+        let mem = memory(4096, &budget).unwrap();
+        let size = mem.len();
+        assert!(mem.write(size - 4, &[1, 2, 3, 4]).is_ok());
+        assert!(mem.write(size - 3, &[1, 2, 3, 4]).is_err());
+        assert!(mem.read(u64::MAX, &mut [0u8; 2]).is_err());
+        assert!(mem.load_u64(4).is_err(), "misaligned word");
+        assert!(mem.load_u64(size).is_err());
+        mem.store_u64(8, 0x1122_3344_5566_7788).unwrap();
+        let mut raw = [0u8; 8];
+        mem.read(8, &mut raw).unwrap();
+        assert_eq!(u64::from_le_bytes(raw), 0x1122_3344_5566_7788);
+        assert_eq!(mem.load_u64(8).unwrap(), 0x1122_3344_5566_7788);
+    }
+
+    #[test]
+    fn copy_between_buffers() {
+        let budget = DmaBudget::new(1 << 20);
+        let src = memory(8192, &budget).unwrap();
+        let dst = memory(8192, &budget).unwrap();
+        src.fill(0, 8192, 0xAF).unwrap();
+        dst.copy_from(64, &src, 128, 256).unwrap();
+        let mut out = [0u8; 320];
+        dst.read(0, &mut out).unwrap();
+        assert!(out[..64].iter().all(|&b| b == 0));
+        assert!(out[64..].iter().all(|&b| b == 0xAF));
+        assert!(dst.copy_from(8000, &src, 0, 256).is_err());
+    }
+
+    #[test]
+    fn io_address_round_trips() {
+        let budget = DmaBudget::new(1 << 20);
+        let mem = memory(1, &budget).unwrap();
+        assert_eq!(mem.io_address(), None);
+        mem.set_io_address(Some(0x1000));
+        assert_eq!(mem.io_address(), Some(0x1000));
+        mem.set_io_address(None);
+        assert_eq!(mem.io_address(), None);
+    }
+}

@@ -1,0 +1,218 @@
+//! MMIO windows: what a backend maps, and the one place where every access (from a plugin or
+//! from an application) is bounds- and alignment-checked before it reaches the backend.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::poll::{PollOutcome, poll_until};
+
+/// A mapped register window. Offsets reaching an implementation are in bounds and aligned to
+/// the access width: [`CheckedMmio`] guarantees it.
+pub trait MmioWindow: Send + Sync {
+    /// The window's size in bytes.
+    fn size(&self) -> u64;
+    fn read32(&self, offset: u64) -> io::Result<u32>;
+    fn read64(&self, offset: u64) -> io::Result<u64>;
+    fn write32(&self, offset: u64, value: u32) -> io::Result<()>;
+    fn write64(&self, offset: u64, value: u64) -> io::Result<()>;
+}
+
+/// The width of one register access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessWidth {
+    Bits32,
+    Bits64,
+}
+
+impl AccessWidth {
+    pub fn bytes(self) -> u64 {
+        match self {
+            AccessWidth::Bits32 => 4,
+            AccessWidth::Bits64 => 8,
+        }
+    }
+}
+
+/// Why an MMIO access was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MmioFault {
+    #[error("{}-bit access at offset {offset:#x} is outside the {size:#x}-byte MMIO region", .width.bytes() * 8)]
+    OutOfRange {
+        offset: u64,
+        width: AccessWidth,
+        size: u64,
+    },
+    #[error("{}-bit access at offset {offset:#x} is not {}-byte aligned", .width.bytes() * 8, .width.bytes())]
+    Misaligned { offset: u64, width: AccessWidth },
+    #[error("polling offset {offset:#x} timed out; the last value read was {last:#x}")]
+    PollTimeout { offset: u64, last: u64 },
+    #[error("the device refused the access: {0}")]
+    Device(#[from] io::Error),
+}
+
+/// A window plus the checks every access goes through.
+#[derive(Clone)]
+pub struct CheckedMmio {
+    window: Arc<dyn MmioWindow>,
+    size: u64,
+}
+
+impl CheckedMmio {
+    pub fn new(window: Arc<dyn MmioWindow>) -> Self {
+        let size = window.size();
+        CheckedMmio { window, size }
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    #[inline]
+    fn check(&self, offset: u64, width: AccessWidth) -> Result<(), MmioFault> {
+        let bytes = width.bytes();
+        if !offset.is_multiple_of(bytes) {
+            return Err(MmioFault::Misaligned { offset, width });
+        }
+        if offset.checked_add(bytes).is_none_or(|end| end > self.size) {
+            return Err(MmioFault::OutOfRange {
+                offset,
+                width,
+                size: self.size,
+            });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub fn read32(&self, offset: u64) -> Result<u32, MmioFault> {
+        self.check(offset, AccessWidth::Bits32)?;
+        Ok(self.window.read32(offset)?)
+    }
+
+    #[inline]
+    pub fn read64(&self, offset: u64) -> Result<u64, MmioFault> {
+        self.check(offset, AccessWidth::Bits64)?;
+        Ok(self.window.read64(offset)?)
+    }
+
+    #[inline]
+    pub fn write32(&self, offset: u64, value: u32) -> Result<(), MmioFault> {
+        self.check(offset, AccessWidth::Bits32)?;
+        Ok(self.window.write32(offset, value)?)
+    }
+
+    #[inline]
+    pub fn write64(&self, offset: u64, value: u64) -> Result<(), MmioFault> {
+        self.check(offset, AccessWidth::Bits64)?;
+        Ok(self.window.write64(offset, value)?)
+    }
+
+    /// Writes `value` with the given width (the upper half is ignored for 32-bit writes).
+    pub fn write(&self, offset: u64, value: u64, width: AccessWidth) -> Result<(), MmioFault> {
+        match width {
+            AccessWidth::Bits32 => self.write32(offset, value as u32),
+            AccessWidth::Bits64 => self.write64(offset, value),
+        }
+    }
+
+    /// Reads the 64-bit register at `offset` until `value & mask == expected` or `deadline`.
+    pub fn poll64(
+        &self,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+        deadline: Instant,
+    ) -> Result<u64, MmioFault> {
+        self.check(offset, AccessWidth::Bits64)?;
+        match poll_until(deadline, mask, expected, || self.window.read64(offset))? {
+            PollOutcome::Matched(value) => Ok(value),
+            PollOutcome::TimedOut(last) => Err(MmioFault::PollTimeout { offset, last }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// A window of plain 64-bit cells.
+    struct Cells(Mutex<Vec<u64>>);
+
+    impl MmioWindow for Cells {
+        fn size(&self) -> u64 {
+            self.0.lock().unwrap().len() as u64 * 8
+        }
+        fn read32(&self, offset: u64) -> io::Result<u32> {
+            let cell = self.0.lock().unwrap()[(offset / 8) as usize];
+            Ok((cell >> ((offset % 8) * 8)) as u32)
+        }
+        fn read64(&self, offset: u64) -> io::Result<u64> {
+            Ok(self.0.lock().unwrap()[(offset / 8) as usize])
+        }
+        fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
+            let mut cells = self.0.lock().unwrap();
+            let shift = (offset % 8) * 8;
+            let cell = &mut cells[(offset / 8) as usize];
+            *cell = (*cell & !(0xFFFF_FFFF << shift)) | ((value as u64) << shift);
+            Ok(())
+        }
+        fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
+            self.0.lock().unwrap()[(offset / 8) as usize] = value;
+            Ok(())
+        }
+    }
+
+    fn region(cells: usize) -> CheckedMmio {
+        CheckedMmio::new(Arc::new(Cells(Mutex::new(vec![0; cells]))))
+    }
+
+    #[test]
+    fn accesses_inside_the_region_work() {
+        let mmio = region(4);
+        mmio.write64(8, 0x1234_5678_9ABC_DEF0).unwrap();
+        assert_eq!(mmio.read64(8).unwrap(), 0x1234_5678_9ABC_DEF0);
+        assert_eq!(mmio.read32(12).unwrap(), 0x1234_5678);
+        mmio.write32(28, 7).unwrap();
+        assert_eq!(mmio.read32(28).unwrap(), 7);
+    }
+
+    #[test]
+    fn out_of_range_and_misaligned_accesses_are_refused() {
+        let mmio = region(4);
+        assert!(matches!(mmio.read64(32), Err(MmioFault::OutOfRange { .. })));
+        assert!(matches!(mmio.read32(32), Err(MmioFault::OutOfRange { .. })));
+        assert!(matches!(
+            mmio.write64(u64::MAX - 7, 0),
+            Err(MmioFault::OutOfRange { .. })
+        ));
+        assert!(matches!(mmio.read64(4), Err(MmioFault::Misaligned { .. })));
+        assert!(matches!(
+            mmio.write32(2, 0),
+            Err(MmioFault::Misaligned { .. })
+        ));
+        let msg = mmio.read64(32).unwrap_err().to_string();
+        assert!(msg.contains("0x20") && msg.contains("outside"), "{msg}");
+    }
+
+    #[test]
+    fn poll_sees_a_value_written_later_and_times_out_otherwise() {
+        let mmio = region(2);
+        let writer = mmio.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            writer.write64(8, 0x5).unwrap();
+        });
+        let value = mmio
+            .poll64(8, 0x1, 0x1, Instant::now() + Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(value, 0x5);
+        t.join().unwrap();
+        let err = mmio
+            .poll64(0, 0x1, 0x1, Instant::now() + Duration::from_millis(5))
+            .unwrap_err();
+        assert!(matches!(err, MmioFault::PollTimeout { offset: 0, last: 0 }));
+    }
+}

@@ -1,0 +1,114 @@
+//! Device backends: one folder per driver family, each with its ABI facts (`abi.rs`), a
+//! Linux backend over the real kernel interface (`linux.rs`) and an emulator of the same ABI
+//! (`emu.rs`). Nothing here knows about wasm: `imports/` checks grants and translates
+//! handles, then calls down into these types.
+
+mod completion;
+pub mod dfl;
+pub mod ioctl;
+mod memory;
+mod mmio;
+mod poll;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use dfl::DflDevice;
+
+pub use completion::{Completion, CompletionState};
+pub use memory::{DmaBudget, DmaMemory, OwnerId, RangeError, page_size};
+pub use mmio::{AccessWidth, CheckedMmio, MmioFault, MmioWindow};
+pub use poll::{PollOutcome, poll_until};
+
+use crate::config::{Config, DeviceDecl, DeviceFamily};
+
+/// Where the Linux backends look for sysfs and device nodes; tests point these at fake trees.
+#[derive(Clone, Debug)]
+pub struct LinuxRoots {
+    pub sysfs: PathBuf,
+    pub dev: PathBuf,
+}
+
+impl Default for LinuxRoots {
+    fn default() -> Self {
+        LinuxRoots {
+            sysfs: PathBuf::from("/sys"),
+            dev: PathBuf::from("/dev"),
+        }
+    }
+}
+
+/// Every device the host can hand to plugins, by the name grants use: `emu:<id>` for the
+/// emulated cards the config declares, the `/dev` path for real ones.
+#[derive(Default)]
+pub struct DeviceRegistry {
+    dfl_ports: BTreeMap<String, Arc<dyn dfl::DflDevice>>,
+    real_devices: bool,
+}
+
+impl DeviceRegistry {
+    /// Builds the emulated cards the config declares and finds the real ones under `roots`.
+    /// A missing or unreadable sysfs tree just means no real devices.
+    pub fn from_config(config: &Config) -> Self {
+        let mut registry = DeviceRegistry::default();
+        for decl in &config.devices {
+            registry.add_emulated(decl);
+        }
+        let roots = LinuxRoots {
+            sysfs: config.linux.sysfs_root.clone(),
+            dev: config.linux.dev_root.clone(),
+        };
+        match dfl::linux::discover_ports(&roots) {
+            Ok(ports) => {
+                for port in ports {
+                    registry.real_devices = true;
+                    registry
+                        .dfl_ports
+                        .insert(port.desc().path.clone(), Arc::new(port));
+                }
+            }
+            Err(err) => tracing::debug!(
+                sysfs = %roots.sysfs.display(),
+                "no DFL ports found through sysfs: {err}"
+            ),
+        }
+        registry
+    }
+
+    fn add_emulated(&mut self, decl: &DeviceDecl) {
+        match decl.family {
+            DeviceFamily::Dfl => {
+                let port = dfl::emu::EmulatedPort::new(decl);
+                self.dfl_ports
+                    .insert(port.desc().path.clone(), Arc::new(port));
+            }
+        }
+    }
+
+    /// The DFL ports whose names `granted` accepts, in name order.
+    pub fn dfl_ports(&self, granted: impl Fn(&str) -> bool) -> Vec<Arc<dyn dfl::DflDevice>> {
+        self.dfl_ports
+            .iter()
+            .filter(|(name, _)| granted(name))
+            .map(|(_, dev)| dev.clone())
+            .collect()
+    }
+
+    /// Whether any real (non-emulated) device was found; DMA memory then prefers huge pages,
+    /// which the real drivers need for physically contiguous buffers.
+    pub fn has_real_devices(&self) -> bool {
+        self.real_devices
+    }
+
+    /// The DFL port named `name`, if it exists.
+    pub fn dfl_port(&self, name: &str) -> Option<Arc<dyn dfl::DflDevice>> {
+        self.dfl_ports.get(name).cloned()
+    }
+}
+
+/// An `io::Error` carrying a raw errno, as the kernel would return it.
+pub(crate) fn errno(code: i32) -> io::Error {
+    io::Error::from_raw_os_error(code)
+}

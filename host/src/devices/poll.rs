@@ -1,0 +1,44 @@
+//! Host-side polling, so a plugin or application waiting on a register or a status word in
+//! DMA memory never spins in wasm.
+
+use std::time::{Duration, Instant};
+
+/// How a poll ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// The value that matched.
+    Matched(u64),
+    /// The deadline passed; the last value read.
+    TimedOut(u64),
+}
+
+/// Calls `read` until `value & mask == expected` or `deadline` passes. Spins briefly (a
+/// device answers fast), then yields, then sleeps with a growing interval of up to 1 ms.
+pub fn poll_until<E>(
+    deadline: Instant,
+    mask: u64,
+    expected: u64,
+    mut read: impl FnMut() -> Result<u64, E>,
+) -> Result<PollOutcome, E> {
+    let mut attempts: u32 = 0;
+    let mut sleep = Duration::from_micros(10);
+    loop {
+        let value = read()?;
+        if value & mask == expected {
+            return Ok(PollOutcome::Matched(value));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(PollOutcome::TimedOut(value));
+        }
+        attempts += 1;
+        if attempts < 64 {
+            std::hint::spin_loop();
+        } else if attempts < 128 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(sleep.min(deadline - now));
+            sleep = (sleep * 2).min(Duration::from_millis(1));
+        }
+    }
+}
