@@ -1,0 +1,420 @@
+//! The JSON schema of the plugin list and its validation.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{Config, ConfigError, ConfigSource, PLUGIN_PATH_ENV, base_dir};
+use crate::types::BusAddress;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    #[serde(default)]
+    devices: Vec<DeviceDecl>,
+    plugins: Vec<RawPlugin>,
+    #[serde(default)]
+    linux: LinuxSettings,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlugin {
+    name: String,
+    module: String,
+    #[serde(default = "empty_object")]
+    config: serde_json::Value,
+    #[serde(default)]
+    load_policy: LoadPolicy,
+    #[serde(default)]
+    grants: Grants,
+    #[serde(default = "yes")]
+    enabled: bool,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One entry of `plugins`.
+#[derive(Clone, Debug)]
+pub struct PluginEntry {
+    /// Unique within the config; names the plugin in every message.
+    pub name: String,
+    /// Where the component comes from.
+    pub module: ModuleSource,
+    /// The `module` text as written, for messages.
+    pub module_text: String,
+    /// Passed to the plugin's `configure` as JSON text.
+    pub config: serde_json::Value,
+    pub load_policy: LoadPolicy,
+    pub grants: Grants,
+    /// A disabled plugin is listed but not loaded.
+    pub enabled: bool,
+}
+
+/// Where a plugin's component comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// A plugin shipped inside the host binary: `builtin:<name>`.
+    Builtin(String),
+    /// A `.wasm` file, resolved against the config's directory and `ACCELHOST_PLUGIN_PATH`.
+    File(PathBuf),
+}
+
+/// What happens when a plugin cannot be loaded.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LoadPolicy {
+    #[serde(default)]
+    pub on_error: OnLoadError,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLoadError {
+    /// Report the plugin as failed (with the reason) and load the others.
+    #[default]
+    Skip,
+    /// Fail the whole load.
+    Fail,
+}
+
+/// What a plugin may touch, and how much of the machine it may use.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    /// Device names: `emu:<id>` for a declared emulated card, a `/dev` path for a real one;
+    /// a trailing `*` matches any suffix (`emu:*`, `/dev/dfl-port.*`).
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Cap on the plugin's linear memory, in MiB.
+    #[serde(default = "default_memory_mib")]
+    pub memory_mib: u64,
+    /// Cap on the DMA buffers the plugin may hold at once, in MiB.
+    #[serde(default = "default_dma_memory_mib")]
+    pub dma_memory_mib: u64,
+    /// How long one call into the plugin may run before it is stopped, in milliseconds.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+}
+
+fn default_memory_mib() -> u64 {
+    64
+}
+fn default_dma_memory_mib() -> u64 {
+    256
+}
+fn default_call_timeout_ms() -> u64 {
+    5_000
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        Grants {
+            devices: Vec::new(),
+            memory_mib: default_memory_mib(),
+            dma_memory_mib: default_dma_memory_mib(),
+            call_timeout_ms: default_call_timeout_ms(),
+        }
+    }
+}
+
+impl Grants {
+    /// Does any grant cover the device `name`?
+    pub fn allows_device(&self, name: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|grant| match grant.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => grant == name,
+            })
+    }
+}
+
+/// Where the Linux backends look for sysfs and device nodes.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LinuxSettings {
+    #[serde(default = "default_sysfs")]
+    pub sysfs_root: PathBuf,
+    #[serde(default = "default_dev")]
+    pub dev_root: PathBuf,
+}
+
+fn default_sysfs() -> PathBuf {
+    PathBuf::from("/sys")
+}
+fn default_dev() -> PathBuf {
+    PathBuf::from("/dev")
+}
+
+impl Default for LinuxSettings {
+    fn default() -> Self {
+        LinuxSettings {
+            sysfs_root: default_sysfs(),
+            dev_root: default_dev(),
+        }
+    }
+}
+
+/// An emulated card in `devices`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceDecl {
+    /// Grants name the card `emu:<id>`.
+    pub id: String,
+    pub family: DeviceFamily,
+    /// The accelerator the card carries.
+    #[serde(default)]
+    pub accelerator: Accelerator,
+    /// The port number reported for the card.
+    #[serde(default)]
+    pub port_id: u32,
+    /// PCI vendor id (a number or a `0x` hex string).
+    #[serde(default = "default_vendor", deserialize_with = "number_or_hex")]
+    pub vendor_id: u16,
+    /// PCI device id; 0x0A5E by default, the id OPAE's simulator reports.
+    #[serde(default = "default_device", deserialize_with = "number_or_hex")]
+    pub device_id: u16,
+    #[serde(default)]
+    pub bus_address: Option<BusAddress>,
+    #[serde(default)]
+    pub socket_id: Option<u32>,
+}
+
+fn default_vendor() -> u16 {
+    0x8086
+}
+fn default_device() -> u16 {
+    0x0A5E
+}
+
+impl DeviceDecl {
+    /// An emulated DFL card with the NLB0 loopback and default ids.
+    pub fn emulated_dfl(id: &str) -> Self {
+        DeviceDecl {
+            id: id.to_string(),
+            family: DeviceFamily::Dfl,
+            accelerator: Accelerator::Nlb0,
+            port_id: 0,
+            vendor_id: default_vendor(),
+            device_id: default_device(),
+            bus_address: None,
+            socket_id: None,
+        }
+    }
+}
+
+/// The driver families accelhost emulates.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceFamily {
+    Dfl,
+}
+
+/// The accelerators the emulators carry.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Accelerator {
+    /// The NLB0 native loopback of OPAE's hello_fpga.
+    #[default]
+    Nlb0,
+}
+
+fn number_or_hex<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Number(u16),
+        Text(String),
+    }
+    match Id::deserialize(d) {
+        Ok(Id::Number(n)) => Ok(n),
+        Ok(Id::Text(t)) => t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .and_then(|hex| u16::from_str_radix(hex, 16).ok())
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "invalid id '{t}': expected a number up to 65535 or a hex string such as \"0x8086\""
+                ))
+            }),
+        Err(_) => Err(serde::de::Error::custom(
+            "expected a number up to 65535 or a hex string such as \"0x8086\"",
+        )),
+    }
+}
+
+/// Characters allowed in plugin names and device ids: they appear in device names and
+/// command lines.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+impl RawConfig {
+    pub(super) fn validate(self, source: ConfigSource) -> Result<Config, ConfigError> {
+        let err = |path: String, message: String| ConfigError::new(&source, path, message);
+        let base = base_dir(&source);
+
+        let mut device_ids = BTreeSet::new();
+        for (i, device) in self.devices.iter().enumerate() {
+            if !valid_name(&device.id) {
+                return Err(err(
+                    format!("devices[{i}].id"),
+                    format!(
+                        "'{}' is not a valid id: use 1 to 64 letters, digits, '-', '_' or '.'",
+                        device.id
+                    ),
+                ));
+            }
+            if !device_ids.insert(device.id.as_str()) {
+                return Err(err(
+                    format!("devices[{i}].id"),
+                    format!("the id '{}' is declared twice", device.id),
+                ));
+            }
+        }
+
+        let mut names = BTreeSet::new();
+        let mut plugins = Vec::with_capacity(self.plugins.len());
+        for (i, raw) in self.plugins.into_iter().enumerate() {
+            let at = |field: &str| format!("plugins[{i}].{field}");
+            if !valid_name(&raw.name) {
+                return Err(err(
+                    at("name"),
+                    format!(
+                        "'{}' is not a valid plugin name: use 1 to 64 letters, digits, '-', '_' or '.'",
+                        raw.name
+                    ),
+                ));
+            }
+            if !names.insert(raw.name.clone()) {
+                return Err(err(
+                    at("name"),
+                    format!("the plugin name '{}' is used twice", raw.name),
+                ));
+            }
+            let module =
+                resolve_module(&raw.module, &base).map_err(|msg| err(at("module"), msg))?;
+            validate_grants(&raw.grants, &device_ids)
+                .map_err(|(field, msg)| err(format!("plugins[{i}].grants.{field}"), msg))?;
+            plugins.push(PluginEntry {
+                name: raw.name,
+                module,
+                module_text: raw.module,
+                config: raw.config,
+                load_policy: raw.load_policy,
+                grants: raw.grants,
+                enabled: raw.enabled,
+            });
+        }
+
+        let linux = LinuxSettings {
+            sysfs_root: base.join(&self.linux.sysfs_root),
+            dev_root: base.join(&self.linux.dev_root),
+        };
+        Ok(Config {
+            source,
+            devices: self.devices,
+            plugins,
+            linux,
+        })
+    }
+}
+
+fn validate_grants(grants: &Grants, device_ids: &BTreeSet<&str>) -> Result<(), (String, String)> {
+    for (j, device) in grants.devices.iter().enumerate() {
+        let at = format!("devices[{j}]");
+        if device == "*" || device.is_empty() {
+            return Err((
+                at,
+                "a bare '*' (or an empty name) would grant every device: name the devices, or \
+                 use a prefix such as \"emu:*\" or \"/dev/dfl-port.*\""
+                    .into(),
+            ));
+        }
+        if let Some(id) = device.strip_prefix("emu:") {
+            if !id.ends_with('*') && !device_ids.contains(id) {
+                let known: Vec<&str> = device_ids.iter().copied().collect();
+                return Err((
+                    at,
+                    format!(
+                        "no emulated device '{id}' is declared in devices (declared: {})",
+                        if known.is_empty() {
+                            "none".into()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ));
+            }
+        } else if !device.starts_with("/dev/") {
+            return Err((
+                at,
+                format!("'{device}' is not a device name: expected \"emu:<id>\" or a /dev path"),
+            ));
+        }
+    }
+    let limits = [
+        ("memory_mib", grants.memory_mib, 1, 4096),
+        ("dma_memory_mib", grants.dma_memory_mib, 0, 65536),
+        ("call_timeout_ms", grants.call_timeout_ms, 1, 600_000),
+    ];
+    for (field, value, min, max) in limits {
+        if !(min..=max).contains(&value) {
+            return Err((
+                field.into(),
+                format!("{value} is out of range: expected {min} to {max}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `builtin:<name>`, an absolute path, or a path relative to the config's directory or to
+/// one of the `ACCELHOST_PLUGIN_PATH` directories (in that order).
+fn resolve_module(text: &str, base: &Path) -> Result<ModuleSource, String> {
+    if let Some(name) = text.strip_prefix("builtin:") {
+        return if crate::builtin::module(name).is_some() {
+            Ok(ModuleSource::Builtin(name.to_string()))
+        } else {
+            Err(format!(
+                "there is no built-in plugin '{name}' (built in: {})",
+                crate::builtin::names().join(", ")
+            ))
+        };
+    }
+    if text.is_empty() {
+        return Err("expected the path of a .wasm component or builtin:<name>".into());
+    }
+    let path = Path::new(text);
+    let mut tried = Vec::new();
+    let mut candidates = vec![if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }];
+    if let (true, Some(dirs)) = (path.is_relative(), std::env::var_os(PLUGIN_PATH_ENV)) {
+        candidates.extend(std::env::split_paths(&dirs).map(|d| d.join(path)));
+    }
+    for candidate in candidates {
+        if candidate.is_file() {
+            return Ok(ModuleSource::File(candidate));
+        }
+        tried.push(candidate.display().to_string());
+    }
+    Err(format!(
+        "module '{text}' not found (looked for {}; {PLUGIN_PATH_ENV} adds directories to search)",
+        tried.join(", ")
+    ))
+}

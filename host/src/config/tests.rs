@@ -1,0 +1,188 @@
+use super::*;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(
+        text,
+        ConfigSource::File(PathBuf::from("/cfg/accelhost.json")),
+    )
+}
+
+fn error(text: &str) -> ConfigError {
+    parse(text).expect_err("the config should be refused")
+}
+
+const MINIMAL: &str = r#"{"plugins": [{"name": "dfl", "module": "builtin:dfl"}]}"#;
+
+#[test]
+fn embedded_default_is_valid() {
+    let config = Config::embedded_default();
+    assert_eq!(config.source, ConfigSource::Embedded);
+    assert_eq!(config.plugins.len(), 1);
+    assert_eq!(config.devices[0].id, "dfl0");
+    assert!(config.plugins[0].grants.allows_device("emu:dfl0"));
+    assert!(config.plugins[0].grants.allows_device("/dev/dfl-port.3"));
+    assert!(!config.plugins[0].grants.allows_device("/dev/cxl/afu0.0m"));
+}
+
+#[test]
+fn minimal_config_gets_defaults() {
+    let config = parse(MINIMAL).unwrap();
+    let plugin = &config.plugins[0];
+    assert_eq!(plugin.module, ModuleSource::Builtin("dfl".into()));
+    assert_eq!(plugin.grants, Grants::default());
+    assert_eq!(plugin.load_policy.on_error, OnLoadError::Skip);
+    assert!(plugin.enabled);
+    assert_eq!(plugin.config, serde_json::json!({}));
+    assert_eq!(config.linux.sysfs_root, PathBuf::from("/sys"));
+}
+
+#[test]
+fn syntax_errors_name_the_file_and_line() {
+    let err = error("{\n  \"plugins\": [\n    {,}\n  ]\n}");
+    assert_eq!(err.file, "/cfg/accelhost.json");
+    assert_eq!(err.line, Some(3));
+    assert!(
+        err.to_string().starts_with("/cfg/accelhost.json:3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn trailing_text_is_refused() {
+    let err = error(&format!("{MINIMAL} {{}}"));
+    assert!(err.message.contains("after the JSON document"), "{err}");
+}
+
+#[test]
+fn unknown_fields_are_errors_naming_the_field() {
+    let err = error(r#"{"plugins": [], "plugin": []}"#);
+    assert!(err.message.contains("unknown field `plugin`"), "{err}");
+    let err = error(r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "modul": "x"}]}"#);
+    assert_eq!(err.path, "plugins[0].modul");
+    assert!(err.message.contains("unknown field `modul`"), "{err}");
+    assert!(err.message.contains("expected one of"), "{err}");
+    let err =
+        error(r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"device": []}}]}"#);
+    assert_eq!(err.path, "plugins[0].grants.device");
+    assert!(err.message.contains("unknown field `device`"), "{err}");
+}
+
+#[test]
+fn missing_and_mistyped_fields_name_the_path() {
+    let err = error(r#"{"devices": []}"#);
+    assert!(err.message.contains("missing field `plugins`"), "{err}");
+    let err = error(r#"{"plugins": [{"name": "a"}]}"#);
+    assert_eq!(err.path, "plugins[0]");
+    assert!(err.message.contains("missing field `module`"), "{err}");
+    let err = error(
+        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"memory_mib": "lots"}}]}"#,
+    );
+    assert_eq!(err.path, "plugins[0].grants.memory_mib");
+    assert!(err.message.contains("expected u64"), "{err}");
+    let err = error(
+        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "load_policy": {"on_error": "ignore"}}]}"#,
+    );
+    assert_eq!(err.path, "plugins[0].load_policy.on_error");
+    assert!(err.message.contains("expected `skip` or `fail`"), "{err}");
+}
+
+#[test]
+fn plugin_names_must_be_valid_and_unique() {
+    let err = error(r#"{"plugins": [{"name": "a b", "module": "builtin:dfl"}]}"#);
+    assert_eq!(err.path, "plugins[0].name");
+    let err = error(
+        r#"{"plugins": [{"name": "a", "module": "builtin:dfl"}, {"name": "a", "module": "builtin:dfl"}]}"#,
+    );
+    assert_eq!(err.path, "plugins[1].name");
+    assert!(err.message.contains("used twice"), "{err}");
+}
+
+#[test]
+fn modules_must_exist() {
+    let err = error(r#"{"plugins": [{"name": "a", "module": "builtin:nope"}]}"#);
+    assert_eq!(err.path, "plugins[0].module");
+    assert!(err.message.contains("no built-in plugin 'nope'"), "{err}");
+    assert!(
+        err.message.contains("dfl"),
+        "lists the built-in plugins: {err}"
+    );
+    let err = error(r#"{"plugins": [{"name": "a", "module": "plugins/missing.wasm"}]}"#);
+    assert_eq!(err.path, "plugins[0].module");
+    assert!(err.message.contains("/cfg/plugins/missing.wasm"), "{err}");
+}
+
+#[test]
+fn relative_modules_resolve_against_the_config_directory() {
+    let dir = std::env::temp_dir().join(format!("accelhost-config-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::write(dir.join("plugins/p.wasm"), b"").unwrap();
+    let file = dir.join("accelhost.json");
+    std::fs::write(
+        &file,
+        r#"{"plugins": [{"name": "p", "module": "plugins/p.wasm"}]}"#,
+    )
+    .unwrap();
+    let config = Config::load(&file).unwrap();
+    assert_eq!(
+        config.plugins[0].module,
+        ModuleSource::File(dir.join("plugins/p.wasm"))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn grants_are_checked() {
+    let with_grant = |grant: &str| {
+        format!(
+            r#"{{"devices": [{{"id": "d0", "family": "dfl"}}],
+                "plugins": [{{"name": "a", "module": "builtin:dfl", "grants": {{"devices": ["emu:d0", {grant}]}}}}]}}"#
+        )
+    };
+    let err = error(&with_grant("\"*\""));
+    assert_eq!(err.path, "plugins[0].grants.devices[1]");
+    assert!(err.message.contains("bare '*'"), "{err}");
+    let err = error(&with_grant("\"emu:d9\""));
+    assert!(err.message.contains("no emulated device 'd9'"), "{err}");
+    assert!(err.message.contains("declared: d0"), "{err}");
+    let err = error(&with_grant("\"dfl-port.0\""));
+    assert!(err.message.contains("not a device name"), "{err}");
+    assert!(parse(&with_grant("\"/dev/dfl-port.*\"")).is_ok());
+    let err = error(
+        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"call_timeout_ms": 0}}]}"#,
+    );
+    assert_eq!(err.path, "plugins[0].grants.call_timeout_ms");
+    assert!(err.message.contains("expected 1 to 600000"), "{err}");
+}
+
+#[test]
+fn devices_are_checked() {
+    let err = error(r#"{"devices": [{"id": "x", "family": "gpu"}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].family");
+    assert!(err.message.contains("unknown variant `gpu`"), "{err}");
+    let err = error(
+        r#"{"devices": [{"id": "x", "family": "dfl"}, {"id": "x", "family": "dfl"}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[1].id");
+    let err =
+        error(r#"{"devices": [{"id": "x", "family": "dfl", "vendor_id": "8086"}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].vendor_id");
+    let err = error(
+        r#"{"devices": [{"id": "x", "family": "dfl", "bus_address": "5e:00"}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[0].bus_address");
+    assert!(err.message.contains("not a PCI address"), "{err}");
+    let config = parse(
+        r#"{"devices": [{"id": "x", "family": "dfl", "vendor_id": "0x1c2c", "device_id": 4096,
+            "bus_address": "0000:5e:00.0"}], "plugins": []}"#,
+    )
+    .unwrap();
+    assert_eq!(config.devices[0].vendor_id, 0x1c2c);
+    assert_eq!(config.devices[0].device_id, 4096);
+}
+
+#[test]
+fn an_explicit_missing_file_is_an_error() {
+    let err = discover(Some(Path::new("/nonexistent/accelhost.json"))).unwrap_err();
+    assert_eq!(err.file, "/nonexistent/accelhost.json");
+    assert!(err.message.contains("cannot read"), "{err}");
+}
