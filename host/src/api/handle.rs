@@ -1,0 +1,444 @@
+//! Open accelerators and what they hand out: MMIO regions and DMA buffers, which the
+//! application uses directly (bounds-checked, no call into wasm).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::host::HostInner;
+use super::token::Token;
+use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_until};
+use crate::error::{Error, Result};
+use crate::imports::ImageResource;
+use crate::manager::PluginSlot;
+use crate::manager::handles::HandleKey;
+use crate::manager::lease::Lease;
+use crate::runtime::bindings::exports::accel::plugin::fpga::BufferFlags;
+
+/// An open accelerator. Clones share the one open; it is closed by [`Handle::close`] or when
+/// the last clone, and the last [`DmaBuffer`] prepared through it, is dropped.
+#[derive(Clone)]
+pub struct Handle {
+    inner: Arc<HandleInner>,
+}
+
+struct HandleInner {
+    host: Arc<HostInner>,
+    key: HandleKey,
+    token: Token,
+    lease: Arc<Lease>,
+    closed: AtomicBool,
+}
+
+impl Handle {
+    pub(crate) fn new(
+        host: Arc<HostInner>,
+        key: HandleKey,
+        token: Token,
+        lease: Arc<Lease>,
+    ) -> Self {
+        Handle {
+            inner: Arc::new(HandleInner {
+                host,
+                key,
+                token,
+                lease,
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The token the handle was opened from.
+    pub fn token(&self) -> &Token {
+        &self.inner.token
+    }
+
+    /// False once the handle was closed or its plugin instance ended.
+    pub fn is_open(&self) -> bool {
+        !self.inner.closed.load(Ordering::Acquire) && self.inner.lease.is_live()
+    }
+
+    /// The plugin, instance and plugin-side handle number to call.
+    fn target(&self) -> Result<(Arc<PluginSlot>, u64, u64)> {
+        self.inner.lease.check("handle")?;
+        self.inner.host.manager.resolve(self.inner.key)
+    }
+
+    /// Maps MMIO region `index` (0 is the AFU's registers).
+    pub fn map_mmio(&self, index: u32) -> Result<MmioRegion> {
+        let (slot, generation, handle) = self.target()?;
+        let region = slot.call(
+            "map-mmio",
+            Some(generation),
+            format_args!("handle={handle} index={index}"),
+            |p, s| {
+                Ok(
+                    match p
+                        .accel_plugin_fpga()
+                        .call_map_mmio(&mut *s, handle, index)?
+                    {
+                        Ok(resource) => Ok(s.data_mut().table().delete(resource)?),
+                        Err(err) => Err(err),
+                    },
+                )
+            },
+        )?;
+        Ok(MmioRegion {
+            mmio: region.mmio,
+            device: region.device.into(),
+            index,
+            lease: self.inner.lease.clone(),
+        })
+    }
+
+    /// Prepares a buffer of at least `size` bytes that the device can reach by DMA.
+    pub fn prepare_buffer(&self, size: u64) -> Result<DmaBuffer> {
+        self.prepare(size, BufferFlags::empty())
+    }
+
+    /// Like [`prepare_buffer`](Self::prepare_buffer), for a buffer the device only reads.
+    pub fn prepare_read_only_buffer(&self, size: u64) -> Result<DmaBuffer> {
+        self.prepare(size, BufferFlags::READ_ONLY)
+    }
+
+    fn prepare(&self, size: u64, flags: BufferFlags) -> Result<DmaBuffer> {
+        let (slot, generation, handle) = self.target()?;
+        let (id, memory, iova) = slot.call(
+            "prepare-buffer",
+            Some(generation),
+            format_args!("handle={handle} size={size} flags={flags:?}"),
+            |p, s| {
+                Ok(
+                    match p
+                        .accel_plugin_fpga()
+                        .call_prepare_buffer(&mut *s, handle, size, flags)?
+                    {
+                        Ok(prepared) => {
+                            let buffer = s.data_mut().table().delete(prepared.buffer)?;
+                            Ok((prepared.id, buffer.memory, prepared.iova))
+                        }
+                        Err(err) => Err(err),
+                    },
+                )
+            },
+        )?;
+        Ok(DmaBuffer {
+            device: self.device_name(),
+            memory,
+            iova,
+            id,
+            handle: self.clone(),
+            released: AtomicBool::new(false),
+        })
+    }
+
+    /// Resets the accelerator.
+    pub fn reset(&self) -> Result<()> {
+        let (slot, generation, handle) = self.target()?;
+        slot.call(
+            "reset",
+            Some(generation),
+            format_args!("handle={handle}"),
+            |p, s| p.accel_plugin_fpga().call_reset(s, handle),
+        )
+    }
+
+    /// Loads `image` (a bitstream or device binary) into reconfigurable slot `slot`. The
+    /// plugin sees the image through host reads; the bytes are not copied into wasm.
+    pub fn reconfigure(&self, slot_index: u32, image: &[u8]) -> Result<()> {
+        let (slot, generation, handle) = self.target()?;
+        let bytes: Arc<[u8]> = image.into();
+        slot.call(
+            "reconfigure",
+            Some(generation),
+            format_args!(
+                "handle={handle} slot={slot_index} image={} bytes",
+                bytes.len()
+            ),
+            |p, s| {
+                let image = s.data_mut().table().push(ImageResource { bytes })?;
+                let borrowed =
+                    wasmtime::component::Resource::<ImageResource>::new_borrow(image.rep());
+                let result = p
+                    .accel_plugin_fpga()
+                    .call_reconfigure(&mut *s, handle, slot_index, borrowed);
+                s.data_mut().table().delete(image)?;
+                result
+            },
+        )
+    }
+
+    /// Closes the accelerator for every clone of this handle. Buffers and MMIO regions
+    /// obtained through it stop working. Closing twice, or after the plugin instance ended,
+    /// does nothing.
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
+    }
+
+    fn device_name(&self) -> Arc<str> {
+        self.inner.token.id().into()
+    }
+
+    fn release_buffer(&self, id: u64) -> Result<()> {
+        let (slot, generation, handle) = self.target()?;
+        slot.call(
+            "release-buffer",
+            Some(generation),
+            format_args!("handle={handle} id={id}"),
+            |p, s| p.accel_plugin_fpga().call_release_buffer(s, handle, id),
+        )
+    }
+}
+
+impl HandleInner {
+    fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let Some(open) = self.host.manager.remove_handle(self.key) else {
+            return Ok(());
+        };
+        let instance_alive = open.lease.is_live();
+        open.lease.revoke("the handle was closed");
+        if !instance_alive {
+            return Ok(());
+        }
+        let handle = open.plugin_handle;
+        let result = open.slot.call(
+            "close",
+            Some(open.generation),
+            format_args!("handle={handle}"),
+            |p, s| p.accel_plugin_fpga().call_close(s, handle),
+        );
+        match result {
+            Err(Error::PluginUnavailable { .. }) | Err(Error::Stale { .. }) => Ok(()),
+            other => other,
+        }
+    }
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        if let Err(err) = self.close() {
+            tracing::warn!(device = %self.token.id(), "closing a dropped handle: {err}");
+        }
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("device", &self.inner.token.id())
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
+/// A mapped MMIO region. Every access is bounds- and alignment-checked on the host and goes
+/// straight to the device (or emulator); none enters wasm. It stops working when its handle
+/// is closed.
+#[derive(Clone)]
+pub struct MmioRegion {
+    mmio: CheckedMmio,
+    device: Arc<str>,
+    index: u32,
+    lease: Arc<Lease>,
+}
+
+impl MmioRegion {
+    pub fn size(&self) -> u64 {
+        self.mmio.size()
+    }
+
+    /// The region index it was mapped from.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    fn fault(&self, fault: MmioFault) -> Error {
+        Error::Mmio {
+            device: self.device.to_string(),
+            fault,
+        }
+    }
+
+    #[inline]
+    pub fn read32(&self, offset: u64) -> Result<u32> {
+        self.lease.check("MMIO region")?;
+        self.mmio.read32(offset).map_err(|f| self.fault(f))
+    }
+
+    #[inline]
+    pub fn read64(&self, offset: u64) -> Result<u64> {
+        self.lease.check("MMIO region")?;
+        self.mmio.read64(offset).map_err(|f| self.fault(f))
+    }
+
+    #[inline]
+    pub fn write32(&self, offset: u64, value: u32) -> Result<()> {
+        self.lease.check("MMIO region")?;
+        self.mmio.write32(offset, value).map_err(|f| self.fault(f))
+    }
+
+    #[inline]
+    pub fn write64(&self, offset: u64, value: u64) -> Result<()> {
+        self.lease.check("MMIO region")?;
+        self.mmio.write64(offset, value).map_err(|f| self.fault(f))
+    }
+
+    /// Reads the 64-bit register at `offset` until `value & mask == expected`, for up to
+    /// `timeout`; returns the matching value.
+    pub fn poll64(&self, offset: u64, mask: u64, expected: u64, timeout: Duration) -> Result<u64> {
+        self.lease.check("MMIO region")?;
+        self.mmio
+            .poll64(offset, mask, expected, Instant::now() + timeout)
+            .map_err(|f| self.fault(f))
+    }
+}
+
+impl fmt::Debug for MmioRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MmioRegion")
+            .field("device", &self.device)
+            .field("index", &self.index)
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+/// Host memory shared with a device (OPAE's prepared buffer). The application reads and
+/// writes it directly; the device reaches it at [`iova`](Self::iova). Released by
+/// [`release`](Self::release) or on drop.
+pub struct DmaBuffer {
+    device: Arc<str>,
+    memory: Arc<DmaMemory>,
+    iova: u64,
+    id: u64,
+    handle: Handle,
+    released: AtomicBool,
+}
+
+impl DmaBuffer {
+    /// The size in bytes (the requested size rounded up to whole pages).
+    pub fn size(&self) -> u64 {
+        self.memory.len()
+    }
+
+    /// The device's address of the first byte.
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// The plugin's id for the buffer (OPAE's workspace id).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn live(&self) -> Result<()> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::Stale {
+                what: "DMA buffer",
+                why: "it was released".into(),
+            });
+        }
+        self.handle.inner.lease.check("DMA buffer")
+    }
+
+    fn range(&self, source: crate::devices::RangeError) -> Error {
+        Error::Buffer {
+            device: self.device.to_string(),
+            id: self.id,
+            source,
+        }
+    }
+
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.live()?;
+        self.memory.write(offset, data).map_err(|e| self.range(e))
+    }
+
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.live()?;
+        self.memory.read(offset, out).map_err(|e| self.range(e))
+    }
+
+    pub fn fill(&self, offset: u64, len: u64, byte: u8) -> Result<()> {
+        self.live()?;
+        self.memory
+            .fill(offset, len, byte)
+            .map_err(|e| self.range(e))
+    }
+
+    /// Reads the little-endian word at `offset` (8-byte aligned).
+    pub fn read_u64(&self, offset: u64) -> Result<u64> {
+        self.live()?;
+        self.memory.load_u64(offset).map_err(|e| self.range(e))
+    }
+
+    /// Writes the little-endian word at `offset` (8-byte aligned).
+    pub fn write_u64(&self, offset: u64, value: u64) -> Result<()> {
+        self.live()?;
+        self.memory
+            .store_u64(offset, value)
+            .map_err(|e| self.range(e))
+    }
+
+    /// Waits on the host until the word at `offset` has `value & mask == expected`, for up to
+    /// `timeout`; returns the matching value.
+    pub fn poll_u64(
+        &self,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+        timeout: Duration,
+    ) -> Result<u64> {
+        self.live()?;
+        let deadline = Instant::now() + timeout;
+        match poll_until(deadline, mask, expected, || {
+            self.live()?;
+            self.memory.load_u64(offset).map_err(|e| self.range(e))
+        })? {
+            PollOutcome::Matched(value) => Ok(value),
+            PollOutcome::TimedOut(last) => Err(Error::WaitTimeout {
+                what: format!(
+                    "word {offset:#x} of DMA buffer {} on {}",
+                    self.id, self.device
+                ),
+                waited_ms: timeout.as_millis() as u64,
+                last,
+            }),
+        }
+    }
+
+    /// Unmaps the buffer from the device; its memory is freed once nothing uses it.
+    pub fn release(self) -> Result<()> {
+        self.release_once()
+    }
+
+    fn release_once(&self) -> Result<()> {
+        if self.released.swap(true, Ordering::AcqRel) || !self.handle.is_open() {
+            return Ok(());
+        }
+        self.handle.release_buffer(self.id)
+    }
+}
+
+impl Drop for DmaBuffer {
+    fn drop(&mut self) {
+        if let Err(err) = self.release_once() {
+            tracing::warn!(device = %self.device, id = self.id, "releasing a dropped buffer: {err}");
+        }
+    }
+}
+
+impl fmt::Debug for DmaBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DmaBuffer")
+            .field("device", &self.device)
+            .field("id", &self.id)
+            .field("iova", &format_args!("{:#x}", self.iova))
+            .field("size", &self.size())
+            .finish()
+    }
+}

@@ -1,0 +1,251 @@
+//! [`Host`]: the entry point of the embedding API.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::handle::Handle;
+use super::properties::{Filter, OpenMode, Properties};
+use super::token::Token;
+use crate::config::{Config, ConfigOrigin};
+use crate::error::{Error, Result};
+use crate::manager::lease::Lease;
+use crate::manager::{Manager, OpenHandle, PluginInfo, PluginSlot};
+use crate::runtime::ComponentCache;
+
+/// A loaded plugin list. Cheap to clone and shareable between threads; the plugins are
+/// finalized and their instances dropped when the last clone (and the last handle opened
+/// through it) goes away.
+#[derive(Clone)]
+pub struct Host {
+    pub(crate) inner: Arc<HostInner>,
+}
+
+pub(crate) struct HostInner {
+    pub manager: Manager,
+    config: Config,
+    origin: ConfigOrigin,
+}
+
+impl Drop for HostInner {
+    fn drop(&mut self) {
+        self.manager.shutdown();
+    }
+}
+
+/// The result of [`Host::enumerate`]: the devices found, and the plugins that failed to answer
+/// (OPAE returns partial results the same way).
+#[derive(Debug, Default)]
+pub struct Enumeration {
+    pub tokens: Vec<Token>,
+    pub failures: Vec<Error>,
+}
+
+impl IntoIterator for Enumeration {
+    type Item = Token;
+    type IntoIter = std::vec::IntoIter<Token>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.tokens.into_iter()
+    }
+}
+
+/// Options for starting a [`Host`].
+#[derive(Default)]
+pub struct HostBuilder {
+    config: Option<(Config, ConfigOrigin)>,
+    cache: Option<ComponentCache>,
+    trace: Option<bool>,
+}
+
+impl HostBuilder {
+    /// Use this config instead of looking one up.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some((config, ConfigOrigin::Explicit));
+        self
+    }
+
+    /// Keep compiled plugins in `dir` (default: `ACCELHOST_CACHE_DIR` or the user cache).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache = Some(ComponentCache::at(Some(dir.into())));
+        self
+    }
+
+    /// Compile every plugin afresh and keep nothing on disk.
+    pub fn no_cache(mut self) -> Self {
+        self.cache = Some(ComponentCache::at(None));
+        self
+    }
+
+    /// Trace every call across the plugin boundary (default: `ACCELHOST_TRACE`).
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = Some(on);
+        self
+    }
+
+    /// Loads every plugin of the config. Fails on a config error, or when a plugin whose
+    /// `load_policy.on_error` is `fail` cannot be loaded; other failed plugins are reported
+    /// by [`Host::plugins`].
+    pub fn build(self) -> Result<Host> {
+        let (config, origin) = match self.config {
+            Some(found) => found,
+            None => crate::config::discover(None)?,
+        };
+        let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
+        let trace = self.trace.unwrap_or_else(crate::trace::enabled_by_env);
+        let manager = Manager::start(&config, &cache, trace)?;
+        Ok(Host {
+            inner: Arc::new(HostInner {
+                manager,
+                config,
+                origin,
+            }),
+        })
+    }
+}
+
+impl Host {
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// A host on the config found by the usual lookup order (ending in the embedded default).
+    pub fn new() -> Result<Host> {
+        Host::builder().build()
+    }
+
+    /// A host on `config`.
+    pub fn with_config(config: Config) -> Result<Host> {
+        Host::builder().config(config).build()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// How the config was found.
+    pub fn config_origin(&self) -> &ConfigOrigin {
+        &self.inner.origin
+    }
+
+    /// Every plugin of the config, with its state.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.inner.manager.slots.iter().map(|s| s.info()).collect()
+    }
+
+    /// Finds the devices that match any of `filters` (every device for an empty list),
+    /// across all running plugins. A plugin whose `supports-host` / `supports-device` answer
+    /// rules out every filter is not asked to enumerate.
+    pub fn enumerate(&self, filters: &[Filter]) -> Enumeration {
+        let mut found = Enumeration::default();
+        for slot in &self.inner.manager.slots {
+            if !matches!(slot.status(), crate::manager::PluginStatus::Running) {
+                continue;
+            }
+            let wit_filters = match prefilter(slot, filters) {
+                Ok(Some(kept)) => kept,
+                Ok(None) => continue,
+                Err(err) => {
+                    found.failures.push(err);
+                    continue;
+                }
+            };
+            let result = slot.call_in(
+                "enumerate",
+                None,
+                format_args!("filters={}", wit_filters.len()),
+                |p, s| p.accel_plugin_discovery().call_enumerate(s, &wit_filters),
+            );
+            match result {
+                Ok((devices, ticket)) => {
+                    for device in devices {
+                        let properties = Properties::from(device.properties);
+                        if filters.is_empty() || filters.iter().any(|f| f.matches(&properties)) {
+                            found.tokens.push(Token::new(
+                                slot.clone(),
+                                ticket.clone(),
+                                device.token,
+                                properties,
+                            ));
+                        }
+                    }
+                }
+                Err(err) => found.failures.push(err),
+            }
+        }
+        found
+    }
+
+    /// Opens the accelerator behind `token`.
+    pub fn open(&self, token: &Token, mode: OpenMode) -> Result<Handle> {
+        let manager = &self.inner.manager;
+        if !manager.owns(token.slot()) {
+            return Err(Error::InvalidArgument {
+                call: "open",
+                message: format!("token {} was enumerated by another Host", token.id()),
+            });
+        }
+        token.ticket().lease.check("token")?;
+        let slot = token.slot();
+        let raw = token.raw();
+        let (plugin_handle, ticket) = slot.call_in(
+            "open",
+            Some(token.ticket().generation),
+            format_args!("token={raw} mode={mode:?}"),
+            |p, s| p.accel_plugin_fpga().call_open(s, raw, mode.into()),
+        )?;
+        let lease = Lease::child(&ticket.lease);
+        let key = manager.insert_handle(OpenHandle {
+            slot: slot.clone(),
+            generation: ticket.generation,
+            plugin_handle,
+            lease: lease.clone(),
+        });
+        match key {
+            Ok(key) => Ok(Handle::new(self.inner.clone(), key, token.clone(), lease)),
+            Err(err) => {
+                let _ = slot.call(
+                    "close",
+                    Some(ticket.generation),
+                    format_args!("handle={plugin_handle}"),
+                    |p, s| p.accel_plugin_fpga().call_close(s, plugin_handle),
+                );
+                Err(err)
+            }
+        }
+    }
+}
+
+/// The filters worth sending to `slot`: `None` when its `supports-host` / `supports-device`
+/// answers rule all of them out. An empty list stays empty (enumerate everything).
+fn prefilter(
+    slot: &PluginSlot,
+    filters: &[Filter],
+) -> Result<Option<Vec<crate::runtime::bindings::exports::accel::plugin::discovery::Filter>>> {
+    let mut kept = Vec::new();
+    for filter in filters {
+        let mut supported = true;
+        if let Some(host) = &filter.host {
+            supported &= slot.call("supports-host", None, format_args!("{host}"), |p, s| {
+                p.accel_plugin_lifecycle()
+                    .call_supports_host(s, host)
+                    .map(Ok)
+            })?;
+        }
+        if let (true, Some(device_type)) = (supported, &filter.device_type) {
+            supported &= slot.call(
+                "supports-device",
+                None,
+                format_args!("{device_type}"),
+                |p, s| {
+                    p.accel_plugin_lifecycle()
+                        .call_supports_device(s, device_type)
+                        .map(Ok)
+                },
+            )?;
+        }
+        if supported {
+            kept.push(filter.to_wit());
+        }
+    }
+    Ok((filters.is_empty() || !kept.is_empty()).then_some(kept))
+}

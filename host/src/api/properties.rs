@@ -1,0 +1,297 @@
+//! What the host knows about a device, and how applications select devices.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::runtime::bindings::accel::plugin::types as wit;
+use crate::runtime::bindings::exports::accel::plugin::discovery as wit_discovery;
+use crate::types::{BusAddress, Guid};
+
+/// OPAE's two object kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectType {
+    /// A whole card.
+    Device,
+    /// An accelerator function that applications open and drive.
+    Accelerator,
+}
+
+/// Whether an accelerator was free when it was enumerated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AcceleratorState {
+    Unassigned,
+    Assigned,
+}
+
+/// How an accelerator is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpenMode {
+    Shared,
+    /// No other opener may hold it at the same time (OPAE's default).
+    #[default]
+    Exclusive,
+}
+
+/// A device's properties, as its plugin reported them at enumeration. They are kept by the
+/// host, so reading them never calls into the plugin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Properties {
+    pub object_type: ObjectType,
+    /// Unique within the plugin, such as `emu:dfl0` or `dfl-port.0`.
+    pub name: String,
+    /// The AFU id for accelerators.
+    pub guid: Guid,
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub bus_address: Option<BusAddress>,
+    pub socket_id: Option<u32>,
+    /// Such as `fpga`.
+    pub device_type: String,
+    /// `localhost` for this machine.
+    pub host: String,
+    pub num_mmio: u32,
+    pub num_interrupts: u32,
+    pub accelerator_state: Option<AcceleratorState>,
+    /// The plugin's token for the parent device, if it has one.
+    pub parent: Option<u64>,
+    /// Plugin-defined facts.
+    pub extras: Vec<(String, String)>,
+}
+
+/// Selects devices: every field that is set must match. A device matches a list of filters
+/// when it matches any of them; an empty list matches every device.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub object_type: Option<ObjectType>,
+    pub guid: Option<Guid>,
+    pub vendor_id: Option<u16>,
+    pub device_id: Option<u16>,
+    pub bus_address: Option<BusAddress>,
+    pub device_type: Option<String>,
+    /// A host name, or `localhost` (this machine), `^localhost` (any other) or `*`.
+    pub host: Option<String>,
+}
+
+impl Filter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn object_type(mut self, object_type: ObjectType) -> Self {
+        self.object_type = Some(object_type);
+        self
+    }
+
+    pub fn guid(mut self, guid: Guid) -> Self {
+        self.guid = Some(guid);
+        self
+    }
+
+    pub fn vendor_id(mut self, id: u16) -> Self {
+        self.vendor_id = Some(id);
+        self
+    }
+
+    pub fn device_id(mut self, id: u16) -> Self {
+        self.device_id = Some(id);
+        self
+    }
+
+    pub fn bus_address(mut self, address: BusAddress) -> Self {
+        self.bus_address = Some(address);
+        self
+    }
+
+    pub fn device_type(mut self, device_type: impl Into<String>) -> Self {
+        self.device_type = Some(device_type.into());
+        self
+    }
+
+    pub fn host(mut self, host: impl Into<String>) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+
+    /// Does a device with `properties` match?
+    pub fn matches(&self, p: &Properties) -> bool {
+        self.object_type.is_none_or(|t| t == p.object_type)
+            && self.guid.is_none_or(|g| g == p.guid)
+            && self.vendor_id.is_none_or(|v| v == p.vendor_id)
+            && self.device_id.is_none_or(|d| d == p.device_id)
+            && self.bus_address.is_none_or(|b| Some(b) == p.bus_address)
+            && self
+                .device_type
+                .as_deref()
+                .is_none_or(|t| t == p.device_type)
+            && self
+                .host
+                .as_deref()
+                .is_none_or(|h| host_matches(h, &p.host))
+    }
+
+    pub(crate) fn to_wit(&self) -> wit_discovery::Filter {
+        wit_discovery::Filter {
+            object_type: self.object_type.map(|t| match t {
+                ObjectType::Device => wit::ObjectType::Device,
+                ObjectType::Accelerator => wit::ObjectType::Accelerator,
+            }),
+            guid: self.guid.map(|g| wit::Guid {
+                high: g.high,
+                low: g.low,
+            }),
+            vendor_id: self.vendor_id,
+            device_id: self.device_id,
+            bus_address: self.bus_address.map(|b| wit::BusAddress {
+                segment: b.segment,
+                bus: b.bus,
+                device: b.device,
+                function: b.function,
+            }),
+            device_type: self.device_type.clone(),
+            host: self.host.clone(),
+        }
+    }
+}
+
+/// The OPAE host filter: `*` matches every host, `localhost` this machine (by that name or
+/// its host name), `^localhost` every other machine, anything else that host by name.
+pub fn host_matches(filter: &str, device_host: &str) -> bool {
+    match filter {
+        "*" => true,
+        "localhost" => is_local(device_host),
+        "^localhost" => !is_local(device_host),
+        name => name == device_host || (is_local(name) && is_local(device_host)),
+    }
+}
+
+fn is_local(host: &str) -> bool {
+    host == "localhost" || local_hostname().is_some_and(|h| h == host)
+}
+
+/// This machine's host name.
+pub fn local_hostname() -> Option<&'static str> {
+    static NAME: OnceLock<Option<String>> = OnceLock::new();
+    NAME.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if rc != 0 {
+            return None;
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8(buf[..end].to_vec())
+            .ok()
+            .filter(|s| !s.is_empty())
+    })
+    .as_deref()
+}
+
+impl From<wit_discovery::Properties> for Properties {
+    fn from(p: wit_discovery::Properties) -> Self {
+        Properties {
+            object_type: match p.object_type {
+                wit::ObjectType::Device => ObjectType::Device,
+                wit::ObjectType::Accelerator => ObjectType::Accelerator,
+            },
+            name: p.name,
+            guid: Guid::new(p.guid.high, p.guid.low),
+            vendor_id: p.vendor_id,
+            device_id: p.device_id,
+            bus_address: p.bus_address.map(|b| BusAddress {
+                segment: b.segment,
+                bus: b.bus,
+                device: b.device,
+                function: b.function,
+            }),
+            socket_id: p.socket_id,
+            device_type: p.device_type,
+            host: p.host,
+            num_mmio: p.num_mmio,
+            num_interrupts: p.num_interrupts,
+            accelerator_state: p.accelerator_state.map(|s| match s {
+                wit::AcceleratorState::Unassigned => AcceleratorState::Unassigned,
+                wit::AcceleratorState::Assigned => AcceleratorState::Assigned,
+            }),
+            parent: p.parent,
+            extras: p.extras,
+        }
+    }
+}
+
+impl From<OpenMode> for wit::OpenMode {
+    fn from(mode: OpenMode) -> Self {
+        match mode {
+            OpenMode::Shared => wit::OpenMode::Shared,
+            OpenMode::Exclusive => wit::OpenMode::Exclusive,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props() -> Properties {
+        Properties {
+            object_type: ObjectType::Accelerator,
+            name: "emu:dfl0".into(),
+            guid: Guid::new(1, 2),
+            vendor_id: 0x8086,
+            device_id: 0x0A5E,
+            bus_address: Some("0000:5e:00.0".parse().unwrap()),
+            socket_id: None,
+            device_type: "fpga".into(),
+            host: "localhost".into(),
+            num_mmio: 1,
+            num_interrupts: 0,
+            accelerator_state: Some(AcceleratorState::Unassigned),
+            parent: None,
+            extras: vec![],
+        }
+    }
+
+    #[test]
+    fn filters_match_every_set_field() {
+        let p = props();
+        assert!(Filter::new().matches(&p));
+        assert!(
+            Filter::new()
+                .guid(Guid::new(1, 2))
+                .device_type("fpga")
+                .matches(&p)
+        );
+        assert!(!Filter::new().guid(Guid::new(1, 3)).matches(&p));
+        assert!(!Filter::new().object_type(ObjectType::Device).matches(&p));
+        assert!(!Filter::new().vendor_id(0x10ee).matches(&p));
+        assert!(
+            Filter::new()
+                .bus_address("5e:00.0".parse().unwrap())
+                .matches(&p)
+        );
+        assert!(
+            !Filter::new()
+                .bus_address("5e:00.1".parse().unwrap())
+                .matches(&p)
+        );
+    }
+
+    #[test]
+    fn host_keywords() {
+        assert!(host_matches("*", "localhost"));
+        assert!(host_matches("*", "far.example"));
+        assert!(host_matches("localhost", "localhost"));
+        assert!(!host_matches("localhost", "far.example"));
+        assert!(host_matches("^localhost", "far.example"));
+        assert!(!host_matches("^localhost", "localhost"));
+        assert!(host_matches("far.example", "far.example"));
+        assert!(!host_matches("near.example", "far.example"));
+        if let Some(me) = local_hostname() {
+            assert!(host_matches(me, "localhost"));
+            assert!(host_matches("localhost", me));
+        }
+    }
+}

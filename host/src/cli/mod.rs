@@ -1,0 +1,114 @@
+//! The subcommands, each a thin layer over the library.
+
+mod check_config;
+mod demo;
+mod info;
+mod list;
+mod plugins;
+mod table;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use accelhost::{Config, ConfigOrigin, Host};
+use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Config lookup order: --config, then $ACCELHOST_CONFIG, then ./accelhost.json, then
+$XDG_CONFIG_HOME/accelhost/config.json, then /etc/accelhost/config.json, then the embedded
+default (the shipped plugins and one emulated card of each family).
+
+Environment:
+  ACCELHOST_CONFIG       config file to use when --config is not given
+  ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
+  ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
+  ACCELHOST_LOG          log filter, such as 'warn' (default) or 'accelhost=debug'
+  ACCELHOST_TRACE=1      trace every call between the host and the plugins";
+
+/// Sandboxed plugin manager for accelerator runtimes (FPGA cards and other offload devices).
+///
+/// Device plugins are WebAssembly components: each reaches only the devices its config entry
+/// grants, and a plugin that crashes or hangs is stopped without taking accelhost down.
+#[derive(Parser)]
+#[command(name = "accelhost", version, after_help = AFTER_HELP)]
+struct Cli {
+    /// The plugin list to use (see the lookup order below).
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every device of every plugin (like fpgainfo or sycl-ls).
+    List(list::Args),
+    /// Show everything known about one device.
+    Info(info::Args),
+    /// Show the plugins of the config: module, WIT version, state and grants.
+    Plugins(plugins::Args),
+    /// Check a config file, and that every plugin module in it can be loaded.
+    CheckConfig(check_config::Args),
+    /// Run the canonical workload on every device and verify it: OPAE's hello_fpga flow on
+    /// every NLB0 port (1 MiB and 64 MiB), with a table of throughput and results.
+    Demo(demo::Args),
+}
+
+/// Sets up logging from `ACCELHOST_LOG` (default `warn`); `ACCELHOST_TRACE` adds the boundary
+/// trace.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let mut filter =
+        EnvFilter::try_from_env("ACCELHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let trace = std::env::var_os(accelhost::TRACE_ENV).is_some();
+    if let (true, Ok(directive)) = (trace, "accelhost::trace=info".parse()) {
+        filter = filter.add_directive(directive);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::List(args) => list::run(cli.config, args),
+        Command::Info(args) => info::run(cli.config, args),
+        Command::Plugins(args) => plugins::run(cli.config, args),
+        Command::CheckConfig(args) => check_config::run(args),
+        Command::Demo(args) => demo::run(cli.config, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Finds the config and starts a host on it.
+fn start_host(config: Option<PathBuf>) -> anyhow::Result<Host> {
+    let (config, origin): (Config, ConfigOrigin) = accelhost::config::discover(config.as_deref())?;
+    tracing::debug!(source = %config.source, "config: {origin}");
+    let host = Host::builder().config(config).build()?;
+    Ok(host)
+}
+
+/// Warns about plugins that are not running, so an empty list is never a mystery.
+fn report_plugin_problems(host: &Host) {
+    for plugin in host.plugins() {
+        match plugin.status {
+            accelhost::PluginStatus::LoadFailed { reason } => {
+                eprintln!("warning: plugin '{}' failed to load: {reason}", plugin.name)
+            }
+            accelhost::PluginStatus::Faulted { reason } => {
+                eprintln!("warning: plugin '{}' faulted: {reason}", plugin.name)
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! `accelhost plugins`: the plugins of the config and their state.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::table;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let host = super::start_host(config)?;
+    let plugins = host.plugins();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&plugins)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "config: {} ({})",
+        host.config().source,
+        host.config_origin()
+    );
+    let rows: Vec<Vec<String>> = plugins
+        .iter()
+        .map(|p| {
+            let g = &p.grants;
+            vec![
+                p.name.clone(),
+                p.module.clone(),
+                p.wit_version
+                    .as_deref()
+                    .map_or("-".into(), |v| format!("accel:plugin@{v}")),
+                p.status.to_string(),
+                format!(
+                    "devices [{}]; memory {} MiB; dma {} MiB; call timeout {} ms",
+                    g.devices.join(", "),
+                    g.memory_mib,
+                    g.dma_memory_mib,
+                    g.call_timeout_ms
+                ),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(&["NAME", "MODULE", "WIT", "STATE", "GRANTS"], &rows)
+    );
+    Ok(ExitCode::SUCCESS)
+}

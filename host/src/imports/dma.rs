@@ -1,0 +1,123 @@
+//! `dma`: host memory a device reaches by DMA, counted against the plugin's grant.
+
+use wasmtime::component::Resource;
+
+use super::{BufferResource, ImportError, MAX_TRANSFER, PluginState, guest_error, traced};
+use crate::devices::{DmaMemory, PollOutcome, poll_until};
+use crate::runtime::bindings::accel::plugin::dma;
+use crate::runtime::bindings::accel::plugin::types::ErrorCode;
+
+fn too_long(call: &str, len: u64) -> ImportError {
+    guest_error(
+        ErrorCode::InvalidArgument,
+        format!("{call} moves at most {MAX_TRANSFER} bytes per call, asked for {len}"),
+    )
+}
+
+fn out_of_range(call: &str, err: crate::devices::RangeError) -> ImportError {
+    guest_error(ErrorCode::InvalidArgument, format!("{call}: {err}"))
+}
+
+impl PluginState {
+    fn memory(&self, buffer: &Resource<BufferResource>) -> Result<&DmaMemory, ImportError> {
+        Ok(&self.table.get(buffer)?.memory)
+    }
+}
+
+impl dma::HostBuffer for PluginState {
+    fn allocate(&mut self, size: u64) -> Result<Resource<BufferResource>, ImportError> {
+        traced!(self, "dma.buffer.allocate", [size], {
+            let ctx = &self.ctx;
+            let huge_pages = ctx.devices.has_real_devices();
+            match DmaMemory::allocate(size, ctx.owner, &ctx.dma_budget, huge_pages) {
+                Ok(memory) => Ok(self.table.push(BufferResource { memory })?),
+                Err(err) => Err(guest_error(
+                    super::code_for_io(&err),
+                    format!("dma buffer allocate of {size} bytes: {err}"),
+                )),
+            }
+        })
+    }
+
+    fn size(&mut self, buffer: Resource<BufferResource>) -> wasmtime::Result<u64> {
+        Ok(self.table.get(&buffer)?.memory.len())
+    }
+
+    fn io_address(&mut self, buffer: Resource<BufferResource>) -> wasmtime::Result<Option<u64>> {
+        Ok(self.table.get(&buffer)?.memory.io_address())
+    }
+
+    fn read(
+        &mut self,
+        buffer: Resource<BufferResource>,
+        offset: u64,
+        len: u32,
+    ) -> Result<Vec<u8>, ImportError> {
+        traced!(self, "dma.buffer.read", [offset, len], {
+            let memory = self.memory(&buffer)?;
+            if u64::from(len) > MAX_TRANSFER {
+                Err(too_long("dma buffer read", len.into()))
+            } else {
+                let mut bytes = vec![0; len as usize];
+                memory
+                    .read(offset, &mut bytes)
+                    .map_err(|e| out_of_range("dma buffer read", e))
+                    .map(|()| bytes)
+            }
+        })
+    }
+
+    fn write(
+        &mut self,
+        buffer: Resource<BufferResource>,
+        offset: u64,
+        data: Vec<u8>,
+    ) -> Result<(), ImportError> {
+        traced!(self, "dma.buffer.write", [offset, data.len()], {
+            let memory = self.memory(&buffer)?;
+            if data.len() as u64 > MAX_TRANSFER {
+                Err(too_long("dma buffer write", data.len() as u64))
+            } else {
+                memory
+                    .write(offset, &data)
+                    .map_err(|e| out_of_range("dma buffer write", e))
+            }
+        })
+    }
+
+    fn poll64(
+        &mut self,
+        buffer: Resource<BufferResource>,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+        timeout_ns: u64,
+    ) -> Result<u64, ImportError> {
+        traced!(
+            self,
+            "dma.buffer.poll64",
+            [offset, mask, expected, timeout_ns],
+            {
+                let deadline = self.wait_deadline(timeout_ns);
+                let memory = self.memory(&buffer)?;
+                match poll_until(deadline, mask, expected, || memory.load_u64(offset)) {
+                    Ok(PollOutcome::Matched(value)) => Ok(value),
+                    Ok(PollOutcome::TimedOut(last)) => Err(guest_error(
+                        ErrorCode::Timeout,
+                        format!(
+                            "dma buffer poll64 at offset {offset:#x} timed out; last value {last:#x}"
+                        ),
+                    )),
+                    Err(e) => Err(out_of_range("dma buffer poll64", e)),
+                }
+            }
+        )
+    }
+
+    fn drop(&mut self, buffer: Resource<BufferResource>) -> wasmtime::Result<()> {
+        self.table.delete(buffer)?;
+        Ok(())
+    }
+}
+
+impl dma::Host for PluginState {}

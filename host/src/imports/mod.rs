@@ -1,0 +1,216 @@
+//! The host imports a plugin calls: each file implements one WIT interface. Every import
+//! checks the plugin's grants, bounds guest-supplied lengths before allocating, translates
+//! resource handles to host objects, and then calls down into `crate::devices`.
+
+mod dfl;
+mod dma;
+mod events;
+mod image;
+mod log;
+mod mmio;
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, StoreLimits};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::config::Grants;
+use crate::devices::dfl::DflPort;
+use crate::devices::{CheckedMmio, Completion, DeviceRegistry, DmaBudget, DmaMemory, OwnerId};
+use crate::runtime::bindings::accel::plugin::types::{self, Error as GuestError, ErrorCode};
+
+pub(crate) use log::LogBudget;
+
+/// The most bytes one `read`/`write` import moves; bulk data stays on the host side.
+pub const MAX_TRANSFER: u64 = 1 << 20;
+/// The most writes one `write-batch` takes.
+pub const MAX_BATCH: usize = 4096;
+
+/// What an instance is allowed to reach, fixed for its life.
+pub struct PluginContext {
+    /// The plugin's name from the config; every refusal names it.
+    pub name: String,
+    pub grants: Grants,
+    pub devices: Arc<DeviceRegistry>,
+    /// Tags the DMA memory this instance allocates and the devices it opens.
+    pub owner: OwnerId,
+    pub dma_budget: Arc<DmaBudget>,
+    /// Trace every import (`ACCELHOST_TRACE`).
+    pub trace: bool,
+}
+
+/// The data of one plugin instance's `Store`.
+pub struct PluginState {
+    pub(crate) ctx: Arc<PluginContext>,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+    /// When the current call must end; host-side waits never run past it.
+    pub(crate) deadline: Instant,
+    log: LogBudget,
+}
+
+impl PluginState {
+    pub(crate) fn new(ctx: Arc<PluginContext>, wasi: WasiCtx, limits: StoreLimits) -> Self {
+        PluginState {
+            ctx,
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            deadline: Instant::now(),
+            log: LogBudget::default(),
+        }
+    }
+
+    pub(crate) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+
+    /// The deadline for a host-side wait of `timeout_ns`, capped by the call's deadline.
+    fn wait_deadline(&self, timeout_ns: u64) -> Instant {
+        Instant::now()
+            .checked_add(Duration::from_nanos(timeout_ns))
+            .map_or(self.deadline, |d| d.min(self.deadline))
+    }
+
+    /// A `permission-denied` refusal naming the plugin, the call and the missing grant.
+    fn denied(&self, call: &str, missing: String) -> ImportError {
+        guest_error(
+            ErrorCode::PermissionDenied,
+            format!("plugin '{}' may not {call}: {missing}", self.ctx.name),
+        )
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl PluginState {
+    /// The store's resource limiter (memory, tables, instances).
+    pub(crate) fn limiter(&mut self) -> &mut dyn ResourceLimiter {
+        &mut self.limits
+    }
+}
+
+/// A failed import: either an error the plugin sees as a WIT `error`, or a trap that ends
+/// the instance (used only for host-side invariants the guest cannot cause on purpose).
+#[derive(Debug)]
+pub enum ImportError {
+    Guest(GuestError),
+    Trap(wasmtime::Error),
+}
+
+impl From<wasmtime::component::ResourceTableError> for ImportError {
+    fn from(err: wasmtime::component::ResourceTableError) -> Self {
+        ImportError::Trap(err.into())
+    }
+}
+
+impl types::Host for PluginState {
+    fn convert_error(&mut self, err: ImportError) -> wasmtime::Result<GuestError> {
+        match err {
+            ImportError::Guest(error) => Ok(error),
+            ImportError::Trap(trap) => Err(trap),
+        }
+    }
+}
+
+pub(crate) fn guest_error(code: ErrorCode, message: impl Into<String>) -> ImportError {
+    ImportError::Guest(GuestError {
+        code,
+        message: message.into(),
+    })
+}
+
+/// The WIT code for a kernel (or emulator) errno.
+pub(crate) fn code_for_io(err: &io::Error) -> ErrorCode {
+    match err.raw_os_error() {
+        Some(libc::EBUSY) => ErrorCode::Busy,
+        Some(libc::ENOSPC) => ErrorCode::NoSpace,
+        Some(libc::EINVAL) | Some(libc::EFAULT) | Some(libc::ENOTTY) => ErrorCode::InvalidArgument,
+        Some(libc::EEXIST) => ErrorCode::AlreadyExists,
+        Some(libc::ENOMEM) => ErrorCode::OutOfMemory,
+        Some(libc::EPERM) | Some(libc::EACCES) => ErrorCode::PermissionDenied,
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::ENXIO) => ErrorCode::NotFound,
+        Some(libc::ETIMEDOUT) => ErrorCode::Timeout,
+        Some(_) => ErrorCode::DeviceError,
+        None if err.kind() == io::ErrorKind::OutOfMemory => ErrorCode::OutOfMemory,
+        None => ErrorCode::DeviceError,
+    }
+}
+
+/// A device error as the plugin sees it: the call, the device and the errno text.
+pub(crate) fn device_error(call: &str, device: &str, err: io::Error) -> ImportError {
+    guest_error(code_for_io(&err), format!("{call} on {device}: {err}"))
+}
+
+/// A mapped MMIO region handed to a plugin.
+#[derive(Clone)]
+pub struct RegionResource {
+    pub(crate) mmio: CheckedMmio,
+    pub(crate) device: String,
+}
+
+/// DMA memory handed to a plugin.
+pub struct BufferResource {
+    pub(crate) memory: Arc<DmaMemory>,
+}
+
+/// An image the host holds for the duration of a call.
+pub struct ImageResource {
+    pub(crate) bytes: Arc<[u8]>,
+}
+
+/// A completion object.
+pub struct EventResource {
+    pub(crate) completion: Arc<Completion>,
+}
+
+/// An open DFL port; dropping it closes the port.
+pub struct PortResource {
+    pub(crate) port: Box<dyn DflPort>,
+    pub(crate) path: String,
+}
+
+impl std::fmt::Debug for RegionResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "region of {} ({:#x} bytes)",
+            self.device,
+            self.mmio.size()
+        )
+    }
+}
+
+/// Records an import call when tracing is on; runs `$body` either way.
+macro_rules! traced {
+    ($state:expr, $call:literal, [$($arg:expr),*], $body:expr) => {{
+        if $state.ctx.trace {
+            let args = format!(concat!($(stringify!($arg), "={:?} ",)*), $(&$arg),*);
+            let start = std::time::Instant::now();
+            let result = $body;
+            $crate::trace::record(
+                $crate::trace::Direction::Import,
+                &$state.ctx.name,
+                $call,
+                &args,
+                &result,
+                start.elapsed(),
+            );
+            result
+        } else {
+            $body
+        }
+    }};
+}
+pub(crate) use traced;

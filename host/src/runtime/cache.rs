@@ -1,0 +1,167 @@
+//! The on-disk cache of compiled plugins. An entry is keyed by the sha256 of the wasm and the
+//! engine's compatibility hash, and carries a sha256 of its own bytes. Only files this host
+//! wrote are deserialized: the directory must be owned by this user and closed to others, the
+//! entry must be owned by this user and not writable by others, and its checksum must match.
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Environment variable that moves the cache (`off` disables it).
+pub const CACHE_ENV: &str = "ACCELHOST_CACHE_DIR";
+const MAGIC: &[u8; 16] = b"accelhost-cwasm1";
+
+/// Where compiled plugins are kept between runs.
+#[derive(Clone, Debug)]
+pub struct ComponentCache {
+    dir: Option<PathBuf>,
+}
+
+impl ComponentCache {
+    /// `ACCELHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/accelhost`, else `~/.cache/accelhost`.
+    pub fn from_env() -> Self {
+        let dir = match std::env::var_os(CACHE_ENV) {
+            Some(v) if v == "off" => None,
+            Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+            _ => std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|d| d.join("accelhost")),
+        };
+        ComponentCache { dir }
+    }
+
+    /// A cache in `dir`, or none.
+    pub fn at(dir: Option<PathBuf>) -> Self {
+        ComponentCache { dir }
+    }
+
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    fn entry(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<PathBuf> {
+        let mut hasher = std::hash::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let name = format!("{}-{:016x}.cwasm", hex(wasm_sha), hasher.finish());
+        self.dir.as_ref().map(|d| d.join(name))
+    }
+
+    /// The cached compilation of the wasm with hash `wasm_sha`, if a trusted one exists.
+    pub fn load(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<Component> {
+        let dir = self.dir.as_ref()?;
+        let path = self.entry(engine, wasm_sha)?;
+        if !trusted(dir, true) || !trusted(&path, false) {
+            return None;
+        }
+        let bytes = std::fs::read(&path).ok()?;
+        let payload = verified_payload(&bytes)?;
+        // SAFETY: `payload` was produced by `Component::serialize` of this same engine
+        // configuration (the file name carries its compatibility hash), written by this user
+        // into a directory only this user can write, and its checksum matches.
+        match unsafe { Component::deserialize(engine, payload) } {
+            Ok(component) => Some(component),
+            Err(err) => {
+                tracing::debug!(path = %path.display(), "ignoring a cache entry: {err}");
+                None
+            }
+        }
+    }
+
+    /// Stores a compilation; failures only cost the next start a recompile.
+    pub fn store(&self, engine: &Engine, wasm_sha: &[u8; 32], component: &Component) {
+        let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha)) else {
+            return;
+        };
+        let result = (|| -> std::io::Result<()> {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            if !trusted(dir, true) {
+                return Err(std::io::Error::other(
+                    "the cache directory is not owned by this user or is open to others",
+                ));
+            }
+            let payload = component.serialize().map_err(std::io::Error::other)?;
+            static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = path.with_extension(format!("{}-{n}.tmp", std::process::id()));
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            file.write_all(MAGIC)?;
+            file.write_all(&Sha256::digest(&payload))?;
+            file.write_all(&payload)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        })();
+        if let Err(err) = result {
+            tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}");
+        }
+    }
+}
+
+/// Owned by this user, and not writable by group or others (a directory: not even readable).
+fn trusted(path: &Path, is_dir: bool) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let closed = if is_dir { 0o077 } else { 0o022 };
+    meta.uid() == me && meta.mode() & closed == 0 && (meta.is_dir() == is_dir)
+}
+
+fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    if rest.len() < 32 {
+        return None;
+    }
+    let (sum, payload) = rest.split_at(32);
+    (Sha256::digest(payload).as_slice() == sum).then_some(payload)
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_checksum_is_verified() {
+        let payload = b"compiled bytes";
+        let mut file = MAGIC.to_vec();
+        file.extend_from_slice(&Sha256::digest(payload));
+        file.extend_from_slice(payload);
+        assert_eq!(verified_payload(&file), Some(&payload[..]));
+        let last = file.len() - 1;
+        file[last] ^= 1;
+        assert_eq!(verified_payload(&file), None);
+        assert_eq!(verified_payload(b"short"), None);
+    }
+
+    #[test]
+    fn only_private_directories_are_trusted() {
+        let dir = std::env::temp_dir().join(format!("accelhost-cache-{}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+        assert!(trusted(&dir, true));
+        assert!(!trusted(&dir, false), "a directory is not a file");
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        assert!(!trusted(&dir, true));
+        std::fs::remove_dir(&dir).unwrap();
+    }
+}

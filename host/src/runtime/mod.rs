@@ -1,0 +1,236 @@
+//! The WebAssembly runtime: one process-wide `Engine` with an epoch ticker thread, the
+//! `Linker` that carries WASI and the `accel:plugin` imports, compilation through the on-disk
+//! cache, the WIT version check, and plugin instances with their limits and deadlines.
+
+pub mod bindings;
+mod cache;
+mod instance;
+mod stdio;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Engine, OptLevel};
+
+pub use cache::{CACHE_ENV, ComponentCache};
+pub(crate) use instance::PluginInstance;
+
+use crate::imports::PluginState;
+
+/// The WIT package this host implements.
+pub const WIT_PACKAGE: &str = "accel:plugin";
+/// Its version; plugins must match its major version (its minor version, while major is 0).
+pub const WIT_VERSION: &str = "0.1.0";
+/// How often the epoch advances; per-call deadlines are counted in these ticks.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// A compiled, linked plugin, ready to instantiate.
+pub(crate) struct LoadedComponent {
+    pub pre: bindings::PluginPre<PluginState>,
+    /// The `accel:plugin` version the component was built against.
+    pub wit_version: String,
+}
+
+/// Why a module could not become a plugin.
+#[derive(Debug)]
+pub(crate) enum LoadError {
+    /// Not a plugin at all; the text says why and what to do.
+    Unusable(String),
+    /// Built against an incompatible `accel:plugin` version.
+    Incompatible { found: String },
+}
+
+pub(crate) struct Runtime {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    loaded: Mutex<HashMap<[u8; 32], Arc<LoadedComponent>>>,
+}
+
+/// The process-wide runtime, created on first use.
+pub(crate) fn runtime() -> Result<&'static Runtime, String> {
+    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| Runtime::new().map_err(|e| format!("cannot start the wasm runtime: {e:#}")))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+impl Runtime {
+    fn new() -> wasmtime::Result<Runtime> {
+        let mut config = wasmtime::Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .concurrency_support(false)
+            .cranelift_opt_level(OptLevel::Speed)
+            .parallel_compilation(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)?;
+        let ticker = engine.weak();
+        std::thread::Builder::new()
+            .name("accelhost-epoch".into())
+            .spawn(move || {
+                while let Some(engine) = ticker.upgrade() {
+                    engine.increment_epoch();
+                    drop(engine);
+                    std::thread::sleep(EPOCH_TICK);
+                }
+            })?;
+        Ok(Runtime {
+            engine,
+            linker,
+            loaded: Mutex::default(),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compiles (or finds in the caches) and links `wasm`, checking that it is a component
+    /// built for a compatible `accel:plugin` version.
+    pub fn load(
+        &self,
+        wasm: &[u8],
+        cache: &ComponentCache,
+    ) -> Result<Arc<LoadedComponent>, LoadError> {
+        classify(wasm)?;
+        let sha: [u8; 32] = Sha256::digest(wasm).into();
+        if let Some(loaded) = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&sha)
+        {
+            return Ok(loaded.clone());
+        }
+        let component = match cache.load(&self.engine, &sha) {
+            Some(component) => component,
+            None => {
+                let component = wasmtime::component::Component::new(&self.engine, wasm)
+                    .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
+                cache.store(&self.engine, &sha, &component);
+                component
+            }
+        };
+        let wit_version = wit_version(&self.engine, &component)?;
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            LoadError::Unusable(format!(
+                "it needs an import this host does not provide: {e:#}"
+            ))
+        })?;
+        let pre = bindings::PluginPre::new(pre).map_err(|e| {
+            LoadError::Unusable(format!("it lacks an export every plugin must have: {e:#}"))
+        })?;
+        let loaded = Arc::new(LoadedComponent { pre, wit_version });
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sha, loaded.clone());
+        Ok(loaded)
+    }
+}
+
+/// Tells a component from a core module or something that is not wasm at all.
+fn classify(wasm: &[u8]) -> Result<(), LoadError> {
+    const MAGIC: &[u8] = b"\0asm";
+    if wasm.len() < 8 || &wasm[..4] != MAGIC {
+        return Err(LoadError::Unusable(
+            "it is not a WebAssembly file (no \\0asm header)".into(),
+        ));
+    }
+    match &wasm[4..8] {
+        [0x0d, 0x00, 0x01, 0x00] => Ok(()),
+        [0x01, 0x00, 0x00, 0x00] => Err(LoadError::Unusable(
+            "it is a core WebAssembly module, not a component: build plugins for \
+             wasm32-wasip2 (or wrap a module with `wasm-tools component new`)"
+                .into(),
+        )),
+        _ => Err(LoadError::Unusable(
+            "it is a WebAssembly binary of an unknown version or layer".into(),
+        )),
+    }
+}
+
+/// The `accel:plugin` version a component names in its exports and imports.
+fn wit_version(
+    engine: &Engine,
+    component: &wasmtime::component::Component,
+) -> Result<String, LoadError> {
+    let ty = component.component_type();
+    let names: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .chain(ty.imports(engine).map(|(name, _)| name.to_string()))
+        .collect();
+    let ours: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with(&format!("{WIT_PACKAGE}/")))
+        .collect();
+    if ours.is_empty() {
+        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+        return Err(LoadError::Unusable(format!(
+            "it is not an accelhost plugin: it exports no {WIT_PACKAGE} interface (exports: {})",
+            if exports.is_empty() {
+                "none".into()
+            } else {
+                exports.join(", ")
+            }
+        )));
+    }
+    for name in &ours {
+        let found = name.split_once('@').map_or("(unversioned)", |(_, v)| v);
+        if !compatible(found, WIT_VERSION) {
+            return Err(LoadError::Incompatible {
+                found: found.to_string(),
+            });
+        }
+    }
+    let first = ours[0];
+    Ok(first.split_once('@').map_or("", |(_, v)| v).to_string())
+}
+
+/// Same major version, and while the major version is 0, the same minor version.
+fn compatible(found: &str, ours: &str) -> bool {
+    let parse = |v: &str| -> Option<(u64, u64)> {
+        let mut parts = v.split(['.', '-', '+']);
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    };
+    match (parse(found), parse(ours)) {
+        (Some((fmaj, fmin)), Some((omaj, omin))) => fmaj == omaj && (omaj != 0 || fmin == omin),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_compatibility() {
+        assert!(compatible("0.1.0", "0.1.0"));
+        assert!(compatible("0.1.3", "0.1.0"));
+        assert!(!compatible("0.2.0", "0.1.0"));
+        assert!(!compatible("1.0.0", "0.1.0"));
+        assert!(compatible("1.4.0", "1.0.0"));
+        assert!(!compatible("(unversioned)", "0.1.0"));
+    }
+
+    #[test]
+    fn headers_are_classified() {
+        assert!(classify(b"\0asm\x0d\0\x01\0").is_ok());
+        let LoadError::Unusable(msg) = classify(b"\0asm\x01\0\0\0").unwrap_err() else {
+            panic!()
+        };
+        assert!(msg.contains("core WebAssembly module"), "{msg}");
+        let LoadError::Unusable(msg) = classify(b"#!/bin/sh\n").unwrap_err() else {
+            panic!()
+        };
+        assert!(msg.contains("not a WebAssembly file"), "{msg}");
+    }
+}

@@ -1,0 +1,4 @@
+//! Canonical workloads run through the public API, shared by `accelhost demo`, the end-to-end
+//! tests and the benchmarks, so that all three measure the same thing.
+
+pub mod nlb0;
