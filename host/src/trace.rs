@@ -46,7 +46,7 @@ pub fn record(
         call,
         args = args.trim_end(),
         result = ?result,
-        micros = elapsed.as_secs_f64() * 1e6,
+        nanos = elapsed.as_nanos() as u64,
         "{direction}"
     );
 }

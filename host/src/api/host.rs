@@ -223,8 +223,9 @@ fn prefilter(
 ) -> Result<Option<Vec<crate::runtime::bindings::exports::accel::plugin::discovery::Filter>>> {
     let mut kept = Vec::new();
     for filter in filters {
+        let wit_filter = filter.to_wit();
         let mut supported = true;
-        if let Some(host) = &filter.host {
+        if let Some(host) = &wit_filter.host {
             supported &= slot.call("supports-host", None, format_args!("{host}"), |p, s| {
                 p.accel_plugin_lifecycle()
                     .call_supports_host(s, host)
@@ -244,7 +245,7 @@ fn prefilter(
             )?;
         }
         if supported {
-            kept.push(filter.to_wit());
+            kept.push(wit_filter);
         }
     }
     Ok((filters.is_empty() || !kept.is_empty()).then_some(kept))

@@ -58,8 +58,16 @@ pub struct Properties {
     pub accelerator_state: Option<AcceleratorState>,
     /// The plugin's token for the parent device, if it has one.
     pub parent: Option<u64>,
-    /// Plugin-defined facts.
+    /// Plugin-defined facts, in the plugin's order (a JSON object when serialized).
+    #[serde(serialize_with = "extras_as_object")]
     pub extras: Vec<(String, String)>,
+}
+
+fn extras_as_object<S: serde::Serializer>(
+    extras: &[(String, String)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(extras.iter().map(|(k, v)| (k, v)))
 }
 
 /// Selects devices: every field that is set must match. A device matches a list of filters
@@ -152,7 +160,14 @@ impl Filter {
                 function: b.function,
             }),
             device_type: self.device_type.clone(),
-            host: self.host.clone(),
+            // Plugins cannot see the machine's name: they know this machine as `localhost`.
+            host: self.host.as_ref().map(|h| {
+                if local_hostname() == Some(h.as_str()) {
+                    "localhost".to_string()
+                } else {
+                    h.clone()
+                }
+            }),
         }
     }
 }

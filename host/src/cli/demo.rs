@@ -53,7 +53,6 @@ fn human(bytes: u64) -> String {
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let host = super::start_host(config)?;
-    super::report_plugin_problems(&host);
     let found = host.enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)]);
     for failure in &found.failures {
         eprintln!("warning: {failure}");

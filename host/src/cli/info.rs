@@ -59,7 +59,6 @@ fn select<'a>(tokens: &'a [Token], wanted: &str) -> anyhow::Result<&'a Token> {
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let host = super::start_host(config)?;
-    super::report_plugin_problems(&host);
     let found = host.enumerate(&[]);
     for failure in &found.failures {
         eprintln!("warning: {failure}");

@@ -45,7 +45,6 @@ impl<'a> DeviceEntry<'a> {
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let host = super::start_host(config)?;
-    super::report_plugin_problems(&host);
     let mut filter = Filter::new();
     filter.guid = args.guid;
     filter.device_type = args.device_type;

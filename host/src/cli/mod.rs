@@ -65,9 +65,13 @@ fn init_logging() {
     if let (true, Ok(directive)) = (trace, "accelhost::trace=info".parse()) {
         filter = filter.add_directive(directive);
     }
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .without_time()
+        .with_target(false)
         .init();
 }
 
@@ -96,19 +100,4 @@ fn start_host(config: Option<PathBuf>) -> anyhow::Result<Host> {
     tracing::debug!(source = %config.source, "config: {origin}");
     let host = Host::builder().config(config).build()?;
     Ok(host)
-}
-
-/// Warns about plugins that are not running, so an empty list is never a mystery.
-fn report_plugin_problems(host: &Host) {
-    for plugin in host.plugins() {
-        match plugin.status {
-            accelhost::PluginStatus::LoadFailed { reason } => {
-                eprintln!("warning: plugin '{}' failed to load: {reason}", plugin.name)
-            }
-            accelhost::PluginStatus::Faulted { reason } => {
-                eprintln!("warning: plugin '{}' faulted: {reason}", plugin.name)
-            }
-            _ => {}
-        }
-    }
 }

@@ -24,7 +24,14 @@ pub(crate) struct PluginInstance {
     plugin: Plugin,
     stderr: OutputCapture,
     stdout: OutputCapture,
+    limits: Limits,
+}
+
+/// The limits a failure report names.
+#[derive(Clone, Copy)]
+struct Limits {
     timeout: Duration,
+    memory_mib: u64,
 }
 
 impl PluginInstance {
@@ -40,7 +47,7 @@ impl PluginInstance {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .build();
-        let limits = StoreLimitsBuilder::new()
+        let store_limits = StoreLimitsBuilder::new()
             .memory_size((ctx.grants.memory_mib << 20) as usize)
             .table_elements(1 << 16)
             .instances(64)
@@ -48,26 +55,22 @@ impl PluginInstance {
             .memories(16)
             .trap_on_grow_failure(true)
             .build();
-        let timeout = Duration::from_millis(ctx.grants.call_timeout_ms);
-        let mut store = Store::new(&engine, PluginState::new(ctx, wasi, limits));
+        let limits = Limits {
+            timeout: Duration::from_millis(ctx.grants.call_timeout_ms),
+            memory_mib: ctx.grants.memory_mib,
+        };
+        let mut store = Store::new(&engine, PluginState::new(ctx, wasi, store_limits));
         store.limiter(|state| state.limiter());
-        let mut instance = None;
-        let mut failure = None;
-        arm(&mut store, timeout);
+        arm(&mut store, limits.timeout);
         match loaded.pre.instantiate(&mut store) {
-            Ok(plugin) => instance = Some(plugin),
-            Err(err) => failure = Some(err),
-        }
-        match (instance, failure) {
-            (Some(plugin), _) => Ok(PluginInstance {
+            Ok(plugin) => Ok(PluginInstance {
                 store,
                 plugin,
                 stderr,
                 stdout,
-                timeout,
+                limits,
             }),
-            (None, Some(err)) => Err(describe(err, timeout, &stderr, &stdout)),
-            (None, None) => unreachable!("instantiate returns a plugin or an error"),
+            Err(err) => Err(describe(err, limits, &stderr, &stdout)),
         }
     }
 
@@ -76,9 +79,9 @@ impl PluginInstance {
         &mut self,
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallFailure> {
-        arm(&mut self.store, self.timeout);
+        arm(&mut self.store, self.limits.timeout);
         f(&self.plugin, &mut self.store)
-            .map_err(|err| describe(err, self.timeout, &self.stderr, &self.stdout))
+            .map_err(|err| describe(err, self.limits, &self.stderr, &self.stdout))
     }
 }
 
@@ -92,24 +95,22 @@ fn arm(store: &mut Store<PluginState>, timeout: Duration) {
 
 fn describe(
     err: wasmtime::Error,
-    timeout: Duration,
+    limits: Limits,
     stderr: &OutputCapture,
     stdout: &OutputCapture,
 ) -> CallFailure {
+    let root = err.root_cause().to_string();
     let mut reason = match err.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => format!(
             "it ran past its {} ms call deadline (grants.call_timeout_ms)",
-            timeout.as_millis()
+            limits.timeout.as_millis()
         ),
         Some(trap) => format!("wasm trap: {trap}"),
-        None => {
-            let text = format!("{err:#}");
-            if text.contains("exceeds limit") || text.contains("memory") && text.contains("limit") {
-                format!("it hit its memory limit (grants.memory_mib): {text}")
-            } else {
-                text
-            }
-        }
+        None if root.contains("growing memory") || root.contains("exceeds limit") => format!(
+            "it hit its memory limit of {} MiB (grants.memory_mib): {root}",
+            limits.memory_mib
+        ),
+        None => root,
     };
     for (name, capture) in [("stderr", stderr), ("stdout", stdout)] {
         let tail = capture.tail();
