@@ -43,3 +43,78 @@ fn same_guid(a: Guid, b: Guid) -> bool {
 fn same_bus(a: BusAddress, b: BusAddress) -> bool {
     (a.segment, a.bus, a.device, a.function) == (b.segment, b.bus, b.device, b.function)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ObjectType;
+
+    fn properties() -> Properties {
+        Properties {
+            object_type: ObjectType::Accelerator,
+            name: "p".into(),
+            guid: Guid { high: 1, low: 2 },
+            vendor_id: 0x8086,
+            device_id: 1,
+            bus_address: None,
+            socket_id: None,
+            device_type: "fpga".into(),
+            host: "localhost".into(),
+            num_mmio: 1,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: None,
+            extras: vec![],
+        }
+    }
+
+    fn empty() -> Filter {
+        Filter {
+            object_type: None,
+            guid: None,
+            vendor_id: None,
+            device_id: None,
+            bus_address: None,
+            device_type: None,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn every_set_field_must_match() {
+        let p = properties();
+        assert!(filter_matches(&empty(), &p));
+        let by_guid = Filter {
+            guid: Some(Guid { high: 1, low: 2 }),
+            ..empty()
+        };
+        assert!(filter_matches(&by_guid, &p));
+        let other_guid = Filter {
+            guid: Some(Guid { high: 1, low: 3 }),
+            ..empty()
+        };
+        assert!(!filter_matches(&other_guid, &p));
+        let by_bus = Filter {
+            bus_address: Some(BusAddress {
+                segment: 0,
+                bus: 1,
+                device: 0,
+                function: 0,
+            }),
+            ..empty()
+        };
+        assert!(
+            !filter_matches(&by_bus, &p),
+            "no bus address never matches one"
+        );
+    }
+
+    #[test]
+    fn host_keywords() {
+        assert!(host_matches("*", "far"));
+        assert!(host_matches("localhost", "localhost"));
+        assert!(!host_matches("^localhost", "localhost"));
+        assert!(host_matches("^localhost", "far"));
+        assert!(!host_matches("near", "far"));
+    }
+}

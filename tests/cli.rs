@@ -1,0 +1,291 @@
+//! The `accelhost` binary as an operator runs it: in an empty directory with no config, on
+//! config files with mistakes, and with tracing on.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use support::{scratch_dir, write_config};
+
+/// Runs `accelhost args` in `dir` with an isolated environment: no user or system config,
+/// the tests' compile cache.
+fn accelhost(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let home = scratch_dir("home");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_accelhost"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("ACCELHOST_CONFIG")
+        .env_remove("ACCELHOST_TRACE")
+        .env_remove("ACCELHOST_LOG")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("ACCELHOST_CACHE_DIR", support::cache_dir());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd.output().expect("running accelhost")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn demo_runs_on_the_embedded_default_and_verifies() {
+    let out = accelhost(&scratch_dir("empty"), &["demo"], &[]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(
+        rows[0].starts_with("DEVICE") && rows[0].contains("GB/s"),
+        "{stdout}"
+    );
+    assert_eq!(rows.len(), 3, "1 MiB and 64 MiB: {stdout}");
+    assert!(
+        rows[1].contains("dfl/emu:dfl0") && rows[1].contains("1 MiB"),
+        "{stdout}"
+    );
+    assert!(rows[2].contains("64 MiB"), "{stdout}");
+    assert!(rows[1..].iter().all(|r| r.contains("verified")), "{stdout}");
+    assert!(
+        text(&out.stderr).contains("running the hello_fpga loopback"),
+        "progress"
+    );
+}
+
+#[test]
+fn list_json_in_an_empty_directory_shows_the_emulated_port() {
+    let out = accelhost(&scratch_dir("empty"), &["list", "--json"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let devices: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices = devices.as_array().unwrap();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0]["id"], "dfl/emu:dfl0");
+    assert_eq!(devices[0]["guid"], "D8424DC4-A4A3-C413-F89E-433683F9040B");
+    assert_eq!(devices[0]["plugin"], "dfl");
+    assert_eq!(devices[0]["extras"]["emulated"], "true");
+}
+
+#[test]
+fn list_filters_and_info() {
+    let dir = scratch_dir("empty");
+    let out = accelhost(
+        &dir,
+        &["list", "--guid", "00000000-0000-0000-0000-000000000001"],
+        &[],
+    );
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("no devices found"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = accelhost(&dir, &["list", "--guid", "not-a-guid"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("is not a GUID"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = accelhost(&dir, &["info", "dfl/emu:dfl0"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("D8424DC4-A4A3-C413-F89E-433683F9040B"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("emulated") && stdout.contains("true"),
+        "{stdout}"
+    );
+    let out = accelhost(&dir, &["info", "emu:dfl0", "--json"], &[]);
+    assert!(out.status.success());
+    let out = accelhost(&dir, &["info", "nope"], &[]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no device 'nope'") && stderr.contains("dfl/emu:dfl0"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn plugins_shows_module_version_state_and_grants() {
+    let out = accelhost(&scratch_dir("empty"), &["plugins"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("embedded default"), "{stdout}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("dfl "))
+        .expect(&stdout);
+    for part in ["builtin:dfl", "accel:plugin@0.1.0", "running", "emu:*"] {
+        assert!(row.contains(part), "{part} in {row}");
+    }
+}
+
+#[test]
+fn a_config_in_the_working_directory_is_found() {
+    let dir = scratch_dir("cwd");
+    std::fs::write(
+        dir.join("accelhost.json"),
+        r#"{"devices": [{"id": "here", "family": "dfl"}],
+            "plugins": [{"name": "dfl", "module": "builtin:dfl", "grants": {"devices": ["emu:here"]}}]}"#,
+    )
+    .unwrap();
+    let out = accelhost(&dir, &["list"], &[]);
+    assert!(
+        text(&out.stdout).contains("dfl/emu:here"),
+        "{}",
+        text(&out.stdout)
+    );
+    // ACCELHOST_CONFIG wins over ./accelhost.json, and a missing file is an error.
+    let out = accelhost(
+        &dir,
+        &["list"],
+        &[("ACCELHOST_CONFIG", "/nonexistent/a.json")],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("ACCELHOST_CONFIG"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn check_config_names_the_field_of_each_mistake() {
+    let cases = [
+        ("{\"plugins\": [", "accelhost.json:1", "EOF"),
+        (
+            r#"{"plugins": [], "extra": 1}"#,
+            ": extra:",
+            "unknown field `extra`",
+        ),
+        (
+            r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"memory_mib": -1}}]}"#,
+            "plugins[0].grants.memory_mib",
+            "expected u64",
+        ),
+        (
+            r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"devices": ["emu:ghost"]}}]}"#,
+            "plugins[0].grants.devices[0]",
+            "no emulated device 'ghost'",
+        ),
+        (
+            r#"{"plugins": [{"name": "a", "module": "missing.wasm"}]}"#,
+            "plugins[0].module",
+            "not found",
+        ),
+        (
+            r#"{"devices": [{"id": "x", "family": "dfl", "colour": "red"}], "plugins": []}"#,
+            "devices[0].colour",
+            "unknown field `colour`",
+        ),
+    ];
+    for (json, path, message) in cases {
+        let file = write_config(json);
+        let out = accelhost(
+            &scratch_dir("empty"),
+            &["check-config", file.to_str().unwrap()],
+            &[],
+        );
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{json} should be refused");
+        assert!(
+            stderr.contains(file.to_str().unwrap()),
+            "names the file: {stderr}"
+        );
+        assert!(stderr.contains(path), "names {path}: {stderr}");
+        assert!(stderr.contains(message), "says {message}: {stderr}");
+    }
+}
+
+#[test]
+fn check_config_loads_each_module_without_running_it() {
+    let dir = scratch_dir("check");
+    std::fs::write(dir.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let file = dir.join("accelhost.json");
+    std::fs::write(
+        &file,
+        r#"{"plugins": [{"name": "dfl", "module": "builtin:dfl"}, {"name": "core", "module": "core.wasm"}]}"#,
+    )
+    .unwrap();
+    let out = accelhost(&dir, &["check-config", "accelhost.json"], &[]);
+    assert!(!out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("plugin 'dfl' (builtin:dfl): ok, built for accel:plugin@0.1.0"),
+        "{stdout}"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("plugin 'core'") && stderr.contains("not a component"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn plugin_path_env_finds_modules() {
+    let dir = scratch_dir("plugin-path");
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::copy(
+        support::guest("accelhost_plugin_dfl"),
+        modules.join("dfl.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("accelhost.json"),
+        r#"{"devices": [{"id": "p", "family": "dfl"}],
+            "plugins": [{"name": "dfl", "module": "dfl.wasm", "grants": {"devices": ["emu:p"]}}]}"#,
+    )
+    .unwrap();
+    let out = accelhost(&dir, &["list"], &[]);
+    assert!(!out.status.success(), "dfl.wasm is not next to the config");
+    let out = accelhost(
+        &dir,
+        &["list"],
+        &[("ACCELHOST_PLUGIN_PATH", modules.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("dfl/emu:p"));
+}
+
+#[test]
+fn trace_shows_calls_across_the_boundary() {
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["list"],
+        &[("ACCELHOST_TRACE", "1")],
+    );
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("host->plugin") && stderr.contains("enumerate"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("plugin->host") && stderr.contains("dfl.list-ports"),
+        "{stderr}"
+    );
+    let quiet = accelhost(&scratch_dir("empty"), &["list"], &[]);
+    assert!(!text(&quiet.stderr).contains("host->plugin"));
+}
+
+#[test]
+fn help_explains_the_lookup_order_and_environment() {
+    let out = accelhost(&scratch_dir("empty"), &["--help"], &[]);
+    let stdout = text(&out.stdout);
+    for part in [
+        "ACCELHOST_CONFIG",
+        "ACCELHOST_PLUGIN_PATH",
+        "ACCELHOST_TRACE",
+        "demo",
+        "check-config",
+    ] {
+        assert!(stdout.contains(part), "{part}: {stdout}");
+    }
+}

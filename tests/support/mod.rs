@@ -1,0 +1,101 @@
+//! Helpers shared by the end-to-end tests: the compiled plugins, configs written to temporary
+//! directories, and hosts that share one compile cache.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use accelhost::{Config, Host};
+
+/// The compiled wasm of a guest crate (underscored package name), as the build left it.
+pub fn guest(name: &str) -> PathBuf {
+    let path = Path::new(env!("ACCELHOST_GUEST_DIR")).join(format!("{name}.wasm"));
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
+/// A compile cache shared by every test of this run.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
+}
+
+/// A fresh, empty directory under the target's temporary directory.
+pub fn scratch_dir(label: &str) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{label}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `json` as `accelhost.json` in a fresh directory and returns its path.
+pub fn write_config(json: &str) -> PathBuf {
+    let path = scratch_dir("config").join("accelhost.json");
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+/// A host on the config text `json` (module paths relative to a fresh directory).
+pub fn host(json: &str) -> accelhost::Result<Host> {
+    let config = Config::load(&write_config(json))?;
+    Host::builder()
+        .config(config)
+        .cache_dir(cache_dir())
+        .build()
+}
+
+/// A host on the embedded default config.
+pub fn default_host() -> Host {
+    Host::builder()
+        .config(Config::embedded_default())
+        .cache_dir(cache_dir())
+        .build()
+        .expect("the embedded default starts")
+}
+
+/// The faulty fixture's entry, granted nothing, with `config` and a short deadline.
+pub fn faulty_plugin(name: &str, config: &str) -> String {
+    faulty_plugin_granted(name, config, &[])
+}
+
+/// The faulty fixture's entry, granted the devices `granted`.
+pub fn faulty_plugin_granted(name: &str, config: &str, granted: &[&str]) -> String {
+    let granted: Vec<String> = granted.iter().map(|d| format!("\"{d}\"")).collect();
+    format!(
+        r#"{{"name": "{name}", "module": "{}", "config": {config},
+            "grants": {{"devices": [{}], "call_timeout_ms": 300, "memory_mib": 32}}}}"#,
+        json_path(&guest("fixture_faulty")),
+        granted.join(", ")
+    )
+}
+
+/// The shipped dfl plugin's entry, granted the emulated cards `ids`.
+pub fn dfl_plugin(ids: &[&str]) -> String {
+    let grants: Vec<String> = ids.iter().map(|id| format!("\"emu:{id}\"")).collect();
+    format!(
+        r#"{{"name": "dfl", "module": "builtin:dfl", "grants": {{"devices": [{}]}}}}"#,
+        grants.join(", ")
+    )
+}
+
+/// Emulated DFL cards with ids `ids`.
+pub fn dfl_devices(ids: &[&str]) -> String {
+    let decls: Vec<String> = ids
+        .iter()
+        .map(|id| format!(r#"{{"id": "{id}", "family": "dfl"}}"#))
+        .collect();
+    format!("[{}]", decls.join(", "))
+}
+
+/// A path as a JSON string body.
+pub fn json_path(path: &Path) -> String {
+    path.display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+}
