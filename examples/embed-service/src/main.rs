@@ -1,0 +1,12 @@
+//! `accelhost-example-service [ADDRESS]`: serves the line protocol of the library docs on
+//! ADDRESS (default 127.0.0.1:7878), with the host's usual config lookup.
+
+fn main() -> anyhow::Result<()> {
+    let address = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:7878".into());
+    let host = accelhost::Host::new()?;
+    let listener = std::net::TcpListener::bind(&address)?;
+    println!("listening on {}", listener.local_addr()?);
+    accelhost_example_service::serve(listener, host)
+}
