@@ -297,3 +297,24 @@ fn the_example_configs_are_valid() {
     }
     assert!(checked >= 2, "found {checked} example configs");
 }
+
+#[test]
+fn reconfigure_reaches_the_plugin_with_the_image() {
+    let host = default_host();
+    let token = host.enumerate(&[]).tokens.remove(0);
+    let handle = host.open(&token, OpenMode::Exclusive).unwrap();
+    let err = handle.reconfigure(0, &[0u8; 4096]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unsupported, "{err}");
+    assert!(err.to_string().contains("reconfigure"), "{err}");
+    assert!(handle.is_open(), "an unsupported call is not a fault");
+}
+
+#[test]
+fn a_token_only_opens_on_the_host_that_enumerated_it() {
+    let first = default_host();
+    let second = default_host();
+    let token = first.enumerate(&[]).tokens.remove(0);
+    let err = second.open(&token, OpenMode::Shared).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("another Host"), "{err}");
+}

@@ -403,13 +403,14 @@ impl Manager {
     }
 
     pub fn insert_handle(&self, handle: OpenHandle) -> Result<HandleKey, Error> {
+        let plugin = handle.slot.name().to_string();
         lock(&self.handles)
             .insert(handle)
             .map_err(|full| Error::Plugin {
-                plugin: String::new(),
+                plugin,
                 call: "open",
                 code: ErrorCode::NoSpace,
-                message: full.to_string(),
+                message: format!("the host cannot track another open handle: {full}"),
             })
     }
 

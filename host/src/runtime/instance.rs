@@ -43,9 +43,14 @@ impl PluginInstance {
             .clone();
         let stdout = OutputCapture::new(&ctx.name, "stdout");
         let stderr = OutputCapture::new(&ctx.name, "stderr");
+        // No files, no environment, no arguments, no sockets: a plugin reaches the machine
+        // only through the accel:plugin imports.
         let wasi = WasiCtx::builder()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
             .build();
         let store_limits = StoreLimitsBuilder::new()
             .memory_size((ctx.grants.memory_mib << 20) as usize)
