@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! accelhost: a plugin manager for accelerator runtimes (FPGA cards and other offload devices)
 //! whose device plugins are WebAssembly components. A plugin runs under wasmtime and reaches
 //! hardware only through capability-checked host imports; a plugin that traps, hangs or
@@ -26,7 +27,7 @@ pub mod devices;
 mod error;
 mod imports;
 mod manager;
-pub mod runtime;
+mod runtime;
 mod trace;
 pub mod types;
 pub mod workloads;
@@ -38,6 +39,6 @@ pub use api::{
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, Result};
 pub use manager::{PluginInfo, PluginStatus, check_module};
-pub use runtime::ComponentCache;
+pub use runtime::{CACHE_ENV, ComponentCache, WIT_PACKAGE, WIT_VERSION};
 pub use trace::TRACE_ENV;
 pub use types::{BusAddress, Guid};

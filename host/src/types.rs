@@ -9,11 +9,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// (`D8424DC4-A4A3-C413-F89E-433683F9040B`: `high` is the first 16 digits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Guid {
+    /// The first 16 hex digits (`GUID_H` of a DFL AFU header).
     pub high: u64,
+    /// The last 16 hex digits (`GUID_L` of a DFL AFU header).
     pub low: u64,
 }
 
 impl Guid {
+    /// The GUID with these two halves.
     pub const fn new(high: u64, low: u64) -> Self {
         Guid { high, low }
     }
@@ -62,9 +65,13 @@ fn dash_positions_ok(s: &str) -> bool {
 /// A PCI address, written `ssss:bb:dd.f` in hex.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct BusAddress {
+    /// PCI segment (domain), `ssss`.
     pub segment: u16,
+    /// Bus number, `bb`.
     pub bus: u8,
+    /// Device number, `dd` (0 to 31).
     pub device: u8,
+    /// Function number, `f` (0 to 7).
     pub function: u8,
 }
 

@@ -247,6 +247,7 @@ pub struct MmioRegion {
 }
 
 impl MmioRegion {
+    /// The region's size in bytes.
     pub fn size(&self) -> u64 {
         self.mmio.size()
     }
@@ -263,24 +264,28 @@ impl MmioRegion {
         }
     }
 
+    /// Reads the 32-bit register at byte `offset` (4-byte aligned, inside the region).
     #[inline]
     pub fn read32(&self, offset: u64) -> Result<u32> {
         self.lease.check("MMIO region")?;
         self.mmio.read32(offset).map_err(|f| self.fault(f))
     }
 
+    /// Reads the 64-bit register at byte `offset` (8-byte aligned, inside the region).
     #[inline]
     pub fn read64(&self, offset: u64) -> Result<u64> {
         self.lease.check("MMIO region")?;
         self.mmio.read64(offset).map_err(|f| self.fault(f))
     }
 
+    /// Writes the 32-bit register at byte `offset` (4-byte aligned, inside the region).
     #[inline]
     pub fn write32(&self, offset: u64, value: u32) -> Result<()> {
         self.lease.check("MMIO region")?;
         self.mmio.write32(offset, value).map_err(|f| self.fault(f))
     }
 
+    /// Writes the 64-bit register at byte `offset` (8-byte aligned, inside the region).
     #[inline]
     pub fn write64(&self, offset: u64, value: u64) -> Result<()> {
         self.lease.check("MMIO region")?;
@@ -353,16 +358,19 @@ impl DmaBuffer {
         }
     }
 
+    /// Copies `data` into the buffer at byte `offset`; the range must lie inside the buffer.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.live()?;
         self.memory.write(offset, data).map_err(|e| self.range(e))
     }
 
+    /// Fills `out` from the buffer, starting at byte `offset`; the range must lie inside it.
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
         self.live()?;
         self.memory.read(offset, out).map_err(|e| self.range(e))
     }
 
+    /// Sets `len` bytes starting at byte `offset` to `byte`.
     pub fn fill(&self, offset: u64, len: u64, byte: u8) -> Result<()> {
         self.live()?;
         self.memory

@@ -36,7 +36,9 @@ impl Drop for HostInner {
 /// (OPAE returns partial results the same way).
 #[derive(Debug, Default)]
 pub struct Enumeration {
+    /// The matching devices, in plugin order, then in the order each plugin reported them.
     pub tokens: Vec<Token>,
+    /// One error for each plugin whose pre-filter or `enumerate` call failed.
     pub failures: Vec<Error>,
 }
 
@@ -104,6 +106,7 @@ impl HostBuilder {
 }
 
 impl Host {
+    /// Options for starting a host; [`HostBuilder::build`] starts it.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
     }
@@ -118,6 +121,7 @@ impl Host {
         Host::builder().config(config).build()
     }
 
+    /// The config the host was started on.
     pub fn config(&self) -> &Config {
         &self.inner.config
     }

@@ -22,7 +22,9 @@ pub enum ObjectType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AcceleratorState {
+    /// Nobody held it open.
     Unassigned,
+    /// Someone held it open (OPAE's `FPGA_ACCELERATOR_ASSIGNED`).
     Assigned,
 }
 
@@ -30,6 +32,7 @@ pub enum AcceleratorState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum OpenMode {
+    /// Other openers may hold it at the same time.
     Shared,
     /// No other opener may hold it at the same time (OPAE's default).
     #[default]
@@ -40,21 +43,29 @@ pub enum OpenMode {
 /// host, so reading them never calls into the plugin.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Properties {
+    /// A whole card or an accelerator.
     pub object_type: ObjectType,
     /// Unique within the plugin, such as `emu:dfl0` or `dfl-port.0`.
     pub name: String,
     /// The AFU id for accelerators.
     pub guid: Guid,
+    /// PCI vendor id.
     pub vendor_id: u16,
+    /// PCI device id.
     pub device_id: u16,
+    /// PCI address, if the device has one.
     pub bus_address: Option<BusAddress>,
+    /// CPU socket the device is attached to, if known.
     pub socket_id: Option<u32>,
     /// Such as `fpga`.
     pub device_type: String,
     /// `localhost` for this machine.
     pub host: String,
+    /// Number of MMIO regions: the valid indexes of `Handle::map_mmio` are `0..num_mmio`.
     pub num_mmio: u32,
+    /// Number of interrupt vectors the device can raise.
     pub num_interrupts: u32,
+    /// For accelerators: whether someone held it open at enumeration; `None` for cards.
     pub accelerator_state: Option<AcceleratorState>,
     /// The plugin's token for the parent device, if it has one.
     pub parent: Option<u64>,
@@ -74,51 +85,65 @@ fn extras_as_object<S: serde::Serializer>(
 /// when it matches any of them; an empty list matches every device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
+    /// Only cards, or only accelerators.
     pub object_type: Option<ObjectType>,
+    /// The GUID to match: the AFU id for accelerators.
     pub guid: Option<Guid>,
+    /// PCI vendor id.
     pub vendor_id: Option<u16>,
+    /// PCI device id.
     pub device_id: Option<u16>,
+    /// PCI address; a device without one does not match.
     pub bus_address: Option<BusAddress>,
+    /// The kind of device, such as `fpga`.
     pub device_type: Option<String>,
     /// A host name, or `localhost` (this machine), `^localhost` (any other) or `*`.
     pub host: Option<String>,
 }
 
 impl Filter {
+    /// A filter with no field set, which matches every device.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Matches only devices of this object type.
     pub fn object_type(mut self, object_type: ObjectType) -> Self {
         self.object_type = Some(object_type);
         self
     }
 
+    /// Matches only devices with this GUID (the AFU id for accelerators).
     pub fn guid(mut self, guid: Guid) -> Self {
         self.guid = Some(guid);
         self
     }
 
+    /// Matches only devices with this PCI vendor id.
     pub fn vendor_id(mut self, id: u16) -> Self {
         self.vendor_id = Some(id);
         self
     }
 
+    /// Matches only devices with this PCI device id.
     pub fn device_id(mut self, id: u16) -> Self {
         self.device_id = Some(id);
         self
     }
 
+    /// Matches only the device at this PCI address.
     pub fn bus_address(mut self, address: BusAddress) -> Self {
         self.bus_address = Some(address);
         self
     }
 
+    /// Matches only devices of this kind, such as `fpga`.
     pub fn device_type(mut self, device_type: impl Into<String>) -> Self {
         self.device_type = Some(device_type.into());
         self
     }
 
+    /// Matches only devices on `host`: a host name, `localhost`, `^localhost` or `*`.
     pub fn host(mut self, host: impl Into<String>) -> Self {
         self.host = Some(host.into());
         self

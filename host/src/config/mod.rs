@@ -30,15 +30,20 @@ pub const PLUGIN_PATH_ENV: &str = "ACCELHOST_PLUGIN_PATH";
 pub struct Config {
     /// Where it came from.
     pub source: ConfigSource,
+    /// The emulated cards to create (`devices`).
     pub devices: Vec<DeviceDecl>,
+    /// The plugins to load, in the order they are started and enumerated (`plugins`).
     pub plugins: Vec<PluginEntry>,
+    /// Where the Linux backends look for real devices (`linux`).
     pub linux: LinuxSettings,
 }
 
 /// The file a config was read from, or the embedded default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
+    /// A file, by the path it was read from.
     File(PathBuf),
+    /// The config built into the binary ([`EMBEDDED_DEFAULT`]).
     Embedded,
 }
 
@@ -62,6 +67,7 @@ pub struct ConfigError {
     pub path: String,
     /// The line of a JSON syntax error, when there is one.
     pub line: Option<usize>,
+    /// What was wrong and what was expected, for people.
     pub message: String,
 }
 

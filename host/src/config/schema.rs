@@ -52,7 +52,9 @@ pub struct PluginEntry {
     pub module_text: String,
     /// Passed to the plugin's `configure` as JSON text.
     pub config: serde_json::Value,
+    /// What happens if the plugin cannot be loaded (`load_policy`).
     pub load_policy: LoadPolicy,
+    /// What the plugin may touch, and how much of the machine it may use (`grants`).
     pub grants: Grants,
     /// A disabled plugin is listed but not loaded.
     pub enabled: bool,
@@ -71,10 +73,12 @@ pub enum ModuleSource {
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct LoadPolicy {
+    /// Skip the plugin (the default) or fail the whole load.
     #[serde(default)]
     pub on_error: OnLoadError,
 }
 
+/// The choices of `load_policy.on_error`.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum OnLoadError {
@@ -141,8 +145,10 @@ impl Grants {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct LinuxSettings {
+    /// The sysfs mount to search for DFL ports, `/sys` by default.
     #[serde(default = "default_sysfs")]
     pub sysfs_root: PathBuf,
+    /// The directory of device nodes, `/dev` by default.
     #[serde(default = "default_dev")]
     pub dev_root: PathBuf,
 }
@@ -169,6 +175,7 @@ impl Default for LinuxSettings {
 pub struct DeviceDecl {
     /// Grants name the card `emu:<id>`.
     pub id: String,
+    /// The driver family whose ABI the emulator speaks.
     pub family: DeviceFamily,
     /// The accelerator the card carries.
     #[serde(default)]
@@ -182,8 +189,10 @@ pub struct DeviceDecl {
     /// PCI device id; 0x0A5E by default, the id OPAE's simulator reports.
     #[serde(default = "default_device", deserialize_with = "number_or_hex")]
     pub device_id: u16,
+    /// The PCI address reported for the card, if any (`ssss:bb:dd.f`).
     #[serde(default)]
     pub bus_address: Option<BusAddress>,
+    /// The CPU socket reported for the card, if any.
     #[serde(default)]
     pub socket_id: Option<u32>,
 }
@@ -215,6 +224,7 @@ impl DeviceDecl {
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceFamily {
+    /// Intel DFL (`/dev/dfl-port.N`, used by OPAE).
     Dfl,
 }
 

@@ -7,8 +7,11 @@ use std::time::Instant;
 /// Where a completion stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CompletionState {
+    /// Not finished yet.
     Pending,
+    /// Finished successfully.
     Complete,
+    /// Finished with an error; the message says why.
     Failed(String),
 }
 
@@ -37,6 +40,7 @@ impl Completion {
         }
     }
 
+    /// The current state, without waiting.
     pub fn state(&self) -> CompletionState {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

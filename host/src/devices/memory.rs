@@ -31,6 +31,7 @@ pub struct DmaBudget {
 }
 
 impl DmaBudget {
+    /// A budget of `limit` bytes with nothing in use.
     pub fn new(limit: u64) -> Arc<Self> {
         Arc::new(DmaBudget {
             limit,
@@ -38,10 +39,12 @@ impl DmaBudget {
         })
     }
 
+    /// The most bytes the plugin may hold at once.
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
+    /// The bytes currently allocated against the budget.
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
     }
@@ -65,8 +68,11 @@ impl DmaBudget {
     "{len} byte(s) at offset {offset:#x} do not fit in the {size:#x}-byte buffer or are misaligned"
 )]
 pub struct RangeError {
+    /// Byte offset of the access in the buffer.
     pub offset: u64,
+    /// Length of the access in bytes.
     pub len: u64,
+    /// Size of the buffer in bytes.
     pub size: u64,
 }
 
@@ -157,10 +163,12 @@ impl DmaMemory {
         self.len
     }
 
+    /// Whether the size is zero; never true, since an allocation is at least one page.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The plugin instance that allocated the memory.
     pub fn owner(&self) -> OwnerId {
         self.owner
     }

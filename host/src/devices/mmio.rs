@@ -12,20 +12,27 @@ use super::poll::{PollOutcome, poll_until};
 pub trait MmioWindow: Send + Sync {
     /// The window's size in bytes.
     fn size(&self) -> u64;
+    /// Reads the 32-bit register at byte `offset`.
     fn read32(&self, offset: u64) -> io::Result<u32>;
+    /// Reads the 64-bit register at byte `offset`.
     fn read64(&self, offset: u64) -> io::Result<u64>;
+    /// Writes the 32-bit register at byte `offset`.
     fn write32(&self, offset: u64, value: u32) -> io::Result<()>;
+    /// Writes the 64-bit register at byte `offset`.
     fn write64(&self, offset: u64, value: u64) -> io::Result<()>;
 }
 
 /// The width of one register access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccessWidth {
+    /// A 32-bit access, 4-byte aligned.
     Bits32,
+    /// A 64-bit access, 8-byte aligned.
     Bits64,
 }
 
 impl AccessWidth {
+    /// The access size in bytes, which is also the alignment it needs.
     pub fn bytes(self) -> u64 {
         match self {
             AccessWidth::Bits32 => 4,
@@ -37,16 +44,33 @@ impl AccessWidth {
 /// Why an MMIO access was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MmioFault {
+    /// The access does not lie wholly inside the window.
     #[error("{}-bit access at offset {offset:#x} is outside the {size:#x}-byte MMIO region", .width.bytes() * 8)]
     OutOfRange {
+        /// Byte offset of the access in the window.
         offset: u64,
+        /// Width of the access.
         width: AccessWidth,
+        /// Size of the window in bytes.
         size: u64,
     },
+    /// The offset is not a multiple of the access width.
     #[error("{}-bit access at offset {offset:#x} is not {}-byte aligned", .width.bytes() * 8, .width.bytes())]
-    Misaligned { offset: u64, width: AccessWidth },
+    Misaligned {
+        /// Byte offset of the access in the window.
+        offset: u64,
+        /// Width of the access.
+        width: AccessWidth,
+    },
+    /// A poll did not see the expected value before its deadline.
     #[error("polling offset {offset:#x} timed out; the last value read was {last:#x}")]
-    PollTimeout { offset: u64, last: u64 },
+    PollTimeout {
+        /// Byte offset of the polled 64-bit register.
+        offset: u64,
+        /// The last value read from it.
+        last: u64,
+    },
+    /// The backend (kernel driver or emulator) failed the access.
     #[error("the device refused the access: {0}")]
     Device(#[from] io::Error),
 }
@@ -59,11 +83,13 @@ pub struct CheckedMmio {
 }
 
 impl CheckedMmio {
+    /// Wraps `window`; its size is read once, here.
     pub fn new(window: Arc<dyn MmioWindow>) -> Self {
         let size = window.size();
         CheckedMmio { window, size }
     }
 
+    /// The window's size in bytes.
     pub fn size(&self) -> u64 {
         self.size
     }
@@ -84,24 +110,28 @@ impl CheckedMmio {
         Ok(())
     }
 
+    /// Reads the 32-bit register at byte `offset` (4-byte aligned, inside the window).
     #[inline]
     pub fn read32(&self, offset: u64) -> Result<u32, MmioFault> {
         self.check(offset, AccessWidth::Bits32)?;
         Ok(self.window.read32(offset)?)
     }
 
+    /// Reads the 64-bit register at byte `offset` (8-byte aligned, inside the window).
     #[inline]
     pub fn read64(&self, offset: u64) -> Result<u64, MmioFault> {
         self.check(offset, AccessWidth::Bits64)?;
         Ok(self.window.read64(offset)?)
     }
 
+    /// Writes the 32-bit register at byte `offset` (4-byte aligned, inside the window).
     #[inline]
     pub fn write32(&self, offset: u64, value: u32) -> Result<(), MmioFault> {
         self.check(offset, AccessWidth::Bits32)?;
         Ok(self.window.write32(offset, value)?)
     }
 
+    /// Writes the 64-bit register at byte `offset` (8-byte aligned, inside the window).
     #[inline]
     pub fn write64(&self, offset: u64, value: u64) -> Result<(), MmioFault> {
         self.check(offset, AccessWidth::Bits64)?;

@@ -27,7 +27,9 @@ use crate::config::{Config, DeviceDecl, DeviceFamily};
 /// Where the Linux backends look for sysfs and device nodes; tests point these at fake trees.
 #[derive(Clone, Debug)]
 pub struct LinuxRoots {
+    /// The sysfs mount, `/sys` by default.
     pub sysfs: PathBuf,
+    /// The directory of device nodes, `/dev` by default.
     pub dev: PathBuf,
 }
 

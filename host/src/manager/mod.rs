@@ -37,9 +37,15 @@ pub enum PluginStatus {
     /// `enabled: false` in the config.
     Disabled,
     /// It could not be loaded; the reason says why.
-    LoadFailed { reason: String },
+    LoadFailed {
+        /// What went wrong, for people.
+        reason: String,
+    },
     /// It trapped or overran its deadline; its instance was ended.
-    Faulted { reason: String },
+    Faulted {
+        /// The call it faulted in and why, as `in <call>: <trap or overrun>`.
+        reason: String,
+    },
     /// The host shut it down.
     Stopped,
 }
@@ -444,12 +450,15 @@ impl Manager {
 /// What `accelhost plugins` shows about one plugin.
 #[derive(Clone, Debug, Serialize)]
 pub struct PluginInfo {
+    /// The plugin's name in the config.
     pub name: String,
     /// The `module` field as the config wrote it.
     pub module: String,
     /// The `accel:plugin` version the module was built for, if it could be read.
     pub wit_version: Option<String>,
+    /// Where the plugin stands: running, disabled, failed to load, faulted or stopped.
     pub status: PluginStatus,
+    /// The grants the config gives it.
     pub grants: Grants,
 }
 

@@ -42,6 +42,7 @@ impl ComponentCache {
         ComponentCache { dir }
     }
 
+    /// The cache directory, or `None` when nothing is kept on disk.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }

@@ -18,6 +18,7 @@ const VERIFY_CHUNK: u64 = 1 << 20;
 /// What one loopback did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopbackReport {
+    /// Bytes copied from source to destination, a multiple of 64.
     pub bytes: u64,
     /// Time from each start to its completion, summed over the runs.
     pub device_time: Duration,
@@ -30,6 +31,7 @@ pub struct LoopbackReport {
 }
 
 impl LoopbackReport {
+    /// Whether the destination matched the source byte for byte.
     pub fn verified(&self) -> bool {
         self.mismatched_bytes == 0
     }

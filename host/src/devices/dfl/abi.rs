@@ -168,7 +168,9 @@ pub struct FmePortPrArg {
     pub argsz: u32,
     /// In: 0.
     pub flags: u32,
+    /// In: the number (sysfs `id`) of the port to reprogram.
     pub port_id: u32,
+    /// In: size of the bitstream in bytes.
     pub buffer_size: u32,
     /// In: user pointer to the bitstream.
     pub buffer_address: u64,
