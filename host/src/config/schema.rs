@@ -177,18 +177,20 @@ pub struct DeviceDecl {
     pub id: String,
     /// The driver family whose ABI the emulator speaks.
     pub family: DeviceFamily,
-    /// The accelerator the card carries.
+    /// The accelerator the card carries (dfl: `nlb0`, the default). An xocl card's compute
+    /// units come from the xclbin loaded on it, so it takes none.
     #[serde(default)]
-    pub accelerator: Accelerator,
-    /// The port number reported for the card.
+    pub accelerator: Option<Accelerator>,
+    /// The port number reported for a dfl card (default 0).
     #[serde(default)]
-    pub port_id: u32,
-    /// PCI vendor id (a number or a `0x` hex string).
-    #[serde(default = "default_vendor", deserialize_with = "number_or_hex")]
-    pub vendor_id: u16,
-    /// PCI device id; 0x0A5E by default, the id OPAE's simulator reports.
-    #[serde(default = "default_device", deserialize_with = "number_or_hex")]
-    pub device_id: u16,
+    pub port_id: Option<u32>,
+    /// PCI vendor id (a number or a `0x` hex string); the family's default when absent.
+    #[serde(default, deserialize_with = "optional_number_or_hex")]
+    pub vendor_id: Option<u16>,
+    /// PCI device id; the family's default when absent (dfl: 0x0A5E, the id OPAE's simulator
+    /// reports; xocl: 0x5001, an Alveo U200 user function).
+    #[serde(default, deserialize_with = "optional_number_or_hex")]
+    pub device_id: Option<u16>,
     /// The PCI address reported for the card, if any (`ssss:bb:dd.f`).
     #[serde(default)]
     pub bus_address: Option<BusAddress>,
@@ -197,25 +199,54 @@ pub struct DeviceDecl {
     pub socket_id: Option<u32>,
 }
 
-fn default_vendor() -> u16 {
-    0x8086
-}
-fn default_device() -> u16 {
-    0x0A5E
-}
-
 impl DeviceDecl {
-    /// An emulated DFL card with the NLB0 loopback and default ids.
-    pub fn emulated_dfl(id: &str) -> Self {
+    /// An emulated card of `family` with every default.
+    pub fn emulated(id: &str, family: DeviceFamily) -> Self {
         DeviceDecl {
             id: id.to_string(),
-            family: DeviceFamily::Dfl,
-            accelerator: Accelerator::Nlb0,
-            port_id: 0,
-            vendor_id: default_vendor(),
-            device_id: default_device(),
+            family,
+            accelerator: None,
+            port_id: None,
+            vendor_id: None,
+            device_id: None,
             bus_address: None,
             socket_id: None,
+        }
+    }
+
+    /// The PCI vendor id, the family's default when the config gives none.
+    pub fn vendor_id(&self) -> u16 {
+        self.vendor_id.unwrap_or(match self.family {
+            DeviceFamily::Dfl => 0x8086,
+            DeviceFamily::Xocl => 0x10EE,
+        })
+    }
+
+    /// The PCI device id, the family's default when the config gives none.
+    pub fn device_id(&self) -> u16 {
+        self.device_id.unwrap_or(match self.family {
+            DeviceFamily::Dfl => 0x0A5E,
+            DeviceFamily::Xocl => 0x5001,
+        })
+    }
+
+    /// The port number of a dfl card.
+    pub fn port_id(&self) -> u32 {
+        self.port_id.unwrap_or(0)
+    }
+
+    /// Checks the fields that only some families take; returns the field and the problem.
+    fn check_family(&self) -> Result<(), (&'static str, String)> {
+        match self.family {
+            DeviceFamily::Dfl => Ok(()),
+            DeviceFamily::Xocl if self.accelerator.is_some() => Err((
+                "accelerator",
+                "an xocl card takes no accelerator: its compute units come from the xclbin loaded on it".into(),
+            )),
+            DeviceFamily::Xocl if self.port_id.is_some() => {
+                Err(("port_id", "port_id applies to dfl cards only".into()))
+            }
+            DeviceFamily::Xocl => Ok(()),
         }
     }
 }
@@ -226,6 +257,8 @@ impl DeviceDecl {
 pub enum DeviceFamily {
     /// Intel DFL (`/dev/dfl-port.N`, used by OPAE).
     Dfl,
+    /// Xilinx XRT (`/dev/dri/renderDN`, the xocl driver).
+    Xocl,
 }
 
 /// The accelerators the emulators carry.
@@ -235,6 +268,10 @@ pub enum Accelerator {
     /// The NLB0 native loopback of OPAE's hello_fpga.
     #[default]
     Nlb0,
+}
+
+fn optional_number_or_hex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+    number_or_hex(d).map(Some)
 }
 
 fn number_or_hex<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
@@ -286,6 +323,9 @@ impl RawConfig {
                         device.id
                     ),
                 ));
+            }
+            if let Err((field, message)) = device.check_family() {
+                return Err(err(format!("devices[{i}].{field}"), message));
             }
             if !device_ids.insert(device.id.as_str()) {
                 return Err(err(

@@ -17,11 +17,15 @@ const MINIMAL: &str = r#"{"plugins": [{"name": "dfl", "module": "builtin:dfl"}]}
 fn embedded_default_is_valid() {
     let config = Config::embedded_default();
     assert_eq!(config.source, ConfigSource::Embedded);
-    assert_eq!(config.plugins.len(), 1);
-    assert_eq!(config.devices[0].id, "dfl0");
-    assert!(config.plugins[0].grants.allows_device("emu:dfl0"));
-    assert!(config.plugins[0].grants.allows_device("/dev/dfl-port.3"));
-    assert!(!config.plugins[0].grants.allows_device("/dev/cxl/afu0.0m"));
+    let names: Vec<&str> = config.plugins.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["dfl", "xocl"]);
+    let ids: Vec<&str> = config.devices.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["dfl0", "xocl0"]);
+    let (dfl, xocl) = (&config.plugins[0].grants, &config.plugins[1].grants);
+    assert!(dfl.allows_device("emu:dfl0") && !dfl.allows_device("emu:xocl0"));
+    assert!(dfl.allows_device("/dev/dfl-port.3"));
+    assert!(!dfl.allows_device("/dev/cxl/afu0.0m"));
+    assert!(xocl.allows_device("emu:xocl0") && xocl.allows_device("/dev/dri/renderD128"));
 }
 
 #[test]
@@ -176,8 +180,8 @@ fn devices_are_checked() {
             "bus_address": "0000:5e:00.0"}], "plugins": []}"#,
     )
     .unwrap();
-    assert_eq!(config.devices[0].vendor_id, 0x1c2c);
-    assert_eq!(config.devices[0].device_id, 4096);
+    assert_eq!(config.devices[0].vendor_id(), 0x1c2c);
+    assert_eq!(config.devices[0].device_id(), 4096);
 }
 
 #[test]
@@ -185,4 +189,21 @@ fn an_explicit_missing_file_is_an_error() {
     let err = discover(Some(Path::new("/nonexistent/accelhost.json"))).unwrap_err();
     assert_eq!(err.file, "/nonexistent/accelhost.json");
     assert!(err.message.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn family_specific_fields_are_checked() {
+    let err = error(
+        r#"{"devices": [{"id": "x", "family": "xocl", "accelerator": "nlb0"}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[0].accelerator");
+    assert!(
+        err.message.contains("compute units come from the xclbin"),
+        "{err}"
+    );
+    let config = parse(r#"{"devices": [{"id": "x", "family": "xocl"}], "plugins": []}"#).unwrap();
+    assert_eq!(
+        (config.devices[0].vendor_id(), config.devices[0].device_id()),
+        (0x10EE, 0x5001)
+    );
 }

@@ -15,19 +15,24 @@ pub enum CompletionState {
     Failed(String),
 }
 
+/// Called once when a completion finishes (a scheduler waiting on dependencies, say).
+type Watcher = Box<dyn FnOnce() + Send>;
+
 /// A one-shot completion with a blocking wait.
-#[derive(Debug)]
 pub struct Completion {
-    state: Mutex<CompletionState>,
+    state: Mutex<(CompletionState, Vec<Watcher>)>,
     changed: Condvar,
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Completion").field(&self.state()).finish()
+    }
 }
 
 impl Default for Completion {
     fn default() -> Self {
-        Completion {
-            state: Mutex::new(CompletionState::Pending),
-            changed: Condvar::new(),
-        }
+        Self::with_state(CompletionState::Pending)
     }
 }
 
@@ -35,30 +40,58 @@ impl Completion {
     /// A completion that is already in `state`.
     pub fn with_state(state: CompletionState) -> Self {
         Completion {
-            state: Mutex::new(state),
+            state: Mutex::new((state, Vec::new())),
             changed: Condvar::new(),
         }
     }
 
-    /// The current state, without waiting.
-    pub fn state(&self) -> CompletionState {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    fn lock(&self) -> std::sync::MutexGuard<'_, (CompletionState, Vec<Watcher>)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Moves a pending completion to `state` and wakes the waiters; later calls do nothing.
+    /// The current state, without waiting.
+    pub fn state(&self) -> CompletionState {
+        self.lock().0.clone()
+    }
+
+    /// Whether the completion finished (successfully or not).
+    pub fn is_finished(&self) -> bool {
+        self.lock().0 != CompletionState::Pending
+    }
+
+    /// Moves a pending completion to `state`, wakes the waiters and runs the watchers; later
+    /// calls do nothing.
     pub fn finish(&self, state: CompletionState) {
-        let mut current = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if *current == CompletionState::Pending {
-            *current = state;
+        let watchers = {
+            let mut current = self.lock();
+            if current.0 != CompletionState::Pending {
+                return;
+            }
+            current.0 = state;
             self.changed.notify_all();
+            std::mem::take(&mut current.1)
+        };
+        for watcher in watchers {
+            watcher();
+        }
+    }
+
+    /// Runs `watcher` once the completion finishes (at once if it already has).
+    pub fn on_finish(&self, watcher: impl FnOnce() + Send + 'static) {
+        let mut current = self.lock();
+        if current.0 == CompletionState::Pending {
+            current.1.push(Box::new(watcher));
+        } else {
+            drop(current);
+            watcher();
         }
     }
 
     /// Waits until the completion is no longer pending or `deadline` passes; returns the
     /// state it ended in (`Pending` on timeout).
     pub fn wait(&self, deadline: Instant) -> CompletionState {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while *state == CompletionState::Pending {
+        let mut state = self.lock();
+        while state.0 == CompletionState::Pending {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -69,7 +102,7 @@ impl Completion {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        state.clone()
+        state.0.clone()
     }
 }
 
@@ -91,6 +124,27 @@ mod tests {
         let state = done.wait(Instant::now() + Duration::from_secs(5));
         assert_eq!(state, CompletionState::Complete);
         t.join().unwrap();
+        let watched = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let count = watched.clone();
+        done.on_finish(move || {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        assert_eq!(
+            watched.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "ran at once"
+        );
+        let later = Completion::default();
+        let count = watched.clone();
+        later.on_finish(move || {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        later.finish(CompletionState::Complete);
+        assert_eq!(
+            watched.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "ran on finish"
+        );
         let pending = Completion::default();
         let state = pending.wait(Instant::now() + Duration::from_millis(5));
         assert_eq!(state, CompletionState::Pending);

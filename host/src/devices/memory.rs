@@ -78,7 +78,8 @@ pub struct RangeError {
 
 const NO_IO_ADDRESS: u64 = u64::MAX;
 
-/// An anonymous, page-aligned mapping. Devices write it concurrently with host reads, as real
+/// A page-aligned mapping: anonymous memory of its own, or a driver's mapping of a buffer
+/// object that it took over. Devices write it concurrently with host reads, as real
 /// DMA does; word-sized status fields are accessed atomically so that a completion flag
 /// written last orders the data written before it.
 #[derive(Debug)]
@@ -127,14 +128,7 @@ impl DmaMemory {
             .filter(|&l| l <= isize::MAX as u64)
             .ok_or_else(|| errno(libc::ENOMEM))?;
         if !budget.try_reserve(len) {
-            return Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                format!(
-                    "{len} more DMA bytes would exceed the grant of {} bytes ({} in use)",
-                    budget.limit(),
-                    budget.used()
-                ),
-            ));
+            return Err(over_budget(len, budget));
         }
         let mapped = map_anonymous(len, huge).or_else(|err| {
             if huge {
@@ -156,6 +150,38 @@ impl DmaMemory {
                 Err(err)
             }
         }
+    }
+
+    /// Takes over `len` bytes at `ptr`, a mapping someone else made (a driver's `mmap` of a
+    /// buffer object, say), for `owner`, charging `budget` as [`allocate`](Self::allocate)
+    /// does; the value `munmap`s it on drop. `ptr` must be page-aligned and `len` a non-zero
+    /// whole number of pages (`EINVAL` otherwise).
+    ///
+    /// # Safety
+    /// `ptr` must be the start of a live mapping of exactly `len` bytes, readable and
+    /// writable, which nothing else unmaps, remaps or frees: on success its ownership passes to
+    /// the returned value. On error the mapping is untouched and still the caller's to unmap.
+    pub unsafe fn from_mapping(
+        ptr: NonNull<u8>,
+        len: u64,
+        owner: OwnerId,
+        budget: &Arc<DmaBudget>,
+    ) -> io::Result<Arc<Self>> {
+        let page = page_size();
+        let aligned = (ptr.as_ptr() as usize as u64).is_multiple_of(page);
+        if len == 0 || !len.is_multiple_of(page) || len > isize::MAX as u64 || !aligned {
+            return Err(errno(libc::EINVAL));
+        }
+        if !budget.try_reserve(len) {
+            return Err(over_budget(len, budget));
+        }
+        Ok(Arc::new(DmaMemory {
+            ptr,
+            len,
+            owner,
+            budget: budget.clone(),
+            io_address: AtomicU64::new(NO_IO_ADDRESS),
+        }))
     }
 
     /// The size in bytes, a whole number of pages.
@@ -280,10 +306,23 @@ impl DmaMemory {
 
 impl Drop for DmaMemory {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size.
+        // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size (ours in
+        // `allocate`, or one whose ownership `from_mapping`'s caller handed over).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len as usize) };
         self.budget.release(self.len);
     }
+}
+
+/// The error for `len` more bytes than `budget` has left.
+fn over_budget(len: u64, budget: &DmaBudget) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!(
+            "{len} more DMA bytes would exceed the grant of {} bytes ({} in use)",
+            budget.limit(),
+            budget.used()
+        ),
+    )
 }
 
 fn map_anonymous(len: u64, huge: bool) -> io::Result<NonNull<u8>> {
@@ -379,6 +418,78 @@ mod tests {
         assert!(out[..64].iter().all(|&b| b == 0));
         assert!(out[64..].iter().all(|&b| b == 0xAF));
         assert!(dst.copy_from(8000, &src, 0, 256).is_err());
+    }
+
+    /// Maps `pages` pages of a fresh file at `path` shared, as a driver's BO mapping would be.
+    fn map_file(path: &std::path::Path, pages: u64) -> NonNull<u8> {
+        let len = pages * page_size();
+        let file = std::fs::File::create_new(path).unwrap();
+        file.set_len(len).unwrap();
+        // SAFETY: a new shared mapping with no address hint replaces nothing.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        NonNull::new(ptr.cast()).unwrap()
+    }
+
+    fn is_mapped(path: &std::path::Path) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.contains(path.to_str().unwrap())
+    }
+
+    #[test]
+    fn from_mapping_takes_over_an_existing_mapping() {
+        let path = std::env::temp_dir().join(format!(
+            "accelhost-memory-from-mapping-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let len = 2 * page_size();
+        let budget = DmaBudget::new(len);
+        let owner = OwnerId::fresh();
+
+        let ptr = map_file(&path, 2);
+        // SAFETY: `ptr` is a live, writable mapping of exactly `len` bytes nobody else owns.
+        let mem = unsafe { DmaMemory::from_mapping(ptr, len, owner, &budget) }.unwrap();
+        assert_eq!((mem.len(), mem.owner()), (len, owner));
+        assert_eq!(mem.user_address(), ptr.as_ptr() as u64);
+        assert_eq!(budget.used(), len);
+        mem.store_u64(page_size(), 0xFEED_F00D).unwrap();
+        mem.write(0, b"shared").unwrap();
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!(
+            &on_disk[..6],
+            b"shared",
+            "the memory is the mapping, not a copy"
+        );
+        assert!(mem.load_u64(len).is_err());
+
+        // Over budget, misaligned or mis-sized: refused, and the mapping stays the caller's.
+        let other = DmaBudget::new(page_size());
+        // SAFETY: as above; on error the mapping is not taken over.
+        let err = unsafe { DmaMemory::from_mapping(ptr, len, owner, &other) }.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+        assert_eq!(other.used(), 0);
+        for (at, size) in [(1, page_size()), (0, page_size() + 1), (0, 0)] {
+            let p = NonNull::new(ptr.as_ptr().wrapping_add(at)).unwrap();
+            // SAFETY: the arguments are refused before anything is taken over.
+            let err = unsafe { DmaMemory::from_mapping(p, size, owner, &other) }.unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{at} {size}");
+        }
+        assert!(is_mapped(&path));
+
+        drop(mem);
+        assert_eq!(budget.used(), 0);
+        assert!(!is_mapped(&path), "dropping the memory unmapped it");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub mod ioctl;
 mod memory;
 mod mmio;
 mod poll;
+#[cfg(test)]
+mod scratch;
+pub mod xocl;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -47,6 +50,7 @@ impl Default for LinuxRoots {
 #[derive(Default)]
 pub struct DeviceRegistry {
     dfl_ports: BTreeMap<String, Arc<dyn dfl::DflDevice>>,
+    xocl_devices: BTreeMap<String, Arc<dyn xocl::XoclDevice>>,
     real_devices: bool,
 }
 
@@ -76,6 +80,21 @@ impl DeviceRegistry {
                 "no DFL ports found through sysfs: {err}"
             ),
         }
+        match xocl::linux::discover_devices(&roots) {
+            Ok(devices) => {
+                use xocl::XoclDevice;
+                for device in devices {
+                    registry.real_devices = true;
+                    registry
+                        .xocl_devices
+                        .insert(device.desc().path, Arc::new(device));
+                }
+            }
+            Err(err) => tracing::debug!(
+                sysfs = %roots.sysfs.display(),
+                "no xocl devices found through sysfs: {err}"
+            ),
+        }
         registry
     }
 
@@ -85,6 +104,11 @@ impl DeviceRegistry {
                 let port = dfl::emu::EmulatedPort::new(decl);
                 self.dfl_ports
                     .insert(port.desc().path.clone(), Arc::new(port));
+            }
+            DeviceFamily::Xocl => {
+                use xocl::XoclDevice;
+                let card = xocl::emu::EmulatedCard::new(decl);
+                self.xocl_devices.insert(card.desc().path, Arc::new(card));
             }
         }
     }
@@ -98,6 +122,20 @@ impl DeviceRegistry {
             .collect()
     }
 
+    /// The xocl devices whose names `granted` accepts, in name order.
+    pub fn xocl_devices(&self, granted: impl Fn(&str) -> bool) -> Vec<Arc<dyn xocl::XoclDevice>> {
+        self.xocl_devices
+            .iter()
+            .filter(|(name, _)| granted(name))
+            .map(|(_, dev)| dev.clone())
+            .collect()
+    }
+
+    /// The xocl device named `name`, if it exists.
+    pub fn xocl_device(&self, name: &str) -> Option<Arc<dyn xocl::XoclDevice>> {
+        self.xocl_devices.get(name).cloned()
+    }
+
     /// Whether any real (non-emulated) device was found; DMA memory then prefers huge pages,
     /// which the real drivers need for physically contiguous buffers.
     pub fn has_real_devices(&self) -> bool {
@@ -107,6 +145,18 @@ impl DeviceRegistry {
     /// The DFL port named `name`, if it exists.
     pub fn dfl_port(&self, name: &str) -> Option<Arc<dyn dfl::DflDevice>> {
         self.dfl_ports.get(name).cloned()
+    }
+}
+
+/// Checks a device image the host recognizes before any plugin sees it: an xclbin (by its
+/// magic) must parse and validate. Other formats are the plugin's to judge.
+pub fn validate_image(image: &[u8]) -> Result<(), String> {
+    if image.starts_with(xocl::xclbin::MAGIC.as_slice()) {
+        xocl::xclbin::parse(image)
+            .map(drop)
+            .map_err(|e| format!("the xclbin is malformed: {e}"))
+    } else {
+        Ok(())
     }
 }
 

@@ -12,6 +12,8 @@ use std::time::Instant;
 use super::abi::{self, nlb0};
 use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo, check_owner};
 use crate::config::DeviceDecl;
+#[cfg(test)]
+use crate::config::DeviceFamily;
 use crate::devices::{DmaMemory, MmioWindow, OwnerId, errno};
 
 /// Size of the AFU MMIO region (index 0), as on OPAE's ASE.
@@ -110,10 +112,10 @@ impl EmulatedPort {
         EmulatedPort {
             desc: PortDesc {
                 path: format!("emu:{}", decl.id),
-                port_id: decl.port_id,
+                port_id: decl.port_id(),
                 afu_id: nlb0::AFU_ID,
-                vendor_id: decl.vendor_id,
-                device_id: decl.device_id,
+                vendor_id: decl.vendor_id(),
+                device_id: decl.device_id(),
                 bus_address: decl.bus_address,
                 socket_id: decl.socket_id,
                 emulated: true,
@@ -547,7 +549,7 @@ mod tests {
     use std::time::Duration;
 
     fn port() -> EmulatedPort {
-        EmulatedPort::new(&DeviceDecl::emulated_dfl("t0"))
+        EmulatedPort::new(&DeviceDecl::emulated("t0", DeviceFamily::Dfl))
     }
 
     fn buffer(owner: OwnerId, len: u64) -> Arc<DmaMemory> {

@@ -544,48 +544,15 @@ mod tests {
     use super::*;
     use crate::devices::DmaBudget;
     use std::os::unix::fs::symlink;
-    use std::sync::atomic::{AtomicU32, Ordering};
 
     const NLB0_TEXT: &str = "d8424dc4a4a3c413f89e433683f9040b\n";
 
-    /// A scratch directory under the system temp dir, removed on drop.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(tag: &str) -> Self {
-            static NEXT: AtomicU32 = AtomicU32::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir()
-                .join(format!("accelhost-dfl-{tag}-{}-{n}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-
-        fn write(&self, relative: &str, text: &str) {
-            let path = self.0.join(relative);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        }
-
-        fn roots(&self) -> LinuxRoots {
-            LinuxRoots {
-                sysfs: self.0.join("sys"),
-                dev: self.0.join("dev"),
-            }
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::devices::scratch::Scratch;
 
     /// Two cards: region0 (0000:5e:00.0, FME on socket 1, ports 0 and 10) and region1
     /// (0000:af:00.0 without an FME, port 1 and port 2 whose afu_id is malformed).
     fn fake_sysfs() -> Scratch {
-        let s = Scratch::new("sysfs");
+        let s = Scratch::new("dfl-sysfs");
         let class = "sys/class/fpga_region";
         for (pci, vendor, device) in [
             ("0000:5e:00.0", "0x8086\n", "0x0b30\n"),
@@ -674,7 +641,7 @@ mod tests {
 
     #[test]
     fn missing_class_dir_means_no_ports() {
-        let s = Scratch::new("empty");
+        let s = Scratch::new("dfl-empty");
         assert!(discover_ports(&s.roots()).unwrap().is_empty());
     }
 
@@ -791,7 +758,7 @@ mod tests {
 
     #[test]
     fn mmio_window_accesses_the_mapped_file_until_revoked() {
-        let s = Scratch::new("mmio");
+        let s = Scratch::new("dfl-mmio");
         let path = s.0.join("region");
         fs::write(&path, vec![0u8; 8192]).unwrap();
         let file = OpenOptions::new()
@@ -835,7 +802,7 @@ mod tests {
 
     #[test]
     fn dropping_the_port_unmaps_its_windows_and_clears_io_addresses() {
-        let s = Scratch::new("drop");
+        let s = Scratch::new("dfl-drop");
         let path = s.0.join("node");
         fs::write(&path, vec![0u8; 4096]).unwrap();
         let owner = OwnerId::fresh();

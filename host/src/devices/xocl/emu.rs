@@ -1,0 +1,956 @@
+//! An emulated XRT card in the spirit of sw_emu: memory banks with an allocator, buffer objects
+//! with a host backing store kept apart from device memory (so a missing sync shows up as
+//! stale data, as on hardware), the KDS scheduler dispatching ERT commands to free compute
+//! units (several CUs per kernel, `cu_mask` honoured), and the vadd compute unit behind the HLS
+//! control register block (ap_start, ap_done clear-on-read, ap_idle, arguments from 0x10).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use super::abi::{self, ErtHeader, StartCu};
+use super::xclbin::{MemKind, Xclbin};
+use super::{BoInfo, Command, DeviceDesc, SyncDirection, XoclClient, XoclDevice};
+use crate::config::DeviceDecl;
+use crate::devices::{Completion, CompletionState, DmaBudget, DmaMemory, OwnerId, errno};
+use crate::types::Guid;
+
+/// Where host-only buffer objects appear in the device's address space.
+const HOST_APERTURE: u64 = 0x4000_0000_0000;
+/// Size of that aperture.
+const HOST_APERTURE_SIZE: u64 = 1 << 40;
+/// Buffer objects are page-aligned and sized, as CREATE_BO does.
+const BO_ALIGN: u64 = 4096;
+/// The emulator backs banks with lazily-touched host memory; beyond this total it refuses.
+const MAX_BANK_BYTES: u64 = 64 << 30;
+/// The most dependencies one command may name (`MAX_DEPENT_CMD_BO`).
+pub const MAX_DEPS: usize = 8;
+/// Elements the vadd unit processes per step.
+const VADD_CHUNK: usize = 16 * 1024;
+
+/// A card as the config declares it.
+pub struct EmulatedCard {
+    desc: DeviceDesc,
+    card: Arc<Card>,
+}
+
+impl EmulatedCard {
+    /// Builds the card and starts its scheduler and copy threads; they end with the card.
+    pub fn new(decl: &DeviceDecl) -> Self {
+        let card = Arc::new(Card {
+            state: Mutex::new(CardState {
+                host: RangeAllocator::new(HOST_APERTURE, HOST_APERTURE_SIZE),
+                ..CardState::default()
+            }),
+            wake: Condvar::new(),
+            next_client: AtomicU64::new(1),
+        });
+        let (copies, copy_queue) = mpsc::channel::<CopyJob>();
+        lock(&card.state).copies = Some(copies);
+        let weak = Arc::downgrade(&card);
+        spawn(&format!("emu-{}-kds", decl.id), move || scheduler(weak));
+        let weak = Arc::downgrade(&card);
+        spawn(&format!("emu-{}-dma", decl.id), move || {
+            for job in copy_queue {
+                let Some(card) = weak.upgrade() else { return };
+                card.run_copy(job);
+            }
+        });
+        EmulatedCard {
+            desc: DeviceDesc {
+                path: format!("emu:{}", decl.id),
+                vendor_id: decl.vendor_id(),
+                device_id: decl.device_id(),
+                bus_address: decl.bus_address,
+                board_name: "accelhost sw_emu card".into(),
+                loaded: None,
+                emulated: true,
+            },
+            card,
+        }
+    }
+}
+
+impl Drop for EmulatedCard {
+    fn drop(&mut self) {
+        let mut state = lock(&self.card.state);
+        state.shutdown = true;
+        state.copies = None;
+        for cu in &state.cus {
+            cu.stop();
+        }
+        drop(state);
+        self.card.wake.notify_all();
+    }
+}
+
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(body)
+        .expect("spawning an emulator thread");
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn invalid(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message.into())
+}
+
+impl XoclDevice for EmulatedCard {
+    fn desc(&self) -> DeviceDesc {
+        let mut desc = self.desc.clone();
+        desc.loaded = lock(&self.card.state).xclbin.as_ref().map(|x| x.uuid);
+        desc
+    }
+
+    fn open(&self, owner: OwnerId, budget: &Arc<DmaBudget>) -> io::Result<Box<dyn XoclClient>> {
+        let id = self.card.next_client.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::new(EmulatedClient {
+            card: self.card.clone(),
+            id,
+            owner,
+            budget: budget.clone(),
+        }))
+    }
+}
+
+/// The card: everything below is guarded by one lock, which no thread holds while it copies
+/// or computes.
+struct Card {
+    state: Mutex<CardState>,
+    /// Wakes the scheduler: a submit, a finished dependency, a free CU, a reset.
+    wake: Condvar,
+    next_client: AtomicU64,
+}
+
+#[derive(Default)]
+struct CardState {
+    xclbin: Option<Arc<Xclbin>>,
+    banks: Vec<Option<Bank>>,
+    host: RangeAllocator,
+    bos: HashMap<(u64, u32), Bo>,
+    /// Device address → the BO starting there, for translation.
+    by_address: BTreeMap<u64, (u64, u32)>,
+    next_handle: u32,
+    cus: Vec<Arc<ComputeUnit>>,
+    /// Per CU: the clients holding a context, and whether one holds it exclusively.
+    contexts: Vec<Vec<(u64, bool)>>,
+    pending: VecDeque<Pending>,
+    copies: Option<mpsc::Sender<CopyJob>>,
+    /// Bumped by every reset; work started before it reports failure.
+    epoch: u64,
+    shutdown: bool,
+}
+
+/// A memory bank of the loaded xclbin: its storage and its allocator.
+struct Bank {
+    base: u64,
+    storage: Arc<DmaMemory>,
+    free: RangeAllocator,
+}
+
+struct Bo {
+    size: u64,
+    device_address: u64,
+    bank: Option<u32>,
+    host: Arc<DmaMemory>,
+}
+
+/// A command waiting for its dependencies (and, for a launch, a free CU).
+struct Pending {
+    client: u64,
+    command: Ready,
+    after: Vec<Arc<Completion>>,
+    done: Arc<Completion>,
+    epoch: u64,
+}
+
+enum Ready {
+    Launch {
+        candidates: Vec<u32>,
+        regmap: Vec<u32>,
+    },
+    Copy(CopyWork),
+}
+
+/// One copy, with the memory it touches resolved at submit time.
+struct CopyJob {
+    work: CopyWork,
+    done: Arc<Completion>,
+    epoch: u64,
+}
+
+enum CopyWork {
+    /// Between a BO's host backing and its device memory (or, for COPY_BO, two device ranges).
+    Move {
+        from: (Arc<DmaMemory>, u64),
+        to: (Arc<DmaMemory>, u64),
+        size: u64,
+    },
+}
+
+/// First-fit allocation of address ranges, coalescing on free.
+#[derive(Default)]
+struct RangeAllocator {
+    /// Free ranges: start → length.
+    free: BTreeMap<u64, u64>,
+}
+
+impl RangeAllocator {
+    fn new(base: u64, size: u64) -> Self {
+        let mut free = BTreeMap::new();
+        if size > 0 {
+            free.insert(base, size);
+        }
+        RangeAllocator { free }
+    }
+
+    fn allocate(&mut self, size: u64) -> Option<u64> {
+        let (&start, &len) = self.free.iter().find(|&(_, &len)| len >= size)?;
+        self.free.remove(&start);
+        if len > size {
+            self.free.insert(start + size, len - size);
+        }
+        Some(start)
+    }
+
+    fn release(&mut self, start: u64, size: u64) {
+        let mut start = start;
+        let mut size = size;
+        if let Some((&prev, &len)) = self.free.range(..start).next_back()
+            && prev + len == start
+        {
+            self.free.remove(&prev);
+            start = prev;
+            size += len;
+        }
+        if let Some(&next_len) = self.free.get(&(start + size)) {
+            self.free.remove(&(start + size));
+            size += next_len;
+        }
+        self.free.insert(start, size);
+    }
+}
+
+impl CardState {
+    /// The memory behind `[address, address + len)` of `client`'s buffer objects: the BO's
+    /// bank storage, or its host backing for host-only memory.
+    fn translate(&self, client: u64, address: u64, len: u64) -> Option<(Arc<DmaMemory>, u64)> {
+        let (&start, &key) = self.by_address.range(..=address).next_back()?;
+        let bo = self.bos.get(&key).filter(|_| key.0 == client)?;
+        let offset = address - start;
+        if offset.checked_add(len)? > bo.size {
+            return None;
+        }
+        Some(self.device_view(bo, offset))
+    }
+
+    /// Where the device sees byte `offset` of `bo`.
+    fn device_view(&self, bo: &Bo, offset: u64) -> (Arc<DmaMemory>, u64) {
+        match bo
+            .bank
+            .and_then(|b| self.banks.get(b as usize))
+            .and_then(Option::as_ref)
+        {
+            Some(bank) => (bank.storage.clone(), bo.device_address - bank.base + offset),
+            None => (bo.host.clone(), offset),
+        }
+    }
+
+    fn has_context(&self, client: u64, cu: u32) -> bool {
+        self.contexts
+            .get(cu as usize)
+            .is_some_and(|holders| holders.iter().any(|(c, _)| *c == client))
+    }
+
+    /// Fails every pending command matching `doomed`, with `reason`.
+    fn fail_pending(&mut self, reason: &str, doomed: impl Fn(&Pending) -> bool) {
+        let (failed, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| doomed(p));
+        self.pending = kept.into();
+        for pending in failed {
+            pending.done.finish(CompletionState::Failed(reason.into()));
+        }
+    }
+}
+
+/// A client: one open of the card.
+struct EmulatedClient {
+    card: Arc<Card>,
+    id: u64,
+    owner: OwnerId,
+    budget: Arc<DmaBudget>,
+}
+
+impl XoclClient for EmulatedClient {
+    fn load_xclbin(&self, _image: &[u8], parsed: &Xclbin) -> io::Result<()> {
+        let mut state = lock(&self.card.state);
+        if state.xclbin.as_ref().is_some_and(|x| x.uuid == parsed.uuid) {
+            return Ok(());
+        }
+        if state.contexts.iter().any(|holders| !holders.is_empty()) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "another xclbin is loaded and contexts hold it",
+            ));
+        }
+        if state.bos.values().any(|bo| bo.bank.is_some()) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "buffer objects still live in the banks of the loaded xclbin",
+            ));
+        }
+        for cu in parsed.compute_units() {
+            if !KNOWN_KERNELS.contains(&cu.kernel_name()) {
+                return Err(invalid(format!(
+                    "unknown kernel '{}' (compute unit {}): the emulator runs {}",
+                    cu.kernel_name(),
+                    cu.name,
+                    KNOWN_KERNELS.join(", ")
+                )));
+            }
+        }
+        let total: u64 = parsed
+            .banks
+            .iter()
+            .filter(|b| b.used && bank_has_storage(b.kind))
+            .map(|b| b.size)
+            .sum();
+        if total > MAX_BANK_BYTES {
+            return Err(invalid(format!(
+                "the xclbin's banks hold {total} bytes; the emulator backs at most {MAX_BANK_BYTES}"
+            )));
+        }
+        let mut banks = Vec::new();
+        for bank in &parsed.banks {
+            banks.push(if bank.used && bank_has_storage(bank.kind) {
+                // Device memory is the card's, not the plugin's: it has no grant to charge.
+                let storage = DmaMemory::allocate(
+                    bank.size.max(1),
+                    OwnerId::fresh(),
+                    &DmaBudget::new(u64::MAX),
+                    false,
+                )?;
+                Some(Bank {
+                    base: bank.base,
+                    storage,
+                    free: RangeAllocator::new(bank.base, bank.size),
+                })
+            } else {
+                None
+            });
+        }
+        for cu in &state.cus {
+            cu.stop();
+        }
+        let weak = Arc::downgrade(&self.card);
+        let cus: Vec<Arc<ComputeUnit>> = parsed
+            .compute_units()
+            .iter()
+            .enumerate()
+            .map(|(index, ip)| ComputeUnit::start(index as u32, ip.name.clone(), weak.clone()))
+            .collect();
+        state.contexts = vec![Vec::new(); cus.len()];
+        state.cus = cus;
+        state.banks = banks;
+        state.xclbin = Some(Arc::new(parsed.clone()));
+        Ok(())
+    }
+
+    fn loaded_xclbin(&self) -> Option<Arc<Xclbin>> {
+        lock(&self.card.state).xclbin.clone()
+    }
+
+    fn open_context(&self, uuid: Guid, cu: u32, exclusive: bool) -> io::Result<()> {
+        let mut state = lock(&self.card.state);
+        if uuid == Guid::default() {
+            return Err(invalid(
+                "a context needs the xclbin's uuid, not the null uuid",
+            ));
+        }
+        if state.xclbin.as_ref().is_none_or(|x| x.uuid != uuid) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!("xclbin {uuid} is not the one loaded on the card"),
+            ));
+        }
+        let client = self.id;
+        let holders = state
+            .contexts
+            .get_mut(cu as usize)
+            .ok_or_else(|| invalid(format!("there is no compute unit {cu}")))?;
+        if holders.iter().any(|(c, _)| *c == client) {
+            return Ok(());
+        }
+        if holders.iter().any(|(_, ex)| *ex) || (exclusive && !holders.is_empty()) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!("compute unit {cu} is held exclusively or in use"),
+            ));
+        }
+        holders.push((client, exclusive));
+        Ok(())
+    }
+
+    fn close_context(&self, uuid: Guid, cu: u32) -> io::Result<()> {
+        let mut state = lock(&self.card.state);
+        if state.xclbin.as_ref().is_none_or(|x| x.uuid != uuid) {
+            return Err(invalid(format!("xclbin {uuid} is not loaded")));
+        }
+        let client = self.id;
+        let holders = state
+            .contexts
+            .get_mut(cu as usize)
+            .ok_or_else(|| invalid(format!("there is no compute unit {cu}")))?;
+        let before = holders.len();
+        holders.retain(|(c, _)| *c != client);
+        if holders.len() == before {
+            return Err(invalid(format!("no context is open on compute unit {cu}")));
+        }
+        Ok(())
+    }
+
+    fn create_bo(&self, size: u64, bank: Option<u32>) -> io::Result<BoInfo> {
+        if size == 0 {
+            return Err(invalid("a buffer object needs a size above 0"));
+        }
+        let size = size
+            .checked_next_multiple_of(BO_ALIGN)
+            .ok_or_else(|| errno(libc::ENOMEM))?;
+        let host = DmaMemory::allocate(size, self.owner, &self.budget, false)?;
+        let mut state = lock(&self.card.state);
+        let device_address = match bank {
+            None => state
+                .host
+                .allocate(size)
+                .ok_or_else(|| errno(libc::ENOMEM))?,
+            Some(index) => {
+                let xclbin = state
+                    .xclbin
+                    .clone()
+                    .ok_or_else(|| invalid("no xclbin is loaded, so there are no memory banks"))?;
+                let described = xclbin.bank(index).ok_or_else(|| {
+                    invalid(format!(
+                        "there is no memory bank {index} (the xclbin has {})",
+                        xclbin.banks.len()
+                    ))
+                })?;
+                if !described.used || !bank_has_storage(described.kind) {
+                    return Err(invalid(format!(
+                        "memory bank {index} ({}) is unused or a stream",
+                        described.tag
+                    )));
+                }
+                let slot = state
+                    .banks
+                    .get_mut(index as usize)
+                    .and_then(Option::as_mut)
+                    .ok_or_else(|| invalid(format!("memory bank {index} has no storage")))?;
+                slot.free.allocate(size).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::OutOfMemory,
+                        format!("memory bank {index} has no free range of {size} bytes"),
+                    )
+                })?
+            }
+        };
+        state.next_handle += 1;
+        let handle = state.next_handle;
+        state.by_address.insert(device_address, (self.id, handle));
+        state.bos.insert(
+            (self.id, handle),
+            Bo {
+                size,
+                device_address,
+                bank,
+                host: host.clone(),
+            },
+        );
+        Ok(BoInfo {
+            handle,
+            size,
+            device_address,
+            bank,
+            host,
+        })
+    }
+
+    fn free_bo(&self, handle: u32) -> io::Result<()> {
+        let mut state = lock(&self.card.state);
+        free_bo(&mut state, self.id, handle)
+    }
+
+    fn submit(&self, command: Command, after: Vec<Arc<Completion>>) -> io::Result<Arc<Completion>> {
+        if after.len() > MAX_DEPS {
+            return Err(invalid(format!(
+                "a command may wait on at most {MAX_DEPS} others, not {}",
+                after.len()
+            )));
+        }
+        let mut state = lock(&self.card.state);
+        let ready = match command {
+            Command::Exec(words) => match decode_exec(&state, self.id, &words)? {
+                Some(ready) => ready,
+                None => return Ok(Arc::new(Completion::with_state(CompletionState::Complete))),
+            },
+            Command::Sync {
+                bo,
+                direction,
+                offset,
+                size,
+            } => {
+                let found = state
+                    .bos
+                    .get(&(self.id, bo))
+                    .ok_or_else(|| errno(libc::ENOENT))?;
+                if offset.checked_add(size).is_none_or(|end| end > found.size) {
+                    return Err(invalid(format!(
+                        "sync of {size} bytes at offset {offset} runs past the {}-byte buffer object",
+                        found.size
+                    )));
+                }
+                let host = (found.host.clone(), offset);
+                let device = state.device_view(found, offset);
+                let (from, to) = match direction {
+                    SyncDirection::ToDevice => (host, device),
+                    SyncDirection::FromDevice => (device, host),
+                };
+                Ready::Copy(CopyWork::Move { from, to, size })
+            }
+            Command::Copy {
+                dst,
+                dst_offset,
+                src,
+                src_offset,
+                size,
+            } => {
+                let range = |handle: u32, offset: u64| -> io::Result<(Arc<DmaMemory>, u64)> {
+                    let bo = state
+                        .bos
+                        .get(&(self.id, handle))
+                        .ok_or_else(|| errno(libc::ENOENT))?;
+                    if offset.checked_add(size).is_none_or(|end| end > bo.size) {
+                        return Err(invalid(format!(
+                            "copy of {size} bytes at offset {offset} runs past the {}-byte buffer object {handle}",
+                            bo.size
+                        )));
+                    }
+                    Ok(state.device_view(bo, offset))
+                };
+                let from = range(src, src_offset)?;
+                let to = range(dst, dst_offset)?;
+                Ready::Copy(CopyWork::Move { from, to, size })
+            }
+        };
+        let done = Arc::new(Completion::default());
+        let epoch = state.epoch;
+        state.pending.push_back(Pending {
+            client: self.id,
+            command: ready,
+            after: after.clone(),
+            done: done.clone(),
+            epoch,
+        });
+        drop(state);
+        for dependency in after {
+            let card = Arc::downgrade(&self.card);
+            dependency.on_finish(move || {
+                if let Some(card) = card.upgrade() {
+                    card.wake.notify_all();
+                }
+            });
+        }
+        self.card.wake.notify_all();
+        Ok(done)
+    }
+
+    fn reset(&self) -> io::Result<()> {
+        let mut state = lock(&self.card.state);
+        state.epoch += 1;
+        state.fail_pending("the device was reset", |_| true);
+        drop(state);
+        self.card.wake.notify_all();
+        Ok(())
+    }
+}
+
+impl Drop for EmulatedClient {
+    fn drop(&mut self) {
+        let mut state = lock(&self.card.state);
+        let client = self.id;
+        state.fail_pending("the client closed the device", |p| p.client == client);
+        for holders in &mut state.contexts {
+            holders.retain(|(c, _)| *c != client);
+        }
+        let handles: Vec<u32> = state
+            .bos
+            .keys()
+            .filter(|(c, _)| *c == client)
+            .map(|(_, h)| *h)
+            .collect();
+        for handle in handles {
+            let _ = free_bo(&mut state, client, handle);
+        }
+        drop(state);
+        self.card.wake.notify_all();
+    }
+}
+
+fn free_bo(state: &mut CardState, client: u64, handle: u32) -> io::Result<()> {
+    let bo = state
+        .bos
+        .remove(&(client, handle))
+        .ok_or_else(|| errno(libc::ENOENT))?;
+    state.by_address.remove(&bo.device_address);
+    match bo
+        .bank
+        .and_then(|b| state.banks.get_mut(b as usize))
+        .and_then(Option::as_mut)
+    {
+        Some(bank) => bank.free.release(bo.device_address, bo.size),
+        None => state.host.release(bo.device_address, bo.size),
+    }
+    Ok(())
+}
+
+/// Whether the emulator backs a bank of `kind` with memory (streams and PS kernels have none;
+/// host banks are host memory reached through host-only BOs).
+fn bank_has_storage(kind: MemKind) -> bool {
+    !matches!(
+        kind,
+        MemKind::Streaming | MemKind::StreamingConnection | MemKind::PsKernel | MemKind::Host
+    )
+}
+
+/// Checks an exec buffer; `None` for a packet that completes at once (CONFIGURE).
+fn decode_exec(state: &CardState, client: u64, words: &[u32]) -> io::Result<Option<Ready>> {
+    let header = ErtHeader::decode(
+        *words
+            .first()
+            .ok_or_else(|| invalid("an empty exec buffer"))?,
+    );
+    match abi::ErtOpcode::from_raw(header.opcode) {
+        Some(abi::ErtOpcode::StartCu) => {}
+        Some(abi::ErtOpcode::Configure | abi::ErtOpcode::SkConfig) => return Ok(None),
+        _ => {
+            let other = header.opcode;
+            return Err(invalid(format!(
+                "ERT opcode {other} is not supported by the emulator (START_CU and CONFIGURE are)"
+            )));
+        }
+    }
+    let packet = StartCu::decode(words).map_err(|e| invalid(format!("bad ERT packet: {e}")))?;
+    if state.xclbin.is_none() {
+        return Err(invalid("no xclbin is loaded"));
+    }
+    let mut candidates = Vec::new();
+    for cu in packet.cu_indices() {
+        if cu as usize >= state.cus.len() {
+            return Err(invalid(format!(
+                "cu_mask names compute unit {cu}, but the xclbin has {}",
+                state.cus.len()
+            )));
+        }
+        if state.has_context(client, cu) {
+            candidates.push(cu);
+        }
+    }
+    if candidates.is_empty() {
+        return Err(invalid(
+            "the client has no context open on any compute unit of the packet's cu_mask",
+        ));
+    }
+    Ok(Some(Ready::Launch {
+        candidates,
+        regmap: packet.regmap,
+    }))
+}
+
+/// The scheduler: runs every pending command whose dependencies completed, launches on a free
+/// CU among its candidates, copies on the copy thread. Ends when the card goes away.
+fn scheduler(card: Weak<Card>) {
+    loop {
+        let Some(card) = card.upgrade() else { return };
+        let mut state = lock(&card.state);
+        if state.shutdown {
+            return;
+        }
+        let mut index = 0;
+        while index < state.pending.len() {
+            let pending = &state.pending[index];
+            if let Some(failed) = pending.after.iter().find_map(|d| match d.state() {
+                CompletionState::Failed(why) => Some(why),
+                _ => None,
+            }) {
+                let pending = state.pending.remove(index).expect("index is in range");
+                pending.done.finish(CompletionState::Failed(format!(
+                    "a dependency failed: {failed}"
+                )));
+                continue;
+            }
+            if !pending.after.iter().all(|d| d.is_finished()) {
+                index += 1;
+                continue;
+            }
+            let dispatched = match &pending.command {
+                Ready::Launch { candidates, .. } => candidates
+                    .iter()
+                    .copied()
+                    .find(|&cu| state.cus.get(cu as usize).is_some_and(|u| !u.is_busy()))
+                    .is_some(),
+                Ready::Copy(_) => true,
+            };
+            if !dispatched {
+                index += 1;
+                continue;
+            }
+            let pending = state.pending.remove(index).expect("index is in range");
+            match pending.command {
+                Ready::Launch { candidates, regmap } => {
+                    let cu = candidates
+                        .into_iter()
+                        .find(|&cu| !state.cus[cu as usize].is_busy())
+                        .expect("checked above");
+                    state.cus[cu as usize].launch(CuJob {
+                        client: pending.client,
+                        regmap,
+                        done: pending.done,
+                        epoch: pending.epoch,
+                    });
+                }
+                Ready::Copy(work) => {
+                    if let Some(copies) = &state.copies {
+                        let _ = copies.send(CopyJob {
+                            work,
+                            done: pending.done,
+                            epoch: pending.epoch,
+                        });
+                    }
+                }
+            }
+        }
+        let _unused = card.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+impl Card {
+    fn run_copy(&self, job: CopyJob) {
+        let CopyWork::Move { from, to, size } = job.work;
+        let result = to.0.copy_from(to.1, &from.0, from.1, size);
+        let current = lock(&self.state).epoch;
+        job.done.finish(match result {
+            _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
+            Ok(()) => CompletionState::Complete,
+            Err(err) => CompletionState::Failed(format!("copy failed: {err}")),
+        });
+        self.wake.notify_all();
+    }
+}
+
+/// The kernels the emulator can run, by name.
+const KNOWN_KERNELS: &[&str] = &["vadd"];
+
+/// A launch handed to a compute unit.
+struct CuJob {
+    client: u64,
+    regmap: Vec<u32>,
+    done: Arc<Completion>,
+    epoch: u64,
+}
+
+/// A compute unit: the HLS control register block and a thread that runs the kernel.
+struct ComputeUnit {
+    index: u32,
+    name: String,
+    regs: Mutex<CuRegisters>,
+    jobs: Mutex<Option<mpsc::Sender<CuJob>>>,
+}
+
+/// The AXI-Lite register space of an `ap_ctrl_hs` CU.
+struct CuRegisters {
+    ap_ctrl: u32,
+    gie: u32,
+    ier: u32,
+    isr: u32,
+    /// Registers from 0x10 on, one per 4 bytes.
+    args: Vec<u32>,
+    busy: bool,
+}
+
+impl ComputeUnit {
+    fn start(index: u32, name: String, card: Weak<Card>) -> Arc<Self> {
+        let (jobs, queue) = mpsc::channel::<CuJob>();
+        let cu = Arc::new(ComputeUnit {
+            index,
+            name,
+            regs: Mutex::new(CuRegisters {
+                ap_ctrl: abi::AP_IDLE,
+                gie: 0,
+                ier: 0,
+                isr: 0,
+                args: vec![0; 64],
+                busy: false,
+            }),
+            jobs: Mutex::new(Some(jobs)),
+        });
+        let unit = Arc::downgrade(&cu);
+        spawn(&format!("emu-cu{index}"), move || {
+            for job in queue {
+                let (Some(unit), Some(card)) = (unit.upgrade(), card.upgrade()) else {
+                    return;
+                };
+                unit.run(&card, job);
+            }
+        });
+        cu
+    }
+
+    fn is_busy(&self) -> bool {
+        lock(&self.regs).busy
+    }
+
+    fn stop(&self) {
+        lock(&self.jobs).take();
+    }
+
+    fn launch(&self, job: CuJob) {
+        lock(&self.regs).busy = true;
+        let sent = lock(&self.jobs)
+            .as_ref()
+            .map(|jobs| jobs.send(job))
+            .is_some_and(|r| r.is_ok());
+        if !sent {
+            lock(&self.regs).busy = false;
+        }
+    }
+
+    /// Reads a register; reading AP_CTRL clears ap_done, as the HLS adapter does.
+    fn read(&self, offset: u64) -> u32 {
+        let mut regs = lock(&self.regs);
+        match offset {
+            abi::AP_CTRL => {
+                let value = regs.ap_ctrl;
+                regs.ap_ctrl &= !abi::AP_DONE;
+                value
+            }
+            abi::GIE => regs.gie,
+            abi::IER => regs.ier,
+            abi::ISR => regs.isr,
+            _ => {
+                let slot = ((offset - abi::ARGS_BASE) / 4) as usize;
+                regs.args.get(slot).copied().unwrap_or(0)
+            }
+        }
+    }
+
+    fn write(&self, offset: u64, value: u32) {
+        let mut regs = lock(&self.regs);
+        match offset {
+            abi::AP_CTRL => {
+                if value & abi::AP_START != 0 {
+                    regs.ap_ctrl = abi::AP_START;
+                }
+            }
+            abi::GIE => regs.gie = value & 1,
+            abi::IER => regs.ier = value & 3,
+            // ISR bits toggle on write.
+            abi::ISR => regs.isr ^= value & 3,
+            _ => {
+                let slot = ((offset - abi::ARGS_BASE) / 4) as usize;
+                if let Some(arg) = regs.args.get_mut(slot) {
+                    *arg = value;
+                }
+            }
+        }
+    }
+
+    fn arg64(&self, offset: u64) -> u64 {
+        u64::from(self.read(offset)) | (u64::from(self.read(offset + 4)) << 32)
+    }
+
+    /// What the KDS does for one START_CU: write the register map from 0x10 on (the first
+    /// four words are the control block it skips), set ap_start, wait for ap_done.
+    fn run(&self, card: &Card, job: CuJob) {
+        for (i, word) in job
+            .regmap
+            .iter()
+            .enumerate()
+            .skip(abi::ERT_REGMAP_SKIPPED_WORDS)
+        {
+            self.write(i as u64 * 4, *word);
+        }
+        self.write(abi::AP_CTRL, abi::AP_START);
+        let outcome = self.compute(card, job.client);
+        {
+            let mut regs = lock(&self.regs);
+            regs.ap_ctrl = abi::AP_DONE | abi::AP_IDLE;
+            if regs.gie & 1 != 0 && regs.ier & 1 != 0 {
+                regs.isr |= 1;
+            }
+        }
+        // The scheduler's completion check: ap_done is clear-on-read.
+        let status = self.read(abi::AP_CTRL);
+        debug_assert!(status & abi::AP_DONE != 0);
+        let current = lock(&card.state).epoch;
+        lock(&self.regs).busy = false;
+        job.done.finish(match outcome {
+            _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
+            Ok(()) => CompletionState::Complete,
+            Err(why) => CompletionState::Failed(format!(
+                "compute unit {} ({}): {why}",
+                self.index, self.name
+            )),
+        });
+        card.wake.notify_all();
+    }
+
+    /// The vadd kernel: `out[i] = in1[i] + in2[i]` (u32, wrapping) on device memory.
+    fn compute(&self, card: &Card, client: u64) -> Result<(), String> {
+        let in1 = self.arg64(abi::vadd::IN1);
+        let in2 = self.arg64(abi::vadd::IN2);
+        let out = self.arg64(abi::vadd::OUT);
+        let size = u64::from(self.read(abi::vadd::SIZE));
+        let bytes = size * 4;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let resolve = |name: &str, address: u64| {
+            lock(&card.state).translate(client, address, bytes).ok_or_else(|| {
+                format!(
+                    "argument {name} at device address {address:#x} ({bytes} bytes) is outside this client's buffer objects"
+                )
+            })
+        };
+        let (a, a_off) = resolve("in1", in1)?;
+        let (b, b_off) = resolve("in2", in2)?;
+        let (c, c_off) = resolve("out_r", out)?;
+        let mut x = vec![0u8; VADD_CHUNK * 4];
+        let mut y = vec![0u8; VADD_CHUNK * 4];
+        let mut done = 0u64;
+        while done < bytes {
+            let len = (VADD_CHUNK as u64 * 4).min(bytes - done) as usize;
+            a.read(a_off + done, &mut x[..len])
+                .map_err(|e| e.to_string())?;
+            b.read(b_off + done, &mut y[..len])
+                .map_err(|e| e.to_string())?;
+            for (xs, ys) in x[..len].chunks_exact_mut(4).zip(y[..len].chunks_exact(4)) {
+                let sum = u32::from_le_bytes([xs[0], xs[1], xs[2], xs[3]])
+                    .wrapping_add(u32::from_le_bytes([ys[0], ys[1], ys[2], ys[3]]));
+                xs.copy_from_slice(&sum.to_le_bytes());
+            }
+            c.write(c_off + done, &x[..len])
+                .map_err(|e| e.to_string())?;
+            done += len as u64;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
