@@ -41,16 +41,31 @@ fn demo_runs_on_the_embedded_default_and_verifies() {
         rows[0].starts_with("DEVICE") && rows[0].contains("GB/s"),
         "{stdout}"
     );
-    assert_eq!(rows.len(), 3, "1 MiB and 64 MiB: {stdout}");
+    assert_eq!(
+        rows.len(),
+        6,
+        "two NLB0 sizes, two vadd sizes, tiny launches: {stdout}"
+    );
     assert!(
         rows[1].contains("dfl/emu:dfl0") && rows[1].contains("1 MiB"),
         "{stdout}"
     );
     assert!(rows[2].contains("64 MiB"), "{stdout}");
-    assert!(rows[1..].iter().all(|r| r.contains("verified")), "{stdout}");
     assert!(
-        text(&out.stderr).contains("running the hello_fpga loopback"),
-        "progress"
+        rows[3].contains("xocl/emu:xocl0") && rows[3].contains("vadd 1 Ki"),
+        "{stdout}"
+    );
+    assert!(rows[4].contains("vadd 16 Mi elements"), "{stdout}");
+    assert!(rows[5].contains("launches/s"), "{stdout}");
+    assert!(rows[1..].iter().all(|r| r.contains("verified")), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("running the hello_fpga loopback"),
+        "progress: {stderr}"
+    );
+    assert!(
+        stderr.contains("running vadd on 16 Mi elements"),
+        "progress: {stderr}"
     );
 }
 
@@ -60,8 +75,10 @@ fn list_json_in_an_empty_directory_shows_the_emulated_port() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let devices: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let devices = devices.as_array().unwrap();
-    assert_eq!(devices.len(), 1);
+    assert_eq!(devices.len(), 2, "{devices:?}");
     assert_eq!(devices[0]["id"], "dfl/emu:dfl0");
+    assert_eq!(devices[1]["id"], "xocl/emu:xocl0");
+    assert_eq!(devices[1]["extras"]["interface"], "xocl");
     assert_eq!(devices[0]["guid"], "D8424DC4-A4A3-C413-F89E-433683F9040B");
     assert_eq!(devices[0]["plugin"], "dfl");
     assert_eq!(devices[0]["extras"]["emulated"], "true");
@@ -121,7 +138,7 @@ fn plugins_shows_module_version_state_and_grants() {
         .lines()
         .find(|l| l.starts_with("dfl "))
         .expect(&stdout);
-    for part in ["builtin:dfl", "accel:plugin@0.1.0", "running", "emu:*"] {
+    for part in ["builtin:dfl", "accel:plugin@0.1.0", "running", "emu:dfl0"] {
         assert!(row.contains(part), "{part} in {row}");
     }
 }
@@ -288,4 +305,44 @@ fn help_explains_the_lookup_order_and_environment() {
     ] {
         assert!(stdout.contains(part), "{part}: {stdout}");
     }
+}
+
+#[test]
+fn xclbin_build_show_and_program() {
+    let dir = scratch_dir("xclbin");
+    let out = accelhost(&dir, &["xclbin", "build", "vadd.xclbin", "--cus", "3"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = accelhost(&dir, &["xclbin", "show", "vadd.xclbin"], &[]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("compute unit 2: vadd:vadd_3"), "{stdout}");
+    assert!(
+        stdout.contains("kernel vadd(in1@0x10, in2@0x1c, out_r@0x28, size@0x34)"),
+        "{stdout}"
+    );
+
+    let image = std::fs::read(dir.join("vadd.xclbin")).unwrap();
+    std::fs::write(dir.join("cut.xclbin"), &image[..image.len() / 2]).unwrap();
+    let out = accelhost(&dir, &["xclbin", "show", "cut.xclbin"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("cut.xclbin"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = accelhost(&dir, &["program", "xocl/emu:xocl0", "vadd.xclbin"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("loaded vadd.xclbin"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = accelhost(&dir, &["program", "xocl/emu:xocl0", "cut.xclbin"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("malformed"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -16,7 +16,7 @@ fn the_embedded_default_lists_the_emulated_port() {
     let found = host.enumerate(&[]);
     assert!(found.failures.is_empty(), "{:?}", found.failures);
     let ids: Vec<String> = found.tokens.iter().map(|t| t.id()).collect();
-    assert_eq!(ids, ["dfl/emu:dfl0"]);
+    assert_eq!(ids, ["dfl/emu:dfl0", "xocl/emu:xocl0"]);
     let p = found.tokens[0].properties();
     assert_eq!(p.guid, nlb0::AFU_ID);
     assert_eq!(p.object_type, ObjectType::Accelerator);
@@ -36,14 +36,19 @@ fn filters_select_by_guid_host_and_device_type() {
     };
     assert_eq!(count(&[Filter::new().guid(nlb0::AFU_ID)]), 1);
     assert_eq!(count(&[Filter::new().guid(Guid::new(1, 2))]), 0);
-    assert_eq!(count(&[Filter::new().host("localhost")]), 1);
-    assert_eq!(count(&[Filter::new().host("*")]), 1);
+    // The embedded default has two local devices: the NLB0 port and the XRT card.
+    assert_eq!(count(&[Filter::new().host("localhost")]), 2);
+    assert_eq!(count(&[Filter::new().host("*")]), 2);
     assert_eq!(count(&[Filter::new().host("^localhost")]), 0);
     assert_eq!(count(&[Filter::new().host("elsewhere.example")]), 0);
     if let Some(me) = accelhost::local_hostname() {
-        assert_eq!(count(&[Filter::new().host(me)]), 1);
+        assert_eq!(count(&[Filter::new().host(me)]), 2);
     }
-    assert_eq!(count(&[Filter::new().device_type("fpga")]), 1);
+    assert_eq!(count(&[Filter::new().device_type("fpga")]), 2);
+    assert_eq!(
+        count(&[Filter::new().device_type("fpga").vendor_id(0x10EE)]),
+        1
+    );
     assert_eq!(count(&[Filter::new().device_type("gpu")]), 0);
     assert_eq!(count(&[Filter::new().object_type(ObjectType::Device)]), 0);
     assert_eq!(

@@ -1,12 +1,21 @@
 //! The plugins shipped inside the host binary, which configs name `builtin:<name>`.
 
-const BUILTINS: &[(&str, &[u8])] = &[(
-    "dfl",
-    include_bytes!(concat!(
-        env!("ACCELHOST_GUEST_DIR"),
-        "/accelhost_plugin_dfl.wasm"
-    )),
-)];
+const BUILTINS: &[(&str, &[u8])] = &[
+    (
+        "dfl",
+        include_bytes!(concat!(
+            env!("ACCELHOST_GUEST_DIR"),
+            "/accelhost_plugin_dfl.wasm"
+        )),
+    ),
+    (
+        "xocl",
+        include_bytes!(concat!(
+            env!("ACCELHOST_GUEST_DIR"),
+            "/accelhost_plugin_xocl.wasm"
+        )),
+    ),
+];
 
 /// The component bytes of the built-in plugin `name`.
 pub fn module(name: &str) -> Option<&'static [u8]> {

@@ -33,8 +33,9 @@ pub mod types;
 pub mod workloads;
 
 pub use api::{
-    AcceleratorState, DmaBuffer, Enumeration, Filter, Handle, Host, HostBuilder, MmioRegion,
-    ObjectType, OpenMode, Properties, Token, host_matches, local_hostname,
+    AcceleratorState, Arg, DmaBuffer, Enumeration, Event, EventStatus, Filter, Handle, Host,
+    HostBuilder, Kernel, Memory, MemoryKind, MmioRegion, ObjectType, OpenMode, Program, Properties,
+    Queue, Token, host_matches, local_hostname,
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, Result};

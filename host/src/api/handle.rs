@@ -8,13 +8,18 @@ use std::time::{Duration, Instant};
 
 use super::host::HostInner;
 use super::token::Token;
+use crate::devices::Completion;
 use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_until};
 use crate::error::{Error, Result};
-use crate::imports::ImageResource;
+use crate::imports::{EventResource, ImageResource, PluginState};
 use crate::manager::PluginSlot;
 use crate::manager::handles::HandleKey;
 use crate::manager::lease::Lease;
+use crate::runtime::bindings::Plugin;
+use crate::runtime::bindings::accel::plugin::types::Error as WitError;
 use crate::runtime::bindings::exports::accel::plugin::fpga::BufferFlags;
+use wasmtime::Store;
+use wasmtime::component::Resource;
 
 /// An open accelerator. Clones share the one open; it is closed by [`Handle::close`] or when
 /// the last clone, and the last [`DmaBuffer`] prepared through it, is dropped.
@@ -63,6 +68,62 @@ impl Handle {
     fn target(&self) -> Result<(Arc<PluginSlot>, u64, u64)> {
         self.inner.lease.check("handle")?;
         self.inner.host.manager.resolve(self.inner.key)
+    }
+
+    /// `Ok` while the handle is open.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        self.target().map(drop)
+    }
+
+    /// Whether `other` is a clone of this handle (the same open).
+    pub(crate) fn same_open(&self, other: &Handle) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Calls the plugin about this handle; `f` gets the plugin-side handle number.
+    pub(crate) fn call<R: fmt::Debug>(
+        &self,
+        call: &'static str,
+        args: fmt::Arguments<'_>,
+        f: impl FnOnce(&Plugin, &mut Store<PluginState>, u64) -> wasmtime::Result<Result<R, WitError>>,
+    ) -> Result<R> {
+        let (slot, generation, handle) = self.target()?;
+        slot.call(call, Some(generation), args, |p, s| f(p, s, handle))
+    }
+
+    /// Like [`call`](Self::call), for releases: nothing to do once the handle is closed or
+    /// its plugin instance ended (everything it held went with it).
+    pub(crate) fn call_if_open(
+        &self,
+        call: &'static str,
+        args: fmt::Arguments<'_>,
+        f: impl FnOnce(&Plugin, &mut Store<PluginState>, u64) -> wasmtime::Result<Result<(), WitError>>,
+    ) -> Result<()> {
+        if !self.is_open() {
+            return Ok(());
+        }
+        match self.call(call, args, f) {
+            Err(Error::Stale { .. }) | Err(Error::PluginUnavailable { .. }) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// A call that returns an event: the host takes the completion out of the plugin's table.
+    pub(crate) fn call_with_event(
+        &self,
+        call: &'static str,
+        args: fmt::Arguments<'_>,
+        f: impl FnOnce(
+            &Plugin,
+            &mut Store<PluginState>,
+        ) -> wasmtime::Result<Result<Resource<EventResource>, WitError>>,
+    ) -> Result<Arc<Completion>> {
+        self.call(call, args, |p, s, _| {
+            Ok(match f(p, &mut *s)? {
+                Ok(event) => Ok(s.data_mut().table().delete(event)?.completion),
+                Err(err) => Err(err),
+            })
+        })
     }
 
     /// Maps MMIO region `index` (0 is the AFU's registers).
@@ -144,9 +205,14 @@ impl Handle {
         )
     }
 
-    /// Loads `image` (a bitstream or device binary) into reconfigurable slot `slot`. The
-    /// plugin sees the image through host reads; the bytes are not copied into wasm.
+    /// Loads `image` (a bitstream or device binary) into reconfigurable slot `slot`. An image
+    /// the host recognizes (an xclbin) is validated first; the plugin sees the image through
+    /// host reads, and the bytes are not copied into wasm.
     pub fn reconfigure(&self, slot_index: u32, image: &[u8]) -> Result<()> {
+        crate::devices::validate_image(image).map_err(|message| Error::InvalidArgument {
+            call: "reconfigure",
+            message,
+        })?;
         let (slot, generation, handle) = self.target()?;
         let bytes: Arc<[u8]> = image.into();
         slot.call(

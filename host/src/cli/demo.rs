@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use accelhost::workloads::nlb0;
-use accelhost::{Filter, OpenMode};
+use accelhost::workloads::{nlb0, vadd};
+use accelhost::{Host, OpenMode, Token};
 use anyhow::bail;
 
 use super::table;
@@ -15,6 +15,31 @@ pub struct Args {
     /// of 64 bytes).
     #[arg(long, value_delimiter = ',', default_value = "1MiB,64MiB", value_parser = parse_size)]
     sizes: Vec<u64>,
+    /// Vector lengths for vadd on XRT cards, comma-separated (Ki and Mi suffixes).
+    #[arg(long, value_delimiter = ',', default_value = "1Ki,16Mi", value_parser = parse_count)]
+    elements: Vec<u32>,
+    /// How many tiny vadd launches to time (0 skips them).
+    #[arg(long, default_value_t = 2000)]
+    launches: u32,
+}
+
+/// `16Mi` → 16777216.
+fn parse_count(text: &str) -> Result<u32, String> {
+    let text = text.trim();
+    let (digits, scale) = if let Some(d) = text.strip_suffix("Mi") {
+        (d, 1u64 << 20)
+    } else if let Some(d) = text.strip_suffix("Ki") {
+        (d, 1 << 10)
+    } else {
+        (text, 1)
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a count such as 1Ki or 16Mi"))?;
+    match n.checked_mul(scale) {
+        Some(n @ 1..=0x4000_0000) => Ok(n as u32),
+        _ => Err(format!("{text} is out of range: 1 to 1Gi elements")),
+    }
 }
 
 /// `64MiB` → 67108864.
@@ -51,63 +76,169 @@ fn human(bytes: u64) -> String {
     }
 }
 
+/// One row of the table.
+struct Row {
+    device: String,
+    plugin: String,
+    workload: String,
+    bytes: String,
+    rate: String,
+    result: String,
+    ok: bool,
+}
+
+impl Row {
+    fn new(token: &Token, workload: impl Into<String>, bytes: impl Into<String>) -> Self {
+        Row {
+            device: token.id(),
+            plugin: token.plugin().to_string(),
+            workload: workload.into(),
+            bytes: bytes.into(),
+            rate: "-".into(),
+            result: String::new(),
+            ok: false,
+        }
+    }
+
+    fn failed(mut self, err: impl std::fmt::Display) -> Self {
+        self.result = format!("FAILED: {err}");
+        self.ok = false;
+        self
+    }
+}
+
+/// The hello_fpga loopback on an NLB0 port, one row per size.
+fn run_nlb0(host: &Host, token: &Token, sizes: &[u64], rows: &mut Vec<Row>) {
+    for &bytes in sizes {
+        eprintln!(
+            "running the hello_fpga loopback of {} on {} ...",
+            human(bytes),
+            token.id()
+        );
+        let row = Row::new(token, "nlb0 loopback (hello_fpga)", human(bytes));
+        let outcome = host.open(token, OpenMode::Exclusive).and_then(|handle| {
+            let report = nlb0::loopback(&handle, bytes);
+            handle.close()?;
+            report
+        });
+        rows.push(match outcome {
+            Ok(report) if report.verified() => Row {
+                rate: format!("{:.2}", report.gigabytes_per_second()),
+                result: format!("verified ({} run(s))", report.runs),
+                ok: true,
+                ..row
+            },
+            Ok(report) => Row {
+                rate: format!("{:.2}", report.gigabytes_per_second()),
+                ..row.failed(format!(
+                    "{} byte(s) differ, first at {:#x}",
+                    report.mismatched_bytes,
+                    report.first_mismatch.unwrap_or_default()
+                ))
+            },
+            Err(err) => row.failed(err),
+        });
+    }
+}
+
+/// vadd on an XRT card: each size, then the rate of tiny launches.
+fn run_vadd(host: &Host, token: &Token, elements: &[u32], launches: u32, rows: &mut Vec<Row>) {
+    let handle = match host.open(token, OpenMode::Exclusive) {
+        Ok(handle) => handle,
+        Err(err) => {
+            rows.push(Row::new(token, "vadd", "-").failed(err));
+            return;
+        }
+    };
+    eprintln!(
+        "loading the vadd xclbin (4 compute units) on {} ...",
+        token.id()
+    );
+    let kernel = match vadd::load(&handle, 4) {
+        Ok(kernel) => kernel,
+        Err(err) => {
+            rows.push(Row::new(token, "vadd", "-").failed(err));
+            return;
+        }
+    };
+    for &n in elements {
+        eprintln!(
+            "running vadd on {} elements on {} ...",
+            count(n),
+            token.id()
+        );
+        let row = Row::new(
+            token,
+            format!("vadd {} elements", count(n)),
+            human(u64::from(n) * 4),
+        );
+        rows.push(match vadd::run(&handle, &kernel, n) {
+            Ok(report) if report.verified() => Row {
+                rate: format!("{:.2}", report.gigabytes_per_second()),
+                result: format!("verified ({:.1} ms)", report.elapsed.as_secs_f64() * 1e3),
+                ok: true,
+                ..row
+            },
+            Ok(report) => row.failed(format!(
+                "{} element(s) differ, first at {}",
+                report.mismatches,
+                report.first_mismatch.unwrap_or_default()
+            )),
+            Err(err) => row.failed(err),
+        });
+    }
+    if launches > 0 {
+        eprintln!(
+            "making {launches} tiny vadd launches on one queue on {} ...",
+            token.id()
+        );
+        let row = Row::new(token, format!("vadd x{launches} tiny launches"), "4 B");
+        rows.push(match vadd::tiny_launches(&handle, &kernel, launches) {
+            Ok(report) if report.verified => Row {
+                result: format!("verified, {:.0} launches/s", report.per_second()),
+                ok: true,
+                ..row
+            },
+            Ok(_) => row.failed("the final value is wrong"),
+            Err(err) => row.failed(err),
+        });
+    }
+}
+
+/// `16777216` → `16 Mi`.
+fn count(n: u32) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} Mi", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} Ki", n >> 10),
+        n => n.to_string(),
+    }
+}
+
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let host = super::start_host(config)?;
-    let found = host.enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)]);
+    let found = host.enumerate(&[]);
     for failure in &found.failures {
         eprintln!("warning: {failure}");
     }
-    if found.tokens.is_empty() {
+    let mut rows = Vec::new();
+    for token in &found.tokens {
+        if nlb0::is_nlb0(token) {
+            run_nlb0(&host, token, &args.sizes, &mut rows);
+        } else if vadd::is_xocl(token) {
+            run_vadd(&host, token, &args.elements, args.launches, &mut rows);
+        }
+    }
+    if rows.is_empty() {
         bail!(
-            "no NLB0 accelerator found (config: {}); `accelhost list` shows the devices there are",
+            "no device with a canonical workload found (config: {}); `accelhost list` shows the devices there are",
             host.config().source
         );
     }
-    let mut rows = Vec::new();
-    let mut all_ok = true;
-    for token in &found.tokens {
-        for &bytes in &args.sizes {
-            eprintln!(
-                "running the hello_fpga loopback of {} on {} ...",
-                human(bytes),
-                token.id()
-            );
-            let outcome = host.open(token, OpenMode::Exclusive).and_then(|handle| {
-                let report = nlb0::loopback(&handle, bytes);
-                handle.close()?;
-                report
-            });
-            let (rate, result) = match outcome {
-                Ok(report) if report.verified() => (
-                    format!("{:.2}", report.gigabytes_per_second()),
-                    format!("verified ({} run(s))", report.runs),
-                ),
-                Ok(report) => {
-                    all_ok = false;
-                    (
-                        format!("{:.2}", report.gigabytes_per_second()),
-                        format!(
-                            "FAILED: {} byte(s) differ, first at {:#x}",
-                            report.mismatched_bytes,
-                            report.first_mismatch.unwrap_or_default()
-                        ),
-                    )
-                }
-                Err(err) => {
-                    all_ok = false;
-                    ("-".into(), format!("FAILED: {err}"))
-                }
-            };
-            rows.push(vec![
-                token.id(),
-                token.plugin().to_string(),
-                "nlb0 loopback (hello_fpga)".into(),
-                human(bytes),
-                rate,
-                result,
-            ]);
-        }
-    }
+    let all_ok = rows.iter().all(|r| r.ok);
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| vec![r.device, r.plugin, r.workload, r.bytes, r.rate, r.result])
+        .collect();
     print!(
         "{}",
         table::render(
@@ -137,5 +268,10 @@ mod tests {
         assert_eq!(human(64 << 20), "64 MiB");
         assert_eq!(human(4096), "4 KiB");
         assert_eq!(human(100), "100 B");
+        assert_eq!(parse_count("16Mi"), Ok(16 << 20));
+        assert_eq!(parse_count("1Ki"), Ok(1024));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("2x").is_err());
+        assert_eq!(count(16 << 20), "16 Mi");
     }
 }

@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 /// Finds the device `wanted` names among `tokens`.
-fn select<'a>(tokens: &'a [Token], wanted: &str) -> anyhow::Result<&'a Token> {
+pub fn select<'a>(tokens: &'a [Token], wanted: &str) -> anyhow::Result<&'a Token> {
     if let Some(token) = tokens.iter().find(|t| t.id() == wanted) {
         return Ok(token);
     }

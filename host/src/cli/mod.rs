@@ -5,7 +5,9 @@ mod demo;
 mod info;
 mod list;
 mod plugins;
+mod program;
 mod table;
+mod xclbin;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,8 +53,14 @@ enum Command {
     /// Check a config file, and that every plugin module in it can be loaded.
     CheckConfig(check_config::Args),
     /// Run the canonical workload on every device and verify it: OPAE's hello_fpga flow on
-    /// every NLB0 port (1 MiB and 64 MiB), with a table of throughput and results.
+    /// every NLB0 port (1 MiB and 64 MiB) and vadd on every XRT card (1 Ki and 16 Mi elements,
+    /// plus the rate of tiny launches), with a table of throughput and results.
     Demo(demo::Args),
+    /// Load an image (an xclbin for XRT cards) onto a device.
+    Program(program::Args),
+    /// Write xclbin images for the emulated XRT card, or check one.
+    #[command(subcommand)]
+    Xclbin(xclbin::Command),
 }
 
 /// Sets up logging from `ACCELHOST_LOG` (default `warn`); `ACCELHOST_TRACE` adds the boundary
@@ -84,6 +92,8 @@ pub fn main() -> ExitCode {
         Command::Plugins(args) => plugins::run(cli.config, args),
         Command::CheckConfig(args) => check_config::run(args),
         Command::Demo(args) => demo::run(cli.config, args),
+        Command::Program(args) => program::run(cli.config, args),
+        Command::Xclbin(command) => xclbin::run(command),
     };
     match result {
         Ok(code) => code,

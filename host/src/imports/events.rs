@@ -25,6 +25,14 @@ impl events::HostEvent for PluginState {
         self.push_event(CompletionState::Failed(error.message))
     }
 
+    fn duplicate(
+        &mut self,
+        event: Resource<EventResource>,
+    ) -> wasmtime::Result<Resource<EventResource>> {
+        let completion = self.table.get(&event)?.completion.clone();
+        Ok(self.table.push(EventResource { completion })?)
+    }
+
     fn state(&mut self, event: Resource<EventResource>) -> wasmtime::Result<EventState> {
         Ok(match self.table.get(&event)?.completion.state() {
             CompletionState::Pending => EventState::Pending,

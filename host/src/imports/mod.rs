@@ -8,6 +8,7 @@ mod events;
 mod image;
 mod log;
 mod mmio;
+mod xocl;
 
 use std::io;
 use std::sync::Arc;
@@ -143,8 +144,16 @@ pub(crate) fn code_for_io(err: &io::Error) -> ErrorCode {
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::ENXIO) => ErrorCode::NotFound,
         Some(libc::ETIMEDOUT) => ErrorCode::Timeout,
         Some(_) => ErrorCode::DeviceError,
-        None if err.kind() == io::ErrorKind::OutOfMemory => ErrorCode::OutOfMemory,
-        None => ErrorCode::DeviceError,
+        None => match err.kind() {
+            io::ErrorKind::OutOfMemory => ErrorCode::OutOfMemory,
+            io::ErrorKind::InvalidInput => ErrorCode::InvalidArgument,
+            io::ErrorKind::NotFound => ErrorCode::NotFound,
+            io::ErrorKind::ResourceBusy => ErrorCode::Busy,
+            io::ErrorKind::PermissionDenied => ErrorCode::PermissionDenied,
+            io::ErrorKind::TimedOut => ErrorCode::Timeout,
+            io::ErrorKind::Unsupported => ErrorCode::Unsupported,
+            _ => ErrorCode::DeviceError,
+        },
     }
 }
 
@@ -173,6 +182,24 @@ pub struct ImageResource {
 /// A completion object.
 pub struct EventResource {
     pub(crate) completion: Arc<Completion>,
+}
+
+/// An open xocl device (a KDS client), shared with the BOs created through it.
+pub struct XoclDeviceResource {
+    pub(crate) client: Arc<dyn crate::devices::xocl::XoclClient>,
+    pub(crate) path: String,
+}
+
+/// A buffer object; dropping it frees the BO (GEM_CLOSE).
+pub struct BoResource {
+    pub(crate) client: Arc<dyn crate::devices::xocl::XoclClient>,
+    pub(crate) info: crate::devices::xocl::BoInfo,
+}
+
+impl Drop for BoResource {
+    fn drop(&mut self) {
+        let _ = self.client.free_bo(self.info.handle);
+    }
 }
 
 /// An open DFL port; dropping it closes the port.

@@ -15,5 +15,7 @@ wasmtime::component::bindgen!({
         "accel:plugin/image.image": crate::imports::ImageResource,
         "accel:plugin/events.event": crate::imports::EventResource,
         "accel:plugin/dfl.port": crate::imports::PortResource,
+        "accel:plugin/xocl.device": crate::imports::XoclDeviceResource,
+        "accel:plugin/xocl.bo": crate::imports::BoResource,
     },
 });

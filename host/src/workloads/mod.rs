@@ -2,3 +2,4 @@
 //! tests and the benchmarks, so that all three measure the same thing.
 
 pub mod nlb0;
+pub mod vadd;

@@ -90,8 +90,13 @@ impl<P: Plugin> fpga::Guest for Exports<P> {
 }
 
 impl<P: Plugin> offload::Guest for Exports<P> {
-    fn mem_alloc(handle: u64, kind: MemoryKind, size: u64) -> Result<Allocation, Error> {
-        with_plugin(|p: &mut P| p.mem_alloc(handle, kind, size))
+    fn mem_alloc(
+        handle: u64,
+        kind: MemoryKind,
+        size: u64,
+        bank: Option<u32>,
+    ) -> Result<Allocation, Error> {
+        with_plugin(|p: &mut P| p.mem_alloc(handle, kind, size, bank))
     }
     fn mem_free(handle: u64, id: u64) -> Result<(), Error> {
         with_plugin(|p: &mut P| p.mem_free(handle, id))

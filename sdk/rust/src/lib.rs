@@ -59,7 +59,7 @@ pub use filter::{filter_matches, host_matches};
 
 /// The services the host offers a plugin: each one checks the plugin's grants.
 pub mod host {
-    pub use crate::bindings::accel::plugin::{clock, dfl, dma, events, image, log, mmio};
+    pub use crate::bindings::accel::plugin::{clock, dfl, dma, events, image, log, mmio, xocl};
 }
 
 /// The result type of every plugin call.
@@ -164,7 +164,13 @@ pub trait Plugin: Default + 'static {
         Err(Error::unsupported("register-event"))
     }
 
-    fn mem_alloc(&mut self, handle: u64, kind: MemoryKind, size: u64) -> Result<Allocation> {
+    fn mem_alloc(
+        &mut self,
+        handle: u64,
+        kind: MemoryKind,
+        size: u64,
+        bank: Option<u32>,
+    ) -> Result<Allocation> {
         Err(Error::unsupported("mem-alloc"))
     }
 

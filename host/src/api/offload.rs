@@ -1,0 +1,588 @@
+//! The offload-style half of the API, as liboffload and Unified Runtime offer it: memory of
+//! host, device and shared kinds, programs from device images, kernels by name, in-order
+//! queues, memcpy and kernel launches, and the events every enqueue returns. Objects are
+//! reference counted (clone to retain, drop to release); the device handle they came from
+//! stays open while any of them lives. Waiting happens on the host, never in the plugin.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::handle::Handle;
+use crate::devices::{Completion, CompletionState, DmaMemory};
+use crate::error::{Error, Result};
+use crate::imports::ImageResource;
+use crate::runtime::bindings::exports::accel::plugin::offload as wit;
+
+/// The kinds of memory an allocation can be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Host memory the device reaches directly; the application reads and writes it.
+    Host,
+    /// Device memory; it moves to and from the host with [`Queue::enqueue_memcpy`].
+    Device,
+    /// Memory both sides reach at the same address.
+    Shared,
+}
+
+impl From<MemoryKind> for wit::MemoryKind {
+    fn from(kind: MemoryKind) -> Self {
+        match kind {
+            MemoryKind::Host => wit::MemoryKind::Host,
+            MemoryKind::Device => wit::MemoryKind::Device,
+            MemoryKind::Shared => wit::MemoryKind::Shared,
+        }
+    }
+}
+
+/// An allocation. Released (freed on the device) when the last clone is dropped and no
+/// queued command uses it any more.
+#[derive(Clone)]
+pub struct Memory {
+    inner: Arc<MemoryInner>,
+}
+
+struct MemoryInner {
+    handle: Handle,
+    id: u64,
+    kind: MemoryKind,
+    size: u64,
+    device_address: u64,
+    host: Option<Arc<DmaMemory>>,
+}
+
+impl Drop for MemoryInner {
+    fn drop(&mut self) {
+        let id = self.id;
+        let result = self
+            .handle
+            .call_if_open("mem-free", format_args!("id={id}"), |p, s, h| {
+                p.accel_plugin_offload().call_mem_free(s, h, id)
+            });
+        if let Err(err) = result {
+            tracing::warn!(device = %self.handle.token().id(), id, "freeing memory: {err}");
+        }
+    }
+}
+
+impl Memory {
+    /// The size in bytes (at least what was asked for).
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// The kind it was allocated as.
+    pub fn kind(&self) -> MemoryKind {
+        self.inner.kind
+    }
+
+    /// The address kernels use.
+    pub fn device_address(&self) -> u64 {
+        self.inner.device_address
+    }
+
+    fn host(&self, call: &'static str) -> Result<&DmaMemory> {
+        self.inner.handle.check_open()?;
+        self.inner
+            .host
+            .as_deref()
+            .ok_or_else(|| Error::InvalidArgument {
+                call,
+                message: "device memory is not host-visible: copy it with Queue::enqueue_memcpy"
+                    .into(),
+            })
+    }
+
+    fn range(&self, err: crate::devices::RangeError) -> Error {
+        Error::Buffer {
+            device: self.inner.handle.token().id(),
+            id: self.inner.id,
+            source: err,
+        }
+    }
+
+    /// Writes `data` at `offset` (host and shared memory only).
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.host("Memory::write")?
+            .write(offset, data)
+            .map_err(|e| self.range(e))
+    }
+
+    /// Reads `out.len()` bytes at `offset` (host and shared memory only).
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.host("Memory::read")?
+            .read(offset, out)
+            .map_err(|e| self.range(e))
+    }
+
+    fn same_device(&self, handle: &Handle, call: &'static str) -> Result<()> {
+        if self.inner.handle.same_open(handle) {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                call,
+                message: "the memory was allocated through another device handle".into(),
+            })
+        }
+    }
+}
+
+impl fmt::Debug for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Memory")
+            .field("id", &self.inner.id)
+            .field("kind", &self.inner.kind)
+            .field("size", &self.inner.size)
+            .field(
+                "device_address",
+                &format_args!("{:#x}", self.inner.device_address),
+            )
+            .finish()
+    }
+}
+
+/// A program created from a device image (for XRT: an xclbin).
+#[derive(Clone)]
+pub struct Program {
+    inner: Arc<ProgramInner>,
+}
+
+struct ProgramInner {
+    handle: Handle,
+    id: u64,
+}
+
+impl Drop for ProgramInner {
+    fn drop(&mut self) {
+        let id = self.id;
+        let result = self.handle.call_if_open(
+            "program-release",
+            format_args!("program={id}"),
+            |p, s, _| p.accel_plugin_offload().call_program_release(s, id),
+        );
+        if let Err(err) = result {
+            tracing::warn!(device = %self.handle.token().id(), id, "releasing a program: {err}");
+        }
+    }
+}
+
+impl Program {
+    /// Looks up the kernel `name`.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let program = self.inner.id;
+        let id = self.inner.handle.call(
+            "kernel-get",
+            format_args!("program={program} name={name}"),
+            |p, s, _| p.accel_plugin_offload().call_kernel_get(s, program, name),
+        )?;
+        Ok(Kernel {
+            inner: Arc::new(KernelInner {
+                program: self.clone(),
+                id,
+                name: name.to_string(),
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Program")
+            .field("id", &self.inner.id)
+            .finish()
+    }
+}
+
+/// A kernel of a program; it keeps the program alive.
+#[derive(Clone)]
+pub struct Kernel {
+    inner: Arc<KernelInner>,
+}
+
+struct KernelInner {
+    program: Program,
+    id: u64,
+    name: String,
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue").field("id", &self.inner.id).finish()
+    }
+}
+
+/// One kernel argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// A buffer: the kernel gets its device address.
+    Memory(&'a Memory),
+    /// A buffer at a byte offset.
+    MemoryAt(&'a Memory, u64),
+    /// A 32-bit scalar.
+    U32(u32),
+    /// A signed 32-bit scalar.
+    I32(i32),
+    /// A 64-bit scalar.
+    U64(u64),
+    /// Raw bytes for a scalar of that size.
+    Bytes(&'a [u8]),
+}
+
+/// How a completed, failed or pending command stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventStatus {
+    /// Still queued or running.
+    Pending,
+    /// Finished successfully.
+    Complete,
+    /// Finished with an error; the message says why.
+    Failed(String),
+}
+
+/// The completion of one enqueued command, waited on the host.
+#[derive(Clone)]
+pub struct Event {
+    inner: Arc<EventInner>,
+}
+
+struct EventInner {
+    completion: Arc<Completion>,
+    what: String,
+}
+
+impl Event {
+    /// Where the command stands, without waiting.
+    pub fn status(&self) -> EventStatus {
+        match self.inner.completion.state() {
+            CompletionState::Pending => EventStatus::Pending,
+            CompletionState::Complete => EventStatus::Complete,
+            CompletionState::Failed(why) => EventStatus::Failed(why),
+        }
+    }
+
+    /// Waits until the command finished.
+    pub fn wait(&self) -> Result<()> {
+        self.wait_until(None)
+    }
+
+    /// Waits up to `timeout` for the command to finish.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        self.wait_until(Some(timeout))
+    }
+
+    fn wait_until(&self, timeout: Option<Duration>) -> Result<()> {
+        let deadline = timeout
+            .and_then(|t| Instant::now().checked_add(t))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
+        match self.inner.completion.wait(deadline) {
+            CompletionState::Complete => Ok(()),
+            CompletionState::Failed(why) => Err(Error::Device {
+                device: self.inner.what.clone(),
+                message: why,
+            }),
+            CompletionState::Pending => Err(Error::WaitTimeout {
+                what: self.inner.what.clone(),
+                waited_ms: timeout.map_or(0, |t| t.as_millis() as u64),
+                last: 0,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("what", &self.inner.what)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+/// What a queued command keeps alive (its memory and kernel) until it finished.
+type Kept = Box<dyn std::any::Any + Send + Sync>;
+
+/// An in-order queue: each command starts after the previous one finished.
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<QueueInner>,
+}
+
+struct QueueInner {
+    handle: Handle,
+    id: u64,
+    /// Commands not known to have finished, with what they use; oldest first.
+    in_flight: Mutex<Vec<(Event, Vec<Kept>)>>,
+}
+
+impl Drop for QueueInner {
+    fn drop(&mut self) {
+        // Drain before release: a queue's commands finish before their memory is freed.
+        let in_flight =
+            std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some((last, _)) = in_flight.last() {
+            let _ = last.wait();
+        }
+        drop(in_flight);
+        let id = self.id;
+        let result =
+            self.handle
+                .call_if_open("queue-release", format_args!("queue={id}"), |p, s, _| {
+                    p.accel_plugin_offload().call_queue_release(s, id)
+                });
+        if let Err(err) = result {
+            tracing::warn!(device = %self.handle.token().id(), id, "releasing a queue: {err}");
+        }
+    }
+}
+
+impl Queue {
+    fn range(memory: &Memory, offset: u64, size: u64, what: &str) -> Result<wit::MemoryRange> {
+        if offset
+            .checked_add(size)
+            .is_none_or(|end| end > memory.size())
+        {
+            return Err(Error::InvalidArgument {
+                call: "enqueue-memcpy",
+                message: format!(
+                    "the {what}: {size} bytes at offset {offset} run past the {}-byte allocation",
+                    memory.size()
+                ),
+            });
+        }
+        Ok(wit::MemoryRange {
+            allocation: memory.inner.id,
+            offset,
+        })
+    }
+
+    /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`, in any
+    /// direction (host↔device, device↔device), after the queue's previous command.
+    pub fn enqueue_memcpy(
+        &self,
+        dst: &Memory,
+        dst_offset: u64,
+        src: &Memory,
+        src_offset: u64,
+        size: u64,
+    ) -> Result<Event> {
+        let handle = &self.inner.handle;
+        dst.same_device(handle, "enqueue-memcpy")?;
+        src.same_device(handle, "enqueue-memcpy")?;
+        let to = Self::range(dst, dst_offset, size, "destination")?;
+        let from = Self::range(src, src_offset, size, "source")?;
+        let queue = self.inner.id;
+        let event = handle.call_with_event(
+            "enqueue-memcpy",
+            format_args!("queue={queue} size={size}"),
+            |p, s| {
+                p.accel_plugin_offload()
+                    .call_enqueue_memcpy(s, queue, to, from, size)
+            },
+        )?;
+        Ok(self.track(
+            event,
+            "memcpy",
+            vec![Box::new(dst.clone()), Box::new(src.clone())],
+        ))
+    }
+
+    /// Launches `kernel` with `args` after the queue's previous command.
+    pub fn enqueue_launch(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<Event> {
+        let handle = &self.inner.handle;
+        if !kernel.inner.program.inner.handle.same_open(handle) {
+            return Err(Error::InvalidArgument {
+                call: "enqueue-launch",
+                message: "the kernel's program was created through another device handle".into(),
+            });
+        }
+        let mut kept: Vec<Kept> = vec![Box::new(kernel.clone())];
+        let mut wit_args = Vec::with_capacity(args.len());
+        for arg in args {
+            wit_args.push(match *arg {
+                Arg::Memory(memory) | Arg::MemoryAt(memory, _) => {
+                    memory.same_device(handle, "enqueue-launch")?;
+                    let offset = match *arg {
+                        Arg::MemoryAt(_, offset) => offset,
+                        _ => 0,
+                    };
+                    kept.push(Box::new(memory.clone()));
+                    wit::KernelArgument::Memory(wit::MemoryRange {
+                        allocation: memory.inner.id,
+                        offset,
+                    })
+                }
+                Arg::U32(v) => wit::KernelArgument::Scalar32(v),
+                Arg::I32(v) => wit::KernelArgument::Scalar32(v as u32),
+                Arg::U64(v) => wit::KernelArgument::Scalar64(v),
+                Arg::Bytes(bytes) => wit::KernelArgument::Bytes(bytes.to_vec()),
+            });
+        }
+        let queue = self.inner.id;
+        let kernel_id = kernel.inner.id;
+        let size = wit::LaunchSize {
+            global: (1, 1, 1),
+            local: (1, 1, 1),
+        };
+        let event = handle.call_with_event(
+            "enqueue-launch",
+            format_args!("queue={queue} kernel={} args={}", kernel.name(), args.len()),
+            |p, s| {
+                p.accel_plugin_offload()
+                    .call_enqueue_launch(s, queue, kernel_id, &wit_args, size)
+            },
+        )?;
+        Ok(self.track(event, &format!("launch of {}", kernel.name()), kept))
+    }
+
+    /// Waits until every command enqueued so far finished; the first failure is returned.
+    pub fn finish(&self) -> Result<()> {
+        let in_flight = std::mem::take(&mut *self.lock());
+        let mut result = Ok(());
+        for (event, _) in &in_flight {
+            let outcome = event.wait();
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        drop(in_flight);
+        result
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Event, Vec<Kept>)>> {
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn track(&self, completion: Arc<Completion>, what: &str, kept: Vec<Kept>) -> Event {
+        let event = Event {
+            inner: Arc::new(EventInner {
+                completion,
+                what: format!("{} on {}", what, self.inner.handle.token().id()),
+            }),
+        };
+        let finished = {
+            let mut in_flight = self.lock();
+            let done = in_flight
+                .iter()
+                .take_while(|(e, _)| e.inner.completion.is_finished())
+                .count();
+            let finished: Vec<_> = in_flight.drain(..done).collect();
+            in_flight.push((event.clone(), kept));
+            finished
+        };
+        // Freed outside the lock: releasing memory calls into the plugin.
+        drop(finished);
+        event
+    }
+}
+
+impl Handle {
+    /// Allocates `size` bytes of `kind` memory on this device.
+    pub fn alloc(&self, kind: MemoryKind, size: u64) -> Result<Memory> {
+        self.alloc_inner(kind, size, None)
+    }
+
+    /// Allocates device memory in memory bank `bank` (for devices with several banks).
+    pub fn alloc_in_bank(&self, kind: MemoryKind, size: u64, bank: u32) -> Result<Memory> {
+        self.alloc_inner(kind, size, Some(bank))
+    }
+
+    fn alloc_inner(&self, kind: MemoryKind, size: u64, bank: Option<u32>) -> Result<Memory> {
+        let (id, host, device_address) = self.call(
+            "mem-alloc",
+            format_args!("kind={kind:?} size={size} bank={bank:?}"),
+            |p, s, h| {
+                Ok(
+                    match p.accel_plugin_offload().call_mem_alloc(
+                        &mut *s,
+                        h,
+                        kind.into(),
+                        size,
+                        bank,
+                    )? {
+                        Ok(allocation) => {
+                            let host = match allocation.buffer {
+                                Some(buffer) => Some(s.data_mut().table().delete(buffer)?.memory),
+                                None => None,
+                            };
+                            Ok((allocation.id, host, allocation.device_address))
+                        }
+                        Err(err) => Err(err),
+                    },
+                )
+            },
+        )?;
+        let size = host.as_ref().map_or(size, |h| h.len().max(size));
+        Ok(Memory {
+            inner: Arc::new(MemoryInner {
+                handle: self.clone(),
+                id,
+                kind,
+                size,
+                device_address,
+                host,
+            }),
+        })
+    }
+
+    /// Creates a program from a device image (an xclbin for XRT cards). A malformed image is
+    /// refused here, with what is wrong, before the plugin sees it.
+    pub fn create_program(&self, image: &[u8]) -> Result<Program> {
+        crate::devices::validate_image(image).map_err(|message| Error::InvalidArgument {
+            call: "create-program",
+            message,
+        })?;
+        let bytes: Arc<[u8]> = image.into();
+        let id = self.call(
+            "program-create",
+            format_args!("image={} bytes", bytes.len()),
+            |p, s, h| {
+                let image = s.data_mut().table().push(ImageResource { bytes })?;
+                let borrowed =
+                    wasmtime::component::Resource::<ImageResource>::new_borrow(image.rep());
+                let result = p
+                    .accel_plugin_offload()
+                    .call_program_create(&mut *s, h, borrowed);
+                s.data_mut().table().delete(image)?;
+                result
+            },
+        )?;
+        Ok(Program {
+            inner: Arc::new(ProgramInner {
+                handle: self.clone(),
+                id,
+            }),
+        })
+    }
+
+    /// Creates an in-order queue.
+    pub fn create_queue(&self) -> Result<Queue> {
+        let id = self.call("queue-create", format_args!(""), |p, s, h| {
+            p.accel_plugin_offload().call_queue_create(s, h)
+        })?;
+        Ok(Queue {
+            inner: Arc::new(QueueInner {
+                handle: self.clone(),
+                id,
+                in_flight: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+}

@@ -1,0 +1,402 @@
+//! The xocl family and the offload API end to end: the shipped xocl plugin (compiled to wasm)
+//! on the emulated XRT card, through the public embedding API.
+
+mod support;
+
+use std::time::Duration;
+
+use accelhost::devices::xocl::xclbin::{self, MemKind, XclbinBuilder};
+use accelhost::workloads::vadd::{self, VADD_UUID, is_xocl};
+use accelhost::{Arg, ErrorCode, EventStatus, Guid, Handle, Host, MemoryKind, OpenMode};
+use support::default_host;
+
+fn open_card(host: &Host) -> Handle {
+    let token = host
+        .enumerate(&[])
+        .tokens
+        .into_iter()
+        .find(is_xocl)
+        .expect("the embedded default has an XRT card");
+    host.open(&token, OpenMode::Exclusive).unwrap()
+}
+
+fn le_words(values: impl Iterator<Item = u32>) -> Vec<u8> {
+    values.flat_map(u32::to_le_bytes).collect()
+}
+
+fn read_words(memory: &accelhost::Memory, count: usize) -> Vec<u32> {
+    let mut bytes = vec![0u8; count * 4];
+    memory.read(0, &mut bytes).unwrap();
+    bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect()
+}
+
+#[test]
+fn the_card_is_listed_with_its_loaded_xclbin() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let before = handle.token().properties().clone();
+    assert_eq!((before.vendor_id, before.device_id), (0x10EE, 0x5001));
+    assert_eq!(handle.token().id(), "xocl/emu:xocl0");
+    vadd::load(&handle, 2).unwrap();
+    let after = handle.token().refresh().unwrap();
+    assert_eq!(
+        after.guid, VADD_UUID,
+        "the guid is the loaded xclbin's uuid"
+    );
+}
+
+#[test]
+fn vadd_is_exact_for_small_and_odd_sizes() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 2).unwrap();
+    for n in [1, 1000, 1024, 65_537] {
+        let report = vadd::run(&handle, &kernel, n).unwrap();
+        assert!(report.verified(), "{n}: {report:?}");
+    }
+}
+
+#[test]
+fn vadd_runs_on_several_compute_units_at_once() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let (handle, kernel) = (&handle, &kernel);
+            scope.spawn(move || {
+                let n = 50_000 + t * 1000;
+                let a = handle.alloc(MemoryKind::Host, u64::from(n) * 4).unwrap();
+                let b = handle.alloc(MemoryKind::Shared, u64::from(n) * 4).unwrap();
+                let c = handle.alloc(MemoryKind::Host, u64::from(n) * 4).unwrap();
+                a.write(0, &le_words((0..n).map(|i| i * t))).unwrap();
+                b.write(0, &le_words((0..n).map(|i| i + t))).unwrap();
+                let queue = handle.create_queue().unwrap();
+                for _ in 0..5 {
+                    queue
+                        .enqueue_launch(
+                            kernel,
+                            &[
+                                Arg::Memory(&a),
+                                Arg::Memory(&b),
+                                Arg::Memory(&c),
+                                Arg::U32(n),
+                            ],
+                        )
+                        .unwrap();
+                }
+                queue.finish().unwrap();
+                let out = read_words(&c, n as usize);
+                for (i, got) in out.iter().enumerate() {
+                    let i = i as u32;
+                    assert_eq!(*got, (i * t).wrapping_add(i + t), "thread {t} element {i}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn ten_thousand_in_order_launches_each_checked() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    const LAUNCHES: u32 = 10_000;
+    let chain = handle
+        .alloc(MemoryKind::Host, u64::from(LAUNCHES + 1) * 4)
+        .unwrap();
+    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
+    one.write(0, &1u32.to_le_bytes()).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let mut events = Vec::new();
+    for i in 0..LAUNCHES {
+        // chain[i + 1] = chain[i] + 1: right only if launch i ran after launch i - 1.
+        let event = queue
+            .enqueue_launch(
+                &kernel,
+                &[
+                    Arg::MemoryAt(&chain, u64::from(i) * 4),
+                    Arg::Memory(&one),
+                    Arg::MemoryAt(&chain, u64::from(i + 1) * 4),
+                    Arg::U32(1),
+                ],
+            )
+            .unwrap();
+        if i % 1000 == 999 {
+            events.push(event);
+        }
+    }
+    for event in &events {
+        event.wait().unwrap();
+        assert_eq!(event.status(), EventStatus::Complete);
+    }
+    queue.finish().unwrap();
+    let values = read_words(&chain, LAUNCHES as usize + 1);
+    for (i, value) in values.iter().enumerate() {
+        assert_eq!(
+            *value,
+            i as u32,
+            "launch {} wrote the wrong value",
+            i.max(1) - 1
+        );
+    }
+}
+
+#[test]
+fn memcpy_in_every_direction() {
+    let host = default_host();
+    let handle = open_card(&host);
+    vadd::load(&handle, 1).unwrap();
+    let size = 256 * 1024;
+    let pattern: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+    let host_a = handle.alloc(MemoryKind::Host, size as u64).unwrap();
+    let host_b = handle.alloc(MemoryKind::Host, size as u64).unwrap();
+    let shared = handle.alloc(MemoryKind::Shared, size as u64).unwrap();
+    let dev_a = handle.alloc(MemoryKind::Device, size as u64).unwrap();
+    let dev_b = handle.alloc(MemoryKind::Device, size as u64).unwrap();
+    host_a.write(0, &pattern).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let n = size as u64;
+    queue.enqueue_memcpy(&dev_a, 0, &host_a, 0, n).unwrap(); // host → device
+    queue.enqueue_memcpy(&dev_b, 0, &dev_a, 0, n).unwrap(); // device → device
+    queue.enqueue_memcpy(&shared, 0, &dev_b, 0, n).unwrap(); // device → shared
+    queue
+        .enqueue_memcpy(&host_b, 4096, &shared, 0, n - 4096)
+        .unwrap(); // shared → host, offset
+    queue.finish().unwrap();
+    let mut out = vec![0u8; size];
+    shared.read(0, &mut out).unwrap();
+    assert!(out == pattern, "host→device→device→shared");
+    host_b.read(0, &mut out).unwrap();
+    assert!(out[..4096].iter().all(|&b| b == 0));
+    assert!(
+        out[4096..] == pattern[..size - 4096],
+        "shared→host at an offset"
+    );
+    let err = dev_a.read(0, &mut out).unwrap_err();
+    assert_eq!(
+        err.code(),
+        ErrorCode::InvalidArgument,
+        "device memory is not host-visible"
+    );
+    let err = queue.enqueue_memcpy(&dev_a, 1, &host_a, 0, n).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("run past"), "{err}");
+}
+
+#[test]
+fn events_are_waited_one_by_one_and_by_queue() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 2).unwrap();
+    let n = 1 << 16;
+    let a = handle.alloc(MemoryKind::Host, n * 4).unwrap();
+    let c = handle.alloc(MemoryKind::Host, n * 4).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let first = queue
+        .enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&a),
+                Arg::Memory(&a),
+                Arg::Memory(&c),
+                Arg::U32(n as u32),
+            ],
+        )
+        .unwrap();
+    let copy = queue.enqueue_memcpy(&a, 0, &c, 0, n * 4).unwrap();
+    first.wait_timeout(Duration::from_secs(10)).unwrap();
+    copy.wait().unwrap();
+    let events: Vec<_> = (0..8)
+        .map(|_| {
+            queue
+                .enqueue_launch(
+                    &kernel,
+                    &[
+                        Arg::Memory(&a),
+                        Arg::Memory(&a),
+                        Arg::Memory(&a),
+                        Arg::U32(n as u32),
+                    ],
+                )
+                .unwrap()
+        })
+        .collect();
+    queue.finish().unwrap();
+    assert!(events.iter().all(|e| e.status() == EventStatus::Complete));
+}
+
+#[test]
+fn objects_live_until_their_last_release() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let program = handle.create_program(&vadd::vadd_image(1)).unwrap();
+    let kernel = program.kernel("vadd").unwrap();
+    drop(program);
+    let memory = handle.alloc(MemoryKind::Host, 64).unwrap();
+    let retained = memory.clone();
+    drop(memory);
+    retained
+        .write(0, &le_words([1u32, 2, 3].into_iter()))
+        .unwrap();
+    let queue = handle.create_queue().unwrap();
+    // The kernel keeps its program alive, the clone keeps the memory alive.
+    queue
+        .enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&retained),
+                Arg::Memory(&retained),
+                Arg::Memory(&retained),
+                Arg::U32(3),
+            ],
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(read_words(&retained, 3), [2, 4, 6]);
+    // Closing the handle ends everything made through it.
+    let queue2 = queue.clone();
+    drop(queue);
+    handle.clone().close().unwrap();
+    let err = queue2
+        .enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&retained),
+                Arg::Memory(&retained),
+                Arg::Memory(&retained),
+                Arg::U32(3),
+            ],
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Stale, "{err}");
+    assert_eq!(
+        retained.write(0, &[0]).unwrap_err().code(),
+        ErrorCode::Stale
+    );
+}
+
+#[test]
+fn launches_with_wrong_arguments_name_the_argument() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 1).unwrap();
+    let m = handle.alloc(MemoryKind::Host, 64).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let err = queue
+        .enqueue_launch(&kernel, &[Arg::Memory(&m), Arg::Memory(&m)])
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(
+        err.to_string()
+            .contains("takes 4 argument(s) (in1, in2, out_r, size), got 2"),
+        "{err}"
+    );
+    let err = queue
+        .enqueue_launch(
+            &kernel,
+            &[Arg::Memory(&m), Arg::U32(5), Arg::Memory(&m), Arg::U32(1)],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("argument 1 ('in2')"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("takes memory, got a 32-bit scalar"),
+        "{err}"
+    );
+    let err = queue
+        .enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&m),
+                Arg::Memory(&m),
+                Arg::Memory(&m),
+                Arg::U64(1),
+            ],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("argument 3 ('size')"), "{err}");
+    let err = queue
+        .enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&m),
+                Arg::Memory(&m),
+                Arg::Memory(&m),
+                Arg::U32(2000),
+            ],
+        )
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("outside this client's buffer objects"),
+        "{err}"
+    );
+    let err = handle
+        .create_program(&vadd::vadd_image(1))
+        .unwrap()
+        .kernel("vmul")
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotFound, "{err}");
+    assert!(err.to_string().contains("no kernel 'vmul'"), "{err}");
+}
+
+#[test]
+fn malformed_images_are_refused_before_the_plugin() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let good = vadd::vadd_image(1);
+    let mut bad_magic = good.clone();
+    bad_magic[..7].copy_from_slice(b"xclbin9");
+    let truncated = good[..good.len() - 10].to_vec();
+    let mut out_of_bounds = good.clone();
+    // The first section header's offset (at 456 + 24) moved past the end of the file.
+    out_of_bounds[480..488].copy_from_slice(&(good.len() as u64 * 2).to_le_bytes());
+    for (image, expect) in [
+        (&truncated, "malformed"),
+        (&out_of_bounds, "runs past the end"),
+    ] {
+        let err = handle.create_program(image).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+        assert!(err.to_string().contains(expect), "{expect}: {err}");
+    }
+    let err = handle.create_program(&bad_magic).unwrap_err();
+    assert!(
+        err.to_string().contains("magic") || err.to_string().contains("xclbin"),
+        "{err}"
+    );
+
+    let unknown = XclbinBuilder::new(Guid::new(9, 9))
+        .bank(MemKind::Ddr4, "bank0", 0, 1 << 30)
+        .kernel(xclbin::KernelMeta {
+            name: "vmul".into(),
+            args: vec![xclbin::KernelArg {
+                name: "a".into(),
+                index: 0,
+                offset: 0x10,
+                size: 8,
+                kind: xclbin::ArgKind::Global,
+            }],
+        })
+        .compute_unit("vmul", "vmul_1", 0x180_0000)
+        .connect("vmul_1", 0, 0)
+        .build();
+    let err = handle.create_program(&unknown).unwrap_err();
+    assert!(err.to_string().contains("unknown kernel 'vmul'"), "{err}");
+}
+
+#[test]
+fn another_xclbin_cannot_replace_one_in_use() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let _kernel = vadd::load(&handle, 2).unwrap();
+    let other = XclbinBuilder::vadd(Guid::new(1, 1), 1, 1).build();
+    let err = handle.create_program(&other).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+}
