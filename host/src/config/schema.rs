@@ -184,6 +184,21 @@ pub struct DeviceDecl {
     /// The port number reported for a dfl card (default 0).
     #[serde(default)]
     pub port_id: Option<u32>,
+    /// The adapter number of a cxl AFU (default 0).
+    #[serde(default)]
+    pub card: Option<u32>,
+    /// The slice of a cxl AFU on its adapter (default 0).
+    #[serde(default)]
+    pub slice: Option<u32>,
+    /// How many contexts an AFU-directed cxl AFU takes at once (default 512, at most 16384).
+    #[serde(default)]
+    pub max_contexts: Option<u32>,
+    /// Interrupts a cxl context gets by default (`irqs_min`).
+    #[serde(default)]
+    pub irqs_min: Option<u32>,
+    /// The most interrupts a cxl context may ask for (`irqs_max`).
+    #[serde(default)]
+    pub irqs_max: Option<u32>,
     /// PCI vendor id (a number or a `0x` hex string); the family's default when absent.
     #[serde(default, deserialize_with = "optional_number_or_hex")]
     pub vendor_id: Option<u16>,
@@ -207,6 +222,11 @@ impl DeviceDecl {
             family,
             accelerator: None,
             port_id: None,
+            card: None,
+            slice: None,
+            max_contexts: None,
+            irqs_min: None,
+            irqs_max: None,
             vendor_id: None,
             device_id: None,
             bus_address: None,
@@ -219,6 +239,7 @@ impl DeviceDecl {
         self.vendor_id.unwrap_or(match self.family {
             DeviceFamily::Dfl => 0x8086,
             DeviceFamily::Xocl => 0x10EE,
+            DeviceFamily::Cxl => 0x1014,
         })
     }
 
@@ -227,6 +248,7 @@ impl DeviceDecl {
         self.device_id.unwrap_or(match self.family {
             DeviceFamily::Dfl => 0x0A5E,
             DeviceFamily::Xocl => 0x5001,
+            DeviceFamily::Cxl => 0x0477,
         })
     }
 
@@ -235,19 +257,78 @@ impl DeviceDecl {
         self.port_id.unwrap_or(0)
     }
 
+    /// The accelerator the card carries, the family's default when the config gives none.
+    pub fn accelerator(&self) -> Accelerator {
+        self.accelerator.unwrap_or(match self.family {
+            DeviceFamily::Cxl => Accelerator::Memcpy,
+            _ => Accelerator::Nlb0,
+        })
+    }
+
     /// Checks the fields that only some families take; returns the field and the problem.
     fn check_family(&self) -> Result<(), (&'static str, String)> {
-        match self.family {
-            DeviceFamily::Dfl => Ok(()),
-            DeviceFamily::Xocl if self.accelerator.is_some() => Err((
-                "accelerator",
-                "an xocl card takes no accelerator: its compute units come from the xclbin loaded on it".into(),
-            )),
-            DeviceFamily::Xocl if self.port_id.is_some() => {
-                Err(("port_id", "port_id applies to dfl cards only".into()))
+        let family = self.family;
+        let only = |field: &'static str, set: bool, families: &[DeviceFamily], what: &str| {
+            if set && !families.contains(&family) {
+                Err((field, format!("{field} applies to {what} devices only")))
+            } else {
+                Ok(())
             }
-            DeviceFamily::Xocl => Ok(()),
+        };
+        only(
+            "port_id",
+            self.port_id.is_some(),
+            &[DeviceFamily::Dfl],
+            "dfl",
+        )?;
+        for (field, set) in [
+            ("card", self.card.is_some()),
+            ("slice", self.slice.is_some()),
+            ("max_contexts", self.max_contexts.is_some()),
+            ("irqs_min", self.irqs_min.is_some()),
+            ("irqs_max", self.irqs_max.is_some()),
+        ] {
+            only(field, set, &[DeviceFamily::Cxl], "cxl")?;
         }
+        match (family, self.accelerator) {
+            (DeviceFamily::Xocl, Some(_)) => Err((
+                "accelerator",
+                "an xocl card takes no accelerator: its compute units come from the xclbin loaded on it"
+                    .into(),
+            )),
+            (DeviceFamily::Dfl, Some(a)) if a != Accelerator::Nlb0 => Err((
+                "accelerator",
+                format!("a dfl card carries nlb0, not {}", a.name()),
+            )),
+            (DeviceFamily::Cxl, Some(Accelerator::Nlb0)) => Err((
+                "accelerator",
+                "a cxl AFU is memcpy (AFU-directed) or vadd (dedicated), not nlb0".into(),
+            )),
+            _ => Ok(()),
+        }?;
+        if let Some(max) = self.max_contexts {
+            if !(1..=16384).contains(&max) {
+                return Err((
+                    "max_contexts",
+                    format!("{max} is out of range: expected 1 to 16384"),
+                ));
+            }
+            if self.accelerator() == Accelerator::Vadd && max != 1 {
+                return Err((
+                    "max_contexts",
+                    "a dedicated-mode AFU (vadd) has one context".into(),
+                ));
+            }
+        }
+        if let (Some(min), Some(max)) = (self.irqs_min, self.irqs_max)
+            && min > max
+        {
+            return Err((
+                "irqs_max",
+                format!("irqs_max {max} is below irqs_min {min}"),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -259,15 +340,32 @@ pub enum DeviceFamily {
     Dfl,
     /// Xilinx XRT (`/dev/dri/renderDN`, the xocl driver).
     Xocl,
+    /// IBM CAPI (`/dev/cxl/afuC.S{m,s,d}`, the cxl driver).
+    Cxl,
 }
 
 /// The accelerators the emulators carry.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Accelerator {
-    /// The NLB0 native loopback of OPAE's hello_fpga.
+    /// The NLB0 native loopback of OPAE's hello_fpga (dfl).
     #[default]
     Nlb0,
+    /// The memcpy test AFU, AFU-directed, with a work-element queue per context (cxl).
+    Memcpy,
+    /// The capi-vadd AFU, dedicated mode (cxl).
+    Vadd,
+}
+
+impl Accelerator {
+    /// The name the config uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Accelerator::Nlb0 => "nlb0",
+            Accelerator::Memcpy => "memcpy",
+            Accelerator::Vadd => "vadd",
+        }
+    }
 }
 
 fn optional_number_or_hex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {

@@ -18,10 +18,11 @@ fn embedded_default_is_valid() {
     let config = Config::embedded_default();
     assert_eq!(config.source, ConfigSource::Embedded);
     let names: Vec<&str> = config.plugins.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["dfl", "xocl"]);
+    assert_eq!(names, ["dfl", "cxl", "xocl"]);
     let ids: Vec<&str> = config.devices.iter().map(|d| d.id.as_str()).collect();
-    assert_eq!(ids, ["dfl0", "xocl0"]);
-    let (dfl, xocl) = (&config.plugins[0].grants, &config.plugins[1].grants);
+    assert_eq!(ids, ["dfl0", "capi0.0", "capi0.1", "xocl0"]);
+    let (dfl, xocl) = (&config.plugins[0].grants, &config.plugins[2].grants);
+    assert!(config.plugins[1].grants.allows_device("/dev/cxl/afu0.0"));
     assert!(dfl.allows_device("emu:dfl0") && !dfl.allows_device("emu:xocl0"));
     assert!(dfl.allows_device("/dev/dfl-port.3"));
     assert!(!dfl.allows_device("/dev/cxl/afu0.0m"));
@@ -206,4 +207,28 @@ fn family_specific_fields_are_checked() {
         (config.devices[0].vendor_id(), config.devices[0].device_id()),
         (0x10EE, 0x5001)
     );
+}
+
+#[test]
+fn cxl_fields_are_checked() {
+    let err = error(
+        r#"{"devices": [{"id": "c", "family": "cxl", "max_contexts": 20000}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[0].max_contexts");
+    assert!(err.message.contains("1 to 16384"), "{err}");
+    let err = error(
+        r#"{"devices": [{"id": "c", "family": "cxl", "accelerator": "vadd", "max_contexts": 2}], "plugins": []}"#,
+    );
+    assert!(err.message.contains("one context"), "{err}");
+    let err = error(r#"{"devices": [{"id": "c", "family": "dfl", "irqs_min": 1}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].irqs_min");
+    assert!(err.message.contains("cxl devices only"), "{err}");
+    let err = error(
+        r#"{"devices": [{"id": "c", "family": "cxl", "accelerator": "nlb0"}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[0].accelerator");
+    let err = error(
+        r#"{"devices": [{"id": "c", "family": "cxl", "irqs_min": 9, "irqs_max": 3}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[0].irqs_max");
 }

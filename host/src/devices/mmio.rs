@@ -2,9 +2,12 @@
 //! from an application) is bounds- and alignment-checked before it reaches the backend.
 
 use std::io;
-use std::sync::Arc;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::ptr::NonNull;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Instant;
 
+use super::errno;
 use super::poll::{PollOutcome, poll_until};
 
 /// A mapped register window. Offsets reaching an implementation are in bounds and aligned to
@@ -20,6 +23,32 @@ pub trait MmioWindow: Send + Sync {
     fn write32(&self, offset: u64, value: u32) -> io::Result<()>;
     /// Writes the 64-bit register at byte `offset`.
     fn write64(&self, offset: u64, value: u64) -> io::Result<()>;
+}
+
+/// A window whose registers are big-endian: every access is byte-swapped, so callers read
+/// and write native values (libcxl's `CXL_MMIO_BIG_ENDIAN` mapping).
+pub struct ByteSwapped(pub Arc<dyn MmioWindow>);
+
+impl MmioWindow for ByteSwapped {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+
+    fn read32(&self, offset: u64) -> io::Result<u32> {
+        self.0.read32(offset).map(u32::swap_bytes)
+    }
+
+    fn read64(&self, offset: u64) -> io::Result<u64> {
+        self.0.read64(offset).map(u64::swap_bytes)
+    }
+
+    fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
+        self.0.write32(offset, value.swap_bytes())
+    }
+
+    fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
+        self.0.write64(offset, value.swap_bytes())
+    }
 }
 
 /// The width of one register access.
@@ -162,9 +191,139 @@ impl CheckedMmio {
     }
 }
 
+/// A register window `mmap`ed from a device fd (the Linux backends' windows). Accesses are
+/// single volatile loads and stores, little-endian: on any host a value shows the register's
+/// bytes in the order the device holds them, as a little-endian reader sees them. Once
+/// revoked (the device fd is closing), accesses fail with `ENODEV`.
+pub(crate) struct MappedMmio {
+    size: u64,
+    mapping: RwLock<Option<Mapping>>,
+}
+
+impl MappedMmio {
+    /// Maps `size` bytes of `fd` at `offset`, shared and read-write.
+    pub(crate) fn map(fd: BorrowedFd<'_>, size: u64, offset: u64) -> io::Result<Self> {
+        Ok(MappedMmio {
+            size,
+            mapping: RwLock::new(Some(Mapping::new(fd, size, offset)?)),
+        })
+    }
+
+    /// Unmaps the window; later accesses fail.
+    pub(crate) fn revoke(&self) {
+        *self.mapping.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn read<T: Copy>(&self, offset: u64) -> io::Result<T> {
+        let guard = self.mapping.read().unwrap_or_else(PoisonError::into_inner);
+        let ptr = guard
+            .as_ref()
+            .ok_or_else(|| errno(libc::ENODEV))?
+            .word::<T>(offset)?;
+        // SAFETY: `word` checked that `ptr` is aligned and inside the mapping, and the read
+        // lock keeps the mapping in place until the load is done.
+        Ok(unsafe { ptr.read_volatile() })
+    }
+
+    fn write<T: Copy>(&self, offset: u64, value: T) -> io::Result<()> {
+        let guard = self.mapping.read().unwrap_or_else(PoisonError::into_inner);
+        let ptr = guard
+            .as_ref()
+            .ok_or_else(|| errno(libc::ENODEV))?
+            .word::<T>(offset)?;
+        // SAFETY: as in `read`; the mapping is writable (PROT_WRITE).
+        unsafe { ptr.write_volatile(value) };
+        Ok(())
+    }
+}
+
+impl MmioWindow for MappedMmio {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read32(&self, offset: u64) -> io::Result<u32> {
+        self.read::<u32>(offset).map(u32::from_le)
+    }
+
+    fn read64(&self, offset: u64) -> io::Result<u64> {
+        self.read::<u64>(offset).map(u64::from_le)
+    }
+
+    fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
+        self.write(offset, value.to_le())
+    }
+
+    fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
+        self.write(offset, value.to_le())
+    }
+}
+
+/// A shared read-write mapping of part of a file, unmapped on drop.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is device (or file) memory owned by this value; all access is through
+// single volatile loads and stores of aligned words, which any thread may issue concurrently,
+// as with any memory-mapped registers.
+unsafe impl Send for Mapping {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(fd: BorrowedFd<'_>, size: u64, offset: u64) -> io::Result<Self> {
+        let len = usize::try_from(size).map_err(|_| errno(libc::EINVAL))?;
+        let offset = libc::off_t::try_from(offset).map_err(|_| errno(libc::EINVAL))?;
+        // SAFETY: a new shared mapping with no address hint replaces nothing; the kernel
+        // checks the fd, length and offset.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                offset,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(ptr.cast()).ok_or_else(|| errno(libc::ENOMEM))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// A pointer to the `T` at `offset`, if it is aligned and inside the mapping. Callers go
+    /// through `CheckedMmio`, but the trait methods are safe, so this is checked again.
+    fn word<T>(&self, offset: u64) -> io::Result<*mut T> {
+        let width = size_of::<T>() as u64;
+        let fits = offset.is_multiple_of(width)
+            && offset
+                .checked_add(width)
+                .is_some_and(|end| end <= self.len as u64);
+        if !fits {
+            return Err(errno(libc::EINVAL));
+        }
+        // SAFETY: `offset + width <= len`, so the result stays inside the mapping.
+        Ok(unsafe { self.ptr.as_ptr().add(offset as usize) }.cast())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::devices::scratch::Scratch;
+    use std::fs::{self, OpenOptions};
+    use std::os::fd::AsFd;
     use std::sync::Mutex;
     use std::time::Duration;
 
@@ -244,5 +403,49 @@ mod tests {
             .poll64(0, 0x1, 0x1, Instant::now() + Duration::from_millis(5))
             .unwrap_err();
         assert!(matches!(err, MmioFault::PollTimeout { offset: 0, last: 0 }));
+    }
+
+    #[test]
+    fn mmio_window_accesses_the_mapped_file_until_revoked() {
+        let s = Scratch::new("mapped-mmio");
+        let path = s.0.join("region");
+        fs::write(&path, vec![0u8; 8192]).unwrap();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let window = MappedMmio::map(file.as_fd(), 4096, 4096).unwrap();
+        assert_eq!(window.size(), 4096);
+        window.write64(0x138, 0x1122_3344_5566_7788).unwrap();
+        assert_eq!(window.read32(0x13C).unwrap(), 0x1122_3344);
+        window.write32(0x138, 3).unwrap();
+        assert_eq!(window.read64(0x138).unwrap(), 0x1122_3344_0000_0003);
+        assert_eq!(
+            window.read32(4094).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            window.read64(4).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            window.write32(4096, 0).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(
+            bytes[4096 + 0x138..4096 + 0x140],
+            [3, 0, 0, 0, 0x44, 0x33, 0x22, 0x11]
+        );
+        window.revoke();
+        assert_eq!(
+            window.read64(0).unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
+        assert_eq!(
+            window.write64(0, 1).unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! handles, then calls down into these types.
 
 mod completion;
+pub mod cxl;
 pub mod dfl;
 pub mod ioctl;
 mod memory;
@@ -11,6 +12,7 @@ mod mmio;
 mod poll;
 #[cfg(test)]
 mod scratch;
+pub mod watch;
 pub mod xocl;
 
 use std::collections::BTreeMap;
@@ -22,7 +24,7 @@ use dfl::DflDevice;
 
 pub use completion::{Completion, CompletionState};
 pub use memory::{DmaBudget, DmaMemory, OwnerId, RangeError, page_size};
-pub use mmio::{AccessWidth, CheckedMmio, MmioFault, MmioWindow};
+pub use mmio::{AccessWidth, ByteSwapped, CheckedMmio, MmioFault, MmioWindow};
 pub use poll::{PollOutcome, poll_until};
 
 use crate::config::{Config, DeviceDecl, DeviceFamily};
@@ -51,6 +53,7 @@ impl Default for LinuxRoots {
 pub struct DeviceRegistry {
     dfl_ports: BTreeMap<String, Arc<dyn dfl::DflDevice>>,
     xocl_devices: BTreeMap<String, Arc<dyn xocl::XoclDevice>>,
+    cxl_afus: BTreeMap<String, Arc<dyn cxl::CxlAfu>>,
     real_devices: bool,
 }
 
@@ -95,6 +98,19 @@ impl DeviceRegistry {
                 "no xocl devices found through sysfs: {err}"
             ),
         }
+        match cxl::linux::discover_afus(&roots) {
+            Ok(afus) => {
+                use cxl::CxlAfu;
+                for afu in afus {
+                    registry.real_devices = true;
+                    registry.cxl_afus.insert(afu.desc().path, Arc::new(afu));
+                }
+            }
+            Err(err) => tracing::debug!(
+                sysfs = %roots.sysfs.display(),
+                "no CAPI AFUs found through sysfs: {err}"
+            ),
+        }
         registry
     }
 
@@ -109,6 +125,13 @@ impl DeviceRegistry {
                 use xocl::XoclDevice;
                 let card = xocl::emu::EmulatedCard::new(decl);
                 self.xocl_devices.insert(card.desc().path, Arc::new(card));
+            }
+            DeviceFamily::Cxl => {
+                use cxl::CxlAfu;
+                // AFUs without a configured slice take the next one, in config order.
+                let slice = self.cxl_afus.values().filter(|a| a.desc().emulated).count() as u32;
+                let afu = cxl::emu::EmulatedAfu::new(decl, slice);
+                self.cxl_afus.insert(afu.desc().path, Arc::new(afu));
             }
         }
     }
@@ -134,6 +157,20 @@ impl DeviceRegistry {
     /// The xocl device named `name`, if it exists.
     pub fn xocl_device(&self, name: &str) -> Option<Arc<dyn xocl::XoclDevice>> {
         self.xocl_devices.get(name).cloned()
+    }
+
+    /// The CAPI AFUs whose names `granted` accepts, in name order.
+    pub fn cxl_afus(&self, granted: impl Fn(&str) -> bool) -> Vec<Arc<dyn cxl::CxlAfu>> {
+        self.cxl_afus
+            .iter()
+            .filter(|(name, _)| granted(name))
+            .map(|(_, afu)| afu.clone())
+            .collect()
+    }
+
+    /// The CAPI AFU named `name`, if it exists.
+    pub fn cxl_afu(&self, name: &str) -> Option<Arc<dyn cxl::CxlAfu>> {
+        self.cxl_afus.get(name).cloned()
     }
 
     /// Whether any real (non-emulated) device was found; DMA memory then prefers huge pages,
@@ -163,4 +200,14 @@ pub fn validate_image(image: &[u8]) -> Result<(), String> {
 /// An `io::Error` carrying a raw errno, as the kernel would return it.
 pub(crate) fn errno(code: i32) -> io::Error {
     io::Error::from_raw_os_error(code)
+}
+
+/// Refuses memory another plugin allocated (`EFAULT`), as the kernel refuses pages outside
+/// the caller's address space.
+pub(crate) fn check_owner(memory: &DmaMemory, owner: OwnerId) -> io::Result<()> {
+    if memory.owner() == owner {
+        Ok(())
+    } else {
+        Err(errno(libc::EFAULT))
+    }
 }

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::abi::{self, nlb0};
-use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo, check_owner};
+use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
 use crate::config::DeviceDecl;
 #[cfg(test)]
 use crate::config::DeviceFamily;
-use crate::devices::{DmaMemory, MmioWindow, OwnerId, errno};
+use crate::devices::{DmaMemory, MmioWindow, OwnerId, check_owner, errno};
 
 /// Size of the AFU MMIO region (index 0), as on OPAE's ASE.
 pub const AFU_MMIO_SIZE: u64 = 256 * 1024;

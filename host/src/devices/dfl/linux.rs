@@ -5,16 +5,16 @@
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::abi::{self, PortDmaMapArg, PortDmaUnmapArg, PortInfoArg, PortRegionInfoArg};
-use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo, check_owner};
+use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
 use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
-use crate::devices::{DmaMemory, LinuxRoots, MmioWindow, OwnerId, errno};
+use crate::devices::mmio::MappedMmio;
+use crate::devices::{DmaMemory, LinuxRoots, MmioWindow, OwnerId, check_owner, errno};
 use crate::types::Guid;
 
 /// Finds the ports under `<sysfs>/class/fpga_region/region*/dfl-port.M`, in port-number
@@ -250,7 +250,7 @@ pub struct LinuxPort {
     fd: OwnedFd,
     owner: OwnerId,
     mappings: Mutex<BTreeMap<u64, Arc<DmaMemory>>>,
-    windows: Mutex<Vec<Weak<LinuxMmio>>>,
+    windows: Mutex<Vec<Weak<MappedMmio>>>,
 }
 
 impl LinuxPort {
@@ -346,7 +346,11 @@ impl DflPort for LinuxPort {
         if region.flags & abi::REGION_MMAP == 0 {
             return Err(errno(libc::EINVAL));
         }
-        let window = Arc::new(LinuxMmio::map(self.fd.as_fd(), region.size, region.offset)?);
+        let window = Arc::new(MappedMmio::map(
+            self.fd.as_fd(),
+            region.size,
+            region.offset,
+        )?);
         let mut windows = lock(&self.windows);
         windows.retain(|w| w.strong_count() > 0);
         windows.push(Arc::downgrade(&window));
@@ -412,130 +416,6 @@ impl Drop for LinuxPort {
         for memory in mappings.values() {
             memory.set_io_address(None);
         }
-    }
-}
-
-/// A port's MMIO region `mmap`ed into the process. Accesses are single volatile little-endian
-/// loads and stores; once the port is closed they fail with `ENODEV`.
-pub struct LinuxMmio {
-    size: u64,
-    mapping: RwLock<Option<Mapping>>,
-}
-
-impl LinuxMmio {
-    fn map(fd: BorrowedFd<'_>, size: u64, offset: u64) -> io::Result<Self> {
-        Ok(LinuxMmio {
-            size,
-            mapping: RwLock::new(Some(Mapping::new(fd, size, offset)?)),
-        })
-    }
-
-    /// Unmaps the region; later accesses fail.
-    fn revoke(&self) {
-        *self.mapping.write().unwrap_or_else(PoisonError::into_inner) = None;
-    }
-
-    fn read<T: Copy>(&self, offset: u64) -> io::Result<T> {
-        let guard = self.mapping.read().unwrap_or_else(PoisonError::into_inner);
-        let ptr = guard
-            .as_ref()
-            .ok_or_else(|| errno(libc::ENODEV))?
-            .word::<T>(offset)?;
-        // SAFETY: `word` checked that `ptr` is aligned and inside the mapping, and the read
-        // lock keeps the mapping in place until the load is done.
-        Ok(unsafe { ptr.read_volatile() })
-    }
-
-    fn write<T: Copy>(&self, offset: u64, value: T) -> io::Result<()> {
-        let guard = self.mapping.read().unwrap_or_else(PoisonError::into_inner);
-        let ptr = guard
-            .as_ref()
-            .ok_or_else(|| errno(libc::ENODEV))?
-            .word::<T>(offset)?;
-        // SAFETY: as in `read`; the mapping is writable (PROT_WRITE).
-        unsafe { ptr.write_volatile(value) };
-        Ok(())
-    }
-}
-
-impl MmioWindow for LinuxMmio {
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read32(&self, offset: u64) -> io::Result<u32> {
-        self.read::<u32>(offset).map(u32::from_le)
-    }
-
-    fn read64(&self, offset: u64) -> io::Result<u64> {
-        self.read::<u64>(offset).map(u64::from_le)
-    }
-
-    fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
-        self.write(offset, value.to_le())
-    }
-
-    fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
-        self.write(offset, value.to_le())
-    }
-}
-
-/// A shared read-write mapping of part of a file, unmapped on drop.
-struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is device (or file) memory owned by this value; all access is through
-// single volatile loads and stores of aligned words, which any thread may issue concurrently,
-// as with any memory-mapped registers.
-unsafe impl Send for Mapping {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn new(fd: BorrowedFd<'_>, size: u64, offset: u64) -> io::Result<Self> {
-        let len = usize::try_from(size).map_err(|_| errno(libc::EINVAL))?;
-        let offset = libc::off_t::try_from(offset).map_err(|_| errno(libc::EINVAL))?;
-        // SAFETY: a new shared mapping with no address hint replaces nothing; the kernel
-        // checks the fd, length and offset.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                offset,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ptr = NonNull::new(ptr.cast()).ok_or_else(|| errno(libc::ENOMEM))?;
-        Ok(Mapping { ptr, len })
-    }
-
-    /// A pointer to the `T` at `offset`, if it is aligned and inside the mapping. Callers go
-    /// through `CheckedMmio`, but the trait methods are safe, so this is checked again.
-    fn word<T>(&self, offset: u64) -> io::Result<*mut T> {
-        let width = size_of::<T>() as u64;
-        let fits = offset.is_multiple_of(width)
-            && offset
-                .checked_add(width)
-                .is_some_and(|end| end <= self.len as u64);
-        if !fits {
-            return Err(errno(libc::EINVAL));
-        }
-        // SAFETY: `offset + width <= len`, so the result stays inside the mapping.
-        Ok(unsafe { self.ptr.as_ptr().add(offset as usize) }.cast())
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 
@@ -757,57 +637,13 @@ mod tests {
     }
 
     #[test]
-    fn mmio_window_accesses_the_mapped_file_until_revoked() {
-        let s = Scratch::new("dfl-mmio");
-        let path = s.0.join("region");
-        fs::write(&path, vec![0u8; 8192]).unwrap();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        let window = LinuxMmio::map(file.as_fd(), 4096, 4096).unwrap();
-        assert_eq!(window.size(), 4096);
-        window.write64(0x138, 0x1122_3344_5566_7788).unwrap();
-        assert_eq!(window.read32(0x13C).unwrap(), 0x1122_3344);
-        window.write32(0x138, 3).unwrap();
-        assert_eq!(window.read64(0x138).unwrap(), 0x1122_3344_0000_0003);
-        assert_eq!(
-            window.read32(4094).unwrap_err().raw_os_error(),
-            Some(libc::EINVAL)
-        );
-        assert_eq!(
-            window.read64(4).unwrap_err().raw_os_error(),
-            Some(libc::EINVAL)
-        );
-        assert_eq!(
-            window.write32(4096, 0).unwrap_err().raw_os_error(),
-            Some(libc::EINVAL)
-        );
-        let bytes = fs::read(&path).unwrap();
-        assert_eq!(
-            bytes[4096 + 0x138..4096 + 0x140],
-            [3, 0, 0, 0, 0x44, 0x33, 0x22, 0x11]
-        );
-        window.revoke();
-        assert_eq!(
-            window.read64(0).unwrap_err().raw_os_error(),
-            Some(libc::ENODEV)
-        );
-        assert_eq!(
-            window.write64(0, 1).unwrap_err().raw_os_error(),
-            Some(libc::ENODEV)
-        );
-    }
-
-    #[test]
     fn dropping_the_port_unmaps_its_windows_and_clears_io_addresses() {
         let s = Scratch::new("dfl-drop");
         let path = s.0.join("node");
         fs::write(&path, vec![0u8; 4096]).unwrap();
         let owner = OwnerId::fresh();
         let port = LinuxPort::new(open_node(&path, false).unwrap(), owner);
-        let window = Arc::new(LinuxMmio::map(port.fd.as_fd(), 4096, 0).unwrap());
+        let window = Arc::new(MappedMmio::map(port.fd.as_fd(), 4096, 0).unwrap());
         lock(&port.windows).push(Arc::downgrade(&window));
         let budget = DmaBudget::new(1 << 20);
         let memory = DmaMemory::allocate(4096, owner, &budget, false).unwrap();
@@ -832,6 +668,6 @@ mod tests {
         fn check<T: Send + Sync>() {}
         check::<LinuxPortDevice>();
         check::<LinuxPort>();
-        check::<LinuxMmio>();
+        check::<MappedMmio>();
     }
 }

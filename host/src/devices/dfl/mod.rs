@@ -9,7 +9,7 @@ pub mod linux;
 use std::io;
 use std::sync::Arc;
 
-use super::{DmaMemory, MmioWindow, OwnerId, errno};
+use super::{DmaMemory, MmioWindow, OwnerId};
 use crate::types::{BusAddress, Guid};
 
 /// What sysfs (or the emulator) says about a port.
@@ -81,14 +81,4 @@ pub trait DflPort: Send + Sync {
     fn dma_unmap(&self, iova: u64) -> io::Result<()>;
     /// `DFL_FPGA_PORT_RESET`: resets the AFU, whose registers return to their defaults.
     fn reset(&self) -> io::Result<()>;
-}
-
-/// Refuses memory another plugin allocated, as the kernel refuses pages outside the
-/// caller's address space.
-pub(crate) fn check_owner(memory: &DmaMemory, owner: OwnerId) -> io::Result<()> {
-    if memory.owner() == owner {
-        Ok(())
-    } else {
-        Err(errno(libc::EFAULT))
-    }
 }
