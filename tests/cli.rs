@@ -41,22 +41,26 @@ fn demo_runs_on_the_embedded_default_and_verifies() {
         rows[0].starts_with("DEVICE") && rows[0].contains("GB/s"),
         "{stdout}"
     );
-    assert_eq!(
-        rows.len(),
-        6,
-        "two NLB0 sizes, two vadd sizes, tiny launches: {stdout}"
-    );
+    assert_eq!(rows.len(), 8, "NLB0 x2, CAPI x2, XRT x3: {stdout}");
     assert!(
         rows[1].contains("dfl/emu:dfl0") && rows[1].contains("1 MiB"),
         "{stdout}"
     );
     assert!(rows[2].contains("64 MiB"), "{stdout}");
     assert!(
-        rows[3].contains("xocl/emu:xocl0") && rows[3].contains("vadd 1 Ki"),
+        rows[3].contains("cxl/emu:capi0.0s") && rows[3].contains("memcpy"),
         "{stdout}"
     );
-    assert!(rows[4].contains("vadd 16 Mi elements"), "{stdout}");
-    assert!(rows[5].contains("launches/s"), "{stdout}");
+    assert!(
+        rows[4].contains("cxl/emu:capi0.1d") && rows[4].contains("vadd"),
+        "{stdout}"
+    );
+    assert!(
+        rows[5].contains("xocl/emu:xocl0") && rows[5].contains("vadd 1 Ki"),
+        "{stdout}"
+    );
+    assert!(rows[6].contains("vadd 16 Mi elements"), "{stdout}");
+    assert!(rows[7].contains("launches/s"), "{stdout}");
     assert!(rows[1..].iter().all(|r| r.contains("verified")), "{stdout}");
     let stderr = text(&out.stderr);
     assert!(
@@ -75,10 +79,19 @@ fn list_json_in_an_empty_directory_shows_the_emulated_port() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let devices: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let devices = devices.as_array().unwrap();
-    assert_eq!(devices.len(), 2, "{devices:?}");
-    assert_eq!(devices[0]["id"], "dfl/emu:dfl0");
-    assert_eq!(devices[1]["id"], "xocl/emu:xocl0");
-    assert_eq!(devices[1]["extras"]["interface"], "xocl");
+    let ids: Vec<&str> = devices.iter().map(|d| d["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "dfl/emu:dfl0",
+            "cxl/emu:capi0.0m",
+            "cxl/emu:capi0.0s",
+            "cxl/emu:capi0.1d",
+            "xocl/emu:xocl0"
+        ]
+    );
+    assert_eq!(devices[4]["extras"]["interface"], "xocl");
+    assert_eq!(devices[2]["extras"]["function"], "memcpy");
     assert_eq!(devices[0]["guid"], "D8424DC4-A4A3-C413-F89E-433683F9040B");
     assert_eq!(devices[0]["plugin"], "dfl");
     assert_eq!(devices[0]["extras"]["emulated"], "true");

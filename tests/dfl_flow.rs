@@ -16,7 +16,16 @@ fn the_embedded_default_lists_the_emulated_port() {
     let found = host.enumerate(&[]);
     assert!(found.failures.is_empty(), "{:?}", found.failures);
     let ids: Vec<String> = found.tokens.iter().map(|t| t.id()).collect();
-    assert_eq!(ids, ["dfl/emu:dfl0", "xocl/emu:xocl0"]);
+    assert_eq!(
+        ids,
+        [
+            "dfl/emu:dfl0",
+            "cxl/emu:capi0.0m",
+            "cxl/emu:capi0.0s",
+            "cxl/emu:capi0.1d",
+            "xocl/emu:xocl0"
+        ]
+    );
     let p = found.tokens[0].properties();
     assert_eq!(p.guid, nlb0::AFU_ID);
     assert_eq!(p.object_type, ObjectType::Accelerator);
@@ -28,7 +37,14 @@ fn the_embedded_default_lists_the_emulated_port() {
 
 #[test]
 fn filters_select_by_guid_host_and_device_type() {
-    let host = default_host();
+    // Two plugins, one device each: the NLB0 port and an XRT card.
+    let host = host(&format!(
+        r#"{{"devices": [{{"id": "d0", "family": "dfl"}}, {{"id": "x0", "family": "xocl"}}],
+            "plugins": [{},
+                        {{"name": "xocl", "module": "builtin:xocl", "grants": {{"devices": ["emu:x0"]}}}}]}}"#,
+        dfl_plugin(&["d0"])
+    ))
+    .unwrap();
     let count = |filters: &[Filter]| {
         let found = host.enumerate(filters);
         assert!(found.failures.is_empty(), "{:?}", found.failures);
@@ -36,7 +52,6 @@ fn filters_select_by_guid_host_and_device_type() {
     };
     assert_eq!(count(&[Filter::new().guid(nlb0::AFU_ID)]), 1);
     assert_eq!(count(&[Filter::new().guid(Guid::new(1, 2))]), 0);
-    // The embedded default has two local devices: the NLB0 port and the XRT card.
     assert_eq!(count(&[Filter::new().host("localhost")]), 2);
     assert_eq!(count(&[Filter::new().host("*")]), 2);
     assert_eq!(count(&[Filter::new().host("^localhost")]), 0);

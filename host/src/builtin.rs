@@ -2,6 +2,13 @@
 
 const BUILTINS: &[(&str, &[u8])] = &[
     (
+        "cxl",
+        include_bytes!(concat!(
+            env!("ACCELHOST_GUEST_DIR"),
+            "/accelhost_plugin_cxl.wasm"
+        )),
+    ),
+    (
         "dfl",
         include_bytes!(concat!(
             env!("ACCELHOST_GUEST_DIR"),

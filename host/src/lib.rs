@@ -33,9 +33,9 @@ pub mod types;
 pub mod workloads;
 
 pub use api::{
-    AcceleratorState, Arg, DmaBuffer, Enumeration, Event, EventStatus, Filter, Handle, Host,
-    HostBuilder, Kernel, Memory, MemoryKind, MmioRegion, ObjectType, OpenMode, Program, Properties,
-    Queue, Token, host_matches, local_hostname,
+    AcceleratorState, Arg, DmaBuffer, Enumeration, Event, EventKind, EventStatus, Filter, Handle,
+    Host, HostBuilder, Kernel, Memory, MemoryKind, MmioRegion, ObjectType, OpenMode, Program,
+    Properties, Queue, Token, host_matches, local_hostname,
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, Result};

@@ -116,10 +116,11 @@ impl Handle {
         f: impl FnOnce(
             &Plugin,
             &mut Store<PluginState>,
+            u64,
         ) -> wasmtime::Result<Result<Resource<EventResource>, WitError>>,
     ) -> Result<Arc<Completion>> {
-        self.call(call, args, |p, s, _| {
-            Ok(match f(p, &mut *s)? {
+        self.call(call, args, |p, s, h| {
+            Ok(match f(p, &mut *s, h)? {
                 Ok(event) => Ok(s.data_mut().table().delete(event)?.completion),
                 Err(err) => Err(err),
             })

@@ -10,7 +10,7 @@ mod token;
 
 pub use handle::{DmaBuffer, Handle, MmioRegion};
 pub use host::{Enumeration, Host, HostBuilder};
-pub use offload::{Arg, Event, EventStatus, Kernel, Memory, MemoryKind, Program, Queue};
+pub use offload::{Arg, Event, EventKind, EventStatus, Kernel, Memory, MemoryKind, Program, Queue};
 pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
 };

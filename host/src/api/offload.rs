@@ -12,7 +12,19 @@ use super::handle::Handle;
 use crate::devices::{Completion, CompletionState, DmaMemory};
 use crate::error::{Error, Result};
 use crate::imports::ImageResource;
+use crate::runtime::bindings::exports::accel::plugin::fpga as wit_fpga;
 use crate::runtime::bindings::exports::accel::plugin::offload as wit;
+
+/// What an FPGA-style event waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A device interrupt.
+    Interrupt,
+    /// A device error.
+    Error,
+    /// A power or thermal alarm.
+    PowerThermal,
+}
 
 /// The kinds of memory an allocation can be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -266,6 +278,12 @@ struct EventInner {
 }
 
 impl Event {
+    pub(crate) fn new(completion: Arc<Completion>, what: String) -> Self {
+        Event {
+            inner: Arc::new(EventInner { completion, what }),
+        }
+    }
+
     /// Where the command stands, without waiting.
     pub fn status(&self) -> EventStatus {
         match self.inner.completion.state() {
@@ -389,7 +407,7 @@ impl Queue {
         let event = handle.call_with_event(
             "enqueue-memcpy",
             format_args!("queue={queue} size={size}"),
-            |p, s| {
+            |p, s, _| {
                 p.accel_plugin_offload()
                     .call_enqueue_memcpy(s, queue, to, from, size)
             },
@@ -441,7 +459,7 @@ impl Queue {
         let event = handle.call_with_event(
             "enqueue-launch",
             format_args!("queue={queue} kernel={} args={}", kernel.name(), args.len()),
-            |p, s| {
+            |p, s, _| {
                 p.accel_plugin_offload()
                     .call_enqueue_launch(s, queue, kernel_id, &wit_args, size)
             },
@@ -471,12 +489,10 @@ impl Queue {
     }
 
     fn track(&self, completion: Arc<Completion>, what: &str, kept: Vec<Kept>) -> Event {
-        let event = Event {
-            inner: Arc::new(EventInner {
-                completion,
-                what: format!("{} on {}", what, self.inner.handle.token().id()),
-            }),
-        };
+        let event = Event::new(
+            completion,
+            format!("{} on {}", what, self.inner.handle.token().id()),
+        );
         let finished = {
             let mut in_flight = self.lock();
             let done = in_flight
@@ -570,6 +586,34 @@ impl Handle {
                 id,
             }),
         })
+    }
+
+    /// The program of a device whose function is built in (a CAPI AFU): its kernels are the
+    /// AFU's functions, by name (`memcpy`, `vadd`).
+    pub fn builtin_program(&self) -> Result<Program> {
+        self.create_program(&[])
+    }
+
+    /// An event that completes when the device raises `kind` (for interrupts: interrupt
+    /// `vector`, 1-based on CAPI), waited on the host like any other event.
+    pub fn register_event(&self, kind: EventKind, vector: u32) -> Result<Event> {
+        let wit_kind = match kind {
+            EventKind::Interrupt => wit_fpga::EventKind::Interrupt,
+            EventKind::Error => wit_fpga::EventKind::Error,
+            EventKind::PowerThermal => wit_fpga::EventKind::PowerThermal,
+        };
+        let completion = self.call_with_event(
+            "register-event",
+            format_args!("kind={kind:?} vector={vector}"),
+            |p, s, h| {
+                p.accel_plugin_fpga()
+                    .call_register_event(s, h, wit_kind, vector)
+            },
+        )?;
+        Ok(Event::new(
+            completion,
+            format!("{kind:?} {vector} on {}", self.token().id()),
+        ))
     }
 
     /// Creates an in-order queue.

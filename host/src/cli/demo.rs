@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use accelhost::workloads::{nlb0, vadd};
+use accelhost::workloads::{capi, nlb0, vadd};
 use accelhost::{Host, OpenMode, Token};
 use anyhow::bail;
 
@@ -205,6 +205,52 @@ fn run_vadd(host: &Host, token: &Token, elements: &[u32], launches: u32, rows: &
     }
 }
 
+/// The CAPI workloads: the memcpy queue ending in an interrupt on an AFU-directed slave node,
+/// vadd on a dedicated node.
+fn run_capi(host: &Host, token: &Token, rows: &mut Vec<Row>) {
+    let function = capi::function(token).unwrap_or_default().to_string();
+    let run = |handle: &accelhost::Handle| -> accelhost::Result<(String, String, String, bool)> {
+        Ok(match function.as_str() {
+            "memcpy" => {
+                let report = capi::memcpy_run(handle, 128, 32 * 1024)?;
+                (
+                    "capi memcpy x128 + IRQ event".to_string(),
+                    human(report.bytes),
+                    format!("{:.2}", report.gigabytes_per_second()),
+                    report.verified(),
+                )
+            }
+            _ => {
+                let report = capi::vadd_run(handle, 1 << 20)?;
+                (
+                    "capi vadd 1 Mi elements".to_string(),
+                    human(u64::from(report.elements) * 4),
+                    format!("{:.2}", report.gigabytes_per_second()),
+                    report.verified(),
+                )
+            }
+        })
+    };
+    eprintln!("running the {function} AFU on {} ...", token.id());
+    let outcome = host.open(token, OpenMode::Exclusive).and_then(|handle| {
+        let result = run(&handle);
+        handle.close()?;
+        result
+    });
+    rows.push(match outcome {
+        Ok((workload, bytes, rate, true)) => Row {
+            rate,
+            result: "verified".into(),
+            ok: true,
+            ..Row::new(token, workload, bytes)
+        },
+        Ok((workload, bytes, _, false)) => {
+            Row::new(token, workload, bytes).failed("the output differs from the input")
+        }
+        Err(err) => Row::new(token, format!("capi {function}"), "-").failed(err),
+    });
+}
+
 /// `16777216` → `16 Mi`.
 fn count(n: u32) -> String {
     match n {
@@ -226,6 +272,8 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             run_nlb0(&host, token, &args.sizes, &mut rows);
         } else if vadd::is_xocl(token) {
             run_vadd(&host, token, &args.elements, args.launches, &mut rows);
+        } else if capi::is_cxl(token) && matches!(capi::node_kind(token), Some('s' | 'd')) {
+            run_capi(&host, token, &mut rows);
         }
     }
     if rows.is_empty() {

@@ -53,8 +53,9 @@ enum Command {
     /// Check a config file, and that every plugin module in it can be loaded.
     CheckConfig(check_config::Args),
     /// Run the canonical workload on every device and verify it: OPAE's hello_fpga flow on
-    /// every NLB0 port (1 MiB and 64 MiB) and vadd on every XRT card (1 Ki and 16 Mi elements,
-    /// plus the rate of tiny launches), with a table of throughput and results.
+    /// every NLB0 port (1 MiB and 64 MiB), the memcpy queue and vadd on every CAPI AFU, and
+    /// vadd on every XRT card (1 Ki and 16 Mi elements, plus the rate of tiny launches), with a
+    /// table of throughput and results.
     Demo(demo::Args),
     /// Load an image (an xclbin for XRT cards) onto a device.
     Program(program::Args),

@@ -2,7 +2,9 @@
 
 use wasmtime::component::Resource;
 
-use super::{BufferResource, ImportError, MAX_TRANSFER, PluginState, guest_error, traced};
+use super::{
+    BufferResource, EventResource, ImportError, MAX_TRANSFER, PluginState, guest_error, traced,
+};
 use crate::devices::{DmaMemory, PollOutcome, poll_until};
 use crate::runtime::bindings::accel::plugin::dma;
 use crate::runtime::bindings::accel::plugin::types::ErrorCode;
@@ -112,6 +114,25 @@ impl dma::HostBuffer for PluginState {
                 }
             }
         )
+    }
+
+    fn watch64(
+        &mut self,
+        buffer: Resource<BufferResource>,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        traced!(self, "dma.buffer.watch64", [offset, mask, expected], {
+            let memory = self.table.get(&buffer)?.memory.clone();
+            match crate::devices::watch::watch(&memory, offset, mask, expected) {
+                Ok(completion) => Ok(self.table.push(EventResource { completion })?),
+                Err(err) => Err(guest_error(
+                    ErrorCode::InvalidArgument,
+                    format!("dma buffer watch64 at offset {offset:#x}: {err}"),
+                )),
+            }
+        })
     }
 
     fn drop(&mut self, buffer: Resource<BufferResource>) -> wasmtime::Result<()> {

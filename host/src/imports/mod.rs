@@ -2,6 +2,7 @@
 //! checks the plugin's grants, bounds guest-supplied lengths before allocating, translates
 //! resource handles to host objects, and then calls down into `crate::devices`.
 
+mod cxl;
 mod dfl;
 mod dma;
 mod events;
@@ -200,6 +201,13 @@ impl Drop for BoResource {
     fn drop(&mut self) {
         let _ = self.client.free_bo(self.info.handle);
     }
+}
+
+/// An open cxl context; dropping it detaches the context and frees its process element.
+pub struct CxlContextResource {
+    pub(crate) context: Box<dyn crate::devices::cxl::CxlContext>,
+    /// The device node, such as `emu:capi0.0s` or `/dev/cxl/afu0.0s`.
+    pub(crate) node: String,
 }
 
 /// An open DFL port; dropping it closes the port.

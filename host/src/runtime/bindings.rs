@@ -17,5 +17,6 @@ wasmtime::component::bindgen!({
         "accel:plugin/dfl.port": crate::imports::PortResource,
         "accel:plugin/xocl.device": crate::imports::XoclDeviceResource,
         "accel:plugin/xocl.bo": crate::imports::BoResource,
+        "accel:plugin/cxl.context": crate::imports::CxlContextResource,
     },
 });

@@ -59,7 +59,9 @@ pub use filter::{filter_matches, host_matches};
 
 /// The services the host offers a plugin: each one checks the plugin's grants.
 pub mod host {
-    pub use crate::bindings::accel::plugin::{clock, dfl, dma, events, image, log, mmio, xocl};
+    pub use crate::bindings::accel::plugin::{
+        clock, cxl, dfl, dma, events, image, log, mmio, xocl,
+    };
 }
 
 /// The result type of every plugin call.
