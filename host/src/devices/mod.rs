@@ -12,6 +12,7 @@ mod mmio;
 mod poll;
 #[cfg(test)]
 mod scratch;
+mod sysfs;
 pub mod watch;
 pub mod xocl;
 

@@ -10,6 +10,7 @@
 
 use super::{AfuEvent, AfuMode, ContextKind};
 use crate::devices::ioctl::Encoding;
+use crate::devices::sysfs::{numbered, parse_decimal, parse_hex_u16};
 
 /// The ioctl type byte of every cxl request.
 pub const CXL_MAGIC: u32 = 0xCA;
@@ -451,19 +452,12 @@ pub fn parse_modes_supported(text: &str) -> Option<Vec<AfuMode>> {
 /// `(major, minor)` of a `caia_version` text such as `1.2`.
 pub fn parse_caia_version(text: &str) -> Option<(u32, u32)> {
     let (major, minor) = text.trim().split_once('.')?;
-    Some((decimal(major)?, decimal(minor)?))
+    Some((parse_decimal(major)?, parse_decimal(minor)?))
 }
 
 /// A configuration record id as sysfs prints it (`0x%.4x`).
 pub fn parse_cr_id(text: &str) -> Option<u16> {
-    let text = text.trim();
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u16::from_str_radix(digits, 16).ok()
+    parse_hex_u16(text.trim())
 }
 
 /// The entry name of AFU `slice` on card `card`: `afuC.S`.
@@ -482,19 +476,12 @@ pub fn parse_afu_name(name: &str) -> Option<(u32, u32, Option<ContextKind>)> {
         Some(b'd') => (&rest[..rest.len() - 1], Some(ContextKind::Dedicated)),
         _ => (rest, None),
     };
-    Some((decimal(card)?, decimal(slice)?, kind))
+    Some((parse_decimal(card)?, parse_decimal(slice)?, kind))
 }
 
 /// `C` of a `cardC` entry name.
 pub fn parse_card_name(name: &str) -> Option<u32> {
-    decimal(name.strip_prefix(CARD_PREFIX)?)
-}
-
-fn decimal(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
+    numbered(name, CARD_PREFIX)
 }
 
 /// PPC bit `n` of a 64-bit word: bit 0 is the most significant.

@@ -3,10 +3,9 @@
 //! `/dev/cxl/afuC.S{m,s,d}` and driven with the ioctls, `mmap` and `read()` events of [`abi`].
 
 use std::collections::VecDeque;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, PipeReader, PipeWriter};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
@@ -16,6 +15,10 @@ use super::abi::{self, StartWorkArg};
 use super::{AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
 use crate::devices::ioctl::ioctl_ptr;
 use crate::devices::mmio::MappedMmio;
+use crate::devices::sysfs::{
+    BadAttribute, open_node, parse_decimal, read_attr, read_decimal, read_dir_if_present,
+    read_optional,
+};
 use crate::devices::{
     Completion, CompletionState, DmaMemory, LinuxRoots, MmioWindow, OwnerId, check_owner, errno,
 };
@@ -31,10 +34,8 @@ use crate::devices::{
 /// those facts; 0 while no mode is set.
 pub fn discover_afus(roots: &LinuxRoots) -> io::Result<Vec<LinuxAfu>> {
     let class = roots.sysfs.join(abi::SYSFS_CXL_CLASS);
-    let entries = match fs::read_dir(&class) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(err),
+    let Some(entries) = read_dir_if_present(&class)? else {
+        return Ok(Vec::new());
     };
     let mut found = Vec::new();
     for entry in entries {
@@ -93,29 +94,6 @@ impl AfuPaths {
     }
 }
 
-/// A sysfs attribute that is missing, unreadable or malformed.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", path.display())]
-struct BadAttribute {
-    path: PathBuf,
-    problem: String,
-}
-
-impl BadAttribute {
-    fn new(path: &Path, problem: impl ToString) -> Self {
-        BadAttribute {
-            path: path.to_path_buf(),
-            problem: problem.to_string(),
-        }
-    }
-}
-
-impl From<BadAttribute> for io::Error {
-    fn from(err: BadAttribute) -> Self {
-        io::Error::new(io::ErrorKind::InvalidData, err)
-    }
-}
-
 /// What the master node (`afuC.Sm`) says about the problem-state area.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct MasterFacts {
@@ -148,7 +126,7 @@ fn max_contexts(mode: Option<AfuMode>, master: Option<&MasterFacts>) -> u32 {
 fn read_desc(paths: &AfuPaths) -> Result<AfuDesc, BadAttribute> {
     let afu = &paths.afu;
     let compatible = afu.join(abi::AFU_ATTR_API_VERSION_COMPATIBLE);
-    if let Some(oldest) = read_optional(&compatible, parse_u32, "a decimal number")?
+    if let Some(oldest) = read_optional(&compatible, parse_decimal::<u32>, "a decimal number")?
         && oldest > abi::CXL_API_VERSION
     {
         return Err(BadAttribute::new(
@@ -175,23 +153,11 @@ fn read_desc(paths: &AfuPaths) -> Result<AfuDesc, BadAttribute> {
             abi::parse_modes_supported,
             "mode names, one a line",
         )?,
-        mmio_size: read_attr(
-            &afu.join(abi::AFU_ATTR_MMIO_SIZE),
-            parse_u64,
-            "a decimal number",
-        )?,
+        mmio_size: read_decimal(&afu.join(abi::AFU_ATTR_MMIO_SIZE))?,
         pp_mmio_offset: master.map_or(0, |m| m.pp_mmio_off),
         pp_mmio_len: master.map_or(0, |m| m.pp_mmio_len),
-        irqs_min: read_attr(
-            &afu.join(abi::AFU_ATTR_IRQS_MIN),
-            parse_u32,
-            "a decimal number",
-        )?,
-        irqs_max: read_attr(
-            &afu.join(abi::AFU_ATTR_IRQS_MAX),
-            parse_u32,
-            "a decimal number",
-        )?,
+        irqs_min: read_decimal(&afu.join(abi::AFU_ATTR_IRQS_MIN))?,
+        irqs_max: read_decimal(&afu.join(abi::AFU_ATTR_IRQS_MAX))?,
         max_contexts: max_contexts(mode, master.as_ref()),
         caia_version: read_attr(
             &paths.card_dir.join(abi::CARD_ATTR_CAIA_VERSION),
@@ -221,41 +187,12 @@ fn read_master(master: &Path) -> Result<Option<MasterFacts>, BadAttribute> {
         Err(err) => return Err(BadAttribute::new(master, err)),
         Ok(_) => {}
     }
-    let number = |name: &str| read_attr(&master.join(name), parse_u64, "a decimal number");
+    let number = |name: &str| read_decimal(&master.join(name));
     Ok(Some(MasterFacts {
         mmio_size: number(abi::MASTER_ATTR_MMIO_SIZE)?,
         pp_mmio_off: number(abi::MASTER_ATTR_PP_MMIO_OFF)?,
         pp_mmio_len: number(abi::MASTER_ATTR_PP_MMIO_LEN)?,
     }))
-}
-
-fn read_attr<T>(path: &Path, parse: fn(&str) -> Option<T>, what: &str) -> Result<T, BadAttribute> {
-    let text = fs::read_to_string(path).map_err(|err| BadAttribute::new(path, err))?;
-    let text = text.trim();
-    parse(text).ok_or_else(|| BadAttribute::new(path, format!("{text:?} is not {what}")))
-}
-
-/// Like [`read_attr`], but a missing attribute is `None`.
-fn read_optional<T>(
-    path: &Path,
-    parse: fn(&str) -> Option<T>,
-    what: &str,
-) -> Result<Option<T>, BadAttribute> {
-    match fs::metadata(path) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        _ => read_attr(path, parse, what).map(Some),
-    }
-}
-
-fn parse_u64(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn parse_u32(text: &str) -> Option<u32> {
-    parse_u64(text)?.try_into().ok()
 }
 
 /// An AFU the kernel's cxl driver exposes, as [`discover_afus`] found it.
@@ -278,16 +215,6 @@ impl CxlAfu for LinuxAfu {
         let context = LinuxContext::open(fd, owner, self.paths.mmio_size_of(kind))?;
         Ok(Box::new(context))
     }
-}
-
-/// Opens a context node as libcxl does: read-write, close-on-exec.
-fn open_node(path: &Path) -> io::Result<OwnedFd> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)?;
-    Ok(file.into())
 }
 
 /// What a wait fails with when its context closes first.
@@ -688,7 +615,7 @@ impl CxlContext for LinuxContext {
         if !*lock(&self.started) {
             return Err(errno(libc::EIO));
         }
-        let size = read_attr(&self.mmio_size_attr, parse_u64, "a decimal number")?;
+        let size = read_decimal(&self.mmio_size_attr)?;
         let window = Arc::new(MappedMmio::map(self.fd(), size, 0)?);
         let mut windows = lock(&self.windows);
         windows.retain(|w| w.strong_count() > 0);

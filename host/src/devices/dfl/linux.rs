@@ -3,10 +3,9 @@
 //! ioctls and `mmap` of [`abi`].
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -14,6 +13,10 @@ use super::abi::{self, PortDmaMapArg, PortDmaUnmapArg, PortInfoArg, PortRegionIn
 use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
 use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
 use crate::devices::mmio::MappedMmio;
+use crate::devices::sysfs::{
+    BadAttribute, numbered, open_node_with, parse_attr, parse_decimal, read_decimal,
+    read_dir_if_present, read_hex_u16, read_optional,
+};
 use crate::devices::{DmaMemory, LinuxRoots, MmioWindow, OwnerId, check_owner, errno};
 use crate::types::Guid;
 
@@ -21,10 +24,8 @@ use crate::types::Guid;
 /// order. No class directory means no ports; a port with unusable attributes is skipped.
 pub fn discover_ports(roots: &LinuxRoots) -> io::Result<Vec<LinuxPortDevice>> {
     let class = roots.sysfs.join(abi::SYSFS_FPGA_REGION_CLASS);
-    let regions = match fs::read_dir(&class) {
-        Ok(regions) => regions,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(err),
+    let Some(regions) = read_dir_if_present(&class)? else {
+        return Ok(Vec::new());
     };
     let mut found = Vec::new();
     for entry in regions {
@@ -95,85 +96,30 @@ fn scan_region(region: &Path, dev: &Path) -> io::Result<Vec<(u32, PortPaths)>> {
         .collect())
 }
 
-/// `M` of `<prefix>M` when `M` is all decimal digits.
-fn numbered(name: &str, prefix: &str) -> Option<u32> {
-    let digits = name.strip_prefix(prefix)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// A sysfs attribute that is missing, unreadable or malformed.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", path.display())]
-struct BadAttribute {
-    path: PathBuf,
-    problem: String,
-}
-
-impl BadAttribute {
-    fn new(path: &Path, problem: impl ToString) -> Self {
-        BadAttribute {
-            path: path.to_path_buf(),
-            problem: problem.to_string(),
-        }
-    }
-}
-
 /// Reads the port's facts; `busy_afu_id` stands in for an `afu_id` the kernel refuses with
 /// `EBUSY` (the port is in reset).
 fn read_desc(paths: &PortPaths, busy_afu_id: Guid) -> Result<PortDesc, BadAttribute> {
     let afu_id_path = paths.port.join(abi::PORT_ATTR_AFU_ID);
     let socket_id = match &paths.fme {
-        Some(fme) => {
-            let path = fme.join(abi::FME_ATTR_SOCKET_ID);
-            match fs::read_to_string(&path) {
-                Err(err) if err.kind() == io::ErrorKind::NotFound => None,
-                read => Some(parse_attr(&path, read, parse_decimal, "a decimal number")?),
-            }
-        }
+        Some(fme) => read_optional(
+            &fme.join(abi::FME_ATTR_SOCKET_ID),
+            parse_decimal,
+            "a decimal number",
+        )?,
         None => None,
     };
     Ok(PortDesc {
         path: paths.dev_node.to_string_lossy().into_owned(),
-        port_id: read_attr(
-            &paths.port.join(abi::PORT_ATTR_ID),
-            parse_decimal,
-            "a decimal number",
-        )?,
+        port_id: read_decimal(&paths.port.join(abi::PORT_ATTR_ID))?,
         afu_id: afu_id_from(&afu_id_path, fs::read_to_string(&afu_id_path), busy_afu_id)?,
-        vendor_id: read_attr(
-            &paths.region.join(abi::REGION_ATTR_VENDOR),
-            parse_hex_u16,
-            "a 0x-prefixed u16",
-        )?,
-        device_id: read_attr(
-            &paths.region.join(abi::REGION_ATTR_DEVICE),
-            parse_hex_u16,
-            "a 0x-prefixed u16",
-        )?,
+        vendor_id: read_hex_u16(&paths.region.join(abi::REGION_ATTR_VENDOR))?,
+        device_id: read_hex_u16(&paths.region.join(abi::REGION_ATTR_DEVICE))?,
         bus_address: fs::read_link(paths.region.join(abi::REGION_DEVICE_LINK))
             .ok()
             .and_then(|target| target.file_name()?.to_str()?.parse().ok()),
         socket_id,
         emulated: false,
     })
-}
-
-fn read_attr<T>(path: &Path, parse: fn(&str) -> Option<T>, what: &str) -> Result<T, BadAttribute> {
-    parse_attr(path, fs::read_to_string(path), parse, what)
-}
-
-fn parse_attr<T>(
-    path: &Path,
-    read: io::Result<String>,
-    parse: fn(&str) -> Option<T>,
-    what: &str,
-) -> Result<T, BadAttribute> {
-    let text = read.map_err(|err| BadAttribute::new(path, err))?;
-    let text = text.trim();
-    parse(text).ok_or_else(|| BadAttribute::new(path, format!("{text:?} is not {what}")))
 }
 
 /// The AFU id from the result of reading `afu_id`; `EBUSY` (port in reset) gives `busy`.
@@ -191,23 +137,6 @@ fn parse_afu_id(text: &str) -> Option<Guid> {
     let high = u64::from_str_radix(&text[..16], 16).ok()?;
     let low = u64::from_str_radix(&text[16..], 16).ok()?;
     Some(Guid::new(high, low))
-}
-
-fn parse_decimal(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn parse_hex_u16(text: &str) -> Option<u16> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u16::from_str_radix(digits, 16).ok()
 }
 
 /// A port the kernel's DFL driver exposes, as [`discover_ports`] found it.
@@ -233,13 +162,7 @@ impl DflDevice for LinuxPortDevice {
 
 /// Opens a port node as OPAE does: read-write, close-on-exec, `O_EXCL` for exclusive use.
 fn open_node(path: &Path, exclusive: bool) -> io::Result<OwnedFd> {
-    let excl = if exclusive { libc::O_EXCL } else { 0 };
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_CLOEXEC | excl)
-        .open(path)?;
-    Ok(file.into())
+    open_node_with(path, if exclusive { libc::O_EXCL } else { 0 })
 }
 
 /// An open `/dev/dfl-port.M`. Dropping it unmaps its windows and closes the fd, on which the
@@ -546,22 +469,6 @@ mod tests {
             afu_id_from(path, Ok(NLB0_TEXT.to_uppercase()), Guid::default()).unwrap(),
             abi::nlb0::AFU_ID
         );
-    }
-
-    #[test]
-    fn attribute_parsers_are_strict() {
-        assert_eq!(parse_hex_u16("0x8086"), Some(0x8086));
-        assert_eq!(parse_hex_u16("0X0a5e"), Some(0x0A5E));
-        for bad in ["8086", "0x", "0x+1", "0x10000", "0xzz"] {
-            assert_eq!(parse_hex_u16(bad), None, "{bad}");
-        }
-        assert_eq!(parse_decimal("12"), Some(12));
-        for bad in ["", "+1", "-1", "0x1", "4294967296"] {
-            assert_eq!(parse_decimal(bad), None, "{bad}");
-        }
-        assert_eq!(numbered("dfl-port.7", abi::PORT_DEV_PREFIX), Some(7));
-        assert_eq!(numbered("dfl-port.", abi::PORT_DEV_PREFIX), None);
-        assert_eq!(numbered("dfl-port.+7", abi::PORT_DEV_PREFIX), None);
     }
 
     #[test]

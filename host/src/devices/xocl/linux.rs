@@ -3,10 +3,8 @@
 //! and driven with the ioctls and `mmap` of [`abi`] (the XRT >= 2.15 numbering).
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::{self, OpenOptions};
 use std::io::{self, PipeReader, PipeWriter};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -19,6 +17,9 @@ use super::abi::{
 use super::xclbin::{KernelMeta, Xclbin};
 use super::{BoInfo, Command, DeviceDesc, SyncDirection, XoclClient, XoclDevice};
 use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
+use crate::devices::sysfs::{
+    BadAttribute, numbered, open_node, read_dir_if_present, read_hex_u16, read_optional, read_text,
+};
 use crate::devices::{
     Completion, CompletionState, DmaBudget, DmaMemory, LinuxRoots, OwnerId, errno, page_size,
 };
@@ -28,10 +29,8 @@ use crate::types::{BusAddress, Guid};
 /// functions with a `drm/renderD<N>` child whose `ready` attribute is not `0`. No PCI
 /// directory means no devices; a function with unusable attributes is skipped.
 pub fn discover_devices(roots: &LinuxRoots) -> io::Result<Vec<LinuxXoclDevice>> {
-    let functions = match fs::read_dir(roots.sysfs.join(abi::SYSFS_PCI_DEVICES)) {
-        Ok(functions) => functions,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(err),
+    let Some(functions) = read_dir_if_present(&roots.sysfs.join(abi::SYSFS_PCI_DEVICES))? else {
+        return Ok(Vec::new());
     };
     let mut found = Vec::new();
     for entry in functions {
@@ -44,23 +43,6 @@ pub fn discover_devices(roots: &LinuxRoots) -> io::Result<Vec<LinuxXoclDevice>> 
     }
     found.sort_by_key(|device| device.discovered.bus_address);
     Ok(found)
-}
-
-/// A sysfs attribute (or directory) that is missing, unreadable or malformed.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", path.display())]
-struct BadAttribute {
-    path: PathBuf,
-    problem: String,
-}
-
-impl BadAttribute {
-    fn new(path: &Path, problem: impl ToString) -> Self {
-        BadAttribute {
-            path: path.to_path_buf(),
-            problem: problem.to_string(),
-        }
-    }
 }
 
 /// The device behind one PCI function directory, `None` if it is not a usable xocl user PF.
@@ -76,8 +58,8 @@ fn probe_function(function: &Path, dev: &Path) -> Result<Option<LinuxXoclDevice>
         );
         return Ok(None);
     };
-    let ready = fs::read_to_string(function.join(abi::USER_ATTR_READY));
-    if ready.is_ok_and(|text| text.trim() == "0") {
+    let ready = read_text(&function.join(abi::USER_ATTR_READY));
+    if ready.is_ok_and(|text| text == "0") {
         tracing::debug!(
             "skipping xocl device {}: its `ready` attribute is 0",
             function.display()
@@ -89,9 +71,8 @@ fn probe_function(function: &Path, dev: &Path) -> Result<Option<LinuxXoclDevice>
         .file_name()
         .and_then(|name| name.to_str()?.parse().ok())
         .ok_or_else(|| BadAttribute::new(function, "the directory name is not a PCI address"))?;
-    let board_name = fs::read_to_string(function.join(abi::USER_ATTR_BOARD_NAME))
+    let board_name = read_text(&function.join(abi::USER_ATTR_BOARD_NAME))
         .ok()
-        .map(|text| text.trim().to_owned())
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "unknown".to_owned());
     let loaded = read_loaded(function).unwrap_or_else(|err| {
@@ -117,10 +98,9 @@ fn probe_function(function: &Path, dev: &Path) -> Result<Option<LinuxXoclDevice>
 /// The lowest-numbered `renderD<N>` entry of the function's `drm` directory, if any.
 fn render_node(function: &Path) -> Result<Option<String>, BadAttribute> {
     let drm = function.join(abi::SYSFS_DRM_DIR);
-    let entries = match fs::read_dir(&drm) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(BadAttribute::new(&drm, err)),
+    let Some(entries) = read_dir_if_present(&drm).map_err(|err| BadAttribute::new(&drm, err))?
+    else {
+        return Ok(None);
     };
     let mut lowest: Option<(u32, String)> = None;
     for entry in entries {
@@ -139,40 +119,14 @@ fn render_node(function: &Path) -> Result<Option<String>, BadAttribute> {
 
 /// `N` of `renderD<N>` when `N` is all decimal digits.
 fn render_number(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix(abi::RENDER_NODE_PREFIX)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-fn read_hex_u16(path: &Path) -> Result<u16, BadAttribute> {
-    let text = fs::read_to_string(path).map_err(|err| BadAttribute::new(path, err))?;
-    let text = text.trim();
-    parse_hex_u16(text)
-        .ok_or_else(|| BadAttribute::new(path, format!("{text:?} is not a 0x-prefixed u16")))
-}
-
-fn parse_hex_u16(text: &str) -> Option<u16> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u16::from_str_radix(digits, 16).ok()
+    numbered(name, abi::RENDER_NODE_PREFIX)
 }
 
 /// The uuid the function's `xclbinuuid` attribute names; a missing attribute, empty text or
 /// the null uuid mean none.
 fn read_loaded(function: &Path) -> Result<Option<Guid>, BadAttribute> {
     let path = function.join(abi::USER_ATTR_XCLBINUUID);
-    match fs::read_to_string(&path) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(BadAttribute::new(&path, err)),
-        Ok(text) => parse_xclbinuuid(text.trim())
-            .ok_or_else(|| BadAttribute::new(&path, format!("{:?} is not a uuid", text.trim()))),
-    }
+    read_optional(&path, parse_xclbinuuid, "a uuid").map(Option::flatten)
 }
 
 /// `Some(None)` for no xclbin (empty, `0`, the null uuid), `Some(Some(uuid))` for a uuid with
@@ -207,16 +161,6 @@ impl XoclDevice for LinuxXoclDevice {
         let client = LinuxXoclClient::new(fd, owner, budget, Some(self.function.clone()))?;
         Ok(Box::new(client))
     }
-}
-
-/// Opens a render node as XRT does: read-write, close-on-exec.
-fn open_node(path: &Path) -> io::Result<OwnedFd> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)?;
-    Ok(file.into())
 }
 
 /// What a command's completion says when the client closed the device before it ran.
@@ -961,6 +905,7 @@ mod tests {
     use crate::devices::xocl::xclbin::{
         AXLF_HEADER_OFFSET, ArgKind, KernelArg, XclbinBuilder, parse,
     };
+    use std::fs;
     use std::os::unix::fs::symlink;
 
     use std::time::{Duration, Instant};
@@ -1099,11 +1044,6 @@ mod tests {
 
     #[test]
     fn attribute_parsers_are_strict() {
-        assert_eq!(parse_hex_u16("0x10ee"), Some(0x10EE));
-        assert_eq!(parse_hex_u16("0X5001"), Some(0x5001));
-        for bad in ["10ee", "0x", "0x+1", "0x10000", "0xzz"] {
-            assert_eq!(parse_hex_u16(bad), None, "{bad}");
-        }
         assert_eq!(render_number("renderD128"), Some(128));
         for bad in ["renderD", "renderD+1", "renderDx", "card0", "controlD64"] {
             assert_eq!(render_number(bad), None, "{bad}");
