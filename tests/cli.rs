@@ -142,16 +142,25 @@ fn list_filters_and_info() {
 }
 
 #[test]
-fn plugins_shows_module_version_state_and_grants() {
+fn plugins_shows_module_version_state_grants_and_policy() {
     let out = accelhost(&scratch_dir("empty"), &["plugins"], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("embedded default"), "{stdout}");
+    assert!(
+        stdout.contains("(no config file found: the embedded default)"),
+        "how the config was found: {stdout}"
+    );
     let row = stdout
         .lines()
         .find(|l| l.starts_with("dfl "))
         .expect(&stdout);
-    for part in ["builtin:dfl", "accel:plugin@0.1.0", "running", "emu:dfl0"] {
+    for part in [
+        "builtin:dfl",
+        "accel:plugin@0.1.0",
+        "running",
+        "emu:dfl0",
+        "on fault restart (at most 3)",
+    ] {
         assert!(row.contains(part), "{part} in {row}");
     }
 }
@@ -195,8 +204,8 @@ fn check_config_names_the_field_of_each_mistake() {
             "unknown field `extra`",
         ),
         (
-            r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"memory_mib": -1}}]}"#,
-            "plugins[0].grants.memory_mib",
+            r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "load_policy": {"memory_mib": -1}}]}"#,
+            "plugins[0].load_policy.memory_mib",
             "expected u64",
         ),
         (

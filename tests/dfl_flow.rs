@@ -199,16 +199,17 @@ fn a_plugin_reading_past_its_region_gets_an_error() {
     let host = host(&format!(
         r#"{{"devices": {}, "plugins": [{}]}}"#,
         dfl_devices(&["p0"]),
-        support::faulty_plugin_granted("prober", r#"{"probe": "emu:p0"}"#, &["emu:p0"])
+        support::chaos_plugin_granted(
+            "prober",
+            r#"{"attack_in": "open", "attack": "mmio-out-of-range", "target": "emu:p0"}"#,
+            &["emu:p0"]
+        )
     ))
     .unwrap();
     let token = host.enumerate(&[]).tokens.remove(0);
     let err = host.open(&token, OpenMode::Exclusive).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
-    assert!(
-        err.to_string().contains("probe read past the region"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("mmio read64 on emu:p0"), "{err}");
     assert!(err.to_string().contains("outside"), "{err}");
 }
 
@@ -218,7 +219,11 @@ fn a_plugin_cannot_open_a_port_it_was_not_granted() {
         r#"{{"devices": {}, "plugins": [{}, {}]}}"#,
         dfl_devices(&["mine", "theirs"]),
         dfl_plugin(&["theirs"]),
-        support::faulty_plugin_granted("prober", r#"{"probe": "emu:theirs"}"#, &["emu:mine"])
+        support::chaos_plugin_granted(
+            "prober",
+            r#"{"attack_in": "open", "attack": "open-not-granted", "target": "emu:theirs"}"#,
+            &["emu:mine"]
+        )
     ))
     .unwrap();
     let token = host

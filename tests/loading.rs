@@ -3,7 +3,7 @@
 mod support;
 
 use accelhost::{ErrorCode, PluginStatus};
-use support::{dfl_devices, dfl_plugin, faulty_plugin, guest, host, json_path, scratch_dir};
+use support::{chaos_plugin, dfl_devices, dfl_plugin, guest, host, json_path, scratch_dir};
 
 fn plugin_entry(name: &str, module: &str, on_error: &str) -> String {
     format!(
@@ -83,9 +83,9 @@ fn a_plugin_for_another_wit_major_version_is_refused_naming_both() {
 
 #[test]
 fn a_plugin_that_refuses_its_config_is_reported_not_half_loaded() {
-    let host = host(&with_dfl(&faulty_plugin(
+    let host = host(&with_dfl(&chaos_plugin(
         "picky",
-        r#"{"refuse": "configure"}"#,
+        r#"{"refuse_in": "configure"}"#,
     )))
     .unwrap();
     let reason = failed_reason(&host, "picky");
@@ -93,7 +93,10 @@ fn a_plugin_that_refuses_its_config_is_reported_not_half_loaded() {
         reason.contains("configure refused (invalid-argument)"),
         "{reason}"
     );
-    assert!(reason.contains("fixture refuses configure"), "{reason}");
+    assert!(
+        reason.contains("chaos plugin refuses configure"),
+        "{reason}"
+    );
     let found = host.enumerate(&[]);
     assert!(found.failures.is_empty());
     assert!(found.tokens.iter().all(|t| t.plugin() == "dfl"));
@@ -113,7 +116,7 @@ fn the_dfl_plugin_rejects_unknown_config_through_the_sdk_default() {
 
 #[test]
 fn a_trap_at_initialize_fails_the_load_with_the_panic_message() {
-    let host = host(&with_dfl(&faulty_plugin(
+    let host = host(&with_dfl(&chaos_plugin(
         "crasher",
         r#"{"trap_in": "initialize"}"#,
     )))
@@ -121,7 +124,7 @@ fn a_trap_at_initialize_fails_the_load_with_the_panic_message() {
     let reason = failed_reason(&host, "crasher");
     assert!(reason.contains("initialize faulted"), "{reason}");
     assert!(
-        reason.contains("fixture asked to trap in initialize"),
+        reason.contains("chaos plugin asked to trap in initialize"),
         "{reason}"
     );
 }
@@ -130,7 +133,7 @@ fn a_trap_at_initialize_fails_the_load_with_the_panic_message() {
 fn disabled_plugins_are_listed_but_not_loaded() {
     let config = with_dfl(&format!(
         r#"{{"name": "off", "module": "{}", "enabled": false}}"#,
-        json_path(&guest("fixture_faulty"))
+        json_path(&guest("accelhost_plugin_chaos"))
     ));
     let host = host(&config).unwrap();
     let off = host
@@ -151,7 +154,7 @@ fn disabled_plugins_are_listed_but_not_loaded() {
 
 #[test]
 fn check_module_validates_without_running_plugin_code() {
-    let config = accelhost::Config::load(&support::write_config(&with_dfl(&faulty_plugin(
+    let config = accelhost::Config::load(&support::write_config(&with_dfl(&chaos_plugin(
         "crasher",
         r#"{"trap_in": "configure"}"#,
     ))))

@@ -2,6 +2,13 @@
 
 const BUILTINS: &[(&str, &[u8])] = &[
     (
+        "chaos",
+        include_bytes!(concat!(
+            env!("ACCELHOST_GUEST_DIR"),
+            "/accelhost_plugin_chaos.wasm"
+        )),
+    ),
+    (
         "cxl",
         include_bytes!(concat!(
             env!("ACCELHOST_GUEST_DIR"),

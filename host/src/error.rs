@@ -46,7 +46,8 @@ pub enum ErrorCode {
     LoadFailed = 101,
     /// A plugin was built for an incompatible version of the WIT interface.
     IncompatibleInterface = 102,
-    /// A plugin trapped or overran its deadline; its instance was ended.
+    /// A plugin trapped, overran its deadline, hit a limit or was cancelled; its instance
+    /// was ended.
     PluginFaulted = 103,
     /// A token, handle, buffer or region outlived what it refers to.
     Stale = 104,
@@ -136,8 +137,9 @@ pub enum Error {
         message: String,
     },
 
-    /// A plugin trapped or overran its deadline; its instance was ended and everything it
-    /// handed out was revoked.
+    /// A plugin trapped, overran its deadline, hit a limit, answered out of bounds or was
+    /// cancelled; its instance was ended, everything it handed out was revoked, and its load
+    /// policy decides whether a fresh instance starts.
     #[error("plugin '{plugin}' faulted in {call} and was stopped: {reason}")]
     Faulted {
         /// The plugin's name in the config.

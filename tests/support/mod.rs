@@ -58,18 +58,29 @@ pub fn default_host() -> Host {
         .expect("the embedded default starts")
 }
 
-/// The faulty fixture's entry, granted nothing, with `config` and a short deadline.
-pub fn faulty_plugin(name: &str, config: &str) -> String {
-    faulty_plugin_granted(name, config, &[])
+/// The chaos plugin's entry, granted nothing, with `config`, a short deadline, a small memory
+/// cap, and no restarts.
+pub fn chaos_plugin(name: &str, config: &str) -> String {
+    chaos_plugin_granted(name, config, &[])
 }
 
-/// The faulty fixture's entry, granted the devices `granted`.
-pub fn faulty_plugin_granted(name: &str, config: &str, granted: &[&str]) -> String {
+/// The chaos plugin's entry, granted the devices `granted`.
+pub fn chaos_plugin_granted(name: &str, config: &str, granted: &[&str]) -> String {
+    chaos_plugin_with(name, config, granted, r#""on_fault": "disable""#)
+}
+
+/// The chaos plugin's entry with `load_policy` fields (JSON members, without braces) that
+/// override the short deadline and small memory cap of the tests.
+pub fn chaos_plugin_with(name: &str, config: &str, granted: &[&str], policy: &str) -> String {
+    let mut load_policy = serde_json::json!({"call_timeout_ms": 300, "memory_mib": 32});
+    let overrides: serde_json::Value = serde_json::from_str(&format!("{{{policy}}}")).unwrap();
+    for (key, value) in overrides.as_object().unwrap() {
+        load_policy[key] = value.clone();
+    }
     let granted: Vec<String> = granted.iter().map(|d| format!("\"{d}\"")).collect();
     format!(
-        r#"{{"name": "{name}", "module": "{}", "config": {config},
-            "grants": {{"devices": [{}], "call_timeout_ms": 300, "memory_mib": 32}}}}"#,
-        json_path(&guest("fixture_faulty")),
+        r#"{{"name": "{name}", "module": "builtin:chaos", "config": {config},
+            "grants": {{"devices": [{}]}}, "load_policy": {load_policy}}}"#,
         granted.join(", ")
     )
 }

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::handle::Handle;
-use super::properties::{Filter, OpenMode, Properties};
+use super::properties::{Filter, MAX_DEVICES, OpenMode, Properties};
 use super::token::Token;
 use crate::config::{Config, ConfigOrigin};
 use crate::error::{Error, Result};
 use crate::manager::lease::Lease;
 use crate::manager::{Manager, OpenHandle, PluginInfo, PluginSlot};
 use crate::runtime::ComponentCache;
+use crate::runtime::bindings::exports::accel::plugin::discovery::Discovered;
 
 /// A loaded plugin list. Cheap to clone and shareable between threads; the plugins are
 /// finalized and their instances dropped when the last clone (and the last handle opened
@@ -63,6 +64,13 @@ impl HostBuilder {
     /// Use this config instead of looking one up.
     pub fn config(mut self, config: Config) -> Self {
         self.config = Some((config, ConfigOrigin::Explicit));
+        self
+    }
+
+    /// Use this config, found by [`config::discover`](crate::config::discover) as `origin`
+    /// says (so that [`Host::config_origin`] reports it).
+    pub fn discovered_config(mut self, config: Config, origin: ConfigOrigin) -> Self {
+        self.config = Some((config, origin));
         self
     }
 
@@ -136,6 +144,21 @@ impl Host {
         self.inner.manager.slots.iter().map(|s| s.info()).collect()
     }
 
+    /// Stops the call running in plugin `plugin`, from any thread: a call stuck in wasm or in
+    /// a host wait ends within about 10 ms, failing with [`ErrorCode::PluginFaulted`](crate::ErrorCode::PluginFaulted).
+    /// A call stopped half-way leaves the instance in an unknown state, so the instance is
+    /// ended and restarted (or not) as its `load_policy` says. Returns whether a call was
+    /// running.
+    pub fn cancel(&self, plugin: &str) -> Result<bool> {
+        match self.inner.manager.slot(plugin) {
+            Some(slot) => Ok(slot.cancel()),
+            None => Err(Error::InvalidArgument {
+                call: "cancel",
+                message: format!("no plugin is named '{plugin}'"),
+            }),
+        }
+    }
+
     /// Finds the devices that match any of `filters` (every device for an empty list),
     /// across all running plugins. A plugin whose `supports-host` / `supports-device` answer
     /// rules out every filter is not asked to enumerate.
@@ -158,16 +181,16 @@ impl Host {
                 None,
                 format_args!("filters={}", wit_filters.len()),
                 |p, s| p.accel_plugin_discovery().call_enumerate(s, &wit_filters),
+                accept_devices,
             );
             match result {
                 Ok((devices, ticket)) => {
-                    for device in devices {
-                        let properties = Properties::from(device.properties);
+                    for (token, properties) in devices {
                         if filters.is_empty() || filters.iter().any(|f| f.matches(&properties)) {
                             found.tokens.push(Token::new(
                                 slot.clone(),
                                 ticket.clone(),
-                                device.token,
+                                token,
                                 properties,
                             ));
                         }
@@ -196,6 +219,7 @@ impl Host {
             Some(token.ticket().generation),
             format_args!("token={raw} mode={mode:?}"),
             |p, s| p.accel_plugin_fpga().call_open(s, raw, mode.into()),
+            Ok,
         )?;
         let lease = Lease::child(&ticket.lease);
         let key = manager.insert_handle(OpenHandle {
@@ -217,6 +241,21 @@ impl Host {
             }
         }
     }
+}
+
+/// An `enumerate` answer as the host keeps it; refused when it lists more devices, or longer
+/// properties, than the host accepts.
+fn accept_devices(devices: Vec<Discovered>) -> std::result::Result<Vec<(u64, Properties)>, String> {
+    if devices.len() > MAX_DEVICES {
+        return Err(format!(
+            "it listed {} devices (at most {MAX_DEVICES})",
+            devices.len()
+        ));
+    }
+    devices
+        .into_iter()
+        .map(|d| Ok((d.token, Properties::from_plugin(d.properties)?)))
+        .collect()
 }
 
 /// The filters worth sending to `slot`: `None` when its `supports-host` / `supports-device`

@@ -230,6 +230,54 @@ pub fn local_hostname() -> Option<&'static str> {
     .as_deref()
 }
 
+/// The most devices one `enumerate` answer may list.
+pub(crate) const MAX_DEVICES: usize = 4096;
+/// The longest name, device type, host or extra key a plugin may report, in bytes.
+const MAX_NAME: usize = 256;
+/// The longest extra value, in bytes.
+const MAX_VALUE: usize = 4096;
+/// The most extras one device may carry.
+const MAX_EXTRAS: usize = 64;
+
+impl Properties {
+    /// Properties as a plugin reported them; refused when a string or list is longer than
+    /// the host keeps, which ends the plugin's instance like a fault.
+    pub(crate) fn from_plugin(p: wit_discovery::Properties) -> Result<Self, String> {
+        let fields = [
+            ("name", &p.name, MAX_NAME),
+            ("device-type", &p.device_type, MAX_NAME),
+            ("host", &p.host, MAX_NAME),
+        ];
+        for (field, value, max) in fields {
+            if value.len() > max {
+                return Err(format!(
+                    "the property {field} is {} bytes long (at most {max})",
+                    value.len()
+                ));
+            }
+        }
+        if p.extras.len() > MAX_EXTRAS {
+            return Err(format!(
+                "{} extra properties (at most {MAX_EXTRAS})",
+                p.extras.len()
+            ));
+        }
+        if let Some((key, value)) = p
+            .extras
+            .iter()
+            .find(|(k, v)| k.len() > MAX_NAME || v.len() > MAX_VALUE)
+        {
+            return Err(format!(
+                "the extra property {:?} is {} + {} bytes long (at most {MAX_NAME} + {MAX_VALUE})",
+                key.chars().take(32).collect::<String>(),
+                key.len(),
+                value.len()
+            ));
+        }
+        Ok(Properties::from(p))
+    }
+}
+
 impl From<wit_discovery::Properties> for Properties {
     fn from(p: wit_discovery::Properties) -> Self {
         Properties {

@@ -64,13 +64,14 @@ impl Token {
         let token = self.inner.token;
         self.inner
             .slot
-            .call(
+            .call_in(
                 "describe",
                 Some(self.inner.ticket.generation),
                 format_args!("token={token}"),
                 |p, s| p.accel_plugin_discovery().call_describe(s, token),
+                Properties::from_plugin,
             )
-            .map(Properties::from)
+            .map(|(properties, _)| properties)
     }
 
     pub(crate) fn slot(&self) -> &Arc<PluginSlot> {

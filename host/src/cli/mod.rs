@@ -109,6 +109,6 @@ pub fn main() -> ExitCode {
 fn start_host(config: Option<PathBuf>) -> anyhow::Result<Host> {
     let (config, origin): (Config, ConfigOrigin) = accelhost::config::discover(config.as_deref())?;
     tracing::debug!(source = %config.source, "config: {origin}");
-    let host = Host::builder().config(config).build()?;
+    let host = Host::builder().discovered_config(config, origin).build()?;
     Ok(host)
 }

@@ -27,7 +27,13 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let rows: Vec<Vec<String>> = plugins
         .iter()
         .map(|p| {
-            let g = &p.grants;
+            let (g, l) = (&p.grants, &p.load_policy);
+            let on_fault = match l.on_fault {
+                accelhost::config::OnFault::Restart => {
+                    format!("restart (at most {})", l.max_restarts)
+                }
+                accelhost::config::OnFault::Disable => "disable".into(),
+            };
             vec![
                 p.name.clone(),
                 p.module.clone(),
@@ -36,18 +42,23 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                     .map_or("-".into(), |v| format!("accel:plugin@{v}")),
                 p.status.to_string(),
                 format!(
-                    "devices [{}]; memory {} MiB; dma {} MiB; call timeout {} ms",
+                    "devices [{}]; dma {} MiB",
                     g.devices.join(", "),
-                    g.memory_mib,
-                    g.dma_memory_mib,
-                    g.call_timeout_ms
+                    g.dma_memory_mib
+                ),
+                format!(
+                    "memory {} MiB; call {} ms; on fault {on_fault}",
+                    l.memory_mib, l.call_timeout_ms
                 ),
             ]
         })
         .collect();
     print!(
         "{}",
-        table::render(&["NAME", "MODULE", "WIT", "STATE", "GRANTS"], &rows)
+        table::render(
+            &["NAME", "MODULE", "WIT", "STATE", "GRANTS", "POLICY"],
+            &rows
+        )
     );
     Ok(ExitCode::SUCCESS)
 }

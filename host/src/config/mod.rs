@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 pub use discover::{ConfigOrigin, discover};
 pub use schema::{
     Accelerator, DeviceDecl, DeviceFamily, Grants, LinuxSettings, LoadPolicy, ModuleSource,
-    OnLoadError, PluginEntry,
+    OnFault, OnLoadError, PluginEntry,
 };
 
 use schema::RawConfig;

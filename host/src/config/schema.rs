@@ -69,13 +69,107 @@ pub enum ModuleSource {
     File(PathBuf),
 }
 
-/// What happens when a plugin cannot be loaded.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+/// How a plugin runs: its limits, and what happens when it fails to load or faults. Every
+/// field has a safe default.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct LoadPolicy {
     /// Skip the plugin (the default) or fail the whole load.
     #[serde(default)]
     pub on_error: OnLoadError,
+    /// After a trap, a deadline overrun, a limit hit or a cancel: restart the plugin (the
+    /// default) or disable it.
+    #[serde(default)]
+    pub on_fault: OnFault,
+    /// The most restarts before the plugin is disabled.
+    #[serde(default = "default_max_restarts")]
+    pub max_restarts: u32,
+    /// The wait before the first restart, in milliseconds; it doubles with each restart.
+    #[serde(default = "default_restart_backoff_ms")]
+    pub restart_backoff_ms: u64,
+    /// Cap on the plugin's linear memory, in MiB.
+    #[serde(default = "default_memory_mib")]
+    pub memory_mib: u64,
+    /// How long one call into the plugin may run before it is stopped, in milliseconds.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Instructions one call may execute (deterministic metering); none by default. Metered
+    /// plugins run on a second engine, at about half speed.
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// Cap on wasm tables, memories and instances each (a component has a few of each).
+    #[serde(default = "default_max_instances")]
+    pub max_instances: u32,
+    /// Cap on the elements of one wasm table.
+    #[serde(default = "default_max_table_elements")]
+    pub max_table_elements: u32,
+    /// Cap on the host resources (regions, buffers, events, device handles) the plugin holds.
+    #[serde(default = "default_max_resources")]
+    pub max_resources: u32,
+    /// Cap on the devices applications hold open through this plugin.
+    #[serde(default = "default_max_handles")]
+    pub max_handles: u32,
+    /// Log bytes (lines and stdout/stderr) per second; the rest is dropped and counted.
+    #[serde(default = "default_log_bytes_per_second")]
+    pub log_bytes_per_second: u64,
+}
+
+fn default_max_restarts() -> u32 {
+    3
+}
+fn default_restart_backoff_ms() -> u64 {
+    100
+}
+fn default_memory_mib() -> u64 {
+    64
+}
+fn default_call_timeout_ms() -> u64 {
+    5_000
+}
+fn default_max_instances() -> u32 {
+    32
+}
+fn default_max_table_elements() -> u32 {
+    65_536
+}
+fn default_max_resources() -> u32 {
+    65_536
+}
+fn default_max_handles() -> u32 {
+    4096
+}
+fn default_log_bytes_per_second() -> u64 {
+    256 * 1024
+}
+
+impl Default for LoadPolicy {
+    fn default() -> Self {
+        LoadPolicy {
+            on_error: OnLoadError::default(),
+            on_fault: OnFault::default(),
+            max_restarts: default_max_restarts(),
+            restart_backoff_ms: default_restart_backoff_ms(),
+            memory_mib: default_memory_mib(),
+            call_timeout_ms: default_call_timeout_ms(),
+            fuel: None,
+            max_instances: default_max_instances(),
+            max_table_elements: default_max_table_elements(),
+            max_resources: default_max_resources(),
+            max_handles: default_max_handles(),
+            log_bytes_per_second: default_log_bytes_per_second(),
+        }
+    }
+}
+
+/// The choices of `load_policy.on_fault`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFault {
+    /// Start a fresh instance after the backoff, up to `max_restarts` times.
+    #[default]
+    Restart,
+    /// Leave the plugin stopped.
+    Disable,
 }
 
 /// The choices of `load_policy.on_error`.
@@ -89,7 +183,7 @@ pub enum OnLoadError {
     Fail,
 }
 
-/// What a plugin may touch, and how much of the machine it may use.
+/// What a plugin may touch: devices, and host memory for DMA.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Grants {
@@ -97,34 +191,20 @@ pub struct Grants {
     /// a trailing `*` matches any suffix (`emu:*`, `/dev/dfl-port.*`).
     #[serde(default)]
     pub devices: Vec<String>,
-    /// Cap on the plugin's linear memory, in MiB.
-    #[serde(default = "default_memory_mib")]
-    pub memory_mib: u64,
     /// Cap on the DMA buffers the plugin may hold at once, in MiB.
     #[serde(default = "default_dma_memory_mib")]
     pub dma_memory_mib: u64,
-    /// How long one call into the plugin may run before it is stopped, in milliseconds.
-    #[serde(default = "default_call_timeout_ms")]
-    pub call_timeout_ms: u64,
 }
 
-fn default_memory_mib() -> u64 {
-    64
-}
 fn default_dma_memory_mib() -> u64 {
     256
-}
-fn default_call_timeout_ms() -> u64 {
-    5_000
 }
 
 impl Default for Grants {
     fn default() -> Self {
         Grants {
             devices: Vec::new(),
-            memory_mib: default_memory_mib(),
             dma_memory_mib: default_dma_memory_mib(),
-            call_timeout_ms: default_call_timeout_ms(),
         }
     }
 }
@@ -456,6 +536,8 @@ impl RawConfig {
                 resolve_module(&raw.module, &base).map_err(|msg| err(at("module"), msg))?;
             validate_grants(&raw.grants, &device_ids)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].grants.{field}"), msg))?;
+            validate_policy(&raw.load_policy)
+                .map_err(|(field, msg)| err(format!("plugins[{i}].load_policy.{field}"), msg))?;
             plugins.push(PluginEntry {
                 name: raw.name,
                 module,
@@ -513,12 +595,42 @@ fn validate_grants(grants: &Grants, device_ids: &BTreeSet<&str>) -> Result<(), (
             ));
         }
     }
-    let limits = [
-        ("memory_mib", grants.memory_mib, 1, 4096),
-        ("dma_memory_mib", grants.dma_memory_mib, 0, 65536),
-        ("call_timeout_ms", grants.call_timeout_ms, 1, 600_000),
-    ];
-    for (field, value, min, max) in limits {
+    check_ranges(&[("dma_memory_mib", grants.dma_memory_mib, 0, 65536)])
+}
+
+fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
+    check_ranges(&[
+        ("memory_mib", policy.memory_mib, 1, 4096),
+        ("call_timeout_ms", policy.call_timeout_ms, 1, 600_000),
+        ("max_restarts", u64::from(policy.max_restarts), 0, 1000),
+        ("restart_backoff_ms", policy.restart_backoff_ms, 0, 600_000),
+        ("fuel", policy.fuel.unwrap_or(1), 1, u64::MAX),
+        ("max_instances", u64::from(policy.max_instances), 4, 10_000),
+        (
+            "max_table_elements",
+            u64::from(policy.max_table_elements),
+            64,
+            10_000_000,
+        ),
+        (
+            "max_resources",
+            u64::from(policy.max_resources),
+            16,
+            10_000_000,
+        ),
+        ("max_handles", u64::from(policy.max_handles), 1, 1_000_000),
+        (
+            "log_bytes_per_second",
+            policy.log_bytes_per_second,
+            0,
+            1 << 30,
+        ),
+    ])
+}
+
+/// Each (field, value, min, max) must lie in range.
+fn check_ranges(limits: &[(&str, u64, u64, u64)]) -> Result<(), (String, String)> {
+    for &(field, value, min, max) in limits {
         if !(min..=max).contains(&value) {
             return Err((
                 field.into(),

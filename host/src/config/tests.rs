@@ -80,9 +80,9 @@ fn missing_and_mistyped_fields_name_the_path() {
     assert_eq!(err.path, "plugins[0]");
     assert!(err.message.contains("missing field `module`"), "{err}");
     let err = error(
-        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"memory_mib": "lots"}}]}"#,
+        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "load_policy": {"memory_mib": "lots"}}]}"#,
     );
-    assert_eq!(err.path, "plugins[0].grants.memory_mib");
+    assert_eq!(err.path, "plugins[0].load_policy.memory_mib");
     assert!(err.message.contains("expected u64"), "{err}");
     let err = error(
         r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "load_policy": {"on_error": "ignore"}}]}"#,
@@ -153,9 +153,9 @@ fn grants_are_checked() {
     assert!(err.message.contains("not a device name"), "{err}");
     assert!(parse(&with_grant("\"/dev/dfl-port.*\"")).is_ok());
     let err = error(
-        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "grants": {"call_timeout_ms": 0}}]}"#,
+        r#"{"plugins": [{"name": "a", "module": "builtin:dfl", "load_policy": {"call_timeout_ms": 0}}]}"#,
     );
-    assert_eq!(err.path, "plugins[0].grants.call_timeout_ms");
+    assert_eq!(err.path, "plugins[0].load_policy.call_timeout_ms");
     assert!(err.message.contains("expected 1 to 600000"), "{err}");
 }
 

@@ -86,7 +86,10 @@ impl wit::HostContext for PluginState {
                 ))
             } else if let Some(afu) = self.ctx.devices.cxl_afu(&path) {
                 match afu.open(kind, self.ctx.owner) {
-                    Ok(context) => Ok(self.table.push(CxlContextResource { context, node })?),
+                    Ok(context) => Ok(self.table.push(CxlContextResource {
+                        context: Some(context),
+                        node,
+                    })?),
                     Err(err) if err.raw_os_error() == Some(libc::ENOSPC) => Err(guest_error(
                         ErrorCode::NoSpace,
                         format!(
@@ -106,7 +109,9 @@ impl wit::HostContext for PluginState {
     }
 
     fn process_element(&mut self, context: Resource<CxlContextResource>) -> wasmtime::Result<u32> {
-        Ok(self.table.get(&context)?.context.process_element())
+        let c = self.table.get(&context)?;
+        // Only an ended instance holds released contexts, and it runs no more calls.
+        Ok(c.context.as_ref().map_or(u32::MAX, |c| c.process_element()))
     }
 
     fn start_work(
@@ -125,7 +130,7 @@ impl wit::HostContext for PluginState {
                     amr: work.amr,
                     num_interrupts: work.num_interrupts,
                 };
-                c.context
+                c.device()?
                     .start_work(&work)
                     .map_err(|e| match e.raw_os_error() {
                         Some(libc::EIO) => guest_error(
@@ -149,7 +154,7 @@ impl wit::HostContext for PluginState {
         traced!(self, "cxl.context.map-mmio", [big_endian], {
             let c = self.cxl_context(&context)?;
             let node = c.node.clone();
-            let window = c.context.map_mmio().map_err(|e| match e.raw_os_error() {
+            let window = c.device()?.map_mmio().map_err(|e| match e.raw_os_error() {
                 Some(libc::EIO) => guest_error(
                     ErrorCode::InvalidArgument,
                     format!(
@@ -178,7 +183,7 @@ impl wit::HostContext for PluginState {
         traced!(self, "cxl.context.attach-buffer", [], {
             let memory = self.table.get(&buffer)?.memory.clone();
             let c = self.cxl_context(&context)?;
-            c.context
+            c.device()?
                 .attach_buffer(&memory)
                 .map_err(|e| device_error("cxl attach-buffer", &c.node, e))
         })
@@ -192,10 +197,11 @@ impl wit::HostContext for PluginState {
         traced!(self, "cxl.context.read-event", [timeout_ns], {
             let deadline = self.wait_deadline(timeout_ns);
             let c = self.cxl_context(&context)?;
-            let event = c
-                .context
-                .read_event(deadline)
-                .map_err(|e| device_error("cxl read-event", &c.node, e))?;
+            let event = self.wait_sliced(deadline, |slice| {
+                c.device()?
+                    .read_event(slice)
+                    .map_err(|e| device_error("cxl read-event", &c.node, e))
+            })?;
             Ok(event.map(|event| match event {
                 AfuEvent::Interrupt(irq) => wit::AfuEvent::Interrupt(irq),
                 AfuEvent::DataStorage { address, dsisr } => {
@@ -214,10 +220,10 @@ impl wit::HostContext for PluginState {
         traced!(self, "cxl.context.interrupt-event", [irq], {
             let c = self.cxl_context(&context)?;
             let completion = c
-                .context
+                .device()?
                 .interrupt_completion(irq)
                 .map_err(|e| device_error(&format!("cxl interrupt-event {irq}"), &c.node, e))?;
-            Ok(self.table.push(EventResource { completion })?)
+            Ok(self.adopt_completion(completion)?)
         })
     }
 

@@ -70,7 +70,10 @@ impl dfl::HostPort for PluginState {
                 ))
             } else if let Some(device) = self.ctx.devices.dfl_port(&path) {
                 match device.open(exclusive, self.ctx.owner) {
-                    Ok(port) => Ok(self.table.push(PortResource { port, path })?),
+                    Ok(port) => Ok(self.table.push(PortResource {
+                        port: Some(port),
+                        path,
+                    })?),
                     Err(err) => Err(device_error("dfl port open", &path, err)),
                 }
             } else {
@@ -86,7 +89,7 @@ impl dfl::HostPort for PluginState {
         traced!(self, "dfl.port.info", [], {
             let p = self.port(&port)?;
             let info = p
-                .port
+                .device()?
                 .info()
                 .map_err(|e| device_error("dfl get-info", &p.path, e))?;
             Ok(PortInfo {
@@ -105,7 +108,7 @@ impl dfl::HostPort for PluginState {
         traced!(self, "dfl.port.region-info", [index], {
             let p = self.port(&port)?;
             let info = p
-                .port
+                .device()?
                 .region_info(index)
                 .map_err(|e| device_error(&format!("dfl get-region-info {index}"), &p.path, e))?;
             let mut access = RegionAccess::empty();
@@ -136,7 +139,7 @@ impl dfl::HostPort for PluginState {
             let p = self.port(&port)?;
             let device = p.path.clone();
             let window = p
-                .port
+                .device()?
                 .map_region(index)
                 .map_err(|e| device_error(&format!("dfl map region {index}"), &device, e))?;
             Ok(self.table.push(RegionResource {
@@ -154,7 +157,7 @@ impl dfl::HostPort for PluginState {
         traced!(self, "dfl.port.dma-map", [], {
             let memory = Arc::clone(&self.table.get(&buffer)?.memory);
             let p = self.port(&port)?;
-            p.port
+            p.device()?
                 .dma_map(&memory)
                 .map_err(|e| device_error("dfl dma-map", &p.path, e))
         })
@@ -163,7 +166,7 @@ impl dfl::HostPort for PluginState {
     fn dma_unmap(&mut self, port: Resource<PortResource>, iova: u64) -> Result<(), ImportError> {
         traced!(self, "dfl.port.dma-unmap", [iova], {
             let p = self.port(&port)?;
-            p.port
+            p.device()?
                 .dma_unmap(iova)
                 .map_err(|e| device_error(&format!("dfl dma-unmap {iova:#x}"), &p.path, e))
         })
@@ -172,7 +175,7 @@ impl dfl::HostPort for PluginState {
     fn reset(&mut self, port: Resource<PortResource>) -> Result<(), ImportError> {
         traced!(self, "dfl.port.reset", [], {
             let p = self.port(&port)?;
-            p.port
+            p.device()?
                 .reset()
                 .map_err(|e| device_error("dfl port reset", &p.path, e))
         })

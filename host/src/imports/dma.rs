@@ -102,16 +102,25 @@ impl dma::HostBuffer for PluginState {
             {
                 let deadline = self.wait_deadline(timeout_ns);
                 let memory = self.memory(&buffer)?;
-                match poll_until(deadline, mask, expected, || memory.load_u64(offset)) {
-                    Ok(PollOutcome::Matched(value)) => Ok(value),
-                    Ok(PollOutcome::TimedOut(last)) => Err(guest_error(
+                let mut last = 0;
+                let matched = self.wait_sliced(deadline, |slice| {
+                    match poll_until(slice, mask, expected, || memory.load_u64(offset)) {
+                        Ok(PollOutcome::Matched(value)) => Ok(Some(value)),
+                        Ok(PollOutcome::TimedOut(value)) => {
+                            last = value;
+                            Ok(None)
+                        }
+                        Err(e) => Err(out_of_range("dma buffer poll64", e)),
+                    }
+                })?;
+                matched.ok_or_else(|| {
+                    guest_error(
                         ErrorCode::Timeout,
                         format!(
                             "dma buffer poll64 at offset {offset:#x} timed out; last value {last:#x}"
                         ),
-                    )),
-                    Err(e) => Err(out_of_range("dma buffer poll64", e)),
-                }
+                    )
+                })
             }
         )
     }
@@ -126,7 +135,7 @@ impl dma::HostBuffer for PluginState {
         traced!(self, "dma.buffer.watch64", [offset, mask, expected], {
             let memory = self.table.get(&buffer)?.memory.clone();
             match crate::devices::watch::watch(&memory, offset, mask, expected) {
-                Ok(completion) => Ok(self.table.push(EventResource { completion })?),
+                Ok(completion) => Ok(self.adopt_completion(completion)?),
                 Err(err) => Err(guest_error(
                     ErrorCode::InvalidArgument,
                     format!("dma buffer watch64 at offset {offset:#x}: {err}"),

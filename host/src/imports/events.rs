@@ -45,7 +45,13 @@ impl events::HostEvent for PluginState {
         traced!(self, "events.event.wait", [timeout_ns], {
             let deadline = self.wait_deadline(timeout_ns);
             let completion = self.table.get(&event)?.completion.clone();
-            match completion.wait(deadline) {
+            let finished = self.wait_sliced(deadline, |slice| {
+                Ok(match completion.wait(slice) {
+                    CompletionState::Pending => None,
+                    finished => Some(finished),
+                })
+            })?;
+            match finished.unwrap_or(CompletionState::Pending) {
                 CompletionState::Complete => Ok(()),
                 CompletionState::Failed(why) => Err(guest_error(ErrorCode::DeviceError, why)),
                 CompletionState::Pending => Err(guest_error(

@@ -1,6 +1,7 @@
 //! `log` and `clock`: a plugin's log lines go to `tracing`, within a volume budget.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use super::{PluginState, traced};
@@ -8,52 +9,84 @@ use crate::runtime::bindings::accel::plugin::{clock, log};
 
 /// The longest log line kept; longer ones are cut.
 const MAX_LINE: usize = 4096;
-/// Bytes of log a plugin may write per second; the rest is dropped and counted.
-const BYTES_PER_SECOND: usize = 256 * 1024;
 
-/// A per-instance log volume budget, reset every second.
-#[derive(Default)]
+/// A plugin's log volume budget (`load_policy.log_bytes_per_second`), shared by its log lines
+/// and its stdout and stderr, and by its instances across restarts. Lines over the budget are
+/// dropped and counted.
+#[derive(Clone)]
 pub struct LogBudget {
-    window_start: Option<Instant>,
-    bytes: usize,
+    inner: Arc<Mutex<Window>>,
+    dropped: Arc<AtomicU64>,
+}
+
+struct Window {
+    bytes_per_second: u64,
+    start: Option<Instant>,
+    bytes: u64,
     suppressed: u64,
 }
 
 impl LogBudget {
+    /// A budget of `bytes_per_second`.
+    pub fn new(bytes_per_second: u64) -> Self {
+        LogBudget {
+            inner: Arc::new(Mutex::new(Window {
+                bytes_per_second,
+                start: None,
+                bytes: 0,
+                suppressed: 0,
+            })),
+            dropped: Arc::default(),
+        }
+    }
+
     /// Charges `len` bytes; returns whether the line may be written, and how many lines
     /// were dropped in the window that just ended (to report once).
-    pub(crate) fn charge(&mut self, len: usize) -> (bool, u64) {
+    pub(crate) fn charge(&self, len: usize) -> (bool, u64) {
         let now = Instant::now();
+        let mut window = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let mut dropped = 0;
-        if self
-            .window_start
+        if window
+            .start
             .is_none_or(|start| now.duration_since(start).as_secs() >= 1)
         {
-            dropped = std::mem::take(&mut self.suppressed);
-            self.window_start = Some(now);
-            self.bytes = 0;
+            dropped = std::mem::take(&mut window.suppressed);
+            window.start = Some(now);
+            window.bytes = 0;
         }
-        if self.bytes + len > BYTES_PER_SECOND {
-            self.suppressed += 1;
+        if window.bytes + len as u64 > window.bytes_per_second {
+            window.suppressed += 1;
+            self.dropped.fetch_add(1, Ordering::Relaxed);
             return (false, dropped);
         }
-        self.bytes += len;
+        window.bytes += len as u64;
         (true, dropped)
+    }
+
+    /// Lines dropped so far, over all windows.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 }
 
+/// `text` cut to at most `max` bytes (on a character boundary), marked ` [cut]` if it was.
+pub(crate) fn cut_to(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(" [cut]");
+    }
+    text
+}
+
 impl log::Host for PluginState {
-    fn log(&mut self, level: log::Level, mut message: String) -> wasmtime::Result<()> {
+    fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
         traced!(self, "log.log", [level], {
-            if message.len() > MAX_LINE {
-                let mut cut = MAX_LINE;
-                while !message.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                message.truncate(cut);
-                message.push_str(" [cut]");
-            }
-            let (allowed, dropped) = self.log.charge(message.len());
+            let message = cut_to(message, MAX_LINE);
+            let (allowed, dropped) = self.ctx.log.charge(message.len());
             let plugin = self.ctx.name.as_str();
             if dropped > 0 {
                 tracing::warn!(target: "accelhost::plugin", plugin, "{dropped} log line(s) dropped: over the log budget");
@@ -100,11 +133,17 @@ mod tests {
 
     #[test]
     fn budget_drops_lines_over_the_limit_and_reports_them() {
-        let mut budget = LogBudget::default();
-        assert_eq!(budget.charge(BYTES_PER_SECOND), (true, 0));
+        let budget = LogBudget::new(1000);
+        assert_eq!(budget.charge(1000), (true, 0));
         assert_eq!(budget.charge(1), (false, 0));
-        assert_eq!(budget.charge(1), (false, 0));
-        budget.window_start = Some(Instant::now() - std::time::Duration::from_secs(2));
+        assert_eq!(
+            budget.clone().charge(1),
+            (false, 0),
+            "clones share the budget"
+        );
+        budget.inner.lock().unwrap().start =
+            Some(Instant::now() - std::time::Duration::from_secs(2));
         assert_eq!(budget.charge(10), (true, 2));
+        assert_eq!(budget.dropped(), 2);
     }
 }

@@ -131,9 +131,26 @@ impl mmio::HostRegion for PluginState {
             {
                 let deadline = self.wait_deadline(timeout_ns);
                 let r = self.region(&region)?;
-                r.mmio
-                    .poll64(offset, mask, expected, deadline)
-                    .map_err(|f| fault("mmio poll64", &r.device, f))
+                let mut timed_out = None;
+                let matched = self.wait_sliced(deadline, |slice| {
+                    match r.mmio.poll64(offset, mask, expected, slice) {
+                        Ok(value) => Ok(Some(value)),
+                        Err(timeout @ MmioFault::PollTimeout { .. }) => {
+                            timed_out = Some(timeout);
+                            Ok(None)
+                        }
+                        Err(f) => Err(fault("mmio poll64", &r.device, f)),
+                    }
+                })?;
+                match (matched, timed_out) {
+                    (Some(value), _) => Ok(value),
+                    (None, Some(timeout)) => Err(fault("mmio poll64", &r.device, timeout)),
+                    (None, None) => Err(fault(
+                        "mmio poll64",
+                        &r.device,
+                        MmioFault::PollTimeout { offset, last: 0 },
+                    )),
+                }
             }
         )
     }

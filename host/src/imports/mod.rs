@@ -12,19 +12,22 @@ mod mmio;
 mod xocl;
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::config::Grants;
+use crate::config::{Grants, LoadPolicy};
 use crate::devices::dfl::DflPort;
-use crate::devices::{CheckedMmio, Completion, DeviceRegistry, DmaBudget, DmaMemory, OwnerId};
+use crate::devices::{
+    CheckedMmio, Completion, CompletionState, DeviceRegistry, DmaBudget, DmaMemory, OwnerId,
+};
 use crate::runtime::bindings::accel::plugin::types::{self, Error as GuestError, ErrorCode};
+use crate::runtime::{CallControl, EPOCH_TICK, Interrupted};
 
-pub(crate) use log::LogBudget;
+pub(crate) use log::{LogBudget, cut_to};
 
 /// The most bytes one `read`/`write` import moves; bulk data stays on the host side.
 pub const MAX_TRANSFER: u64 = 1 << 20;
@@ -36,12 +39,18 @@ pub struct PluginContext {
     /// The plugin's name from the config; every refusal names it.
     pub name: String,
     pub grants: Grants,
+    /// Its limits.
+    pub policy: LoadPolicy,
     pub devices: Arc<DeviceRegistry>,
     /// Tags the DMA memory this instance allocates and the devices it opens.
     pub owner: OwnerId,
     pub dma_budget: Arc<DmaBudget>,
     /// Trace every import (`ACCELHOST_TRACE`).
     pub trace: bool,
+    /// The log volume budget, shared with the plugin's other instances.
+    pub log: LogBudget,
+    /// Which call runs, and whether it was cancelled.
+    pub(crate) control: Arc<CallControl>,
 }
 
 /// The data of one plugin instance's `Store`.
@@ -52,18 +61,30 @@ pub struct PluginState {
     limits: StoreLimits,
     /// When the current call must end; host-side waits never run past it.
     pub(crate) deadline: Instant,
-    log: LogBudget,
+    /// The number of the current call, for cancellation.
+    pub(crate) call: u64,
+    /// The device completions handed to this instance, failed if it ends first.
+    completions: Vec<Weak<Completion>>,
+    /// Prune `completions` when it grows past this.
+    prune_at: usize,
 }
+
+/// The fewest tracked completions before dead ones are pruned.
+const PRUNE_FLOOR: usize = 64;
 
 impl PluginState {
     pub(crate) fn new(ctx: Arc<PluginContext>, wasi: WasiCtx, limits: StoreLimits) -> Self {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(ctx.policy.max_resources as usize);
         PluginState {
             ctx,
             wasi,
-            table: ResourceTable::new(),
+            table,
             limits,
             deadline: Instant::now(),
-            log: LogBudget::default(),
+            call: 0,
+            completions: Vec::new(),
+            prune_at: PRUNE_FLOOR,
         }
     }
 
@@ -76,6 +97,83 @@ impl PluginState {
         Instant::now()
             .checked_add(Duration::from_nanos(timeout_ns))
             .map_or(self.deadline, |d| d.min(self.deadline))
+    }
+
+    /// `Err` once the current call was cancelled: it ends the call (and the instance).
+    fn check_cancelled(&self) -> Result<(), ImportError> {
+        if self.ctx.control.is_cancelled(self.call) {
+            Err(ImportError::Trap(Interrupted::Cancelled.into()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs `attempt` with deadlines at most one epoch tick apart until it gives an answer or
+    /// `deadline` passes (then `None`), so that a cancel reaches a blocked wait quickly.
+    fn wait_sliced<T>(
+        &self,
+        deadline: Instant,
+        mut attempt: impl FnMut(Instant) -> Result<Option<T>, ImportError>,
+    ) -> Result<Option<T>, ImportError> {
+        loop {
+            self.check_cancelled()?;
+            let slice = (Instant::now() + EPOCH_TICK).min(deadline);
+            if let Some(answer) = attempt(slice)? {
+                return Ok(Some(answer));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Hands `completion` to the plugin as an event, and remembers it so that it fails,
+    /// waking its waiters, if the instance ends before the device finishes it.
+    fn adopt_completion(
+        &mut self,
+        completion: Arc<Completion>,
+    ) -> Result<Resource<EventResource>, ResourceTableError> {
+        if self.completions.len() >= self.prune_at {
+            self.completions
+                .retain(|c| c.upgrade().is_some_and(|c| !c.is_finished()));
+            self.prune_at = (self.completions.len() * 2).max(PRUNE_FLOOR);
+        }
+        self.completions.push(Arc::downgrade(&completion));
+        self.table.push(EventResource { completion })
+    }
+
+    /// Releases everything the instance holds, in order: queued device work is cancelled,
+    /// contexts and ports are closed (which removes their DMA mappings), buffer objects are
+    /// freed and their devices closed, and every completion still pending fails with `why`,
+    /// waking its waiters. DMA memory, regions and images go with the table.
+    pub(crate) fn release_all(&mut self, why: &str) {
+        for entry in self.table.iter_mut() {
+            if let Some(device) = entry.downcast_mut::<XoclDeviceResource>() {
+                device.cancel_pending(why);
+            }
+        }
+        for entry in self.table.iter_mut() {
+            if let Some(context) = entry.downcast_mut::<CxlContextResource>() {
+                context.context.take();
+            } else if let Some(port) = entry.downcast_mut::<PortResource>() {
+                port.port.take();
+            }
+        }
+        for entry in self.table.iter_mut() {
+            if let Some(bo) = entry.downcast_mut::<BoResource>() {
+                bo.free();
+            }
+        }
+        for entry in self.table.iter_mut() {
+            if let Some(device) = entry.downcast_mut::<XoclDeviceResource>() {
+                device.client.take();
+            }
+        }
+        for completion in self.completions.drain(..) {
+            if let Some(completion) = completion.upgrade() {
+                completion.finish(CompletionState::Failed(why.to_string()));
+            }
+        }
     }
 
     /// A `permission-denied` refusal naming the plugin, the call and the missing grant.
@@ -111,8 +209,8 @@ pub enum ImportError {
     Trap(wasmtime::Error),
 }
 
-impl From<wasmtime::component::ResourceTableError> for ImportError {
-    fn from(err: wasmtime::component::ResourceTableError) -> Self {
+impl From<ResourceTableError> for ImportError {
+    fn from(err: ResourceTableError) -> Self {
         ImportError::Trap(err.into())
     }
 }
@@ -185,35 +283,86 @@ pub struct EventResource {
     pub(crate) completion: Arc<Completion>,
 }
 
-/// An open xocl device (a KDS client), shared with the BOs created through it.
+/// An open xocl device (a KDS client), shared with the BOs created through it. `None` once
+/// the instance ended.
 pub struct XoclDeviceResource {
-    pub(crate) client: Arc<dyn crate::devices::xocl::XoclClient>,
+    pub(crate) client: Option<Arc<dyn crate::devices::xocl::XoclClient>>,
     pub(crate) path: String,
+}
+
+impl XoclDeviceResource {
+    fn cancel_pending(&self, why: &str) {
+        if let Some(client) = &self.client {
+            client.cancel_pending(why);
+        }
+    }
 }
 
 /// A buffer object; dropping it frees the BO (GEM_CLOSE).
 pub struct BoResource {
     pub(crate) client: Arc<dyn crate::devices::xocl::XoclClient>,
     pub(crate) info: crate::devices::xocl::BoInfo,
+    pub(crate) freed: bool,
+}
+
+impl BoResource {
+    fn free(&mut self) {
+        if !std::mem::replace(&mut self.freed, true) {
+            let _ = self.client.free_bo(self.info.handle);
+        }
+    }
 }
 
 impl Drop for BoResource {
     fn drop(&mut self) {
-        let _ = self.client.free_bo(self.info.handle);
+        self.free();
     }
 }
 
 /// An open cxl context; dropping it detaches the context and frees its process element.
+/// `None` once the instance ended.
 pub struct CxlContextResource {
-    pub(crate) context: Box<dyn crate::devices::cxl::CxlContext>,
+    pub(crate) context: Option<Box<dyn crate::devices::cxl::CxlContext>>,
     /// The device node, such as `emu:capi0.0s` or `/dev/cxl/afu0.0s`.
     pub(crate) node: String,
 }
 
-/// An open DFL port; dropping it closes the port.
+/// An open DFL port; dropping it closes the port. `None` once the instance ended.
 pub struct PortResource {
-    pub(crate) port: Box<dyn DflPort>,
+    pub(crate) port: Option<Box<dyn DflPort>>,
     pub(crate) path: String,
+}
+
+/// The refusal for a device resource used after its instance released it.
+fn released(what: &str, device: &str) -> ImportError {
+    guest_error(
+        ErrorCode::NotFound,
+        format!("the {what} of {device} was released"),
+    )
+}
+
+impl PortResource {
+    fn device(&self) -> Result<&dyn DflPort, ImportError> {
+        self.port
+            .as_deref()
+            .ok_or_else(|| released("port", &self.path))
+    }
+}
+
+impl CxlContextResource {
+    fn device(&self) -> Result<&dyn crate::devices::cxl::CxlContext, ImportError> {
+        self.context
+            .as_deref()
+            .ok_or_else(|| released("context", &self.node))
+    }
+}
+
+impl XoclDeviceResource {
+    fn device(&self) -> Result<&Arc<dyn crate::devices::xocl::XoclClient>, ImportError> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| released("device", &self.path))
+    }
 }
 
 impl std::fmt::Debug for RegionResource {

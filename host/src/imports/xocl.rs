@@ -159,10 +159,10 @@ impl PluginState {
         let deps = self.dependencies(after)?;
         let dev = self.xocl_device(device)?;
         let completion = dev
-            .client
+            .device()?
             .submit(command, deps)
             .map_err(|e| device_error(call, &dev.path, e))?;
-        Ok(self.table.push(EventResource { completion })?)
+        Ok(self.adopt_completion(completion)?)
     }
 
     fn bo_handle(&self, bo: &Resource<BoResource>) -> Result<u32, ImportError> {
@@ -196,7 +196,7 @@ impl wit::HostDevice for PluginState {
             } else if let Some(device) = self.ctx.devices.xocl_device(&path) {
                 match device.open(self.ctx.owner, &self.ctx.dma_budget) {
                     Ok(client) => Ok(self.table.push(XoclDeviceResource {
-                        client: Arc::from(client),
+                        client: Some(Arc::from(client)),
                         path,
                     })?),
                     Err(err) => Err(device_error("xocl device open", &path, err)),
@@ -224,7 +224,7 @@ impl wit::HostDevice for PluginState {
                 )
             })?;
             let dev = self.xocl_device(&device)?;
-            dev.client
+            dev.device()?
                 .load_xclbin(&bytes, &parsed)
                 .map_err(|e| device_error("xocl load-xclbin", &dev.path, e))?;
             Ok(xclbin_info(&parsed))
@@ -236,7 +236,11 @@ impl wit::HostDevice for PluginState {
         device: Resource<XoclDeviceResource>,
     ) -> wasmtime::Result<Option<wit::XclbinInfo>> {
         let dev = self.table.get(&device)?;
-        Ok(dev.client.loaded_xclbin().map(|x| xclbin_info(&x)))
+        Ok(dev
+            .client
+            .as_ref()
+            .and_then(|client| client.loaded_xclbin())
+            .map(|x| xclbin_info(&x)))
     }
 
     fn open_context(
@@ -248,7 +252,7 @@ impl wit::HostDevice for PluginState {
     ) -> Result<(), ImportError> {
         traced!(self, "xocl.device.open-context", [cu, exclusive], {
             let dev = self.xocl_device(&device)?;
-            dev.client
+            dev.device()?
                 .open_context(host_guid(uuid), cu, exclusive)
                 .map_err(|e| device_error(&format!("xocl open-context on CU {cu}"), &dev.path, e))
         })
@@ -262,7 +266,7 @@ impl wit::HostDevice for PluginState {
     ) -> Result<(), ImportError> {
         traced!(self, "xocl.device.close-context", [cu], {
             let dev = self.xocl_device(&device)?;
-            dev.client
+            dev.device()?
                 .close_context(host_guid(uuid), cu)
                 .map_err(|e| device_error(&format!("xocl close-context on CU {cu}"), &dev.path, e))
         })
@@ -276,11 +280,15 @@ impl wit::HostDevice for PluginState {
     ) -> Result<Resource<BoResource>, ImportError> {
         traced!(self, "xocl.device.create-bo", [size, bank], {
             let dev = self.xocl_device(&device)?;
-            let client = dev.client.clone();
+            let client = dev.device()?.clone();
             let info = client
                 .create_bo(size, bank)
                 .map_err(|e| device_error("xocl create-bo", &dev.path, e))?;
-            Ok(self.table.push(BoResource { client, info })?)
+            Ok(self.table.push(BoResource {
+                client,
+                info,
+                freed: false,
+            })?)
         })
     }
 
@@ -363,7 +371,7 @@ impl wit::HostDevice for PluginState {
     fn reset(&mut self, device: Resource<XoclDeviceResource>) -> Result<(), ImportError> {
         traced!(self, "xocl.device.reset", [], {
             let dev = self.xocl_device(&device)?;
-            dev.client
+            dev.device()?
                 .reset()
                 .map_err(|e| device_error("xocl reset", &dev.path, e))
         })

@@ -1,32 +1,39 @@
 //! The plugin manager: starts every listed plugin (reporting the ones that fail, by policy),
 //! dispatches calls to them under their lock, ends an instance that faults (releasing all it
-//! held and revoking its leases), and keeps the table of open handles.
+//! held and revoking its leases), restarts it by its load policy, and keeps the table of open
+//! handles.
 
 pub(crate) mod handles;
 pub(crate) mod lease;
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use wasmtime::Store;
 
-use crate::config::{Config, Grants, ModuleSource, OnLoadError, PluginEntry};
+use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
 use crate::devices::{DeviceRegistry, DmaBudget, OwnerId};
 use crate::error::{Error, ErrorCode};
-use crate::imports::{PluginContext, PluginState};
+use crate::imports::{LogBudget, PluginContext, PluginState, cut_to};
 use crate::runtime::bindings::Plugin;
 use crate::runtime::bindings::accel::plugin::types as wit;
-use crate::runtime::{ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime};
+use crate::runtime::{
+    CallControl, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
+};
 use crate::trace::{self, Direction};
 use handles::{HandleKey, HandleTable};
 use lease::Lease;
 
 /// How many handles may be open at once across all plugins.
 const MAX_OPEN_HANDLES: usize = 1 << 16;
+/// The longest wait between restarts, however many came before.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The longest error message kept from a plugin; the rest is cut.
+const MAX_MESSAGE: usize = 1024;
 
 /// Where a plugin stands, as `accelhost plugins` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -41,9 +48,22 @@ pub enum PluginStatus {
         /// What went wrong, for people.
         reason: String,
     },
-    /// It trapped or overran its deadline; its instance was ended.
+    /// It faulted (a trap, a deadline overrun, a limit hit, an out-of-bounds answer or a
+    /// cancel); its instance was ended and a fresh one starts after the backoff.
+    Restarting {
+        /// The call it faulted in and why, as `in <call>: <what happened>`.
+        reason: String,
+        /// Which restart this is, counting from 1.
+        attempt: u32,
+        /// `load_policy.max_restarts`.
+        max_restarts: u32,
+        /// How long the restart waits, in milliseconds.
+        backoff_ms: u64,
+    },
+    /// It faulted and stays stopped: its policy says `disable`, or it used up its restarts.
     Faulted {
-        /// The call it faulted in and why, as `in <call>: <trap or overrun>`.
+        /// The call it faulted in and why, as `in <call>: <what happened>`, and why it was
+        /// not restarted.
         reason: String,
     },
     /// The host shut it down.
@@ -56,6 +76,16 @@ impl fmt::Display for PluginStatus {
             PluginStatus::Running => f.write_str("running"),
             PluginStatus::Disabled => f.write_str("disabled"),
             PluginStatus::LoadFailed { reason } => write!(f, "failed to load: {reason}"),
+            PluginStatus::Restarting {
+                reason,
+                attempt,
+                max_restarts,
+                backoff_ms,
+            } => write!(
+                f,
+                "restarting (attempt {attempt} of {max_restarts}, after {backoff_ms} ms) after a \
+                 fault {reason}"
+            ),
             PluginStatus::Faulted { reason } => write!(f, "faulted: {reason}"),
             PluginStatus::Stopped => f.write_str("stopped"),
         }
@@ -67,6 +97,9 @@ struct Live {
     instance: PluginInstance,
     generation: u64,
     lease: Arc<Lease>,
+    /// `configure` and `initialize` succeeded; a fault before that is a failed start, not a
+    /// fault to restart from.
+    started: bool,
 }
 
 /// Identifies the instance a call ran in.
@@ -76,12 +109,27 @@ pub(crate) struct Ticket {
     pub lease: Arc<Lease>,
 }
 
+struct SlotState {
+    status: PluginStatus,
+    wit_version: Option<String>,
+    restarts: u32,
+}
+
 /// One entry of the plugin list and its instance, if it runs.
 pub(crate) struct PluginSlot {
     pub entry: PluginEntry,
     trace: bool,
+    devices: Arc<DeviceRegistry>,
+    cache: ComponentCache,
+    me: Weak<PluginSlot>,
+    control: Arc<CallControl>,
+    log: LogBudget,
     live: Mutex<Option<Live>>,
-    status: Mutex<(PluginStatus, Option<String>)>,
+    state: Mutex<SlotState>,
+    shut_down: AtomicBool,
+    /// The generation of the live instance (0 when none), and the handles open on it.
+    generation: AtomicU64,
+    open_handles: AtomicU32,
 }
 
 fn next_generation() -> u64 {
@@ -90,35 +138,52 @@ fn next_generation() -> u64 {
 }
 
 impl PluginSlot {
-    fn new(entry: PluginEntry, trace: bool) -> Self {
+    fn new(
+        entry: PluginEntry,
+        trace: bool,
+        devices: Arc<DeviceRegistry>,
+        cache: ComponentCache,
+    ) -> Arc<Self> {
         let status = if entry.enabled {
             PluginStatus::Stopped
         } else {
             PluginStatus::Disabled
         };
-        PluginSlot {
+        let log = LogBudget::new(entry.load_policy.log_bytes_per_second);
+        Arc::new_cyclic(|me| PluginSlot {
             entry,
             trace,
+            devices,
+            cache,
+            me: me.clone(),
+            control: Arc::default(),
+            log,
             live: Mutex::new(None),
-            status: Mutex::new((status, None)),
-        }
+            state: Mutex::new(SlotState {
+                status,
+                wit_version: None,
+                restarts: 0,
+            }),
+            shut_down: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            open_handles: AtomicU32::new(0),
+        })
     }
 
     pub fn name(&self) -> &str {
         &self.entry.name
     }
 
-    pub fn status(&self) -> PluginStatus {
-        lock(&self.status).0.clone()
+    pub fn policy(&self) -> &LoadPolicy {
+        &self.entry.load_policy
     }
 
-    /// The `accel:plugin` version the module was built for, once it was read.
-    pub fn wit_version(&self) -> Option<String> {
-        lock(&self.status).1.clone()
+    pub fn status(&self) -> PluginStatus {
+        lock(&self.state).status.clone()
     }
 
     fn set_status(&self, status: PluginStatus) {
-        lock(&self.status).0 = status;
+        lock(&self.state).status = status;
     }
 
     fn load_error(&self, reason: impl Into<String>) -> Error {
@@ -131,41 +196,40 @@ impl PluginSlot {
 
     /// Loads, instantiates, configures and initializes the plugin. On failure nothing is
     /// left running and the status says why.
-    fn start(&self, devices: &Arc<DeviceRegistry>, cache: &ComponentCache) -> Result<(), Error> {
-        let result = self.try_start(devices, cache);
+    fn start(&self) -> Result<(), Error> {
+        let result = self.try_start();
         if let Err(err) = &result {
-            lock(&self.live).take();
-            let reason = match err {
-                Error::Load { reason, .. } => reason.clone(),
-                other => other.to_string(),
-            };
-            self.set_status(PluginStatus::LoadFailed { reason });
+            self.discard_live("the plugin failed to start");
+            self.set_status(PluginStatus::LoadFailed {
+                reason: reason_of(err),
+            });
         }
         result
     }
 
-    fn try_start(
-        &self,
-        devices: &Arc<DeviceRegistry>,
-        cache: &ComponentCache,
-    ) -> Result<(), Error> {
-        let loaded = load_module(&self.entry, cache)?;
-        lock(&self.status).1 = Some(loaded.wit_version.clone());
+    fn try_start(&self) -> Result<(), Error> {
+        let loaded = load_module(&self.entry, &self.cache)?;
+        lock(&self.state).wit_version = Some(loaded.wit_version.clone());
         let grants = &self.entry.grants;
         let ctx = Arc::new(PluginContext {
             name: self.entry.name.clone(),
             grants: grants.clone(),
-            devices: devices.clone(),
+            policy: self.entry.load_policy,
+            devices: self.devices.clone(),
             owner: OwnerId::fresh(),
             dma_budget: DmaBudget::new(grants.dma_memory_mib << 20),
             trace: self.trace,
+            log: self.log.clone(),
+            control: self.control.clone(),
         });
         let instance = PluginInstance::new(&loaded, ctx)
             .map_err(|f| self.load_error(format!("instantiating it failed: {}", f.reason)))?;
+        let generation = next_generation();
         *lock(&self.live) = Some(Live {
             instance,
-            generation: next_generation(),
+            generation,
             lease: Lease::new(),
+            started: false,
         });
         let config = self.entry.config.to_string();
         let explain = |step: &str, err: Error| match err {
@@ -183,13 +247,30 @@ impl PluginSlot {
             p.accel_plugin_lifecycle().call_initialize(s)
         })
         .map_err(|e| explain("initialize", e))?;
+        let mut live = lock(&self.live);
+        let live = live
+            .as_mut()
+            .ok_or_else(|| self.load_error("it was stopped while starting"))?;
+        live.started = true;
+        self.open_handles.store(0, Ordering::Release);
+        self.generation.store(generation, Ordering::Release);
         self.set_status(PluginStatus::Running);
         Ok(())
     }
 
-    /// Calls `finalize` and drops the instance.
+    /// Ends the live instance, if any, releasing what it held.
+    fn discard_live(&self, why: &str) {
+        if let Some(live) = lock(&self.live).take() {
+            self.generation.store(0, Ordering::Release);
+            live.lease.revoke(why);
+            live.instance.end(why);
+        }
+    }
+
+    /// Calls `finalize` and ends the instance; no restart follows.
     fn stop(&self) {
-        let running = lock(&self.live).is_some();
+        self.shut_down.store(true, Ordering::Release);
+        let running = lock(&self.live).as_ref().is_some_and(|l| l.started);
         let finalized = running.then(|| {
             self.call("finalize", None, format_args!(""), |p, s| {
                 p.accel_plugin_lifecycle().call_finalize(s)
@@ -198,16 +279,24 @@ impl PluginSlot {
         if let Some(Err(err)) = finalized {
             tracing::warn!(plugin = self.name(), "finalize: {err}");
         }
-        if let Some(live) = lock(&self.live).take() {
-            live.lease
-                .revoke(format!("the host shut plugin '{}' down", self.name()));
+        let why = format!("the host shut plugin '{}' down", self.name());
+        if lock(&self.live).is_some() {
+            self.discard_live(&why);
             self.set_status(PluginStatus::Stopped);
         }
     }
 
-    /// Runs one call into the plugin. A plugin error becomes [`Error::Plugin`]; a trap or
-    /// deadline overrun ends the instance and becomes [`Error::Faulted`]. With `generation`,
-    /// the call is refused unless that instance is still the one running.
+    /// Stops the call running in the plugin, if any, from another thread. The call fails
+    /// with [`Error::Faulted`] and the instance ends (a call stopped half-way leaves it in
+    /// an unknown state); the load policy decides about a restart.
+    pub fn cancel(&self) -> bool {
+        self.control.cancel()
+    }
+
+    /// Runs one call into the plugin. A plugin error becomes [`Error::Plugin`]; a trap,
+    /// deadline overrun, limit hit or cancel ends the instance and becomes
+    /// [`Error::Faulted`]. With `generation`, the call is refused unless that instance is
+    /// still the one running.
     pub fn call<R: fmt::Debug>(
         &self,
         call: &'static str,
@@ -215,18 +304,21 @@ impl PluginSlot {
         args: fmt::Arguments<'_>,
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
     ) -> Result<R, Error> {
-        self.call_in(call, generation, args, f)
+        self.call_in(call, generation, args, f, Ok)
             .map(|(value, _)| value)
     }
 
-    /// Like [`call`](Self::call), also telling which instance answered.
-    pub fn call_in<R: fmt::Debug>(
+    /// Like [`call`](Self::call), also telling which instance answered; `accept` turns the
+    /// answer into what the host keeps, and its refusal (an answer out of bounds) ends the
+    /// instance like a fault.
+    pub fn call_in<R: fmt::Debug, T>(
         &self,
         call: &'static str,
         generation: Option<u64>,
         args: fmt::Arguments<'_>,
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
-    ) -> Result<(R, Ticket), Error> {
+        accept: impl FnOnce(R) -> Result<T, String>,
+    ) -> Result<(T, Ticket), Error> {
         let mut guard = lock(&self.live);
         let Some(live) = guard.as_mut() else {
             return Err(Error::PluginUnavailable {
@@ -260,44 +352,160 @@ impl PluginSlot {
             generation: live.generation,
             lease: live.lease.clone(),
         };
-        match outcome {
-            Ok(Ok(value)) => Ok((value, ticket)),
-            Ok(Err(err)) => Err(Error::Plugin {
-                plugin: self.entry.name.clone(),
-                call,
-                code: code_from_wit(err.code),
-                message: err.message,
-            }),
-            Err(failure) => {
-                let live = guard.take().expect("checked above");
-                self.mark_faulted(&live, call, &failure.reason);
-                drop(guard);
-                // Dropping the store closes the instance's devices and frees its buffers.
-                drop(live);
-                Err(Error::Faulted {
+        let failure = match outcome {
+            Ok(Ok(value)) => match accept(value) {
+                Ok(kept) => return Ok((kept, ticket)),
+                Err(why) => format!("its answer was refused: {why}"),
+            },
+            Ok(Err(err)) => {
+                return Err(Error::Plugin {
                     plugin: self.entry.name.clone(),
                     call,
-                    reason: failure.reason,
-                })
+                    code: code_from_wit(err.code),
+                    message: cut_to(err.message, MAX_MESSAGE),
+                });
+            }
+            Err(failure) => failure.reason,
+        };
+        let live = guard.take().expect("checked above");
+        drop(guard);
+        self.end_faulted(live, call, &failure);
+        Err(Error::Faulted {
+            plugin: self.entry.name.clone(),
+            call,
+            reason: failure,
+        })
+    }
+
+    /// Ends an instance that faulted: its leases are revoked first, so that applications
+    /// stop using what it handed out, then everything it held is released, then the load
+    /// policy decides about a restart.
+    fn end_faulted(&self, live: Live, call: &str, reason: &str) {
+        tracing::error!(plugin = self.name(), call, "plugin faulted: {reason}");
+        self.generation.store(0, Ordering::Release);
+        let why = format!("plugin '{}' faulted in {call} and was stopped", self.name());
+        live.lease.revoke(why.clone());
+        live.instance.end(&why);
+        if live.started {
+            self.after_fault(format!("in {call}: {reason}"));
+        }
+    }
+
+    /// Schedules a restart, or leaves the plugin stopped, as its policy says.
+    fn after_fault(&self, reason: String) {
+        let policy = *self.policy();
+        let mut state = lock(&self.state);
+        if self.shut_down.load(Ordering::Acquire) {
+            state.status = PluginStatus::Stopped;
+            return;
+        }
+        if policy.on_fault == OnFault::Disable {
+            state.status = PluginStatus::Faulted {
+                reason: format!("{reason}; not restarted (load_policy.on_fault is \"disable\")"),
+            };
+            return;
+        }
+        if state.restarts >= policy.max_restarts {
+            state.status = PluginStatus::Faulted {
+                reason: format!(
+                    "{reason}; not restarted: it already restarted {} times \
+                     (load_policy.max_restarts)",
+                    state.restarts
+                ),
+            };
+            return;
+        }
+        state.restarts += 1;
+        let attempt = state.restarts;
+        let backoff = Duration::from_millis(policy.restart_backoff_ms)
+            .saturating_mul(1 << (attempt - 1).min(16))
+            .min(MAX_BACKOFF);
+        state.status = PluginStatus::Restarting {
+            reason,
+            attempt,
+            max_restarts: policy.max_restarts,
+            backoff_ms: backoff.as_millis() as u64,
+        };
+        drop(state);
+        let me = self.me.clone();
+        let spawned = std::thread::Builder::new()
+            .name("accelhost-restart".into())
+            .spawn(move || {
+                std::thread::sleep(backoff);
+                if let Some(slot) = me.upgrade() {
+                    slot.restart();
+                }
+            });
+        if let Err(err) = spawned {
+            self.set_status(PluginStatus::Faulted {
+                reason: format!("cannot schedule its restart: {err}"),
+            });
+        }
+    }
+
+    /// Starts a fresh instance after a fault; a restart that fails counts as another fault.
+    fn restart(&self) {
+        if self.shut_down.load(Ordering::Acquire)
+            || !matches!(self.status(), PluginStatus::Restarting { .. })
+        {
+            return;
+        }
+        match self.try_start() {
+            Ok(()) if self.shut_down.load(Ordering::Acquire) => {
+                self.discard_live("the host shut down while the plugin restarted");
+                self.set_status(PluginStatus::Stopped);
+            }
+            Ok(()) => tracing::info!(plugin = self.name(), "plugin restarted"),
+            Err(err) => {
+                self.discard_live("the plugin failed to restart");
+                self.after_fault(format!("in its restart: {}", reason_of(&err)));
             }
         }
     }
 
-    /// Revokes a faulted instance's leases, so applications stop using what it handed out
-    /// before its store is dropped.
-    fn mark_faulted(&self, live: &Live, call: &str, reason: &str) {
-        tracing::error!(
-            plugin = self.name(),
-            call,
-            "plugin faulted and was stopped: {reason}"
-        );
-        live.lease.revoke(format!(
-            "plugin '{}' faulted in {call} and was stopped",
-            self.name()
-        ));
-        self.set_status(PluginStatus::Faulted {
-            reason: format!("in {call}: {reason}"),
-        });
+    /// Counts a handle opened on instance `generation`, refusing it past
+    /// `load_policy.max_handles`.
+    fn count_handle(&self, generation: u64) -> Result<(), Error> {
+        let max = self.policy().max_handles;
+        let counted = self
+            .open_handles
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            });
+        match counted {
+            Ok(_) if self.generation.load(Ordering::Acquire) == generation => Ok(()),
+            Ok(_) => {
+                self.uncount_handle(generation);
+                Err(Error::Stale {
+                    what: "token",
+                    why: format!("plugin '{}' faulted while it was opened", self.name()),
+                })
+            }
+            Err(_) => Err(Error::Plugin {
+                plugin: self.name().to_string(),
+                call: "open",
+                code: ErrorCode::NoSpace,
+                message: format!(
+                    "{max} handles are already open on this plugin (load_policy.max_handles)"
+                ),
+            }),
+        }
+    }
+
+    fn uncount_handle(&self, generation: u64) {
+        if self.generation.load(Ordering::Acquire) == generation {
+            let _ = self
+                .open_handles
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
+    }
+}
+
+/// The reason inside a load error, or the whole error.
+fn reason_of(err: &Error) -> String {
+    match err {
+        Error::Load { reason, .. } => reason.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -319,15 +527,18 @@ fn load_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<Arc<Loaded
         ),
     };
     let runtime = runtime().map_err(Error::Internal)?;
-    runtime.load(&wasm, cache).map_err(|err| match err {
-        LoadError::Unusable(reason) => load_error(reason),
-        LoadError::Incompatible { found } => Error::IncompatibleInterface {
-            plugin: entry.name.clone(),
-            module: entry.module_text.clone(),
-            plugin_version: found,
-            host_version: crate::runtime::WIT_VERSION.into(),
-        },
-    })
+    let metered = entry.load_policy.fuel.is_some();
+    runtime
+        .load(&wasm, cache, metered)
+        .map_err(|err| match err {
+            LoadError::Unusable(reason) => load_error(reason),
+            LoadError::Incompatible { found } => Error::IncompatibleInterface {
+                plugin: entry.name.clone(),
+                module: entry.module_text.clone(),
+                plugin_version: found,
+                host_version: crate::runtime::WIT_VERSION.into(),
+            },
+        })
 }
 
 /// Checks that the module of `entry` is a plugin this host can load (a component, built for a
@@ -380,16 +591,12 @@ impl Manager {
         let devices = Arc::new(DeviceRegistry::from_config(config));
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {
-            let slot = Arc::new(PluginSlot::new(entry.clone(), trace));
-            let started = if entry.enabled {
-                slot.start(&devices, cache)
-            } else {
-                Ok(())
-            };
+            let slot = PluginSlot::new(entry.clone(), trace, devices.clone(), cache.clone());
+            let started = if entry.enabled { slot.start() } else { Ok(()) };
             if let Err(err) = started {
                 if entry.load_policy.on_error == OnLoadError::Fail {
                     for started in &slots {
-                        PluginSlot::stop(Arc::as_ref(started));
+                        started.stop();
                     }
                     return Err(err);
                 }
@@ -408,16 +615,23 @@ impl Manager {
         self.slots.iter().any(|s| Arc::ptr_eq(s, slot))
     }
 
+    /// The plugin named `name`.
+    pub fn slot(&self, name: &str) -> Option<&Arc<PluginSlot>> {
+        self.slots.iter().find(|s| s.name() == name)
+    }
+
     pub fn insert_handle(&self, handle: OpenHandle) -> Result<HandleKey, Error> {
-        let plugin = handle.slot.name().to_string();
-        lock(&self.handles)
-            .insert(handle)
-            .map_err(|full| Error::Plugin {
-                plugin,
+        handle.slot.count_handle(handle.generation)?;
+        let (slot, generation) = (handle.slot.clone(), handle.generation);
+        lock(&self.handles).insert(handle).map_err(|full| {
+            slot.uncount_handle(generation);
+            Error::Plugin {
+                plugin: slot.name().to_string(),
                 call: "open",
                 code: ErrorCode::NoSpace,
                 message: format!("the host cannot track another open handle: {full}"),
-            })
+            }
+        })
     }
 
     /// The plugin, instance and plugin-side number of an open handle.
@@ -432,10 +646,12 @@ impl Manager {
     }
 
     pub fn remove_handle(&self, key: HandleKey) -> Option<OpenHandle> {
-        lock(&self.handles).remove(key)
+        let handle = lock(&self.handles).remove(key)?;
+        handle.slot.uncount_handle(handle.generation);
+        Some(handle)
     }
 
-    /// Stops every plugin: `finalize`, then the instance is dropped.
+    /// Stops every plugin: `finalize`, then the instance is ended.
     pub fn shutdown(&self) {
         let stale = lock(&self.handles).drain_where(|_| true);
         for handle in stale {
@@ -460,16 +676,26 @@ pub struct PluginInfo {
     pub status: PluginStatus,
     /// The grants the config gives it.
     pub grants: Grants,
+    /// Its limits and restart policy.
+    pub load_policy: LoadPolicy,
+    /// How many times it was restarted after a fault.
+    pub restarts: u32,
+    /// Log lines (and stdout/stderr lines) dropped over its log budget.
+    pub log_lines_dropped: u64,
 }
 
 impl PluginSlot {
     pub fn info(&self) -> PluginInfo {
+        let state = lock(&self.state);
         PluginInfo {
             name: self.entry.name.clone(),
             module: self.entry.module_text.clone(),
-            wit_version: self.wit_version(),
-            status: self.status(),
+            wit_version: state.wit_version.clone(),
+            status: state.status.clone(),
             grants: self.entry.grants.clone(),
+            load_policy: self.entry.load_policy,
+            restarts: state.restarts,
+            log_lines_dropped: self.log.dropped(),
         }
     }
 }

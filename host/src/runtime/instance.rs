@@ -1,18 +1,22 @@
-//! One plugin instance: its `Store` (with memory limits), its WASI context (no files, no
-//! network, no environment; output captured), and calls made under a deadline. A call that
-//! traps or overruns reports a [`CallFailure`]; the caller must then discard the instance.
+//! One plugin instance: its `Store` (with the limits of its load policy), its WASI context (no
+//! files, no network, no environment; output captured), and calls made under a deadline, an
+//! optional fuel budget and cancellation. A call that traps, overruns, hits a limit or is
+//! cancelled reports a [`CallFailure`]; the caller must then end the instance.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::component::ResourceTableError;
+use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::WasiCtx;
 
+use super::control::Interrupted;
 use super::stdio::OutputCapture;
-use super::{EPOCH_TICK, LoadedComponent, bindings::Plugin, runtime};
+use super::{LoadedComponent, bindings::Plugin};
+use crate::config::LoadPolicy;
 use crate::imports::{PluginContext, PluginState};
 
-/// A trap, a deadline overrun or a limit hit: the instance is no longer usable.
+/// A trap, a deadline overrun, a limit hit or a cancel: the instance is no longer usable.
 #[derive(Debug, Clone)]
 pub(crate) struct CallFailure {
     /// What happened, with what the plugin printed last, for people.
@@ -24,25 +28,14 @@ pub(crate) struct PluginInstance {
     plugin: Plugin,
     stderr: OutputCapture,
     stdout: OutputCapture,
-    limits: Limits,
-}
-
-/// The limits a failure report names.
-#[derive(Clone, Copy)]
-struct Limits {
-    timeout: Duration,
-    memory_mib: u64,
+    ended: bool,
 }
 
 impl PluginInstance {
-    /// Instantiates `loaded` with the limits of `ctx`'s grants.
+    /// Instantiates `loaded` with the limits of `ctx`'s load policy.
     pub fn new(loaded: &LoadedComponent, ctx: Arc<PluginContext>) -> Result<Self, CallFailure> {
-        let engine = runtime()
-            .map_err(|reason| CallFailure { reason })?
-            .engine()
-            .clone();
-        let stdout = OutputCapture::new(&ctx.name, "stdout");
-        let stderr = OutputCapture::new(&ctx.name, "stderr");
+        let stdout = OutputCapture::new(&ctx.name, "stdout", ctx.log.clone());
+        let stderr = OutputCapture::new(&ctx.name, "stderr", ctx.log.clone());
         // No files, no environment, no arguments, no sockets: a plugin reaches the machine
         // only through the accel:plugin imports.
         let wasi = WasiCtx::builder()
@@ -52,71 +45,99 @@ impl PluginInstance {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
+        let policy = &ctx.policy;
         let store_limits = StoreLimitsBuilder::new()
-            .memory_size((ctx.grants.memory_mib << 20) as usize)
-            .table_elements(1 << 16)
-            .instances(64)
-            .tables(64)
-            .memories(16)
+            .memory_size((policy.memory_mib << 20) as usize)
+            .table_elements(policy.max_table_elements as usize)
+            .instances(policy.max_instances as usize)
+            .tables(policy.max_instances as usize)
+            .memories(policy.max_instances as usize)
             .trap_on_grow_failure(true)
             .build();
-        let limits = Limits {
-            timeout: Duration::from_millis(ctx.grants.call_timeout_ms),
-            memory_mib: ctx.grants.memory_mib,
-        };
-        let mut store = Store::new(&engine, PluginState::new(ctx, wasi, store_limits));
+        let mut store = Store::new(
+            loaded.pre.engine(),
+            PluginState::new(ctx, wasi, store_limits),
+        );
         store.limiter(|state| state.limiter());
-        arm(&mut store, limits.timeout);
+        // Every tick, while wasm runs: stop on a cancel or at the deadline, else go on.
+        store.epoch_deadline_callback(|store| {
+            let state = store.data();
+            if state.ctx.control.is_cancelled(state.call) {
+                Err(Interrupted::Cancelled.into())
+            } else if Instant::now() >= state.deadline {
+                Err(Interrupted::Deadline.into())
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
+        arm(&mut store);
         match loaded.pre.instantiate(&mut store) {
             Ok(plugin) => Ok(PluginInstance {
                 store,
                 plugin,
                 stderr,
                 stdout,
-                limits,
+                ended: false,
             }),
-            Err(err) => Err(describe(err, limits, &stderr, &stdout)),
+            Err(err) => {
+                let failure = describe(err, &store.data().ctx.policy, &stderr, &stdout);
+                store.data_mut().release_all("the plugin failed to start");
+                Err(failure)
+            }
         }
     }
 
-    /// Runs one call into the plugin under the per-call deadline.
+    /// Runs one call into the plugin under the per-call deadline, fuel budget and cancel.
     pub fn call<R>(
         &mut self,
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallFailure> {
-        arm(&mut self.store, self.limits.timeout);
-        f(&self.plugin, &mut self.store)
-            .map_err(|err| describe(err, self.limits, &self.stderr, &self.stdout))
+        arm(&mut self.store);
+        let id = self.store.data().call;
+        let outcome = f(&self.plugin, &mut self.store);
+        self.store.data().ctx.control.end(id);
+        outcome.map_err(|err| {
+            describe(
+                err,
+                &self.store.data().ctx.policy,
+                &self.stderr,
+                &self.stdout,
+            )
+        })
+    }
+
+    /// Releases everything the instance holds, failing its pending work with `why`.
+    pub fn end(mut self, why: &str) {
+        self.release(why);
+    }
+
+    fn release(&mut self, why: &str) {
+        if !std::mem::replace(&mut self.ended, true) {
+            self.store.data_mut().release_all(why);
+        }
     }
 }
 
-/// Sets the epoch deadline (rounded up to whole ticks, plus one for the tick in progress)
-/// and the wall-clock deadline host-side waits respect.
-fn arm(store: &mut Store<PluginState>, timeout: Duration) {
-    let ticks = timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()) as u64 + 1;
-    store.set_epoch_deadline(ticks);
-    store.data_mut().deadline = Instant::now() + timeout;
+/// Starts a call: numbers it, and sets its deadline and fuel.
+fn arm(store: &mut Store<PluginState>) {
+    let policy = store.data().ctx.policy;
+    if let Some(fuel) = policy.fuel {
+        // Only a metered engine counts fuel; `load` made this instance's engine so.
+        let _ = store.set_fuel(fuel);
+    }
+    store.set_epoch_deadline(1);
+    let state = store.data_mut();
+    state.call = state.ctx.control.begin();
+    state.deadline = Instant::now() + Duration::from_millis(policy.call_timeout_ms);
 }
 
 fn describe(
     err: wasmtime::Error,
-    limits: Limits,
+    policy: &LoadPolicy,
     stderr: &OutputCapture,
     stdout: &OutputCapture,
 ) -> CallFailure {
-    let root = err.root_cause().to_string();
-    let mut reason = match err.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => format!(
-            "it ran past its {} ms call deadline (grants.call_timeout_ms)",
-            limits.timeout.as_millis()
-        ),
-        Some(trap) => format!("wasm trap: {trap}"),
-        None if root.contains("growing memory") || root.contains("exceeds limit") => format!(
-            "it hit its memory limit of {} MiB (grants.memory_mib): {root}",
-            limits.memory_mib
-        ),
-        None => root,
-    };
+    let mut reason = explain(&err, policy);
     for (name, capture) in [("stderr", stderr), ("stdout", stdout)] {
         let tail = capture.tail();
         if !tail.is_empty() {
@@ -127,4 +148,51 @@ fn describe(
         }
     }
     CallFailure { reason }
+}
+
+impl Drop for PluginInstance {
+    fn drop(&mut self) {
+        self.release("the plugin instance ended");
+    }
+}
+
+/// What went wrong, naming the limit and the `load_policy` field when one was hit.
+fn explain(err: &wasmtime::Error, policy: &LoadPolicy) -> String {
+    let root = err.root_cause().to_string();
+    if let Some(interrupted) = err.downcast_ref::<Interrupted>() {
+        return match interrupted {
+            Interrupted::Deadline => format!(
+                "it ran past its {} ms call deadline (load_policy.call_timeout_ms)",
+                policy.call_timeout_ms
+            ),
+            Interrupted::Cancelled => "the call was cancelled from another thread".into(),
+        };
+    }
+    if let Some(ResourceTableError::Full) = err.downcast_ref::<ResourceTableError>() {
+        return format!(
+            "it holds more than {} host resources (load_policy.max_resources)",
+            policy.max_resources
+        );
+    }
+    match err.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => format!(
+            "it used up its fuel of {} per call (load_policy.fuel)",
+            policy.fuel.unwrap_or_default()
+        ),
+        Some(Trap::StackOverflow) => "wasm trap: call stack exhausted (deep recursion)".into(),
+        Some(trap) => format!("wasm trap: {trap}"),
+        None if root.contains("memory") && root.contains("grow") => format!(
+            "it hit its memory limit of {} MiB (load_policy.memory_mib): {root}",
+            policy.memory_mib
+        ),
+        None if root.contains("table") && root.contains("grow") => format!(
+            "it hit its table limit of {} elements (load_policy.max_table_elements): {root}",
+            policy.max_table_elements
+        ),
+        None if root.contains("count too high") || root.contains("exceeds limit") => format!(
+            "it hit a resource limit (load_policy.max_instances is {}): {root}",
+            policy.max_instances
+        ),
+        None => root,
+    }
 }

@@ -1,9 +1,11 @@
-//! The WebAssembly runtime: one process-wide `Engine` with an epoch ticker thread, the
-//! `Linker` that carries WASI and the `accel:plugin` imports, compilation through the on-disk
-//! cache, the WIT version check, and plugin instances with their limits and deadlines.
+//! The WebAssembly runtime: process-wide engines (one plain, one that meters fuel, made on
+//! first use), each with an epoch ticker thread and a `Linker` that carries WASI and the
+//! `accel:plugin` imports; compilation through the on-disk cache, the WIT version check, and
+//! plugin instances with their limits and deadlines.
 
 pub mod bindings;
 mod cache;
+mod control;
 mod instance;
 mod stdio;
 
@@ -16,6 +18,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, OptLevel};
 
 pub use cache::{CACHE_ENV, ComponentCache};
+pub(crate) use control::{CallControl, Interrupted};
 pub(crate) use instance::PluginInstance;
 
 use crate::imports::PluginState;
@@ -44,9 +47,19 @@ pub(crate) enum LoadError {
 }
 
 pub(crate) struct Runtime {
+    plain: Flavor,
+    metered: OnceLock<Result<Flavor, String>>,
+    loaded: Mutex<HashMap<LoadKey, Arc<LoadedComponent>>>,
+}
+
+/// A compiled plugin is found again by the sha256 of its wasm and whether it meters fuel.
+type LoadKey = ([u8; 32], bool);
+
+/// An engine and its linker. Metering fuel changes the compiled code, so a metered plugin
+/// needs an engine of its own.
+struct Flavor {
     engine: Engine,
     linker: Linker<PluginState>,
-    loaded: Mutex<HashMap<[u8; 32], Arc<LoadedComponent>>>,
 }
 
 /// The process-wide runtime, created on first use.
@@ -58,12 +71,13 @@ pub(crate) fn runtime() -> Result<&'static Runtime, String> {
         .map_err(Clone::clone)
 }
 
-impl Runtime {
-    fn new() -> wasmtime::Result<Runtime> {
+impl Flavor {
+    fn new(metered: bool) -> wasmtime::Result<Flavor> {
         let mut config = wasmtime::Config::new();
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
+            .consume_fuel(metered)
             .concurrency_support(false)
             .cranelift_opt_level(OptLevel::Speed)
             .parallel_compilation(true);
@@ -81,23 +95,39 @@ impl Runtime {
                     std::thread::sleep(EPOCH_TICK);
                 }
             })?;
+        Ok(Flavor { engine, linker })
+    }
+}
+
+impl Runtime {
+    fn new() -> wasmtime::Result<Runtime> {
         Ok(Runtime {
-            engine,
-            linker,
+            plain: Flavor::new(false)?,
+            metered: OnceLock::new(),
             loaded: Mutex::default(),
         })
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    fn flavor(&self, metered: bool) -> Result<&Flavor, LoadError> {
+        if !metered {
+            return Ok(&self.plain);
+        }
+        self.metered
+            .get_or_init(|| {
+                Flavor::new(true)
+                    .map_err(|e| format!("cannot start the fuel-metering engine: {e:#}"))
+            })
+            .as_ref()
+            .map_err(|e| LoadError::Unusable(e.clone()))
     }
 
     /// Compiles (or finds in the caches) and links `wasm`, checking that it is a component
-    /// built for a compatible `accel:plugin` version.
+    /// built for a compatible `accel:plugin` version. `metered` compiles it to count fuel.
     pub fn load(
         &self,
         wasm: &[u8],
         cache: &ComponentCache,
+        metered: bool,
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
         let sha: [u8; 32] = Sha256::digest(wasm).into();
@@ -105,21 +135,22 @@ impl Runtime {
             .loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&sha)
+            .get(&(sha, metered))
         {
             return Ok(loaded.clone());
         }
-        let component = match cache.load(&self.engine, &sha) {
+        let Flavor { engine, linker } = self.flavor(metered)?;
+        let component = match cache.load(engine, &sha) {
             Some(component) => component,
             None => {
-                let component = wasmtime::component::Component::new(&self.engine, wasm)
+                let component = wasmtime::component::Component::new(engine, wasm)
                     .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
-                cache.store(&self.engine, &sha, &component);
+                cache.store(engine, &sha, &component);
                 component
             }
         };
-        let wit_version = wit_version(&self.engine, &component)?;
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+        let wit_version = wit_version(engine, &component)?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
             LoadError::Unusable(format!(
                 "it needs an import this host does not provide: {e:#}"
             ))
@@ -131,7 +162,7 @@ impl Runtime {
         self.loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(sha, loaded.clone());
+            .insert((sha, metered), loaded.clone());
         Ok(loaded)
     }
 }

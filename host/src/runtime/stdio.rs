@@ -25,6 +25,7 @@ const WRITE_PERMIT: usize = 64 * 1024;
 pub struct OutputCapture {
     plugin: Arc<str>,
     stream: &'static str,
+    budget: LogBudget,
     inner: Arc<Mutex<Captured>>,
 }
 
@@ -32,14 +33,15 @@ pub struct OutputCapture {
 struct Captured {
     tail: VecDeque<u8>,
     line: Vec<u8>,
-    budget: LogBudget,
 }
 
 impl OutputCapture {
-    pub fn new(plugin: &str, stream: &'static str) -> Self {
+    /// The `stream` of `plugin`, forwarded to `tracing` within `budget`.
+    pub fn new(plugin: &str, stream: &'static str, budget: LogBudget) -> Self {
         OutputCapture {
             plugin: plugin.into(),
             stream,
+            budget,
             inner: Arc::default(),
         }
     }
@@ -53,7 +55,7 @@ impl OutputCapture {
         for &byte in bytes {
             if byte == b'\n' || captured.line.len() >= MAX_LINE {
                 let line = std::mem::take(&mut captured.line);
-                if captured.budget.charge(line.len()).0 {
+                if self.budget.charge(line.len()).0 {
                     tracing::info!(
                         target: "accelhost::plugin",
                         plugin = &*self.plugin,
@@ -139,7 +141,7 @@ mod tests {
 
     #[test]
     fn keeps_the_tail() {
-        let out = OutputCapture::new("p", "stderr");
+        let out = OutputCapture::new("p", "stderr", LogBudget::new(1 << 20));
         out.push(b"first line\n");
         out.push(&vec![b'x'; 3000]);
         out.push(b"\npanicked at src/lib.rs:1:1:\nboom\n");

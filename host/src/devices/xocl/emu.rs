@@ -578,6 +578,12 @@ impl XoclClient for EmulatedClient {
         self.card.wake.notify_all();
         Ok(())
     }
+
+    fn cancel_pending(&self, reason: &str) {
+        let client = self.id;
+        lock(&self.card.state).fail_pending(reason, |p| p.client == client);
+        self.card.wake.notify_all();
+    }
 }
 
 impl Drop for EmulatedClient {

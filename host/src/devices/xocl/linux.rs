@@ -424,6 +424,13 @@ impl XoclClient for LinuxXoclClient {
             .map(drop)
             .map_err(reset_error)
     }
+
+    fn cancel_pending(&self, reason: &str) {
+        let unstarted = std::mem::take(&mut lock(&self.shared.queue).jobs);
+        for job in unstarted {
+            job.done.finish(CompletionState::Failed(reason.into()));
+        }
+    }
 }
 
 impl Drop for LinuxXoclClient {

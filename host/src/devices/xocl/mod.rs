@@ -117,4 +117,7 @@ pub trait XoclClient: Send + Sync {
     fn submit(&self, command: Command, after: Vec<Arc<Completion>>) -> io::Result<Arc<Completion>>;
     /// Resets the device: pending commands of every client fail, compute units go idle.
     fn reset(&self) -> io::Result<()>;
+    /// Fails this client's commands that have not started, with `reason`; commands already
+    /// running finish. Used when the instance that submitted them ends.
+    fn cancel_pending(&self, reason: &str);
 }

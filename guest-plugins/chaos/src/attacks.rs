@@ -1,0 +1,125 @@
+//! Import calls with bad arguments. Each attack returns the host's refusal as its error (or
+//! traps, when the host ends the instance for it); an attack that the host lets through
+//! returns `Ok`, which the tests treat as a failure.
+
+use accelhost_sdk::host::cxl::{Context, ContextKind};
+use accelhost_sdk::host::dfl::Port;
+use accelhost_sdk::host::dma::Buffer;
+use accelhost_sdk::host::events::Event;
+use accelhost_sdk::host::mmio::{AccessWidth, Region, RegisterWrite};
+use accelhost_sdk::host::xocl;
+use accelhost_sdk::{Error, ErrorCode, Result};
+
+/// A handle number no instance hands out this early.
+const FORGED: u32 = 0x0bad_cafe;
+
+/// Runs `attack` against device `target` (a path, granted or not, as the attack needs).
+pub fn run(attack: &str, target: &str) -> Result<()> {
+    match attack {
+        "forge-region" => {
+            // SAFETY (of the plugin, not the host): deliberately wrong; the host must refuse it.
+            let forged = unsafe { Region::from_handle(FORGED) };
+            forged.read32(0)?;
+        }
+        "stale-region" => {
+            let port = Port::open(target, false)?;
+            let region = port.map_region(0)?;
+            let handle = region.handle();
+            drop(region);
+            let stale = unsafe { Region::from_handle(handle) };
+            stale.read32(0)?;
+        }
+        "foreign-handle" => {
+            let buffer = Buffer::allocate(4096)?;
+            let as_region = unsafe { Region::from_handle(buffer.handle()) };
+            as_region.read32(0)?;
+        }
+        "mmio-out-of-range" => {
+            let region = Port::open(target, false)?.map_region(0)?;
+            region.read64(region.size())?;
+        }
+        "mmio-write-out-of-range" => {
+            let region = Port::open(target, false)?.map_region(0)?;
+            region.write64(region.size() + 0x1000, 0xdead)?;
+        }
+        "mmio-misaligned" => {
+            let region = Port::open(target, false)?.map_region(0)?;
+            region.read64(3)?;
+        }
+        "batch-huge" => {
+            let region = Port::open(target, false)?.map_region(0)?;
+            let writes: Vec<RegisterWrite> = (0..100_000)
+                .map(|i| RegisterWrite {
+                    offset: 0x100 + (i % 16) * 8,
+                    value: i,
+                    width: AccessWidth::Bits64,
+                })
+                .collect();
+            region.write_batch(&writes)?;
+        }
+        "open-not-granted" => {
+            Port::open(target, true)?;
+        }
+        "open-dev-nodes" => return open_dev_nodes(),
+        "dma-map-forged" => {
+            let port = Port::open(target, false)?;
+            let forged = unsafe { Buffer::from_handle(FORGED) };
+            port.dma_map(&forged)?;
+        }
+        "dma-map-stale" => {
+            let port = Port::open(target, false)?;
+            let buffer = Buffer::allocate(4096)?;
+            let handle = buffer.handle();
+            drop(buffer);
+            let stale = unsafe { Buffer::from_handle(handle) };
+            port.dma_map(&stale)?;
+        }
+        "dma-over-budget" => {
+            Buffer::allocate(1 << 40)?;
+        }
+        "read-huge" => {
+            let buffer = Buffer::allocate(4096)?;
+            buffer.read(0, u32::MAX)?;
+        }
+        "exhaust-resources" => loop {
+            std::mem::forget(Event::completed());
+        },
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "no attack named '{other}'"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Opens real device nodes of each family, none of them granted: every open must be refused.
+fn open_dev_nodes() -> Result<()> {
+    let mut refusals = Vec::new();
+    let mut opened = Vec::new();
+    match Port::open("/dev/dfl-port.0", true) {
+        Ok(_) => opened.push("/dev/dfl-port.0"),
+        Err(e) => refusals.push(e),
+    }
+    match xocl::Device::open("/dev/dri/renderD128") {
+        Ok(_) => opened.push("/dev/dri/renderD128"),
+        Err(e) => refusals.push(e),
+    }
+    match Context::open("/dev/cxl/afu0.0", ContextKind::Dedicated) {
+        Ok(_) => opened.push("/dev/cxl/afu0.0d"),
+        Err(e) => refusals.push(e),
+    }
+    if !opened.is_empty() {
+        return Ok(());
+    }
+    let code = if refusals
+        .iter()
+        .all(|e| e.code == ErrorCode::PermissionDenied)
+    {
+        ErrorCode::PermissionDenied
+    } else {
+        ErrorCode::Internal
+    };
+    let messages: Vec<String> = refusals.into_iter().map(|e| e.message).collect();
+    Err(Error::new(code, messages.join("; ")))
+}

@@ -1,0 +1,416 @@
+//! The chaos plugin: one fake accelerator, `chaos0`, and misbehaviour wherever its config asks
+//! for it. The hostile-plugin tests, the fuzzer and `accelhost demo --fault` use it to show
+//! that the host contains a plugin that traps, hangs, hoards, lies or attacks its imports.
+//!
+//! Config keys (each names the export where it strikes, such as `"enumerate"` or `"open"`):
+//! - `trap_in`: panic (a trap, with the panic message on stderr).
+//! - `hang_in`: loop forever in wasm.
+//! - `grow_in`: allocate without bound.
+//! - `recurse_in`: recurse without bound.
+//! - `block_in`: wait forever in host waits (an event that never fires, a word that never
+//!   changes).
+//! - `refuse_in`: return an error (with `huge`, a 4 MiB message).
+//! - `huge_in` with `huge`: answer `enumerate` with `"list"` (a million devices) or
+//!   `"string"` (an 8 MiB name), or `describe` with `"string"`.
+//! - `attack_in` with `attack` (and `target`, a device path): call the imports with bad
+//!   arguments (see [`attacks`]); the host's refusal comes back as the export's error.
+//! - `log_flood` (a line count): log that many 1 KiB lines, and print as many, at `enumerate`.
+//! - `impersonate` (true): enumerate as many fake devices as `impersonate_count` (4), with
+//!   tokens 0, 1, 2… and the properties of an NLB0 port, as another plugin's would look.
+//! - `hold` (a device path): `open` also opens that DFL port exclusively (or a dedicated cxl
+//!   context on that AFU, or that xocl device) and keeps it.
+//! - `pending_on` (an xocl device path): `register-event` queues a BO sync there behind an
+//!   event that never fires, and returns the sync's event: queued device work that only
+//!   the end of the instance can cancel.
+//!
+//! `register-event` otherwise returns an event that never fires (a watch on a word nobody
+//! writes), and `reconfigure` runs its image as a script of import calls (see [`script`]).
+
+mod attacks;
+pub mod script;
+
+use accelhost_sdk::host::cxl::{Context, ContextKind};
+use accelhost_sdk::host::dfl::Port;
+use accelhost_sdk::host::{dma, events, image, xocl};
+use accelhost_sdk::{
+    Discovered, Error, EventKind, Filter, Guid, ObjectType, OpenMode, Plugin, Properties, Result,
+    filter_matches, log,
+};
+
+/// The fake accelerator's GUID.
+pub const GUID: Guid = Guid {
+    high: 0xFA01_7FA0_17FA_017F,
+    low: 0x0000_0000_0000_0001,
+};
+/// The fake accelerator's token.
+const TOKEN: u64 = 7;
+/// NLB0's AFU id, for impersonation.
+const NLB0: Guid = Guid {
+    high: 0xD842_4DC4_A4A3_C413,
+    low: 0xF89E_4336_83F9_040B,
+};
+
+#[derive(Default)]
+struct Chaos {
+    config: serde_json::Value,
+    held: Vec<Held>,
+    /// Buffers behind the events of `register-event`, kept so their watches stay pending.
+    watched: Vec<dma::Buffer>,
+    next_handle: u64,
+}
+
+/// A device the plugin keeps open.
+#[allow(dead_code)]
+enum Held {
+    Port(Port),
+    Context(Context),
+    Device(xocl::Device, Vec<xocl::Bo>, Vec<events::Event>),
+}
+
+/// Opens `path` as whichever family serves it.
+fn hold(path: &str) -> Result<Held> {
+    let port = Port::open(path, true);
+    if let Ok(port) = port {
+        return Ok(Held::Port(port));
+    }
+    if let Ok(context) = Context::open(path, ContextKind::Dedicated) {
+        return Ok(Held::Context(context));
+    }
+    if let Ok(device) = xocl::Device::open(path) {
+        return Ok(Held::Device(device, Vec::new(), Vec::new()));
+    }
+    port.map(Held::Port)
+}
+
+impl Chaos {
+    fn setting(&self, key: &str) -> Option<&str> {
+        self.config.get(key).and_then(|v| v.as_str())
+    }
+
+    /// Does whatever the config asks for in export `call`.
+    fn misbehave(&mut self, call: &str) -> Result<()> {
+        let wants = |key: &str| self.setting(key) == Some(call);
+        if wants("trap_in") {
+            panic!("chaos plugin asked to trap in {call}");
+        }
+        if wants("hang_in") {
+            let mut n: u64 = 0;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
+        }
+        if wants("grow_in") {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 1 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        if wants("recurse_in") {
+            std::hint::black_box(recurse(std::hint::black_box(1)));
+        }
+        if wants("block_in") {
+            block_forever()?;
+        }
+        if wants("refuse_in") {
+            let message = if self.setting("huge").is_some() {
+                "x".repeat(4 << 20)
+            } else {
+                format!("chaos plugin refuses {call}")
+            };
+            return Err(Error::invalid_argument(message));
+        }
+        if wants("attack_in") {
+            let attack = self.setting("attack").unwrap_or("");
+            let target = self.setting("target").unwrap_or("");
+            return attacks::run(attack, target);
+        }
+        Ok(())
+    }
+
+    fn properties() -> Properties {
+        Properties {
+            object_type: ObjectType::Accelerator,
+            name: "chaos0".into(),
+            guid: GUID,
+            vendor_id: 0x1234,
+            device_id: 0x5678,
+            bus_address: None,
+            socket_id: None,
+            device_type: "fpga".into(),
+            host: "localhost".into(),
+            num_mmio: 0,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: None,
+            extras: vec![],
+        }
+    }
+
+    /// Devices dressed as another plugin's NLB0 ports.
+    fn impostors(count: u64) -> Vec<Discovered> {
+        (0..count)
+            .map(|token| Discovered {
+                token,
+                properties: Properties {
+                    name: format!("emu:d{token}"),
+                    guid: NLB0,
+                    vendor_id: 0x8086,
+                    device_id: 0xbcc0,
+                    ..Self::properties()
+                },
+            })
+            .collect()
+    }
+}
+
+/// Recursion the optimizer cannot turn into a loop.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    if depth == u64::MAX {
+        return 0;
+    }
+    let frame = std::hint::black_box([depth; 16]);
+    recurse(depth + 1).wrapping_add(frame[depth as usize % 16])
+}
+
+/// Waits on the host for what never comes, for as long as the host lets it.
+fn block_forever() -> Result<()> {
+    let buffer = dma::Buffer::allocate(4096)?;
+    let never = buffer.watch64(0, 1, 1)?;
+    loop {
+        let _ = never.wait(u64::MAX);
+        let _ = buffer.poll64(8, 1, 1, u64::MAX);
+    }
+}
+
+impl Plugin for Chaos {
+    fn configure(&mut self, config: &str) -> Result<()> {
+        self.config = serde_json::from_str(config)
+            .map_err(|e| Error::invalid_argument(format!("bad chaos config: {e}")))?;
+        self.misbehave("configure")
+    }
+
+    fn initialize(&mut self) -> Result<()> {
+        self.misbehave("initialize")
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        self.misbehave("finalize")
+    }
+
+    fn supports_device(&mut self, _device_type: &str) -> bool {
+        let _ = self.misbehave("supports-device");
+        true
+    }
+
+    fn supports_host(&mut self, host: &str) -> bool {
+        let _ = self.misbehave("supports-host");
+        accelhost_sdk::host_matches(host, "localhost")
+    }
+
+    fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {
+        self.misbehave("enumerate")?;
+        if let Some(lines) = self.config.get("log_flood").and_then(|v| v.as_u64()) {
+            let line = "chaos ".repeat(170);
+            for n in 0..lines {
+                log!(Info, "{n}: {line}");
+                println!("{n}: {line}");
+            }
+        }
+        if self.setting("huge_in") == Some("enumerate") {
+            return Ok(match self.setting("huge") {
+                Some("string") => vec![Discovered {
+                    token: TOKEN,
+                    properties: Properties {
+                        name: "n".repeat(8 << 20),
+                        ..Self::properties()
+                    },
+                }],
+                _ => (0..1_000_000)
+                    .map(|token| Discovered {
+                        token,
+                        properties: Self::properties(),
+                    })
+                    .collect(),
+            });
+        }
+        if self.config.get("impersonate").and_then(|v| v.as_bool()) == Some(true) {
+            let count = self
+                .config
+                .get("impersonate_count")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(4);
+            return Ok(Self::impostors(count));
+        }
+        let properties = Self::properties();
+        let matched = filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties));
+        Ok(matched
+            .then_some(Discovered {
+                token: TOKEN,
+                properties,
+            })
+            .into_iter()
+            .collect())
+    }
+
+    fn describe(&mut self, token: u64) -> Result<Properties> {
+        self.misbehave("describe")?;
+        if self.setting("huge_in") == Some("describe") {
+            return Ok(Properties {
+                host: "h".repeat(8 << 20),
+                ..Self::properties()
+            });
+        }
+        match token {
+            TOKEN => Ok(Self::properties()),
+            _ => Err(Error::not_found(format!("no token {token}"))),
+        }
+    }
+
+    fn open(&mut self, token: u64, _mode: OpenMode) -> Result<u64> {
+        self.misbehave("open")?;
+        if let Some(path) = self.setting("hold") {
+            let held = hold(path).map_err(|e| e.context("hold open"))?;
+            self.held.push(held);
+        }
+        let impersonating = self.config.get("impersonate").is_some();
+        if token == TOKEN || impersonating {
+            self.next_handle += 1;
+            Ok(self.next_handle)
+        } else {
+            Err(Error::not_found(format!("no token {token}")))
+        }
+    }
+
+    fn close(&mut self, _handle: u64) -> Result<()> {
+        self.misbehave("close")
+    }
+
+    fn map_mmio(&mut self, _handle: u64, _index: u32) -> Result<accelhost_sdk::host::mmio::Region> {
+        self.misbehave("map-mmio")?;
+        Err(Error::unsupported("map-mmio"))
+    }
+
+    fn prepare_buffer(
+        &mut self,
+        _handle: u64,
+        size: u64,
+        _flags: accelhost_sdk::BufferFlags,
+    ) -> Result<accelhost_sdk::PreparedBuffer> {
+        self.misbehave("prepare-buffer")?;
+        let buffer = dma::Buffer::allocate(size)?;
+        Ok(accelhost_sdk::PreparedBuffer {
+            id: 1,
+            iova: 0,
+            buffer,
+        })
+    }
+
+    fn release_buffer(&mut self, _handle: u64, _id: u64) -> Result<()> {
+        self.misbehave("release-buffer")
+    }
+
+    fn io_address(&mut self, _handle: u64, _id: u64) -> Result<u64> {
+        self.misbehave("io-address")?;
+        Ok(0)
+    }
+
+    fn reset(&mut self, _handle: u64) -> Result<()> {
+        self.misbehave("reset")
+    }
+
+    fn reconfigure(&mut self, _handle: u64, _slot: u32, image: &image::Image) -> Result<()> {
+        self.misbehave("reconfigure")?;
+        let size = image.size();
+        let bytes = image.read(0, size.min(script::MAX_SCRIPT) as u32)?;
+        script::run(&bytes, self.setting("target").unwrap_or("emu:d0"))
+    }
+
+    fn register_event(
+        &mut self,
+        _handle: u64,
+        _kind: EventKind,
+        _vector: u32,
+    ) -> Result<events::Event> {
+        self.misbehave("register-event")?;
+        let buffer = dma::Buffer::allocate(4096)?;
+        let never = buffer.watch64(0, 1, 1)?;
+        self.watched.push(buffer);
+        let Some(path) = self.setting("pending_on") else {
+            return Ok(never);
+        };
+        let device = xocl::Device::open(path)?;
+        let bo = device.create_bo(4096, None)?;
+        let sync = device.sync_bo(&bo, xocl::SyncDirection::ToDevice, 0, 4096, &[&never])?;
+        let event = sync.duplicate();
+        self.held
+            .push(Held::Device(device, vec![bo], vec![never, sync]));
+        Ok(event)
+    }
+
+    fn mem_alloc(
+        &mut self,
+        _handle: u64,
+        _kind: accelhost_sdk::MemoryKind,
+        _size: u64,
+        _bank: Option<u32>,
+    ) -> Result<accelhost_sdk::Allocation> {
+        self.misbehave("mem-alloc")?;
+        Err(Error::unsupported("mem-alloc"))
+    }
+
+    fn mem_free(&mut self, _handle: u64, _id: u64) -> Result<()> {
+        self.misbehave("mem-free")?;
+        Err(Error::unsupported("mem-free"))
+    }
+
+    fn program_create(&mut self, _handle: u64, _image: &image::Image) -> Result<u64> {
+        self.misbehave("program-create")?;
+        Err(Error::unsupported("program-create"))
+    }
+
+    fn program_release(&mut self, _program: u64) -> Result<()> {
+        self.misbehave("program-release")?;
+        Err(Error::unsupported("program-release"))
+    }
+
+    fn kernel_get(&mut self, _program: u64, _name: &str) -> Result<u64> {
+        self.misbehave("kernel-get")?;
+        Err(Error::unsupported("kernel-get"))
+    }
+
+    fn queue_create(&mut self, _handle: u64) -> Result<u64> {
+        self.misbehave("queue-create")?;
+        Err(Error::unsupported("queue-create"))
+    }
+
+    fn queue_release(&mut self, _queue: u64) -> Result<()> {
+        self.misbehave("queue-release")?;
+        Err(Error::unsupported("queue-release"))
+    }
+
+    fn enqueue_memcpy(
+        &mut self,
+        _queue: u64,
+        _dst: accelhost_sdk::MemoryRange,
+        _src: accelhost_sdk::MemoryRange,
+        _size: u64,
+    ) -> Result<events::Event> {
+        self.misbehave("enqueue-memcpy")?;
+        Err(Error::unsupported("enqueue-memcpy"))
+    }
+
+    fn enqueue_launch(
+        &mut self,
+        _queue: u64,
+        _kernel: u64,
+        _args: Vec<accelhost_sdk::KernelArgument>,
+        _size: accelhost_sdk::LaunchSize,
+    ) -> Result<events::Event> {
+        self.misbehave("enqueue-launch")?;
+        Err(Error::unsupported("enqueue-launch"))
+    }
+}
+
+accelhost_sdk::export_plugin!(Chaos);
