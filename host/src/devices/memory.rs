@@ -318,7 +318,7 @@ fn over_budget(len: u64, budget: &DmaBudget) -> io::Error {
     io::Error::new(
         io::ErrorKind::OutOfMemory,
         format!(
-            "{len} more DMA bytes would exceed the grant of {} bytes ({} in use)",
+            "{len} more DMA bytes would exceed the grant of {} bytes (grants.dma_memory_mib; {} in use)",
             budget.limit(),
             budget.used()
         ),

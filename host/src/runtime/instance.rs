@@ -16,6 +16,9 @@ use super::{LoadedComponent, bindings::Plugin};
 use crate::config::LoadPolicy;
 use crate::imports::{PluginContext, PluginState};
 
+/// The most of a plugin's last output a failure report quotes, in bytes.
+const MAX_TAIL: usize = 600;
+
 /// A trap, a deadline overrun, a limit hit or a cancel: the instance is no longer usable.
 #[derive(Debug, Clone)]
 pub(crate) struct CallFailure {
@@ -143,7 +146,12 @@ fn describe(
         if !tail.is_empty() {
             let last: Vec<&str> = tail.lines().rev().take(6).collect();
             let last: Vec<&str> = last.into_iter().rev().collect();
-            reason.push_str(&format!("; its {name} ends with: {}", last.join(" | ")));
+            let last = last.join(" | ");
+            let mut start = last.len().saturating_sub(MAX_TAIL);
+            while !last.is_char_boundary(start) {
+                start += 1;
+            }
+            reason.push_str(&format!("; its {name} ends with: {}", &last[start..]));
             break;
         }
     }
@@ -180,7 +188,7 @@ fn explain(err: &wasmtime::Error, policy: &LoadPolicy) -> String {
             policy.fuel.unwrap_or_default()
         ),
         Some(Trap::StackOverflow) => "wasm trap: call stack exhausted (deep recursion)".into(),
-        Some(trap) => format!("wasm trap: {trap}"),
+        Some(trap) => trap.to_string(),
         None if root.contains("memory") && root.contains("grow") => format!(
             "it hit its memory limit of {} MiB (load_policy.memory_mib): {root}",
             policy.memory_mib
