@@ -32,6 +32,61 @@ fn text(bytes: &[u8]) -> String {
 }
 
 #[test]
+fn demo_fault_contains_a_crash_and_a_hang_in_the_same_table() {
+    let args = [
+        "demo",
+        "--fault",
+        "--sizes",
+        "64KiB",
+        "--elements",
+        "1Ki",
+        "--launches",
+        "10",
+    ];
+    let out = accelhost(&scratch_dir("empty"), &args, &[]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let row = |workload: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(workload))
+            .unwrap_or_else(|| panic!("no {workload} row: {stdout}"))
+            .to_string()
+    };
+    assert!(row("nlb0 loopback").contains("verified"), "{stdout}");
+    assert!(row("vadd 1 Ki").contains("verified"), "{stdout}");
+    let crash = row("fault: trap in reset");
+    assert!(
+        crash.starts_with("chaos/chaos0") && crash.contains("contained at +"),
+        "{crash}"
+    );
+    assert!(
+        crash.contains("restarted in") && crash.contains("old token refused"),
+        "{crash}"
+    );
+    let hang = row("fault: infinite loop in describe");
+    assert!(
+        hang.contains("cancelled from another thread") && hang.contains("restarted in"),
+        "{hang}"
+    );
+    assert!(stdout.contains("alongside the faults"), "{stdout}");
+
+    let dir = scratch_dir("chaos-twice");
+    std::fs::write(
+        dir.join("accelhost.json"),
+        r#"{"plugins": [{"name": "chaos", "module": "builtin:chaos"}]}"#,
+    )
+    .unwrap();
+    let out = accelhost(&dir, &["demo", "--fault"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("the config already has one"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn demo_runs_on_the_embedded_default_and_verifies() {
     let out = accelhost(&scratch_dir("empty"), &["demo"], &[]);
     let stdout = text(&out.stdout);

@@ -568,6 +568,14 @@ fn other_attacks() -> Vec<Attack> {
             "/dev/cxl/afu0.0",
         ),
         import_attack(
+            "reaching files, the environment and the network",
+            "escape-sandbox",
+            "",
+            vec![],
+            ErrorCode::PermissionDenied,
+            "connect:",
+        ),
+        import_attack(
             "DMA-mapping a forged buffer handle",
             "dma-map-forged",
             "emu:v0",
@@ -822,6 +830,10 @@ fn main() {
         for attack in &attacks {
             println!("{}: test", attack.name);
         }
+        return;
+    }
+    if attacks.is_empty() {
+        println!("no attack's name contains any of {words:?}");
         return;
     }
     let mut warm_rss = None;

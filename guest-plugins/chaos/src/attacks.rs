@@ -61,6 +61,7 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
             Port::open(target, true)?;
         }
         "open-dev-nodes" => return open_dev_nodes(),
+        "escape-sandbox" => return escape_sandbox(),
         "dma-map-forged" => {
             let port = Port::open(target, false)?;
             let forged = unsafe { Buffer::from_handle(FORGED) };
@@ -122,4 +123,38 @@ fn open_dev_nodes() -> Result<()> {
     };
     let messages: Vec<String> = refusals.into_iter().map(|e| e.message).collect();
     Err(Error::new(code, messages.join("; ")))
+}
+
+/// Reaches for what WASI would offer a program: files, directories, the environment, the
+/// network. Every attempt must fail (or find nothing).
+fn escape_sandbox() -> Result<()> {
+    let mut blocked = Vec::new();
+    let mut escaped = Vec::new();
+    for path in ["/etc/passwd", "/proc/self/environ", "."] {
+        match std::fs::read(path) {
+            Ok(_) => escaped.push(format!("read {path}")),
+            Err(e) => blocked.push(format!("read {path}: {e}")),
+        }
+    }
+    match std::fs::read_dir("/") {
+        Ok(_) => escaped.push("listed /".to_string()),
+        Err(e) => blocked.push(format!("list /: {e}")),
+    }
+    match std::fs::write("/tmp/chaos-was-here", b"x") {
+        Ok(()) => escaped.push("wrote /tmp/chaos-was-here".to_string()),
+        Err(e) => blocked.push(format!("write /tmp: {e}")),
+    }
+    let vars = std::env::vars().count();
+    if vars > 0 {
+        escaped.push(format!("saw {vars} environment variables"));
+    }
+    match std::net::TcpStream::connect("127.0.0.1:22") {
+        Ok(_) => escaped.push("connected to 127.0.0.1:22".to_string()),
+        Err(e) => blocked.push(format!("connect: {e}")),
+    }
+    if escaped.is_empty() {
+        Err(Error::new(ErrorCode::PermissionDenied, blocked.join("; ")))
+    } else {
+        Ok(())
+    }
 }

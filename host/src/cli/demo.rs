@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
+use accelhost::config::{Config, ModuleSource, OnFault, PluginEntry};
 use accelhost::workloads::{capi, nlb0, vadd};
-use accelhost::{Host, OpenMode, Token};
+use accelhost::{ErrorCode, Filter, Host, OpenMode, PluginStatus, Token};
 use anyhow::bail;
 
 use super::table;
@@ -21,6 +23,11 @@ pub struct Args {
     /// How many tiny vadd launches to time (0 skips them).
     #[arg(long, default_value_t = 2000)]
     launches: u32,
+    /// Also load the chaos plugin and, while the workloads run, make it crash (a trap) and
+    /// hang (an infinite loop, cancelled from another thread): its rows show each fault
+    /// contained and the plugin restarted, next to the other devices' verified results.
+    #[arg(long)]
+    fault: bool,
 }
 
 /// `16Mi` → 16777216.
@@ -260,28 +267,188 @@ fn count(n: u32) -> String {
     }
 }
 
+/// The plugin `--fault` adds, and what it is told to do.
+const CHAOS: &str = "chaos";
+const CHAOS_CONFIG: &str = r#"{"trap_in": "reset", "hang_in": "describe"}"#;
+const CHAOS_BACKOFF_MS: u64 = 100;
+
+/// Adds the chaos plugin to `config`, restarting after a fault.
+fn add_chaos(config: &mut Config) -> anyhow::Result<()> {
+    if config.plugins.iter().any(|p| p.name == CHAOS) {
+        bail!("--fault adds a plugin named '{CHAOS}', and the config already has one");
+    }
+    let mut entry = PluginEntry {
+        name: CHAOS.into(),
+        module: ModuleSource::Builtin(CHAOS.into()),
+        module_text: format!("builtin:{CHAOS}"),
+        config: serde_json::from_str(CHAOS_CONFIG)?,
+        load_policy: Default::default(),
+        grants: Default::default(),
+        enabled: true,
+    };
+    entry.load_policy.on_fault = OnFault::Restart;
+    entry.load_policy.restart_backoff_ms = CHAOS_BACKOFF_MS;
+    entry.load_policy.call_timeout_ms = 10_000;
+    config.plugins.push(entry);
+    Ok(())
+}
+
+/// Waits until the chaos plugin runs again; returns how long that took.
+fn await_restart(host: &Host, since: Instant) -> Result<Duration, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = host
+            .plugins()
+            .into_iter()
+            .find(|p| p.name == CHAOS)
+            .map(|p| p.status);
+        match status {
+            Some(PluginStatus::Running) => return Ok(since.elapsed()),
+            Some(PluginStatus::Restarting { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            other => return Err(format!("not restarted: {other:?}")),
+        }
+    }
+}
+
+/// A fresh token of the chaos plugin's device, which must open (proof the restart served).
+fn serve_again(host: &Host, stale: &Token) -> Result<Token, String> {
+    let refused = host
+        .open(stale, OpenMode::Shared)
+        .map(drop)
+        .map_err(|e| e.code());
+    if refused != Err(ErrorCode::Stale) {
+        return Err("a token of the ended instance was not refused".into());
+    }
+    let token = host
+        .enumerate(&[Filter::new().vendor_id(0x1234)])
+        .tokens
+        .into_iter()
+        .next()
+        .ok_or("the restarted plugin lists no device")?;
+    let handle = host
+        .open(&token, OpenMode::Shared)
+        .map_err(|e| e.to_string())?;
+    handle.close().map_err(|e| e.to_string())?;
+    Ok(token)
+}
+
+/// The two faults of `--fault`: a trap, then a hang cancelled from another thread. Each row
+/// tells what happened, when (counted from the start of the run), and how the plugin came
+/// back.
+fn run_faults(host: &Host, token: &Token, started: Instant) -> Vec<Row> {
+    let at = || format!("+{} ms", started.elapsed().as_millis());
+    let mut rows = Vec::new();
+
+    let row = Row::new(token, "fault: trap in reset", "-");
+    let when = at();
+    let crash = host.open(token, OpenMode::Shared).and_then(|h| h.reset());
+    let faulted = Instant::now();
+    let token = match crash {
+        Err(err) if err.code() == ErrorCode::PluginFaulted => {
+            match await_restart(host, faulted).and_then(|t| Ok((t, serve_again(host, token)?))) {
+                Ok((took, token)) => {
+                    rows.push(Row {
+                        result: format!(
+                            "contained at {when} (plugin-faulted: wasm trap); restarted in {} ms, \
+                             old token refused, new one serves",
+                            took.as_millis()
+                        ),
+                        ok: true,
+                        ..row
+                    });
+                    token
+                }
+                Err(why) => {
+                    rows.push(row.failed(why));
+                    return rows;
+                }
+            }
+        }
+        other => {
+            rows.push(row.failed(format!("the trap was not reported: {other:?}")));
+            return rows;
+        }
+    };
+
+    let row = Row::new(&token, "fault: infinite loop in describe", "-");
+    let when = at();
+    let hung = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            while !host.cancel(CHAOS).unwrap_or(true) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let begun = Instant::now();
+        (token.refresh(), begun.elapsed())
+    });
+    let faulted = Instant::now();
+    rows.push(match hung {
+        (Err(err), took) if err.code() == ErrorCode::PluginFaulted => {
+            match await_restart(host, faulted).and_then(|t| Ok((t, serve_again(host, &token)?))) {
+                Ok((restart, _)) => Row {
+                    result: format!(
+                        "hung at {when}, cancelled from another thread after {} ms; restarted \
+                         in {} ms",
+                        took.as_millis(),
+                        restart.as_millis()
+                    ),
+                    ok: true,
+                    ..row
+                },
+                Err(why) => row.failed(why),
+            }
+        }
+        other => row.failed(format!("the hang was not stopped: {other:?}")),
+    });
+    rows
+}
+
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
-    let host = super::start_host(config)?;
+    let host = if args.fault {
+        super::start_host_with(config, add_chaos)?
+    } else {
+        super::start_host(config)?
+    };
+    let started = Instant::now();
     let found = host.enumerate(&[]);
     for failure in &found.failures {
         eprintln!("warning: {failure}");
     }
+    let chaos = found
+        .tokens
+        .iter()
+        .find(|t| t.plugin() == CHAOS && args.fault);
     let mut rows = Vec::new();
-    for token in &found.tokens {
-        if nlb0::is_nlb0(token) {
-            run_nlb0(&host, token, &args.sizes, &mut rows);
-        } else if vadd::is_xocl(token) {
-            run_vadd(&host, token, &args.elements, args.launches, &mut rows);
-        } else if capi::is_cxl(token) && matches!(capi::node_kind(token), Some('s' | 'd')) {
-            run_capi(&host, token, &mut rows);
+    let fault_rows = std::thread::scope(|scope| {
+        let faults = chaos.map(|token| {
+            eprintln!("making plugin '{CHAOS}' crash and hang while the workloads run ...");
+            scope.spawn(|| run_faults(&host, token, started))
+        });
+        for token in &found.tokens {
+            if nlb0::is_nlb0(token) {
+                run_nlb0(&host, token, &args.sizes, &mut rows);
+            } else if vadd::is_xocl(token) {
+                run_vadd(&host, token, &args.elements, args.launches, &mut rows);
+            } else if capi::is_cxl(token) && matches!(capi::node_kind(token), Some('s' | 'd')) {
+                run_capi(&host, token, &mut rows);
+            }
         }
+        faults.map(|f| f.join().expect("the fault thread"))
+    });
+    if args.fault && fault_rows.is_none() {
+        bail!("the chaos plugin did not start; `accelhost plugins` says why");
     }
+    let workloads_took = started.elapsed();
     if rows.is_empty() {
         bail!(
             "no device with a canonical workload found (config: {}); `accelhost list` shows the devices there are",
             host.config().source
         );
     }
+    rows.extend(fault_rows.unwrap_or_default());
     let all_ok = rows.iter().all(|r| r.ok);
     let rows: Vec<Vec<String>> = rows
         .into_iter()
@@ -294,6 +461,12 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             &rows
         )
     );
+    if args.fault {
+        println!(
+            "the workloads ran from +0 to +{} ms, alongside the faults",
+            workloads_took.as_millis()
+        );
+    }
     Ok(if all_ok {
         ExitCode::SUCCESS
     } else {

@@ -107,8 +107,18 @@ pub fn main() -> ExitCode {
 
 /// Finds the config and starts a host on it.
 fn start_host(config: Option<PathBuf>) -> anyhow::Result<Host> {
-    let (config, origin): (Config, ConfigOrigin) = accelhost::config::discover(config.as_deref())?;
+    start_host_with(config, |_| Ok(()))
+}
+
+/// Finds the config, lets `adjust` change it, and starts a host on it.
+fn start_host_with(
+    config: Option<PathBuf>,
+    adjust: impl FnOnce(&mut Config) -> anyhow::Result<()>,
+) -> anyhow::Result<Host> {
+    let (mut config, origin): (Config, ConfigOrigin) =
+        accelhost::config::discover(config.as_deref())?;
     tracing::debug!(source = %config.source, "config: {origin}");
+    adjust(&mut config)?;
     let host = Host::builder().discovered_config(config, origin).build()?;
     Ok(host)
 }

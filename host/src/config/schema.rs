@@ -52,9 +52,10 @@ pub struct PluginEntry {
     pub module_text: String,
     /// Passed to the plugin's `configure` as JSON text.
     pub config: serde_json::Value,
-    /// What happens if the plugin cannot be loaded (`load_policy`).
+    /// How the plugin runs: its limits, and what happens when it fails to load or faults
+    /// (`load_policy`).
     pub load_policy: LoadPolicy,
-    /// What the plugin may touch, and how much of the machine it may use (`grants`).
+    /// What the plugin may touch: devices and DMA memory (`grants`).
     pub grants: Grants,
     /// A disabled plugin is listed but not loaded.
     pub enabled: bool,
