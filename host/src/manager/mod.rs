@@ -368,6 +368,12 @@ impl PluginSlot {
             Err(failure) => failure.reason,
         };
         let live = guard.take().expect("checked above");
+        if live.started {
+            // Callers that find no instance from now on see why, even before the release ends.
+            self.set_status(PluginStatus::Faulted {
+                reason: format!("in {call}: {failure}"),
+            });
+        }
         drop(guard);
         self.end_faulted(live, call, &failure);
         Err(Error::Faulted {
