@@ -3,12 +3,19 @@
 //! stale data, as on hardware), the KDS scheduler dispatching ERT commands to free compute
 //! units (several CUs per kernel, `cu_mask` honoured), and the vadd compute unit behind the HLS
 //! control register block (ap_start, ap_done clear-on-read, ap_idle, arguments from 0x10).
+//!
+//! Scheduling is event-driven: a command waits for a count of unfinished dependencies, each
+//! finished dependency counts it down, and a command that becomes ready is dispatched by the
+//! thread that made it ready. Small work (a short vadd, a short copy) runs right there, as
+//! hardware would finish it before a thread could be woken; large work goes to the compute
+//! unit's thread or the copy thread.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::abi::{self, ErtHeader, StartCu};
 use super::xclbin::{MemKind, Xclbin};
@@ -29,6 +36,10 @@ const MAX_BANK_BYTES: u64 = 64 << 30;
 pub const MAX_DEPS: usize = 8;
 /// Elements the vadd unit processes per step.
 const VADD_CHUNK: usize = 16 * 1024;
+/// A launch of at most this many vadd elements runs on the thread that dispatches it.
+const INLINE_ELEMENTS: u64 = 16 * 1024;
+/// A copy of at most this many bytes runs on the thread that dispatches it.
+const INLINE_COPY: u64 = 256 * 1024;
 
 /// A card as the config declares it.
 pub struct EmulatedCard {
@@ -37,20 +48,17 @@ pub struct EmulatedCard {
 }
 
 impl EmulatedCard {
-    /// Builds the card and starts its scheduler and copy threads; they end with the card.
+    /// Builds the card and starts its copy thread; it ends with the card.
     pub fn new(decl: &DeviceDecl) -> Self {
         let card = Arc::new(Card {
             state: Mutex::new(CardState {
                 host: RangeAllocator::new(HOST_APERTURE, HOST_APERTURE_SIZE),
                 ..CardState::default()
             }),
-            wake: Condvar::new(),
             next_client: AtomicU64::new(1),
         });
         let (copies, copy_queue) = mpsc::channel::<CopyJob>();
         lock(&card.state).copies = Some(copies);
-        let weak = Arc::downgrade(&card);
-        spawn(&format!("emu-{}-kds", decl.id), move || scheduler(weak));
         let weak = Arc::downgrade(&card);
         spawn(&format!("emu-{}-dma", decl.id), move || {
             for job in copy_queue {
@@ -81,8 +89,6 @@ impl Drop for EmulatedCard {
         for cu in &state.cus {
             cu.stop();
         }
-        drop(state);
-        self.card.wake.notify_all();
     }
 }
 
@@ -123,8 +129,6 @@ impl XoclDevice for EmulatedCard {
 /// or computes.
 struct Card {
     state: Mutex<CardState>,
-    /// Wakes the scheduler: a submit, a finished dependency, a free CU, a reset.
-    wake: Condvar,
     next_client: AtomicU64,
 }
 
@@ -140,7 +144,11 @@ struct CardState {
     cus: Vec<Arc<ComputeUnit>>,
     /// Per CU: the clients holding a context, and whether one holds it exclusively.
     contexts: Vec<Vec<(u64, bool)>>,
-    pending: VecDeque<Pending>,
+    /// Commands waiting for dependencies, by sequence number.
+    waiting: HashMap<u64, Waiting>,
+    /// Commands whose dependencies completed, in the order they became ready.
+    ready: VecDeque<Pending>,
+    next_seq: u64,
     copies: Option<mpsc::Sender<CopyJob>>,
     /// Bumped by every reset; work started before it reports failure.
     epoch: u64,
@@ -161,19 +169,26 @@ struct Bo {
     host: Arc<DmaMemory>,
 }
 
-/// A command waiting for its dependencies (and, for a launch, a free CU).
+/// A submitted command not yet dispatched.
 struct Pending {
     client: u64,
     command: Ready,
-    after: Vec<Arc<Completion>>,
     done: Arc<Completion>,
     epoch: u64,
+}
+
+/// A command and how many of its dependencies have not finished.
+struct Waiting {
+    pending: Pending,
+    unfinished: usize,
 }
 
 enum Ready {
     Launch {
         candidates: Vec<u32>,
         regmap: Vec<u32>,
+        /// Small enough to run on the dispatching thread.
+        inline: bool,
     },
     Copy(CopyWork),
 }
@@ -268,15 +283,26 @@ impl CardState {
             .is_some_and(|holders| holders.iter().any(|(c, _)| *c == client))
     }
 
-    /// Fails every pending command matching `doomed`, with `reason`.
-    fn fail_pending(&mut self, reason: &str, doomed: impl Fn(&Pending) -> bool) {
-        let (failed, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+    /// Takes out every command not yet dispatched that matches `doomed`; the caller fails
+    /// them once the lock is released.
+    fn take_pending(&mut self, doomed: impl Fn(&Pending) -> bool) -> Vec<Arc<Completion>> {
+        let (failed, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ready)
             .into_iter()
-            .partition(|p| doomed(p));
-        self.pending = kept.into();
-        for pending in failed {
-            pending.done.finish(CompletionState::Failed(reason.into()));
+            .partition(&doomed);
+        self.ready = kept.into();
+        let mut doomed_done: Vec<Arc<Completion>> = failed.into_iter().map(|p| p.done).collect();
+        let seqs: Vec<u64> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| doomed(&w.pending))
+            .map(|(&seq, _)| seq)
+            .collect();
+        for seq in seqs {
+            if let Some(w) = self.waiting.remove(&seq) {
+                doomed_done.push(w.pending.done);
+            }
         }
+        doomed_done
     }
 }
 
@@ -549,40 +575,69 @@ impl XoclClient for EmulatedClient {
             }
         };
         let done = Arc::new(Completion::default());
-        let epoch = state.epoch;
-        state.pending.push_back(Pending {
+        let pending = Pending {
             client: self.id,
             command: ready,
-            after: after.clone(),
             done: done.clone(),
-            epoch,
-        });
+            epoch: state.epoch,
+        };
+        let mut unfinished = Vec::new();
+        for dependency in &after {
+            match dependency.state() {
+                CompletionState::Complete => {}
+                CompletionState::Pending => unfinished.push(dependency),
+                CompletionState::Failed(why) => {
+                    drop(state);
+                    settle(
+                        &done,
+                        CompletionState::Failed(format!("a dependency failed: {why}")),
+                    );
+                    return Ok(done);
+                }
+            }
+        }
+        if unfinished.is_empty() {
+            state.ready.push_back(pending);
+            drop(state);
+            self.card.dispatch();
+            return Ok(done);
+        }
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        state.waiting.insert(
+            seq,
+            Waiting {
+                pending,
+                unfinished: unfinished.len(),
+            },
+        );
         drop(state);
-        for dependency in after {
+        for dependency in unfinished {
             let card = Arc::downgrade(&self.card);
+            let finished = Arc::downgrade(dependency);
             dependency.on_finish(move || {
                 if let Some(card) = card.upgrade() {
-                    card.wake.notify_all();
+                    card.dependency_finished(seq, &finished);
                 }
             });
         }
-        self.card.wake.notify_all();
         Ok(done)
     }
 
     fn reset(&self) -> io::Result<()> {
-        let mut state = lock(&self.card.state);
-        state.epoch += 1;
-        state.fail_pending("the device was reset", |_| true);
-        drop(state);
-        self.card.wake.notify_all();
+        let doomed = {
+            let mut state = lock(&self.card.state);
+            state.epoch += 1;
+            state.take_pending(|_| true)
+        };
+        fail_all(doomed, "the device was reset");
         Ok(())
     }
 
     fn cancel_pending(&self, reason: &str) {
         let client = self.id;
-        lock(&self.card.state).fail_pending(reason, |p| p.client == client);
-        self.card.wake.notify_all();
+        let doomed = lock(&self.card.state).take_pending(|p| p.client == client);
+        fail_all(doomed, reason);
     }
 }
 
@@ -590,7 +645,7 @@ impl Drop for EmulatedClient {
     fn drop(&mut self) {
         let mut state = lock(&self.card.state);
         let client = self.id;
-        state.fail_pending("the client closed the device", |p| p.client == client);
+        let doomed = state.take_pending(|p| p.client == client);
         for holders in &mut state.contexts {
             holders.retain(|(c, _)| *c != client);
         }
@@ -604,7 +659,14 @@ impl Drop for EmulatedClient {
             let _ = free_bo(&mut state, client, handle);
         }
         drop(state);
-        self.card.wake.notify_all();
+        fail_all(doomed, "the client closed the device");
+    }
+}
+
+/// Fails each of `doomed` with `reason`.
+fn fail_all(doomed: Vec<Arc<Completion>>, reason: &str) {
+    for done in doomed {
+        settle(&done, CompletionState::Failed(reason.into()));
     }
 }
 
@@ -672,90 +734,174 @@ fn decode_exec(state: &CardState, client: u64, words: &[u32]) -> io::Result<Opti
             "the client has no context open on any compute unit of the packet's cu_mask",
         ));
     }
+    let elements = packet
+        .regmap
+        .get((abi::vadd::SIZE / 4) as usize)
+        .map_or(0, |&n| u64::from(n));
     Ok(Some(Ready::Launch {
         candidates,
         regmap: packet.regmap,
+        inline: elements <= INLINE_ELEMENTS,
     }))
 }
 
-/// The scheduler: runs every pending command whose dependencies completed, launches on a free
-/// CU among its candidates, copies on the copy thread. Ends when the card goes away.
-fn scheduler(card: Weak<Card>) {
-    loop {
-        let Some(card) = card.upgrade() else { return };
-        let mut state = lock(&card.state);
-        if state.shutdown {
-            return;
+/// Completions waiting to be finished, each with the state it finishes in.
+type Settlements = Vec<(Arc<Completion>, CompletionState)>;
+
+thread_local! {
+    /// The cards this thread is dispatching for (outermost first): a dispatch that starts
+    /// inside one, because inline work finished and readied more, leaves it to the loop below.
+    static DISPATCHING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// Completions this thread is finishing: one finished inside another (a failure running
+    /// down a chain of dependents) waits its turn instead of nesting a level deeper.
+    static SETTLING: RefCell<Option<Settlements>> =
+        const { RefCell::new(None) };
+}
+
+/// Finishes `done` with `state`, and every completion that finishing it finishes in turn,
+/// without recursion however long the chain.
+fn settle(done: &Arc<Completion>, state: CompletionState) {
+    let nested = SETTLING.with(|s| match s.borrow_mut().as_mut() {
+        Some(queue) => {
+            queue.push((done.clone(), state.clone()));
+            true
         }
-        let mut index = 0;
-        while index < state.pending.len() {
-            let pending = &state.pending[index];
-            if let Some(failed) = pending.after.iter().find_map(|d| match d.state() {
-                CompletionState::Failed(why) => Some(why),
-                _ => None,
-            }) {
-                let pending = state.pending.remove(index).expect("index is in range");
-                pending.done.finish(CompletionState::Failed(format!(
-                    "a dependency failed: {failed}"
-                )));
-                continue;
-            }
-            if !pending.after.iter().all(|d| d.is_finished()) {
-                index += 1;
-                continue;
-            }
-            let dispatched = match &pending.command {
-                Ready::Launch { candidates, .. } => candidates
-                    .iter()
-                    .copied()
-                    .find(|&cu| state.cus.get(cu as usize).is_some_and(|u| !u.is_busy()))
-                    .is_some(),
-                Ready::Copy(_) => true,
-            };
-            if !dispatched {
-                index += 1;
-                continue;
-            }
-            let pending = state.pending.remove(index).expect("index is in range");
-            match pending.command {
-                Ready::Launch { candidates, regmap } => {
-                    let cu = candidates
-                        .into_iter()
-                        .find(|&cu| !state.cus[cu as usize].is_busy())
-                        .expect("checked above");
-                    state.cus[cu as usize].launch(CuJob {
-                        client: pending.client,
-                        regmap,
-                        done: pending.done,
-                        epoch: pending.epoch,
-                    });
-                }
-                Ready::Copy(work) => {
-                    if let Some(copies) = &state.copies {
-                        let _ = copies.send(CopyJob {
-                            work,
-                            done: pending.done,
-                            epoch: pending.epoch,
-                        });
-                    }
-                }
-            }
-        }
-        let _unused = card.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+        None => false,
+    });
+    if nested {
+        return;
+    }
+    SETTLING.with(|s| *s.borrow_mut() = Some(Vec::new()));
+    let _reset = ResetOnDrop(|| SETTLING.with(|s| *s.borrow_mut() = None));
+    done.finish(state);
+    while let Some((next, state)) = SETTLING.with(|s| s.borrow_mut().as_mut().and_then(Vec::pop)) {
+        next.finish(state);
+    }
+}
+
+/// Runs its closure when dropped, unwinding included.
+struct ResetOnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for ResetOnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)()
     }
 }
 
 impl Card {
+    /// Counts down a command's dependencies; the last one makes it ready. A failed dependency
+    /// fails the command at once.
+    fn dependency_finished(self: &Arc<Self>, seq: u64, dependency: &Weak<Completion>) {
+        let failed = dependency.upgrade().and_then(|d| match d.state() {
+            CompletionState::Failed(why) => Some(why),
+            _ => None,
+        });
+        let mut state = lock(&self.state);
+        let Some(waiting) = state.waiting.get_mut(&seq) else {
+            return; // already failed, or cancelled
+        };
+        if let Some(why) = failed {
+            let waiting = state.waiting.remove(&seq).expect("just found");
+            drop(state);
+            settle(
+                &waiting.pending.done,
+                CompletionState::Failed(format!("a dependency failed: {why}")),
+            );
+            return;
+        }
+        waiting.unfinished -= 1;
+        if waiting.unfinished == 0 {
+            let waiting = state.waiting.remove(&seq).expect("just found");
+            state.ready.push_back(waiting.pending);
+            drop(state);
+            self.dispatch();
+        }
+    }
+
+    /// Starts every ready command it can, in order: launches on a free compute unit among
+    /// their candidates, copies on the copy thread; small ones on this thread.
+    fn dispatch(self: &Arc<Self>) {
+        let me = Arc::as_ptr(self) as usize;
+        if DISPATCHING.with(|d| d.borrow().contains(&me)) {
+            return;
+        }
+        DISPATCHING.with(|d| d.borrow_mut().push(me));
+        let _pop = ResetOnDrop(|| {
+            DISPATCHING.with(|d| {
+                d.borrow_mut().retain(|&c| c != me);
+            })
+        });
+        loop {
+            let mut state = lock(&self.state);
+            if state.shutdown {
+                return;
+            }
+            let free_cu = |state: &CardState, candidates: &[u32]| {
+                candidates
+                    .iter()
+                    .copied()
+                    .find(|&cu| state.cus.get(cu as usize).is_some_and(|u| !u.is_busy()))
+            };
+            let Some(position) = state.ready.iter().position(|p| match &p.command {
+                Ready::Launch { candidates, .. } => free_cu(&state, candidates).is_some(),
+                Ready::Copy(_) => true,
+            }) else {
+                return;
+            };
+            let pending = state.ready.remove(position).expect("index is in range");
+            match pending.command {
+                Ready::Launch {
+                    candidates,
+                    regmap,
+                    inline,
+                } => {
+                    let cu =
+                        state.cus[free_cu(&state, &candidates).expect("checked") as usize].clone();
+                    cu.set_busy();
+                    drop(state);
+                    let job = CuJob {
+                        client: pending.client,
+                        regmap,
+                        done: pending.done,
+                        epoch: pending.epoch,
+                    };
+                    if inline {
+                        cu.run(self, job);
+                    } else {
+                        cu.launch(job);
+                    }
+                }
+                Ready::Copy(work) => {
+                    let CopyWork::Move { size, .. } = &work;
+                    let inline = *size <= INLINE_COPY;
+                    let job = CopyJob {
+                        work,
+                        done: pending.done,
+                        epoch: pending.epoch,
+                    };
+                    if inline {
+                        drop(state);
+                        self.run_copy(job);
+                    } else if let Some(copies) = &state.copies {
+                        let _ = copies.send(job);
+                    }
+                }
+            }
+        }
+    }
+
     fn run_copy(&self, job: CopyJob) {
         let CopyWork::Move { from, to, size } = job.work;
         let result = to.0.copy_from(to.1, &from.0, from.1, size);
         let current = lock(&self.state).epoch;
-        job.done.finish(match result {
-            _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
-            Ok(()) => CompletionState::Complete,
-            Err(err) => CompletionState::Failed(format!("copy failed: {err}")),
-        });
-        self.wake.notify_all();
+        settle(
+            &job.done,
+            match result {
+                _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
+                Ok(()) => CompletionState::Complete,
+                Err(err) => CompletionState::Failed(format!("copy failed: {err}")),
+            },
+        );
     }
 }
 
@@ -825,8 +971,12 @@ impl ComputeUnit {
         lock(&self.jobs).take();
     }
 
-    fn launch(&self, job: CuJob) {
+    fn set_busy(&self) {
         lock(&self.regs).busy = true;
+    }
+
+    /// Hands `job` to the unit's thread; the unit was marked busy by the dispatcher.
+    fn launch(&self, job: CuJob) {
         let sent = lock(&self.jobs)
             .as_ref()
             .map(|jobs| jobs.send(job))
@@ -882,7 +1032,7 @@ impl ComputeUnit {
 
     /// What the KDS does for one START_CU: write the register map from 0x10 on (the first
     /// four words are the control block it skips), set ap_start, wait for ap_done.
-    fn run(&self, card: &Card, job: CuJob) {
+    fn run(&self, card: &Arc<Card>, job: CuJob) {
         for (i, word) in job
             .regmap
             .iter()
@@ -905,15 +1055,19 @@ impl ComputeUnit {
         debug_assert!(status & abi::AP_DONE != 0);
         let current = lock(&card.state).epoch;
         lock(&self.regs).busy = false;
-        job.done.finish(match outcome {
-            _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
-            Ok(()) => CompletionState::Complete,
-            Err(why) => CompletionState::Failed(format!(
-                "compute unit {} ({}): {why}",
-                self.index, self.name
-            )),
-        });
-        card.wake.notify_all();
+        settle(
+            &job.done,
+            match outcome {
+                _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
+                Ok(()) => CompletionState::Complete,
+                Err(why) => CompletionState::Failed(format!(
+                    "compute unit {} ({}): {why}",
+                    self.index, self.name
+                )),
+            },
+        );
+        // The unit is free: a launch may have been waiting for it.
+        card.dispatch();
     }
 
     /// The vadd kernel: `out[i] = in1[i] + in2[i]` (u32, wrapping) on device memory.
@@ -936,25 +1090,35 @@ impl ComputeUnit {
         let (a, a_off) = resolve("in1", in1)?;
         let (b, b_off) = resolve("in2", in2)?;
         let (c, c_off) = resolve("out_r", out)?;
-        let mut x = vec![0u8; VADD_CHUNK * 4];
-        let mut y = vec![0u8; VADD_CHUNK * 4];
+        let chunk = VADD_CHUNK.min(size as usize);
+        let mut x = vec![0u32; chunk];
+        let mut y = vec![0u32; chunk];
         let mut done = 0u64;
         while done < bytes {
-            let len = (VADD_CHUNK as u64 * 4).min(bytes - done) as usize;
-            a.read(a_off + done, &mut x[..len])
+            let n = (chunk as u64).min((bytes - done) / 4) as usize;
+            let (xs, ys) = (&mut x[..n], &mut y[..n]);
+            a.read(a_off + done, words_as_bytes(xs))
                 .map_err(|e| e.to_string())?;
-            b.read(b_off + done, &mut y[..len])
+            b.read(b_off + done, words_as_bytes(ys))
                 .map_err(|e| e.to_string())?;
-            for (xs, ys) in x[..len].chunks_exact_mut(4).zip(y[..len].chunks_exact(4)) {
-                let sum = u32::from_le_bytes([xs[0], xs[1], xs[2], xs[3]])
-                    .wrapping_add(u32::from_le_bytes([ys[0], ys[1], ys[2], ys[3]]));
-                xs.copy_from_slice(&sum.to_le_bytes());
+            // Device memory is little-endian; on a little-endian host these are no-ops.
+            for (x, y) in xs.iter_mut().zip(ys.iter()) {
+                *x = u32::from_le(*x).wrapping_add(u32::from_le(*y)).to_le();
             }
-            c.write(c_off + done, &x[..len])
+            c.write(c_off + done, words_as_bytes(xs))
                 .map_err(|e| e.to_string())?;
-            done += len as u64;
+            done += n as u64 * 4;
         }
         Ok(())
+    }
+}
+
+/// The bytes of `words`, to copy device memory into and out of.
+fn words_as_bytes(words: &mut [u32]) -> &mut [u8] {
+    // SAFETY: u32 has no padding and every byte pattern is a valid u32; the length covers
+    // exactly the words' bytes and the borrow is carried over.
+    unsafe {
+        std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words))
     }
 }
 
