@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# A short cargo-fuzz run of every target, as CI does it: installs cargo-fuzz if needed, builds
+# the libFuzzer binaries (a debug build: the quickest to make, and the one with overflow
+# checks) and fuzzes each target for FUZZ_SECONDS (default 15) from its seed corpus. What a
+# run finds goes to a scratch directory; a crashing input goes to host/fuzz/artifacts/<target>/
+# and the run's whole output is printed. Long runs are in README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${FUZZ_SECONDS:-15}"
+cargo install cargo-fuzz --version 0.13.2 --locked
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+cargo fuzz build --dev --sanitizer none
+for target in config xclbin ert cxl imports; do
+    mkdir -p "$scratch/$target"
+    log="$scratch/$target.log"
+    if cargo fuzz run --dev --sanitizer none "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
+        -max_total_time="$seconds" -timeout=30 >"$log" 2>&1; then
+        echo "fuzz $target: $(grep -E '^Done' "$log" | tail -n 1)"
+    else
+        cat "$log"
+        echo "fuzz target $target failed; the input is in host/fuzz/artifacts/$target/" >&2
+        exit 1
+    fi
+done

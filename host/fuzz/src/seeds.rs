@@ -1,0 +1,338 @@
+//! The seed corpus, built from the host library's own encoders so that it stays valid as the
+//! formats evolve. `cargo run -p accelhost-fuzz --example write_seeds` writes it to
+//! `host/fuzz/corpus/<target>/seed-*`; the smoke test also runs it straight from here.
+
+use accelhost::config::EMBEDDED_DEFAULT;
+use accelhost::devices::cxl::AfuEvent;
+use accelhost::devices::cxl::abi::{self as cxl_abi, StartWorkArg, encode_event, memcpy};
+use accelhost::devices::xocl::abi::{
+    ERT_CUSTOM_EXTRA_CU_MASKS_SHIFT, ErtHeader, ErtOpcode, ErtState, ErtType, StartCu, vadd,
+};
+use accelhost::devices::xocl::xclbin::{self, MemKind, XclbinBuilder};
+use accelhost::types::Guid;
+
+/// One seed input: a file name (without the `seed-` prefix) and its bytes.
+pub type Seed = (&'static str, Vec<u8>);
+
+/// The seeds of `target`; none for a name that is not a target.
+pub fn seeds(target: &str) -> Vec<Seed> {
+    match target {
+        "config" => config(),
+        "xclbin" => xclbin(),
+        "ert" => ert(),
+        "cxl" => cxl(),
+        "imports" => imports(),
+        _ => Vec::new(),
+    }
+}
+
+const UUID: Guid = Guid {
+    high: 0x0123_4567_89AB_CDEF,
+    low: 0xFEDC_BA98_7654_3210,
+};
+
+fn config() -> Vec<Seed> {
+    vec![
+        ("default.json", EMBEDDED_DEFAULT.into()),
+        (
+            "two-cards.json",
+            include_str!("../../../examples/configs/two-cards.json").into(),
+        ),
+        (
+            "linux-dfl.json",
+            include_str!("../../../examples/configs/linux-dfl.json").into(),
+        ),
+        ("imports.json", crate::imports::CONFIG.into()),
+        ("minimal.json", br#"{"plugins": []}"#.to_vec()),
+        (
+            "file-module.json",
+            br#"{"plugins": [{"name": "p", "module": "plugins/p.wasm", "enabled": false,
+                 "load_policy": {"on_error": "fail", "on_fault": "restart", "max_restarts": 2,
+                 "restart_backoff_ms": 5, "memory_mib": 8, "call_timeout_ms": 10},
+                 "grants": {"devices": ["/dev/dfl-port.*"], "dma_memory_mib": 1}}],
+                 "devices": [{"id": "c", "family": "cxl", "accelerator": "vadd", "card": 1,
+                 "slice": 2, "max_contexts": 4, "irqs_min": 1, "irqs_max": 4,
+                 "vendor_id": "0x1014", "device_id": 1122, "bus_address": "0001:02:03.4",
+                 "socket_id": 1}]}"#
+                .to_vec(),
+        ),
+    ]
+}
+
+fn xclbin() -> Vec<Seed> {
+    vec![
+        ("vadd-1cu.xclbin", XclbinBuilder::vadd(UUID, 1, 1).build()),
+        (
+            "vadd-4cu-2bank.xclbin",
+            XclbinBuilder::vadd(UUID, 4, 2).build(),
+        ),
+        (
+            "hbm-extra-section.xclbin",
+            XclbinBuilder::vadd(UUID, 2, 1)
+                .mode(xclbin::MODE_HW_EMU)
+                .bank(MemKind::Hbm, "HBM[0]", 0x1_0000_0000, 1 << 20)
+                .section(
+                    xclbin::SECTION_KEYVALUE_METADATA,
+                    "kv",
+                    b"key=value".to_vec(),
+                )
+                .build(),
+        ),
+    ]
+}
+
+fn words_le(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn ert() -> Vec<Seed> {
+    let vadd_call = vadd::regmap(0x40_0000_0000, 0x40_0001_0000, 0x40_0002_0000, 1024);
+    let one_mask = StartCu {
+        cu_masks: vec![0b1],
+        regmap: vadd_call.clone(),
+    };
+    let four_masks = StartCu {
+        cu_masks: vec![0x8000_0001, 0, 0, 0x8000_0000],
+        regmap: vadd_call,
+    };
+    let configure = ErtHeader {
+        state: ErtState::New as u8,
+        custom: 1 << ERT_CUSTOM_EXTRA_CU_MASKS_SHIFT,
+        count: 2,
+        opcode: ErtOpcode::Configure as u8,
+        kind: ErtType::Ctrl as u8,
+    };
+    vec![
+        ("start-cu-vadd", words_le(&one_mask.encode())),
+        ("start-cu-4-masks", words_le(&four_masks.encode())),
+        ("configure", words_le(&[configure.encode(), 0, 0])),
+    ]
+}
+
+fn cxl() -> Vec<Seed> {
+    let interrupt = encode_event(3, &AfuEvent::Interrupt(1));
+    let storage = encode_event(
+        3,
+        &AfuEvent::DataStorage {
+            address: 0x7FFF_0000_1000,
+            dsisr: 0x4200_0000,
+        },
+    );
+    let error = encode_event(4, &AfuEvent::AfuError(0xDEAD));
+    let copy = memcpy::WorkElement {
+        cmd: memcpy::CMD_VALID | memcpy::CMD_COPY,
+        length: 4096,
+        src: 0x10_0000,
+        dst: 0x20_0000,
+        ..Default::default()
+    };
+    let irq = memcpy::WorkElement {
+        cmd: memcpy::CMD_VALID | memcpy::CMD_WRAP | memcpy::CMD_IRQ,
+        length: 1,
+        ..Default::default()
+    };
+    let mut queue = copy.encode().to_vec();
+    queue.extend_from_slice(&irq.encode());
+    let start_work = StartWorkArg {
+        flags: cxl_abi::START_WORK_NUM_IRQS | cxl_abi::START_WORK_AMR,
+        work_element_descriptor: memcpy::wed(0x10_0000, 4),
+        amr: 0,
+        num_interrupts: 2,
+        ..Default::default()
+    };
+    let start_work: Vec<u8> = [
+        start_work.flags,
+        start_work.work_element_descriptor,
+        start_work.amr,
+    ]
+    .iter()
+    .flat_map(|w| w.to_le_bytes())
+    .chain(start_work.num_interrupts.to_le_bytes())
+    .chain([0; 38])
+    .collect();
+    vec![
+        ("event-interrupt", interrupt.clone()),
+        ("event-data-storage", storage.clone()),
+        ("event-afu-error", error.clone()),
+        ("events-all", [interrupt, storage, error].concat()),
+        ("sysfs-mode", b"afu_directed\n".to_vec()),
+        (
+            "sysfs-modes-supported",
+            b"dedicated_process\nafu_directed\n".to_vec(),
+        ),
+        ("sysfs-caia-version", b"1.2\n".to_vec()),
+        ("sysfs-cr-id", b"0x1014\n".to_vec()),
+        (
+            "sysfs-names",
+            b"afu0.0m\nafu12.3s\nafu1.0d\ncard7\n".to_vec(),
+        ),
+        ("memcpy-queue", queue),
+        ("start-work", start_work),
+    ]
+}
+
+/// Builds a chaos script (see `guest-plugins/chaos/src/script.rs`): each op is its number
+/// (`% 24`) and its arguments, little-endian.
+#[derive(Default)]
+struct Script(Vec<u8>);
+
+impl Script {
+    /// `plugin` indexes [`crate::imports::PLUGINS`].
+    fn for_plugin(plugin: u8) -> Self {
+        Script(vec![plugin])
+    }
+
+    fn op(mut self, op: u8) -> Self {
+        self.0.push(op);
+        self
+    }
+
+    fn u8(mut self, value: u8) -> Self {
+        self.0.push(value);
+        self
+    }
+
+    fn u32(mut self, value: u32) -> Self {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    fn u64(mut self, value: u64) -> Self {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    /// A `size` argument below 0x10000.
+    fn size(self, value: u16) -> Self {
+        self.u8(1).u32(value.into())
+    }
+
+    fn alloc(self, size: u16) -> Self {
+        self.op(0).size(size)
+    }
+
+    fn open_port(self) -> Self {
+        self.op(6).u8(0).u8(1)
+    }
+
+    fn map_region(self, index: u32) -> Self {
+        self.op(7).u8(0).u32(index)
+    }
+}
+
+fn imports() -> Vec<Seed> {
+    let dfl_port = Script::for_plugin(0)
+        .open_port()
+        .map_region(0)
+        .op(8) // read32 and read64 at 0x8 (the AFU id)
+        .u8(0)
+        .size(0x8)
+        .op(9) // write64 and write32 to a scratch register
+        .u8(0)
+        .size(0x8)
+        .u64(0x1234_5678)
+        .op(10) // a batch of 16 scratch writes
+        .u8(0)
+        .u32(16)
+        .op(11) // poll the scratch register just written
+        .u8(0)
+        .size(0x108)
+        .u64(u64::MAX)
+        .u64(0x1234_5678)
+        .u32(1000)
+        .op(14) // port and region info
+        .u8(0)
+        .u32(0);
+    let dma = Script::for_plugin(0)
+        .alloc(4096)
+        .op(2) // write 64 bytes at 0
+        .u8(0)
+        .size(0)
+        .u32(64)
+        .op(1) // read them back
+        .u8(0)
+        .size(0)
+        .u32(64)
+        .op(3) // poll the first word for what was written
+        .u8(0)
+        .size(0)
+        .u64(0xFF)
+        .u64(0xA5)
+        .u32(1000)
+        .op(4) // watch a word nobody writes, then wait on it briefly
+        .u8(0)
+        .size(512)
+        .u64(1)
+        .u64(1)
+        .op(5)
+        .u8(0)
+        .u32(1000)
+        .open_port()
+        .op(12) // map the buffer for the port's DMA, unmap a made-up IOVA
+        .u8(0)
+        .u8(0)
+        .op(13)
+        .u8(0)
+        .u64(0x1000)
+        .op(22) // drop the buffer
+        .u8(0);
+    let exec = StartCu {
+        cu_masks: vec![1],
+        regmap: vadd::regmap(0x40_0000_0000, 0x40_0000_1000, 0x40_0000_2000, 16),
+    }
+    .encode();
+    let mut xocl = Script::for_plugin(2)
+        .op(15) // open the xocl card
+        .u8(0)
+        .op(16) // a 4 KiB BO in bank 0
+        .u8(0)
+        .size(4096)
+        .u8(0x80)
+        .op(17) // a vadd START_CU packet (no xclbin is loaded: refused)
+        .u8(0)
+        .u32(exec.len() as u32);
+    for word in exec {
+        xocl = xocl.u32(word);
+    }
+    let cxl = Script::for_plugin(1)
+        .op(18) // a slave context on the memcpy AFU
+        .u8(0)
+        .u8(1)
+        .alloc(4096)
+        .op(19) // start it on a made-up queue address
+        .u8(0)
+        .u64(memcpy::wed(0x10_0000, 1))
+        .op(20) // read an event, briefly
+        .u8(0)
+        .u32(1000)
+        .op(18) // a master context too
+        .u8(0)
+        .u8(0);
+    let misc = Script::for_plugin(0)
+        .op(21) // log 16 bytes and read the clock
+        .u32(16)
+        .op(6) // open paths the plugin was not granted
+        .u8(1)
+        .u8(0)
+        .op(15)
+        .u8(3)
+        .op(18)
+        .u8(4)
+        .u8(2);
+    let forged = Script::for_plugin(0).alloc(64).op(23).u8(0xFF).u32(1234);
+    let mut xclbin_image = vec![2];
+    xclbin_image.extend(XclbinBuilder::vadd(UUID, 1, 1).build());
+    let mut bad_xclbin = vec![2];
+    bad_xclbin.extend_from_slice(xclbin::MAGIC);
+    bad_xclbin.extend_from_slice(&[0; 8]);
+    vec![
+        ("dfl-port-mmio", dfl_port.0),
+        ("dma-buffer", dma.0),
+        ("xocl-bo-exec", xocl.0),
+        ("cxl-contexts", cxl.0),
+        ("ungranted-paths", misc.0),
+        ("forged-handle", forged.0),
+        ("xclbin-image", xclbin_image),
+        ("xclbin-malformed", bad_xclbin),
+    ]
+}
