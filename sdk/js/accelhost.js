@@ -1,0 +1,244 @@
+// @ts-check
+/**
+ * The JavaScript SDK for accelhost plugins: errors the host understands, the filter semantics
+ * every plugin shares, and `exportPlugin`, which turns a plugin object into the four exported
+ * interfaces with an `unsupported` answer for every call the object leaves out (like the
+ * defaults of the Rust SDK's `Plugin` trait).
+ *
+ * A plugin imports it as `accelhost-sdk`; `accelhost-sdk build js` bundles it in. The types
+ * come from `generated/`, which `jco guest-types` writes from `wit/` (`npm run types`).
+ */
+
+import { log as hostLog } from 'accel:plugin/log@0.1.0';
+
+/** @typedef {import('accel:plugin/types@0.1.0').ErrorCode} ErrorCode */
+/** @typedef {import('accel:plugin/types@0.1.0').Error} ErrorRecord */
+/** @typedef {import('accel:plugin/types@0.1.0').OpenMode} OpenMode */
+/** @typedef {import('accel:plugin/discovery@0.1.0').Filter} Filter */
+/** @typedef {import('accel:plugin/discovery@0.1.0').Properties} Properties */
+/** @typedef {import('accel:plugin/discovery@0.1.0').Discovered} Discovered */
+/** @typedef {import('accel:plugin/fpga@0.1.0').BufferFlags} BufferFlags */
+/** @typedef {import('accel:plugin/fpga@0.1.0').PreparedBuffer} PreparedBuffer */
+/** @typedef {import('accel:plugin/fpga@0.1.0').EventKind} EventKind */
+/** @typedef {import('accel:plugin/offload@0.1.0').MemoryKind} MemoryKind */
+/** @typedef {import('accel:plugin/offload@0.1.0').MemoryRange} MemoryRange */
+/** @typedef {import('accel:plugin/offload@0.1.0').Allocation} Allocation */
+/** @typedef {import('accel:plugin/offload@0.1.0').KernelArgument} KernelArgument */
+/** @typedef {import('accel:plugin/offload@0.1.0').LaunchSize} LaunchSize */
+/** @typedef {import('accel:plugin/mmio@0.1.0').Region} Region */
+/** @typedef {import('accel:plugin/events@0.1.0').Event} Event */
+/** @typedef {import('accel:plugin/image@0.1.0').Image} Image */
+/** @typedef {import('accel:plugin/log@0.1.0').Level} Level */
+
+/**
+ * An error the host receives as the WIT `error` record: throw it from any call. (componentize-js
+ * turns a thrown value with a `payload` into the call's `err`; a thrown plain `Error` traps the
+ * instance instead.) Errors thrown by host imports carry the same `payload`, so rethrowing one
+ * passes the host's code and message on.
+ */
+export class PluginError extends Error {
+  /**
+   * @param {ErrorCode} code
+   * @param {string} message
+   */
+  constructor(code, message) {
+    super(message);
+    this.name = 'PluginError';
+    /** @type {ErrorRecord} */
+    this.payload = { code, message };
+  }
+}
+
+/** Constructors for the common codes: `throw errors.notFound(...)`. */
+export const errors = {
+  /** @param {string} call the WIT name of the call the plugin does not implement */
+  unsupported: (call) => new PluginError('unsupported', `${call} is not supported by this plugin`),
+  /** @param {string} message */
+  invalidArgument: (message) => new PluginError('invalid-argument', message),
+  /** @param {string} message */
+  notFound: (message) => new PluginError('not-found', message),
+  /** @param {string} message */
+  busy: (message) => new PluginError('busy', message),
+  /** @param {string} message */
+  notInitialized: (message) => new PluginError('not-initialized', message),
+  /** @param {string} message */
+  internal: (message) => new PluginError('internal', message),
+};
+
+/**
+ * Drops a host resource now (a port, a buffer, a region) instead of when the garbage collector
+ * gets to it. The engine may lack `Symbol.dispose`; the bindings then use `Symbol.for('dispose')`.
+ * @param {Disposable} resource
+ */
+export function dispose(resource) {
+  const symbol = Symbol.dispose ?? Symbol.for('dispose');
+  /** @type {Record<symbol, () => void>} */ (/** @type {unknown} */ (resource))[symbol]();
+}
+
+/**
+ * Writes a line to the host's log, tagged with the plugin's name.
+ * @param {Level} level
+ * @param {string} message
+ */
+export function log(level, message) {
+  hostLog(level, message);
+}
+
+/**
+ * Does a device on `deviceHost` match the host filter `filter`? `*` matches every host,
+ * `localhost` this machine, `^localhost` any other, and any other text must be equal.
+ * @param {string} filter
+ * @param {string} deviceHost
+ */
+export function hostMatches(filter, deviceHost) {
+  switch (filter) {
+    case '*':
+      return true;
+    case 'localhost':
+      return deviceHost === 'localhost';
+    case '^localhost':
+      return deviceHost !== 'localhost';
+    default:
+      return filter === deviceHost;
+  }
+}
+
+/**
+ * Does a device with `properties` match `filter`? Every field the filter sets must match.
+ * @param {Filter} filter
+ * @param {Properties} properties
+ */
+export function filterMatches(filter, properties) {
+  const bus = properties.busAddress;
+  const wantedBus = filter.busAddress;
+  return (
+    (filter.objectType === undefined || filter.objectType === properties.objectType) &&
+    (filter.guid === undefined ||
+      (filter.guid.high === properties.guid.high && filter.guid.low === properties.guid.low)) &&
+    (filter.vendorId === undefined || filter.vendorId === properties.vendorId) &&
+    (filter.deviceId === undefined || filter.deviceId === properties.deviceId) &&
+    (wantedBus === undefined ||
+      (bus !== undefined &&
+        bus.segment === wantedBus.segment &&
+        bus.bus === wantedBus.bus &&
+        bus.device === wantedBus.device &&
+        bus.function === wantedBus.function)) &&
+    (filter.deviceType === undefined || filter.deviceType === properties.deviceType) &&
+    (filter.host === undefined || hostMatches(filter.host, properties.host))
+  );
+}
+
+/**
+ * Whether `properties` match `filters`: any one of them, or all devices when there are none.
+ * @param {Filter[]} filters
+ * @param {Properties} properties
+ */
+export function anyFilterMatches(filters, properties) {
+  return filters.length === 0 || filters.some((filter) => filterMatches(filter, properties));
+}
+
+/**
+ * What a plugin object may implement; each method is one export of the `accel:plugin` world
+ * (camelCase of the WIT name). Leave out what the device does not do.
+ *
+ * @typedef {object} Plugin
+ * @property {(config: string) => void} [configure] default: accepts only an empty config
+ * @property {() => void} [initialize]
+ * @property {() => void} [finalize]
+ * @property {(deviceType: string) => boolean} [supportsDevice] default: yes
+ * @property {(host: string) => boolean} [supportsHost] default: local devices only
+ * @property {(filters: Filter[]) => Discovered[]} [enumerate]
+ * @property {(token: bigint) => Properties} [describe]
+ * @property {(token: bigint, mode: OpenMode) => bigint} [open]
+ * @property {(handle: bigint) => void} [close]
+ * @property {(handle: bigint, index: number) => Region} [mapMmio]
+ * @property {(handle: bigint, size: bigint, options: BufferFlags) => PreparedBuffer} [prepareBuffer]
+ * @property {(handle: bigint, id: bigint) => void} [releaseBuffer]
+ * @property {(handle: bigint, id: bigint) => bigint} [ioAddress]
+ * @property {(handle: bigint) => void} [reset]
+ * @property {(handle: bigint, slot: number, image: Image) => void} [reconfigure]
+ * @property {(handle: bigint, kind: EventKind, vector: number) => Event} [registerEvent]
+ * @property {(handle: bigint, kind: MemoryKind, size: bigint, bank: number | undefined) => Allocation} [memAlloc]
+ * @property {(handle: bigint, id: bigint) => void} [memFree]
+ * @property {(handle: bigint, image: Image) => bigint} [programCreate]
+ * @property {(program: bigint) => void} [programRelease]
+ * @property {(program: bigint, name: string) => bigint} [kernelGet]
+ * @property {(handle: bigint) => bigint} [queueCreate]
+ * @property {(queue: bigint) => void} [queueRelease]
+ * @property {(queue: bigint, dst: MemoryRange, src: MemoryRange, size: bigint) => Event} [enqueueMemcpy]
+ * @property {(queue: bigint, kernel: bigint, args: KernelArgument[], size: LaunchSize) => Event} [enqueueLaunch]
+ */
+
+/**
+ * Picks `plugin[name]`, or a function that throws `unsupported` naming the WIT call.
+ * @template {keyof Plugin} K
+ * @param {Plugin} plugin
+ * @param {K} name
+ * @param {string} witName
+ * @returns {NonNullable<Plugin[K]>}
+ */
+function method(plugin, name, witName) {
+  const found = plugin[name];
+  if (typeof found === 'function') {
+    return /** @type {NonNullable<Plugin[K]>} */ (found.bind(plugin));
+  }
+  return /** @type {NonNullable<Plugin[K]>} */ (
+    /** @type {unknown} */ (
+      () => {
+        throw errors.unsupported(witName);
+      }
+    )
+  );
+}
+
+/**
+ * The exports of a component made from `plugin`:
+ * `export const { lifecycle, discovery, fpga, offload } = exportPlugin(new MyPlugin());`
+ * @param {Plugin} plugin
+ */
+export function exportPlugin(plugin) {
+  /** @param {string} config */
+  const acceptEmptyConfig = (config) => {
+    const text = config.trim();
+    if (text !== '' && text !== '{}' && text !== 'null') {
+      throw errors.invalidArgument(`this plugin takes no configuration, got ${text}`);
+    }
+  };
+  return {
+    lifecycle: {
+      configure: plugin.configure ? plugin.configure.bind(plugin) : acceptEmptyConfig,
+      initialize: plugin.initialize ? plugin.initialize.bind(plugin) : () => {},
+      finalize: plugin.finalize ? plugin.finalize.bind(plugin) : () => {},
+      supportsDevice: plugin.supportsDevice ? plugin.supportsDevice.bind(plugin) : () => true,
+      supportsHost: plugin.supportsHost
+        ? plugin.supportsHost.bind(plugin)
+        : (/** @type {string} */ host) => hostMatches(host, 'localhost'),
+    },
+    discovery: {
+      enumerate: method(plugin, 'enumerate', 'enumerate'),
+      describe: method(plugin, 'describe', 'describe'),
+    },
+    fpga: {
+      open: method(plugin, 'open', 'open'),
+      close: method(plugin, 'close', 'close'),
+      mapMmio: method(plugin, 'mapMmio', 'map-mmio'),
+      prepareBuffer: method(plugin, 'prepareBuffer', 'prepare-buffer'),
+      releaseBuffer: method(plugin, 'releaseBuffer', 'release-buffer'),
+      ioAddress: method(plugin, 'ioAddress', 'io-address'),
+      reset: method(plugin, 'reset', 'reset'),
+      reconfigure: method(plugin, 'reconfigure', 'reconfigure'),
+      registerEvent: method(plugin, 'registerEvent', 'register-event'),
+    },
+    offload: {
+      memAlloc: method(plugin, 'memAlloc', 'mem-alloc'),
+      memFree: method(plugin, 'memFree', 'mem-free'),
+      programCreate: method(plugin, 'programCreate', 'program-create'),
+      programRelease: method(plugin, 'programRelease', 'program-release'),
+      kernelGet: method(plugin, 'kernelGet', 'kernel-get'),
+      queueCreate: method(plugin, 'queueCreate', 'queue-create'),
+      queueRelease: method(plugin, 'queueRelease', 'queue-release'),
+      enqueueMemcpy: method(plugin, 'enqueueMemcpy', 'enqueue-memcpy'),
+      enqueueLaunch: method(plugin, 'enqueueLaunch', 'enqueue-launch'),
+    },
+  };
+}

@@ -1,0 +1,6 @@
+declare module 'accel:plugin/clock@0.1.0' {
+  /**
+   * Nanoseconds since an arbitrary fixed point; never goes backwards.
+   */
+  export function nowNs(): bigint;
+}

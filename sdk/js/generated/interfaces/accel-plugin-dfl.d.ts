@@ -1,0 +1,94 @@
+/// <reference path="./accel-plugin-dma.d.ts" />
+/// <reference path="./accel-plugin-mmio.d.ts" />
+/// <reference path="./accel-plugin-types.d.ts" />
+declare module 'accel:plugin/dfl@0.1.0' {
+  /**
+   * The ports this plugin was granted.
+   */
+  export function listPorts(): Array<PortDesc>;
+  export type Error = import('accel:plugin/types@0.1.0').Error;
+  export type Guid = import('accel:plugin/types@0.1.0').Guid;
+  export type BusAddress = import('accel:plugin/types@0.1.0').BusAddress;
+  export type Region = import('accel:plugin/mmio@0.1.0').Region;
+  export type Buffer = import('accel:plugin/dma@0.1.0').Buffer;
+  /**
+   * What sysfs says about a granted port.
+   */
+  export interface PortDesc {
+    /**
+     * The name the port is granted and opened by: `emu:<id>` or `/dev/dfl-port.N`.
+     */
+    path: string,
+    /**
+     * The port number (`id` in sysfs).
+     */
+    portId: number,
+    /**
+     * The AFU id read from the AFU header (`afu_id` in sysfs).
+     */
+    afuId: Guid,
+    /**
+     * PCI ids of the card.
+     */
+    vendorId: number,
+    deviceId: number,
+    busAddress?: BusAddress,
+    socketId?: number,
+    /**
+     * True for an emulated port.
+     */
+    emulated: boolean,
+  }
+  /**
+   * `DFL_FPGA_PORT_GET_INFO`.
+   */
+  export interface PortInfo {
+    flags: number,
+    numRegions: number,
+    numUmsgs: number,
+  }
+  export interface RegionAccess {
+    read?: boolean,
+    write?: boolean,
+    mmap?: boolean,
+  }
+  /**
+   * `DFL_FPGA_PORT_GET_REGION_INFO`.
+   */
+  export interface RegionInfo {
+    index: number,
+    access: RegionAccess,
+    size: bigint,
+    offset: bigint,
+  }
+  
+  export class Port implements Disposable {
+    /**
+     * This type does not have a public constructor.
+     */
+    private constructor();
+    /**
+    * Opens a granted port; `exclusive` fails with `busy` while anyone else holds it.
+    */
+    static open(path: string, exclusive: boolean): Port;
+    info(): PortInfo;
+    regionInfo(index: number): RegionInfo;
+    /**
+    * Maps region `index` (0 is the AFU's MMIO).
+    */
+    mapRegion(index: number): Region;
+    /**
+    * Makes `buffer` reachable by the device; returns its IO virtual address.
+    */
+    dmaMap(buffer: Buffer): bigint;
+    /**
+    * Removes the mapping that starts at `iova`.
+    */
+    dmaUnmap(iova: bigint): void;
+    /**
+    * `DFL_FPGA_PORT_RESET`: resets the AFU.
+    */
+    reset(): void;
+    [Symbol.dispose](): void;
+  }
+}

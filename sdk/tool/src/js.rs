@@ -1,0 +1,230 @@
+//! JavaScript plugins: `plugin.js` is type-checked by TypeScript against the types jco
+//! generated from `wit/` (`sdk/js/generated`), then bundled with the SDK helpers
+//! (`sdk/js/accelhost.js`, imported as `accelhost-sdk`) and componentized by `jco componentize`
+//! (componentize-js, StarlingMonkey). Every tool comes from `sdk/js/node_modules`, which
+//! `npm ci --prefix sdk/js` installs from the pinned `package-lock.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::process::{self, run};
+use crate::{Sdk, WORLD};
+
+/// The module specifier plugins import the SDK helpers by.
+pub const SDK_MODULE: &str = "accelhost-sdk";
+/// The entry module of a JavaScript plugin, in its directory.
+pub const ENTRY: &str = "plugin.js";
+
+/// node and the jco, componentize-js and TypeScript of `sdk/js/node_modules`.
+#[derive(Clone, Debug)]
+pub struct Jco {
+    node: PathBuf,
+    node_version: String,
+    jco_version: String,
+    componentize_js_version: String,
+    typescript_version: String,
+}
+
+impl Jco {
+    /// Finds node (`$ACCELHOST_NODE`, else `node`) and the npm packages installed in
+    /// `sdk/js/node_modules`, checking they are the versions `sdk/js/package.json` pins.
+    pub fn probe(sdk: &Sdk) -> Result<Jco, String> {
+        let node = std::env::var_os("ACCELHOST_NODE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("node"));
+        let node_version = process::version_line(&node, &["--version"])?;
+        let js = sdk.js_dir();
+        let installed = |package: &str| -> Result<String, String> {
+            let manifest = js.join("node_modules").join(package).join("package.json");
+            if !manifest.is_file() {
+                return Err(format!(
+                    "{package} is not installed in {}: run `npm ci --prefix {}`",
+                    js.join("node_modules").display(),
+                    js.display()
+                ));
+            }
+            json_field(&read_json(&manifest)?, &["version"])
+                .ok_or_else(|| format!("{} has no version", manifest.display()))
+        };
+        let jco_version = installed("@bytecodealliance/jco")?;
+        let typescript_version = installed("typescript")?;
+        // jco componentize runs the componentize-js its own dependency range resolves to.
+        let componentize_js_version =
+            installed("@bytecodealliance/jco/node_modules/@bytecodealliance/componentize-js")
+                .or_else(|_| installed("@bytecodealliance/componentize-js"))?;
+        let manifest = js.join("package.json");
+        let pinned = read_json(&manifest)?;
+        for (package, found) in [
+            ("@bytecodealliance/jco", &jco_version),
+            ("typescript", &typescript_version),
+        ] {
+            let wanted = json_field(&pinned, &["devDependencies", package])
+                .ok_or_else(|| format!("{} does not pin {package}", manifest.display()))?;
+            if &wanted != found {
+                return Err(format!(
+                    "{package} {found} is installed in {}, but {} pins {wanted}: run `npm ci --prefix {}`",
+                    js.join("node_modules").display(),
+                    manifest.display(),
+                    js.display()
+                ));
+            }
+        }
+        Ok(Jco {
+            node,
+            node_version,
+            jco_version,
+            componentize_js_version,
+            typescript_version,
+        })
+    }
+
+    /// The tools and their versions.
+    pub fn versions(&self) -> String {
+        format!(
+            "node {}, jco {} (componentize-js {}, StarlingMonkey), TypeScript {} (type check)",
+            self.node_version.trim_start_matches('v'),
+            self.jco_version,
+            self.componentize_js_version,
+            self.typescript_version
+        )
+    }
+
+    /// Type-checks and componentizes `plugin_dir/plugin.js` into `out`.
+    pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<()> {
+        process::fresh_dir(work)?;
+        let js = absolute(&sdk.js_dir())?;
+        let entry = absolute(&plugin_dir.join(ENTRY))
+            .with_context(|| format!("a JavaScript plugin needs {ENTRY}"))?;
+        let helpers = js.join("accelhost.js");
+        let generated = js.join("generated").join(format!("{WORLD}.d.ts"));
+
+        // The component engine reports a type mistake only when the call runs, as a trap;
+        // TypeScript finds it before the build, naming the file and line.
+        let tsconfig = work.join("tsconfig.json");
+        process::write(
+            &tsconfig,
+            format!(
+                r#"{{
+  "compilerOptions": {{
+    "noEmit": true, "allowJs": true, "checkJs": true, "strict": true,
+    "target": "es2022", "module": "esnext", "moduleResolution": "bundler",
+    "lib": ["esnext"], "types": [],
+    "paths": {{ "{SDK_MODULE}": [{helpers}] }}
+  }},
+  "files": [{generated}, {entry}]
+}}
+"#,
+                helpers = json_string(&helpers),
+                generated = json_string(&generated),
+                entry = json_string(&entry),
+            )
+            .as_bytes(),
+        )?;
+        let mut check = Command::new(&self.node);
+        check
+            .arg(js.join("node_modules/typescript/bin/tsc"))
+            .arg("--pretty")
+            .arg("false")
+            .arg("-p")
+            .arg(&tsconfig);
+        run(
+            &mut check,
+            &format!("type-checking {} with TypeScript", entry.display()),
+        )?;
+
+        // The bundler resolves `accelhost-sdk` to the helpers and leaves the WIT imports to
+        // componentize-js.
+        let bundle_config = work.join("bundle.config.mjs");
+        process::write(
+            &bundle_config,
+            format!(
+                "export default {{ resolve: {{ alias: {{ {}: {} }} }}, external: [/^accel:/] }};\n",
+                json_string_str(SDK_MODULE),
+                json_string(&helpers)
+            )
+            .as_bytes(),
+        )?;
+        let out = absolute_new(out)?;
+        let mut componentize = Command::new(&self.node);
+        componentize
+            .arg(js.join("node_modules/@bytecodealliance/jco/dist/jco.js"))
+            .arg("componentize")
+            .arg(&entry)
+            .arg("--wit")
+            .arg(absolute(&sdk.wit_dir())?)
+            .args(["--world-name", WORLD])
+            // The host links WASI but not wasi:http; a plugin has no use for fetch.
+            .args(["--disable", "http", "fetch-event"])
+            .arg("--bundle")
+            .arg("--bundle-config")
+            .arg(&bundle_config)
+            .arg("--cwd")
+            .arg(work)
+            .arg("-o")
+            .arg(&out)
+            .current_dir(work);
+        run(
+            &mut componentize,
+            &format!("componentizing {} with jco", entry.display()),
+        )?;
+        Ok(())
+    }
+}
+
+/// Regenerates the TypeScript types of `wit/` into `sdk/js/generated` (what `npm run types`
+/// does), into `out_dir` instead when given.
+pub fn generate_types(sdk: &Sdk, jco: &Jco, out_dir: &Path) -> Result<()> {
+    let js = absolute(&sdk.js_dir())?;
+    let mut command = Command::new(&jco.node);
+    command
+        .arg(js.join("node_modules/@bytecodealliance/jco/dist/jco.js"))
+        .arg("guest-types")
+        .arg(absolute(&sdk.wit_dir())?)
+        .args(["--world-name", WORLD, "--quiet", "-o"])
+        .arg(out_dir);
+    run(
+        &mut command,
+        "generating the TypeScript types of wit/ with jco",
+    )?;
+    Ok(())
+}
+
+/// A string field of a package.json, by its path of keys.
+fn json_field(json: &serde_json::Value, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .try_fold(json, |value, key| value.get(key))?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn read_json(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn json_string(path: &Path) -> String {
+    json_string_str(&path.to_string_lossy())
+}
+
+fn json_string_str(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(path).with_context(|| format!("{} does not exist", path.display()))
+}
+
+/// `path` made absolute (its directory created) for a file that does not exist yet.
+fn absolute_new(path: &Path) -> Result<PathBuf> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = match dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            absolute(dir)?
+        }
+        None => std::env::current_dir().context("the working directory")?,
+    };
+    Ok(dir.join(path.file_name().context("the output needs a file name")?))
+}

@@ -1,0 +1,96 @@
+//! Python plugins: the module `app.py` and the SDK module `accelhost.py` (`sdk/python`),
+//! componentized by componentize-py, which bundles CPython and generates the `wit_world`
+//! bindings from `wit/` at build time.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::process::{self, run};
+use crate::{Sdk, WORLD};
+
+/// The module a Python plugin's directory must hold (`app.py`).
+pub const APP_MODULE: &str = "app";
+/// The environment variable that names componentize-py.
+pub const COMPONENTIZE_PY_ENV: &str = "ACCELHOST_COMPONENTIZE_PY";
+
+/// componentize-py, at the version `sdk/python/requirements.txt` pins.
+#[derive(Clone, Debug)]
+pub struct ComponentizePy {
+    program: PathBuf,
+    /// `componentize-py --version`.
+    pub version: String,
+}
+
+impl ComponentizePy {
+    /// Finds componentize-py: `$ACCELHOST_COMPONENTIZE_PY`, else the virtual environment
+    /// `sdk/python/.venv`, else `componentize-py` on PATH; checks it is the pinned version.
+    pub fn probe(sdk: &Sdk) -> Result<ComponentizePy, String> {
+        let venv = sdk.python_dir().join(".venv/bin/componentize-py");
+        let program = std::env::var_os(COMPONENTIZE_PY_ENV)
+            .map(PathBuf::from)
+            .or_else(|| venv.is_file().then_some(venv))
+            .unwrap_or_else(|| PathBuf::from("componentize-py"));
+        let version = process::version_line(&program, &["--version"]).map_err(|why| {
+            format!(
+                "{why}; install it with `python3 -m venv {0}/.venv && {0}/.venv/bin/pip install -r {0}/requirements.txt`",
+                sdk.python_dir().display()
+            )
+        })?;
+        let requirements = sdk.python_dir().join("requirements.txt");
+        let text = std::fs::read_to_string(&requirements)
+            .map_err(|e| format!("{}: {e}", requirements.display()))?;
+        let pinned = text
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("componentize-py=="))
+            .ok_or_else(|| format!("{} does not pin componentize-py", requirements.display()))?;
+        if version.strip_prefix("componentize-py ") != Some(pinned) {
+            return Err(format!(
+                "`{}` is {version}, but {} pins {pinned}",
+                program.display(),
+                requirements.display()
+            ));
+        }
+        Ok(ComponentizePy { program, version })
+    }
+
+    /// Componentizes `plugin_dir/app.py` with the SDK module into `out`.
+    pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<()> {
+        process::fresh_dir(work)?;
+        let app = plugin_dir.join(format!("{APP_MODULE}.py"));
+        if !app.is_file() {
+            anyhow::bail!(
+                "a Python plugin needs {}: the module that defines its exports",
+                app.display()
+            );
+        }
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        // componentize-py imports the app to pre-initialize it, and the Python it runs writes
+        // __pycache__ next to the modules: it works on copies, so the source tree stays clean.
+        let app_copy = work.join("app");
+        let sdk_copy = work.join("sdk");
+        process::copy_python_tree(plugin_dir, &app_copy)?;
+        process::copy_python_tree(&sdk.python_dir(), &sdk_copy)?;
+        let mut command = Command::new(&self.program);
+        command
+            .arg("--wit-path")
+            .arg(sdk.wit_dir())
+            .args(["--world", WORLD, "--quiet", "componentize"])
+            .arg("--python-path")
+            .arg(&app_copy)
+            .arg("--python-path")
+            .arg(&sdk_copy)
+            .arg(APP_MODULE)
+            .arg("--output")
+            .arg(out)
+            .current_dir(work);
+        run(
+            &mut command,
+            &format!("componentizing {} with componentize-py", app.display()),
+        )?;
+        Ok(())
+    }
+}

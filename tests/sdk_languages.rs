@@ -1,0 +1,428 @@
+//! Plugins in C, JavaScript and Python: each language's NLB0 example (`examples/<lang>-nlb0`)
+//! and template (`sdk/<lang>/template`) are built with the SDK tool (`sdk/tool`), loaded by the
+//! host, and the example runs OPAE's hello_fpga loopback through the host's MMIO fast path,
+//! byte-exact, as the Rust dfl plugin does in dfl_flow.rs.
+//!
+//! A language whose toolchain is not installed is skipped with the reason, unless
+//! `ACCELHOST_REQUIRE_SDKS=1` (CI), which makes it a failure. The builds go under the cargo
+//! target directory; the compiled components go to the tests' shared compile cache, so a second
+//! run loads them in milliseconds. Each test prints its figures (`--nocapture` shows them) and
+//! a row for the table in sdk/README.md.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use accelhost::devices::dfl::abi::nlb0;
+use accelhost::workloads::nlb0::loopback;
+use accelhost::{AcceleratorState, ErrorCode, Filter, Host, OpenMode, PluginStatus};
+use accelhost_sdk_tool::{Built, Language, Sdk, Toolchain, probe};
+use sha2::{Digest, Sha256};
+use support::{cache_dir, json_path, scratch_dir};
+
+/// Set to `1` to make a missing toolchain fail the test instead of skipping it.
+const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_SDKS";
+
+/// The copies the NLB0 workload makes: the 64 KiB and 1 MiB the SDK promise names, and one
+/// past `NUM_LINES`' 32 MiB limit, which takes two runs.
+const LOOPBACK_BYTES: [u64; 3] = [64 << 10, 1 << 20, (33 << 20) + 4096];
+
+/// The languages run one at a time, so that no build or compile skews another's timings.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+#[test]
+fn c_plugin_runs_the_nlb0_workload() {
+    run_language(Language::C);
+}
+
+#[test]
+fn javascript_plugin_runs_the_nlb0_workload() {
+    run_language(Language::Js);
+}
+
+#[test]
+fn python_plugin_runs_the_nlb0_workload() {
+    run_language(Language::Python);
+}
+
+#[test]
+fn the_checked_in_typescript_types_match_the_wit() {
+    let sdk = Sdk::in_repository();
+    let Some(Toolchain::Js(jco)) = toolchain(&sdk, Language::Js) else {
+        return;
+    };
+    let fresh = scratch_dir("js-types");
+    accelhost_sdk_tool::js::generate_types(&sdk, &jco, &fresh).unwrap();
+    let checked_in = sdk.js_dir().join("generated");
+    let (want, have) = (files_under(&fresh), files_under(&checked_in));
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        have.keys().collect::<Vec<_>>(),
+        "sdk/js/generated lists other files than jco generates: run `npm --prefix sdk/js run types`"
+    );
+    for (name, text) in &want {
+        assert!(
+            have[name] == *text,
+            "sdk/js/generated/{name} is out of date with wit/: run `npm --prefix sdk/js run types`"
+        );
+    }
+}
+
+#[test]
+fn a_failing_build_names_the_file_and_the_tool() {
+    let sdk = Sdk::in_repository();
+    let Some(toolchain) = toolchain(&sdk, Language::C) else {
+        return;
+    };
+    let dir = scratch_dir("broken-c");
+    std::fs::write(
+        dir.join("broken.c"),
+        "int broken(void) { return missing; }\n",
+    )
+    .unwrap();
+    let err = toolchain
+        .build(&sdk, &dir, &dir.join("out.wasm"), &dir.join("work"))
+        .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("broken.c"), "{text}");
+    assert!(text.contains("missing"), "the compiler's message: {text}");
+    assert!(text.contains("clang"), "{text}");
+}
+
+/// The toolchain of `language`, or `None` (printed) when it is missing and not required.
+fn toolchain(sdk: &Sdk, language: Language) -> Option<Toolchain> {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("sdk-languages")
+        .join("probe")
+        .join(language.key());
+    match probe(sdk, language, &scratch) {
+        Ok(toolchain) => Some(toolchain),
+        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") => {
+            panic!("{REQUIRE_ENV}=1 but the {language} toolchain is missing: {why}")
+        }
+        Err(why) => {
+            println!("skipped: the {language} toolchain is missing: {why}");
+            None
+        }
+    }
+}
+
+/// How long loading a component took, as `accelhost check-config` sees it: compiling it when
+/// the cache does not have it yet (`cold`), then from the compile cache (`cached`).
+struct LoadTimes {
+    cold: Option<Duration>,
+    cached: Duration,
+}
+
+fn run_language(language: Language) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let sdk = Sdk::in_repository();
+    let Some(toolchain) = toolchain(&sdk, language) else {
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("sdk-languages")
+        .join(language.key());
+    let build = |dir: PathBuf, name: &str| -> Built {
+        toolchain
+            .build(
+                &sdk,
+                &dir,
+                &out_dir.join(format!("{name}.wasm")),
+                &out_dir.join("work").join(name),
+            )
+            .unwrap_or_else(|err| panic!("{err:#}"))
+    };
+    let template = build(sdk.template_dir(language), "template");
+    let example = build(sdk.example_dir(language), "nlb0");
+
+    let load = measure_load(&example.component);
+    let template_load = measure_load(&template.component);
+
+    let config = format!(
+        r#"{{"devices": [{{"id": "card0", "family": "dfl"}}],
+            "plugins": [
+              {{"name": "nlb0", "module": "{}", "grants": {{"devices": ["emu:card0"], "dma_memory_mib": 256}}}},
+              {{"name": "template", "module": "{}"}}
+            ]}}"#,
+        json_path(&example.component),
+        json_path(&template.component)
+    );
+    let started = Instant::now();
+    let host = support::host(&config).unwrap_or_else(|e| panic!("{e}"));
+    let host_start = started.elapsed();
+    for plugin in host.plugins() {
+        assert_eq!(
+            plugin.status,
+            PluginStatus::Running,
+            "{language} plugin '{}' ({})",
+            plugin.name,
+            plugin.module
+        );
+        assert_eq!(plugin.wit_version.as_deref(), Some("0.1.0"));
+    }
+
+    check_template(&host, language);
+    check_nlb0_semantics(&host, language);
+    let rates = run_loopbacks(&host);
+
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1e3);
+    let cold = |load: &LoadTimes| match load.cold {
+        Some(d) => ms(d),
+        None => "(in the cache from an earlier run)".to_string(),
+    };
+    let result = LOOPBACK_BYTES
+        .iter()
+        .zip(&rates)
+        .map(|(bytes, rate)| format!("{} {rate:.2} GB/s", size_label(*bytes)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!(
+        "\n{language}: {}\n  \
+         example  {}: {} bytes ({:.2} MiB), built in {:.1} s; load: cold {}, cached {}\n  \
+         template {}: {} bytes ({:.2} MiB), built in {:.1} s; load: cold {}, cached {}\n  \
+         host start with both: {}\n  \
+         NLB0 loopback verified byte-exact: {result}\n  \
+         table row: | {language} | {} | {:.2} MiB | {} | {} | verified: {result} |",
+        toolchain.versions(),
+        example.component.display(),
+        example.bytes,
+        mib(example.bytes),
+        example.took.as_secs_f64(),
+        cold(&load),
+        ms(load.cached),
+        template.component.display(),
+        template.bytes,
+        mib(template.bytes),
+        template.took.as_secs_f64(),
+        cold(&template_load),
+        ms(template_load.cached),
+        ms(host_start),
+        toolchain.versions(),
+        mib(example.bytes),
+        cold(&load),
+        ms(load.cached),
+    );
+}
+
+/// The template loads, reports its one device, opens and closes it, and answers
+/// `unsupported` for what it leaves to the SDK's defaults.
+fn check_template(host: &Host, language: Language) {
+    let found = host.enumerate(&[Filter::new().guid(accelhost::Guid::new(0x1234, 0x5678))]);
+    assert!(found.failures.is_empty(), "{:?}", found.failures);
+    assert_eq!(found.tokens.len(), 1, "{language} template");
+    let token = &found.tokens[0];
+    assert_eq!(token.plugin(), "template");
+    assert_eq!(token.properties().name, "template0");
+    assert_eq!(token.properties().device_type, "fpga");
+    let handle = host.open(token, OpenMode::Shared).unwrap();
+    let err = handle.map_mmio(0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unsupported, "{err}");
+    assert!(err.to_string().contains("map-mmio"), "{err}");
+    let err = handle.prepare_buffer(4096).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unsupported, "{err}");
+    handle.close().unwrap();
+    assert!(
+        host.enumerate(&[Filter::new().device_type("gpu")])
+            .tokens
+            .is_empty(),
+        "the template's filters"
+    );
+}
+
+/// What the workload relies on, as the Rust dfl plugin does it: properties, exclusive opens,
+/// MMIO regions, buffers and their errors, and the SDK's `unsupported` defaults.
+fn check_nlb0_semantics(host: &Host, language: Language) {
+    let found = host.enumerate(&[Filter::new().guid(nlb0::AFU_ID)]);
+    assert!(found.failures.is_empty(), "{:?}", found.failures);
+    assert_eq!(found.tokens.len(), 1, "{language}: one NLB0 port");
+    let token = &found.tokens[0];
+    assert_eq!(token.id(), "nlb0/emu:card0");
+    let p = token.properties();
+    assert_eq!(p.name, "emu:card0");
+    assert_eq!(p.device_type, "fpga");
+    assert_eq!(p.host, "localhost");
+    assert_eq!(p.num_mmio, 1);
+    assert_eq!((p.vendor_id, p.device_id), (0x8086, 0x0A5E));
+    assert_eq!(p.accelerator_state, Some(AcceleratorState::Unassigned));
+    let extra = |key: &str| {
+        p.extras
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(extra("path"), Some("emu:card0"));
+    assert_eq!(extra("emulated"), Some("true"));
+    assert_eq!(extra("language"), Some(language_extra(language)));
+    assert_eq!(
+        host.enumerate(&[Filter::new().guid(nlb0::AFU_ID).host("^localhost")])
+            .tokens
+            .len(),
+        0,
+        "filters"
+    );
+
+    let handle = host.open(token, OpenMode::Exclusive).unwrap();
+    let err = host.open(token, OpenMode::Exclusive).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+    assert!(err.to_string().contains("emu:card0"), "{err}");
+    let err = host.open(token, OpenMode::Shared).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+    assert_eq!(
+        token.refresh().unwrap().accelerator_state,
+        Some(AcceleratorState::Assigned),
+        "describe sees the exclusive holder"
+    );
+
+    let mmio = handle.map_mmio(0).unwrap();
+    assert_eq!(mmio.read64(nlb0::CSR_AFU_ID_H).unwrap(), nlb0::AFU_ID.high);
+    let err = handle.map_mmio(1).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("1 region"), "{err}");
+
+    let buffer = handle.prepare_buffer(10).unwrap();
+    assert_eq!(buffer.size(), 4096, "rounded up to a page");
+    assert_ne!(buffer.iova(), 0);
+    let second = handle.prepare_buffer(4096).unwrap();
+    assert_ne!(second.id(), buffer.id(), "buffer ids are distinct");
+    assert_ne!(second.iova(), buffer.iova());
+    buffer.write(0, b"byte-exact").unwrap();
+    let mut back = [0u8; 10];
+    buffer.read(0, &mut back).unwrap();
+    assert_eq!(&back, b"byte-exact");
+    buffer.release().unwrap();
+    second.release().unwrap();
+    let err = handle.prepare_buffer(0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    let err = handle.prepare_buffer(1 << 30).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OutOfMemory, "{err}");
+
+    let err = handle.reconfigure(0, &[0u8; 4096]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unsupported, "{err}");
+    assert!(err.to_string().contains("reconfigure"), "{err}");
+    handle.reset().unwrap();
+    handle.close().unwrap();
+    assert_eq!(mmio.read64(0).unwrap_err().code(), ErrorCode::Stale);
+
+    // The port was really closed: it opens exclusively again.
+    let shared_a = host.open(token, OpenMode::Shared).unwrap();
+    let shared_b = host.open(token, OpenMode::Shared).unwrap();
+    let err = host.open(token, OpenMode::Exclusive).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+    shared_a.close().unwrap();
+    shared_b.close().unwrap();
+}
+
+/// hello_fpga for each of `LOOPBACK_BYTES` on one exclusive open; the GB/s of each.
+fn run_loopbacks(host: &Host) -> Vec<f64> {
+    let token = host
+        .enumerate(&[Filter::new().guid(nlb0::AFU_ID)])
+        .tokens
+        .remove(0);
+    let handle = host.open(&token, OpenMode::Exclusive).unwrap();
+    let mut rates = Vec::new();
+    for bytes in LOOPBACK_BYTES {
+        let report = loopback(&handle, bytes).unwrap_or_else(|e| panic!("{bytes} bytes: {e}"));
+        assert!(report.verified(), "{bytes} bytes: {report:?}");
+        assert_eq!(report.bytes, bytes);
+        assert_eq!(report.runs, bytes.div_ceil(32 << 20) as u32);
+        rates.push(report.gigabytes_per_second());
+    }
+    handle.close().unwrap();
+    rates
+}
+
+/// Loads `component` twice with `accelhost check-config` on the tests' compile cache.
+fn measure_load(component: &Path) -> LoadTimes {
+    let was_cached = in_cache(component);
+    let config = support::write_config(&format!(
+        r#"{{"plugins": [{{"name": "measured", "module": "{}"}}]}}"#,
+        json_path(component)
+    ));
+    let check = || {
+        let home = scratch_dir("home");
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_accelhost"))
+            .arg("check-config")
+            .arg(&config)
+            .env("HOME", &home)
+            .env("ACCELHOST_CACHE_DIR", cache_dir())
+            .env_remove("ACCELHOST_CONFIG")
+            .output()
+            .expect("running accelhost");
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("ok, built for accel:plugin@0.1.0"),
+            "check-config {}:\n{stdout}\n{}",
+            component.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        took
+    };
+    let first = check();
+    assert!(in_cache(component), "the compile cache keeps the component");
+    let cached = check();
+    LoadTimes {
+        cold: (!was_cached).then_some(first),
+        cached,
+    }
+}
+
+/// Whether the compile cache has an entry for `component` (named by its wasm's sha256).
+fn in_cache(component: &Path) -> bool {
+    let sha: String = Sha256::digest(std::fs::read(component).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::read_dir(cache_dir()).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&sha))
+    })
+}
+
+fn size_label(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 20 {
+        format!(
+            "{:.0} MiB + {} KiB",
+            (bytes >> 20) as f64,
+            (bytes % (1 << 20)) >> 10
+        )
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+/// Every file under `dir`, by path relative to it, with its text.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(name, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// The `language` extra each example reports.
+fn language_extra(language: Language) -> &'static str {
+    match language {
+        Language::C => "c",
+        Language::Js => "javascript",
+        Language::Python => "python",
+    }
+}
