@@ -31,8 +31,10 @@ for language in "${languages[@]}"; do
             [ "$sdk/js/node_modules/.package-lock.json" -nt "$sdk/js/package-lock.json" ]; then
             echo "js: sdk/js/node_modules is up to date"
         else
-            echo "js: npm ci in sdk/js"
-            npm ci --prefix "$sdk/js" --no-audit --no-fund --loglevel=error
+            # The lock pins every version. Not `npm ci`: it refuses a lock that lacks optional
+            # packages of other platforms the registry does not carry (win32-arm64, musl, ...).
+            echo "js: npm install in sdk/js (package-lock.json)"
+            npm install --prefix "$sdk/js" --no-save --no-audit --no-fund --loglevel=error
         fi
         ;;
     python)

@@ -2,7 +2,7 @@
 //! generated from `wit/` (`sdk/js/generated`), then bundled with the SDK helpers
 //! (`sdk/js/accelhost.js`, imported as `accelhost-sdk`) and componentized by `jco componentize`
 //! (componentize-js, StarlingMonkey). Every tool comes from `sdk/js/node_modules`, which
-//! `npm ci --prefix sdk/js` installs from the pinned `package-lock.json`.
+//! `sdk/install-toolchains.sh js` installs from the pinned `package-lock.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,7 +40,7 @@ impl Jco {
             let manifest = js.join("node_modules").join(package).join("package.json");
             if !manifest.is_file() {
                 return Err(format!(
-                    "{package} is not installed in {}: run `npm ci --prefix {}`",
+                    "{package} is not installed in {}: run `sdk/install-toolchains.sh js` (npm install --prefix {})",
                     js.join("node_modules").display(),
                     js.display()
                 ));
@@ -64,7 +64,7 @@ impl Jco {
                 .ok_or_else(|| format!("{} does not pin {package}", manifest.display()))?;
             if &wanted != found {
                 return Err(format!(
-                    "{package} {found} is installed in {}, but {} pins {wanted}: run `npm ci --prefix {}`",
+                    "{package} {found} is installed in {}, but {} pins {wanted}: run `sdk/install-toolchains.sh js` (npm install --prefix {})",
                     js.join("node_modules").display(),
                     manifest.display(),
                     js.display()
