@@ -407,6 +407,15 @@ impl DmaBuffer {
         self.id
     }
 
+    /// The address of the buffer's first byte in this process, for callers that share the
+    /// memory by pointer as OPAE's `fpgaPrepareBuffer` does (the C API). The pointer stays
+    /// valid, for [`size`](Self::size) bytes, as long as this `DmaBuffer` lives, even after
+    /// its handle is closed; accesses through it are not checked, and the device may write
+    /// the memory concurrently, as DMA does.
+    pub fn host_ptr(&self) -> *mut u8 {
+        self.memory.user_address() as usize as *mut u8
+    }
+
     fn live(&self) -> Result<()> {
         if self.released.load(Ordering::Acquire) {
             return Err(Error::Stale {
@@ -515,5 +524,39 @@ impl fmt::Debug for DmaBuffer {
             .field("iova", &format_args!("{:#x}", self.iova))
             .field("size", &self.size())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::devices::dfl::abi::nlb0;
+    use crate::{Config, Filter, Host, OpenMode};
+
+    #[test]
+    fn host_ptr_is_the_buffer_memory() {
+        let host = Host::builder()
+            .config(Config::embedded_default())
+            .build()
+            .unwrap();
+        let token = host
+            .enumerate(&[Filter::new().guid(nlb0::AFU_ID)])
+            .tokens
+            .remove(0);
+        let handle = host.open(&token, OpenMode::Exclusive).unwrap();
+        let buffer = handle.prepare_buffer(4096).unwrap();
+        let ptr = buffer.host_ptr();
+        assert!(!ptr.is_null());
+        // SAFETY: the buffer is at least 4096 bytes and lives until the end of the test.
+        unsafe {
+            ptr.add(100).write(0x5A);
+            assert_eq!(ptr.add(200).read(), 0);
+        }
+        let mut byte = [0u8; 1];
+        buffer.read(100, &mut byte).unwrap();
+        assert_eq!(byte[0], 0x5A);
+        buffer.write(200, &[0xC3]).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { ptr.add(200).read() }, 0xC3);
+        handle.close().unwrap();
     }
 }

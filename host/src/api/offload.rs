@@ -293,6 +293,13 @@ impl Event {
         }
     }
 
+    /// Runs `f` once the command finished, successfully or not (at once if it already has),
+    /// on the thread that finishes it; for callers that signal completion themselves, such as
+    /// the C API's event file descriptors. `f` must not block.
+    pub fn on_finish(&self, f: impl FnOnce() + Send + 'static) {
+        self.inner.completion.on_finish(f);
+    }
+
     /// Waits until the command finished.
     pub fn wait(&self) -> Result<()> {
         self.wait_until(None)
@@ -628,5 +635,37 @@ impl Handle {
                 in_flight: Mutex::new(Vec::new()),
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn on_finish_runs_once_when_the_event_completes() {
+        let completion = Arc::new(Completion::default());
+        let event = Event::new(completion.clone(), "test".into());
+        let runs = Arc::new(AtomicU32::new(0));
+        let counter = runs.clone();
+        event.on_finish(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+        completion.finish(CompletionState::Complete);
+        completion.finish(CompletionState::Complete);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let counter = runs.clone();
+        event.on_finish(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            2,
+            "runs at once when already finished"
+        );
     }
 }

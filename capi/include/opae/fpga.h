@@ -1,0 +1,17 @@
+/* accelhost's OPAE-compatible C API: everything of the OPAE API that accelhost implements.
+ * The accelhost extensions are in <opae/accelhost.h>. */
+#ifndef __FPGA_FPGA_H__
+#define __FPGA_FPGA_H__
+
+#include <opae/types.h>
+#include <opae/init.h>
+#include <opae/access.h>
+#include <opae/buffer.h>
+#include <opae/enum.h>
+#include <opae/event.h>
+#include <opae/manage.h>
+#include <opae/mmio.h>
+#include <opae/properties.h>
+#include <opae/utils.h>
+
+#endif /* __FPGA_FPGA_H__ */

@@ -1,0 +1,63 @@
+/* accelhost's OPAE-compatible C API: enumerations and flags (values as in OPAE). */
+#ifndef __FPGA_TYPES_ENUM_H__
+#define __FPGA_TYPES_ENUM_H__
+
+/* The result of every call. */
+typedef enum {
+	FPGA_OK = 0,        /* success */
+	FPGA_INVALID_PARAM, /* NULL, unknown, destroyed or wrong-type object; bad value */
+	FPGA_BUSY,          /* resource in use */
+	FPGA_EXCEPTION,     /* plugin fault, device error, internal error */
+	FPGA_NOT_FOUND,     /* no such object, or property not set */
+	FPGA_NO_MEMORY,     /* out of memory or DMA grant */
+	FPGA_NOT_SUPPORTED, /* not implemented by the plugin, device or library */
+	FPGA_NO_DRIVER,     /* the plugin serving the device is not running */
+	FPGA_NO_DAEMON,     /* never returned by accelhost */
+	FPGA_NO_ACCESS,     /* not allowed by the plugin's grants */
+	FPGA_RECONF_ERROR   /* loading an image failed */
+} fpga_result;
+
+/* Kinds of resources. */
+typedef enum {
+	FPGA_DEVICE = 0, /* a whole card */
+	FPGA_ACCELERATOR /* an accelerator applications open */
+} fpga_objtype;
+
+/* Whether an accelerator was held open at enumeration. */
+typedef enum {
+	FPGA_ACCELERATOR_ASSIGNED = 0,
+	FPGA_ACCELERATOR_UNASSIGNED
+} fpga_accelerator_state;
+
+/* Events fpgaRegisterEvent can wait for. */
+typedef enum {
+	FPGA_EVENT_INTERRUPT = 0,
+	FPGA_EVENT_ERROR,
+	FPGA_EVENT_POWER_THERMAL
+} fpga_event_type;
+
+/* fpgaOpen flags. */
+enum fpga_open_flags {
+	FPGA_OPEN_SHARED = (1u << 0)
+};
+
+/* fpgaPrepareBuffer flags. */
+enum fpga_buffer_flags {
+	FPGA_BUF_PREALLOCATED = (1u << 0), /* not supported by accelhost */
+	FPGA_BUF_QUIET = (1u << 1),
+	FPGA_BUF_READ_ONLY = (1u << 2)
+};
+
+/* fpgaReconfigureSlot flags. */
+enum fpga_reconf_flags {
+	FPGA_RECONF_FORCE = (1u << 0),
+	FPGA_RECONF_SKIP_USRCLK = (1u << 1)
+};
+
+/* The "device type" property of OPAE's plugin design. */
+typedef enum {
+	FPGA_DEVICE_TYPE_OTHER = 0, /* see accelhostPropertiesGetDeviceTypeName */
+	FPGA_DEVICE_TYPE_FPGA = 1
+} fpga_device_type;
+
+#endif /* __FPGA_TYPES_ENUM_H__ */

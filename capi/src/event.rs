@@ -1,0 +1,198 @@
+//! `fpga_event_handle`: an eventfd the application polls, signalled by the host when the
+//! registered device event completes. An accelhost event fires once per registration (the
+//! plugin hands out a one-shot completion), so register again to wait for the next one.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use accelhost::EventKind;
+
+use crate::ffi::{
+    CapiError, CapiResult, Object, guard, invalid, lock, lookup_kind, non_null, register,
+    unregister, write_out,
+};
+use crate::handle::{handle_of, with_handle};
+use crate::types::*;
+
+/// What C's `fpga_event_handle` stands for.
+pub struct EventObject {
+    /// The eventfd; the registration's signaller holds only a weak reference, so destroying
+    /// the event handle closes it at once.
+    fd: Arc<OwnedFd>,
+    /// The current registration, if any.
+    registration: Mutex<Option<Registration>>,
+}
+
+struct Registration {
+    /// The handle it was registered on, by the value C holds.
+    handle: usize,
+    kind: fpga_event_type,
+    /// Cleared when the registration ends; the signaller checks it.
+    live: Arc<AtomicBool>,
+    _event: accelhost::Event,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.live.store(false, Ordering::Release);
+    }
+}
+
+fn event_of(eh: fpga_event_handle) -> CapiResult<Arc<Object>> {
+    lookup_kind(eh, "event handle", |o| matches!(o, Object::Event(_)))
+}
+
+fn kind_of(event_type: fpga_event_type) -> CapiResult<EventKind> {
+    match event_type {
+        FPGA_EVENT_INTERRUPT => Ok(EventKind::Interrupt),
+        FPGA_EVENT_ERROR => Ok(EventKind::Error),
+        FPGA_EVENT_POWER_THERMAL => Ok(EventKind::PowerThermal),
+        other => Err(invalid(format!("{other} is not an fpga_event_type"))),
+    }
+}
+
+/// OPAE's `fpgaCreateEventHandle`: a new event handle with its own eventfd.
+///
+/// # Safety
+/// `event_handle` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaCreateEventHandle(
+    event_handle: *mut fpga_event_handle,
+) -> fpga_result {
+    guard("fpgaCreateEventHandle", || {
+        non_null(event_handle, "event_handle")?;
+        // SAFETY: eventfd has no memory preconditions.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(CapiError::Host(accelhost::Error::Internal(format!(
+                "eventfd: {}",
+                std::io::Error::last_os_error()
+            ))));
+        }
+        // SAFETY: `fd` is a new descriptor that nothing else owns.
+        let fd = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
+        let object = Object::Event(EventObject {
+            fd,
+            registration: Mutex::new(None),
+        });
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(event_handle, register(object), "event_handle") }
+    })
+}
+
+/// OPAE's `fpgaDestroyEventHandle`: drops any registration, closes the eventfd, and sets
+/// `*event_handle` to NULL.
+///
+/// # Safety
+/// `event_handle` must be NULL or valid for a read and a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaDestroyEventHandle(
+    event_handle: *mut fpga_event_handle,
+) -> fpga_result {
+    guard("fpgaDestroyEventHandle", || {
+        non_null(event_handle, "event_handle")?;
+        // SAFETY: non-NULL, valid for reads by the caller's contract.
+        let value = unsafe { event_handle.read() };
+        unregister(value, "event handle", |o| matches!(o, Object::Event(_)))?;
+        // SAFETY: as above, valid for writes.
+        unsafe { event_handle.write(std::ptr::null_mut()) };
+        Ok(())
+    })
+}
+
+/// OPAE's `fpgaGetOSObjectFromEventHandle`: the eventfd to poll; it becomes readable when
+/// the registered event completes (or fails, for example when the plugin faulted).
+///
+/// # Safety
+/// `fd` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaGetOSObjectFromEventHandle(
+    eh: fpga_event_handle,
+    fd: *mut i32,
+) -> fpga_result {
+    guard("fpgaGetOSObjectFromEventHandle", || {
+        non_null(fd, "fd")?;
+        let object = event_of(eh)?;
+        let Object::Event(event) = &*object else {
+            unreachable!("lookup_kind checked the kind");
+        };
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(fd, event.fd.as_raw_fd(), "fd") }
+    })
+}
+
+/// OPAE's `fpgaRegisterEvent`: asks the device's plugin for an event of `event_type`
+/// (for interrupts, `flags` is the vector) and signals `event_handle`'s eventfd when it
+/// completes. An event handle holds one registration at a time (`FPGA_BUSY` otherwise).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaRegisterEvent(
+    handle: fpga_handle,
+    event_type: fpga_event_type,
+    event_handle: fpga_event_handle,
+    flags: u32,
+) -> fpga_result {
+    guard("fpgaRegisterEvent", || {
+        let kind = kind_of(event_type)?;
+        let object = event_of(event_handle)?;
+        let Object::Event(event) = &*object else {
+            unreachable!("lookup_kind checked the kind");
+        };
+        let mut registration = lock(&event.registration);
+        if registration.is_some() {
+            return Err(CapiError::Busy(
+                "the event handle is already registered".into(),
+            ));
+        }
+        let device_event = with_handle(handle, |h| Ok(h.handle.register_event(kind, flags)?))?;
+        let weak = Arc::downgrade(&event.fd);
+        let live = Arc::new(AtomicBool::new(true));
+        let still_live = live.clone();
+        device_event.on_finish(move || {
+            if !still_live.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(fd) = weak.upgrade() {
+                let one = 1u64;
+                // SAFETY: writes 8 bytes from a live u64 to an eventfd we still own.
+                let _ = unsafe { libc::write(fd.as_raw_fd(), (&raw const one).cast(), 8) };
+            }
+        });
+        *registration = Some(Registration {
+            handle: handle as usize,
+            kind: event_type,
+            live,
+            _event: device_event,
+        });
+        Ok(())
+    })
+}
+
+/// OPAE's `fpgaUnregisterEvent`: drops the registration of `event_type` on `handle`; the
+/// eventfd is no longer signalled. `FPGA_INVALID_PARAM` if they do not match it.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaUnregisterEvent(
+    handle: fpga_handle,
+    event_type: fpga_event_type,
+    event_handle: fpga_event_handle,
+) -> fpga_result {
+    guard("fpgaUnregisterEvent", || {
+        kind_of(event_type)?;
+        handle_of(handle)?;
+        let object = event_of(event_handle)?;
+        let Object::Event(event) = &*object else {
+            unreachable!("lookup_kind checked the kind");
+        };
+        let mut registration = lock(&event.registration);
+        match &*registration {
+            Some(r) if r.handle == handle as usize && r.kind == event_type => {
+                *registration = None;
+                Ok(())
+            }
+            Some(_) => Err(invalid(
+                "the event handle is registered for another handle or event type",
+            )),
+            None => Err(invalid("the event handle is not registered")),
+        }
+    })
+}

@@ -1,0 +1,182 @@
+//! `fpga_handle`: open, close, reset, reconfigure. A handle keeps what was obtained through
+//! it (mapped MMIO regions, prepared buffers), so `fpgaClose` releases them all.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use accelhost::{DmaBuffer, Handle, MmioRegion, OpenMode};
+
+use crate::ffi::{
+    CapiError, CapiResult, Object, guard, invalid, lock, lookup_kind, non_null, register,
+    unregister, write_out,
+};
+use crate::properties::{PropsData, new_properties};
+use crate::types::*;
+
+/// What C's `fpga_handle` stands for.
+pub struct HandleObject {
+    /// The open accelerator.
+    pub handle: Handle,
+    /// Mapped regions by index, and prepared buffers by workspace id.
+    pub state: Mutex<HandleState>,
+}
+
+/// The objects obtained through one handle.
+#[derive(Default)]
+pub struct HandleState {
+    /// Mapped MMIO regions, by region index.
+    pub mmio: HashMap<u32, MmioRegion>,
+    /// Prepared buffers, by workspace id.
+    pub buffers: HashMap<u64, DmaBuffer>,
+}
+
+/// The object behind `handle`.
+pub fn handle_of(handle: fpga_handle) -> CapiResult<Arc<Object>> {
+    lookup_kind(handle, "handle", |o| matches!(o, Object::Handle(_)))
+}
+
+/// Runs `f` on the handle object behind `handle`.
+pub fn with_handle<R>(
+    handle: fpga_handle,
+    f: impl FnOnce(&HandleObject) -> CapiResult<R>,
+) -> CapiResult<R> {
+    let object = handle_of(handle)?;
+    let Object::Handle(h) = &*object else {
+        unreachable!("lookup_kind checked the kind");
+    };
+    f(h)
+}
+
+impl HandleObject {
+    /// The MMIO region `index`, mapped now if it was not yet (as OPAE maps on first access).
+    pub fn region(&self, index: u32) -> CapiResult<MmioRegion> {
+        if let Some(region) = lock(&self.state).mmio.get(&index) {
+            return Ok(region.clone());
+        }
+        let region = self.handle.map_mmio(index)?;
+        Ok(lock(&self.state)
+            .mmio
+            .entry(index)
+            .or_insert(region)
+            .clone())
+    }
+
+    /// Releases everything obtained through the handle, then closes it.
+    fn close(&self) -> CapiResult {
+        let state = std::mem::take(&mut *lock(&self.state));
+        for (_, buffer) in state.buffers {
+            // Failing to release a buffer of a handle being closed is not the caller's
+            // concern: closing releases it anyway.
+            let _ = buffer.release();
+        }
+        drop(state.mmio);
+        self.handle.clone().close()?;
+        Ok(())
+    }
+}
+
+/// OPAE's `fpgaOpen`: opens the accelerator behind `token`, exclusively unless `flags` has
+/// `FPGA_OPEN_SHARED`.
+///
+/// # Safety
+/// `handle` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaOpen(
+    token: fpga_token,
+    handle: *mut fpga_handle,
+    flags: i32,
+) -> fpga_result {
+    guard("fpgaOpen", || {
+        non_null(handle, "handle")?;
+        if flags & !FPGA_OPEN_SHARED != 0 {
+            return Err(invalid(format!("unknown open flags {flags:#x}")));
+        }
+        let token = crate::token::token_of(token)?;
+        let mode = if flags & FPGA_OPEN_SHARED != 0 {
+            OpenMode::Shared
+        } else {
+            OpenMode::Exclusive
+        };
+        let opened = crate::state::host()?.open(&token, mode)?;
+        let object = Object::Handle(HandleObject {
+            handle: opened,
+            state: Mutex::new(HandleState::default()),
+        });
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(handle, register(object), "handle") }
+    })
+}
+
+/// OPAE's `fpgaClose`: releases the handle's buffers and MMIO mappings and closes it.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaClose(handle: fpga_handle) -> fpga_result {
+    guard("fpgaClose", || {
+        let object = unregister(handle, "handle", |o| matches!(o, Object::Handle(_)))?;
+        let Object::Handle(h) = &*object else {
+            unreachable!("unregister checked the kind");
+        };
+        h.close()
+    })
+}
+
+/// OPAE's `fpgaReset`: resets the accelerator.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaReset(handle: fpga_handle) -> fpga_result {
+    guard("fpgaReset", || {
+        with_handle(handle, |h| Ok(h.handle.reset()?))
+    })
+}
+
+/// OPAE's `fpgaGetPropertiesFromHandle`: a new properties object for the open device.
+///
+/// # Safety
+/// `prop` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaGetPropertiesFromHandle(
+    handle: fpga_handle,
+    prop: *mut fpga_properties,
+) -> fpga_result {
+    guard("fpgaGetPropertiesFromHandle", || {
+        non_null(prop, "prop")?;
+        let data = with_handle(handle, |h| {
+            Ok(PropsData::from_device(h.handle.token().properties()))
+        })?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(prop, new_properties(data), "prop") }
+    })
+}
+
+/// OPAE's `fpgaReconfigureSlot`: loads `bitstream` (an image the plugin understands, such
+/// as an xclbin for XRT cards) into `slot`. `FPGA_RECONF_FORCE` and
+/// `FPGA_RECONF_SKIP_USRCLK` are accepted; the plugin decides about a slot in use.
+///
+/// # Safety
+/// `bitstream` must be NULL or valid for `bitstream_len` reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaReconfigureSlot(
+    fpga: fpga_handle,
+    slot: u32,
+    bitstream: *const u8,
+    bitstream_len: usize,
+    flags: i32,
+) -> fpga_result {
+    guard("fpgaReconfigureSlot", || {
+        non_null(bitstream, "bitstream")?;
+        if bitstream_len == 0 {
+            return Err(invalid("bitstream_len is 0"));
+        }
+        if flags & !(FPGA_RECONF_FORCE | FPGA_RECONF_SKIP_USRCLK) != 0 {
+            return Err(invalid(format!("unknown reconfigure flags {flags:#x}")));
+        }
+        // SAFETY: non-NULL, valid for `bitstream_len` reads by the caller's contract.
+        let image = unsafe { std::slice::from_raw_parts(bitstream, bitstream_len) };
+        with_handle(fpga, |h| match h.handle.reconfigure(slot, image) {
+            Ok(()) => Ok(()),
+            // The device refused or failed the image: a reconfiguration error in OPAE's terms.
+            Err(err) if err.code() == accelhost::ErrorCode::DeviceError => {
+                Err(CapiError::Reconfigure(err))
+            }
+            Err(err) => Err(err.into()),
+        })
+    })
+}

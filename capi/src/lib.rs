@@ -1,0 +1,26 @@
+#![warn(missing_docs)]
+//! The OPAE-compatible C API of accelhost: `libopae_c.so`, with `include/opae/*.h`. An
+//! application written for OPAE compiles against these headers, links against this library,
+//! and its calls reach the sandboxed wasm plugins of an accelhost [`Host`](accelhost::Host).
+//!
+//! Every exported function returns an OPAE `fpga_result` and never unwinds into C: a panic
+//! is caught and returned as `FPGA_EXCEPTION`. The objects C holds (properties, tokens,
+//! handles, event handles, offload objects) are opaque values looked up in a registry on
+//! every call, never dereferenced, so a NULL, destroyed, forged or wrong-kind value is
+//! `FPGA_INVALID_PARAM`. `capi/README.md` has the details.
+
+pub mod buffer;
+pub mod errors;
+pub mod event;
+pub mod ffi;
+pub mod handle;
+pub mod mmio;
+pub mod offload;
+pub mod plugins;
+pub mod properties;
+pub mod state;
+pub mod token;
+pub mod types;
+
+pub use ffi::{CapiError, live_objects, result_of};
+pub use types::*;

@@ -1,0 +1,113 @@
+//! MMIO: map, unmap, 32- and 64-bit reads and writes. Every access goes through the host's
+//! bounds- and alignment-checked region (no call into wasm), so `fpgaMapMMIO` hands out no
+//! pointer: pass NULL as `mmio_ptr` and use the read and write calls.
+
+use crate::ffi::{CapiError, guard, invalid, lock, non_null, write_out};
+use crate::handle::with_handle;
+use crate::types::*;
+
+/// OPAE's `fpgaMapMMIO`: maps region `mmio_num`. The read and write calls also map on first
+/// use. A non-NULL `mmio_ptr` gets NULL and `FPGA_NOT_SUPPORTED`, and nothing is mapped:
+/// registers are reached only through the checked calls (the emulators give them side
+/// effects, and the host checks every access).
+///
+/// # Safety
+/// `mmio_ptr` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaMapMMIO(
+    handle: fpga_handle,
+    mmio_num: u32,
+    mmio_ptr: *mut *mut u64,
+) -> fpga_result {
+    guard("fpgaMapMMIO", || {
+        with_handle(handle, |h| {
+            if !mmio_ptr.is_null() {
+                // SAFETY: non-NULL, valid for one write by the caller's contract.
+                unsafe { write_out(mmio_ptr, std::ptr::null_mut(), "mmio_ptr") }?;
+                return Err(CapiError::NotSupported(
+                    "MMIO is reached through fpgaReadMMIO*/fpgaWriteMMIO*, not by pointer: pass NULL as mmio_ptr".into(),
+                ));
+            }
+            h.region(mmio_num).map(drop)
+        })
+    })
+}
+
+/// OPAE's `fpgaUnmapMMIO`: unmaps region `mmio_num` (`FPGA_INVALID_PARAM` if not mapped).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaUnmapMMIO(handle: fpga_handle, mmio_num: u32) -> fpga_result {
+    guard("fpgaUnmapMMIO", || {
+        with_handle(handle, |h| match lock(&h.state).mmio.remove(&mmio_num) {
+            Some(_) => Ok(()),
+            None => Err(invalid(format!("MMIO region {mmio_num} is not mapped"))),
+        })
+    })
+}
+
+/// OPAE's `fpgaReadMMIO32`: the 32-bit register at byte `offset` (4-byte aligned).
+///
+/// # Safety
+/// `value` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaReadMMIO32(
+    handle: fpga_handle,
+    mmio_num: u32,
+    offset: u64,
+    value: *mut u32,
+) -> fpga_result {
+    guard("fpgaReadMMIO32", || {
+        non_null(value, "value")?;
+        let read = with_handle(handle, |h| Ok(h.region(mmio_num)?.read32(offset)?))?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(value, read, "value") }
+    })
+}
+
+/// OPAE's `fpgaWriteMMIO32`: writes the 32-bit register at byte `offset` (4-byte aligned).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaWriteMMIO32(
+    handle: fpga_handle,
+    mmio_num: u32,
+    offset: u64,
+    value: u32,
+) -> fpga_result {
+    guard("fpgaWriteMMIO32", || {
+        with_handle(handle, |h| {
+            Ok(h.region(mmio_num)?.write32(offset, value)?)
+        })
+    })
+}
+
+/// OPAE's `fpgaReadMMIO64`: the 64-bit register at byte `offset` (8-byte aligned).
+///
+/// # Safety
+/// `value` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaReadMMIO64(
+    handle: fpga_handle,
+    mmio_num: u32,
+    offset: u64,
+    value: *mut u64,
+) -> fpga_result {
+    guard("fpgaReadMMIO64", || {
+        non_null(value, "value")?;
+        let read = with_handle(handle, |h| Ok(h.region(mmio_num)?.read64(offset)?))?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(value, read, "value") }
+    })
+}
+
+/// OPAE's `fpgaWriteMMIO64`: writes the 64-bit register at byte `offset` (8-byte aligned).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaWriteMMIO64(
+    handle: fpga_handle,
+    mmio_num: u32,
+    offset: u64,
+    value: u64,
+) -> fpga_result {
+    guard("fpgaWriteMMIO64", || {
+        with_handle(handle, |h| {
+            Ok(h.region(mmio_num)?.write64(offset, value)?)
+        })
+    })
+}

@@ -1,0 +1,640 @@
+//! `fpga_properties`: a device's properties, or a filter for `fpgaEnumerate`. Each field is
+//! either set or not; a getter of an unset field returns `FPGA_NOT_FOUND`, as in OPAE.
+
+use std::ffi::{c_char, c_void};
+use std::sync::Mutex;
+
+use accelhost::{AcceleratorState, Filter, Guid, ObjectType, Properties, Token};
+
+use crate::ffi::{
+    CapiError, CapiResult, Object, c_str, copy_str, guard, invalid, lock, lookup_kind, register,
+    unregister, write_out,
+};
+use crate::types::*;
+
+/// The fields of one properties object.
+#[derive(Clone, Debug, Default)]
+pub struct PropsData {
+    /// `FPGA_DEVICE` or `FPGA_ACCELERATOR`.
+    pub object_type: Option<fpga_objtype>,
+    /// The GUID (AFU id for accelerators).
+    pub guid: Option<Guid>,
+    /// PCI vendor id.
+    pub vendor_id: Option<u16>,
+    /// PCI device id.
+    pub device_id: Option<u16>,
+    /// PCI segment.
+    pub segment: Option<u16>,
+    /// PCI bus.
+    pub bus: Option<u8>,
+    /// PCI device.
+    pub device: Option<u8>,
+    /// PCI function.
+    pub function: Option<u8>,
+    /// CPU socket.
+    pub socket_id: Option<u8>,
+    /// MMIO regions (accelerators).
+    pub num_mmio: Option<u32>,
+    /// Interrupt vectors (accelerators).
+    pub num_interrupts: Option<u32>,
+    /// Assigned or not (accelerators).
+    pub accelerator_state: Option<fpga_accelerator_state>,
+    /// A parent set by `fpgaPropertiesSetParent`.
+    pub parent: Option<Token>,
+    /// The device reported a parent token (which the C API cannot resolve).
+    pub parent_reported: bool,
+    /// The host: a name, `localhost`, `^localhost` or `*` (the OPAE plugin design's addition).
+    pub host: Option<String>,
+    /// The device type, such as `fpga` (the OPAE plugin design's addition).
+    pub device_type: Option<String>,
+}
+
+impl PropsData {
+    /// The properties of an enumerated device.
+    pub fn from_device(p: &Properties) -> Self {
+        PropsData {
+            object_type: Some(match p.object_type {
+                ObjectType::Device => FPGA_DEVICE,
+                ObjectType::Accelerator => FPGA_ACCELERATOR,
+            }),
+            guid: Some(p.guid),
+            vendor_id: Some(p.vendor_id),
+            device_id: Some(p.device_id),
+            segment: p.bus_address.map(|b| b.segment),
+            bus: p.bus_address.map(|b| b.bus),
+            device: p.bus_address.map(|b| b.device),
+            function: p.bus_address.map(|b| b.function),
+            socket_id: p.socket_id.and_then(|s| u8::try_from(s).ok()),
+            num_mmio: Some(p.num_mmio),
+            num_interrupts: Some(p.num_interrupts),
+            accelerator_state: p.accelerator_state.map(|s| match s {
+                AcceleratorState::Assigned => FPGA_ACCELERATOR_ASSIGNED,
+                AcceleratorState::Unassigned => FPGA_ACCELERATOR_UNASSIGNED,
+            }),
+            parent: None,
+            parent_reported: p.parent.is_some(),
+            host: Some(p.host.clone()),
+            device_type: Some(p.device_type.clone()),
+        }
+    }
+
+    /// The part of the filter the host can apply (and pass to plugins' pre-filters).
+    pub fn to_filter(&self) -> Filter {
+        let mut filter = Filter::new();
+        filter.object_type = self.object_type.map(|t| {
+            if t == FPGA_DEVICE {
+                ObjectType::Device
+            } else {
+                ObjectType::Accelerator
+            }
+        });
+        filter.guid = self.guid;
+        filter.vendor_id = self.vendor_id;
+        filter.device_id = self.device_id;
+        filter.device_type = self.device_type.clone();
+        filter.host = self.host.clone();
+        filter
+    }
+
+    /// Does a device with properties `p` match every field set here?
+    pub fn matches(&self, p: &Properties) -> bool {
+        let bus = p.bus_address;
+        let eq = |want: Option<u32>, have: Option<u32>| want.is_none_or(|w| Some(w) == have);
+        self.to_filter().matches(p)
+            && eq(self.segment.map(u32::from), bus.map(|b| u32::from(b.segment)))
+            && eq(self.bus.map(u32::from), bus.map(|b| u32::from(b.bus)))
+            && eq(self.device.map(u32::from), bus.map(|b| u32::from(b.device)))
+            && eq(self.function.map(u32::from), bus.map(|b| u32::from(b.function)))
+            && eq(self.socket_id.map(u32::from), p.socket_id)
+            && eq(self.num_mmio, Some(p.num_mmio))
+            && eq(self.num_interrupts, Some(p.num_interrupts))
+            && self.accelerator_state.is_none_or(|s| {
+                let have = p.accelerator_state.map(|a| match a {
+                    AcceleratorState::Assigned => FPGA_ACCELERATOR_ASSIGNED,
+                    AcceleratorState::Unassigned => FPGA_ACCELERATOR_UNASSIGNED,
+                });
+                have == Some(s)
+            })
+            // accelhost plugins report parents as their own token numbers, which the C API
+            // cannot relate to a token: a parent filter matches no device.
+            && self.parent.is_none()
+    }
+}
+
+/// A properties object: its fields behind a lock (C may share it between threads).
+pub struct PropertiesObject(pub Mutex<PropsData>);
+
+/// Registers a new properties object holding `data`.
+pub fn new_properties(data: PropsData) -> *mut c_void {
+    register(Object::Properties(PropertiesObject(Mutex::new(data))))
+}
+
+/// A copy of the fields of the properties object `prop`.
+pub fn props_of(prop: *const c_void) -> CapiResult<PropsData> {
+    with_props(prop, |p| Ok(p.clone()))
+}
+
+/// Runs `f` on the fields of `prop` under its lock.
+fn with_props<R>(
+    prop: *const c_void,
+    f: impl FnOnce(&mut PropsData) -> CapiResult<R>,
+) -> CapiResult<R> {
+    let object = lookup_kind(prop, "properties object", |o| {
+        matches!(o, Object::Properties(_))
+    })?;
+    let Object::Properties(PropertiesObject(data)) = &*object else {
+        unreachable!("lookup_kind checked the kind");
+    };
+    f(&mut lock(data))
+}
+
+fn unset(field: &str) -> CapiError {
+    CapiError::NotFound(format!("the property {field} is not set"))
+}
+
+/// Refuses accelerator-only fields of a properties object whose type is set to `FPGA_DEVICE`.
+fn accelerator_only(p: &PropsData, field: &str) -> CapiResult {
+    if p.object_type == Some(FPGA_DEVICE) {
+        Err(invalid(format!(
+            "{field} is a property of accelerators, and the object type is FPGA_DEVICE"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// Defines a getter and a setter of one `Option<$ty>` field.
+macro_rules! accessors {
+    ($get:ident, $set:ident, $field:ident, $ty:ty, $name:literal, $accel_only:expr) => {
+        #[doc = concat!("OPAE's `", stringify!($get), "`: the ", $name, " property.")]
+        ///
+        /// # Safety
+        /// `out` must be NULL or valid for one write.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $get(prop: fpga_properties, out: *mut $ty) -> fpga_result {
+            guard(stringify!($get), || {
+                crate::ffi::non_null(out, "the output pointer")?;
+                let value = with_props(prop, |p| {
+                    if $accel_only {
+                        accelerator_only(p, $name)?;
+                    }
+                    p.$field.ok_or_else(|| unset($name))
+                })?;
+                // SAFETY: non-NULL, valid for one write by the caller's contract.
+                unsafe { write_out(out, value, "the output pointer") }
+            })
+        }
+
+        #[doc = concat!("OPAE's `", stringify!($set), "`: sets the ", $name, " property.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $set(prop: fpga_properties, value: $ty) -> fpga_result {
+            guard(stringify!($set), || {
+                with_props(prop, |p| {
+                    if $accel_only {
+                        accelerator_only(p, $name)?;
+                    }
+                    p.$field = Some(value);
+                    Ok(())
+                })
+            })
+        }
+    };
+}
+
+accessors!(
+    fpgaPropertiesGetVendorID,
+    fpgaPropertiesSetVendorID,
+    vendor_id,
+    u16,
+    "vendor id",
+    false
+);
+accessors!(
+    fpgaPropertiesGetDeviceID,
+    fpgaPropertiesSetDeviceID,
+    device_id,
+    u16,
+    "device id",
+    false
+);
+accessors!(
+    fpgaPropertiesGetSegment,
+    fpgaPropertiesSetSegment,
+    segment,
+    u16,
+    "segment",
+    false
+);
+accessors!(
+    fpgaPropertiesGetBus,
+    fpgaPropertiesSetBus,
+    bus,
+    u8,
+    "bus",
+    false
+);
+accessors!(
+    fpgaPropertiesGetDevice,
+    fpgaPropertiesSetDevice,
+    device,
+    u8,
+    "device",
+    false
+);
+accessors!(
+    fpgaPropertiesGetFunction,
+    fpgaPropertiesSetFunction,
+    function,
+    u8,
+    "function",
+    false
+);
+accessors!(
+    fpgaPropertiesGetSocketID,
+    fpgaPropertiesSetSocketID,
+    socket_id,
+    u8,
+    "socket id",
+    false
+);
+accessors!(
+    fpgaPropertiesGetNumMMIO,
+    fpgaPropertiesSetNumMMIO,
+    num_mmio,
+    u32,
+    "number of MMIO regions",
+    true
+);
+accessors!(
+    fpgaPropertiesGetNumInterrupts,
+    fpgaPropertiesSetNumInterrupts,
+    num_interrupts,
+    u32,
+    "number of interrupts",
+    true
+);
+
+/// OPAE's `fpgaGetProperties`: a new properties object with the token's properties, or an
+/// empty one (a filter to fill in) when `token` is NULL.
+///
+/// # Safety
+/// `prop` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaGetProperties(
+    token: fpga_token,
+    prop: *mut fpga_properties,
+) -> fpga_result {
+    guard("fpgaGetProperties", || {
+        crate::ffi::non_null(prop, "prop")?;
+        let data = if token.is_null() {
+            PropsData::default()
+        } else {
+            let token = crate::token::token_of(token)?;
+            PropsData::from_device(token.properties())
+        };
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(prop, new_properties(data), "prop") }
+    })
+}
+
+/// OPAE's `fpgaUpdateProperties`: overwrites `prop` with the token's current properties
+/// (this asks the plugin again).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaUpdateProperties(token: fpga_token, prop: fpga_properties) -> fpga_result {
+    guard("fpgaUpdateProperties", || {
+        let token = crate::token::token_of(token)?;
+        props_of(prop)?;
+        let fresh = PropsData::from_device(&token.refresh()?);
+        with_props(prop, |p| {
+            *p = fresh;
+            Ok(())
+        })
+    })
+}
+
+/// OPAE's `fpgaClearProperties`: unsets every field.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaClearProperties(prop: fpga_properties) -> fpga_result {
+    guard("fpgaClearProperties", || {
+        with_props(prop, |p| {
+            *p = PropsData::default();
+            Ok(())
+        })
+    })
+}
+
+/// OPAE's `fpgaCloneProperties`: a new object with the same fields.
+///
+/// # Safety
+/// `dst` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaCloneProperties(
+    src: fpga_properties,
+    dst: *mut fpga_properties,
+) -> fpga_result {
+    guard("fpgaCloneProperties", || {
+        crate::ffi::non_null(dst, "dst")?;
+        let data = props_of(src)?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(dst, new_properties(data), "dst") }
+    })
+}
+
+/// OPAE's `fpgaDestroyProperties`: destroys `*prop` and sets it to NULL.
+///
+/// # Safety
+/// `prop` must be NULL or valid for a read and a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaDestroyProperties(prop: *mut fpga_properties) -> fpga_result {
+    guard("fpgaDestroyProperties", || {
+        crate::ffi::non_null(prop, "prop")?;
+        // SAFETY: non-NULL, valid for reads by the caller's contract.
+        let value = unsafe { prop.read() };
+        unregister(value, "properties object", |o| {
+            matches!(o, Object::Properties(_))
+        })?;
+        // SAFETY: as above, valid for writes.
+        unsafe { prop.write(std::ptr::null_mut()) };
+        Ok(())
+    })
+}
+
+/// OPAE's `fpgaPropertiesGetObjectType`.
+///
+/// # Safety
+/// `objtype` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesGetObjectType(
+    prop: fpga_properties,
+    objtype: *mut fpga_objtype,
+) -> fpga_result {
+    guard("fpgaPropertiesGetObjectType", || {
+        crate::ffi::non_null(objtype, "objtype")?;
+        let value = with_props(prop, |p| p.object_type.ok_or_else(|| unset("object type")))?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(objtype, value, "objtype") }
+    })
+}
+
+/// OPAE's `fpgaPropertiesSetObjectType`: `FPGA_DEVICE` or `FPGA_ACCELERATOR`.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaPropertiesSetObjectType(
+    prop: fpga_properties,
+    objtype: fpga_objtype,
+) -> fpga_result {
+    guard("fpgaPropertiesSetObjectType", || {
+        if objtype != FPGA_DEVICE && objtype != FPGA_ACCELERATOR {
+            return Err(invalid(format!("{objtype} is not an fpga_objtype")));
+        }
+        with_props(prop, |p| {
+            p.object_type = Some(objtype);
+            Ok(())
+        })
+    })
+}
+
+/// OPAE's `fpgaPropertiesGetGUID`.
+///
+/// # Safety
+/// `guid` must be NULL or valid for a write of 16 bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesGetGUID(
+    prop: fpga_properties,
+    guid: *mut fpga_guid,
+) -> fpga_result {
+    guard("fpgaPropertiesGetGUID", || {
+        crate::ffi::non_null(guid, "guid")?;
+        let value = with_props(prop, |p| p.guid.ok_or_else(|| unset("GUID")))?;
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&value.high.to_be_bytes());
+        bytes[8..].copy_from_slice(&value.low.to_be_bytes());
+        // SAFETY: non-NULL, valid for 16 bytes by the caller's contract.
+        unsafe { write_out(guid, bytes, "guid") }
+    })
+}
+
+/// OPAE's `fpgaPropertiesSetGUID` (`fpga_guid` decays to a pointer to its 16 bytes).
+///
+/// # Safety
+/// `guid` must be NULL or valid for a read of 16 bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesSetGUID(
+    prop: fpga_properties,
+    guid: *const u8,
+) -> fpga_result {
+    guard("fpgaPropertiesSetGUID", || {
+        crate::ffi::non_null(guid, "guid")?;
+        let mut bytes = [0u8; 16];
+        // SAFETY: non-NULL, valid for 16 bytes by the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(guid, bytes.as_mut_ptr(), 16) };
+        let high = u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes"));
+        let low = u64::from_be_bytes(bytes[8..].try_into().expect("8 bytes"));
+        with_props(prop, |p| {
+            p.guid = Some(Guid::new(high, low));
+            Ok(())
+        })
+    })
+}
+
+/// OPAE's `fpgaPropertiesGetAcceleratorState` (accelerators only).
+///
+/// # Safety
+/// `state` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesGetAcceleratorState(
+    prop: fpga_properties,
+    state: *mut fpga_accelerator_state,
+) -> fpga_result {
+    guard("fpgaPropertiesGetAcceleratorState", || {
+        crate::ffi::non_null(state, "state")?;
+        let value = with_props(prop, |p| {
+            accelerator_only(p, "accelerator state")?;
+            p.accelerator_state
+                .ok_or_else(|| unset("accelerator state"))
+        })?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(state, value, "state") }
+    })
+}
+
+/// OPAE's `fpgaPropertiesSetAcceleratorState` (accelerators only).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaPropertiesSetAcceleratorState(
+    prop: fpga_properties,
+    state: fpga_accelerator_state,
+) -> fpga_result {
+    guard("fpgaPropertiesSetAcceleratorState", || {
+        if state != FPGA_ACCELERATOR_ASSIGNED && state != FPGA_ACCELERATOR_UNASSIGNED {
+            return Err(invalid(format!("{state} is not an fpga_accelerator_state")));
+        }
+        with_props(prop, |p| {
+            accelerator_only(p, "accelerator state")?;
+            p.accelerator_state = Some(state);
+            Ok(())
+        })
+    })
+}
+
+/// OPAE's `fpgaPropertiesGetParent`: a new token for the parent set by
+/// `fpgaPropertiesSetParent` (destroy it with `fpgaDestroyToken`). `FPGA_NOT_FOUND` when no
+/// parent is set; `FPGA_NOT_SUPPORTED` for a parent reported by a plugin.
+///
+/// # Safety
+/// `parent` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesGetParent(
+    prop: fpga_properties,
+    parent: *mut fpga_token,
+) -> fpga_result {
+    guard("fpgaPropertiesGetParent", || {
+        crate::ffi::non_null(parent, "parent")?;
+        let token = with_props(prop, |p| {
+            match (&p.parent, p.parent_reported) {
+            (Some(token), _) => Ok(token.clone()),
+            (None, true) => Err(CapiError::NotSupported(
+                "the plugin reports the parent by its own token number, which the C API does not resolve".into(),
+            )),
+            (None, false) => Err(unset("parent")),
+        }
+        })?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(parent, register(Object::Token(token)), "parent") }
+    })
+}
+
+/// OPAE's `fpgaPropertiesSetParent`.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaPropertiesSetParent(
+    prop: fpga_properties,
+    parent: fpga_token,
+) -> fpga_result {
+    guard("fpgaPropertiesSetParent", || {
+        let token = crate::token::token_of(parent)?;
+        with_props(prop, |p| {
+            p.parent = Some(token);
+            Ok(())
+        })
+    })
+}
+
+/// OPAE's `fpgaPropertiesGetHostname` (the `host` property of the OPAE plugin design):
+/// `localhost` for devices of this machine.
+///
+/// # Safety
+/// `hostname` must be NULL or valid for `len` bytes of writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesGetHostname(
+    prop: fpga_properties,
+    hostname: *mut c_char,
+    len: usize,
+) -> fpga_result {
+    guard("fpgaPropertiesGetHostname", || {
+        crate::ffi::non_null(hostname, "hostname")?;
+        let value = with_props(prop, |p| p.host.clone().ok_or_else(|| unset("host")))?;
+        // SAFETY: valid for `len` bytes by the caller's contract.
+        unsafe { copy_str(hostname, len, &value, "hostname") }
+    })
+}
+
+/// OPAE's `fpgaPropertiesSetHostname`: a host name, or `localhost`, `^localhost` or `*`.
+///
+/// # Safety
+/// `hostname` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesSetHostname(
+    prop: fpga_properties,
+    hostname: *const c_char,
+) -> fpga_result {
+    guard("fpgaPropertiesSetHostname", || {
+        // SAFETY: NULL or NUL-terminated by the caller's contract.
+        let value = unsafe { c_str(hostname, "hostname") }?.to_string();
+        with_props(prop, |p| {
+            p.host = Some(value);
+            Ok(())
+        })
+    })
+}
+
+/// The `device type` property of the OPAE plugin design, as an enum:
+/// `FPGA_DEVICE_TYPE_FPGA` for `fpga`, `FPGA_DEVICE_TYPE_OTHER` otherwise.
+///
+/// # Safety
+/// `device_type` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaPropertiesGetDeviceType(
+    prop: fpga_properties,
+    device_type: *mut fpga_device_type,
+) -> fpga_result {
+    guard("fpgaPropertiesGetDeviceType", || {
+        crate::ffi::non_null(device_type, "device_type")?;
+        let value = with_props(prop, |p| {
+            p.device_type.clone().ok_or_else(|| unset("device type"))
+        })?;
+        let kind = if value == "fpga" {
+            FPGA_DEVICE_TYPE_FPGA
+        } else {
+            FPGA_DEVICE_TYPE_OTHER
+        };
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(device_type, kind, "device_type") }
+    })
+}
+
+/// Sets the `device type` property from the enum (only `FPGA_DEVICE_TYPE_FPGA` names a
+/// type; use `accelhostPropertiesSetDeviceTypeName` for others).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaPropertiesSetDeviceType(
+    prop: fpga_properties,
+    device_type: fpga_device_type,
+) -> fpga_result {
+    guard("fpgaPropertiesSetDeviceType", || {
+        if device_type != FPGA_DEVICE_TYPE_FPGA {
+            return Err(invalid(format!(
+                "{device_type} names no device type: use accelhostPropertiesSetDeviceTypeName"
+            )));
+        }
+        with_props(prop, |p| {
+            p.device_type = Some("fpga".into());
+            Ok(())
+        })
+    })
+}
+
+/// accelhost extension: the `device type` property as the plugin names it (`fpga`, ...).
+///
+/// # Safety
+/// `name` must be NULL or valid for `len` bytes of writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn accelhostPropertiesGetDeviceTypeName(
+    prop: fpga_properties,
+    name: *mut c_char,
+    len: usize,
+) -> fpga_result {
+    guard("accelhostPropertiesGetDeviceTypeName", || {
+        crate::ffi::non_null(name, "name")?;
+        let value = with_props(prop, |p| {
+            p.device_type.clone().ok_or_else(|| unset("device type"))
+        })?;
+        // SAFETY: valid for `len` bytes by the caller's contract.
+        unsafe { copy_str(name, len, &value, "name") }
+    })
+}
+
+/// accelhost extension: sets the `device type` property by name.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn accelhostPropertiesSetDeviceTypeName(
+    prop: fpga_properties,
+    name: *const c_char,
+) -> fpga_result {
+    guard("accelhostPropertiesSetDeviceTypeName", || {
+        // SAFETY: NULL or NUL-terminated by the caller's contract.
+        let value = unsafe { c_str(name, "name") }?.to_string();
+        with_props(prop, |p| {
+            p.device_type = Some(value);
+            Ok(())
+        })
+    })
+}

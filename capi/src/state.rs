@@ -1,0 +1,129 @@
+//! The process-wide host behind the C API: started by `fpgaInitialize` or by the first call
+//! that needs it (as OPAE does), replaced by `accelhostLoadConfig*`, ended by `fpgaFinalize`.
+
+use std::ffi::c_char;
+use std::path::Path;
+use std::sync::{Mutex, RwLock};
+
+use accelhost::config::{Config, ConfigSource};
+use accelhost::{ConfigOrigin, Host};
+
+use crate::ffi::{CapiResult, c_str, drain, guard, lock};
+use crate::types::fpga_result;
+
+static HOST: RwLock<Option<Host>> = RwLock::new(None);
+/// Serializes starting and replacing the host, so that two first calls start one host.
+static STARTING: Mutex<()> = Mutex::new(());
+
+/// The running host, started on the usual config lookup (`$ACCELHOST_CONFIG`, then
+/// `./accelhost.json`, ..., then the embedded default) if none runs yet.
+pub fn host() -> CapiResult<Host> {
+    if let Some(host) = HOST.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return Ok(host.clone());
+    }
+    let _starting = lock(&STARTING);
+    if let Some(host) = HOST.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return Ok(host.clone());
+    }
+    // The CLI's lookup order, without a --config.
+    let (config, origin) = accelhost::config::discover(None).map_err(accelhost::Error::from)?;
+    install(config, origin)
+}
+
+fn install(config: Config, origin: ConfigOrigin) -> CapiResult<Host> {
+    let host = Host::builder().discovered_config(config, origin).build()?;
+    *HOST.write().unwrap_or_else(|e| e.into_inner()) = Some(host.clone());
+    Ok(host)
+}
+
+/// Drops every object C holds, then the host (its plugins are finalized when the last
+/// clone goes). Objects are dropped in order: events, buffers and handles before tokens.
+fn shut_down() {
+    let host = HOST.write().unwrap_or_else(|e| e.into_inner()).take();
+    let mut objects = drain();
+    // Handles and offload objects first (they close devices), then the rest.
+    objects.sort_by_key(|o| match **o {
+        crate::ffi::Object::Event(_) => 0,
+        crate::ffi::Object::Offload(_) => 1,
+        crate::ffi::Object::Handle(_) => 2,
+        _ => 3,
+    });
+    drop(objects);
+    drop(host);
+}
+
+/// Replaces the running host with one on `config` (every object C holds is dropped).
+fn replace(config: Config, origin: ConfigOrigin) -> CapiResult {
+    let _starting = lock(&STARTING);
+    shut_down();
+    install(config, origin).map(drop)
+}
+
+/// OPAE's `fpgaInitialize`: starts the host on `config_file`, or on the usual lookup when it
+/// is NULL. Calling it again while a host runs does nothing and returns `FPGA_OK`.
+///
+/// # Safety
+/// `config_file` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaInitialize(config_file: *const c_char) -> fpga_result {
+    guard("fpgaInitialize", || {
+        let _starting = lock(&STARTING);
+        if HOST.read().unwrap_or_else(|e| e.into_inner()).is_some() {
+            return Ok(());
+        }
+        let (config, origin) = if config_file.is_null() {
+            accelhost::config::discover(None).map_err(accelhost::Error::from)?
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            let path = unsafe { c_str(config_file, "config_file") }?;
+            let path = Path::new(path);
+            let config = Config::load(path).map_err(accelhost::Error::from)?;
+            (config, ConfigOrigin::Explicit)
+        };
+        install(config, origin).map(drop)
+    })
+}
+
+/// OPAE's `fpgaFinalize`: releases every object C holds (closing handles, releasing buffers)
+/// and shuts the host down. A later call starts a fresh host.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaFinalize() -> fpga_result {
+    guard("fpgaFinalize", || {
+        let _starting = lock(&STARTING);
+        shut_down();
+        Ok(())
+    })
+}
+
+/// accelhost extension: replaces the running host with one on the config file `path`. Every
+/// object C holds is released first.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn accelhostLoadConfig(path: *const c_char) -> fpga_result {
+    guard("accelhostLoadConfig", || {
+        // SAFETY: NULL or NUL-terminated by the caller's contract.
+        let path = unsafe { c_str(path, "path") }?;
+        let config = Config::load(Path::new(path)).map_err(accelhost::Error::from)?;
+        replace(config, ConfigOrigin::Explicit)
+    })
+}
+
+/// accelhost extension: like `accelhostLoadConfig`, with the config's JSON text; relative
+/// module paths are taken from the current directory.
+///
+/// # Safety
+/// `json` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn accelhostLoadConfigJson(json: *const c_char) -> fpga_result {
+    guard("accelhostLoadConfigJson", || {
+        // SAFETY: NULL or NUL-terminated by the caller's contract.
+        let text = unsafe { c_str(json, "json") }?;
+        // Named as a file in the working directory, so relative module paths resolve there.
+        let dir = std::env::current_dir().unwrap_or_default();
+        let source = ConfigSource::File(dir.join("<accelhostLoadConfigJson>"));
+        let config = Config::parse(text, source).map_err(accelhost::Error::from)?;
+        replace(config, ConfigOrigin::Explicit)
+    })
+}

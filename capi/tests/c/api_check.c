@@ -1,0 +1,178 @@
+/*
+ * Calls the C API from C, through the installed headers: each function once with a bad
+ * argument (NULL, forged, destroyed, wrong type), and the calls that need no device,
+ * checking every result code. Built with -Wall -Wextra -Werror -pedantic by the tests.
+ */
+#include <opae/fpga.h>
+#include <opae/accelhost.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define EXPECT(call, want)                                                              \
+	do {                                                                            \
+		fpga_result got_ = (call);                                              \
+		if (got_ != (want)) {                                                   \
+			fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d\n",    \
+				__FILE__, __LINE__, #call, got_, fpgaErrStr(got_), want); \
+			failures++;                                                     \
+		}                                                                       \
+	} while (0)
+
+int main(void)
+{
+	void *forged = (void *)(uintptr_t)0xdeadbee0u;
+	fpga_properties prop = NULL, copy = NULL;
+	fpga_token token = NULL;
+	fpga_handle handle = NULL;
+	fpga_event_handle eh = NULL;
+	uint32_t n = 0;
+	uint64_t u64 = 0;
+	uint32_t u32 = 0;
+	uint16_t u16 = 0;
+	uint8_t u8 = 0;
+	fpga_guid guid;
+	fpga_objtype objtype;
+	char text[64];
+	int fd = -1;
+
+	memset(guid, 0xAB, sizeof(guid));
+	EXPECT(fpgaInitialize(NULL), FPGA_OK);
+
+	/* Properties. */
+	EXPECT(fpgaGetProperties(NULL, &prop), FPGA_OK);
+	EXPECT(fpgaPropertiesSetObjectType(prop, FPGA_ACCELERATOR), FPGA_OK);
+	EXPECT(fpgaPropertiesGetObjectType(prop, &objtype), FPGA_OK);
+	EXPECT(fpgaPropertiesSetGUID(prop, guid), FPGA_OK);
+	EXPECT(fpgaPropertiesGetGUID(prop, &guid), FPGA_OK);
+	EXPECT(fpgaPropertiesSetVendorID(prop, 0x8086), FPGA_OK);
+	EXPECT(fpgaPropertiesGetVendorID(prop, &u16), FPGA_OK);
+	EXPECT(fpgaPropertiesGetDeviceID(prop, &u16), FPGA_NOT_FOUND);
+	EXPECT(fpgaPropertiesSetDeviceID(NULL, 1), FPGA_INVALID_PARAM);
+	EXPECT(fpgaPropertiesGetSegment(prop, NULL), FPGA_INVALID_PARAM);
+	EXPECT(fpgaPropertiesSetSegment(forged, 1), FPGA_INVALID_PARAM);
+	EXPECT(fpgaPropertiesGetBus(prop, &u8), FPGA_NOT_FOUND);
+	EXPECT(fpgaPropertiesSetBus(prop, 1), FPGA_OK);
+	EXPECT(fpgaPropertiesGetDevice(prop, &u8), FPGA_NOT_FOUND);
+	EXPECT(fpgaPropertiesSetDevice(prop, 1), FPGA_OK);
+	EXPECT(fpgaPropertiesGetFunction(prop, &u8), FPGA_NOT_FOUND);
+	EXPECT(fpgaPropertiesSetFunction(prop, 1), FPGA_OK);
+	EXPECT(fpgaPropertiesGetSocketID(prop, &u8), FPGA_NOT_FOUND);
+	EXPECT(fpgaPropertiesSetSocketID(prop, 1), FPGA_OK);
+	EXPECT(fpgaPropertiesSetNumMMIO(prop, 1), FPGA_OK);
+	EXPECT(fpgaPropertiesGetNumMMIO(prop, &u32), FPGA_OK);
+	EXPECT(fpgaPropertiesSetNumInterrupts(prop, 1), FPGA_OK);
+	EXPECT(fpgaPropertiesGetNumInterrupts(prop, &u32), FPGA_OK);
+	EXPECT(fpgaPropertiesSetAcceleratorState(prop, FPGA_ACCELERATOR_ASSIGNED), FPGA_OK);
+	{
+		fpga_accelerator_state state;
+		EXPECT(fpgaPropertiesGetAcceleratorState(prop, &state), FPGA_OK);
+	}
+	EXPECT(fpgaPropertiesSetHostname(prop, "localhost"), FPGA_OK);
+	EXPECT(fpgaPropertiesGetHostname(prop, text, sizeof(text)), FPGA_OK);
+	EXPECT(fpgaPropertiesSetDeviceType(prop, FPGA_DEVICE_TYPE_FPGA), FPGA_OK);
+	{
+		fpga_device_type type;
+		EXPECT(fpgaPropertiesGetDeviceType(prop, &type), FPGA_OK);
+	}
+	EXPECT(accelhostPropertiesSetDeviceTypeName(prop, "fpga"), FPGA_OK);
+	EXPECT(accelhostPropertiesGetDeviceTypeName(prop, text, sizeof(text)), FPGA_OK);
+	EXPECT(fpgaPropertiesGetParent(prop, &token), FPGA_NOT_FOUND);
+	EXPECT(fpgaPropertiesSetParent(prop, prop), FPGA_INVALID_PARAM);
+	EXPECT(fpgaCloneProperties(prop, &copy), FPGA_OK);
+	EXPECT(fpgaClearProperties(copy), FPGA_OK);
+	EXPECT(fpgaDestroyProperties(&copy), FPGA_OK);
+	EXPECT(fpgaDestroyProperties(&copy), FPGA_INVALID_PARAM);
+	EXPECT(fpgaUpdateProperties(forged, prop), FPGA_INVALID_PARAM);
+
+	/* Enumeration with that (unmatched: no bus address) filter, and tokens. */
+	EXPECT(fpgaEnumerate(&prop, 1, NULL, 0, &n), FPGA_OK);
+	if (n != 0) {
+		fprintf(stderr, "expected no match, found %u\n", n);
+		failures++;
+	}
+	EXPECT(fpgaEnumerate(NULL, 0, &token, 1, NULL), FPGA_INVALID_PARAM);
+	EXPECT(fpgaEnumerate(NULL, 0, &token, 1, &n), FPGA_OK);
+	EXPECT(accelhostTokenGetId(token, text, sizeof(text)), FPGA_OK);
+	{
+		fpga_token clone = NULL;
+		EXPECT(fpgaCloneToken(token, &clone), FPGA_OK);
+		EXPECT(fpgaDestroyToken(&clone), FPGA_OK);
+		EXPECT(fpgaDestroyToken(&clone), FPGA_INVALID_PARAM);
+		EXPECT(fpgaCloneToken(prop, &clone), FPGA_INVALID_PARAM);
+	}
+
+	/* Handles: wrong types and forged values. */
+	EXPECT(fpgaOpen(prop, &handle, 0), FPGA_INVALID_PARAM);
+	EXPECT(fpgaOpen(token, NULL, 0), FPGA_INVALID_PARAM);
+	EXPECT(fpgaClose(token), FPGA_INVALID_PARAM);
+	EXPECT(fpgaReset(forged), FPGA_INVALID_PARAM);
+	EXPECT(fpgaGetPropertiesFromHandle(NULL, &copy), FPGA_INVALID_PARAM);
+	EXPECT(fpgaMapMMIO(token, 0, NULL), FPGA_INVALID_PARAM);
+	EXPECT(fpgaUnmapMMIO(forged, 0), FPGA_INVALID_PARAM);
+	EXPECT(fpgaReadMMIO64(forged, 0, 0, &u64), FPGA_INVALID_PARAM);
+	EXPECT(fpgaWriteMMIO64(forged, 0, 0, 0), FPGA_INVALID_PARAM);
+	EXPECT(fpgaReadMMIO32(forged, 0, 0, &u32), FPGA_INVALID_PARAM);
+	EXPECT(fpgaWriteMMIO32(forged, 0, 0, 0), FPGA_INVALID_PARAM);
+	{
+		void *addr = NULL;
+		EXPECT(fpgaPrepareBuffer(token, 4096, &addr, &u64, 0), FPGA_INVALID_PARAM);
+	}
+	EXPECT(fpgaReleaseBuffer(forged, 1), FPGA_INVALID_PARAM);
+	EXPECT(fpgaGetIOAddress(forged, 1, &u64), FPGA_INVALID_PARAM);
+	EXPECT(fpgaReconfigureSlot(forged, 0, (const uint8_t *)"x", 1, 0), FPGA_INVALID_PARAM);
+
+	/* Events. */
+	EXPECT(fpgaCreateEventHandle(&eh), FPGA_OK);
+	EXPECT(fpgaGetOSObjectFromEventHandle(eh, &fd), FPGA_OK);
+	EXPECT(fpgaRegisterEvent(forged, FPGA_EVENT_INTERRUPT, eh, 0), FPGA_INVALID_PARAM);
+	EXPECT(fpgaUnregisterEvent(forged, FPGA_EVENT_INTERRUPT, eh), FPGA_INVALID_PARAM);
+	EXPECT(fpgaDestroyEventHandle(&eh), FPGA_OK);
+	EXPECT(fpgaDestroyEventHandle(&eh), FPGA_INVALID_PARAM);
+
+	/* Extensions. */
+	{
+		accelhost_plugin_info infos[8];
+		accelhost_memory mem = NULL;
+		accelhost_event ev = NULL;
+		accelhost_event_status status;
+		accelhost_kernel_arg arg = { ACCELHOST_ARG_U32, 0, 1, NULL };
+		EXPECT(accelhostGetPlugins(infos, 8, &n), FPGA_OK);
+		EXPECT(accelhostMemAlloc(token, ACCELHOST_MEMORY_HOST, 64, &mem), FPGA_INVALID_PARAM);
+		EXPECT(accelhostMemGetSize(forged, &u64), FPGA_INVALID_PARAM);
+		EXPECT(accelhostMemWrite(forged, 0, text, 1), FPGA_INVALID_PARAM);
+		EXPECT(accelhostMemRead(forged, 0, text, 1), FPGA_INVALID_PARAM);
+		EXPECT(accelhostMemRetain(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostMemRelease(token), FPGA_INVALID_PARAM);
+		EXPECT(accelhostProgramCreate(forged, NULL, 0, &mem), FPGA_INVALID_PARAM);
+		EXPECT(accelhostProgramRetain(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostProgramRelease(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostKernelCreate(forged, "vadd", &mem), FPGA_INVALID_PARAM);
+		EXPECT(accelhostKernelRetain(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostKernelRelease(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostQueueCreate(forged, &mem), FPGA_INVALID_PARAM);
+		EXPECT(accelhostEnqueueMemcpy(forged, forged, 0, forged, 0, 1, &ev), FPGA_INVALID_PARAM);
+		EXPECT(accelhostEnqueueLaunch(forged, forged, &arg, 1, &ev), FPGA_INVALID_PARAM);
+		EXPECT(accelhostQueueFinish(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostQueueRetain(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostQueueRelease(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostEventWait(forged, 0), FPGA_INVALID_PARAM);
+		EXPECT(accelhostEventGetStatus(forged, &status), FPGA_INVALID_PARAM);
+		EXPECT(accelhostEventRetain(forged), FPGA_INVALID_PARAM);
+		EXPECT(accelhostEventRelease(forged), FPGA_INVALID_PARAM);
+		if (accelhostGetLastError(text, sizeof(text)) != 0 || text[0] == 0) {
+			fprintf(stderr, "expected a last error message without an accelhost code\n");
+			failures++;
+		}
+		EXPECT(accelhostLoadConfig(NULL), FPGA_INVALID_PARAM);
+		EXPECT(accelhostLoadConfigJson("{ not json"), FPGA_INVALID_PARAM);
+	}
+
+	EXPECT(fpgaDestroyToken(&token), FPGA_OK);
+	EXPECT(fpgaDestroyProperties(&prop), FPGA_OK);
+	EXPECT(fpgaFinalize(), FPGA_OK);
+	printf("api_check: %s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,206 @@
+//! The C side, end to end: install the library, headers and pkg-config file into a prefix
+//! with capi/install.sh, build examples/opae-hello-fpga and tests/c/api_check.c with `cc`
+//! and only the flags `pkg-config --cflags --libs opae` gives, and run them on the embedded
+//! default config; then the sample again, built with AddressSanitizer (and its leak check).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The freshest libopae_c.so of this profile: `cargo test` builds it in target/<profile>/deps
+/// (next to this test), `cargo build` in target/<profile>. Built here if neither has it.
+fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap().to_path_buf();
+    let profile_dir = deps.parent().unwrap().to_path_buf();
+    let modified = |dir: &Path| -> Option<SystemTime> {
+        std::fs::metadata(dir.join("libopae_c.so"))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    let candidates = [deps, profile_dir.clone()];
+    let newest = candidates
+        .iter()
+        .filter_map(|d| modified(d).map(|t| (t, d.clone())))
+        .max_by_key(|(t, _)| *t);
+    if let Some((_, dir)) = newest {
+        return dir;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-p", "accelhost-opae"])
+        .current_dir(crate_dir())
+        .status()
+        .expect("running cargo build");
+    assert!(status.success(), "cargo build -p accelhost-opae failed");
+    assert!(
+        modified(&profile_dir).is_some(),
+        "no libopae_c.so in {}",
+        profile_dir.display()
+    );
+    profile_dir
+}
+
+/// The prefix the library is installed into (once per test run).
+fn prefix() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("opae-prefix");
+        let _ = std::fs::remove_dir_all(&prefix);
+        let out = run(Command::new("sh")
+            .arg(crate_dir().join("install.sh"))
+            .arg("--lib-dir")
+            .arg(library_dir())
+            .arg("--link")
+            .arg(&prefix));
+        assert!(out.status.success(), "install.sh failed:\n{}", text(&out));
+        for file in [
+            "include/opae/fpga.h",
+            "include/opae/accelhost.h",
+            "lib/libopae_c.so",
+            "lib/libopae-c.so",
+            "lib/pkgconfig/opae.pc",
+            "lib/pkgconfig/accelhost-opae.pc",
+        ] {
+            assert!(prefix.join(file).exists(), "{file} was not installed");
+        }
+        prefix
+    })
+}
+
+fn run(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `pkg-config --cflags --libs opae` against the prefix: only -I and -L/-l.
+fn pkg_config_flags() -> Vec<String> {
+    let out = run(Command::new("pkg-config")
+        .args(["--cflags", "--libs", "opae"])
+        .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig")));
+    assert!(
+        out.status.success(),
+        "pkg-config failed (is it installed?):\n{}",
+        text(&out)
+    );
+    let flags: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert!(
+        flags
+            .iter()
+            .all(|f| f.starts_with("-I") || f.starts_with("-L") || f.starts_with("-l")),
+        "{flags:?}"
+    );
+    flags
+}
+
+/// Compiles `source` into the prefix as `name` with `extra` flags.
+fn build(source: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let binary = prefix().join(name);
+    let out = run(
+        Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args([
+                "-std=c11",
+                "-D_POSIX_C_SOURCE=200809L",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-g",
+            ])
+            .args(extra)
+            .arg(source)
+            .args(pkg_config_flags())
+            .arg("-o")
+            .arg(&binary),
+    );
+    assert!(out.status.success(), "cc failed:\n{}", text(&out));
+    binary
+}
+
+/// Runs a built program on the embedded default config (no config file around it).
+fn run_program(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let workdir = prefix().join("run");
+    std::fs::create_dir_all(&workdir).unwrap();
+    run(Command::new(binary)
+        .args(args)
+        .current_dir(&workdir)
+        .env("LD_LIBRARY_PATH", prefix().join("lib"))
+        .env_remove("ACCELHOST_CONFIG")
+        .env("XDG_CONFIG_HOME", &workdir)
+        .envs(env.iter().copied()))
+}
+
+fn sample() -> PathBuf {
+    crate_dir().join("../examples/opae-hello-fpga/hello_fpga.c")
+}
+
+#[test]
+fn hello_fpga_builds_with_pkg_config_and_passes() {
+    let binary = build(&sample(), "hello_fpga", &[]);
+    for bytes in ["65536", "4194304"] {
+        let out = run_program(&binary, &[bytes], &[]);
+        let report = text(&out);
+        assert!(out.status.success(), "{report}");
+        assert!(
+            report.contains(&format!("verified {bytes} bytes")),
+            "{report}"
+        );
+        assert!(report.contains("hello_fpga: PASS"), "{report}");
+    }
+    let out = run_program(&binary, &["100"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a size that is not whole lines is refused"
+    );
+}
+
+#[test]
+fn every_function_answers_bad_arguments_from_c() {
+    let source = crate_dir().join("tests/c/api_check.c");
+    let binary = build(&source, "api_check", &["-pedantic"]);
+    let out = run_program(&binary, &[], &[]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("api_check: PASS"), "{report}");
+}
+
+#[test]
+fn hello_fpga_is_clean_under_address_sanitizer() {
+    let binary = build(
+        &sample(),
+        "hello_fpga_asan",
+        &["-fsanitize=address", "-fno-omit-frame-pointer"],
+    );
+    let out = run_program(
+        &binary,
+        &["1048576"],
+        &[(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:exitcode=23",
+        )],
+    );
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("hello_fpga: PASS"), "{report}");
+    assert!(!report.contains("AddressSanitizer"), "{report}");
+    assert!(!report.contains("LeakSanitizer"), "{report}");
+}
