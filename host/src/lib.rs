@@ -27,6 +27,8 @@ pub mod devices;
 mod error;
 mod imports;
 mod manager;
+#[doc(hidden)]
+pub mod perf;
 mod runtime;
 mod trace;
 pub mod types;
@@ -40,6 +42,9 @@ pub use api::{
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, Result};
 pub use manager::{PluginInfo, PluginStatus, check_module};
-pub use runtime::{CACHE_ENV, ComponentCache, WIT_PACKAGE, WIT_VERSION};
+pub use runtime::{
+    CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, POOL_ENV, WIT_PACKAGE, WIT_VERSION,
+    instance_allocator,
+};
 pub use trace::TRACE_ENV;
 pub use types::{BusAddress, Guid};

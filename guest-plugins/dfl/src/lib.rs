@@ -20,6 +20,8 @@ struct DflPlugin {
     initialized: bool,
     /// Tokens stay stable across enumerations: a port keeps the token it was first given.
     tokens: BTreeMap<String, u64>,
+    /// The path of each token (tokens count up from 0).
+    paths: Vec<String>,
     open: BTreeMap<u64, OpenPort>,
     next_handle: u64,
 }
@@ -42,19 +44,27 @@ impl DflPlugin {
     }
 
     fn token_for(&mut self, path: &str) -> u64 {
-        let next = self.tokens.len() as u64;
-        *self.tokens.entry(path.to_string()).or_insert(next)
+        if let Some(&token) = self.tokens.get(path) {
+            return token;
+        }
+        let token = self.paths.len() as u64;
+        self.tokens.insert(path.to_string(), token);
+        self.paths.push(path.to_string());
+        token
+    }
+
+    fn path_for_token(&self, token: u64) -> Result<&str> {
+        self.paths
+            .get(token as usize)
+            .map(String::as_str)
+            .ok_or_else(|| Error::not_found(format!("no dfl port has token {token}")))
     }
 
     fn port_for_token(&self, token: u64) -> Result<PortDesc> {
-        let path = self
-            .tokens
-            .iter()
-            .find_map(|(path, t)| (*t == token).then_some(path))
-            .ok_or_else(|| Error::not_found(format!("no dfl port has token {token}")))?;
+        let path = self.path_for_token(token)?;
         dfl::list_ports()
             .into_iter()
-            .find(|p| &p.path == path)
+            .find(|p| p.path == path)
             .ok_or_else(|| Error::not_found(format!("dfl port {path} is no longer granted")))
     }
 
@@ -134,8 +144,8 @@ impl Plugin for DflPlugin {
 
     fn open(&mut self, token: u64, mode: OpenMode) -> Result<u64> {
         self.require_initialized()?;
-        let desc = self.port_for_token(token)?;
-        let port = Port::open(&desc.path, mode == OpenMode::Exclusive)?;
+        // No need to list the ports first: the host checks the grant at the open itself.
+        let port = Port::open(self.path_for_token(token)?, mode == OpenMode::Exclusive)?;
         self.next_handle += 1;
         let handle = self.next_handle;
         self.open.insert(

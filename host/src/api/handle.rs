@@ -34,6 +34,18 @@ struct HandleInner {
     token: Token,
     lease: Arc<Lease>,
     closed: AtomicBool,
+    /// What the handle table holds for `key`, kept here too: a call on the handle needs no
+    /// table lookup (and no lock), since the lease ends when the handle is closed or its
+    /// instance ends.
+    target: Target,
+}
+
+/// The plugin, instance and plugin-side handle number of an open.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub slot: Arc<PluginSlot>,
+    pub generation: u64,
+    pub plugin_handle: u64,
 }
 
 impl Handle {
@@ -42,6 +54,7 @@ impl Handle {
         key: HandleKey,
         token: Token,
         lease: Arc<Lease>,
+        target: Target,
     ) -> Self {
         Handle {
             inner: Arc::new(HandleInner {
@@ -50,6 +63,7 @@ impl Handle {
                 token,
                 lease,
                 closed: AtomicBool::new(false),
+                target,
             }),
         }
     }
@@ -64,10 +78,19 @@ impl Handle {
         !self.inner.closed.load(Ordering::Acquire) && self.inner.lease.is_live()
     }
 
-    /// The plugin, instance and plugin-side handle number to call.
-    fn target(&self) -> Result<(Arc<PluginSlot>, u64, u64)> {
+    /// The plugin, instance and plugin-side handle number to call. The lease ends when the
+    /// handle is closed (or its instance ends), so no table lookup is needed.
+    #[inline]
+    fn target(&self) -> Result<(&Arc<PluginSlot>, u64, u64)> {
         self.inner.lease.check("handle")?;
-        self.inner.host.manager.resolve(self.inner.key)
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Stale {
+                what: "handle",
+                why: "it was closed".into(),
+            });
+        }
+        let t = &self.inner.target;
+        Ok((&t.slot, t.generation, t.plugin_handle))
     }
 
     /// `Ok` while the handle is open.

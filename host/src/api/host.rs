@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::handle::Handle;
+use super::handle::{Handle, Target};
 use super::properties::{Filter, MAX_DEVICES, OpenMode, Properties};
 use super::token::Token;
 use crate::config::{Config, ConfigOrigin};
@@ -229,7 +229,17 @@ impl Host {
             lease: lease.clone(),
         });
         match key {
-            Ok(key) => Ok(Handle::new(self.inner.clone(), key, token.clone(), lease)),
+            Ok(key) => Ok(Handle::new(
+                self.inner.clone(),
+                key,
+                token.clone(),
+                lease,
+                Target {
+                    slot: slot.clone(),
+                    generation: ticket.generation,
+                    plugin_handle,
+                },
+            )),
             Err(err) => {
                 let _ = slot.call(
                     "close",

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::handle::Handle;
+use super::token::Token;
 use crate::devices::{Completion, CompletionState, DmaMemory};
 use crate::error::{Error, Result};
 use crate::imports::ImageResource;
@@ -274,13 +275,50 @@ pub struct Event {
 
 struct EventInner {
     completion: Arc<Completion>,
-    what: String,
+    what: What,
+}
+
+/// What an event is about, for its errors and `Debug`: kept as the parts and written out only
+/// when shown, so that enqueueing formats no text.
+enum What {
+    Text(String),
+    /// `<command> on <device>`, such as `launch of vadd on xocl/emu:xocl0`.
+    Command {
+        command: &'static str,
+        /// Weak: an event must not keep the kernel, its program or the device open.
+        kernel: Option<std::sync::Weak<KernelInner>>,
+        device: Token,
+    },
+}
+
+impl What {
+    fn text(&self) -> String {
+        match self {
+            What::Text(text) => text.clone(),
+            What::Command {
+                command,
+                kernel,
+                device,
+            } => match kernel {
+                Some(kernel) => {
+                    let name = kernel
+                        .upgrade()
+                        .map_or_else(|| "a released kernel".to_string(), |k| k.name.clone());
+                    format!("{command} {name} on {}", device.id())
+                }
+                None => format!("{command} on {}", device.id()),
+            },
+        }
+    }
 }
 
 impl Event {
     pub(crate) fn new(completion: Arc<Completion>, what: String) -> Self {
         Event {
-            inner: Arc::new(EventInner { completion, what }),
+            inner: Arc::new(EventInner {
+                completion,
+                what: What::Text(what),
+            }),
         }
     }
 
@@ -317,11 +355,11 @@ impl Event {
         match self.inner.completion.wait(deadline) {
             CompletionState::Complete => Ok(()),
             CompletionState::Failed(why) => Err(Error::Device {
-                device: self.inner.what.clone(),
+                device: self.inner.what.text(),
                 message: why,
             }),
             CompletionState::Pending => Err(Error::WaitTimeout {
-                what: self.inner.what.clone(),
+                what: self.inner.what.text(),
                 waited_ms: timeout.map_or(0, |t| t.as_millis() as u64),
                 last: 0,
             }),
@@ -332,14 +370,20 @@ impl Event {
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Event")
-            .field("what", &self.inner.what)
+            .field("what", &self.inner.what.text())
             .field("status", &self.status())
             .finish()
     }
 }
 
 /// What a queued command keeps alive (its memory and kernel) until it finished.
-type Kept = Box<dyn std::any::Any + Send + Sync>;
+/// (Held only to be dropped when the command finished; no boxes, so enqueueing allocates one
+/// vector for them.)
+#[allow(dead_code)]
+enum Kept {
+    Memory(Memory),
+    Kernel(Kernel),
+}
 
 /// An in-order queue: each command starts after the previous one finished.
 #[derive(Clone)]
@@ -422,7 +466,8 @@ impl Queue {
         Ok(self.track(
             event,
             "memcpy",
-            vec![Box::new(dst.clone()), Box::new(src.clone())],
+            None,
+            vec![Kept::Memory(dst.clone()), Kept::Memory(src.clone())],
         ))
     }
 
@@ -435,7 +480,8 @@ impl Queue {
                 message: "the kernel's program was created through another device handle".into(),
             });
         }
-        let mut kept: Vec<Kept> = vec![Box::new(kernel.clone())];
+        let mut kept: Vec<Kept> = Vec::with_capacity(args.len() + 1);
+        kept.push(Kept::Kernel(kernel.clone()));
         let mut wit_args = Vec::with_capacity(args.len());
         for arg in args {
             wit_args.push(match *arg {
@@ -445,7 +491,7 @@ impl Queue {
                         Arg::MemoryAt(_, offset) => offset,
                         _ => 0,
                     };
-                    kept.push(Box::new(memory.clone()));
+                    kept.push(Kept::Memory(memory.clone()));
                     wit::KernelArgument::Memory(wit::MemoryRange {
                         allocation: memory.inner.id,
                         offset,
@@ -471,7 +517,7 @@ impl Queue {
                     .call_enqueue_launch(s, queue, kernel_id, &wit_args, size)
             },
         )?;
-        Ok(self.track(event, &format!("launch of {}", kernel.name()), kept))
+        Ok(self.track(event, "launch of", Some(kernel), kept))
     }
 
     /// Waits until every command enqueued so far finished; the first failure is returned.
@@ -495,11 +541,23 @@ impl Queue {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn track(&self, completion: Arc<Completion>, what: &str, kept: Vec<Kept>) -> Event {
-        let event = Event::new(
-            completion,
-            format!("{} on {}", what, self.inner.handle.token().id()),
-        );
+    fn track(
+        &self,
+        completion: Arc<Completion>,
+        command: &'static str,
+        kernel: Option<&Kernel>,
+        kept: Vec<Kept>,
+    ) -> Event {
+        let event = Event {
+            inner: Arc::new(EventInner {
+                completion,
+                what: What::Command {
+                    command,
+                    kernel: kernel.map(|k| Arc::downgrade(&k.inner)),
+                    device: self.inner.handle.token().clone(),
+                },
+            }),
+        };
         let finished = {
             let mut in_flight = self.lock();
             let done = in_flight

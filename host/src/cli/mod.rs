@@ -1,5 +1,6 @@
 //! The subcommands, each a thin layer over the library.
 
+mod bench;
 mod check_config;
 mod demo;
 mod info;
@@ -24,6 +25,8 @@ Environment:
   ACCELHOST_CONFIG       config file to use when --config is not given
   ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
+  ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
+                         (default 2048; 'off' instantiates on demand)
   ACCELHOST_LOG          log filter, such as 'warn' (default) or 'accelhost=debug'
   ACCELHOST_TRACE=1      trace every call between the host and the plugins";
 
@@ -57,6 +60,9 @@ enum Command {
     /// vadd on every XRT card (1 Ki and 16 Mi elements, plus the rate of tiny launches), with a
     /// table of throughput and results.
     Demo(demo::Args),
+    /// Measure accelhost against native baselines in the same run (a native plugin, the
+    /// emulator, memcpy, a raw wasmtime call, an ioctl) and print the ratios to the targets.
+    Bench(bench::Args),
     /// Load an image (an xclbin for XRT cards) onto a device.
     Program(program::Args),
     /// Write xclbin images for the emulated XRT card, or check one.
@@ -94,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::CheckConfig(args) => check_config::run(args),
         Command::Demo(args) => demo::run(cli.config, args),
         Command::Program(args) => program::run(cli.config, args),
+        Command::Bench(args) => bench::run(cli.config, args),
         Command::Xclbin(command) => xclbin::run(command),
     };
     match result {

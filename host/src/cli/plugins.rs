@@ -24,6 +24,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         host.config().source,
         host.config_origin()
     );
+    println!("instances: {}", accelhost::instance_allocator());
     let rows: Vec<Vec<String>> = plugins
         .iter()
         .map(|p| {

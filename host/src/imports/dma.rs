@@ -32,7 +32,11 @@ impl dma::HostBuffer for PluginState {
             let ctx = &self.ctx;
             let huge_pages = ctx.devices.has_real_devices();
             match DmaMemory::allocate(size, ctx.owner, &ctx.dma_budget, huge_pages) {
-                Ok(memory) => Ok(self.table.push(BufferResource { memory })?),
+                Ok(memory) => {
+                    // Buffers a plugin allocates are DMA targets: pinned, so populated now.
+                    memory.populate();
+                    Ok(self.table.push(BufferResource { memory })?)
+                }
                 Err(err) => Err(guest_error(
                     super::code_for_io(&err),
                     format!("dma buffer allocate of {size} bytes: {err}"),

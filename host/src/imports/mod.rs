@@ -11,6 +11,7 @@ mod log;
 mod mmio;
 mod xocl;
 
+use std::cell::Cell;
 use std::io;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -59,8 +60,9 @@ pub struct PluginState {
     wasi: WasiCtx,
     table: ResourceTable,
     limits: StoreLimits,
-    /// When the current call must end; host-side waits never run past it.
-    pub(crate) deadline: Instant,
+    /// When the current call must end; host-side waits never run past it. Set on first use
+    /// (the call's first epoch tick or host-side wait), so starting a call reads no clock.
+    deadline: Cell<Option<Instant>>,
     /// The number of the current call, for cancellation.
     pub(crate) call: u64,
     /// The device completions handed to this instance, failed if it ends first.
@@ -81,7 +83,7 @@ impl PluginState {
             wasi,
             table,
             limits,
-            deadline: Instant::now(),
+            deadline: Cell::new(None),
             call: 0,
             completions: Vec::new(),
             prune_at: PRUNE_FLOOR,
@@ -92,11 +94,30 @@ impl PluginState {
         &mut self.table
     }
 
+    /// Starts a call: its deadline is fixed on first use, `call_timeout_ms` from then.
+    pub(crate) fn begin_call(&mut self, call: u64) {
+        self.call = call;
+        self.deadline.set(None);
+    }
+
+    /// When the current call must end: `call_timeout_ms` after the first time this is asked
+    /// during the call (its first epoch tick, at most one tick after it started, or its first
+    /// host-side wait, whichever comes first).
+    pub(crate) fn deadline(&self) -> Instant {
+        if let Some(deadline) = self.deadline.get() {
+            return deadline;
+        }
+        let deadline = Instant::now() + Duration::from_millis(self.ctx.policy.call_timeout_ms);
+        self.deadline.set(Some(deadline));
+        deadline
+    }
+
     /// The deadline for a host-side wait of `timeout_ns`, capped by the call's deadline.
     fn wait_deadline(&self, timeout_ns: u64) -> Instant {
+        let deadline = self.deadline();
         Instant::now()
             .checked_add(Duration::from_nanos(timeout_ns))
-            .map_or(self.deadline, |d| d.min(self.deadline))
+            .map_or(deadline, |d| d.min(deadline))
     }
 
     /// `Err` once the current call was cancelled: it ends the call (and the instance).

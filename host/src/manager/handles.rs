@@ -59,6 +59,7 @@ impl<T> HandleTable<T> {
         })
     }
 
+    #[cfg(test)]
     pub fn get(&self, key: HandleKey) -> Option<&T> {
         self.slots
             .get(key.index as usize)

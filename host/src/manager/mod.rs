@@ -138,7 +138,7 @@ fn next_generation() -> u64 {
 }
 
 impl PluginSlot {
-    fn new(
+    pub(crate) fn new(
         entry: PluginEntry,
         trace: bool,
         devices: Arc<DeviceRegistry>,
@@ -196,7 +196,7 @@ impl PluginSlot {
 
     /// Loads, instantiates, configures and initializes the plugin. On failure nothing is
     /// left running and the status says why.
-    fn start(&self) -> Result<(), Error> {
+    pub(crate) fn start(&self) -> Result<(), Error> {
         let result = self.try_start();
         if let Err(err) = &result {
             self.discard_live("the plugin failed to start");
@@ -268,7 +268,7 @@ impl PluginSlot {
     }
 
     /// Calls `finalize` and ends the instance; no restart follows.
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.shut_down.store(true, Ordering::Release);
         let running = lock(&self.live).as_ref().is_some_and(|l| l.started);
         let finalized = running.then(|| {
@@ -304,8 +304,8 @@ impl PluginSlot {
         args: fmt::Arguments<'_>,
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
     ) -> Result<R, Error> {
-        self.call_in(call, generation, args, f, Ok)
-            .map(|(value, _)| value)
+        self.dispatch(call, generation, args, f, Ok, |_| ())
+            .map(|(value, ())| value)
     }
 
     /// Like [`call`](Self::call), also telling which instance answered; `accept` turns the
@@ -319,6 +319,24 @@ impl PluginSlot {
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
         accept: impl FnOnce(R) -> Result<T, String>,
     ) -> Result<(T, Ticket), Error> {
+        self.dispatch(call, generation, args, f, accept, |live| Ticket {
+            generation: live.generation,
+            lease: live.lease.clone(),
+        })
+    }
+
+    /// The body of [`call`](Self::call) and [`call_in`](Self::call_in); `keep` takes what the
+    /// caller needs of the instance that answered (a plain call needs nothing, and saves
+    /// the lease's reference count traffic).
+    fn dispatch<R: fmt::Debug, T, K>(
+        &self,
+        call: &'static str,
+        generation: Option<u64>,
+        args: fmt::Arguments<'_>,
+        f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
+        accept: impl FnOnce(R) -> Result<T, String>,
+        keep: impl FnOnce(&Live) -> K,
+    ) -> Result<(T, K), Error> {
         let mut guard = lock(&self.live);
         let Some(live) = guard.as_mut() else {
             return Err(Error::PluginUnavailable {
@@ -348,13 +366,9 @@ impl PluginSlot {
                 started.elapsed(),
             );
         }
-        let ticket = Ticket {
-            generation: live.generation,
-            lease: live.lease.clone(),
-        };
         let failure = match outcome {
             Ok(Ok(value)) => match accept(value) {
-                Ok(kept) => return Ok((kept, ticket)),
+                Ok(kept) => return Ok((kept, keep(live))),
                 Err(why) => format!("its answer was refused: {why}"),
             },
             Ok(Err(err)) => {
@@ -516,7 +530,10 @@ fn reason_of(err: &Error) -> String {
 }
 
 /// Reads, compiles (or finds in the caches) and links the module of `entry`.
-fn load_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<Arc<LoadedComponent>, Error> {
+pub(crate) fn load_module(
+    entry: &PluginEntry,
+    cache: &ComponentCache,
+) -> Result<Arc<LoadedComponent>, Error> {
     let load_error = |reason: String| Error::Load {
         plugin: entry.name.clone(),
         module: entry.module_text.clone(),
@@ -638,17 +655,6 @@ impl Manager {
                 message: format!("the host cannot track another open handle: {full}"),
             }
         })
-    }
-
-    /// The plugin, instance and plugin-side number of an open handle.
-    pub fn resolve(&self, key: HandleKey) -> Result<(Arc<PluginSlot>, u64, u64), Error> {
-        lock(&self.handles)
-            .get(key)
-            .map(|h| (h.slot.clone(), h.generation, h.plugin_handle))
-            .ok_or_else(|| Error::Stale {
-                what: "handle",
-                why: "it was closed".into(),
-            })
     }
 
     pub fn remove_handle(&self, key: HandleKey) -> Option<OpenHandle> {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Engine, OptLevel};
+use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use cache::{CACHE_ENV, ComponentCache};
 pub(crate) use control::{CallControl, Interrupted};
@@ -29,6 +29,14 @@ pub const WIT_PACKAGE: &str = "accel:plugin";
 pub const WIT_VERSION: &str = "0.1.0";
 /// How often the epoch advances; per-call deadlines are counted in these ticks.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Environment variable with the number of plugin instances the pooling allocator keeps
+/// slots for (default [`DEFAULT_POOL_INSTANCES`]); `0` or `off` instantiates on demand.
+pub const POOL_ENV: &str = "ACCELHOST_POOL_INSTANCES";
+/// Plugin instances that can be live at once with the pooling allocator (per engine).
+pub const DEFAULT_POOL_INSTANCES: u32 = 2048;
+/// The largest table a pooled instance may have, in elements (a `load_policy` allowing more
+/// is capped here while the pool is in use).
+const POOL_TABLE_ELEMENTS: usize = 1 << 20;
 
 /// A compiled, linked plugin, ready to instantiate.
 pub(crate) struct LoadedComponent {
@@ -60,6 +68,50 @@ type LoadKey = ([u8; 32], bool);
 struct Flavor {
     engine: Engine,
     linker: Linker<PluginState>,
+    /// How instances get their memories and tables, for people.
+    allocator: String,
+}
+
+/// How the plain engine allocates instances: `pooling (N instance slots)`, or `on-demand`
+/// with the reason the pool was not used. Starts the runtime if it was not running.
+pub fn instance_allocator() -> String {
+    match runtime() {
+        Ok(runtime) => runtime.plain.allocator.clone(),
+        Err(err) => err,
+    }
+}
+
+/// The pooling allocator's slots for `instances` plugin instances. Each component of a plugin
+/// holds several core instances (the main module, the WASI adapter, shims), two memories and
+/// a few tables; the `load_policy` limits (`memory_mib` up to 4 GiB, `max_instances`) are
+/// enforced per store by the `StoreLimits` limiter, so the pool only has to be at least as
+/// large: memories up to 4 GiB, no per-component caps.
+fn pooling(instances: u32) -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(instances)
+        .total_core_instances(instances.saturating_mul(8))
+        .total_memories(instances.saturating_mul(2))
+        .total_tables(instances.saturating_mul(4))
+        .max_memories_per_module(2)
+        .max_tables_per_module(4)
+        .table_elements(POOL_TABLE_ELEMENTS)
+        .max_memory_size(4 << 30);
+    pool
+}
+
+/// The pool size `ACCELHOST_POOL_INSTANCES` asks for; `None` turns the pool off.
+fn pool_instances() -> Option<u32> {
+    match std::env::var(POOL_ENV) {
+        Ok(v) if v == "off" || v == "0" => None,
+        Ok(v) => match v.trim().parse() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                tracing::warn!("{POOL_ENV}={v:?} is not a number; using {DEFAULT_POOL_INSTANCES}");
+                Some(DEFAULT_POOL_INSTANCES)
+            }
+        },
+        Err(_) => Some(DEFAULT_POOL_INSTANCES),
+    }
 }
 
 /// The process-wide runtime, created on first use.
@@ -81,7 +133,29 @@ impl Flavor {
             .concurrency_support(false)
             .cranelift_opt_level(OptLevel::Speed)
             .parallel_compilation(true);
-        let engine = Engine::new(&config)?;
+        // The pooling allocator reserves address space for every slot up front (about 4 GiB
+        // per memory); where that fails (a `ulimit -v`, a small address space), instances are
+        // allocated on demand instead, which only costs instantiation time.
+        let (engine, allocator) = match pool_instances() {
+            Some(instances) => {
+                let mut pooled = config.clone();
+                pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(instances)));
+                match Engine::new(&pooled) {
+                    Ok(engine) => (engine, format!("pooling ({instances} instance slots)")),
+                    Err(err) => {
+                        tracing::warn!(
+                            "the pooling instance allocator is unavailable, instantiating on \
+                             demand: {err:#}"
+                        );
+                        (
+                            Engine::new(&config)?,
+                            format!("on-demand (the pool could not be set up: {err})"),
+                        )
+                    }
+                }
+            }
+            None => (Engine::new(&config)?, format!("on-demand ({POOL_ENV}=off)")),
+        };
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)?;
@@ -95,7 +169,11 @@ impl Flavor {
                     std::thread::sleep(EPOCH_TICK);
                 }
             })?;
-        Ok(Flavor { engine, linker })
+        Ok(Flavor {
+            engine,
+            linker,
+            allocator,
+        })
     }
 }
 
@@ -121,6 +199,14 @@ impl Runtime {
             .map_err(|e| LoadError::Unusable(e.clone()))
     }
 
+    /// Forgets the compiled plugins held in memory (for benchmarks of a cold start).
+    pub fn forget_loaded(&self) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// Compiles (or finds in the caches) and links `wasm`, checking that it is a component
     /// built for a compatible `accel:plugin` version. `metered` compiles it to count fuel.
     pub fn load(
@@ -139,7 +225,7 @@ impl Runtime {
         {
             return Ok(loaded.clone());
         }
-        let Flavor { engine, linker } = self.flavor(metered)?;
+        let Flavor { engine, linker, .. } = self.flavor(metered)?;
         let component = match cache.load(engine, &sha) {
             Some(component) => component,
             None => {

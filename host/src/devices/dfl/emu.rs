@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use super::abi::{self, nlb0};
@@ -29,7 +29,35 @@ const AFU_CLOCK_MHZ: u64 = 400;
 pub struct EmulatedPort {
     desc: PortDesc,
     shared: Arc<Shared>,
-    jobs: mpsc::Sender<Job>,
+    jobs: Arc<DeviceThread>,
+}
+
+/// The device thread, started by the first test a port runs: a config of thousands of
+/// emulated ports costs no thread for the ports that never run one. It ends once the port,
+/// its openers and their windows are all gone.
+struct DeviceThread {
+    name: String,
+    shared: Arc<Shared>,
+    sender: OnceLock<mpsc::Sender<Job>>,
+}
+
+impl DeviceThread {
+    fn send(&self, job: Job) -> io::Result<()> {
+        let sender = self.sender.get_or_init(|| {
+            let (jobs, queue) = mpsc::channel::<Job>();
+            let worker = self.shared.clone();
+            std::thread::Builder::new()
+                .name(self.name.clone())
+                .spawn(move || {
+                    for job in queue {
+                        worker.run(job);
+                    }
+                })
+                .expect("spawning an emulator device thread");
+            jobs
+        });
+        sender.send(job).map_err(|_| errno(libc::ENODEV))
+    }
 }
 
 /// State reached from the port, its openers, its MMIO windows and the device thread.
@@ -89,7 +117,7 @@ struct Job {
 }
 
 impl EmulatedPort {
-    /// Builds the port and starts its device thread, which ends when the port is dropped.
+    /// Builds the port; its device thread starts with the first test it runs.
     pub fn new(decl: &DeviceDecl) -> Self {
         let shared = Arc::new(Shared {
             port: Mutex::new(PortState {
@@ -98,17 +126,11 @@ impl EmulatedPort {
             }),
             afu: Mutex::new(Nlb0::default()),
         });
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let worker = shared.clone();
-        let name = format!("emu-{}", decl.id);
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(move || {
-                for job in queue {
-                    worker.run(job);
-                }
-            })
-            .expect("spawning an emulator device thread");
+        let jobs = Arc::new(DeviceThread {
+            name: format!("emu-{}", decl.id),
+            shared: shared.clone(),
+            sender: OnceLock::new(),
+        });
         EmulatedPort {
             desc: PortDesc {
                 path: format!("emu:{}", decl.id),
@@ -150,7 +172,7 @@ impl DflDevice for EmulatedPort {
 /// One open of the port.
 struct EmulatedOpener {
     shared: Arc<Shared>,
-    jobs: mpsc::Sender<Job>,
+    jobs: Arc<DeviceThread>,
     owner: OwnerId,
     /// Set at close; windows mapped through this opener check it.
     closed: Arc<AtomicBool>,
@@ -389,8 +411,14 @@ impl Nlb0 {
 
     fn clear_test_state(&mut self) {
         self.epoch += 1;
-        self.stop.store(true, Ordering::Release);
-        self.stop = Arc::new(AtomicBool::new(false));
+        if Arc::strong_count(&self.stop) > 1 {
+            // A test holds the flag: stop it, and give the next test a fresh one.
+            self.stop.store(true, Ordering::Release);
+            self.stop = Arc::new(AtomicBool::new(false));
+        } else {
+            // No test can see the flag: reuse it (a reset allocates nothing).
+            self.stop.store(false, Ordering::Release);
+        }
         self.running = false;
         self.busy_iovas.clear();
         self.status0 = 0;
@@ -484,7 +512,7 @@ impl Nlb0 {
 /// The AFU's MMIO window as one opener mapped it.
 struct EmulatedMmio {
     shared: Arc<Shared>,
-    jobs: mpsc::Sender<Job>,
+    jobs: Arc<DeviceThread>,
     closed: Arc<AtomicBool>,
 }
 
@@ -504,7 +532,7 @@ impl EmulatedMmio {
             let busy = self.busy_starts(&afu.busy_iovas);
             afu.busy_iovas = busy;
             drop(afu);
-            self.jobs.send(job).map_err(|_| errno(libc::ENODEV))?;
+            self.jobs.send(job)?;
         }
         Ok(())
     }

@@ -450,6 +450,11 @@ impl XoclClient for EmulatedClient {
             .checked_next_multiple_of(BO_ALIGN)
             .ok_or_else(|| errno(libc::ENOMEM))?;
         let host = DmaMemory::allocate(size, self.owner, &self.budget, false)?;
+        if bank.is_none() {
+            // A host-memory BO is pinned by XRT when it is created: fault it in now, not
+            // during the first copy into it.
+            host.populate();
+        }
         let mut state = lock(&self.card.state);
         let device_address = match bank {
             None => state

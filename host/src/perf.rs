@@ -1,0 +1,197 @@
+//! Hooks for `accelhost bench` and `cargo bench`: the measurements that need the runtime's
+//! internals (instantiation alone, starting a plugin from the on-disk cache, many live
+//! instances). Not a stable API; hidden from the docs.
+
+use std::sync::Arc;
+
+use crate::config::{Config, PluginEntry};
+use crate::devices::{DeviceRegistry, DmaBudget, OwnerId};
+use crate::error::{Error, Result};
+use crate::imports::{LogBudget, PluginContext};
+use crate::manager::PluginSlot;
+use crate::runtime::{ComponentCache, LoadedComponent, PluginInstance, runtime};
+
+/// Forgets every compiled plugin this process holds in memory, so that the next start of a
+/// plugin reads the on-disk cache (or compiles) as a fresh process would.
+pub fn forget_loaded() {
+    if let Ok(runtime) = runtime() {
+        runtime.forget_loaded();
+    }
+}
+
+/// One plugin of a config, ready to be instantiated or started again and again.
+pub struct PluginBench {
+    entry: PluginEntry,
+    devices: Arc<DeviceRegistry>,
+    cache: ComponentCache,
+    loaded: Arc<LoadedComponent>,
+    ctx: Arc<PluginContext>,
+}
+
+impl PluginBench {
+    /// Plugin `name` of `config`, with the devices `config` declares, compiled through `cache`.
+    pub fn new(config: &Config, name: &str, cache: ComponentCache) -> Result<PluginBench> {
+        let entry = config
+            .plugins
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument {
+                call: "bench",
+                message: format!("the config has no plugin named '{name}'"),
+            })?;
+        let devices = Arc::new(DeviceRegistry::from_config(config));
+        let loaded = crate::manager::load_module(&entry, &cache)?;
+        let ctx = Arc::new(PluginContext {
+            name: entry.name.clone(),
+            grants: entry.grants.clone(),
+            policy: entry.load_policy,
+            devices: devices.clone(),
+            owner: OwnerId::fresh(),
+            dma_budget: DmaBudget::new(entry.grants.dma_memory_mib << 20),
+            trace: false,
+            log: LogBudget::new(entry.load_policy.log_bytes_per_second),
+            control: Arc::default(),
+        });
+        Ok(PluginBench {
+            entry,
+            devices,
+            cache,
+            loaded,
+            ctx,
+        })
+    }
+
+    /// A new instance of the already-compiled plugin: `Store`, WASI context and
+    /// instantiation, no call. Dropping it ends the instance.
+    pub fn instantiate(&self) -> Result<BenchInstance> {
+        PluginInstance::new(&self.loaded, self.ctx.clone())
+            .map(|instance| BenchInstance {
+                _instance: instance,
+            })
+            .map_err(|f| Error::Internal(f.reason))
+    }
+
+    /// An instance of its own, configured, initialized, its first device enumerated and
+    /// opened, for calls straight through wasmtime's bindings.
+    pub fn raw(&self) -> Result<RawPlugin> {
+        let fail = |what: &str, e: String| Error::Internal(format!("raw {what}: {e}"));
+        let mut instance = PluginInstance::new(&self.loaded, self.ctx.clone())
+            .map_err(|f| Error::Internal(f.reason))?;
+        let config = self.entry.config.to_string();
+        let (plugin, store) = instance.raw();
+        // No deadline: the calls below run outside `PluginInstance::call`.
+        store.set_epoch_deadline(u64::MAX / 4);
+        let step = |r: wasmtime::Result<
+            std::result::Result<(), crate::runtime::bindings::accel::plugin::types::Error>,
+        >,
+                    what: &str| {
+            r.map_err(|e| fail(what, e.to_string()))?
+                .map_err(|e| fail(what, e.message))
+        };
+        step(
+            plugin
+                .accel_plugin_lifecycle()
+                .call_configure(&mut *store, &config),
+            "configure",
+        )?;
+        step(
+            plugin.accel_plugin_lifecycle().call_initialize(&mut *store),
+            "initialize",
+        )?;
+        let devices = plugin
+            .accel_plugin_discovery()
+            .call_enumerate(&mut *store, &[])
+            .map_err(|e| fail("enumerate", e.to_string()))?
+            .map_err(|e| fail("enumerate", e.message))?;
+        let token = devices
+            .first()
+            .map(|d| d.token)
+            .ok_or_else(|| fail("enumerate", "no device".into()))?;
+        let mut raw = RawPlugin {
+            instance,
+            token,
+            handle: 0,
+        };
+        raw.handle = raw.open();
+        Ok(raw)
+    }
+
+    /// Starts the plugin as the manager does: load (from the in-process table of compiled
+    /// plugins, else the on-disk cache, else a compile), instantiate, `configure` and
+    /// `initialize`. Dropping the result calls `finalize` and ends the instance.
+    pub fn start(&self) -> Result<StartedPlugin> {
+        let slot = PluginSlot::new(
+            self.entry.clone(),
+            false,
+            self.devices.clone(),
+            self.cache.clone(),
+        );
+        slot.start()?;
+        Ok(StartedPlugin { slot })
+    }
+}
+
+/// A live instance from [`PluginBench::instantiate`].
+pub struct BenchInstance {
+    _instance: PluginInstance,
+}
+
+/// A started plugin from [`PluginBench::start`].
+pub struct StartedPlugin {
+    slot: Arc<PluginSlot>,
+}
+
+impl Drop for StartedPlugin {
+    fn drop(&mut self) {
+        self.slot.stop();
+    }
+}
+
+/// A plugin instance called straight through wasmtime's bindings: no manager, no lock, no
+/// deadline, no lease; what a control call costs in wasmtime alone.
+pub struct RawPlugin {
+    instance: PluginInstance,
+    token: u64,
+    handle: u64,
+}
+
+impl RawPlugin {
+    /// `open` of the first device, exclusive; the plugin's handle.
+    pub fn open(&mut self) -> u64 {
+        let token = self.token;
+        let (plugin, store) = self.instance.raw();
+        plugin
+            .accel_plugin_fpga()
+            .call_open(store, token, crate::OpenMode::Exclusive.into())
+            .expect("raw open")
+            .expect("raw open refused")
+    }
+
+    /// `close` of `handle`.
+    pub fn close(&mut self, handle: u64) {
+        let (plugin, store) = self.instance.raw();
+        plugin
+            .accel_plugin_fpga()
+            .call_close(store, handle)
+            .expect("raw close")
+            .expect("raw close refused");
+    }
+
+    /// `reset` of the device opened by [`PluginBench::raw`].
+    pub fn reset(&mut self) {
+        let handle = self.handle;
+        let (plugin, store) = self.instance.raw();
+        plugin
+            .accel_plugin_fpga()
+            .call_reset(store, handle)
+            .expect("raw reset")
+            .expect("raw reset refused");
+    }
+
+    /// Closes the device opened by [`PluginBench::raw`], so that it can be opened again.
+    pub fn close_first(&mut self) {
+        let handle = self.handle;
+        self.close(handle);
+    }
+}
