@@ -4,7 +4,7 @@
 //! byte-exact, as the Rust dfl plugin does in dfl_flow.rs.
 //!
 //! A language whose toolchain is not installed is skipped with the reason, unless
-//! `ACCELHOST_REQUIRE_SDKS=1` (CI), which makes it a failure. The builds go under the cargo
+//! `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI), which makes it a failure. The builds go under the cargo
 //! target directory; the compiled components go to the tests' shared compile cache, so a second
 //! run loads them in milliseconds. Each test prints its figures (`--nocapture` shows them) and
 //! a row for the table in sdk/README.md.
@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use support::{cache_dir, json_path, scratch_dir};
 
 /// Set to `1` to make a missing toolchain fail the test instead of skipping it.
-const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_SDKS";
+const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_TOOLCHAINS";
 
 /// The copies the NLB0 workload makes: the 64 KiB and 1 MiB the SDK promise names, and one
 /// past `NUM_LINES`' 32 MiB limit, which takes two runs.
