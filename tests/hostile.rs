@@ -298,6 +298,14 @@ fn trap_attacks() -> Vec<Attack> {
     attacks
 }
 
+/// The first failure of a plain `enumerate`, as the result of the attack's call.
+fn enumerate_error(host: &Host) -> Result<(), Error> {
+    host.enumerate(&[])
+        .failures
+        .first()
+        .map_or(Ok(()), |e| Err(clone_error(e)))
+}
+
 /// Errors are not `Clone`; the report needs the code and text only.
 fn clone_error(err: &Error) -> Error {
     match err {
@@ -344,11 +352,7 @@ fn other_attacks() -> Vec<Attack> {
         provoke: Box::new(move |host| {
             let started = Instant::now();
             let result = match call {
-                "enumerate" => host
-                    .enumerate(&[])
-                    .failures
-                    .first()
-                    .map_or(Ok(()), |e| Err(clone_error(e))),
+                "enumerate" => enumerate_error(host),
                 _ => call_export(host, call),
             };
             let outcome = expect(result, ErrorCode::PluginFaulted, "300 ms call deadline")?;
@@ -403,10 +407,8 @@ fn other_attacks() -> Vec<Attack> {
             granted: vec![],
             policy: "",
             provoke: Box::new(|host| {
-                let found = host.enumerate(&[]);
-                let err = found.failures.first().map(clone_error);
                 expect(
-                    err.map_or(Ok(()), Err),
+                    enumerate_error(host),
                     ErrorCode::PluginFaulted,
                     "memory limit of 32 MiB (load_policy.memory_mib)",
                 )
@@ -444,9 +446,8 @@ fn other_attacks() -> Vec<Attack> {
             granted: vec![],
             policy: "",
             provoke: Box::new(|host| {
-                let err = host.enumerate(&[]).failures.first().map(clone_error);
                 expect(
-                    err.map_or(Ok(()), Err),
+                    enumerate_error(host),
                     ErrorCode::PluginFaulted,
                     "(at most 4096)",
                 )
@@ -458,9 +459,8 @@ fn other_attacks() -> Vec<Attack> {
             granted: vec![],
             policy: "",
             provoke: Box::new(|host| {
-                let err = host.enumerate(&[]).failures.first().map(clone_error);
                 expect(
-                    err.map_or(Ok(()), Err),
+                    enumerate_error(host),
                     ErrorCode::PluginFaulted,
                     "the property name is 8388608 bytes long",
                 )

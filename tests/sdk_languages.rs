@@ -181,31 +181,28 @@ fn run_language(language: Language) {
         .map(|(bytes, rate)| format!("{} {rate:.2} GB/s", size_label(*bytes)))
         .collect::<Vec<_>>()
         .join(", ");
+    let describe = |label: &str, built: &Built, load: &LoadTimes| {
+        format!(
+            "{label} {}: {} bytes ({:.2} MiB), built in {:.1} s; load: cold {}, cached {}",
+            built.component.display(),
+            built.bytes,
+            mib(built.bytes),
+            built.took.as_secs_f64(),
+            cold(load),
+            ms(load.cached)
+        )
+    };
     println!(
-        "\n{language}: {}\n  \
-         example  {}: {} bytes ({:.2} MiB), built in {:.1} s; load: cold {}, cached {}\n  \
-         template {}: {} bytes ({:.2} MiB), built in {:.1} s; load: cold {}, cached {}\n  \
-         host start with both: {}\n  \
+        "\n{language}: {versions}\n  {}\n  {}\n  host start with both: {}\n  \
          NLB0 loopback verified byte-exact: {result}\n  \
-         table row: | {language} | {} | {:.2} MiB | {} | {} | verified: {result} |",
-        toolchain.versions(),
-        example.component.display(),
-        example.bytes,
-        mib(example.bytes),
-        example.took.as_secs_f64(),
-        cold(&load),
-        ms(load.cached),
-        template.component.display(),
-        template.bytes,
-        mib(template.bytes),
-        template.took.as_secs_f64(),
-        cold(&template_load),
-        ms(template_load.cached),
+         table row: | {language} | {versions} | {:.2} MiB | {} | {} | verified: {result} |",
+        describe("example ", &example, &load),
+        describe("template", &template, &template_load),
         ms(host_start),
-        toolchain.versions(),
         mib(example.bytes),
         cold(&load),
         ms(load.cached),
+        versions = toolchain.versions(),
     );
 }
 

@@ -376,13 +376,11 @@ impl fmt::Debug for Event {
     }
 }
 
-/// What a queued command keeps alive (its memory and kernel) until it finished.
-/// (Held only to be dropped when the command finished; no boxes, so enqueueing allocates one
-/// vector for them.)
-#[allow(dead_code)]
-enum Kept {
-    Memory(Memory),
-    Kernel(Kernel),
+/// What a queued command keeps alive until it finished: its kernel and its memory. Held
+/// only to be dropped then.
+struct Kept {
+    kernel: Option<Kernel>,
+    _memory: Vec<Memory>,
 }
 
 /// An in-order queue: each command starts after the previous one finished.
@@ -395,7 +393,7 @@ struct QueueInner {
     handle: Handle,
     id: u64,
     /// Commands not known to have finished, with what they use; oldest first.
-    in_flight: Mutex<Vec<(Event, Vec<Kept>)>>,
+    in_flight: Mutex<Vec<(Event, Kept)>>,
 }
 
 impl Drop for QueueInner {
@@ -466,8 +464,10 @@ impl Queue {
         Ok(self.track(
             event,
             "memcpy",
-            None,
-            vec![Kept::Memory(dst.clone()), Kept::Memory(src.clone())],
+            Kept {
+                kernel: None,
+                _memory: vec![dst.clone(), src.clone()],
+            },
         ))
     }
 
@@ -480,8 +480,7 @@ impl Queue {
                 message: "the kernel's program was created through another device handle".into(),
             });
         }
-        let mut kept: Vec<Kept> = Vec::with_capacity(args.len() + 1);
-        kept.push(Kept::Kernel(kernel.clone()));
+        let mut held = Vec::with_capacity(args.len());
         let mut wit_args = Vec::with_capacity(args.len());
         for arg in args {
             wit_args.push(match *arg {
@@ -491,7 +490,7 @@ impl Queue {
                         Arg::MemoryAt(_, offset) => offset,
                         _ => 0,
                     };
-                    kept.push(Kept::Memory(memory.clone()));
+                    held.push(memory.clone());
                     wit::KernelArgument::Memory(wit::MemoryRange {
                         allocation: memory.inner.id,
                         offset,
@@ -517,7 +516,11 @@ impl Queue {
                     .call_enqueue_launch(s, queue, kernel_id, &wit_args, size)
             },
         )?;
-        Ok(self.track(event, "launch of", Some(kernel), kept))
+        let kept = Kept {
+            kernel: Some(kernel.clone()),
+            _memory: held,
+        };
+        Ok(self.track(event, "launch of", kept))
     }
 
     /// Waits until every command enqueued so far finished; the first failure is returned.
@@ -534,26 +537,20 @@ impl Queue {
         result
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Event, Vec<Kept>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Event, Kept)>> {
         self.inner
             .in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn track(
-        &self,
-        completion: Arc<Completion>,
-        command: &'static str,
-        kernel: Option<&Kernel>,
-        kept: Vec<Kept>,
-    ) -> Event {
+    fn track(&self, completion: Arc<Completion>, command: &'static str, kept: Kept) -> Event {
         let event = Event {
             inner: Arc::new(EventInner {
                 completion,
                 what: What::Command {
                     command,
-                    kernel: kernel.map(|k| Arc::downgrade(&k.inner)),
+                    kernel: kept.kernel.as_ref().map(|k| Arc::downgrade(&k.inner)),
                     device: self.inner.handle.token().clone(),
                 },
             }),

@@ -312,6 +312,13 @@ fn await_restart(host: &Host, since: Instant) -> Result<Duration, String> {
     }
 }
 
+/// Waits for the restart after a fault at `faulted`, then checks that `stale` is refused and
+/// a fresh token serves; returns how long the restart took, and the fresh token.
+fn come_back(host: &Host, faulted: Instant, stale: &Token) -> Result<(Duration, Token), String> {
+    let took = await_restart(host, faulted)?;
+    Ok((took, serve_again(host, stale)?))
+}
+
 /// A fresh token of the chaos plugin's device, which must open (proof the restart served).
 fn serve_again(host: &Host, stale: &Token) -> Result<Token, String> {
     let refused = host
@@ -347,7 +354,7 @@ fn run_faults(host: &Host, token: &Token, started: Instant) -> Vec<Row> {
     let faulted = Instant::now();
     let token = match crash {
         Err(err) if err.code() == ErrorCode::PluginFaulted => {
-            match await_restart(host, faulted).and_then(|t| Ok((t, serve_again(host, token)?))) {
+            match come_back(host, faulted, token) {
                 Ok((took, token)) => {
                     rows.push(Row {
                         result: format!(
@@ -387,7 +394,7 @@ fn run_faults(host: &Host, token: &Token, started: Instant) -> Vec<Row> {
     let faulted = Instant::now();
     rows.push(match hung {
         (Err(err), took) if err.code() == ErrorCode::PluginFaulted => {
-            match await_restart(host, faulted).and_then(|t| Ok((t, serve_again(host, &token)?))) {
+            match come_back(host, faulted, &token) {
                 Ok((restart, _)) => Row {
                     result: format!(
                         "hung at {when}, cancelled from another thread after {} ms; restarted \

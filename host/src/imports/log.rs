@@ -72,11 +72,7 @@ impl LogBudget {
 /// `text` cut to at most `max` bytes (on a character boundary), marked ` [cut]` if it was.
 pub(crate) fn cut_to(mut text: String, max: usize) -> String {
     if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+        text.truncate(text.floor_char_boundary(max));
         text.push_str(" [cut]");
     }
     text

@@ -131,26 +131,24 @@ impl mmio::HostRegion for PluginState {
             {
                 let deadline = self.wait_deadline(timeout_ns);
                 let r = self.region(&region)?;
-                let mut timed_out = None;
+                let mut last = 0;
                 let matched = self.wait_sliced(deadline, |slice| {
                     match r.mmio.poll64(offset, mask, expected, slice) {
                         Ok(value) => Ok(Some(value)),
-                        Err(timeout @ MmioFault::PollTimeout { .. }) => {
-                            timed_out = Some(timeout);
+                        Err(MmioFault::PollTimeout { last: value, .. }) => {
+                            last = value;
                             Ok(None)
                         }
                         Err(f) => Err(fault("mmio poll64", &r.device, f)),
                     }
                 })?;
-                match (matched, timed_out) {
-                    (Some(value), _) => Ok(value),
-                    (None, Some(timeout)) => Err(fault("mmio poll64", &r.device, timeout)),
-                    (None, None) => Err(fault(
+                matched.ok_or_else(|| {
+                    fault(
                         "mmio poll64",
                         &r.device,
-                        MmioFault::PollTimeout { offset, last: 0 },
-                    )),
-                }
+                        MmioFault::PollTimeout { offset, last },
+                    )
+                })
             }
         )
     }

@@ -311,14 +311,6 @@ pub struct XoclDeviceResource {
     pub(crate) path: String,
 }
 
-impl XoclDeviceResource {
-    fn cancel_pending(&self, why: &str) {
-        if let Some(client) = &self.client {
-            client.cancel_pending(why);
-        }
-    }
-}
-
 /// A buffer object; dropping it frees the BO (GEM_CLOSE).
 pub struct BoResource {
     pub(crate) client: Arc<dyn crate::devices::xocl::XoclClient>,
@@ -383,6 +375,12 @@ impl XoclDeviceResource {
         self.client
             .as_ref()
             .ok_or_else(|| released("device", &self.path))
+    }
+
+    fn cancel_pending(&self, why: &str) {
+        if let Some(client) = &self.client {
+            client.cancel_pending(why);
+        }
     }
 }
 

@@ -154,10 +154,7 @@ fn describe(
             let last: Vec<&str> = tail.lines().rev().take(6).collect();
             let last: Vec<&str> = last.into_iter().rev().collect();
             let last = last.join(" | ");
-            let mut start = last.len().saturating_sub(MAX_TAIL);
-            while !last.is_char_boundary(start) {
-                start += 1;
-            }
+            let start = last.ceil_char_boundary(last.len().saturating_sub(MAX_TAIL));
             reason.push_str(&format!("; its {name} ends with: {}", &last[start..]));
             break;
         }

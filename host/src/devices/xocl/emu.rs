@@ -290,19 +290,12 @@ impl CardState {
             .into_iter()
             .partition(&doomed);
         self.ready = kept.into();
-        let mut doomed_done: Vec<Arc<Completion>> = failed.into_iter().map(|p| p.done).collect();
-        let seqs: Vec<u64> = self
-            .waiting
-            .iter()
-            .filter(|(_, w)| doomed(&w.pending))
-            .map(|(&seq, _)| seq)
-            .collect();
-        for seq in seqs {
-            if let Some(w) = self.waiting.remove(&seq) {
-                doomed_done.push(w.pending.done);
-            }
-        }
-        doomed_done
+        let waiting = self.waiting.extract_if(|_, w| doomed(&w.pending));
+        failed
+            .into_iter()
+            .map(|p| p.done)
+            .chain(waiting.map(|(_, w)| w.pending.done))
+            .collect()
     }
 }
 
