@@ -29,18 +29,17 @@ pub unsafe extern "C" fn fpgaPrepareBuffer(
         if flags & !known != 0 {
             return Err(invalid(format!("unknown buffer flags {flags:#x}")));
         }
-        with_handle(handle, |_| Ok(()))?;
-        if flags & FPGA_BUF_PREALLOCATED != 0 {
-            return Err(CapiError::NotSupported(
-                "FPGA_BUF_PREALLOCATED: buffers are allocated by the host, not supplied by the caller".into(),
-            ));
-        }
-        non_null(buf_addr, "buf_addr")?;
-        non_null(wsid, "wsid")?;
-        if len == 0 {
-            return Err(invalid("len is 0"));
-        }
         let (ptr, id) = with_handle(handle, |h| {
+            if flags & FPGA_BUF_PREALLOCATED != 0 {
+                return Err(CapiError::NotSupported(
+                    "FPGA_BUF_PREALLOCATED: buffers are allocated by the host, not supplied by the caller".into(),
+                ));
+            }
+            non_null(buf_addr, "buf_addr")?;
+            non_null(wsid, "wsid")?;
+            if len == 0 {
+                return Err(invalid("len is 0"));
+            }
             let buffer = if flags & FPGA_BUF_READ_ONLY != 0 {
                 h.handle.prepare_read_only_buffer(len)?
             } else {

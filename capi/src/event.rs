@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use accelhost::EventKind;
 
 use crate::ffi::{
-    CapiError, CapiResult, Object, guard, invalid, lock, lookup_kind, non_null, register,
-    unregister, write_out,
+    CapiError, CapiResult, Object, destroy, guard, invalid, lock, lookup_kind, non_null, register,
+    write_out,
 };
 use crate::handle::{handle_of, with_handle};
 use crate::types::*;
@@ -39,8 +39,17 @@ impl Drop for Registration {
     }
 }
 
+/// The object behind `eh` (an [`Object::Event`]: read it with [`event`]).
 fn event_of(eh: fpga_event_handle) -> CapiResult<Arc<Object>> {
     lookup_kind(eh, "event handle", |o| matches!(o, Object::Event(_)))
+}
+
+/// The event object of an object from [`event_of`].
+fn event(object: &Object) -> &EventObject {
+    let Object::Event(event) = object else {
+        unreachable!("lookup_kind checked the kind");
+    };
+    event
 }
 
 fn kind_of(event_type: fpga_event_type) -> CapiResult<EventKind> {
@@ -91,13 +100,12 @@ pub unsafe extern "C" fn fpgaDestroyEventHandle(
     event_handle: *mut fpga_event_handle,
 ) -> fpga_result {
     guard("fpgaDestroyEventHandle", || {
-        non_null(event_handle, "event_handle")?;
-        // SAFETY: non-NULL, valid for reads by the caller's contract.
-        let value = unsafe { event_handle.read() };
-        unregister(value, "event handle", |o| matches!(o, Object::Event(_)))?;
-        // SAFETY: as above, valid for writes.
-        unsafe { event_handle.write(std::ptr::null_mut()) };
-        Ok(())
+        // SAFETY: NULL or valid for a read and a write by the caller's contract.
+        unsafe {
+            destroy(event_handle, "event_handle", "event handle", |o| {
+                matches!(o, Object::Event(_))
+            })
+        }
     })
 }
 
@@ -114,9 +122,7 @@ pub unsafe extern "C" fn fpgaGetOSObjectFromEventHandle(
     guard("fpgaGetOSObjectFromEventHandle", || {
         non_null(fd, "fd")?;
         let object = event_of(eh)?;
-        let Object::Event(event) = &*object else {
-            unreachable!("lookup_kind checked the kind");
-        };
+        let event = event(&object);
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(fd, event.fd.as_raw_fd(), "fd") }
     })
@@ -135,9 +141,7 @@ pub extern "C" fn fpgaRegisterEvent(
     guard("fpgaRegisterEvent", || {
         let kind = kind_of(event_type)?;
         let object = event_of(event_handle)?;
-        let Object::Event(event) = &*object else {
-            unreachable!("lookup_kind checked the kind");
-        };
+        let event = event(&object);
         let mut registration = lock(&event.registration);
         if registration.is_some() {
             return Err(CapiError::Busy(
@@ -180,9 +184,7 @@ pub extern "C" fn fpgaUnregisterEvent(
         kind_of(event_type)?;
         handle_of(handle)?;
         let object = event_of(event_handle)?;
-        let Object::Event(event) = &*object else {
-            unreachable!("lookup_kind checked the kind");
-        };
+        let event = event(&object);
         let mut registration = lock(&event.registration);
         match &*registration {
             Some(r) if r.handle == handle as usize && r.kind == event_type => {

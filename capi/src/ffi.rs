@@ -203,19 +203,27 @@ pub fn register(object: Object) -> *mut c_void {
     id as *mut c_void
 }
 
-/// The object behind `ptr`, if it is live.
-pub fn lookup(ptr: *const c_void, what: &str) -> CapiResult<Arc<Object>> {
+/// The live object behind `ptr` in `map`, if `is` accepts its kind: NULL, an unknown value
+/// and a live object of another kind (named in the message) are refused.
+fn checked<'a>(
+    map: &'a HashMap<usize, Arc<Object>>,
+    ptr: *const c_void,
+    what: &str,
+    is: impl FnOnce(&Object) -> bool,
+) -> CapiResult<&'a Arc<Object>> {
     if ptr.is_null() {
         return Err(invalid(format!("the {what} is NULL")));
     }
-    lock(&REGISTRY)
-        .get(&(ptr as usize))
-        .cloned()
-        .ok_or_else(|| {
-            invalid(format!(
-                "{ptr:p} is not a live {what} (destroyed, or never made)"
-            ))
-        })
+    let object = map.get(&(ptr as usize)).ok_or_else(|| {
+        invalid(format!(
+            "{ptr:p} is not a live {what} (destroyed, or never made)"
+        ))
+    })?;
+    if !is(object) {
+        let kind = object.kind();
+        return Err(invalid(format!("{ptr:p} is a {kind}, not a {what}")));
+    }
+    Ok(object)
 }
 
 /// The object behind `ptr` if `is` accepts its kind; a live object of another kind is
@@ -225,13 +233,7 @@ pub fn lookup_kind(
     what: &str,
     is: impl FnOnce(&Object) -> bool,
 ) -> CapiResult<Arc<Object>> {
-    let object = lookup(ptr, what)?;
-    if is(&object) {
-        Ok(object)
-    } else {
-        let kind = object.kind();
-        Err(invalid(format!("{ptr:p} is a {kind}, not a {what}")))
-    }
+    checked(&lock(&REGISTRY), ptr, what, is).cloned()
 }
 
 /// Removes the object behind `ptr` if `accept` takes it; returns it (dropped by the caller,
@@ -241,27 +243,43 @@ pub fn unregister(
     what: &str,
     accept: impl FnOnce(&Object) -> bool,
 ) -> CapiResult<Arc<Object>> {
-    if ptr.is_null() {
-        return Err(invalid(format!("the {what} is NULL")));
-    }
     let mut map = lock(&REGISTRY);
-    let key = ptr as usize;
-    let object = map.get(&key).ok_or_else(|| {
-        invalid(format!(
-            "{ptr:p} is not a live {what} (destroyed, or never made)"
-        ))
-    })?;
-    if !accept(object) {
-        let kind = object.kind();
-        return Err(invalid(format!("{ptr:p} is a {kind}, not a {what}")));
-    }
-    Ok(map.remove(&key).expect("checked above"))
+    checked(&map, ptr, what, accept)?;
+    Ok(map.remove(&(ptr as usize)).expect("checked above"))
 }
 
-/// Runs `f` on the registry map with its lock held (retain/release need it to be atomic with
-/// the lookup). `f` must not drop objects that call into plugins.
-pub fn with_registry<R>(f: impl FnOnce(&mut HashMap<usize, Arc<Object>>) -> R) -> R {
-    f(&mut lock(&REGISTRY))
+/// OPAE's destroy calls: unregisters the object `*ptr` (the parameter `param`) if `accept`
+/// takes it, drops it, and sets `*ptr` to NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or valid for a read and a write.
+pub unsafe fn destroy(
+    ptr: *mut *mut c_void,
+    param: &str,
+    what: &str,
+    accept: impl FnOnce(&Object) -> bool,
+) -> CapiResult {
+    non_null(ptr, param)?;
+    // SAFETY: non-NULL, valid for reads by the caller's contract.
+    let value = unsafe { ptr.read() };
+    drop(unregister(value, what, accept)?);
+    // SAFETY: as above, valid for writes.
+    unsafe { ptr.write(std::ptr::null_mut()) };
+    Ok(())
+}
+
+/// Runs `f` on the object behind `ptr` in the registry, with its lock held, if `is` accepts
+/// its kind (retain and release need the check atomic with the update). `f` must not drop
+/// objects that call into plugins.
+pub fn with_registered<R>(
+    ptr: *const c_void,
+    what: &str,
+    is: impl FnOnce(&Object) -> bool,
+    f: impl FnOnce(&mut HashMap<usize, Arc<Object>>, &Object) -> R,
+) -> CapiResult<R> {
+    let mut map = lock(&REGISTRY);
+    let object = checked(&map, ptr, what, is)?.clone();
+    Ok(f(&mut map, &object))
 }
 
 /// Empties the registry (fpgaFinalize); returns the objects so the caller drops them in order.
@@ -294,6 +312,34 @@ pub fn non_null<T>(ptr: *const T, what: &str) -> CapiResult {
     } else {
         Ok(())
     }
+}
+
+/// Refuses a NULL array `ptr` (the parameter `what`) whose length `len` (the parameter
+/// `count`) is not 0.
+pub fn array<T>(ptr: *const T, len: u32, what: &str, count: &str) -> CapiResult {
+    if ptr.is_null() && len > 0 {
+        Err(invalid(format!("{what} is NULL but {count} is not 0")))
+    } else {
+        Ok(())
+    }
+}
+
+/// The C array `ptr` of `len` elements as a slice, refused as [`array`] says.
+///
+/// # Safety
+/// `ptr` must be NULL or valid for `len` reads, for the life of the slice.
+pub unsafe fn slice<'a, T>(
+    ptr: *const T,
+    len: u32,
+    what: &str,
+    count: &str,
+) -> CapiResult<&'a [T]> {
+    array(ptr, len, what, count)?;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: non-NULL, valid for `len` reads by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len as usize) })
 }
 
 /// A C string argument as UTF-8.

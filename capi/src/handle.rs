@@ -24,8 +24,8 @@ pub struct HandleObject {
 /// The objects obtained through one handle.
 #[derive(Default)]
 pub struct HandleState {
-    /// Mapped MMIO regions, by region index.
-    pub mmio: HashMap<u32, MmioRegion>,
+    /// Mapped MMIO regions, by region index (shared, so an access clones one `Arc`).
+    pub mmio: HashMap<u32, Arc<MmioRegion>>,
     /// Prepared buffers, by workspace id.
     pub buffers: HashMap<u64, DmaBuffer>,
 }
@@ -49,11 +49,11 @@ pub fn with_handle<R>(
 
 impl HandleObject {
     /// The MMIO region `index`, mapped now if it was not yet (as OPAE maps on first access).
-    pub fn region(&self, index: u32) -> CapiResult<MmioRegion> {
+    pub fn region(&self, index: u32) -> CapiResult<Arc<MmioRegion>> {
         if let Some(region) = lock(&self.state).mmio.get(&index) {
             return Ok(region.clone());
         }
-        let region = self.handle.map_mmio(index)?;
+        let region = Arc::new(self.handle.map_mmio(index)?);
         Ok(lock(&self.state)
             .mmio
             .entry(index)

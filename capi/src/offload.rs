@@ -9,8 +9,8 @@ use std::time::Duration;
 use accelhost::{Arg, Event, EventStatus, Kernel, Memory, MemoryKind, Program, Queue};
 
 use crate::ffi::{
-    CapiResult, Object, c_str, guard, invalid, lookup_kind, non_null, register, with_registry,
-    write_out,
+    CapiResult, Object, c_str, guard, invalid, lookup_kind, non_null, register, slice,
+    with_registered, write_out,
 };
 use crate::handle::with_handle;
 use crate::types::*;
@@ -49,11 +49,11 @@ fn new_object(value: OffloadValue) -> *mut c_void {
     }))
 }
 
-/// Looks up `ptr` as the offload kind `what`, and hands the value to `pick`.
-fn get<T>(
+/// Looks up `ptr` as the offload kind `what` (the values `pick` finds); returns a clone.
+fn get<T: Clone>(
     ptr: *const c_void,
     what: &str,
-    pick: impl Fn(&OffloadValue) -> Option<T>,
+    pick: fn(&OffloadValue) -> Option<&T>,
 ) -> CapiResult<T> {
     let object = lookup_kind(ptr, what, |o| match o {
         Object::Offload(off) => pick(&off.value).is_some(),
@@ -62,78 +62,75 @@ fn get<T>(
     let Object::Offload(off) = &*object else {
         unreachable!("lookup_kind checked the kind");
     };
-    Ok(pick(&off.value).expect("lookup_kind checked the kind"))
+    Ok(pick(&off.value)
+        .expect("lookup_kind checked the kind")
+        .clone())
 }
 
 fn memory_of(ptr: *const c_void) -> CapiResult<Memory> {
     get(ptr, "memory object", |v| match v {
-        OffloadValue::Memory(m) => Some(m.clone()),
+        OffloadValue::Memory(m) => Some(m),
         _ => None,
     })
 }
 
 fn program_of(ptr: *const c_void) -> CapiResult<Program> {
     get(ptr, "program", |v| match v {
-        OffloadValue::Program(p) => Some(p.clone()),
+        OffloadValue::Program(p) => Some(p),
         _ => None,
     })
 }
 
 fn kernel_of(ptr: *const c_void) -> CapiResult<Kernel> {
     get(ptr, "kernel", |v| match v {
-        OffloadValue::Kernel(k) => Some(k.clone()),
+        OffloadValue::Kernel(k) => Some(k),
         _ => None,
     })
 }
 
 fn queue_of(ptr: *const c_void) -> CapiResult<Queue> {
     get(ptr, "queue", |v| match v {
-        OffloadValue::Queue(q) => Some(q.clone()),
+        OffloadValue::Queue(q) => Some(q),
         _ => None,
     })
 }
 
 fn event_of(ptr: *const c_void) -> CapiResult<Event> {
     get(ptr, "offload event", |v| match v {
-        OffloadValue::Event(e) => Some(e.clone()),
+        OffloadValue::Event(e) => Some(e),
         _ => None,
     })
 }
 
+/// The reference count of an offload object (`with_registered` checked the kind).
+fn refs(object: &Object) -> &AtomicU32 {
+    let Object::Offload(off) = object else {
+        unreachable!("with_registered checked the kind");
+    };
+    &off.refs
+}
+
 /// Adds a reference to an offload object of kind `what`.
 fn retain(ptr: *const c_void, what: &str, is: fn(&OffloadValue) -> bool) -> CapiResult {
-    lookup_kind(
+    with_registered(
         ptr,
         what,
         |o| matches!(o, Object::Offload(off) if is(&off.value)),
-    )?;
-    with_registry(|map| match map.get(&(ptr as usize)).map(|o| &**o) {
-        Some(Object::Offload(off)) => {
-            off.refs.fetch_add(1, Ordering::AcqRel);
-            Ok(())
-        }
-        _ => Err(invalid(format!("{ptr:p} was released meanwhile"))),
-    })
+        |_, object| refs(object).fetch_add(1, Ordering::AcqRel),
+    )
+    .map(drop)
 }
 
 /// Drops a reference; the last one unregisters the object (and drops it outside the lock).
 fn release(ptr: *const c_void, what: &str, is: fn(&OffloadValue) -> bool) -> CapiResult {
-    lookup_kind(
+    let last = with_registered(
         ptr,
         what,
         |o| matches!(o, Object::Offload(off) if is(&off.value)),
+        |map, object| {
+            (refs(object).fetch_sub(1, Ordering::AcqRel) == 1).then(|| map.remove(&(ptr as usize)))
+        },
     )?;
-    let last = with_registry(|map| {
-        let key = ptr as usize;
-        let Some(Object::Offload(off)) = map.get(&key).map(|o| &**o) else {
-            return Err(invalid(format!("{ptr:p} was released meanwhile")));
-        };
-        if off.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
-            Ok(map.remove(&key))
-        } else {
-            Ok(None)
-        }
-    })?;
     drop(last);
     Ok(())
 }
@@ -400,17 +397,10 @@ pub unsafe extern "C" fn accelhostEnqueueLaunch(
     event: *mut *mut c_void,
 ) -> fpga_result {
     guard("accelhostEnqueueLaunch", || {
-        if args.is_null() && num_args > 0 {
-            return Err(invalid("args is NULL but num_args is not 0"));
-        }
+        // SAFETY: NULL or valid for `num_args` reads by the caller's contract.
+        let raw = unsafe { slice(args, num_args, "args", "num_args") }?;
         let queue = queue_of(queue)?;
         let kernel = kernel_of(kernel)?;
-        let raw: &[accelhost_kernel_arg] = if num_args == 0 {
-            &[]
-        } else {
-            // SAFETY: non-NULL, valid for `num_args` reads by the caller's contract.
-            unsafe { std::slice::from_raw_parts(args, num_args as usize) }
-        };
         // The memory objects first, so the arguments can borrow them.
         let memories: Vec<Option<Memory>> = raw
             .iter()

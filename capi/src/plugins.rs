@@ -2,7 +2,7 @@
 
 use accelhost::PluginStatus;
 
-use crate::ffi::{fill_field, guard, invalid, non_null};
+use crate::ffi::{array, fill_field, guard, non_null};
 use crate::state::host;
 use crate::types::*;
 
@@ -20,9 +20,7 @@ pub unsafe extern "C" fn accelhostGetPlugins(
 ) -> fpga_result {
     guard("accelhostGetPlugins", || {
         non_null(num_plugins, "num_plugins")?;
-        if plugins.is_null() && max_plugins > 0 {
-            return Err(invalid("plugins is NULL but max_plugins is not 0"));
-        }
+        array(plugins, max_plugins, "plugins", "max_plugins")?;
         let infos = host()?.plugins();
         for (i, info) in infos.iter().take(max_plugins as usize).enumerate() {
             let (state, reason) = match &info.status {

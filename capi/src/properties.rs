@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use accelhost::{AcceleratorState, Filter, Guid, ObjectType, Properties, Token};
 
 use crate::ffi::{
-    CapiError, CapiResult, Object, c_str, copy_str, guard, invalid, lock, lookup_kind, register,
-    unregister, write_out,
+    CapiError, CapiResult, Object, c_str, copy_str, destroy, guard, invalid, lock, lookup_kind,
+    non_null, register, write_out,
 };
 use crate::types::*;
 
@@ -98,23 +98,21 @@ impl PropsData {
 
     /// Does a device with properties `p` match every field set here?
     pub fn matches(&self, p: &Properties) -> bool {
-        let bus = p.bus_address;
-        let eq = |want: Option<u32>, have: Option<u32>| want.is_none_or(|w| Some(w) == have);
+        fn eq<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
+            want.is_none_or(|w| Some(w) == have)
+        }
+        // The device's fields as C sees them (a socket id over 255 is unset, so no u8
+        // filter matches it).
+        let have = PropsData::from_device(p);
         self.to_filter().matches(p)
-            && eq(self.segment.map(u32::from), bus.map(|b| u32::from(b.segment)))
-            && eq(self.bus.map(u32::from), bus.map(|b| u32::from(b.bus)))
-            && eq(self.device.map(u32::from), bus.map(|b| u32::from(b.device)))
-            && eq(self.function.map(u32::from), bus.map(|b| u32::from(b.function)))
-            && eq(self.socket_id.map(u32::from), p.socket_id)
-            && eq(self.num_mmio, Some(p.num_mmio))
-            && eq(self.num_interrupts, Some(p.num_interrupts))
-            && self.accelerator_state.is_none_or(|s| {
-                let have = p.accelerator_state.map(|a| match a {
-                    AcceleratorState::Assigned => FPGA_ACCELERATOR_ASSIGNED,
-                    AcceleratorState::Unassigned => FPGA_ACCELERATOR_UNASSIGNED,
-                });
-                have == Some(s)
-            })
+            && eq(self.segment, have.segment)
+            && eq(self.bus, have.bus)
+            && eq(self.device, have.device)
+            && eq(self.function, have.function)
+            && eq(self.socket_id, have.socket_id)
+            && eq(self.num_mmio, have.num_mmio)
+            && eq(self.num_interrupts, have.num_interrupts)
+            && eq(self.accelerator_state, have.accelerator_state)
             // accelhost plugins report parents as their own token numbers, which the C API
             // cannot relate to a token: a parent filter matches no device.
             && self.parent.is_none()
@@ -173,7 +171,7 @@ macro_rules! accessors {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $get(prop: fpga_properties, out: *mut $ty) -> fpga_result {
             guard(stringify!($get), || {
-                crate::ffi::non_null(out, "the output pointer")?;
+                non_null(out, "the output pointer")?;
                 let value = with_props(prop, |p| {
                     if $accel_only {
                         accelerator_only(p, $name)?;
@@ -285,7 +283,7 @@ pub unsafe extern "C" fn fpgaGetProperties(
     prop: *mut fpga_properties,
 ) -> fpga_result {
     guard("fpgaGetProperties", || {
-        crate::ffi::non_null(prop, "prop")?;
+        non_null(prop, "prop")?;
         let data = if token.is_null() {
             PropsData::default()
         } else {
@@ -303,7 +301,7 @@ pub unsafe extern "C" fn fpgaGetProperties(
 pub extern "C" fn fpgaUpdateProperties(token: fpga_token, prop: fpga_properties) -> fpga_result {
     guard("fpgaUpdateProperties", || {
         let token = crate::token::token_of(token)?;
-        props_of(prop)?;
+        with_props(prop, |_| Ok(()))?;
         let fresh = PropsData::from_device(&token.refresh()?);
         with_props(prop, |p| {
             *p = fresh;
@@ -333,7 +331,7 @@ pub unsafe extern "C" fn fpgaCloneProperties(
     dst: *mut fpga_properties,
 ) -> fpga_result {
     guard("fpgaCloneProperties", || {
-        crate::ffi::non_null(dst, "dst")?;
+        non_null(dst, "dst")?;
         let data = props_of(src)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(dst, new_properties(data), "dst") }
@@ -347,15 +345,12 @@ pub unsafe extern "C" fn fpgaCloneProperties(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fpgaDestroyProperties(prop: *mut fpga_properties) -> fpga_result {
     guard("fpgaDestroyProperties", || {
-        crate::ffi::non_null(prop, "prop")?;
-        // SAFETY: non-NULL, valid for reads by the caller's contract.
-        let value = unsafe { prop.read() };
-        unregister(value, "properties object", |o| {
-            matches!(o, Object::Properties(_))
-        })?;
-        // SAFETY: as above, valid for writes.
-        unsafe { prop.write(std::ptr::null_mut()) };
-        Ok(())
+        // SAFETY: NULL or valid for a read and a write by the caller's contract.
+        unsafe {
+            destroy(prop, "prop", "properties object", |o| {
+                matches!(o, Object::Properties(_))
+            })
+        }
     })
 }
 
@@ -369,7 +364,7 @@ pub unsafe extern "C" fn fpgaPropertiesGetObjectType(
     objtype: *mut fpga_objtype,
 ) -> fpga_result {
     guard("fpgaPropertiesGetObjectType", || {
-        crate::ffi::non_null(objtype, "objtype")?;
+        non_null(objtype, "objtype")?;
         let value = with_props(prop, |p| p.object_type.ok_or_else(|| unset("object type")))?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(objtype, value, "objtype") }
@@ -403,11 +398,10 @@ pub unsafe extern "C" fn fpgaPropertiesGetGUID(
     guid: *mut fpga_guid,
 ) -> fpga_result {
     guard("fpgaPropertiesGetGUID", || {
-        crate::ffi::non_null(guid, "guid")?;
+        non_null(guid, "guid")?;
         let value = with_props(prop, |p| p.guid.ok_or_else(|| unset("GUID")))?;
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&value.high.to_be_bytes());
-        bytes[8..].copy_from_slice(&value.low.to_be_bytes());
+        // The text form's byte order: `high` first, big-endian.
+        let bytes = ((u128::from(value.high) << 64) | u128::from(value.low)).to_be_bytes();
         // SAFETY: non-NULL, valid for 16 bytes by the caller's contract.
         unsafe { write_out(guid, bytes, "guid") }
     })
@@ -423,14 +417,11 @@ pub unsafe extern "C" fn fpgaPropertiesSetGUID(
     guid: *const u8,
 ) -> fpga_result {
     guard("fpgaPropertiesSetGUID", || {
-        crate::ffi::non_null(guid, "guid")?;
-        let mut bytes = [0u8; 16];
+        non_null(guid, "guid")?;
         // SAFETY: non-NULL, valid for 16 bytes by the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(guid, bytes.as_mut_ptr(), 16) };
-        let high = u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes"));
-        let low = u64::from_be_bytes(bytes[8..].try_into().expect("8 bytes"));
+        let bits = u128::from_be_bytes(unsafe { guid.cast::<[u8; 16]>().read_unaligned() });
         with_props(prop, |p| {
-            p.guid = Some(Guid::new(high, low));
+            p.guid = Some(Guid::new((bits >> 64) as u64, bits as u64));
             Ok(())
         })
     })
@@ -446,7 +437,7 @@ pub unsafe extern "C" fn fpgaPropertiesGetAcceleratorState(
     state: *mut fpga_accelerator_state,
 ) -> fpga_result {
     guard("fpgaPropertiesGetAcceleratorState", || {
-        crate::ffi::non_null(state, "state")?;
+        non_null(state, "state")?;
         let value = with_props(prop, |p| {
             accelerator_only(p, "accelerator state")?;
             p.accelerator_state
@@ -487,7 +478,7 @@ pub unsafe extern "C" fn fpgaPropertiesGetParent(
     parent: *mut fpga_token,
 ) -> fpga_result {
     guard("fpgaPropertiesGetParent", || {
-        crate::ffi::non_null(parent, "parent")?;
+        non_null(parent, "parent")?;
         let token = with_props(prop, |p| {
             match (&p.parent, p.parent_reported) {
             (Some(token), _) => Ok(token.clone()),
@@ -529,7 +520,7 @@ pub unsafe extern "C" fn fpgaPropertiesGetHostname(
     len: usize,
 ) -> fpga_result {
     guard("fpgaPropertiesGetHostname", || {
-        crate::ffi::non_null(hostname, "hostname")?;
+        non_null(hostname, "hostname")?;
         let value = with_props(prop, |p| p.host.clone().ok_or_else(|| unset("host")))?;
         // SAFETY: valid for `len` bytes by the caller's contract.
         unsafe { copy_str(hostname, len, &value, "hostname") }
@@ -566,15 +557,12 @@ pub unsafe extern "C" fn fpgaPropertiesGetDeviceType(
     device_type: *mut fpga_device_type,
 ) -> fpga_result {
     guard("fpgaPropertiesGetDeviceType", || {
-        crate::ffi::non_null(device_type, "device_type")?;
-        let value = with_props(prop, |p| {
-            p.device_type.clone().ok_or_else(|| unset("device type"))
+        non_null(device_type, "device_type")?;
+        let kind = with_props(prop, |p| match p.device_type.as_deref() {
+            Some("fpga") => Ok(FPGA_DEVICE_TYPE_FPGA),
+            Some(_) => Ok(FPGA_DEVICE_TYPE_OTHER),
+            None => Err(unset("device type")),
         })?;
-        let kind = if value == "fpga" {
-            FPGA_DEVICE_TYPE_FPGA
-        } else {
-            FPGA_DEVICE_TYPE_OTHER
-        };
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(device_type, kind, "device_type") }
     })
@@ -611,7 +599,7 @@ pub unsafe extern "C" fn accelhostPropertiesGetDeviceTypeName(
     len: usize,
 ) -> fpga_result {
     guard("accelhostPropertiesGetDeviceTypeName", || {
-        crate::ffi::non_null(name, "name")?;
+        non_null(name, "name")?;
         let value = with_props(prop, |p| {
             p.device_type.clone().ok_or_else(|| unset("device type"))
         })?;

@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 use std::path::Path;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use accelhost::config::{Config, ConfigSource};
 use accelhost::{ConfigOrigin, Host};
@@ -15,31 +15,42 @@ static HOST: RwLock<Option<Host>> = RwLock::new(None);
 /// Serializes starting and replacing the host, so that two first calls start one host.
 static STARTING: Mutex<()> = Mutex::new(());
 
+fn read() -> RwLockReadGuard<'static, Option<Host>> {
+    HOST.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write() -> RwLockWriteGuard<'static, Option<Host>> {
+    HOST.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The config at `path`, or found by the CLI's lookup order (without a --config) if `None`.
+fn discover(path: Option<&str>) -> CapiResult<(Config, ConfigOrigin)> {
+    Ok(accelhost::config::discover(path.map(Path::new)).map_err(accelhost::Error::from)?)
+}
+
 /// The running host, started on the usual config lookup (`$ACCELHOST_CONFIG`, then
 /// `./accelhost.json`, ..., then the embedded default) if none runs yet.
 pub fn host() -> CapiResult<Host> {
-    if let Some(host) = HOST.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+    if let Some(host) = read().as_ref() {
         return Ok(host.clone());
     }
     let _starting = lock(&STARTING);
-    if let Some(host) = HOST.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+    if let Some(host) = read().as_ref() {
         return Ok(host.clone());
     }
-    // The CLI's lookup order, without a --config.
-    let (config, origin) = accelhost::config::discover(None).map_err(accelhost::Error::from)?;
-    install(config, origin)
+    install(discover(None)?)
 }
 
-fn install(config: Config, origin: ConfigOrigin) -> CapiResult<Host> {
+fn install((config, origin): (Config, ConfigOrigin)) -> CapiResult<Host> {
     let host = Host::builder().discovered_config(config, origin).build()?;
-    *HOST.write().unwrap_or_else(|e| e.into_inner()) = Some(host.clone());
+    *write() = Some(host.clone());
     Ok(host)
 }
 
 /// Drops every object C holds, then the host (its plugins are finalized when the last
 /// clone goes). Objects are dropped in order: events, buffers and handles before tokens.
 fn shut_down() {
-    let host = HOST.write().unwrap_or_else(|e| e.into_inner()).take();
+    let host = write().take();
     let mut objects = drain();
     // Handles and offload objects first (they close devices), then the rest.
     objects.sort_by_key(|o| match **o {
@@ -53,10 +64,10 @@ fn shut_down() {
 }
 
 /// Replaces the running host with one on `config` (every object C holds is dropped).
-fn replace(config: Config, origin: ConfigOrigin) -> CapiResult {
+fn replace(config: (Config, ConfigOrigin)) -> CapiResult {
     let _starting = lock(&STARTING);
     shut_down();
-    install(config, origin).map(drop)
+    install(config).map(drop)
 }
 
 /// OPAE's `fpgaInitialize`: starts the host on `config_file`, or on the usual lookup when it
@@ -68,19 +79,16 @@ fn replace(config: Config, origin: ConfigOrigin) -> CapiResult {
 pub unsafe extern "C" fn fpgaInitialize(config_file: *const c_char) -> fpga_result {
     guard("fpgaInitialize", || {
         let _starting = lock(&STARTING);
-        if HOST.read().unwrap_or_else(|e| e.into_inner()).is_some() {
+        if read().is_some() {
             return Ok(());
         }
-        let (config, origin) = if config_file.is_null() {
-            accelhost::config::discover(None).map_err(accelhost::Error::from)?
+        let path = if config_file.is_null() {
+            None
         } else {
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-            let path = unsafe { c_str(config_file, "config_file") }?;
-            let path = Path::new(path);
-            let config = Config::load(path).map_err(accelhost::Error::from)?;
-            (config, ConfigOrigin::Explicit)
+            Some(unsafe { c_str(config_file, "config_file") }?)
         };
-        install(config, origin).map(drop)
+        install(discover(path)?).map(drop)
     })
 }
 
@@ -105,8 +113,7 @@ pub unsafe extern "C" fn accelhostLoadConfig(path: *const c_char) -> fpga_result
     guard("accelhostLoadConfig", || {
         // SAFETY: NULL or NUL-terminated by the caller's contract.
         let path = unsafe { c_str(path, "path") }?;
-        let config = Config::load(Path::new(path)).map_err(accelhost::Error::from)?;
-        replace(config, ConfigOrigin::Explicit)
+        replace(discover(Some(path))?)
     })
 }
 
@@ -124,6 +131,6 @@ pub unsafe extern "C" fn accelhostLoadConfigJson(json: *const c_char) -> fpga_re
         let dir = std::env::current_dir().unwrap_or_default();
         let source = ConfigSource::File(dir.join("<accelhostLoadConfigJson>"));
         let config = Config::parse(text, source).map_err(accelhost::Error::from)?;
-        replace(config, ConfigOrigin::Explicit)
+        replace((config, ConfigOrigin::Explicit))
     })
 }

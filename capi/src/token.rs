@@ -5,7 +5,8 @@ use std::ffi::c_char;
 use accelhost::Token;
 
 use crate::ffi::{
-    CapiResult, Object, copy_str, guard, invalid, lookup_kind, non_null, register, unregister,
+    CapiResult, Object, array, copy_str, destroy, guard, invalid, lookup_kind, non_null, register,
+    slice,
 };
 use crate::properties::{PropsData, props_of};
 use crate::state::host;
@@ -38,18 +39,15 @@ pub unsafe extern "C" fn fpgaEnumerate(
 ) -> fpga_result {
     guard("fpgaEnumerate", || {
         non_null(num_matches, "num_matches")?;
-        if filters.is_null() && num_filters > 0 {
-            return Err(invalid("filters is NULL but num_filters is not 0"));
-        }
         if !filters.is_null() && num_filters == 0 {
             return Err(invalid("num_filters is 0 but filters is not NULL"));
         }
-        if tokens.is_null() && max_tokens > 0 {
-            return Err(invalid("tokens is NULL but max_tokens is not 0"));
-        }
-        let wanted: Vec<PropsData> = (0..num_filters as usize)
-            // SAFETY: `filters` is valid for `num_filters` reads by the caller's contract.
-            .map(|i| props_of(unsafe { filters.add(i).read() }))
+        // SAFETY: NULL or valid for `num_filters` reads by the caller's contract.
+        let filters = unsafe { slice(filters, num_filters, "filters", "num_filters") }?;
+        array(tokens, max_tokens, "tokens", "max_tokens")?;
+        let wanted: Vec<PropsData> = filters
+            .iter()
+            .map(|&f| props_of(f))
             .collect::<CapiResult<_>>()?;
         let found = host()?.enumerate(&wanted.iter().map(PropsData::to_filter).collect::<Vec<_>>());
         if let Some(err) = found.failures.first() {
@@ -92,13 +90,8 @@ pub unsafe extern "C" fn fpgaCloneToken(src: fpga_token, dst: *mut fpga_token) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fpgaDestroyToken(token: *mut fpga_token) -> fpga_result {
     guard("fpgaDestroyToken", || {
-        non_null(token, "token")?;
-        // SAFETY: non-NULL, valid for reads by the caller's contract.
-        let value = unsafe { token.read() };
-        unregister(value, "token", |o| matches!(o, Object::Token(_)))?;
-        // SAFETY: as above, valid for writes.
-        unsafe { token.write(std::ptr::null_mut()) };
-        Ok(())
+        // SAFETY: NULL or valid for a read and a write by the caller's contract.
+        unsafe { destroy(token, "token", "token", |o| matches!(o, Object::Token(_))) }
     })
 }
 

@@ -95,7 +95,6 @@ int main(int argc, char **argv)
 	uint8_t *src = NULL, *dst = NULL;
 	uint64_t dsm_wsid = 0, src_wsid = 0, dst_wsid = 0;
 	uint64_t dsm_iova = 0, src_iova = 0, dst_iova = 0;
-	int have_dsm = 0, have_src = 0, have_dst = 0;
 	int status = 1;
 
 	if (bytes == 0 || bytes % CACHE_LINE != 0 || bytes / CACHE_LINE > 0xFFFFF) {
@@ -124,13 +123,10 @@ int main(int argc, char **argv)
 	printf("hello_fpga: opened NLB0, AFU id %016llx%016llx\n", (unsigned long long)id_h,
 	       (unsigned long long)id_l);
 
-	/* The DSM, the source and the destination. */
+	/* The DSM, the source and the destination (each pointer stays NULL until prepared). */
 	CHECK(fpgaPrepareBuffer(handle, DSM_SIZE, (void **)&dsm, &dsm_wsid, 0), "preparing the DSM");
-	have_dsm = 1;
 	CHECK(fpgaPrepareBuffer(handle, bytes, (void **)&src, &src_wsid, 0), "preparing the source");
-	have_src = 1;
 	CHECK(fpgaPrepareBuffer(handle, bytes, (void **)&dst, &dst_wsid, 0), "preparing the destination");
-	have_dst = 1;
 	CHECK(fpgaGetIOAddress(handle, dsm_wsid, &dsm_iova), "DSM IO address");
 	CHECK(fpgaGetIOAddress(handle, src_wsid, &src_iova), "source IO address");
 	CHECK(fpgaGetIOAddress(handle, dst_wsid, &dst_iova), "destination IO address");
@@ -184,11 +180,11 @@ int main(int argc, char **argv)
 	status = 0;
 
 out:
-	if (have_dst && fpgaReleaseBuffer(handle, dst_wsid) != FPGA_OK)
+	if (dst && fpgaReleaseBuffer(handle, dst_wsid) != FPGA_OK)
 		status = 1;
-	if (have_src && fpgaReleaseBuffer(handle, src_wsid) != FPGA_OK)
+	if (src && fpgaReleaseBuffer(handle, src_wsid) != FPGA_OK)
 		status = 1;
-	if (have_dsm && fpgaReleaseBuffer(handle, dsm_wsid) != FPGA_OK)
+	if (dsm && fpgaReleaseBuffer(handle, dsm_wsid) != FPGA_OK)
 		status = 1;
 	if (handle) {
 		fpgaUnmapMMIO(handle, 0);

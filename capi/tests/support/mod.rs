@@ -156,143 +156,60 @@ pub const CXL_MEMCPY: &str = "cxl/emu:capi0.0s";
 
 /// The hello_fpga flow through the C API, as examples/opae-hello-fpga does it in C.
 pub fn hello_fpga(handle: fpga_handle, bytes: u64) {
+    use accelhost::devices::dfl::abi::nlb0;
+    use opae_c::buffer::{fpgaGetIOAddress, fpgaPrepareBuffer, fpgaReleaseBuffer};
+    use opae_c::mmio::{fpgaWriteMMIO32, fpgaWriteMMIO64};
+
+    // Each prepares a buffer of `len` bytes: its address, workspace id and IO address.
+    let prepare = |len: u64| {
+        let (mut ptr, mut id, mut io) = (null_mut::<c_void>(), 0, 0);
+        // SAFETY: valid out-pointers.
+        unsafe {
+            assert_eq!(
+                fpgaPrepareBuffer(handle, len, &mut ptr, &mut id, 0),
+                FPGA_OK
+            );
+            assert_eq!(fpgaGetIOAddress(handle, id, &mut io), FPGA_OK);
+        }
+        (ptr, id, io)
+    };
+    let write32 = |offset, value| assert_eq!(fpgaWriteMMIO32(handle, 0, offset, value), FPGA_OK);
+    let write64 = |offset, value| assert_eq!(fpgaWriteMMIO64(handle, 0, offset, value), FPGA_OK);
+
+    let (dsm, dsm_id, dsm_io) = prepare(4096);
+    let (src, src_id, src_io) = prepare(bytes);
+    let (dst, dst_id, dst_io) = prepare(bytes);
     // SAFETY: the buffers are `bytes` (or 4096) long and live until released below.
     unsafe {
-        let (mut dsm, mut src, mut dst) = (
-            null_mut::<c_void>(),
-            null_mut::<c_void>(),
-            null_mut::<c_void>(),
-        );
-        let (mut dsm_id, mut src_id, mut dst_id) = (0, 0, 0);
-        assert_eq!(
-            opae_c::buffer::fpgaPrepareBuffer(handle, 4096, &mut dsm, &mut dsm_id, 0),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::buffer::fpgaPrepareBuffer(handle, bytes, &mut src, &mut src_id, 0),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::buffer::fpgaPrepareBuffer(handle, bytes, &mut dst, &mut dst_id, 0),
-            FPGA_OK
-        );
-        let (mut dsm_io, mut src_io, mut dst_io) = (0, 0, 0);
-        assert_eq!(
-            opae_c::buffer::fpgaGetIOAddress(handle, dsm_id, &mut dsm_io),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::buffer::fpgaGetIOAddress(handle, src_id, &mut src_io),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::buffer::fpgaGetIOAddress(handle, dst_id, &mut dst_io),
-            FPGA_OK
-        );
         let src_bytes = std::slice::from_raw_parts_mut(src.cast::<u8>(), bytes as usize);
         for (i, b) in src_bytes.iter_mut().enumerate() {
             *b = (i * 7 + 3) as u8;
         }
         std::ptr::write_bytes(dst.cast::<u8>(), 0xBE, bytes as usize);
         std::ptr::write_bytes(dsm.cast::<u8>(), 0, 4096);
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO64(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_DSM_BASEL,
-                dsm_io
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO32(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_CTL,
-                0
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO32(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_CTL,
-                accelhost::devices::dfl::abi::nlb0::CTL_RESET_N
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO64(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_SRC_ADDR,
-                src_io / 64
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO64(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_DST_ADDR,
-                dst_io / 64
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO32(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_NUM_LINES,
-                (bytes / 64) as u32
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO32(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_CFG,
-                accelhost::devices::dfl::abi::nlb0::CFG_HELLO_FPGA as u32
-            ),
-            FPGA_OK
-        );
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO32(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_CTL,
-                accelhost::devices::dfl::abi::nlb0::CTL_RESET_N
-                    | accelhost::devices::dfl::abi::nlb0::CTL_START
-            ),
-            FPGA_OK
-        );
-        let status = &*(dsm
-            .cast::<u8>()
-            .add(accelhost::devices::dfl::abi::nlb0::DSM_STATUS as usize)
+        write64(nlb0::CSR_DSM_BASEL, dsm_io);
+        write32(nlb0::CSR_CTL, 0);
+        write32(nlb0::CSR_CTL, nlb0::CTL_RESET_N);
+        write64(nlb0::CSR_SRC_ADDR, src_io / 64);
+        write64(nlb0::CSR_DST_ADDR, dst_io / 64);
+        write32(nlb0::CSR_NUM_LINES, (bytes / 64) as u32);
+        write32(nlb0::CSR_CFG, nlb0::CFG_HELLO_FPGA as u32);
+        write32(nlb0::CSR_CTL, nlb0::CTL_RESET_N | nlb0::CTL_START);
+        let status = &*(dsm.cast::<u8>().add(nlb0::DSM_STATUS as usize)
             as *const std::sync::atomic::AtomicU32);
         let started = std::time::Instant::now();
         while status.load(std::sync::atomic::Ordering::Acquire) & 1 == 0 {
             assert!(started.elapsed().as_secs() < 30, "NLB0 did not complete");
             std::thread::yield_now();
         }
-        let stop = accelhost::devices::dfl::abi::nlb0::CTL_RESET_N
-            | accelhost::devices::dfl::abi::nlb0::CTL_START
-            | accelhost::devices::dfl::abi::nlb0::CTL_STOP;
-        assert_eq!(
-            opae_c::mmio::fpgaWriteMMIO32(
-                handle,
-                0,
-                accelhost::devices::dfl::abi::nlb0::CSR_CTL,
-                stop
-            ),
-            FPGA_OK
+        write32(
+            nlb0::CSR_CTL,
+            nlb0::CTL_RESET_N | nlb0::CTL_START | nlb0::CTL_STOP,
         );
         let dst_bytes = std::slice::from_raw_parts(dst.cast::<u8>(), bytes as usize);
         assert!(src_bytes == dst_bytes, "the copy differs");
-        for id in [dst_id, src_id, dsm_id] {
-            assert_eq!(opae_c::buffer::fpgaReleaseBuffer(handle, id), FPGA_OK);
-        }
+    }
+    for id in [dst_id, src_id, dsm_id] {
+        assert_eq!(fpgaReleaseBuffer(handle, id), FPGA_OK);
     }
 }
