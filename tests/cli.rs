@@ -221,6 +221,30 @@ fn plugins_shows_module_version_state_grants_and_policy() {
 }
 
 #[test]
+fn the_instance_allocator_follows_accelhost_pool_instances() {
+    let dir = scratch_dir("pool");
+    let out = accelhost(&dir, &["plugins"], &[("ACCELHOST_POOL_INSTANCES", "off")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("instances: on-demand (ACCELHOST_POOL_INSTANCES=off)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = accelhost(&dir, &["plugins"], &[("ACCELHOST_POOL_INSTANCES", "lots")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ACCELHOST_POOL_INSTANCES=\"lots\" is not a number"),
+        "a bad value is named: {}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("instances: pooling (2048 instance slots)"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn a_config_in_the_working_directory_is_found() {
     let dir = scratch_dir("cwd");
     std::fs::write(

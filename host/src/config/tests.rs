@@ -160,6 +160,72 @@ fn grants_are_checked() {
 }
 
 #[test]
+fn load_policy_fields_are_checked() {
+    let with_policy = |policy: &str| {
+        format!(
+            r#"{{"plugins": [{{"name": "a", "module": "builtin:dfl", "load_policy": {{{policy}}}}}]}}"#
+        )
+    };
+    let cases = [
+        (r#""on_fault": "ignore""#, "on_fault", "unknown variant"),
+        (
+            r#""max_restarts": 5000"#,
+            "max_restarts",
+            "expected 0 to 1000",
+        ),
+        (
+            r#""restart_backoff_ms": 700000"#,
+            "restart_backoff_ms",
+            "expected 0 to 600000",
+        ),
+        (r#""memory_mib": 0"#, "memory_mib", "expected 1 to 4096"),
+        (r#""fuel": 0"#, "fuel", "expected 1 to"),
+        (
+            r#""max_instances": 2"#,
+            "max_instances",
+            "expected 4 to 10000",
+        ),
+        (
+            r#""max_table_elements": 8"#,
+            "max_table_elements",
+            "expected 64 to",
+        ),
+        (r#""max_resources": 1"#, "max_resources", "expected 16 to"),
+        (
+            r#""max_handles": 0"#,
+            "max_handles",
+            "expected 1 to 1000000",
+        ),
+        (
+            r#""log_bytes_per_second": -1"#,
+            "log_bytes_per_second",
+            "invalid value",
+        ),
+    ];
+    for (policy, field, message) in cases {
+        let err = error(&with_policy(policy));
+        assert_eq!(
+            err.path,
+            format!("plugins[0].load_policy.{field}"),
+            "{policy}: {err}"
+        );
+        assert!(err.message.contains(message), "{policy}: {err}");
+    }
+    let err = error(&with_policy(r#""memory": 64"#));
+    assert!(err.message.contains("unknown field `memory`"), "{err}");
+    let policy = parse(&with_policy(r#""on_fault": "disable", "fuel": 1000"#))
+        .unwrap()
+        .plugins[0]
+        .load_policy;
+    assert_eq!(policy.on_fault, OnFault::Disable);
+    assert_eq!(policy.fuel, Some(1000));
+    assert_eq!(
+        policy.max_restarts, 3,
+        "the other fields keep their defaults"
+    );
+}
+
+#[test]
 fn devices_are_checked() {
     let err = error(r#"{"devices": [{"id": "x", "family": "gpu"}], "plugins": []}"#);
     assert_eq!(err.path, "devices[0].family");

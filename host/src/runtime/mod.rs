@@ -101,16 +101,23 @@ fn pooling(instances: u32) -> PoolingAllocationConfig {
 
 /// The pool size `ACCELHOST_POOL_INSTANCES` asks for; `None` turns the pool off.
 fn pool_instances() -> Option<u32> {
-    match std::env::var(POOL_ENV) {
-        Ok(v) if v == "off" || v == "0" => None,
-        Ok(v) => match v.trim().parse() {
-            Ok(n) => Some(n),
-            Err(_) => {
-                tracing::warn!("{POOL_ENV}={v:?} is not a number; using {DEFAULT_POOL_INSTANCES}");
-                Some(DEFAULT_POOL_INSTANCES)
-            }
-        },
-        Err(_) => Some(DEFAULT_POOL_INSTANCES),
+    parse_pool_instances(std::env::var(POOL_ENV).ok().as_deref())
+}
+
+/// The pool size for a value of `ACCELHOST_POOL_INSTANCES` (unset: the default; `off` or `0`:
+/// no pool). A value that is not a number is warned about and the default used.
+fn parse_pool_instances(value: Option<&str>) -> Option<u32> {
+    let Some(value) = value.map(str::trim) else {
+        return Some(DEFAULT_POOL_INSTANCES);
+    };
+    match value {
+        "off" | "0" => None,
+        _ => Some(value.parse().unwrap_or_else(|_| {
+            tracing::warn!(
+                "{POOL_ENV}={value:?} is not a number or 'off'; using {DEFAULT_POOL_INSTANCES}"
+            );
+            DEFAULT_POOL_INSTANCES
+        })),
     }
 }
 
@@ -327,6 +334,20 @@ fn compatible(found: &str, ours: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pool_size_comes_from_the_environment_value() {
+        assert_eq!(parse_pool_instances(None), Some(DEFAULT_POOL_INSTANCES));
+        assert_eq!(parse_pool_instances(Some("64")), Some(64));
+        assert_eq!(parse_pool_instances(Some(" 64 ")), Some(64));
+        assert_eq!(parse_pool_instances(Some("off")), None);
+        assert_eq!(parse_pool_instances(Some("0")), None);
+        assert_eq!(
+            parse_pool_instances(Some("lots")),
+            Some(DEFAULT_POOL_INSTANCES),
+            "not a number: the default, with a warning"
+        );
+    }
 
     #[test]
     fn version_compatibility() {
