@@ -92,6 +92,33 @@ fn a_failing_build_names_the_file_and_the_tool() {
     assert!(text.contains("clang"), "{text}");
 }
 
+#[test]
+fn an_empty_plugin_directory_names_what_it_lacks() {
+    let sdk = Sdk::in_repository();
+    for (language, needle) in [
+        (Language::C, "has no .c file to build"),
+        (Language::Js, "needs plugin.js"),
+        (
+            Language::Python,
+            "app.py: the module that defines its exports",
+        ),
+    ] {
+        let Some(toolchain) = toolchain(&sdk, language) else {
+            continue;
+        };
+        let dir = scratch_dir("empty-plugin");
+        let err = toolchain
+            .build(&sdk, &dir, &dir.join("out.wasm"), &dir.join("work"))
+            .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains(needle), "{language}: {text}");
+        assert!(
+            text.contains(&dir.display().to_string()),
+            "{language} names the directory: {text}"
+        );
+    }
+}
+
 /// The toolchain of `language`, or `None` (printed) when it is missing and not required.
 fn toolchain(sdk: &Sdk, language: Language) -> Option<Toolchain> {
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
