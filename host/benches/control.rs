@@ -9,7 +9,7 @@
 mod measure;
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use accelhost::OpenMode;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -91,28 +91,13 @@ fn control(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("accelhost");
     group.bench_function("instantiate", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let started = Instant::now();
-                let instance = plugin.instantiate().unwrap();
-                total += started.elapsed();
-                drop(instance);
-            }
-            total
-        })
+        b.iter_custom(|iters| (0..iters).map(|_| measure::time_instantiate(&plugin)).sum())
     });
     group.bench_function("plugin start from disk cache", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                accelhost::perf::forget_loaded();
-                let started = Instant::now();
-                let live = plugin.start().unwrap();
-                total += started.elapsed();
-                drop(live);
-            }
-            total
+            (0..iters)
+                .map(|_| measure::time_start_from_disk(&plugin))
+                .sum()
         })
     });
     group.finish();

@@ -10,31 +10,25 @@ mod measure;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use accelhost::workloads::nlb0;
-use accelhost::{Host, OpenMode};
+use accelhost::OpenMode;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 fn enumerate(c: &mut Criterion) {
+    let cache = measure::bench_cache_dir();
     let native = measure::NativePlugin::find(None).ok();
     let mut group = c.benchmark_group("enumerate");
     group.sample_size(10);
     for (plugins, ports) in [(1usize, 1usize), (1, 100), (1, 1000), (10, 100), (10, 1000)] {
         let devices = plugins * ports;
         let id = format!("{plugins} plugins x {ports}");
-        let host = Host::builder()
-            .config(measure::config_of_plugins(plugins, ports, false))
-            .build()
-            .unwrap();
-        assert_eq!(host.enumerate(&[]).tokens.len(), devices);
+        let host = measure::enumeration_host(&cache, plugins, ports).unwrap();
         group.throughput(Throughput::Elements(devices as u64));
         group.bench_function(BenchmarkId::new("accelhost", &id), |b| {
             b.iter(|| black_box(host.enumerate(&[])))
         });
         drop(host);
         if let Some(native) = &native {
-            let instances: Vec<_> = (0..plugins)
-                .map(|p| native.init(&measure::native_config(p, ports)).unwrap())
-                .collect();
+            let instances = native.init_plugins(plugins, ports).unwrap();
             group.bench_function(BenchmarkId::new("native", &id), |b| {
                 b.iter(|| {
                     for i in &instances {
@@ -45,6 +39,7 @@ fn enumerate(c: &mut Criterion) {
         }
     }
     group.finish();
+    let _ = std::fs::remove_dir_all(&cache);
 }
 
 fn threads(c: &mut Criterion) {
@@ -93,15 +88,13 @@ fn threads(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("loopback", bytes), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| nlb0::loopback(&handle, bytes).unwrap().device_time)
+                    .map(|_| measure::nlb0_loopback(&handle, bytes).device_time)
                     .sum()
             })
         });
-        let (src, dst) = measure::memcpy_buffers(bytes as usize);
+        let memcpy = measure::Memcpy::new(bytes);
         group.bench_function(BenchmarkId::new("memcpy", bytes), |b| {
-            b.iter(|| {
-                dst.copy_from(0, black_box(&src), 0, bytes).unwrap();
-            })
+            b.iter(|| memcpy.copy())
         });
     }
     group.finish();
@@ -109,16 +102,13 @@ fn threads(c: &mut Criterion) {
 
     // 1,000 live instances: resident memory is printed, not timed.
     let plugin = measure::dfl_plugin_bench(&cache).unwrap();
-    let before = measure::resident_bytes();
-    let live: Vec<_> = (0..1000).map(|_| plugin.start().unwrap()).collect();
-    let after = measure::resident_bytes();
+    let resident = measure::resident_of_started(&plugin, 1000) as f64;
     println!(
         "1000 live plugin instances: {:.1} MiB resident ({:.1} KiB each); allocator: {}",
-        after.saturating_sub(before) as f64 / f64::from(1 << 20),
-        after.saturating_sub(before) as f64 / 1024.0 / 1000.0,
+        resident / f64::from(1 << 20),
+        resident / 1024.0 / 1000.0,
         accelhost::instance_allocator()
     );
-    drop(live);
     drop(bench);
     let _ = std::fs::remove_dir_all(&cache);
 }

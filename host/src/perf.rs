@@ -9,6 +9,7 @@ use crate::devices::{DeviceRegistry, DmaBudget, OwnerId};
 use crate::error::{Error, Result};
 use crate::imports::{LogBudget, PluginContext};
 use crate::manager::PluginSlot;
+use crate::runtime::bindings::accel::plugin::types::Error as PluginError;
 use crate::runtime::{ComponentCache, LoadedComponent, PluginInstance, runtime};
 
 /// Forgets every compiled plugin this process holds in memory, so that the next start of a
@@ -75,39 +76,36 @@ impl PluginBench {
     /// An instance of its own, configured, initialized, its first device enumerated and
     /// opened, for calls straight through wasmtime's bindings.
     pub fn raw(&self) -> Result<RawPlugin> {
-        let fail = |what: &str, e: String| Error::Internal(format!("raw {what}: {e}"));
+        fn step<T>(
+            what: &str,
+            r: wasmtime::Result<std::result::Result<T, PluginError>>,
+        ) -> Result<T> {
+            let message = match r {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) => e.message,
+                Err(e) => e.to_string(),
+            };
+            Err(Error::Internal(format!("raw {what}: {message}")))
+        }
         let mut instance = PluginInstance::new(&self.loaded, self.ctx.clone())
             .map_err(|f| Error::Internal(f.reason))?;
         let config = self.entry.config.to_string();
         let (plugin, store) = instance.raw();
         // No deadline: the calls below run outside `PluginInstance::call`.
         store.set_epoch_deadline(u64::MAX / 4);
-        let step = |r: wasmtime::Result<
-            std::result::Result<(), crate::runtime::bindings::accel::plugin::types::Error>,
-        >,
-                    what: &str| {
-            r.map_err(|e| fail(what, e.to_string()))?
-                .map_err(|e| fail(what, e.message))
-        };
-        step(
+        let lifecycle = plugin.accel_plugin_lifecycle();
+        step("configure", lifecycle.call_configure(&mut *store, &config))?;
+        step("initialize", lifecycle.call_initialize(&mut *store))?;
+        let devices = step(
+            "enumerate",
             plugin
-                .accel_plugin_lifecycle()
-                .call_configure(&mut *store, &config),
-            "configure",
+                .accel_plugin_discovery()
+                .call_enumerate(&mut *store, &[]),
         )?;
-        step(
-            plugin.accel_plugin_lifecycle().call_initialize(&mut *store),
-            "initialize",
-        )?;
-        let devices = plugin
-            .accel_plugin_discovery()
-            .call_enumerate(&mut *store, &[])
-            .map_err(|e| fail("enumerate", e.to_string()))?
-            .map_err(|e| fail("enumerate", e.message))?;
         let token = devices
             .first()
             .map(|d| d.token)
-            .ok_or_else(|| fail("enumerate", "no device".into()))?;
+            .ok_or_else(|| Error::Internal("raw enumerate: no device".into()))?;
         let mut raw = RawPlugin {
             instance,
             token,

@@ -8,12 +8,12 @@ pub mod measure;
 
 use std::hint::black_box;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use accelhost::OpenMode;
 use accelhost::workloads::vadd;
-use accelhost::{Host, OpenMode};
 
 use measure::{
     BenchHost, DirectEmulator, Ioctl, NativePlugin, RawComponent, Settings, median, median_of,
@@ -81,6 +81,23 @@ impl Row {
         self.met = Some(met);
         self
     }
+
+    fn cells(self) -> Vec<String> {
+        let met = match self.met {
+            Some(true) => "met",
+            Some(false) => "NOT MET",
+            None => "-",
+        };
+        vec![
+            self.what,
+            self.measured,
+            self.native,
+            self.baseline,
+            self.ratio,
+            self.target,
+            met.into(),
+        ]
+    }
 }
 
 fn ns(v: f64) -> String {
@@ -111,44 +128,18 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("note: {why}; the native columns stay empty");
     }
     let native = native.ok();
-    let mut rows = Vec::new();
-    let result = suite(&settings, &cache, native.as_ref(), &mut rows);
-    let scaling = if args.scaling && result.is_ok() {
+    let rows = suite(&settings, &cache, native.as_ref());
+    let scaling = if args.scaling && rows.is_ok() {
         Some(scaling_table(&settings, &cache, native.as_ref()))
     } else {
         None
     };
     eprint!("\r\x1b[2K");
     let _ = std::fs::remove_dir_all(&cache);
-    result?;
+    let rows = rows?;
+    let met = rows.iter().filter(|r| r.met == Some(true)).count();
+    let judged = rows.iter().filter(|r| r.met.is_some()).count();
 
-    let header = [
-        "WHAT",
-        "ACCELHOST (median)",
-        "NATIVE PLUGIN",
-        "BASELINE (same run)",
-        "RATIO",
-        "TARGET",
-        "MET",
-    ];
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.what.clone(),
-                r.measured.clone(),
-                r.native.clone(),
-                r.baseline.clone(),
-                r.ratio.clone(),
-                r.target.clone(),
-                match r.met {
-                    Some(true) => "met".into(),
-                    Some(false) => "NOT MET".into(),
-                    None => "-".into(),
-                },
-            ]
-        })
-        .collect();
     println!(
         "accelhost bench ({}, {} samples per figure, median); instances: {}",
         if args.full { "full" } else { "quick" },
@@ -158,15 +149,28 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(native) = &native {
         println!("native baseline plugin: {}", native.path.display());
     }
-    print_table(&header, &cells, args.markdown);
+    let cells: Vec<Vec<String>> = rows.into_iter().map(Row::cells).collect();
+    print_table(
+        &[
+            "WHAT",
+            "ACCELHOST (median)",
+            "NATIVE PLUGIN",
+            "BASELINE (same run)",
+            "RATIO",
+            "TARGET",
+            "MET",
+        ],
+        &cells,
+        args.markdown,
+    );
     if let Some(scaling) = scaling {
         println!();
-        let (header, cells) = scaling?;
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        print_table(&header, &cells, args.markdown);
+        print_table(
+            &["SCALING", "N", "ACCELHOST", "PER UNIT", "BASELINE", "RATIO"],
+            &scaling?,
+            args.markdown,
+        );
     }
-    let met = rows.iter().filter(|r| r.met == Some(true)).count();
-    let judged = rows.iter().filter(|r| r.met.is_some()).count();
     println!(
         "{met} of {judged} targets met, in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -188,10 +192,10 @@ fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
 
 fn suite(
     settings: &Settings,
-    cache: &std::path::Path,
+    cache: &Path,
     native: Option<&NativePlugin>,
-    rows: &mut Vec<Row>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
     progress("the floor (raw component call, emulator, ioctl)");
     let mut raw = RawComponent::new().map_err(|e| anyhow::anyhow!("the raw component: {e:#}"))?;
     let raw_ns = ns_per_call(settings, || {
@@ -348,15 +352,13 @@ fn suite(
 
     progress("NLB0 loopback 64 MiB");
     let bytes = 64u64 << 20;
-    let memcpy = median_of(settings.workload_samples, || {
-        measure::memcpy_gbps(
-            &Settings {
-                samples: 1,
-                ..*settings
-            },
-            bytes as usize,
-        )
-    });
+    let memcpy = measure::memcpy_gbps(
+        &Settings {
+            samples: settings.workload_samples,
+            ..*settings
+        },
+        bytes,
+    );
     let nlb = median_of(settings.workload_samples, || {
         measure::nlb0_gbps(&handle, bytes)
     });
@@ -406,7 +408,7 @@ fn suite(
     });
     let mut latencies =
         measure::tiny_launch_latencies(&xocl, &kernel, launches as usize).expect("latencies");
-    let p50 = median(&mut latencies);
+    let p50 = median(&mut latencies); // sorts `latencies`, for the p99 below
     let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
     rows.push(
         Row::new(
@@ -431,12 +433,7 @@ fn suite(
 
     progress("plugin start from the on-disk cache");
     let start_ns = median_of(settings.samples, || {
-        accelhost::perf::forget_loaded();
-        let started = Instant::now();
-        let live = plugin.start().expect("plugin start");
-        let elapsed = started.elapsed().as_nanos() as f64;
-        drop(live);
-        elapsed
+        measure::time_start_from_disk(&plugin).as_nanos() as f64
     });
     let native_start = native.map(|n| {
         let mut copies = 0;
@@ -464,14 +461,8 @@ fn suite(
     progress("instantiation");
     let instantiate = median_of(settings.samples, || {
         let n = 200;
-        let mut total = Duration::ZERO;
-        for _ in 0..n {
-            let started = Instant::now();
-            let instance = plugin.instantiate().expect("instantiate");
-            total += started.elapsed();
-            drop(instance);
-        }
-        total.as_nanos() as f64 / n as f64
+        let total: Duration = (0..n).map(|_| measure::time_instantiate(&plugin)).sum();
+        total.as_nanos() as f64 / f64::from(n)
     });
     rows.push(
         Row::new(
@@ -485,13 +476,7 @@ fn suite(
     );
 
     progress("1,000 live plugin instances");
-    let before = measure::resident_bytes();
-    let live: Vec<_> = (0..1000)
-        .map(|_| plugin.start().expect("plugin start"))
-        .collect();
-    let after = measure::resident_bytes();
-    drop(live);
-    let mib = after.saturating_sub(before) as f64 / f64::from(1 << 20);
+    let mib = measure::resident_of_started(&plugin, 1000) as f64 / f64::from(1 << 20);
     rows.push(
         Row::new(
             "1,000 live plugin instances (started), resident",
@@ -506,7 +491,7 @@ fn suite(
     drop(bench);
 
     progress("enumerate 10,000 devices across 10 plugins");
-    let (enumerate_ns, native_enumerate) = enumerate_devices(settings, native, 10, 1000)?;
+    let (enumerate_ns, native_enumerate) = enumerate_devices(settings, cache, native, 10, 1000)?;
     let mut row = Row::new(
         "enumerate 10,000 emulated devices across 10 plugins",
         format!("{:.2} ms", enumerate_ns / 1e6),
@@ -519,7 +504,7 @@ fn suite(
         row = row.baseline(format!("native {:.2} ms", native / 1e6));
     }
     rows.push(row);
-    Ok(())
+    Ok(rows)
 }
 
 /// `pooling` or `on-demand`, without the details.
@@ -534,22 +519,12 @@ fn short_allocator() -> String {
 /// native plugin (one instance per plugin), in ns per full enumeration.
 fn enumerate_devices(
     settings: &Settings,
+    cache: &Path,
     native: Option<&NativePlugin>,
     plugins: usize,
     ports: usize,
 ) -> anyhow::Result<(f64, Option<f64>)> {
-    let host = Host::builder()
-        .config(measure::config_of_plugins(plugins, ports, false))
-        .trace(false)
-        .build()?;
-    let expected = plugins * ports;
-    let found = host.enumerate(&[]);
-    anyhow::ensure!(
-        found.tokens.len() == expected && found.failures.is_empty(),
-        "enumerate found {} devices ({} failures), expected {expected}",
-        found.tokens.len(),
-        found.failures.len()
-    );
+    let host = measure::enumeration_host(cache, plugins, ports)?;
     let samples = Settings {
         sample_time: settings.sample_time.max(Duration::from_millis(50)),
         ..*settings
@@ -560,10 +535,7 @@ fn enumerate_devices(
     drop(host);
     let native = match native {
         Some(n) => {
-            let instances: Vec<_> = (0..plugins)
-                .map(|p| n.init(&measure::native_config(p, ports)))
-                .collect::<Result<_, _>>()
-                .map_err(anyhow::Error::msg)?;
+            let instances = n.init_plugins(plugins, ports).map_err(anyhow::Error::msg)?;
             Some(ns_per_call(&samples, || {
                 for instance in &instances {
                     black_box(instance.enumerate_with_properties());
@@ -578,17 +550,9 @@ fn enumerate_devices(
 /// Cost per operation as devices, plugins, threads and transfer sizes grow.
 fn scaling_table(
     settings: &Settings,
-    cache: &std::path::Path,
+    cache: &Path,
     native: Option<&NativePlugin>,
-) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> {
-    let header = vec![
-        "SCALING".to_string(),
-        "N".to_string(),
-        "ACCELHOST".to_string(),
-        "PER UNIT".to_string(),
-        "BASELINE".to_string(),
-        "RATIO".to_string(),
-    ];
+) -> anyhow::Result<Vec<Vec<String>>> {
     let mut rows = Vec::new();
     let bench = BenchHost::start(cache)?;
     let handle = bench.host.open(&bench.nlb0, OpenMode::Exclusive)?;
@@ -606,15 +570,13 @@ fn scaling_table(
             settings.samples
         };
         let nlb = median_of(samples, || measure::nlb0_gbps(&handle, bytes));
-        let memcpy = median_of(samples, || {
-            measure::memcpy_gbps(
-                &Settings {
-                    samples: 1,
-                    ..*settings
-                },
-                bytes as usize,
-            )
-        });
+        let memcpy = measure::memcpy_gbps(
+            &Settings {
+                samples,
+                ..*settings
+            },
+            bytes,
+        );
         rows.push(vec![
             "NLB0 loopback, transfer size".into(),
             size_text(bytes),
@@ -695,31 +657,24 @@ fn scaling_table(
     drop(mmio);
     handle.close()?;
     drop(bench);
-    for devices in [1usize, 10, 100, 1000] {
-        progress(&format!("scaling: enumerate, {devices} devices"));
-        let (accel, nat) = enumerate_devices(settings, native, 1, devices)?;
+    // (what, N, unit, plugins, ports): devices on one plugin, then plugins of 100 devices.
+    let one_plugin =
+        [1usize, 10, 100, 1000].map(|n| ("enumerate, devices on 1 plugin", n, "device", 1, n));
+    let hundreds =
+        [1usize, 2, 5, 10].map(|n| ("enumerate, plugins × 100 devices", n, "plugin", n, 100));
+    for (what, n, unit, plugins, ports) in one_plugin.into_iter().chain(hundreds) {
+        progress(&format!("scaling: enumerate, {n} {unit}s"));
+        let (accel, nat) = enumerate_devices(settings, cache, native, plugins, ports)?;
         rows.push(vec![
-            "enumerate, devices on 1 plugin".into(),
-            devices.to_string(),
+            what.into(),
+            n.to_string(),
             ns(accel),
-            format!("{} per device", ns(accel / devices as f64)),
+            format!("{} per {unit}", ns(accel / n as f64)),
             nat.map_or("-".into(), |v| format!("native {}", ns(v))),
             nat.map_or("-".into(), |v| format!("{:.1}×", accel / v)),
         ]);
     }
-    for plugins in [1usize, 2, 5, 10] {
-        progress(&format!("scaling: enumerate, {plugins} plugins"));
-        let (accel, nat) = enumerate_devices(settings, native, plugins, 100)?;
-        rows.push(vec![
-            "enumerate, plugins × 100 devices".into(),
-            plugins.to_string(),
-            ns(accel),
-            format!("{} per plugin", ns(accel / plugins as f64)),
-            nat.map_or("-".into(), |v| format!("native {}", ns(v))),
-            nat.map_or("-".into(), |v| format!("{:.1}×", accel / v)),
-        ]);
-    }
-    Ok((header, rows))
+    Ok(rows)
 }
 
 fn size_text(bytes: u64) -> String {

@@ -17,16 +17,10 @@ use accelhost::devices::{CheckedMmio, DeviceRegistry, OwnerId};
 
 use abi::{ABI_VERSION, NativePluginApi, NativeProperties};
 
-const EINVAL: i32 = libc_errno::EINVAL;
-const EBADF: i32 = libc_errno::EBADF;
-const EIO: i32 = libc_errno::EIO;
-
-/// The few errno values used here (kept local: no libc dependency).
-mod libc_errno {
-    pub const EIO: i32 = 5;
-    pub const EBADF: i32 = 9;
-    pub const EINVAL: i32 = 22;
-}
+// The few errno values used here (kept local: no libc dependency).
+const EIO: i32 = 5;
+const EBADF: i32 = 9;
+const EINVAL: i32 = 22;
 
 struct Device {
     port: Arc<dyn DflDevice>,
@@ -55,11 +49,10 @@ unsafe extern "C" fn init(config: *const u8, len: usize) -> *mut c_void {
         .into_iter()
         .map(|port| {
             let desc = port.desc();
-            let (guid_hi, guid_lo) = (desc.afu_id.high, desc.afu_id.low);
             Device {
                 properties: NativeProperties {
-                    guid_hi,
-                    guid_lo,
+                    guid_hi: desc.afu_id.high,
+                    guid_lo: desc.afu_id.low,
                     vendor_id: desc.vendor_id,
                     device_id: desc.device_id,
                     port_id: desc.port_id,

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use accelhost::config::{Config, ConfigSource, DeviceDecl, DeviceFamily};
-use accelhost::devices::MmioWindow;
 use accelhost::devices::dfl::DflDevice;
 use accelhost::devices::dfl::emu::EmulatedPort;
+use accelhost::devices::{DmaBudget, DmaMemory, MmioWindow, OwnerId};
 use accelhost::perf::PluginBench;
 use accelhost::workloads::{nlb0, vadd};
-use accelhost::{Arg, ComponentCache, Handle, Host, Kernel, MemoryKind, OpenMode, Token};
+use accelhost::{Arg, ComponentCache, Handle, Host, Kernel, MemoryKind, Token};
 
 #[path = "../../../benches/native-plugin/src/abi.rs"]
 pub mod abi;
@@ -125,10 +125,8 @@ pub struct NativePlugin {
 
 /// One instance of the native plugin (`init` … `fini`).
 pub struct NativeInstance<'a> {
-    /// The table.
-    pub api: &'a abi::NativePluginApi,
-    /// The plugin's context.
-    pub ctx: *mut c_void,
+    api: &'a abi::NativePluginApi,
+    ctx: *mut c_void,
 }
 
 impl Drop for NativeInstance<'_> {
@@ -210,6 +208,17 @@ impl NativePlugin {
             return Err("the native plugin refused its config".into());
         }
         Ok(NativeInstance { api: self.api, ctx })
+    }
+
+    /// One instance per plugin of [`config_of_plugins`]`(plugins, ports)`, on the same devices.
+    pub fn init_plugins(
+        &self,
+        plugins: usize,
+        ports: usize,
+    ) -> Result<Vec<NativeInstance<'_>>, String> {
+        (0..plugins)
+            .map(|p| self.init(&native_config(p, ports)))
+            .collect()
     }
 }
 
@@ -406,7 +415,7 @@ impl DirectEmulator {
     pub fn new() -> DirectEmulator {
         let device = EmulatedPort::new(&DeviceDecl::emulated("direct0", DeviceFamily::Dfl));
         let port = device
-            .open(true, accelhost::devices::OwnerId::fresh())
+            .open(true, OwnerId::fresh())
             .expect("opening an emulated port");
         let window = port.map_region(0).expect("mapping the AFU region");
         DirectEmulator {
@@ -455,30 +464,37 @@ impl Drop for Ioctl {
 /// memcpy bandwidth in GB/s for `bytes`, between two buffers allocated as DMA buffers are
 /// (anonymous mappings, transparent huge pages from 2 MiB, populated), so that the baseline
 /// and the device copy the same kind of memory.
-pub fn memcpy_gbps(settings: &Settings, bytes: usize) -> f64 {
-    let (src, dst) = memcpy_buffers(bytes);
-    let ns = ns_per_call(settings, || {
-        dst.copy_from(0, black_box(&src), 0, bytes as u64)
-            .expect("copy");
-    });
-    bytes as f64 / ns
+pub fn memcpy_gbps(settings: &Settings, bytes: u64) -> f64 {
+    let memcpy = Memcpy::new(bytes);
+    bytes as f64 / ns_per_call(settings, || memcpy.copy())
 }
 
-/// A source and a destination of `bytes` bytes for the memcpy baseline, touched.
-pub fn memcpy_buffers(
-    bytes: usize,
-) -> (
-    Arc<accelhost::devices::DmaMemory>,
-    Arc<accelhost::devices::DmaMemory>,
-) {
-    use accelhost::devices::{DmaBudget, DmaMemory, OwnerId};
-    let budget = DmaBudget::new(u64::MAX);
-    let owner = OwnerId::fresh();
-    let src = DmaMemory::allocate(bytes as u64, owner, &budget, false).expect("memory");
-    let dst = DmaMemory::allocate(bytes as u64, owner, &budget, false).expect("memory");
-    src.fill(0, bytes as u64, 0xAF).expect("fill");
-    dst.fill(0, bytes as u64, 0xBE).expect("fill");
-    (src, dst)
+/// The memcpy baseline: a source and a destination of `bytes` bytes, touched.
+pub struct Memcpy {
+    src: Arc<DmaMemory>,
+    dst: Arc<DmaMemory>,
+    bytes: u64,
+}
+
+impl Memcpy {
+    /// Allocates and fills both buffers.
+    pub fn new(bytes: u64) -> Memcpy {
+        let budget = DmaBudget::new(u64::MAX);
+        let owner = OwnerId::fresh();
+        let src = DmaMemory::allocate(bytes, owner, &budget, false).expect("memory");
+        let dst = DmaMemory::allocate(bytes, owner, &budget, false).expect("memory");
+        src.fill(0, bytes, 0xAF).expect("fill");
+        dst.fill(0, bytes, 0xBE).expect("fill");
+        Memcpy { src, dst, bytes }
+    }
+
+    /// One copy of every byte.
+    #[inline]
+    pub fn copy(&self) {
+        self.dst
+            .copy_from(0, black_box(&self.src), 0, self.bytes)
+            .expect("copy");
+    }
 }
 
 /// `len` zeroed `u32`s in an anonymous mapping with transparent huge pages, populated: the
@@ -616,10 +632,15 @@ pub fn bench_cache_dir() -> PathBuf {
     dir
 }
 
-/// A config of `ports` emulated NLB0 ports served by the dfl plugin, with room for 2 × 256 MiB
-/// of DMA buffers, plus the embedded default's xocl card and plugin.
-pub fn bench_config(ports: usize) -> Config {
-    config_of_plugins(1, ports, true)
+/// A config of one emulated NLB0 port served by the dfl plugin, with room for 2 × 256 MiB of
+/// DMA buffers, plus the embedded default's xocl card and plugin.
+pub fn bench_config() -> Config {
+    config_of_plugins(1, 1, true)
+}
+
+/// The declaration of port `d` of plugin `p`: an emulated NLB0 port.
+fn nlb0_port(p: usize, d: usize) -> String {
+    format!(r#"{{"id": "p{p}d{d}", "family": "dfl", "accelerator": "nlb0", "port_id": {d}}}"#)
 }
 
 /// `plugins` dfl plugins, each serving `ports` emulated NLB0 ports of its own; with `xocl`,
@@ -628,11 +649,7 @@ pub fn config_of_plugins(plugins: usize, ports: usize, xocl: bool) -> Config {
     let mut devices = Vec::new();
     let mut entries = Vec::new();
     for p in 0..plugins {
-        for d in 0..ports {
-            devices.push(format!(
-                r#"{{"id": "p{p}d{d}", "family": "dfl", "accelerator": "nlb0", "port_id": {d}}}"#
-            ));
-        }
+        devices.extend((0..ports).map(|d| nlb0_port(p, d)));
         let name = if p == 0 {
             "dfl".to_string()
         } else {
@@ -661,13 +678,7 @@ pub fn config_of_plugins(plugins: usize, ports: usize, xocl: bool) -> Config {
 
 /// The native plugin's config for `ports` ports of plugin `p` (the same device ids).
 pub fn native_config(p: usize, ports: usize) -> String {
-    let devices: Vec<String> = (0..ports)
-        .map(|d| {
-            format!(
-                r#"{{"id": "p{p}d{d}", "family": "dfl", "accelerator": "nlb0", "port_id": {d}}}"#
-            )
-        })
-        .collect();
+    let devices: Vec<String> = (0..ports).map(|d| nlb0_port(p, d)).collect();
     format!(r#"{{"devices": [{}], "plugins": []}}"#, devices.join(", "))
 }
 
@@ -685,7 +696,7 @@ impl BenchHost {
     /// Starts it with the bench's compile cache.
     pub fn start(cache: &Path) -> accelhost::Result<BenchHost> {
         let host = Host::builder()
-            .config(bench_config(1))
+            .config(bench_config())
             .cache_dir(cache)
             .trace(false)
             .build()?;
@@ -704,6 +715,25 @@ impl BenchHost {
             .expect("the bench config has an XRT card");
         Ok(BenchHost { host, nlb0, xocl })
     }
+}
+
+/// A host on [`config_of_plugins`]`(plugins, ports)` with the bench's compile cache, checked
+/// to enumerate every device.
+pub fn enumeration_host(cache: &Path, plugins: usize, ports: usize) -> anyhow::Result<Host> {
+    let host = Host::builder()
+        .config(config_of_plugins(plugins, ports, false))
+        .cache_dir(cache)
+        .trace(false)
+        .build()?;
+    let expected = plugins * ports;
+    let found = host.enumerate(&[]);
+    anyhow::ensure!(
+        found.tokens.len() == expected && found.failures.is_empty(),
+        "enumerate found {} devices ({} failures), expected {expected}",
+        found.tokens.len(),
+        found.failures.len()
+    );
+    Ok(host)
 }
 
 /// The tiny launch of the demo: `to = from + one`, one element.
@@ -740,15 +770,41 @@ pub fn tiny_launch_latencies(
 /// `PluginBench` for the dfl plugin of [`bench_config`].
 pub fn dfl_plugin_bench(cache: &Path) -> accelhost::Result<PluginBench> {
     PluginBench::new(
-        &bench_config(1),
+        &bench_config(),
         "dfl",
         ComponentCache::at(Some(cache.to_path_buf())),
     )
 }
 
-/// Opens `token` exclusively.
-pub fn open(host: &Host, token: &Token) -> Handle {
-    host.open(token, OpenMode::Exclusive).expect("open")
+/// One instantiation of the loaded plugin (the drop of the instance is not timed).
+pub fn time_instantiate(plugin: &PluginBench) -> Duration {
+    let started = Instant::now();
+    let instance = plugin.instantiate().expect("instantiate");
+    let elapsed = started.elapsed();
+    drop(instance);
+    elapsed
+}
+
+/// One start of the plugin from the on-disk cache, as a fresh process would (the stop is not
+/// timed).
+pub fn time_start_from_disk(plugin: &PluginBench) -> Duration {
+    accelhost::perf::forget_loaded();
+    let started = Instant::now();
+    let live = plugin.start().expect("plugin start");
+    let elapsed = started.elapsed();
+    drop(live);
+    elapsed
+}
+
+/// How much resident memory `n` started instances of the plugin add, in bytes.
+pub fn resident_of_started(plugin: &PluginBench, n: usize) -> u64 {
+    let before = resident_bytes();
+    let live: Vec<_> = (0..n)
+        .map(|_| plugin.start().expect("plugin start"))
+        .collect();
+    let after = resident_bytes();
+    drop(live);
+    after.saturating_sub(before)
 }
 
 /// Loads vadd with 4 compute units on an open XRT card.
@@ -756,12 +812,17 @@ pub fn vadd_kernel(handle: &Handle) -> Kernel {
     vadd::load(handle, 4).expect("loading the vadd xclbin")
 }
 
-/// NLB0 loopback bandwidth of `bytes` in GB/s (device time), verified.
-pub fn nlb0_gbps(handle: &Handle, bytes: u64) -> f64 {
+/// One NLB0 loopback of `bytes`, verified.
+pub fn nlb0_loopback(handle: &Handle, bytes: u64) -> nlb0::LoopbackReport {
     let report = nlb0::loopback(handle, bytes).expect("nlb0 loopback");
     assert!(
         report.verified(),
         "nlb0 loopback of {bytes} bytes did not verify"
     );
-    report.gigabytes_per_second()
+    report
+}
+
+/// NLB0 loopback bandwidth of `bytes` in GB/s (device time), verified.
+pub fn nlb0_gbps(handle: &Handle, bytes: u64) -> f64 {
+    nlb0_loopback(handle, bytes).gigabytes_per_second()
 }
