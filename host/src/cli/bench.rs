@@ -579,7 +579,7 @@ fn scaling_table(
         );
         rows.push(vec![
             "NLB0 loopback, transfer size".into(),
-            size_text(bytes),
+            super::table::size(bytes),
             format!("{nlb:.2} GB/s"),
             ns(bytes as f64 / nlb / (bytes as f64 / 4096.0)) + " per 4 KiB",
             format!("memcpy {memcpy:.2} GB/s"),
@@ -675,12 +675,4 @@ fn scaling_table(
         ]);
     }
     Ok(rows)
-}
-
-fn size_text(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        format!("{} MiB", bytes >> 20)
-    } else {
-        format!("{} KiB", bytes >> 10)
-    }
 }

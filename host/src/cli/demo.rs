@@ -73,16 +73,6 @@ fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
-/// `67108864` → `64 MiB`.
-fn human(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 /// One row of the table.
 struct Row {
     device: String,
@@ -119,10 +109,10 @@ fn run_nlb0(host: &Host, token: &Token, sizes: &[u64], rows: &mut Vec<Row>) {
     for &bytes in sizes {
         eprintln!(
             "running the hello_fpga loopback of {} on {} ...",
-            human(bytes),
+            table::size(bytes),
             token.id()
         );
-        let row = Row::new(token, "nlb0 loopback (hello_fpga)", human(bytes));
+        let row = Row::new(token, "nlb0 loopback (hello_fpga)", table::size(bytes));
         let outcome = host.open(token, OpenMode::Exclusive).and_then(|handle| {
             let report = nlb0::loopback(&handle, bytes);
             handle.close()?;
@@ -177,7 +167,7 @@ fn run_vadd(host: &Host, token: &Token, elements: &[u32], launches: u32, rows: &
         let row = Row::new(
             token,
             format!("vadd {} elements", count(n)),
-            human(u64::from(n) * 4),
+            table::size(u64::from(n) * 4),
         );
         rows.push(match vadd::run(&handle, &kernel, n) {
             Ok(report) if report.verified() => Row {
@@ -222,7 +212,7 @@ fn run_capi(host: &Host, token: &Token, rows: &mut Vec<Row>) {
                 let report = capi::memcpy_run(handle, 128, 32 * 1024)?;
                 (
                     "capi memcpy x128 + IRQ event".to_string(),
-                    human(report.bytes),
+                    table::size(report.bytes),
                     format!("{:.2}", report.gigabytes_per_second()),
                     report.verified(),
                 )
@@ -231,7 +221,7 @@ fn run_capi(host: &Host, token: &Token, rows: &mut Vec<Row>) {
                 let report = capi::vadd_run(handle, 1 << 20)?;
                 (
                     "capi vadd 1 Mi elements".to_string(),
-                    human(u64::from(report.elements) * 4),
+                    table::size(u64::from(report.elements) * 4),
                     format!("{:.2}", report.gigabytes_per_second()),
                     report.verified(),
                 )
@@ -493,9 +483,6 @@ mod tests {
         assert!(parse_size("100").is_err(), "not a multiple of 64");
         assert!(parse_size("1TiB").is_err());
         assert!(parse_size("0").is_err());
-        assert_eq!(human(64 << 20), "64 MiB");
-        assert_eq!(human(4096), "4 KiB");
-        assert_eq!(human(100), "100 B");
         assert_eq!(parse_count("16Mi"), Ok(16 << 20));
         assert_eq!(parse_count("1Ki"), Ok(1024));
         assert!(parse_count("0").is_err());

@@ -26,11 +26,29 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A byte count as people read it: `64 MiB`, `4 KiB`, `100 B` (the largest unit it is a whole
+/// number of).
+pub fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn columns_align() {
         let out = super::render(&["A", "BB"], &[vec!["long".into(), "x".into()]]);
         assert_eq!(out, "A     BB\nlong  x\n");
+    }
+
+    #[test]
+    fn sizes_use_the_largest_whole_unit() {
+        assert_eq!(super::size(64 << 20), "64 MiB");
+        assert_eq!(super::size(4096), "4 KiB");
+        assert_eq!(super::size(100), "100 B");
     }
 }

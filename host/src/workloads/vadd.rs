@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::devices::xocl::xclbin::XclbinBuilder;
 use crate::error::{Error, Result};
 use crate::types::Guid;
-use crate::{Arg, Handle, Kernel, MemoryKind, Token};
+use crate::{Arg, Event, Handle, Kernel, Memory, MemoryKind, Queue, Token};
 
 /// The uuid of the demo's vadd xclbin.
 pub const VADD_UUID: Guid = Guid::new(0x7661_6464_2d64_656d, 0x6f2d_7863_6c62_696e);
@@ -57,12 +57,12 @@ impl VaddReport {
 }
 
 /// Input `in1[i]` of the canonical run.
-fn in1(i: u32) -> u32 {
+pub fn in1(i: u32) -> u32 {
     i.wrapping_mul(2_654_435_761)
 }
 
 /// Input `in2[i]` of the canonical run.
-fn in2(i: u32) -> u32 {
+pub fn in2(i: u32) -> u32 {
     i ^ 0xA5A5_A5A5
 }
 
@@ -154,40 +154,86 @@ impl LaunchReport {
     }
 }
 
-/// Makes `launches` one-element launches on one in-order queue, each reading the previous
-/// output, and checks the final value.
-pub fn tiny_launches(handle: &Handle, kernel: &Kernel, launches: u32) -> Result<LaunchReport> {
-    let one = handle.alloc(MemoryKind::Host, 4)?;
-    let a = handle.alloc(MemoryKind::Host, 4)?;
-    let b = handle.alloc(MemoryKind::Host, 4)?;
-    one.write(0, &1u32.to_le_bytes())?;
-    a.write(0, &0u32.to_le_bytes())?;
-    let queue = handle.create_queue()?;
-    let started = Instant::now();
-    for i in 0..launches {
-        let (from, to) = if i.is_multiple_of(2) {
-            (&a, &b)
-        } else {
-            (&b, &a)
-        };
-        queue.enqueue_launch(
+/// One-element vadd launches on one in-order queue, each adding 1 to the previous output:
+/// after `n` launches the output of the last one holds `n`.
+pub struct TinyLaunchChain {
+    one: Memory,
+    a: Memory,
+    b: Memory,
+    queue: Queue,
+}
+
+impl TinyLaunchChain {
+    /// The buffers (the constant 1, and two outputs the launches alternate between, the first
+    /// at 0) and the queue.
+    pub fn new(handle: &Handle) -> Result<Self> {
+        let one = handle.alloc(MemoryKind::Host, 4)?;
+        let a = handle.alloc(MemoryKind::Host, 4)?;
+        let b = handle.alloc(MemoryKind::Host, 4)?;
+        one.write(0, &1u32.to_le_bytes())?;
+        a.write(0, &0u32.to_le_bytes())?;
+        Ok(TinyLaunchChain {
+            one,
+            a,
+            b,
+            queue: handle.create_queue()?,
+        })
+    }
+
+    /// Enqueues launch number `i` (counting from 0).
+    pub fn launch(&self, kernel: &Kernel, i: u64) -> Result<Event> {
+        let (from, to) = self.buffers(i);
+        self.queue.enqueue_launch(
             kernel,
             &[
                 Arg::Memory(from),
-                Arg::Memory(&one),
+                Arg::Memory(&self.one),
                 Arg::Memory(to),
                 Arg::U32(1),
             ],
-        )?;
+        )
     }
-    queue.finish()?;
+
+    /// Waits for every launch enqueued.
+    pub fn finish(&self) -> Result<()> {
+        self.queue.finish()
+    }
+
+    /// Whether the output after `launches` launches holds `launches`.
+    pub fn verify(&self, launches: u64) -> Result<bool> {
+        let last = if launches.is_multiple_of(2) {
+            &self.a
+        } else {
+            &self.b
+        };
+        let mut value = [0u8; 4];
+        last.read(0, &mut value)?;
+        Ok(u64::from(u32::from_le_bytes(value)) == launches)
+    }
+
+    /// The buffers launch `i` reads and writes.
+    fn buffers(&self, i: u64) -> (&Memory, &Memory) {
+        if i.is_multiple_of(2) {
+            (&self.a, &self.b)
+        } else {
+            (&self.b, &self.a)
+        }
+    }
+}
+
+/// Makes `launches` one-element launches on one in-order queue, each reading the previous
+/// output, and checks the final value.
+pub fn tiny_launches(handle: &Handle, kernel: &Kernel, launches: u32) -> Result<LaunchReport> {
+    let chain = TinyLaunchChain::new(handle)?;
+    let started = Instant::now();
+    for i in 0..u64::from(launches) {
+        chain.launch(kernel, i)?;
+    }
+    chain.finish()?;
     let elapsed = started.elapsed();
-    let last = if launches.is_multiple_of(2) { &a } else { &b };
-    let mut value = [0u8; 4];
-    last.read(0, &mut value)?;
     Ok(LaunchReport {
         launches,
         elapsed,
-        verified: u32::from_le_bytes(value) == launches,
+        verified: chain.verify(u64::from(launches))?,
     })
 }

@@ -16,7 +16,7 @@ use accelhost::devices::dfl::emu::EmulatedPort;
 use accelhost::devices::{DmaBudget, DmaMemory, MmioWindow, OwnerId};
 use accelhost::perf::PluginBench;
 use accelhost::workloads::{nlb0, vadd};
-use accelhost::{Arg, ComponentCache, Handle, Host, Kernel, MemoryKind, Token};
+use accelhost::{ComponentCache, Handle, Host, Kernel, Token};
 
 #[path = "../../../benches/native-plugin/src/abi.rs"]
 pub mod abi;
@@ -568,8 +568,8 @@ impl NativeVadd {
         let mut in1 = HugeWords::new(elements);
         let mut in2 = HugeWords::new(elements);
         for (i, (a, b)) in in1.iter_mut().zip(in2.iter_mut()).enumerate() {
-            *a = (i as u32).wrapping_mul(2_654_435_761);
-            *b = (i as u32) ^ 0xA5A5_A5A5;
+            *a = vadd::in1(i as u32);
+            *b = vadd::in2(i as u32);
         }
         NativeVadd {
             in1,
@@ -742,26 +742,11 @@ pub fn tiny_launch_latencies(
     kernel: &Kernel,
     launches: usize,
 ) -> accelhost::Result<Vec<f64>> {
-    let one = handle.alloc(MemoryKind::Host, 4)?;
-    let a = handle.alloc(MemoryKind::Host, 4)?;
-    let b = handle.alloc(MemoryKind::Host, 4)?;
-    one.write(0, &1u32.to_le_bytes())?;
-    a.write(0, &0u32.to_le_bytes())?;
-    let queue = handle.create_queue()?;
+    let chain = vadd::TinyLaunchChain::new(handle)?;
     let mut latencies = Vec::with_capacity(launches);
-    for i in 0..launches {
-        let (from, to) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+    for i in 0..launches as u64 {
         let started = Instant::now();
-        let event = queue.enqueue_launch(
-            kernel,
-            &[
-                Arg::Memory(from),
-                Arg::Memory(&one),
-                Arg::Memory(to),
-                Arg::U32(1),
-            ],
-        )?;
-        event.wait()?;
+        chain.launch(kernel, i)?.wait()?;
         latencies.push(started.elapsed().as_nanos() as f64);
     }
     Ok(latencies)
