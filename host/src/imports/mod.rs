@@ -168,24 +168,24 @@ impl PluginState {
     /// freed and their devices closed, and every completion still pending fails with `why`,
     /// waking its waiters. DMA memory, regions and images go with the table.
     pub(crate) fn release_all(&mut self, why: &str) {
-        for entry in self.table.iter_mut() {
+        for (_, entry) in self.table.iter_mut() {
             if let Some(device) = entry.downcast_mut::<XoclDeviceResource>() {
                 device.cancel_pending(why);
             }
         }
-        for entry in self.table.iter_mut() {
+        for (_, entry) in self.table.iter_mut() {
             if let Some(context) = entry.downcast_mut::<CxlContextResource>() {
                 context.context.take();
             } else if let Some(port) = entry.downcast_mut::<PortResource>() {
                 port.port.take();
             }
         }
-        for entry in self.table.iter_mut() {
+        for (_, entry) in self.table.iter_mut() {
             if let Some(bo) = entry.downcast_mut::<BoResource>() {
                 bo.free();
             }
         }
-        for entry in self.table.iter_mut() {
+        for (_, entry) in self.table.iter_mut() {
             if let Some(device) = entry.downcast_mut::<XoclDeviceResource>() {
                 device.client.take();
             }

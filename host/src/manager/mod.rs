@@ -489,7 +489,7 @@ impl PluginSlot {
         let max = self.policy().max_handles;
         let counted = self
             .open_handles
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            .try_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             });
         match counted {
@@ -516,7 +516,7 @@ impl PluginSlot {
         if self.generation.load(Ordering::Acquire) == generation {
             let _ = self
                 .open_handles
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+                .try_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }
     }
 }
