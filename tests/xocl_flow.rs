@@ -28,7 +28,9 @@ fn read_words(memory: &accelhost::Memory, count: usize) -> Vec<u32> {
     let mut bytes = vec![0u8; count * 4];
     memory.read(0, &mut bytes).unwrap();
     bytes
-        .chunks_exact(4)
+        .as_chunks::<4>()
+        .0
+        .iter()
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         .collect()
 }

@@ -24,16 +24,15 @@ pub fn run(data: &[u8]) {
     for line in text.lines() {
         sysfs_text(line);
     }
-    for word in data.chunks_exact(8) {
-        words(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+    for word in data.as_chunks::<8>().0 {
+        words(u64::from_le_bytes(*word));
     }
-    for chunk in data.chunks_exact(memcpy::WE_SIZE as usize) {
-        let bytes: &[u8; memcpy::WE_SIZE as usize] = chunk.try_into().expect("32 bytes");
+    for bytes in data.as_chunks::<{ memcpy::WE_SIZE as usize }>().0 {
         let element = memcpy::WorkElement::decode(bytes);
         assert_eq!(memcpy::WorkElement::decode(&element.encode()), element);
         assert_eq!(element.command(), element.cmd & memcpy::CMD_MASK);
     }
-    for chunk in data.chunks_exact(64) {
+    for chunk in data.as_chunks::<64>().0 {
         start_work(chunk);
     }
 }

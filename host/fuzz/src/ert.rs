@@ -10,8 +10,10 @@ use accelhost::devices::xocl::abi::{
 
 /// The little-endian u32 words of `data`.
 pub fn words(data: &[u8]) -> Vec<u32> {
-    data.chunks_exact(4)
-        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+    data.as_chunks::<4>()
+        .0
+        .iter()
+        .map(|w| u32::from_le_bytes(*w))
         .collect()
 }
 

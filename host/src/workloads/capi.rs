@@ -268,7 +268,9 @@ pub fn vadd_run(handle: &Handle, elements: u32) -> Result<VaddReport> {
     let mut result = vec![0u8; bytes as usize];
     out.read(0, &mut result)?;
     let mismatches = result
-        .chunks_exact(4)
+        .as_chunks::<4>()
+        .0
+        .iter()
         .enumerate()
         .filter(|(i, w)| {
             let i = *i as u32;

@@ -55,7 +55,9 @@ pub fn fill_source(buffer: &DmaBuffer, bytes: u64) -> Result<()> {
     while offset < bytes {
         let len = VERIFY_CHUNK.min(bytes - offset) as usize;
         for (i, line) in chunk[..len]
-            .chunks_exact_mut(nlb0::CACHE_LINE as usize)
+            .as_chunks_mut::<{ nlb0::CACHE_LINE as usize }>()
+            .0
+            .iter_mut()
             .enumerate()
         {
             let index = (offset / nlb0::CACHE_LINE) as u32 + i as u32;

@@ -123,7 +123,7 @@ pub fn run(handle: &Handle, kernel: &Kernel, elements: u32) -> Result<VaddReport
         let end = start.saturating_add(CHUNK).min(elements);
         let len = (end - start) as usize * 4;
         host_out.read(u64::from(start) * 4, &mut out[..len])?;
-        for (k, got) in out[..len].chunks_exact(4).enumerate() {
+        for (k, got) in out[..len].as_chunks::<4>().0.iter().enumerate() {
             let i = start + k as u32;
             let got = u32::from_le_bytes([got[0], got[1], got[2], got[3]]);
             if got != in1(i).wrapping_add(in2(i)) {

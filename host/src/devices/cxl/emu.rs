@@ -705,10 +705,11 @@ fn run_vadd(ctx: &Ctx) -> bool {
         let len = CHUNK.min(bytes - done) as usize;
         let _ = memory[0].0.read(memory[0].1 + done, &mut x[..len]);
         let _ = memory[1].0.read(memory[1].1 + done, &mut y[..len]);
-        for (a, b) in x[..len].chunks_exact_mut(4).zip(y[..len].chunks_exact(4)) {
-            let sum = u32::from_be_bytes([a[0], a[1], a[2], a[3]])
-                .wrapping_add(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-            a.copy_from_slice(&sum.to_be_bytes());
+        let (words_x, _) = x[..len].as_chunks_mut::<4>();
+        let (words_y, _) = y[..len].as_chunks::<4>();
+        for (a, b) in words_x.iter_mut().zip(words_y) {
+            let sum = u32::from_be_bytes(*a).wrapping_add(u32::from_be_bytes(*b));
+            *a = sum.to_be_bytes();
         }
         let _ = memory[2].0.write(memory[2].1 + done, &x[..len]);
         done += len as u64;

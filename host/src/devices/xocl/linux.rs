@@ -1539,8 +1539,10 @@ mod tests {
         let bytes = exec_packet(&words);
         assert_eq!(bytes.len(), words.len() * 4);
         let back: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .as_chunks::<4>()
+            .0
+            .iter()
+            .map(|c| u32::from_ne_bytes(*c))
             .collect();
         assert_eq!(back[0], 0x3000_F001);
         assert_eq!(back[1..], words[1..]);

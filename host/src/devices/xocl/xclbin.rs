@@ -762,7 +762,9 @@ fn section_table(bytes: &[u8]) -> Result<Vec<Section>, XclbinError> {
     }
     let table = &bytes[SECTION_TABLE_OFFSET..end as usize];
     table
-        .chunks_exact(SECTION_HEADER_SIZE)
+        .as_chunks::<SECTION_HEADER_SIZE>()
+        .0
+        .iter()
         .enumerate()
         .map(|(index, header)| {
             let kind = u32_at(header, 0);
