@@ -32,7 +32,7 @@ pub unsafe extern "C" fn accelhostGetPlugins(
                 PluginStatus::Restarting { reason, .. } => {
                     (ACCELHOST_PLUGIN_RESTARTING, reason.clone())
                 }
-                PluginStatus::Faulted { reason } => (ACCELHOST_PLUGIN_FAULTED, reason.clone()),
+                PluginStatus::Faulted { reason, .. } => (ACCELHOST_PLUGIN_FAULTED, reason.clone()),
                 _ => (ACCELHOST_PLUGIN_STOPPED, String::new()),
             };
             let mut out = accelhost_plugin_info {

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::config::ConfigError;
 use crate::devices::{MmioFault, RangeError};
+use crate::text::inert;
 
 /// The result type of the embedding API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -87,6 +88,85 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+/// Why a plugin instance was ended. Callers and the C API match on it; the fault's `reason`
+/// says the same for people, with what the plugin printed last.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum FaultCause {
+    /// A WebAssembly trap (a Rust plugin's panic is an `unreachable`), or a host import
+    /// refusing a forged or stale handle.
+    Trap {
+        /// What trapped, as wasmtime names it, such as `wasm trap: wasm \`unreachable\`
+        /// instruction executed`.
+        trap: String,
+    },
+    /// The call ran past `load_policy.call_timeout_ms`.
+    Deadline {
+        /// The deadline, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// [`Host::cancel`](crate::Host::cancel) stopped the call.
+    Cancelled,
+    /// Its linear memories grew past `load_policy.memory_mib`.
+    MemoryLimit {
+        /// The limit, in MiB.
+        limit_mib: u64,
+    },
+    /// Its tables grew past `load_policy.max_table_elements`.
+    TableLimit {
+        /// The limit, in elements.
+        limit: u64,
+    },
+    /// It used up `load_policy.fuel` in one call.
+    Fuel {
+        /// The fuel of one call.
+        fuel: u64,
+    },
+    /// It hit another limit of its load policy or of the host; `field` names it, such as
+    /// `load_policy.max_resources` or `load_policy.host_memory_mib`.
+    ResourceLimit {
+        /// The config field (or host constant) that sets the limit.
+        field: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// It spent more than `load_policy.busy_percent` of its time in calls, starving its
+    /// callers.
+    TimeBudget {
+        /// `load_policy.busy_percent`.
+        percent: u32,
+        /// `load_policy.busy_window_ms`.
+        window_ms: u64,
+    },
+    /// It answered out of bounds: too many devices, strings too long, duplicate tokens or
+    /// names.
+    RefusedAnswer,
+    /// It called WASI's `exit`.
+    Exited {
+        /// The exit status it gave.
+        status: i32,
+    },
+}
+
+impl FaultCause {
+    /// A short stable name for the cause, such as `deadline` (for metrics and scripts).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultCause::Trap { .. } => "trap",
+            FaultCause::Deadline { .. } => "deadline",
+            FaultCause::Cancelled => "cancelled",
+            FaultCause::MemoryLimit { .. } => "memory-limit",
+            FaultCause::TableLimit { .. } => "table-limit",
+            FaultCause::Fuel { .. } => "fuel",
+            FaultCause::ResourceLimit { .. } => "resource-limit",
+            FaultCause::TimeBudget { .. } => "time-budget",
+            FaultCause::RefusedAnswer => "refused-answer",
+            FaultCause::Exited { .. } => "exited",
+        }
+    }
+}
+
 /// Everything that can go wrong in the embedding API.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -97,7 +177,11 @@ pub enum Error {
 
     /// A plugin could not be started: its module could not be read, compiled or instantiated,
     /// or its `configure` or `initialize` failed.
-    #[error("plugin '{plugin}' ({module}) cannot be loaded: {reason}")]
+    #[error(
+        "plugin '{plugin}' ({}) cannot be loaded: {}",
+        inert(module),
+        inert(reason)
+    )]
     Load {
         /// The plugin's name in the config.
         plugin: String,
@@ -109,8 +193,10 @@ pub enum Error {
 
     /// A plugin was built for a version of the WIT interface this host does not implement.
     #[error(
-        "plugin '{plugin}' ({module}) was built for accel:plugin@{plugin_version}, but this host \
-         implements accel:plugin@{host_version}; rebuild the plugin against accel:plugin@{host_version}"
+        "plugin '{plugin}' ({}) was built for accel:plugin@{}, but this host implements \
+         accel:plugin@{host_version}; rebuild the plugin against accel:plugin@{host_version}",
+        inert(module),
+        inert(plugin_version)
     )]
     IncompatibleInterface {
         /// The plugin's name in the config.
@@ -125,7 +211,7 @@ pub enum Error {
 
     /// A call into a plugin returned an error (the host also raises it, with `no-space`, when
     /// it cannot track another open handle).
-    #[error("plugin '{plugin}': {call} failed ({code}): {message}")]
+    #[error("plugin '{plugin}': {call} failed ({code}): {}", inert(message))]
     Plugin {
         /// The plugin's name in the config.
         plugin: String,
@@ -140,19 +226,27 @@ pub enum Error {
     /// A plugin trapped, overran its deadline, hit a limit, answered out of bounds or was
     /// cancelled; its instance was ended, everything it handed out was revoked, and its load
     /// policy decides whether a fresh instance starts.
-    #[error("plugin '{plugin}' faulted in {call} and was stopped: {reason}")]
+    #[error(
+        "plugin '{plugin}' faulted in {call} and was stopped: {}",
+        inert(reason)
+    )]
     Faulted {
         /// The plugin's name in the config.
         plugin: String,
         /// The plugin export it faulted in.
         call: &'static str,
-        /// The trap or deadline overrun, with its root cause.
+        /// Why, for programs.
+        cause: FaultCause,
+        /// Why, for people: the cause with its details and what the plugin printed last.
         reason: String,
     },
 
     /// A plugin is not running (it failed to load, faulted, was stopped or is disabled), so
     /// the call was not made.
-    #[error("plugin '{plugin}' is not running ({state}); {call} cannot be served")]
+    #[error(
+        "plugin '{plugin}' is not running ({}); {call} cannot be served",
+        inert(state)
+    )]
     PluginUnavailable {
         /// The plugin's name in the config.
         plugin: String,
@@ -163,7 +257,7 @@ pub enum Error {
     },
 
     /// A token, handle, buffer or region outlived what it refers to.
-    #[error("{what} is no longer valid: {why}")]
+    #[error("{what} is no longer valid: {}", inert(why))]
     Stale {
         /// What was used, such as `handle` or `DMA buffer`.
         what: &'static str,
@@ -172,7 +266,7 @@ pub enum Error {
     },
 
     /// An application's access to an MMIO region was refused or failed.
-    #[error("MMIO on {device}: {fault}")]
+    #[error("MMIO on {}: {fault}", inert(device))]
     Mmio {
         /// The device the region belongs to, by the name grants use (`emu:dfl0`, a `/dev` path).
         device: String,
@@ -181,7 +275,7 @@ pub enum Error {
     },
 
     /// An application's access to a DMA buffer was out of range or misaligned.
-    #[error("DMA buffer {id} on {device}: {source}")]
+    #[error("DMA buffer {id} on {}: {source}", inert(device))]
     Buffer {
         /// The device the buffer was prepared for, by its id (`plugin/name`).
         device: String,
@@ -192,7 +286,10 @@ pub enum Error {
     },
 
     /// A wait on the host (such as a poll of a DMA buffer word) ran past its timeout.
-    #[error("waiting on {what} timed out after {waited_ms} ms (last value {last:#x})")]
+    #[error(
+        "waiting on {} timed out after {waited_ms} ms (last value {last:#x})",
+        inert(what)
+    )]
     WaitTimeout {
         /// What was waited on, for people.
         what: String,
@@ -203,7 +300,7 @@ pub enum Error {
     },
 
     /// The application passed an argument the host refuses without asking a plugin.
-    #[error("invalid argument to {call}: {message}")]
+    #[error("invalid argument to {call}: {}", inert(message))]
     InvalidArgument {
         /// The API call or workload that refused it, such as `open`.
         call: &'static str,
@@ -212,7 +309,7 @@ pub enum Error {
     },
 
     /// A device reported a failure outside any plugin call (such as an NLB0 test error).
-    #[error("{device}: {message}")]
+    #[error("{}: {}", inert(device), inert(message))]
     Device {
         /// The device's id (`plugin/name`).
         device: String,
@@ -221,7 +318,7 @@ pub enum Error {
     },
 
     /// A failure that is not the caller's, such as the wasm runtime failing to start.
-    #[error("internal error: {0}")]
+    #[error("internal error: {}", inert(.0))]
     Internal(String),
 }
 
@@ -247,6 +344,14 @@ impl Error {
             Error::WaitTimeout { .. } => ErrorCode::Timeout,
             Error::Device { .. } => ErrorCode::DeviceError,
             Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// Why a plugin faulted, for [`Error::Faulted`].
+    pub fn fault_cause(&self) -> Option<&FaultCause> {
+        match self {
+            Error::Faulted { cause, .. } => Some(cause),
+            _ => None,
         }
     }
 

@@ -30,6 +30,7 @@ mod manager;
 #[doc(hidden)]
 pub mod perf;
 mod runtime;
+pub mod text;
 mod trace;
 pub mod types;
 pub mod workloads;
@@ -40,7 +41,7 @@ pub use api::{
     Properties, Queue, Token, host_matches, local_hostname,
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, FaultCause, Result};
 pub use manager::{PluginInfo, PluginStatus, check_module};
 pub use runtime::{
     CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, POOL_ENV, WIT_PACKAGE, WIT_VERSION,

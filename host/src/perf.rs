@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::config::{Config, PluginEntry};
-use crate::devices::{DeviceRegistry, DmaBudget, OwnerId};
+use crate::devices::DeviceRegistry;
 use crate::error::{Error, Result};
 use crate::imports::{LogBudget, PluginContext};
 use crate::manager::PluginSlot;
@@ -43,17 +43,13 @@ impl PluginBench {
             })?;
         let devices = Arc::new(DeviceRegistry::from_config(config));
         let loaded = crate::manager::load_module(&entry, &cache)?;
-        let ctx = Arc::new(PluginContext {
-            name: entry.name.clone(),
-            grants: entry.grants.clone(),
-            policy: entry.load_policy,
-            devices: devices.clone(),
-            owner: OwnerId::fresh(),
-            dma_budget: DmaBudget::new(entry.grants.dma_memory_mib << 20),
-            trace: false,
-            log: LogBudget::new(entry.load_policy.log_bytes_per_second),
-            control: Arc::default(),
-        });
+        let ctx = PluginContext::new(
+            &entry,
+            devices.clone(),
+            false,
+            LogBudget::new(entry.load_policy.log_bytes_per_second),
+            Arc::default(),
+        );
         Ok(PluginBench {
             entry,
             devices,

@@ -5,6 +5,8 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
+use crate::text::inert;
+
 /// Environment variable that switches boundary tracing on (`1`, `true`, `on` or `yes`).
 pub const TRACE_ENV: &str = "ACCELHOST_TRACE";
 
@@ -44,8 +46,8 @@ pub fn record(
         target: "accelhost::trace",
         plugin,
         call,
-        args = args.trim_end(),
-        result = ?result,
+        args = %inert(args.trim_end()),
+        result = %inert(&format!("{result:?}")),
         nanos = elapsed.as_nanos() as u64,
         "{direction}"
     );

@@ -1,5 +1,6 @@
 //! [`Host`]: the entry point of the embedding API.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use crate::manager::lease::Lease;
 use crate::manager::{Manager, OpenHandle, PluginInfo, PluginSlot};
 use crate::runtime::ComponentCache;
 use crate::runtime::bindings::exports::accel::plugin::discovery::Discovered;
+use crate::text::inert;
 
 /// A loaded plugin list. Cheap to clone and shareable between threads; the plugins are
 /// finalized and their instances dropped when the last clone (and the last handle opened
@@ -163,39 +165,41 @@ impl Host {
     /// across all running plugins. A plugin whose `supports-host` / `supports-device` answer
     /// rules out every filter is not asked to enumerate.
     pub fn enumerate(&self, filters: &[Filter]) -> Enumeration {
+        let running: Vec<&Arc<PluginSlot>> = self
+            .inner
+            .manager
+            .slots
+            .iter()
+            .filter(|slot| matches!(slot.status(), crate::manager::PluginStatus::Running))
+            .collect();
+        // Each plugin answers on a thread of its own, within its own deadline, so a slow
+        // plugin delays nobody else's devices.
+        let answers: Vec<Result<Vec<Token>>> = match running.as_slice() {
+            [] => Vec::new(),
+            [only] => vec![enumerate_one(only, filters)],
+            several => std::thread::scope(|scope| {
+                let asked: Vec<_> = several
+                    .iter()
+                    .map(|slot| scope.spawn(|| enumerate_one(slot, filters)))
+                    .collect();
+                asked
+                    .into_iter()
+                    .zip(several)
+                    .map(|(asked, slot)| {
+                        asked.join().unwrap_or_else(|_| {
+                            Err(Error::Internal(format!(
+                                "enumerating plugin '{}' panicked",
+                                slot.name()
+                            )))
+                        })
+                    })
+                    .collect()
+            }),
+        };
         let mut found = Enumeration::default();
-        for slot in &self.inner.manager.slots {
-            if !matches!(slot.status(), crate::manager::PluginStatus::Running) {
-                continue;
-            }
-            let wit_filters = match prefilter(slot, filters) {
-                Ok(Some(kept)) => kept,
-                Ok(None) => continue,
-                Err(err) => {
-                    found.failures.push(err);
-                    continue;
-                }
-            };
-            let result = slot.call_in(
-                "enumerate",
-                None,
-                format_args!("filters={}", wit_filters.len()),
-                |p, s| p.accel_plugin_discovery().call_enumerate(s, &wit_filters),
-                accept_devices,
-            );
-            match result {
-                Ok((devices, ticket)) => {
-                    for (token, properties) in devices {
-                        if filters.is_empty() || filters.iter().any(|f| f.matches(&properties)) {
-                            found.tokens.push(Token::new(
-                                slot.clone(),
-                                ticket.clone(),
-                                token,
-                                properties,
-                            ));
-                        }
-                    }
-                }
+        for answer in answers {
+            match answer {
+                Ok(tokens) => found.tokens.extend(tokens),
                 Err(err) => found.failures.push(err),
             }
         }
@@ -253,8 +257,29 @@ impl Host {
     }
 }
 
+/// The devices of one plugin that match `filters`.
+fn enumerate_one(slot: &Arc<PluginSlot>, filters: &[Filter]) -> Result<Vec<Token>> {
+    let Some(wit_filters) = prefilter(slot, filters)? else {
+        return Ok(Vec::new());
+    };
+    let (devices, ticket) = slot.call_in(
+        "enumerate",
+        None,
+        format_args!("filters={}", wit_filters.len()),
+        |p, s| p.accel_plugin_discovery().call_enumerate(s, &wit_filters),
+        accept_devices,
+    )?;
+    Ok(devices
+        .into_iter()
+        .filter(|(_, properties)| {
+            filters.is_empty() || filters.iter().any(|f| f.matches(properties))
+        })
+        .map(|(token, properties)| Token::new(slot.clone(), ticket.clone(), token, properties))
+        .collect())
+}
+
 /// An `enumerate` answer as the host keeps it; refused when it lists more devices, or longer
-/// properties, than the host accepts.
+/// properties, than the host accepts, or names two devices with one token or one name.
 fn accept_devices(devices: Vec<Discovered>) -> std::result::Result<Vec<(u64, Properties)>, String> {
     if devices.len() > MAX_DEVICES {
         return Err(format!(
@@ -262,9 +287,23 @@ fn accept_devices(devices: Vec<Discovered>) -> std::result::Result<Vec<(u64, Pro
             devices.len()
         ));
     }
+    let mut tokens = HashSet::with_capacity(devices.len());
+    let mut names = HashSet::with_capacity(devices.len());
     devices
         .into_iter()
-        .map(|d| Ok((d.token, Properties::from_plugin(d.properties)?)))
+        .map(|d| {
+            let properties = Properties::from_plugin(d.properties)?;
+            if !tokens.insert(d.token) {
+                return Err(format!("it listed token {} twice", d.token));
+            }
+            if !names.insert(properties.name.clone()) {
+                return Err(format!(
+                    "it listed two devices named '{}'",
+                    inert(&properties.name)
+                ));
+            }
+            Ok((d.token, properties))
+        })
         .collect()
 }
 

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use accelhost::text::inert;
 use accelhost::{ComponentCache, Config};
 
 #[derive(clap::Args)]
@@ -38,8 +39,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         match accelhost::check_module(entry, &cache) {
             Ok(version) => println!(
-                "  plugin '{}' ({}): ok, built for accel:plugin@{version}",
-                entry.name, entry.module_text
+                "  plugin '{}' ({}): ok, built for accel:plugin@{}",
+                entry.name,
+                entry.module_text,
+                inert(&version)
             ),
             Err(err) => {
                 failed = true;

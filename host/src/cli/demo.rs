@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use accelhost::config::{Config, ModuleSource, OnFault, PluginEntry};
+use accelhost::config::{Config, DeviceFamily, ModuleSource, OnFault, PluginEntry};
+use accelhost::text::inert;
 use accelhost::workloads::{capi, nlb0, vadd};
 use accelhost::{ErrorCode, Filter, Host, OpenMode, PluginStatus, Token};
 use anyhow::bail;
@@ -110,7 +111,7 @@ fn run_nlb0(host: &Host, token: &Token, sizes: &[u64], rows: &mut Vec<Row>) {
         eprintln!(
             "running the hello_fpga loopback of {} on {} ...",
             table::size(bytes),
-            token.id()
+            inert(&token.id())
         );
         let row = Row::new(token, "nlb0 loopback (hello_fpga)", table::size(bytes));
         let outcome = host.open(token, OpenMode::Exclusive).and_then(|handle| {
@@ -149,7 +150,7 @@ fn run_vadd(host: &Host, token: &Token, elements: &[u32], launches: u32, rows: &
     };
     eprintln!(
         "loading the vadd xclbin (4 compute units) on {} ...",
-        token.id()
+        inert(&token.id())
     );
     let kernel = match vadd::load(&handle, 4) {
         Ok(kernel) => kernel,
@@ -162,7 +163,7 @@ fn run_vadd(host: &Host, token: &Token, elements: &[u32], launches: u32, rows: &
         eprintln!(
             "running vadd on {} elements on {} ...",
             count(n),
-            token.id()
+            inert(&token.id())
         );
         let row = Row::new(
             token,
@@ -187,7 +188,7 @@ fn run_vadd(host: &Host, token: &Token, elements: &[u32], launches: u32, rows: &
     if launches > 0 {
         eprintln!(
             "making {launches} tiny vadd launches on one queue on {} ...",
-            token.id()
+            inert(&token.id())
         );
         let row = Row::new(token, format!("vadd x{launches} tiny launches"), "4 B");
         rows.push(match vadd::tiny_launches(&handle, &kernel, launches) {
@@ -228,7 +229,11 @@ fn run_capi(host: &Host, token: &Token, rows: &mut Vec<Row>) {
             }
         })
     };
-    eprintln!("running the {function} AFU on {} ...", token.id());
+    eprintln!(
+        "running the {} AFU on {} ...",
+        inert(&function),
+        inert(&token.id())
+    );
     let outcome = host.open(token, OpenMode::Exclusive).and_then(|handle| {
         let result = run(&handle);
         handle.close()?;
@@ -246,6 +251,44 @@ fn run_capi(host: &Host, token: &Token, rows: &mut Vec<Row>) {
         }
         Err(err) => Row::new(token, format!("capi {function}"), "-").failed(err),
     });
+}
+
+/// The family whose canonical workload `token` looks made for, by what its plugin reported.
+fn workload_family(token: &Token) -> Option<DeviceFamily> {
+    if nlb0::is_nlb0(token) {
+        Some(DeviceFamily::Dfl)
+    } else if vadd::is_xocl(token) {
+        Some(DeviceFamily::Xocl)
+    } else if capi::is_cxl(token) && matches!(capi::node_kind(token), Some('s' | 'd')) {
+        Some(DeviceFamily::Cxl)
+    } else {
+        None
+    }
+}
+
+/// Whether the plugin that reported `token` is believed about `family`'s devices: any plugin
+/// can report a device that looks like another's, so the canonical workloads run only on the
+/// family's shipped plugin and on plugins the config trusts for it.
+fn trusted(host: &Host, token: &Token, family: DeviceFamily) -> bool {
+    host.config()
+        .plugins
+        .iter()
+        .find(|p| p.name == token.plugin())
+        .is_some_and(|p| p.is_trusted_for(family))
+}
+
+/// The row of a device that looks like `family`'s but whose plugin is not trusted for it.
+fn untrusted(token: &Token, family: DeviceFamily) -> Row {
+    let name = family.name();
+    Row {
+        result: format!(
+            "skipped: looks like a {name} device, but plugin '{}' is not the shipped one \
+             (builtin:{name}) and its config entry does not list \"{name}\" in trusted_for",
+            token.plugin()
+        ),
+        ok: true,
+        ..Row::new(token, format!("{name} canonical workload"), "-")
+    }
 }
 
 /// `16777216` → `16 Mi`.
@@ -275,6 +318,7 @@ fn add_chaos(config: &mut Config) -> anyhow::Result<()> {
         load_policy: Default::default(),
         grants: Default::default(),
         enabled: true,
+        trusted_for: Vec::new(),
     };
     entry.load_policy.on_fault = OnFault::Restart;
     entry.load_policy.restart_backoff_ms = CHAOS_BACKOFF_MS;
@@ -425,12 +469,19 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             scope.spawn(|| run_faults(&host, token, started))
         });
         for token in &found.tokens {
-            if nlb0::is_nlb0(token) {
-                run_nlb0(&host, token, &args.sizes, &mut rows);
-            } else if vadd::is_xocl(token) {
-                run_vadd(&host, token, &args.elements, args.launches, &mut rows);
-            } else if capi::is_cxl(token) && matches!(capi::node_kind(token), Some('s' | 'd')) {
-                run_capi(&host, token, &mut rows);
+            let Some(family) = workload_family(token) else {
+                continue;
+            };
+            if !trusted(&host, token, family) {
+                rows.push(untrusted(token, family));
+                continue;
+            }
+            match family {
+                DeviceFamily::Dfl => run_nlb0(&host, token, &args.sizes, &mut rows),
+                DeviceFamily::Xocl => {
+                    run_vadd(&host, token, &args.elements, args.launches, &mut rows)
+                }
+                DeviceFamily::Cxl => run_capi(&host, token, &mut rows),
             }
         }
         faults.map(|f| f.join().expect("the fault thread"))

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use accelhost::text::{inert, inert_json};
 use accelhost::{BusAddress, Token};
 use anyhow::bail;
 
@@ -27,34 +28,49 @@ pub fn select<'a>(tokens: &'a [Token], wanted: &str) -> anyhow::Result<&'a Token
         .iter()
         .filter(|t| t.properties().name == wanted)
         .collect();
-    if by_name.len() == 1 {
-        return Ok(by_name[0]);
-    }
-    if by_name.len() > 1 {
-        let ids: Vec<String> = by_name.iter().map(|t| t.id()).collect();
-        bail!(
-            "'{wanted}' names several devices ({}); use the full id",
-            ids.join(", ")
-        );
-    }
-    let by_address = wanted.parse::<BusAddress>().ok().and_then(|address| {
-        tokens
-            .iter()
-            .find(|t| t.properties().bus_address == Some(address))
-    });
-    let by_index = || wanted.parse::<usize>().ok().and_then(|i| tokens.get(i));
-    if let Some(token) = by_address.or_else(by_index) {
-        return Ok(token);
-    }
-    let ids: Vec<String> = tokens.iter().map(|t| t.id()).collect();
-    bail!(
-        "no device '{wanted}'; devices: {}",
-        if ids.is_empty() {
-            "none".into()
-        } else {
-            ids.join(", ")
+    let candidates = if by_name.is_empty() {
+        match wanted.parse::<BusAddress>() {
+            Ok(address) => tokens
+                .iter()
+                .filter(|t| t.properties().bus_address == Some(address))
+                .collect(),
+            Err(_) => wanted
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| tokens.get(i))
+                .into_iter()
+                .collect(),
         }
-    )
+    } else {
+        by_name
+    };
+    match candidates.as_slice() {
+        [token] => Ok(token),
+        [] => {
+            let ids: Vec<String> = tokens.iter().map(|t| t.id()).collect();
+            bail!(
+                "no device '{}'; devices: {}",
+                inert(wanted),
+                if ids.is_empty() {
+                    "none".into()
+                } else {
+                    inert(&ids.join(", ")).into_owned()
+                }
+            )
+        }
+        several => {
+            let ids: Vec<String> = several
+                .iter()
+                .map(|t| format!("  {}", inert(&t.id())))
+                .collect();
+            bail!(
+                "'{}' names {} devices; use one of their full ids:\n{}",
+                inert(wanted),
+                several.len(),
+                ids.join("\n")
+            )
+        }
+    }
 }
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
@@ -67,7 +83,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&DeviceEntry::new(token))?
+            inert_json(serde_json::to_string_pretty(&DeviceEntry::new(token))?)
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -93,11 +109,9 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         ),
         ("parent", opt(p.parent.map(|t| t.to_string()))),
     ];
-    for (key, value) in lines {
-        println!("{key:<14} {value}");
-    }
-    for (key, value) in &p.extras {
-        println!("{key:<14} {value}");
+    let extras = p.extras.iter().map(|(k, v)| (k.as_str(), v.clone()));
+    for (key, value) in lines.into_iter().chain(extras) {
+        println!("{:<14} {}", inert(key), inert(&value));
     }
     Ok(ExitCode::SUCCESS)
 }

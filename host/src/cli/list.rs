@@ -7,6 +7,7 @@ use accelhost::{Filter, Guid, Token};
 use serde::Serialize;
 
 use super::table;
+use accelhost::text::inert_json;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -60,7 +61,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         let entries: Vec<DeviceEntry> = found.tokens.iter().map(DeviceEntry::new).collect();
-        println!("{}", serde_json::to_string_pretty(&entries)?);
+        println!("{}", inert_json(serde_json::to_string_pretty(&entries)?));
         return Ok(ExitCode::SUCCESS);
     }
     if found.tokens.is_empty() {

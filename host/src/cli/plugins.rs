@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::table;
+use accelhost::text::inert_json;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -16,7 +17,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let host = super::start_host(config)?;
     let plugins = host.plugins();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&plugins)?);
+        println!("{}", inert_json(serde_json::to_string_pretty(&plugins)?));
         return Ok(ExitCode::SUCCESS);
     }
     println!(

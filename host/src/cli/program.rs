@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use accelhost::OpenMode;
+use accelhost::text::inert;
 use anyhow::Context;
 
 #[derive(clap::Args)]
@@ -66,7 +67,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         args.image.display(),
         image.len(),
         args.slot,
-        token.id()
+        inert(&token.id())
     );
     let started = Instant::now();
     let handle = host.open(token, OpenMode::Exclusive)?;
@@ -74,7 +75,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     handle.close()?;
     println!(
         "{}: loaded {} in {:.1} ms",
-        token.id(),
+        inert(&token.id()),
         args.image.display(),
         started.elapsed().as_secs_f64() * 1e3
     );

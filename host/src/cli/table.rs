@@ -1,9 +1,16 @@
 //! Plain-text tables with aligned columns.
 
-/// Renders `rows` under `header`, each column as wide as its widest cell.
+use accelhost::text::inert;
+
+/// Renders `rows` under `header`, each column as wide as its widest cell. Cells often hold
+/// what a plugin chose (names, hosts, reasons), so every cell is made inert first.
 pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| inert(cell).into_owned()).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.chars().count());
         }
@@ -20,7 +27,7 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         out.push('\n');
     };
     line(header.to_vec());
-    for row in rows {
+    for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
     out
@@ -43,6 +50,12 @@ mod tests {
     fn columns_align() {
         let out = super::render(&["A", "BB"], &[vec!["long".into(), "x".into()]]);
         assert_eq!(out, "A     BB\nlong  x\n");
+    }
+
+    #[test]
+    fn cells_are_inert() {
+        let out = super::render(&["A"], &[vec!["x\u{1b}]0;t\u{7}\ry".into()]]);
+        assert_eq!(out, "A\nx\\e]0;t\\u{7}\\ry\n");
     }
 
     #[test]

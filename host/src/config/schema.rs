@@ -31,6 +31,8 @@ struct RawPlugin {
     grants: Grants,
     #[serde(default = "yes")]
     enabled: bool,
+    #[serde(default)]
+    trusted_for: Vec<DeviceFamily>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -59,6 +61,19 @@ pub struct PluginEntry {
     pub grants: Grants,
     /// A disabled plugin is listed but not loaded.
     pub enabled: bool,
+    /// Families whose canonical workloads `accelhost demo` may run on this plugin's devices,
+    /// besides the family's own shipped plugin (`trusted_for`). Any plugin can dress a device
+    /// up as another's; only these are believed.
+    pub trusted_for: Vec<DeviceFamily>,
+}
+
+impl PluginEntry {
+    /// Whether devices this plugin reports as `family`'s are believed: it is the family's
+    /// shipped plugin, or the config trusts it for the family.
+    pub fn is_trusted_for(&self, family: DeviceFamily) -> bool {
+        self.module == ModuleSource::Builtin(family.name().into())
+            || self.trusted_for.contains(&family)
+    }
 }
 
 /// Where a plugin's component comes from.
@@ -113,6 +128,18 @@ pub struct LoadPolicy {
     /// Log bytes (lines and stdout/stderr) per second; the rest is dropped and counted.
     #[serde(default = "default_log_bytes_per_second")]
     pub log_bytes_per_second: u64,
+    /// Cap on the host memory the plugin's requests occupy, in MiB: queued device commands,
+    /// waits, memory watches, kept messages and the host objects behind its resources.
+    #[serde(default = "default_host_memory_mib")]
+    pub host_memory_mib: u64,
+    /// The share of time the plugin may spend in calls, in percent of `busy_window_ms`; a
+    /// plugin that takes more starves its callers and is faulted.
+    #[serde(default = "default_busy_percent")]
+    pub busy_percent: u32,
+    /// The window `busy_percent` is measured over, in milliseconds. A burst of
+    /// `busy_window_ms × busy_percent / 100` (at least one whole `call_timeout_ms`) is allowed.
+    #[serde(default = "default_busy_window_ms")]
+    pub busy_window_ms: u64,
 }
 
 fn default_max_restarts() -> u32 {
@@ -142,6 +169,15 @@ fn default_max_handles() -> u32 {
 fn default_log_bytes_per_second() -> u64 {
     256 * 1024
 }
+fn default_host_memory_mib() -> u64 {
+    16
+}
+fn default_busy_percent() -> u32 {
+    50
+}
+fn default_busy_window_ms() -> u64 {
+    10_000
+}
 
 impl Default for LoadPolicy {
     fn default() -> Self {
@@ -158,6 +194,9 @@ impl Default for LoadPolicy {
             max_resources: default_max_resources(),
             max_handles: default_max_handles(),
             log_bytes_per_second: default_log_bytes_per_second(),
+            host_memory_mib: default_host_memory_mib(),
+            busy_percent: default_busy_percent(),
+            busy_window_ms: default_busy_window_ms(),
         }
     }
 }
@@ -425,6 +464,17 @@ pub enum DeviceFamily {
     Cxl,
 }
 
+impl DeviceFamily {
+    /// The family's name in configs, which is also its shipped plugin's (`builtin:<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceFamily::Dfl => "dfl",
+            DeviceFamily::Xocl => "xocl",
+            DeviceFamily::Cxl => "cxl",
+        }
+    }
+}
+
 /// The accelerators the emulators carry.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -547,6 +597,7 @@ impl RawConfig {
                 load_policy: raw.load_policy,
                 grants: raw.grants,
                 enabled: raw.enabled,
+                trusted_for: raw.trusted_for,
             });
         }
 
@@ -626,6 +677,9 @@ fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
             0,
             1 << 30,
         ),
+        ("host_memory_mib", policy.host_memory_mib, 1, 4096),
+        ("busy_percent", u64::from(policy.busy_percent), 1, 100),
+        ("busy_window_ms", policy.busy_window_ms, 100, 3_600_000),
     ])
 }
 

@@ -6,61 +6,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::budget::{Budget, Charge, OwnerId};
 use super::errno;
-
-/// The plugin instance that allocated memory or opened a device. Backends use it to refuse a
-/// buffer that belongs to someone else, as the kernel refuses another process's pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct OwnerId(u64);
-
-impl OwnerId {
-    /// A fresh id, never handed out before in this process.
-    pub fn fresh() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        OwnerId(NEXT.fetch_add(1, Ordering::Relaxed))
-    }
-}
-
-/// How many DMA bytes a plugin may hold at once. Shared by every allocation it makes, and
-/// released when the last reference to an allocation goes away (which may be after the
-/// plugin instance itself ended).
-#[derive(Debug)]
-pub struct DmaBudget {
-    limit: u64,
-    used: AtomicU64,
-}
-
-impl DmaBudget {
-    /// A budget of `limit` bytes with nothing in use.
-    pub fn new(limit: u64) -> Arc<Self> {
-        Arc::new(DmaBudget {
-            limit,
-            used: AtomicU64::new(0),
-        })
-    }
-
-    /// The most bytes the plugin may hold at once.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
-    /// The bytes currently allocated against the budget.
-    pub fn used(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    fn try_reserve(&self, bytes: u64) -> bool {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&total| total <= self.limit)
-            })
-            .is_ok()
-    }
-
-    fn release(&self, bytes: u64) {
-        self.used.fetch_sub(bytes, Ordering::AcqRel);
-    }
-}
 
 /// A range that does not fit in a buffer or is misaligned for the access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -87,7 +34,8 @@ pub struct DmaMemory {
     ptr: NonNull<u8>,
     len: u64,
     owner: OwnerId,
-    budget: Arc<DmaBudget>,
+    /// The bytes held against the owner's budget, given back when the memory is unmapped.
+    _charge: Charge,
     io_address: AtomicU64,
 }
 
@@ -114,7 +62,7 @@ impl DmaMemory {
     pub fn allocate(
         len: u64,
         owner: OwnerId,
-        budget: &Arc<DmaBudget>,
+        budget: &Arc<Budget>,
         huge_pages: bool,
     ) -> io::Result<Arc<Self>> {
         if len == 0 {
@@ -127,9 +75,7 @@ impl DmaMemory {
             .checked_next_multiple_of(granule)
             .filter(|&l| l <= isize::MAX as u64)
             .ok_or_else(|| errno(libc::ENOMEM))?;
-        if !budget.try_reserve(len) {
-            return Err(over_budget(len, budget));
-        }
+        let charge = budget.charge(len)?;
         let mapped = map_anonymous(len, huge).or_else(|err| {
             if huge {
                 map_anonymous(len, false)
@@ -142,13 +88,10 @@ impl DmaMemory {
                 ptr,
                 len,
                 owner,
-                budget: budget.clone(),
+                _charge: charge,
                 io_address: AtomicU64::new(NO_IO_ADDRESS),
             })),
-            Err(err) => {
-                budget.release(len);
-                Err(err)
-            }
+            Err(err) => Err(err),
         }
     }
 
@@ -165,21 +108,19 @@ impl DmaMemory {
         ptr: NonNull<u8>,
         len: u64,
         owner: OwnerId,
-        budget: &Arc<DmaBudget>,
+        budget: &Arc<Budget>,
     ) -> io::Result<Arc<Self>> {
         let page = page_size();
         let aligned = (ptr.as_ptr() as usize as u64).is_multiple_of(page);
         if len == 0 || !len.is_multiple_of(page) || len > isize::MAX as u64 || !aligned {
             return Err(errno(libc::EINVAL));
         }
-        if !budget.try_reserve(len) {
-            return Err(over_budget(len, budget));
-        }
+        let charge = budget.charge(len)?;
         Ok(Arc::new(DmaMemory {
             ptr,
             len,
             owner,
-            budget: budget.clone(),
+            _charge: charge,
             io_address: AtomicU64::new(NO_IO_ADDRESS),
         }))
     }
@@ -323,20 +264,7 @@ impl Drop for DmaMemory {
         // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size (ours in
         // `allocate`, or one whose ownership `from_mapping`'s caller handed over).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len as usize) };
-        self.budget.release(self.len);
     }
-}
-
-/// The error for `len` more bytes than `budget` has left.
-fn over_budget(len: u64, budget: &DmaBudget) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::OutOfMemory,
-        format!(
-            "{len} more DMA bytes would exceed the grant of {} bytes (grants.dma_memory_mib; {} in use)",
-            budget.limit(),
-            budget.used()
-        ),
-    )
 }
 
 fn map_anonymous(len: u64, huge: bool) -> io::Result<NonNull<u8>> {
@@ -370,14 +298,15 @@ fn map_anonymous(len: u64, huge: bool) -> io::Result<NonNull<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::devices::BudgetKind;
 
-    fn memory(len: u64, budget: &Arc<DmaBudget>) -> io::Result<Arc<DmaMemory>> {
+    fn memory(len: u64, budget: &Arc<Budget>) -> io::Result<Arc<DmaMemory>> {
         DmaMemory::allocate(len, OwnerId::fresh(), budget, false)
     }
 
     #[test]
     fn allocation_rounds_to_pages_and_is_zeroed() {
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let mem = memory(100, &budget).unwrap();
         assert_eq!(mem.len(), page_size());
         let mut bytes = vec![0xFF; mem.len() as usize];
@@ -390,19 +319,19 @@ mod tests {
 
     #[test]
     fn budget_is_enforced_and_released() {
-        let budget = DmaBudget::new(2 * page_size());
+        let budget = Budget::new(BudgetKind::Dma, 2 * page_size());
         let a = memory(page_size(), &budget).unwrap();
         let _b = memory(page_size(), &budget).unwrap();
         let err = memory(1, &budget).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
-        assert!(err.to_string().contains("exceed the grant"), "{err}");
+        assert!(err.to_string().contains("grants.dma_memory_mib"), "{err}");
         drop(a);
         memory(1, &budget).unwrap();
     }
 
     #[test]
     fn zero_length_is_invalid() {
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         assert_eq!(
             memory(0, &budget).unwrap_err().raw_os_error(),
             Some(libc::EINVAL)
@@ -411,7 +340,7 @@ mod tests {
 
     #[test]
     fn ranges_are_checked() {
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let mem = memory(4096, &budget).unwrap();
         let size = mem.len();
         assert!(mem.write(size - 4, &[1, 2, 3, 4]).is_ok());
@@ -428,7 +357,7 @@ mod tests {
 
     #[test]
     fn copy_between_buffers() {
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let src = memory(8192, &budget).unwrap();
         let dst = memory(8192, &budget).unwrap();
         src.fill(0, 8192, 0xAF).unwrap();
@@ -473,7 +402,7 @@ mod tests {
         ));
         let _ = std::fs::remove_file(&path);
         let len = 2 * page_size();
-        let budget = DmaBudget::new(len);
+        let budget = Budget::new(BudgetKind::Dma, len);
         let owner = OwnerId::fresh();
 
         let ptr = map_file(&path, 2);
@@ -493,7 +422,7 @@ mod tests {
         assert!(mem.load_u64(len).is_err());
 
         // Over budget, misaligned or mis-sized: refused, and the mapping stays the caller's.
-        let other = DmaBudget::new(page_size());
+        let other = Budget::new(BudgetKind::Dma, page_size());
         // SAFETY: as above; on error the mapping is not taken over.
         let err = unsafe { DmaMemory::from_mapping(ptr, len, owner, &other) }.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
@@ -514,7 +443,7 @@ mod tests {
 
     #[test]
     fn io_address_round_trips() {
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let mem = memory(1, &budget).unwrap();
         assert_eq!(mem.io_address(), None);
         mem.set_io_address(Some(0x1000));

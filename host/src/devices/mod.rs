@@ -3,6 +3,7 @@
 //! (`emu.rs`). Nothing here knows about wasm: `imports/` checks grants and translates
 //! handles, then calls down into these types.
 
+mod budget;
 mod completion;
 pub mod cxl;
 pub mod dfl;
@@ -23,8 +24,9 @@ use std::sync::Arc;
 
 use dfl::DflDevice;
 
+pub use budget::{Budget, BudgetKind, Charge, OverBudget, Owner, OwnerId};
 pub use completion::{Completion, CompletionState};
-pub use memory::{DmaBudget, DmaMemory, OwnerId, RangeError, page_size};
+pub use memory::{DmaMemory, RangeError, page_size};
 pub use mmio::{AccessWidth, ByteSwapped, CheckedMmio, MmioFault, MmioWindow};
 pub use poll::{PollOutcome, poll_until};
 

@@ -85,9 +85,10 @@ impl wit::HostContext for PluginState {
                     format!("no grant covers the AFU '{path}'"),
                 ))
             } else if let Some(afu) = self.ctx.devices.cxl_afu(&path) {
-                match afu.open(kind, self.ctx.owner) {
+                match afu.open(kind, &self.ctx.owner) {
                     Ok(context) => Ok(self.table.push(CxlContextResource {
                         context: Some(context),
+                        _charge: self.charge_resource(node.len() as u64)?,
                         node,
                     })?),
                     Err(err) if err.raw_os_error() == Some(libc::ENOSPC) => Err(guest_error(
@@ -170,6 +171,7 @@ impl wit::HostContext for PluginState {
             };
             Ok(self.table.push(RegionResource {
                 mmio: CheckedMmio::new(window),
+                _charge: self.charge_resource(node.len() as u64)?,
                 device: node,
             })?)
         })

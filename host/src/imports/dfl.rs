@@ -69,9 +69,10 @@ impl dfl::HostPort for PluginState {
                     format!("no grant covers the device '{path}'"),
                 ))
             } else if let Some(device) = self.ctx.devices.dfl_port(&path) {
-                match device.open(exclusive, self.ctx.owner) {
+                match device.open(exclusive, &self.ctx.owner) {
                     Ok(port) => Ok(self.table.push(PortResource {
                         port: Some(port),
+                        _charge: self.charge_resource(path.len() as u64)?,
                         path,
                     })?),
                     Err(err) => Err(device_error("dfl port open", &path, err)),
@@ -144,6 +145,7 @@ impl dfl::HostPort for PluginState {
                 .map_err(|e| device_error(&format!("dfl map region {index}"), &device, e))?;
             Ok(self.table.push(RegionResource {
                 mmio: CheckedMmio::new(window),
+                _charge: self.charge_resource(device.len() as u64)?,
                 device,
             })?)
         })

@@ -5,6 +5,7 @@ use wasmtime::component::Resource;
 use super::{
     BufferResource, EventResource, ImportError, MAX_TRANSFER, PluginState, guest_error, traced,
 };
+use crate::devices::watch::WatchError;
 use crate::devices::{DmaMemory, PollOutcome, poll_until};
 use crate::runtime::bindings::accel::plugin::dma;
 use crate::runtime::bindings::accel::plugin::types::ErrorCode;
@@ -31,11 +32,15 @@ impl dma::HostBuffer for PluginState {
         traced!(self, "dma.buffer.allocate", [size], {
             let ctx = &self.ctx;
             let huge_pages = ctx.devices.has_real_devices();
-            match DmaMemory::allocate(size, ctx.owner, &ctx.dma_budget, huge_pages) {
+            match DmaMemory::allocate(size, ctx.owner.id, &ctx.owner.dma, huge_pages) {
                 Ok(memory) => {
                     // Buffers a plugin allocates are DMA targets: pinned, so populated now.
                     memory.populate();
-                    Ok(self.table.push(BufferResource { memory })?)
+                    let charge = self.charge_resource(0)?;
+                    Ok(self.table.push(BufferResource {
+                        memory,
+                        _charge: charge,
+                    })?)
                 }
                 Err(err) => Err(guest_error(
                     super::code_for_io(&err),
@@ -138,10 +143,19 @@ impl dma::HostBuffer for PluginState {
     ) -> Result<Resource<EventResource>, ImportError> {
         traced!(self, "dma.buffer.watch64", [offset, mask, expected], {
             let memory = self.table.get(&buffer)?.memory.clone();
-            match crate::devices::watch::watch(&memory, offset, mask, expected) {
+            match crate::devices::watch::watch(
+                &memory,
+                offset,
+                mask,
+                expected,
+                &self.ctx.owner.host,
+            ) {
                 Ok(completion) => Ok(self.adopt_completion(completion)?),
                 Err(err) => Err(guest_error(
-                    ErrorCode::InvalidArgument,
+                    match err {
+                        WatchError::Range(_) => ErrorCode::InvalidArgument,
+                        WatchError::OverBudget(_) => ErrorCode::OutOfMemory,
+                    },
                     format!("dma buffer watch64 at offset {offset:#x}: {err}"),
                 )),
             }

@@ -4,40 +4,67 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
-use super::{EventResource, ImportError, PluginState, guest_error, traced};
+use super::{EventResource, ImportError, PluginState, cut_to, guest_error, traced};
 use crate::devices::{Completion, CompletionState};
+use crate::runtime::HostLimit;
 use crate::runtime::bindings::accel::plugin::events::{self, EventState};
 use crate::runtime::bindings::accel::plugin::types::{Error as GuestError, ErrorCode};
 
+/// The longest failure message an event keeps; the rest is cut.
+const MAX_MESSAGE: usize = 1024;
+
 impl PluginState {
-    fn push_event(&mut self, state: CompletionState) -> wasmtime::Result<Resource<EventResource>> {
-        let completion = Arc::new(Completion::with_state(state));
-        Ok(self.table.push(EventResource { completion })?)
+    /// A new event for `completion`, charged to the plugin's host budget with its message.
+    /// These imports have no error to return, so going over the budget ends the instance.
+    fn push_event(
+        &mut self,
+        completion: Arc<Completion>,
+        message_bytes: usize,
+    ) -> wasmtime::Result<Resource<EventResource>> {
+        let charge = self
+            .charge_resource(message_bytes as u64)
+            .map_err(HostLimit::HostMemory)?;
+        Ok(self.table.push(EventResource {
+            completion,
+            _charge: charge,
+        })?)
     }
 }
 
 impl events::HostEvent for PluginState {
     fn completed(&mut self) -> wasmtime::Result<Resource<EventResource>> {
-        self.push_event(CompletionState::Complete)
+        traced!(self, "events.event.completed", [], {
+            let completion = Arc::new(Completion::with_state(CompletionState::Complete));
+            self.push_event(completion, 0)
+        })
     }
 
     fn failed(&mut self, error: GuestError) -> wasmtime::Result<Resource<EventResource>> {
-        self.push_event(CompletionState::Failed(error.message))
+        traced!(self, "events.event.failed", [error.code], {
+            let message = cut_to(error.message, MAX_MESSAGE);
+            let bytes = message.len();
+            let completion = Arc::new(Completion::with_state(CompletionState::Failed(message)));
+            self.push_event(completion, bytes)
+        })
     }
 
     fn duplicate(
         &mut self,
         event: Resource<EventResource>,
     ) -> wasmtime::Result<Resource<EventResource>> {
-        let completion = self.table.get(&event)?.completion.clone();
-        Ok(self.table.push(EventResource { completion })?)
+        traced!(self, "events.event.duplicate", [], {
+            let completion = self.table.get(&event)?.completion.clone();
+            self.push_event(completion, 0)
+        })
     }
 
     fn state(&mut self, event: Resource<EventResource>) -> wasmtime::Result<EventState> {
-        Ok(match self.table.get(&event)?.completion.state() {
-            CompletionState::Pending => EventState::Pending,
-            CompletionState::Complete => EventState::Complete,
-            CompletionState::Failed(_) => EventState::Failed,
+        traced!(self, "events.event.state", [], {
+            Ok(match self.table.get(&event)?.completion.state() {
+                CompletionState::Pending => EventState::Pending,
+                CompletionState::Complete => EventState::Complete,
+                CompletionState::Failed(_) => EventState::Failed,
+            })
         })
     }
 

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::{PluginState, traced};
 use crate::runtime::bindings::accel::plugin::{clock, log};
+use crate::text::inert;
 
 /// The longest log line kept; longer ones are cut.
 const MAX_LINE: usize = 4096;
@@ -84,6 +85,7 @@ impl log::Host for PluginState {
             let message = cut_to(message, MAX_LINE);
             let (allowed, dropped) = self.ctx.log.charge(message.len());
             let plugin = self.ctx.name.as_str();
+            let message = inert(&message);
             if dropped > 0 {
                 tracing::warn!(target: "accelhost::plugin", plugin, "{dropped} log line(s) dropped: over the log budget");
             }

@@ -9,26 +9,27 @@ mod events;
 mod image;
 mod log;
 mod mmio;
+mod wasi;
 mod xocl;
 
-use std::cell::Cell;
 use std::io;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use wasmtime::ResourceLimiter;
 use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
-use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::config::{Grants, LoadPolicy};
+use crate::config::{Grants, LoadPolicy, PluginEntry};
 use crate::devices::dfl::DflPort;
 use crate::devices::{
-    CheckedMmio, Completion, CompletionState, DeviceRegistry, DmaBudget, DmaMemory, OwnerId,
+    Charge, CheckedMmio, Completion, CompletionState, DeviceRegistry, DmaMemory, OverBudget, Owner,
 };
 use crate::runtime::bindings::accel::plugin::types::{self, Error as GuestError, ErrorCode};
-use crate::runtime::{CallControl, EPOCH_TICK, Interrupted};
+use crate::runtime::{CallControl, Interrupted, PluginLimits, StopCondition};
 
 pub(crate) use log::{LogBudget, cut_to};
+pub(crate) use wasi::add_to_linker as add_wasi_to_linker;
 
 /// The most bytes one `read`/`write` import moves; bulk data stays on the host side.
 pub const MAX_TRANSFER: u64 = 1 << 20;
@@ -43,9 +44,9 @@ pub struct PluginContext {
     /// Its limits.
     pub policy: LoadPolicy,
     pub devices: Arc<DeviceRegistry>,
-    /// Tags the DMA memory this instance allocates and the devices it opens.
-    pub owner: OwnerId,
-    pub dma_budget: Arc<DmaBudget>,
+    /// Tags the DMA memory this instance allocates and the devices it opens, and holds the
+    /// budgets (DMA and host memory) everything it asks for is charged to.
+    pub owner: Owner,
     /// Trace every import (`ACCELHOST_TRACE`).
     pub trace: bool,
     /// The log volume budget, shared with the plugin's other instances.
@@ -54,15 +55,41 @@ pub struct PluginContext {
     pub(crate) control: Arc<CallControl>,
 }
 
+impl PluginContext {
+    /// The context of a fresh instance of `entry`: a new owner, with the budgets its grants
+    /// and load policy set.
+    pub(crate) fn new(
+        entry: &PluginEntry,
+        devices: Arc<DeviceRegistry>,
+        trace: bool,
+        log: LogBudget,
+        control: Arc<CallControl>,
+    ) -> Arc<Self> {
+        Arc::new(PluginContext {
+            name: entry.name.clone(),
+            grants: entry.grants.clone(),
+            policy: entry.load_policy,
+            devices,
+            owner: Owner::new(
+                entry.grants.dma_memory_mib << 20,
+                entry.load_policy.host_memory_mib << 20,
+            ),
+            trace,
+            log,
+            control,
+        })
+    }
+}
+
 /// The data of one plugin instance's `Store`.
 pub struct PluginState {
     pub(crate) ctx: Arc<PluginContext>,
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
-    /// When the current call must end; host-side waits never run past it. Set on first use
-    /// (the call's first epoch tick or host-side wait), so starting a call reads no clock.
-    deadline: Cell<Option<Instant>>,
+    limits: PluginLimits,
+    /// When the current call must end: `call_timeout_ms` after the host made it. Host-side
+    /// waits never run past it.
+    deadline: Instant,
     /// The number of the current call, for cancellation.
     pub(crate) call: u64,
     /// The device completions handed to this instance, failed if it ends first.
@@ -71,11 +98,15 @@ pub struct PluginState {
     prune_at: usize,
 }
 
+/// What one host resource costs beyond its own payload: its table entry, the object behind
+/// it and its bookkeeping.
+const RESOURCE_BYTES: u64 = 256;
+
 /// The fewest tracked completions before dead ones are pruned.
 const PRUNE_FLOOR: usize = 64;
 
 impl PluginState {
-    pub(crate) fn new(ctx: Arc<PluginContext>, wasi: WasiCtx, limits: StoreLimits) -> Self {
+    pub(crate) fn new(ctx: Arc<PluginContext>, wasi: WasiCtx, limits: PluginLimits) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(ctx.policy.max_resources as usize);
         PluginState {
@@ -83,7 +114,7 @@ impl PluginState {
             wasi,
             table,
             limits,
-            deadline: Cell::new(None),
+            deadline: Instant::now(),
             call: 0,
             completions: Vec::new(),
             prune_at: PRUNE_FLOOR,
@@ -94,55 +125,52 @@ impl PluginState {
         &mut self.table
     }
 
-    /// Starts a call: its deadline is fixed on first use, `call_timeout_ms` from then.
-    pub(crate) fn begin_call(&mut self, call: u64) {
+    /// Starts call number `call`, made at `now`: its deadline is `call_timeout_ms` later.
+    pub(crate) fn begin_call(&mut self, call: u64, now: Instant) {
         self.call = call;
-        self.deadline.set(None);
+        self.deadline = now + Duration::from_millis(self.ctx.policy.call_timeout_ms);
     }
 
-    /// When the current call must end: `call_timeout_ms` after the first time this is asked
-    /// during the call (its first epoch tick, at most one tick after it started, or its first
-    /// host-side wait, whichever comes first).
+    /// When the current call must end.
     pub(crate) fn deadline(&self) -> Instant {
-        if let Some(deadline) = self.deadline.get() {
-            return deadline;
+        self.deadline
+    }
+
+    /// What ends the current call: its deadline, or a cancel.
+    pub(crate) fn stop(&self) -> StopCondition {
+        StopCondition {
+            control: self.ctx.control.clone(),
+            call: self.call,
+            deadline: self.deadline,
         }
-        let deadline = Instant::now() + Duration::from_millis(self.ctx.policy.call_timeout_ms);
-        self.deadline.set(Some(deadline));
-        deadline
     }
 
     /// The deadline for a host-side wait of `timeout_ns`, capped by the call's deadline.
     fn wait_deadline(&self, timeout_ns: u64) -> Instant {
-        let deadline = self.deadline();
         Instant::now()
             .checked_add(Duration::from_nanos(timeout_ns))
-            .map_or(deadline, |d| d.min(deadline))
-    }
-
-    /// `Err` once the current call was cancelled: it ends the call (and the instance).
-    fn check_cancelled(&self) -> Result<(), ImportError> {
-        if self.ctx.control.is_cancelled(self.call) {
-            Err(ImportError::Trap(Interrupted::Cancelled.into()))
-        } else {
-            Ok(())
-        }
+            .map_or(self.deadline, |d| d.min(self.deadline))
     }
 
     /// Runs `attempt` with deadlines at most one epoch tick apart until it gives an answer or
-    /// `deadline` passes (then `None`), so that a cancel reaches a blocked wait quickly.
+    /// `until` passes (then `None`), so that a cancel reaches a blocked wait quickly. `until`
+    /// is capped by the call's deadline; a cancel ends the call.
     fn wait_sliced<T>(
         &self,
-        deadline: Instant,
+        until: Instant,
         mut attempt: impl FnMut(Instant) -> Result<Option<T>, ImportError>,
     ) -> Result<Option<T>, ImportError> {
+        let stop = self.stop();
+        let until = until.min(stop.deadline);
         loop {
-            self.check_cancelled()?;
-            let slice = (Instant::now() + EPOCH_TICK).min(deadline);
+            if stop.control.is_cancelled(stop.call) {
+                return Err(ImportError::Trap(Interrupted::Cancelled.into()));
+            }
+            let slice = stop.slice_end().min(until);
             if let Some(answer) = attempt(slice)? {
                 return Ok(Some(answer));
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= until {
                 return Ok(None);
             }
         }
@@ -153,14 +181,18 @@ impl PluginState {
     fn adopt_completion(
         &mut self,
         completion: Arc<Completion>,
-    ) -> Result<Resource<EventResource>, ResourceTableError> {
+    ) -> Result<Resource<EventResource>, ImportError> {
         if self.completions.len() >= self.prune_at {
             self.completions
                 .retain(|c| c.upgrade().is_some_and(|c| !c.is_finished()));
             self.prune_at = (self.completions.len() * 2).max(PRUNE_FLOOR);
         }
+        let charge = self.charge_resource(0)?;
         self.completions.push(Arc::downgrade(&completion));
-        self.table.push(EventResource { completion })
+        Ok(self.table.push(EventResource {
+            completion,
+            _charge: charge,
+        })?)
     }
 
     /// Releases everything the instance holds, in order: queued device work is cancelled,
@@ -197,6 +229,12 @@ impl PluginState {
         }
     }
 
+    /// Charges a new host resource with `payload` bytes of its own to the plugin's host
+    /// budget, for as long as the resource lives.
+    fn charge_resource(&self, payload: u64) -> Result<Charge, OverBudget> {
+        self.ctx.owner.host.charge(RESOURCE_BYTES + payload)
+    }
+
     /// A `permission-denied` refusal naming the plugin, the call and the missing grant.
     fn denied(&self, call: &str, missing: String) -> ImportError {
         guest_error(
@@ -228,6 +266,12 @@ impl PluginState {
 pub enum ImportError {
     Guest(GuestError),
     Trap(wasmtime::Error),
+}
+
+impl From<OverBudget> for ImportError {
+    fn from(err: OverBudget) -> Self {
+        guest_error(ErrorCode::OutOfMemory, err.to_string())
+    }
 }
 
 impl From<ResourceTableError> for ImportError {
@@ -283,15 +327,16 @@ pub(crate) fn device_error(call: &str, device: &str, err: io::Error) -> ImportEr
 }
 
 /// A mapped MMIO region handed to a plugin.
-#[derive(Clone)]
 pub struct RegionResource {
     pub(crate) mmio: CheckedMmio,
     pub(crate) device: String,
+    pub(crate) _charge: Charge,
 }
 
 /// DMA memory handed to a plugin.
 pub struct BufferResource {
     pub(crate) memory: Arc<DmaMemory>,
+    pub(crate) _charge: Charge,
 }
 
 /// An image the host holds for the duration of a call.
@@ -302,6 +347,7 @@ pub struct ImageResource {
 /// A completion object.
 pub struct EventResource {
     pub(crate) completion: Arc<Completion>,
+    pub(crate) _charge: Charge,
 }
 
 /// An open xocl device (a KDS client), shared with the BOs created through it. `None` once
@@ -309,6 +355,7 @@ pub struct EventResource {
 pub struct XoclDeviceResource {
     pub(crate) client: Option<Arc<dyn crate::devices::xocl::XoclClient>>,
     pub(crate) path: String,
+    pub(crate) _charge: Charge,
 }
 
 /// A buffer object; dropping it frees the BO (GEM_CLOSE).
@@ -316,6 +363,7 @@ pub struct BoResource {
     pub(crate) client: Arc<dyn crate::devices::xocl::XoclClient>,
     pub(crate) info: crate::devices::xocl::BoInfo,
     pub(crate) freed: bool,
+    pub(crate) _charge: Charge,
 }
 
 impl BoResource {
@@ -338,12 +386,14 @@ pub struct CxlContextResource {
     pub(crate) context: Option<Box<dyn crate::devices::cxl::CxlContext>>,
     /// The device node, such as `emu:capi0.0s` or `/dev/cxl/afu0.0s`.
     pub(crate) node: String,
+    pub(crate) _charge: Charge,
 }
 
 /// An open DFL port; dropping it closes the port. `None` once the instance ended.
 pub struct PortResource {
     pub(crate) port: Option<Box<dyn DflPort>>,
     pub(crate) path: String,
+    pub(crate) _charge: Charge,
 }
 
 /// The refusal for a device resource used after its instance released it.

@@ -162,7 +162,7 @@ impl PluginState {
             .device()?
             .submit(command, deps)
             .map_err(|e| device_error(call, &dev.path, e))?;
-        Ok(self.adopt_completion(completion)?)
+        self.adopt_completion(completion)
     }
 
     fn bo_handle(&self, bo: &Resource<BoResource>) -> Result<u32, ImportError> {
@@ -194,9 +194,10 @@ impl wit::HostDevice for PluginState {
                     format!("no grant covers the device '{path}'"),
                 ))
             } else if let Some(device) = self.ctx.devices.xocl_device(&path) {
-                match device.open(self.ctx.owner, &self.ctx.dma_budget) {
+                match device.open(&self.ctx.owner) {
                     Ok(client) => Ok(self.table.push(XoclDeviceResource {
                         client: Some(Arc::from(client)),
+                        _charge: self.charge_resource(path.len() as u64)?,
                         path,
                     })?),
                     Err(err) => Err(device_error("xocl device open", &path, err)),
@@ -284,10 +285,12 @@ impl wit::HostDevice for PluginState {
             let info = client
                 .create_bo(size, bank)
                 .map_err(|e| device_error("xocl create-bo", &dev.path, e))?;
+            let charge = self.charge_resource(0)?;
             Ok(self.table.push(BoResource {
                 client,
                 info,
                 freed: false,
+                _charge: charge,
             })?)
         })
     }
@@ -409,7 +412,11 @@ impl wit::HostBo for PluginState {
                 ))
             } else {
                 let memory = info.host.clone();
-                Ok(self.table.push(BufferResource { memory })?)
+                let charge = self.charge_resource(0)?;
+                Ok(self.table.push(BufferResource {
+                    memory,
+                    _charge: charge,
+                })?)
             }
         })
     }

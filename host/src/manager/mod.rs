@@ -16,20 +16,19 @@ use serde::Serialize;
 use wasmtime::Store;
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
-use crate::devices::{DeviceRegistry, DmaBudget, OwnerId};
-use crate::error::{Error, ErrorCode};
+use crate::devices::DeviceRegistry;
+use crate::error::{Error, ErrorCode, FaultCause};
 use crate::imports::{LogBudget, PluginContext, PluginState, cut_to};
 use crate::runtime::bindings::Plugin;
 use crate::runtime::bindings::accel::plugin::types as wit;
 use crate::runtime::{
-    CallControl, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
+    CallControl, CallFailure, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
 };
+use crate::text::inert;
 use crate::trace::{self, Direction};
 use handles::{HandleKey, HandleTable};
 use lease::Lease;
 
-/// How many handles may be open at once across all plugins.
-const MAX_OPEN_HANDLES: usize = 1 << 16;
 /// The longest wait between restarts, however many came before.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// The longest error message kept from a plugin; the rest is cut.
@@ -51,6 +50,9 @@ pub enum PluginStatus {
     /// It faulted (a trap, a deadline overrun, a limit hit, an out-of-bounds answer or a
     /// cancel); its instance was ended and a fresh one starts after the backoff.
     Restarting {
+        /// Why it faulted, for programs.
+        #[serde(flatten)]
+        cause: FaultCause,
         /// The call it faulted in and why, as `in <call>: <what happened>`.
         reason: String,
         /// Which restart this is, counting from 1.
@@ -62,6 +64,9 @@ pub enum PluginStatus {
     },
     /// It faulted and stays stopped: its policy says `disable`, or it used up its restarts.
     Faulted {
+        /// Why it faulted, for programs.
+        #[serde(flatten)]
+        cause: FaultCause,
         /// The call it faulted in and why, as `in <call>: <what happened>`, and why it was
         /// not restarted.
         reason: String,
@@ -75,18 +80,20 @@ impl fmt::Display for PluginStatus {
         match self {
             PluginStatus::Running => f.write_str("running"),
             PluginStatus::Disabled => f.write_str("disabled"),
-            PluginStatus::LoadFailed { reason } => write!(f, "failed to load: {reason}"),
+            PluginStatus::LoadFailed { reason } => write!(f, "failed to load: {}", inert(reason)),
             PluginStatus::Restarting {
                 reason,
                 attempt,
                 max_restarts,
                 backoff_ms,
+                ..
             } => write!(
                 f,
                 "restarting (attempt {attempt} of {max_restarts}, after {backoff_ms} ms) after a \
-                 fault {reason}"
+                 fault {}",
+                inert(reason)
             ),
-            PluginStatus::Faulted { reason } => write!(f, "faulted: {reason}"),
+            PluginStatus::Faulted { reason, .. } => write!(f, "faulted: {}", inert(reason)),
             PluginStatus::Stopped => f.write_str("stopped"),
         }
     }
@@ -210,18 +217,13 @@ impl PluginSlot {
     fn try_start(&self) -> Result<(), Error> {
         let loaded = load_module(&self.entry, &self.cache)?;
         lock(&self.state).wit_version = Some(loaded.wit_version.clone());
-        let grants = &self.entry.grants;
-        let ctx = Arc::new(PluginContext {
-            name: self.entry.name.clone(),
-            grants: grants.clone(),
-            policy: self.entry.load_policy,
-            devices: self.devices.clone(),
-            owner: OwnerId::fresh(),
-            dma_budget: DmaBudget::new(grants.dma_memory_mib << 20),
-            trace: self.trace,
-            log: self.log.clone(),
-            control: self.control.clone(),
-        });
+        let ctx = PluginContext::new(
+            &self.entry,
+            self.devices.clone(),
+            self.trace,
+            self.log.clone(),
+            self.control.clone(),
+        );
         let instance = PluginInstance::new(&loaded, ctx)
             .map_err(|f| self.load_error(format!("instantiating it failed: {}", f.reason)))?;
         let generation = next_generation();
@@ -270,6 +272,8 @@ impl PluginSlot {
     /// Calls `finalize` and ends the instance; no restart follows.
     pub(crate) fn stop(&self) {
         self.shut_down.store(true, Ordering::Release);
+        // A restart may be running `configure`: end it now rather than at its deadline.
+        self.control.cancel();
         let running = lock(&self.live).as_ref().is_some_and(|l| l.started);
         let finalized = running.then(|| {
             self.call("finalize", None, format_args!(""), |p, s| {
@@ -369,7 +373,10 @@ impl PluginSlot {
         let failure = match outcome {
             Ok(Ok(value)) => match accept(value) {
                 Ok(kept) => return Ok((kept, keep(live))),
-                Err(why) => format!("its answer was refused: {why}"),
+                Err(why) => CallFailure {
+                    cause: FaultCause::RefusedAnswer,
+                    reason: format!("its answer was refused: {why}"),
+                },
             },
             Ok(Err(err)) => {
                 return Err(Error::Plugin {
@@ -379,13 +386,14 @@ impl PluginSlot {
                     message: cut_to(err.message, MAX_MESSAGE),
                 });
             }
-            Err(failure) => failure.reason,
+            Err(failure) => failure,
         };
         let live = guard.take().expect("checked above");
         if live.started {
             // Callers that find no instance from now on see why, even before the release ends.
             self.set_status(PluginStatus::Faulted {
-                reason: format!("in {call}: {failure}"),
+                cause: failure.cause.clone(),
+                reason: format!("in {call}: {}", failure.reason),
             });
         }
         drop(guard);
@@ -393,26 +401,36 @@ impl PluginSlot {
         Err(Error::Faulted {
             plugin: self.entry.name.clone(),
             call,
-            reason: failure,
+            cause: failure.cause,
+            reason: failure.reason,
         })
     }
 
     /// Ends an instance that faulted: its leases are revoked first, so that applications
     /// stop using what it handed out, then everything it held is released, then the load
     /// policy decides about a restart.
-    fn end_faulted(&self, live: Live, call: &str, reason: &str) {
-        tracing::error!(plugin = self.name(), call, "plugin faulted: {reason}");
+    fn end_faulted(&self, live: Live, call: &str, failure: &CallFailure) {
+        tracing::error!(
+            plugin = self.name(),
+            call,
+            cause = failure.cause.name(),
+            "plugin faulted: {}",
+            inert(&failure.reason)
+        );
         self.generation.store(0, Ordering::Release);
         let why = format!("plugin '{}' faulted in {call} and was stopped", self.name());
         live.lease.revoke(why.clone());
         live.instance.end(&why);
         if live.started {
-            self.after_fault(format!("in {call}: {reason}"));
+            self.after_fault(
+                failure.cause.clone(),
+                format!("in {call}: {}", failure.reason),
+            );
         }
     }
 
     /// Schedules a restart, or leaves the plugin stopped, as its policy says.
-    fn after_fault(&self, reason: String) {
+    fn after_fault(&self, cause: FaultCause, reason: String) {
         let policy = *self.policy();
         let mut state = lock(&self.state);
         if self.shut_down.load(Ordering::Acquire) {
@@ -421,12 +439,14 @@ impl PluginSlot {
         }
         if policy.on_fault == OnFault::Disable {
             state.status = PluginStatus::Faulted {
+                cause,
                 reason: format!("{reason}; not restarted (load_policy.on_fault is \"disable\")"),
             };
             return;
         }
         if state.restarts >= policy.max_restarts {
             state.status = PluginStatus::Faulted {
+                cause,
                 reason: format!(
                     "{reason}; not restarted: it already restarted {} times \
                      (load_policy.max_restarts)",
@@ -441,6 +461,7 @@ impl PluginSlot {
             .saturating_mul(1 << (attempt - 1).min(16))
             .min(MAX_BACKOFF);
         state.status = PluginStatus::Restarting {
+            cause,
             reason,
             attempt,
             max_restarts: policy.max_restarts,
@@ -457,9 +478,13 @@ impl PluginSlot {
                 }
             });
         if let Err(err) = spawned {
-            self.set_status(PluginStatus::Faulted {
-                reason: format!("cannot schedule its restart: {err}"),
-            });
+            let mut state = lock(&self.state);
+            if let PluginStatus::Restarting { cause, .. } = &state.status {
+                state.status = PluginStatus::Faulted {
+                    cause: cause.clone(),
+                    reason: format!("cannot schedule its restart: {err}"),
+                };
+            }
         }
     }
 
@@ -478,7 +503,10 @@ impl PluginSlot {
             Ok(()) => tracing::info!(plugin = self.name(), "plugin restarted"),
             Err(err) => {
                 self.discard_live("the plugin failed to restart");
-                self.after_fault(format!("in its restart: {}", reason_of(&err)));
+                let cause = err.fault_cause().cloned().unwrap_or(FaultCause::Trap {
+                    trap: "its restart failed".into(),
+                });
+                self.after_fault(cause, format!("in its restart: {}", reason_of(&err)));
             }
         }
     }
@@ -627,9 +655,17 @@ impl Manager {
             }
             slots.push(slot);
         }
+        // Room for every plugin's `max_handles` at once, so no plugin can fill the table for
+        // another.
+        let capacity = config
+            .plugins
+            .iter()
+            .map(|p| p.load_policy.max_handles as usize)
+            .sum::<usize>()
+            .max(1);
         Ok(Manager {
             slots,
-            handles: Mutex::new(HandleTable::with_capacity(MAX_OPEN_HANDLES)),
+            handles: Mutex::new(HandleTable::with_capacity(capacity)),
         })
     }
 

@@ -3,7 +3,11 @@
 //! through the host-side waits while it sits in one.
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use super::EPOCH_TICK;
 
 /// Why a call was stopped before it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +28,47 @@ impl fmt::Display for Interrupted {
 }
 
 impl std::error::Error for Interrupted {}
+
+/// What ends the call running now: its deadline, or a cancel from another thread. Host code
+/// that waits on the plugin's behalf waits in slices of at most one epoch tick and checks it
+/// between them, so no wait outlives the call.
+#[derive(Clone, Debug)]
+pub(crate) struct StopCondition {
+    pub control: Arc<CallControl>,
+    pub call: u64,
+    pub deadline: Instant,
+}
+
+impl StopCondition {
+    /// `Err` once the call was cancelled or ran past its deadline: it ends the call (and the
+    /// instance).
+    pub fn check(&self) -> Result<(), Interrupted> {
+        if self.control.is_cancelled(self.call) {
+            Err(Interrupted::Cancelled)
+        } else if Instant::now() >= self.deadline {
+            Err(Interrupted::Deadline)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// When the current slice of a wait ends: one epoch tick from now, or the deadline.
+    pub fn slice_end(&self) -> Instant {
+        (Instant::now() + EPOCH_TICK).min(self.deadline)
+    }
+
+    /// Runs `wait` until it finishes or the call must stop, in slices of one epoch tick.
+    pub async fn bound<T>(&self, wait: impl Future<Output = T>) -> Result<T, Interrupted> {
+        let mut wait = std::pin::pin!(wait);
+        loop {
+            let slice = tokio::time::Instant::from_std(self.slice_end());
+            if let Ok(done) = tokio::time::timeout_at(slice, wait.as_mut()).await {
+                return Ok(done);
+            }
+            self.check()?;
+        }
+    }
+}
 
 /// Which call of a plugin is running, and which one was asked to stop. Calls are numbered,
 /// so a cancel that arrives just after its call returned does not hit the next one.

@@ -6,14 +6,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::component::ResourceTableError;
-use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtx;
 
+use super::busy::BusyBudget;
 use super::control::Interrupted;
+use super::fault::{PluginLimits, classify};
 use super::stdio::OutputCapture;
-use super::{LoadedComponent, bindings::Plugin};
-use crate::config::LoadPolicy;
+use super::{EPOCH_TICK, LoadedComponent, bindings::Plugin};
+use crate::error::FaultCause;
 use crate::imports::{PluginContext, PluginState};
 
 /// The most of a plugin's last output a failure report quotes, in bytes.
@@ -22,6 +23,8 @@ const MAX_TAIL: usize = 600;
 /// A trap, a deadline overrun, a limit hit or a cancel: the instance is no longer usable.
 #[derive(Debug, Clone)]
 pub(crate) struct CallFailure {
+    /// What happened, for programs.
+    pub cause: FaultCause,
     /// What happened, with what the plugin printed last, for people.
     pub reason: String,
 }
@@ -31,6 +34,7 @@ pub(crate) struct PluginInstance {
     plugin: Plugin,
     stderr: OutputCapture,
     stdout: OutputCapture,
+    busy: BusyBudget,
     ended: bool,
 }
 
@@ -40,7 +44,7 @@ impl PluginInstance {
         let stdout = OutputCapture::new(&ctx.name, "stdout", ctx.log.clone());
         let stderr = OutputCapture::new(&ctx.name, "stderr", ctx.log.clone());
         // No files, no environment, no arguments, no sockets: a plugin reaches the machine
-        // only through the accel:plugin imports.
+        // only through the accel:plugin imports (imports/wasi.rs bounds the rest of WASI).
         let wasi = WasiCtx::builder()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
@@ -48,19 +52,9 @@ impl PluginInstance {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let policy = &ctx.policy;
-        let store_limits = StoreLimitsBuilder::new()
-            .memory_size((policy.memory_mib << 20) as usize)
-            .table_elements(policy.max_table_elements as usize)
-            .instances(policy.max_instances as usize)
-            .tables(policy.max_instances as usize)
-            .memories(policy.max_instances as usize)
-            .trap_on_grow_failure(true)
-            .build();
-        let mut store = Store::new(
-            loaded.pre.engine(),
-            PluginState::new(ctx, wasi, store_limits),
-        );
+        let limits = PluginLimits::new(&ctx.policy);
+        let busy = BusyBudget::new(&ctx.policy, Instant::now());
+        let mut store = Store::new(loaded.pre.engine(), PluginState::new(ctx, wasi, limits));
         store.limiter(|state| state.limiter());
         // Every tick, while wasm runs: stop on a cancel or at the deadline, else go on.
         store.epoch_deadline_callback(|store| {
@@ -80,33 +74,55 @@ impl PluginInstance {
                 plugin,
                 stderr,
                 stdout,
+                busy,
                 ended: false,
             }),
             Err(err) => {
-                let failure = describe(err, &store.data().ctx.policy, &stderr, &stdout);
+                let failure = describe(err, &store.data().ctx, &stderr, &stdout);
                 store.data_mut().release_all("the plugin failed to start");
                 Err(failure)
             }
         }
     }
 
-    /// Runs one call into the plugin under the per-call deadline, fuel budget and cancel.
+    /// Runs one call into the plugin under the per-call deadline, fuel budget and cancel,
+    /// and charges its time to the plugin's busy budget. A call that returns later than its
+    /// deadline (it sat in host code the epoch cannot interrupt) fails as if interrupted.
     pub fn call<R>(
         &mut self,
         f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallFailure> {
-        arm(&mut self.store);
+        let started = arm(&mut self.store);
         let id = self.store.data().call;
         let outcome = f(&self.plugin, &mut self.store);
         self.store.data().ctx.control.end(id);
-        outcome.map_err(|err| {
-            describe(
-                err,
-                &self.store.data().ctx.policy,
-                &self.stderr,
-                &self.stdout,
-            )
-        })
+        let ended = Instant::now();
+        let ctx = self.store.data().ctx.clone();
+        let outcome = outcome.and_then(|value| {
+            if ended > self.store.data().deadline() + EPOCH_TICK {
+                Err(Interrupted::Deadline.into())
+            } else {
+                Ok(value)
+            }
+        });
+        let value = outcome.map_err(|err| describe(err, &ctx, &self.stderr, &self.stdout))?;
+        if !self.busy.spend(started, ended) {
+            let policy = &ctx.policy;
+            return Err(CallFailure {
+                cause: FaultCause::TimeBudget {
+                    percent: policy.busy_percent,
+                    window_ms: policy.busy_window_ms,
+                },
+                reason: format!(
+                    "it spent more than {}% of its time in calls over {} ms, keeping its callers \
+                     waiting (load_policy.busy_percent, busy_window_ms); this call took {} ms",
+                    policy.busy_percent,
+                    policy.busy_window_ms,
+                    ended.duration_since(started).as_millis()
+                ),
+            });
+        }
+        Ok(value)
     }
 
     /// The bindings and the store, for calls made without [`call`](Self::call)'s deadline,
@@ -127,27 +143,28 @@ impl PluginInstance {
     }
 }
 
-/// Starts a call: numbers it, and sets its fuel; its deadline is fixed at its first epoch
-/// tick (so a call overruns `call_timeout_ms` by at most two ticks), which spares every call
-/// a clock read.
-fn arm(store: &mut Store<PluginState>) {
+/// Starts a call: numbers it, sets its fuel, and fixes its deadline `call_timeout_ms` from
+/// now. Returns when it started.
+fn arm(store: &mut Store<PluginState>) -> Instant {
     if let Some(fuel) = store.data().ctx.policy.fuel {
         // Only a metered engine counts fuel; `load` made this instance's engine so.
         let _ = store.set_fuel(fuel);
     }
     store.set_epoch_deadline(1);
+    let now = Instant::now();
     let state = store.data_mut();
     let call = state.ctx.control.begin();
-    state.begin_call(call);
+    state.begin_call(call, now);
+    now
 }
 
 fn describe(
     err: wasmtime::Error,
-    policy: &LoadPolicy,
+    ctx: &PluginContext,
     stderr: &OutputCapture,
     stdout: &OutputCapture,
 ) -> CallFailure {
-    let mut reason = explain(&err, policy);
+    let (cause, mut reason) = classify(&err, &ctx.policy);
     for (name, capture) in [("stderr", stderr), ("stdout", stdout)] {
         let tail = capture.tail();
         if !tail.is_empty() {
@@ -159,52 +176,11 @@ fn describe(
             break;
         }
     }
-    CallFailure { reason }
+    CallFailure { cause, reason }
 }
 
 impl Drop for PluginInstance {
     fn drop(&mut self) {
         self.release("the plugin instance ended");
-    }
-}
-
-/// What went wrong, naming the limit and the `load_policy` field when one was hit.
-fn explain(err: &wasmtime::Error, policy: &LoadPolicy) -> String {
-    let root = err.root_cause().to_string();
-    if let Some(interrupted) = err.downcast_ref::<Interrupted>() {
-        return match interrupted {
-            Interrupted::Deadline => format!(
-                "it ran past its {} ms call deadline (load_policy.call_timeout_ms)",
-                policy.call_timeout_ms
-            ),
-            Interrupted::Cancelled => "the call was cancelled from another thread".into(),
-        };
-    }
-    if let Some(ResourceTableError::Full) = err.downcast_ref::<ResourceTableError>() {
-        return format!(
-            "it holds more than {} host resources (load_policy.max_resources)",
-            policy.max_resources
-        );
-    }
-    match err.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => format!(
-            "it used up its fuel of {} per call (load_policy.fuel)",
-            policy.fuel.unwrap_or_default()
-        ),
-        Some(Trap::StackOverflow) => "wasm trap: call stack exhausted (deep recursion)".into(),
-        Some(trap) => trap.to_string(),
-        None if root.contains("memory") && root.contains("grow") => format!(
-            "it hit its memory limit of {} MiB (load_policy.memory_mib): {root}",
-            policy.memory_mib
-        ),
-        None if root.contains("table") && root.contains("grow") => format!(
-            "it hit its table limit of {} elements (load_policy.max_table_elements): {root}",
-            policy.max_table_elements
-        ),
-        None if root.contains("count too high") || root.contains("exceeds limit") => format!(
-            "it hit a resource limit (load_policy.max_instances is {}): {root}",
-            policy.max_instances
-        ),
-        None => root,
     }
 }

@@ -4,8 +4,10 @@
 //! plugin instances with their limits and deadlines.
 
 pub mod bindings;
+mod busy;
 mod cache;
 mod control;
+mod fault;
 mod instance;
 mod stdio;
 
@@ -18,8 +20,9 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use cache::{CACHE_ENV, ComponentCache};
-pub(crate) use control::{CallControl, Interrupted};
-pub(crate) use instance::PluginInstance;
+pub(crate) use control::{CallControl, Interrupted, StopCondition};
+pub(crate) use fault::{HostLimit, PluginLimits};
+pub(crate) use instance::{CallFailure, PluginInstance};
 
 use crate::imports::PluginState;
 
@@ -164,7 +167,7 @@ impl Flavor {
             None => (Engine::new(&config)?, format!("on-demand ({POOL_ENV}=off)")),
         };
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        crate::imports::add_wasi_to_linker(&mut linker)?;
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)?;
         let ticker = engine.weak();
         std::thread::Builder::new()

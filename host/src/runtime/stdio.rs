@@ -12,6 +12,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::imports::LogBudget;
+use crate::text::inert;
 
 /// Bytes of output kept for fault reports.
 const TAIL: usize = 2048;
@@ -61,7 +62,7 @@ impl OutputCapture {
                         plugin = &*self.plugin,
                         stream = self.stream,
                         "{}",
-                        String::from_utf8_lossy(&line).trim_end()
+                        inert(String::from_utf8_lossy(&line).trim_end())
                     );
                 }
                 if byte == b'\n' {

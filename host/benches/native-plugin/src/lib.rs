@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use accelhost::config::{Config, ConfigSource};
 use accelhost::devices::dfl::{DflDevice, DflPort};
-use accelhost::devices::{CheckedMmio, DeviceRegistry, OwnerId};
+use accelhost::devices::{CheckedMmio, DeviceRegistry, Owner};
 
 use abi::{ABI_VERSION, NativePluginApi, NativeProperties};
 
@@ -31,7 +31,7 @@ struct Ctx {
     /// Keeps the emulators alive.
     _registry: DeviceRegistry,
     devices: Vec<Device>,
-    owner: OwnerId,
+    owner: Owner,
     handles: Mutex<Vec<Option<Box<dyn DflPort>>>>,
 }
 
@@ -64,7 +64,7 @@ unsafe extern "C" fn init(config: *const u8, len: usize) -> *mut c_void {
     Box::into_raw(Box::new(Ctx {
         _registry: registry,
         devices,
-        owner: OwnerId::fresh(),
+        owner: Owner::unlimited(),
         handles: Mutex::new(Vec::new()),
     }))
     .cast()
@@ -104,7 +104,7 @@ unsafe extern "C" fn open(c: *mut c_void, token: u64, exclusive: u32, handle: *m
     let Some(device) = c.devices.get(token as usize) else {
         return EINVAL;
     };
-    match device.port.open(exclusive != 0, c.owner) {
+    match device.port.open(exclusive != 0, &c.owner) {
         Ok(port) => {
             let mut handles = c.handles.lock().unwrap_or_else(|p| p.into_inner());
             let slot = match handles.iter().position(Option::is_none) {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use accelhost::config::{Config, ConfigSource, DeviceDecl, DeviceFamily};
 use accelhost::devices::dfl::DflDevice;
 use accelhost::devices::dfl::emu::EmulatedPort;
-use accelhost::devices::{DmaBudget, DmaMemory, MmioWindow, OwnerId};
+use accelhost::devices::{DmaMemory, MmioWindow, Owner};
 use accelhost::perf::PluginBench;
 use accelhost::workloads::{nlb0, vadd};
 use accelhost::{ComponentCache, Handle, Host, Kernel, Token};
@@ -415,7 +415,7 @@ impl DirectEmulator {
     pub fn new() -> DirectEmulator {
         let device = EmulatedPort::new(&DeviceDecl::emulated("direct0", DeviceFamily::Dfl));
         let port = device
-            .open(true, OwnerId::fresh())
+            .open(true, &Owner::unlimited())
             .expect("opening an emulated port");
         let window = port.map_region(0).expect("mapping the AFU region");
         DirectEmulator {
@@ -479,10 +479,9 @@ pub struct Memcpy {
 impl Memcpy {
     /// Allocates and fills both buffers.
     pub fn new(bytes: u64) -> Memcpy {
-        let budget = DmaBudget::new(u64::MAX);
-        let owner = OwnerId::fresh();
-        let src = DmaMemory::allocate(bytes, owner, &budget, false).expect("memory");
-        let dst = DmaMemory::allocate(bytes, owner, &budget, false).expect("memory");
+        let owner = Owner::unlimited();
+        let src = DmaMemory::allocate(bytes, owner.id, &owner.dma, false).expect("memory");
+        let dst = DmaMemory::allocate(bytes, owner.id, &owner.dma, false).expect("memory");
         src.fill(0, bytes, 0xAF).expect("fill");
         dst.fill(0, bytes, 0xBE).expect("fill");
         Memcpy { src, dst, bytes }

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use super::abi::{memcpy, vadd};
 use super::{AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
 use crate::config::{Accelerator, DeviceDecl};
-use crate::devices::{Completion, CompletionState, DmaMemory, MmioWindow, OwnerId, errno};
+use crate::devices::{
+    Budget, Charge, Completion, CompletionState, DmaMemory, MmioWindow, Owner, OwnerId, errno,
+};
 
 /// Bytes of one context's problem-state slice.
 const PP_SIZE: u64 = 0x1000;
@@ -133,7 +135,7 @@ impl CxlAfu for EmulatedAfu {
         self.desc.clone()
     }
 
-    fn open(&self, kind: ContextKind, owner: OwnerId) -> io::Result<Box<dyn CxlContext>> {
+    fn open(&self, kind: ContextKind, owner: &Owner) -> io::Result<Box<dyn CxlContext>> {
         let dedicated = self.afu.model == Accelerator::Vadd;
         if dedicated != (kind == ContextKind::Dedicated) {
             return Err(errno(libc::ENODEV));
@@ -145,7 +147,8 @@ impl CxlAfu for EmulatedAfu {
         let ctx = Arc::new(Ctx {
             pe,
             kind,
-            owner,
+            owner: owner.id,
+            host: owner.host.clone(),
             inner: Mutex::new(CtxState::default()),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
@@ -164,6 +167,8 @@ struct Ctx {
     pe: u32,
     kind: ContextKind,
     owner: OwnerId,
+    /// What the waits registered on the context are charged to.
+    host: Arc<Budget>,
     inner: Mutex<CtxState>,
     /// Wakes readers of events and interrupt waits.
     changed: Condvar,
@@ -186,9 +191,22 @@ struct CtxState {
     pending_irqs: BTreeSet<u16>,
     faults: VecDeque<(u64, u64)>,
     errors: VecDeque<u64>,
-    waiters: Vec<(u16, Arc<Completion>)>,
+    waiters: Vec<Waiter>,
     timebase_requested: bool,
 }
+
+/// A wait for an interrupt, charged to the context's owner until it finishes or nobody
+/// waits on it any more.
+struct Waiter {
+    irq: u16,
+    done: Arc<Completion>,
+    _charge: Charge,
+}
+
+/// The most storage faults and AFU errors kept for `read_event`; beyond it the oldest go.
+const MAX_QUEUED: usize = 1024;
+/// What one registered wait costs the host, as charged.
+const WAITER_BYTES: u64 = (size_of::<Waiter>() + size_of::<Completion>() + 16) as u64;
 
 #[derive(Clone, Copy)]
 struct QueueCursor {
@@ -208,9 +226,9 @@ impl CtxState {
 
     fn raise_interrupt(&mut self, irq: u16) {
         self.pending_irqs.insert(irq);
-        self.waiters.retain(|(wanted, done)| {
-            if *wanted == irq {
-                done.finish(CompletionState::Complete);
+        self.waiters.retain(|waiter| {
+            if waiter.irq == irq {
+                waiter.done.finish(CompletionState::Complete);
                 false
             } else {
                 true
@@ -219,12 +237,15 @@ impl CtxState {
     }
 
     fn fail_waiters(&mut self, why: &str) {
-        for (_, done) in self.waiters.drain(..) {
-            done.finish(CompletionState::Failed(why.to_string()));
+        for waiter in self.waiters.drain(..) {
+            waiter.done.finish(CompletionState::Failed(why.to_string()));
         }
     }
 
     fn storage_fault(&mut self, pe: u32, ea: u64) {
+        if self.faults.len() >= MAX_QUEUED {
+            self.faults.pop_front();
+        }
         self.faults.push_back((ea, DSISR_NOT_MAPPED));
         self.stopped = true;
         self.fail_waiters(&format!(
@@ -354,7 +375,14 @@ impl CxlContext for EmulatedContext {
         } else {
             // A wait registered after a fault waits for a restart: only the waits the fault
             // interrupted fail.
-            inner.waiters.push((irq, done.clone()));
+            // Waits nobody holds any more go first, so dropped events cost nothing.
+            inner.waiters.retain(|w| Arc::strong_count(&w.done) > 1);
+            let charge = self.ctx.host.charge(WAITER_BYTES)?;
+            inner.waiters.push(Waiter {
+                irq,
+                done: done.clone(),
+                _charge: charge,
+            });
         }
         Ok(done)
     }

@@ -20,7 +20,8 @@ use crate::devices::sysfs::{
     read_optional,
 };
 use crate::devices::{
-    Completion, CompletionState, DmaMemory, LinuxRoots, MmioWindow, OwnerId, check_owner, errno,
+    Completion, CompletionState, DmaMemory, LinuxRoots, MmioWindow, Owner, OwnerId, check_owner,
+    errno,
 };
 
 /// Finds the AFUs under `<sysfs>/class/cxl` (the `afuC.S` entries, not their context nodes),
@@ -210,9 +211,9 @@ impl CxlAfu for LinuxAfu {
         })
     }
 
-    fn open(&self, kind: ContextKind, owner: OwnerId) -> io::Result<Box<dyn CxlContext>> {
+    fn open(&self, kind: ContextKind, owner: &Owner) -> io::Result<Box<dyn CxlContext>> {
         let fd = open_node(&self.paths.node_of(kind))?;
-        let context = LinuxContext::open(fd, owner, self.paths.mmio_size_of(kind))?;
+        let context = LinuxContext::open(fd, owner.id, self.paths.mmio_size_of(kind))?;
         Ok(Box::new(context))
     }
 }
@@ -710,8 +711,8 @@ impl Drop for LinuxContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::DmaBudget;
     use crate::devices::scratch::Scratch;
+    use crate::devices::{Budget, BudgetKind};
     use std::io::Write;
     use std::time::Duration;
 
@@ -918,7 +919,7 @@ mod tests {
             ContextKind::Slave,
             ContextKind::Dedicated,
         ] {
-            let err = afus[0].open(kind, OwnerId::fresh()).err().unwrap();
+            let err = afus[0].open(kind, &Owner::unlimited()).err().unwrap();
             assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{kind:?}");
         }
     }
@@ -972,7 +973,7 @@ mod tests {
         s.write("dev/cxl/afu0.0s", "");
         let afus = discover_afus(&s.roots()).unwrap();
         let err = afus[0]
-            .open(ContextKind::Slave, OwnerId::fresh())
+            .open(ContextKind::Slave, &Owner::unlimited())
             .err()
             .unwrap();
         assert_eq!(
@@ -1022,7 +1023,7 @@ mod tests {
             Some(libc::EINVAL)
         );
 
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let theirs = DmaMemory::allocate(4096, OwnerId::fresh(), &budget, false).unwrap();
         assert_eq!(
             context.attach_buffer(&theirs).unwrap_err().raw_os_error(),

@@ -11,7 +11,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Completion, DmaMemory, MmioWindow, OwnerId};
+use super::{Completion, DmaMemory, MmioWindow, Owner};
 
 /// How an AFU shares itself between processes (sysfs `mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,7 +115,7 @@ pub trait CxlAfu: Send + Sync {
     fn desc(&self) -> AfuDesc;
     /// Opens a context on the `kind` node for `owner`. Fails with `ENOSPC` when every context
     /// is in use (a dedicated AFU has one).
-    fn open(&self, kind: ContextKind, owner: OwnerId) -> io::Result<Box<dyn CxlContext>>;
+    fn open(&self, kind: ContextKind, owner: &Owner) -> io::Result<Box<dyn CxlContext>>;
 }
 
 /// An open context. Dropping it detaches it, frees its process element and fails its

@@ -14,7 +14,7 @@ use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
 use crate::config::DeviceDecl;
 #[cfg(test)]
 use crate::config::DeviceFamily;
-use crate::devices::{DmaMemory, MmioWindow, OwnerId, check_owner, errno};
+use crate::devices::{DmaMemory, MmioWindow, Owner, OwnerId, check_owner, errno};
 
 /// Size of the AFU MMIO region (index 0), as on OPAE's ASE.
 pub const AFU_MMIO_SIZE: u64 = 256 * 1024;
@@ -153,7 +153,7 @@ impl DflDevice for EmulatedPort {
         self.desc.clone()
     }
 
-    fn open(&self, exclusive: bool, owner: OwnerId) -> io::Result<Box<dyn DflPort>> {
+    fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>> {
         let mut port = self.shared.lock_port();
         if port.exclusive || (exclusive && port.openers > 0) {
             return Err(errno(libc::EBUSY));
@@ -163,7 +163,7 @@ impl DflDevice for EmulatedPort {
         Ok(Box::new(EmulatedOpener {
             shared: self.shared.clone(),
             jobs: self.jobs.clone(),
-            owner,
+            owner: owner.id,
             closed: Arc::new(AtomicBool::new(false)),
         }))
     }
@@ -573,15 +573,15 @@ impl MmioWindow for EmulatedMmio {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::{CheckedMmio, DmaBudget, PollOutcome, poll_until};
+    use crate::devices::{CheckedMmio, Owner, PollOutcome, poll_until};
     use std::time::Duration;
 
     fn port() -> EmulatedPort {
         EmulatedPort::new(&DeviceDecl::emulated("t0", DeviceFamily::Dfl))
     }
 
-    fn buffer(owner: OwnerId, len: u64) -> Arc<DmaMemory> {
-        DmaMemory::allocate(len, owner, &DmaBudget::new(1 << 30), false).unwrap()
+    fn buffer(owner: &Owner, len: u64) -> Arc<DmaMemory> {
+        DmaMemory::allocate(len, owner.id, &owner.dma, false).unwrap()
     }
 
     /// The hello_fpga sequence; returns the DSM status word.
@@ -615,16 +615,16 @@ mod tests {
     #[test]
     fn hello_fpga_flow_copies_every_line() {
         let port = port();
-        let owner = OwnerId::fresh();
-        let opened = port.open(true, owner).unwrap();
+        let owner = Owner::unlimited();
+        let opened = port.open(true, &owner).unwrap();
         assert_eq!(opened.info().unwrap().num_regions, 1);
         let mmio = CheckedMmio::new(opened.map_region(0).unwrap());
         assert_eq!(mmio.read64(nlb0::CSR_AFU_ID_L).unwrap(), nlb0::AFU_ID.low);
         assert_eq!(mmio.read64(nlb0::CSR_AFU_ID_H).unwrap(), nlb0::AFU_ID.high);
         let (dsm, src, dst) = (
-            buffer(owner, 4096),
-            buffer(owner, 1 << 20),
-            buffer(owner, 1 << 20),
+            buffer(&owner, 4096),
+            buffer(&owner, 1 << 20),
+            buffer(&owner, 1 << 20),
         );
         for b in [&dsm, &src, &dst] {
             opened.dma_map(b).unwrap();
@@ -656,11 +656,11 @@ mod tests {
     #[test]
     fn an_unmapped_source_sets_the_error_vector() {
         let port = port();
-        let owner = OwnerId::fresh();
-        let opened = port.open(false, owner).unwrap();
+        let owner = Owner::unlimited();
+        let opened = port.open(false, &owner).unwrap();
         let mmio = CheckedMmio::new(opened.map_region(0).unwrap());
-        let dsm = buffer(owner, 4096);
-        let dst = buffer(owner, 4096);
+        let dsm = buffer(&owner, 4096);
+        let dst = buffer(&owner, 4096);
         opened.dma_map(&dsm).unwrap();
         opened.dma_map(&dst).unwrap();
         let status = loopback(&mmio, &dsm, 0x40, dst.io_address().unwrap(), 1);
@@ -671,7 +671,7 @@ mod tests {
     #[test]
     fn config_registers_are_locked_while_in_reset_or_running() {
         let port = port();
-        let opened = port.open(false, OwnerId::fresh()).unwrap();
+        let opened = port.open(false, &Owner::unlimited()).unwrap();
         let mmio = CheckedMmio::new(opened.map_region(0).unwrap());
         mmio.write64(nlb0::CSR_SRC_ADDR, 5).unwrap();
         assert_eq!(
@@ -692,27 +692,27 @@ mod tests {
     #[test]
     fn exclusive_open_semantics() {
         let port = port();
-        let first = port.open(false, OwnerId::fresh()).unwrap();
-        let second = port.open(false, OwnerId::fresh()).unwrap();
-        let busy = port.open(true, OwnerId::fresh()).err().unwrap();
+        let first = port.open(false, &Owner::unlimited()).unwrap();
+        let second = port.open(false, &Owner::unlimited()).unwrap();
+        let busy = port.open(true, &Owner::unlimited()).err().unwrap();
         assert_eq!(busy.raw_os_error(), Some(libc::EBUSY));
         drop((first, second));
-        let exclusive = port.open(true, OwnerId::fresh()).unwrap();
+        let exclusive = port.open(true, &Owner::unlimited()).unwrap();
         for mode in [true, false] {
-            let err = port.open(mode, OwnerId::fresh()).err().unwrap();
+            let err = port.open(mode, &Owner::unlimited()).err().unwrap();
             assert_eq!(err.raw_os_error(), Some(libc::EBUSY));
         }
         drop(exclusive);
-        port.open(true, OwnerId::fresh()).unwrap();
+        port.open(true, &Owner::unlimited()).unwrap();
     }
 
     #[test]
     fn dma_map_rules() {
         let port = port();
-        let owner = OwnerId::fresh();
-        let opened = port.open(false, owner).unwrap();
-        let mine = buffer(owner, 8192);
-        let foreign = buffer(OwnerId::fresh(), 4096);
+        let owner = Owner::unlimited();
+        let opened = port.open(false, &owner).unwrap();
+        let mine = buffer(&owner, 8192);
+        let foreign = buffer(&Owner::unlimited(), 4096);
         let err = opened.dma_map(&foreign).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EFAULT));
         let iova = opened.dma_map(&mine).unwrap();
@@ -735,11 +735,11 @@ mod tests {
     #[test]
     fn last_close_resets_and_unmaps_and_kills_windows() {
         let port = port();
-        let owner = OwnerId::fresh();
-        let opened = port.open(false, owner).unwrap();
+        let owner = Owner::unlimited();
+        let opened = port.open(false, &owner).unwrap();
         let window = opened.map_region(0).unwrap();
         window.write64(nlb0::CSR_SCRATCHPAD2, 42).unwrap();
-        let mem = buffer(owner, 4096);
+        let mem = buffer(&owner, 4096);
         opened.dma_map(&mem).unwrap();
         drop(opened);
         assert_eq!(mem.io_address(), None);
@@ -747,7 +747,7 @@ mod tests {
             window.read64(0).unwrap_err().raw_os_error(),
             Some(libc::ENODEV)
         );
-        let again = port.open(false, owner).unwrap();
+        let again = port.open(false, &owner).unwrap();
         let window = again.map_region(0).unwrap();
         assert_eq!(window.read64(nlb0::CSR_SCRATCHPAD2).unwrap(), 0);
         assert!(again.region_info(1).is_err());

@@ -17,7 +17,7 @@ use crate::devices::sysfs::{
     BadAttribute, numbered, open_node_with, parse_attr, parse_decimal, read_decimal,
     read_dir_if_present, read_hex_u16, read_optional,
 };
-use crate::devices::{DmaMemory, LinuxRoots, MmioWindow, OwnerId, check_owner, errno};
+use crate::devices::{DmaMemory, LinuxRoots, MmioWindow, Owner, OwnerId, check_owner, errno};
 use crate::types::Guid;
 
 /// Finds the ports under `<sysfs>/class/fpga_region/region*/dfl-port.M`, in port-number
@@ -154,9 +154,9 @@ impl DflDevice for LinuxPortDevice {
         })
     }
 
-    fn open(&self, exclusive: bool, owner: OwnerId) -> io::Result<Box<dyn DflPort>> {
+    fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>> {
         let fd = open_node(&self.paths.dev_node, exclusive)?;
-        Ok(Box::new(LinuxPort::new(fd, owner)))
+        Ok(Box::new(LinuxPort::new(fd, owner.id)))
     }
 }
 
@@ -345,7 +345,7 @@ impl Drop for LinuxPort {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::DmaBudget;
+    use crate::devices::{Budget, BudgetKind};
     use std::os::unix::fs::symlink;
 
     const NLB0_TEXT: &str = "d8424dc4a4a3c413f89e433683f9040b\n";
@@ -476,7 +476,7 @@ mod tests {
         let s = fake_sysfs();
         let ports = discover_ports(&s.roots()).unwrap();
         for exclusive in [false, true] {
-            let err = ports[0].open(exclusive, OwnerId::fresh()).err().unwrap();
+            let err = ports[0].open(exclusive, &Owner::unlimited()).err().unwrap();
             assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
         }
     }
@@ -486,14 +486,14 @@ mod tests {
         let s = fake_sysfs();
         s.write("dev/dfl-port.0", "");
         let ports = discover_ports(&s.roots()).unwrap();
-        let port = ports[0].open(true, OwnerId::fresh()).unwrap();
+        let port = ports[0].open(true, &Owner::unlimited()).unwrap();
         let enotty = Some(libc::ENOTTY);
         assert_eq!(port.info().unwrap_err().raw_os_error(), enotty);
         assert_eq!(port.region_info(0).unwrap_err().raw_os_error(), enotty);
         assert_eq!(port.map_region(0).err().unwrap().raw_os_error(), enotty);
         assert_eq!(port.reset().unwrap_err().raw_os_error(), enotty);
         assert_eq!(port.dma_unmap(0x1000).unwrap_err().raw_os_error(), enotty);
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let theirs = DmaMemory::allocate(4096, OwnerId::fresh(), &budget, false).unwrap();
         assert_eq!(
             port.dma_map(&theirs).unwrap_err().raw_os_error(),
@@ -521,7 +521,7 @@ mod tests {
                 offset: 0
             }
         );
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let memory = DmaMemory::allocate(8192, OwnerId::fresh(), &budget, false).unwrap();
         assert_eq!(
             dma_map_arg(&memory),
@@ -552,7 +552,7 @@ mod tests {
         let port = LinuxPort::new(open_node(&path, false).unwrap(), owner);
         let window = Arc::new(MappedMmio::map(port.fd.as_fd(), 4096, 0).unwrap());
         lock(&port.windows).push(Arc::downgrade(&window));
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let memory = DmaMemory::allocate(4096, owner, &budget, false).unwrap();
         memory.set_io_address(Some(0x2000));
         lock(&port.mappings).insert(0x2000, memory.clone());

@@ -9,7 +9,7 @@ pub mod linux;
 use std::io;
 use std::sync::Arc;
 
-use super::{DmaMemory, MmioWindow, OwnerId};
+use super::{DmaMemory, MmioWindow, Owner};
 use crate::types::{BusAddress, Guid};
 
 /// What sysfs (or the emulator) says about a port.
@@ -63,7 +63,7 @@ pub trait DflDevice: Send + Sync {
     fn desc(&self) -> PortDesc;
     /// Opens the port for `owner`. With `exclusive`, fails with `EBUSY` while anyone else
     /// holds it; any open fails with `EBUSY` while an exclusive opener holds it.
-    fn open(&self, exclusive: bool, owner: OwnerId) -> io::Result<Box<dyn DflPort>>;
+    fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>>;
 }
 
 /// An open port. Dropping it closes it: as in the kernel, the last close resets the AFU and

@@ -21,7 +21,9 @@ use super::abi::{self, ErtHeader, StartCu};
 use super::xclbin::{MemKind, Xclbin};
 use super::{BoInfo, Command, DeviceDesc, SyncDirection, XoclClient, XoclDevice};
 use crate::config::DeviceDecl;
-use crate::devices::{Completion, CompletionState, DmaBudget, DmaMemory, OwnerId, errno};
+use crate::devices::{
+    Budget, BudgetKind, Charge, Completion, CompletionState, DmaMemory, Owner, OwnerId, errno,
+};
 use crate::types::Guid;
 
 /// Where host-only buffer objects appear in the device's address space.
@@ -114,13 +116,12 @@ impl XoclDevice for EmulatedCard {
         desc
     }
 
-    fn open(&self, owner: OwnerId, budget: &Arc<DmaBudget>) -> io::Result<Box<dyn XoclClient>> {
+    fn open(&self, owner: &Owner) -> io::Result<Box<dyn XoclClient>> {
         let id = self.card.next_client.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(EmulatedClient {
             card: self.card.clone(),
             id,
-            owner,
-            budget: budget.clone(),
+            owner: owner.clone(),
         }))
     }
 }
@@ -175,6 +176,8 @@ struct Pending {
     command: Ready,
     done: Arc<Completion>,
     epoch: u64,
+    /// Held against the client's host budget until the command finishes.
+    charge: Charge,
 }
 
 /// A command and how many of its dependencies have not finished.
@@ -198,6 +201,7 @@ struct CopyJob {
     work: CopyWork,
     done: Arc<Completion>,
     epoch: u64,
+    _charge: Charge,
 }
 
 enum CopyWork {
@@ -303,8 +307,8 @@ impl CardState {
 struct EmulatedClient {
     card: Arc<Card>,
     id: u64,
-    owner: OwnerId,
-    budget: Arc<DmaBudget>,
+    /// BO backing is charged to its DMA budget, queued commands to its host budget.
+    owner: Owner,
 }
 
 impl XoclClient for EmulatedClient {
@@ -353,7 +357,7 @@ impl XoclClient for EmulatedClient {
                 let storage = DmaMemory::allocate(
                     bank.size.max(1),
                     OwnerId::fresh(),
-                    &DmaBudget::new(u64::MAX),
+                    &Budget::unlimited(BudgetKind::Dma),
                     false,
                 )?;
                 Some(Bank {
@@ -442,7 +446,7 @@ impl XoclClient for EmulatedClient {
         let size = size
             .checked_next_multiple_of(BO_ALIGN)
             .ok_or_else(|| errno(libc::ENOMEM))?;
-        let host = DmaMemory::allocate(size, self.owner, &self.budget, false)?;
+        let host = DmaMemory::allocate(size, self.owner.id, &self.owner.dma, false)?;
         if bank.is_none() {
             // A host-memory BO is pinned by XRT when it is created: fault it in now, not
             // during the first copy into it.
@@ -517,6 +521,11 @@ impl XoclClient for EmulatedClient {
                 after.len()
             )));
         }
+        let words = match &command {
+            Command::Exec(words) => words.len(),
+            Command::Sync { .. } | Command::Copy { .. } => 0,
+        };
+        let charge = super::charge_command(&self.owner.host, words)?;
         let mut state = lock(&self.card.state);
         let ready = match command {
             Command::Exec(words) => match decode_exec(&state, self.id, &words)? {
@@ -578,6 +587,7 @@ impl XoclClient for EmulatedClient {
             command: ready,
             done: done.clone(),
             epoch: state.epoch,
+            charge,
         };
         let mut unfinished = Vec::new();
         for dependency in &after {
@@ -600,6 +610,7 @@ impl XoclClient for EmulatedClient {
             self.card.dispatch();
             return Ok(done);
         }
+        let wakeups = super::charge_wakeups(&self.owner.host, unfinished.len())?;
         let seq = state.next_seq;
         state.next_seq += 1;
         state.waiting.insert(
@@ -610,10 +621,11 @@ impl XoclClient for EmulatedClient {
             },
         );
         drop(state);
-        for dependency in unfinished {
+        for (dependency, charge) in unfinished.into_iter().zip(wakeups) {
             let card = Arc::downgrade(&self.card);
             let finished = Arc::downgrade(dependency);
             dependency.on_finish(move || {
+                drop(charge);
                 if let Some(card) = card.upgrade() {
                     card.dependency_finished(seq, &finished);
                 }
@@ -862,6 +874,7 @@ impl Card {
                         regmap,
                         done: pending.done,
                         epoch: pending.epoch,
+                        _charge: pending.charge,
                     };
                     if inline {
                         cu.run(self, job);
@@ -876,6 +889,7 @@ impl Card {
                         work,
                         done: pending.done,
                         epoch: pending.epoch,
+                        _charge: pending.charge,
                     };
                     if inline {
                         drop(state);
@@ -912,6 +926,7 @@ struct CuJob {
     regmap: Vec<u32>,
     done: Arc<Completion>,
     epoch: u64,
+    _charge: Charge,
 }
 
 /// A compute unit: the HLS control register block and a thread that runs the kernel.

@@ -21,7 +21,8 @@ use crate::devices::sysfs::{
     BadAttribute, numbered, open_node, read_dir_if_present, read_hex_u16, read_optional, read_text,
 };
 use crate::devices::{
-    Completion, CompletionState, DmaBudget, DmaMemory, LinuxRoots, OwnerId, errno, page_size,
+    Budget, Charge, Completion, CompletionState, DmaMemory, LinuxRoots, Owner, OwnerId, errno,
+    page_size,
 };
 use crate::types::{BusAddress, Guid};
 
@@ -156,9 +157,9 @@ impl XoclDevice for LinuxXoclDevice {
         desc
     }
 
-    fn open(&self, owner: OwnerId, budget: &Arc<DmaBudget>) -> io::Result<Box<dyn XoclClient>> {
+    fn open(&self, owner: &Owner) -> io::Result<Box<dyn XoclClient>> {
         let fd = open_node(&self.node)?;
-        let client = LinuxXoclClient::new(fd, owner, budget, Some(self.function.clone()))?;
+        let client = LinuxXoclClient::new(fd, owner, Some(self.function.clone()))?;
         Ok(Box::new(client))
     }
 }
@@ -184,8 +185,8 @@ const MIN_KERNEL_RANGE: u32 = 0x1_0000;
 /// until the last [`DmaMemory`] over them goes.
 pub struct LinuxXoclClient {
     shared: Arc<Shared>,
-    owner: OwnerId,
-    budget: Arc<DmaBudget>,
+    /// The BOs' host mappings are charged to its DMA budget.
+    owner: Owner,
     /// The PCI function in sysfs, to check which xclbin the card holds.
     function: Option<PathBuf>,
     loaded: Mutex<Option<Arc<Xclbin>>>,
@@ -199,9 +200,8 @@ pub struct LinuxXoclClient {
 /// What the client and its worker share.
 struct Shared {
     fd: OwnedFd,
-    owner: OwnerId,
-    /// Exec BOs are the host's, not the plugin's: they are charged to no grant.
-    exec_budget: Arc<DmaBudget>,
+    /// Queued commands and their exec BOs are charged to its host budget.
+    owner: Owner,
     queue: Mutex<Queue>,
     /// Wakes the worker: a submit, a finished dependency, the client closing.
     wake: Condvar,
@@ -220,6 +220,7 @@ struct Job {
     work: Work,
     after: Vec<Arc<Completion>>,
     done: Arc<Completion>,
+    _charge: Charge,
 }
 
 enum Work {
@@ -237,17 +238,11 @@ fn invalid(message: impl Into<String>) -> io::Error {
 }
 
 impl LinuxXoclClient {
-    fn new(
-        fd: OwnedFd,
-        owner: OwnerId,
-        budget: &Arc<DmaBudget>,
-        function: Option<PathBuf>,
-    ) -> io::Result<Self> {
+    fn new(fd: OwnedFd, owner: &Owner, function: Option<PathBuf>) -> io::Result<Self> {
         let (stopped, stop) = io::pipe()?;
         let shared = Arc::new(Shared {
             fd,
-            owner,
-            exec_budget: DmaBudget::new(u64::MAX),
+            owner: owner.clone(),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             stopped,
@@ -258,8 +253,7 @@ impl LinuxXoclClient {
             .spawn(move || run_worker(&for_worker))?;
         Ok(LinuxXoclClient {
             shared,
-            owner,
-            budget: budget.clone(),
+            owner: owner.clone(),
             function,
             loaded: Mutex::new(None),
             bos: Mutex::new(HashMap::new()),
@@ -344,7 +338,7 @@ impl XoclClient for LinuxXoclClient {
         let mut info = info_bo_arg(bo.handle);
         // SAFETY: INFO_BO reads and writes one `InfoBoArg`, which `info` is.
         unsafe { ioctl_ptr(self.fd(), abi::DRM_IOCTL_XOCL_INFO_BO, &mut info) }?;
-        let host = map_bo(self.fd(), bo.handle, size, self.owner, &self.budget)?;
+        let host = map_bo(self.fd(), bo.handle, size, self.owner.id, &self.owner.dma)?;
         lock(&self.bos).insert(bo.handle, host.clone());
         Ok(BoInfo {
             handle: bo.keep(),
@@ -399,16 +393,24 @@ impl XoclClient for LinuxXoclClient {
                 Work::Copy(copy_bo_arg(dst, dst_offset, src, src_offset, size))
             }
         };
+        let words = match &work {
+            Work::Exec(words) => words.len(),
+            Work::Sync(_) | Work::Copy(_) => 0,
+        };
+        let charge = super::charge_command(&self.owner.host, words)?;
+        let wakeups = super::charge_wakeups(&self.owner.host, after.len())?;
         let done = Arc::new(Completion::default());
         lock(&self.shared.queue).jobs.push_back(Job {
             work,
             after: after.clone(),
             done: done.clone(),
+            _charge: charge,
         });
         self.shared.wake.notify_all();
-        for dependency in after {
+        for (dependency, charge) in after.iter().zip(wakeups) {
             let shared = Arc::downgrade(&self.shared);
             dependency.on_finish(move || {
+                drop(charge);
                 if let Some(shared) = shared.upgrade() {
                     // Taken so the wake cannot fall between the worker's check and its wait.
                     let _queue = lock(&shared.queue);
@@ -515,7 +517,7 @@ fn map_bo(
     handle: u32,
     len: u64,
     owner: OwnerId,
-    budget: &Arc<DmaBudget>,
+    budget: &Arc<Budget>,
 ) -> io::Result<Arc<DmaMemory>> {
     let mut arg = map_bo_arg(handle);
     // SAFETY: MAP_BO reads and writes one `MapBoArg`, which `arg` is.
@@ -843,7 +845,7 @@ fn run_exec(shared: &Shared, words: &[u32]) -> CompletionState {
         Err(e) => return CompletionState::Failed(format!("creating the exec BO failed: {e}")),
     };
     // Declared after `bo`, so it is unmapped before the BO is closed.
-    let memory = match map_bo(fd, bo.handle, size, shared.owner, &shared.exec_budget) {
+    let memory = match map_bo(fd, bo.handle, size, shared.owner.id, &shared.owner.host) {
         Ok(memory) => memory,
         Err(e) => return CompletionState::Failed(format!("mapping the exec BO failed: {e}")),
     };
@@ -921,6 +923,7 @@ mod tests {
     const UUID_TEXT: &str = "bd3a1bd2-4c6e-4f0e-9a0c-1e257f2d0a11\n";
     const ENOTTY_TEXT: &str = "os error 25";
 
+    use crate::devices::BudgetKind;
     use crate::devices::scratch::Scratch;
 
     const U200: &str = "sys/devices/pci0000:64/0000:65:00.1";
@@ -1072,30 +1075,24 @@ mod tests {
     fn opening_a_missing_node_returns_enoent() {
         let s = fake_sysfs();
         let devices = discover_devices(&s.roots()).unwrap();
-        let budget = DmaBudget::new(1 << 20);
-        let err = devices[0].open(OwnerId::fresh(), &budget).err().unwrap();
+        let err = devices[0].open(&Owner::unlimited()).err().unwrap();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
     }
 
     /// The fake tree with a regular file as renderD128, and a client on it.
-    fn client_on_a_file() -> (Scratch, LinuxXoclClient, Arc<DmaBudget>) {
+    fn client_on_a_file() -> (Scratch, LinuxXoclClient, Arc<Budget>) {
         let s = fake_sysfs();
         s.write("dev/dri/renderD128", "");
-        let budget = DmaBudget::new(1 << 20);
+        let owner = Owner::new(1 << 20, 1 << 20);
         let fd = open_node(&s.0.join("dev/dri/renderD128")).unwrap();
-        let client = LinuxXoclClient::new(
-            fd,
-            OwnerId::fresh(),
-            &budget,
-            Some(s.0.join(PCI).join("0000:65:00.1")),
-        )
-        .unwrap();
-        (s, client, budget)
+        let client =
+            LinuxXoclClient::new(fd, &owner, Some(s.0.join(PCI).join("0000:65:00.1"))).unwrap();
+        (s, client, owner.dma)
     }
 
     /// Puts a BO with `bytes` of host memory in the client's table, as `create_bo` would.
     fn fake_bo(client: &LinuxXoclClient, handle: u32, bytes: u64) {
-        let budget = DmaBudget::new(1 << 20);
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let memory = DmaMemory::allocate(bytes, OwnerId::fresh(), &budget, false).unwrap();
         lock(&client.bos).insert(handle, memory);
     }
@@ -1135,8 +1132,7 @@ mod tests {
         let s = fake_sysfs();
         s.write("dev/dri/renderD128", "");
         let devices = discover_devices(&s.roots()).unwrap();
-        let budget = DmaBudget::new(1 << 20);
-        let client = devices[0].open(OwnerId::fresh(), &budget).unwrap();
+        let client = devices[0].open(&Owner::new(1 << 20, 1 << 20)).unwrap();
         assert_eq!(
             client.reset().unwrap_err().raw_os_error(),
             Some(libc::ENOTTY)

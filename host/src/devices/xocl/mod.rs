@@ -10,7 +10,7 @@ pub mod xclbin;
 use std::io;
 use std::sync::Arc;
 
-use super::{Completion, DmaBudget, DmaMemory, OwnerId};
+use super::{Budget, Charge, Completion, DmaMemory, Owner};
 use crate::types::{BusAddress, Guid};
 pub use xclbin::Xclbin;
 
@@ -31,6 +31,26 @@ pub struct DeviceDesc {
     pub loaded: Option<Guid>,
     /// Whether the device is emulated.
     pub emulated: bool,
+}
+
+/// What a queued command costs the host beyond its ERT packet: the command, its completion
+/// and its place in the queue.
+const COMMAND_BYTES: u64 = 512;
+/// What one wake-up registered on a dependency costs the host.
+const WAKEUP_BYTES: u64 = 128;
+
+/// Charges a command of `packet_words` ERT words to its owner's host budget, until it leaves
+/// the queue.
+pub(crate) fn charge_command(host: &Arc<Budget>, packet_words: usize) -> io::Result<Charge> {
+    Ok(host.charge(COMMAND_BYTES + packet_words as u64 * 4)?)
+}
+
+/// Charges the wake-ups a command registers on its `dependencies`, one charge each: a
+/// wake-up lives until its dependency finishes, which may be after the command is gone.
+pub(crate) fn charge_wakeups(host: &Arc<Budget>, dependencies: usize) -> io::Result<Vec<Charge>> {
+    (0..dependencies)
+        .map(|_| host.charge(WAKEUP_BYTES).map_err(io::Error::from))
+        .collect()
 }
 
 /// Which way `sync_bo` copies.
@@ -92,9 +112,9 @@ pub enum Command {
 pub trait XoclDevice: Send + Sync {
     /// Current facts about the device.
     fn desc(&self) -> DeviceDesc;
-    /// Opens a client (a render-node file description) for `owner`; the host backing of its
-    /// buffer objects is charged to `budget`.
-    fn open(&self, owner: OwnerId, budget: &Arc<DmaBudget>) -> io::Result<Box<dyn XoclClient>>;
+    /// Opens a client (a render-node file description) for `owner`: the host backing of its
+    /// buffer objects is charged to its DMA budget, the commands it queues to its host budget.
+    fn open(&self, owner: &Owner) -> io::Result<Box<dyn XoclClient>>;
 }
 
 /// An open client. Dropping it frees its contexts and BOs and fails its pending commands,

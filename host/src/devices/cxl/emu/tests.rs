@@ -1,6 +1,6 @@
 use super::*;
 use crate::config::DeviceFamily;
-use crate::devices::DmaBudget;
+use crate::devices::Owner;
 use memcpy::WorkElement;
 
 fn afu(model: Accelerator, max_contexts: Option<u32>) -> EmulatedAfu {
@@ -10,8 +10,8 @@ fn afu(model: Accelerator, max_contexts: Option<u32>) -> EmulatedAfu {
     EmulatedAfu::new(&decl, 0)
 }
 
-fn buffer(owner: OwnerId, len: u64) -> Arc<DmaMemory> {
-    DmaMemory::allocate(len, owner, &DmaBudget::new(1 << 30), false).unwrap()
+fn buffer(owner: &Owner, len: u64) -> Arc<DmaMemory> {
+    DmaMemory::allocate(len, owner.id, &owner.dma, false).unwrap()
 }
 
 fn soon() -> Instant {
@@ -66,23 +66,23 @@ fn wait_status(queue: &DmaMemory, index: u64) -> u8 {
 #[test]
 fn contexts_are_limited_and_slots_reused() {
     let afu = afu(Accelerator::Memcpy, Some(3));
-    let owner = OwnerId::fresh();
+    let owner = Owner::unlimited();
     let contexts: Vec<_> = (0..3)
-        .map(|_| afu.open(ContextKind::Slave, owner).unwrap())
+        .map(|_| afu.open(ContextKind::Slave, &owner).unwrap())
         .collect();
     let pes: Vec<u32> = contexts.iter().map(|c| c.process_element()).collect();
     assert_eq!(pes, [0, 1, 2]);
-    let err = afu.open(ContextKind::Master, owner).err().unwrap();
+    let err = afu.open(ContextKind::Master, &owner).err().unwrap();
     assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
     let mut contexts = contexts;
     drop(contexts.remove(1));
     assert_eq!(
-        afu.open(ContextKind::Slave, owner)
+        afu.open(ContextKind::Slave, &owner)
             .unwrap()
             .process_element(),
         1
     );
-    let err = afu.open(ContextKind::Dedicated, owner).err().unwrap();
+    let err = afu.open(ContextKind::Dedicated, &owner).err().unwrap();
     assert_eq!(
         err.raw_os_error(),
         Some(libc::ENODEV),
@@ -93,18 +93,18 @@ fn contexts_are_limited_and_slots_reused() {
 #[test]
 fn a_dedicated_afu_has_one_context() {
     let afu = afu(Accelerator::Vadd, None);
-    let owner = OwnerId::fresh();
-    let first = afu.open(ContextKind::Dedicated, owner).unwrap();
-    let err = afu.open(ContextKind::Dedicated, owner).err().unwrap();
+    let owner = Owner::unlimited();
+    let first = afu.open(ContextKind::Dedicated, &owner).unwrap();
+    let err = afu.open(ContextKind::Dedicated, &owner).err().unwrap();
     assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
     drop(first);
-    afu.open(ContextKind::Dedicated, owner).unwrap();
+    afu.open(ContextKind::Dedicated, &owner).unwrap();
 }
 
 #[test]
 fn start_work_rules() {
     let afu = afu(Accelerator::Memcpy, None);
-    let ctx = afu.open(ContextKind::Slave, OwnerId::fresh()).unwrap();
+    let ctx = afu.open(ContextKind::Slave, &Owner::unlimited()).unwrap();
     assert_eq!(
         ctx.map_mmio().err().unwrap().raw_os_error(),
         Some(libc::EIO)
@@ -136,10 +136,10 @@ fn start_work_rules() {
 #[test]
 fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
     let afu = afu(Accelerator::Memcpy, None);
-    let owner = OwnerId::fresh();
-    let ctx = afu.open(ContextKind::Slave, owner).unwrap();
-    let queue = buffer(owner, 4096);
-    let data = buffer(owner, 8192);
+    let owner = Owner::unlimited();
+    let ctx = afu.open(ContextKind::Slave, &owner).unwrap();
+    let queue = buffer(&owner, 4096);
+    let data = buffer(&owner, 8192);
     let q = ctx.attach_buffer(&queue).unwrap();
     let d = ctx.attach_buffer(&data).unwrap();
     data.write(0, b"hello, capi").unwrap();
@@ -217,13 +217,13 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
 #[test]
 fn a_bad_address_faults_only_its_context_which_can_restart() {
     let afu = afu(Accelerator::Memcpy, None);
-    let owner = OwnerId::fresh();
-    let bad = afu.open(ContextKind::Slave, owner).unwrap();
-    let good = afu.open(ContextKind::Slave, owner).unwrap();
+    let owner = Owner::unlimited();
+    let bad = afu.open(ContextKind::Slave, &owner).unwrap();
+    let good = afu.open(ContextKind::Slave, &owner).unwrap();
     let (bq, gq, data) = (
-        buffer(owner, 4096),
-        buffer(owner, 4096),
-        buffer(owner, 4096),
+        buffer(&owner, 4096),
+        buffer(&owner, 4096),
+        buffer(&owner, 4096),
     );
     let bq_ea = bad.attach_buffer(&bq).unwrap();
     let gq_ea = good.attach_buffer(&gq).unwrap();
@@ -275,8 +275,8 @@ fn a_bad_address_faults_only_its_context_which_can_restart() {
 #[test]
 fn foreign_buffers_are_refused() {
     let afu = afu(Accelerator::Memcpy, None);
-    let ctx = afu.open(ContextKind::Slave, OwnerId::fresh()).unwrap();
-    let theirs = buffer(OwnerId::fresh(), 4096);
+    let ctx = afu.open(ContextKind::Slave, &Owner::unlimited()).unwrap();
+    let theirs = buffer(&Owner::unlimited(), 4096);
     assert_eq!(
         ctx.attach_buffer(&theirs).unwrap_err().raw_os_error(),
         Some(libc::EFAULT)
@@ -286,9 +286,9 @@ fn foreign_buffers_are_refused() {
 #[test]
 fn the_master_sees_every_slice() {
     let afu = afu(Accelerator::Memcpy, Some(4));
-    let owner = OwnerId::fresh();
-    let master = afu.open(ContextKind::Master, owner).unwrap();
-    let slave = afu.open(ContextKind::Slave, owner).unwrap();
+    let owner = Owner::unlimited();
+    let master = afu.open(ContextKind::Master, &owner).unwrap();
+    let slave = afu.open(ContextKind::Slave, &owner).unwrap();
     let work = |wed| Work {
         wed,
         amr: None,
@@ -314,10 +314,10 @@ fn the_master_sees_every_slice() {
 #[test]
 fn vadd_reads_its_control_block_and_sets_done() {
     let afu = afu(Accelerator::Vadd, None);
-    let owner = OwnerId::fresh();
-    let ctx = afu.open(ContextKind::Dedicated, owner).unwrap();
-    let block = buffer(owner, 4096);
-    let data = buffer(owner, 3 * 4096);
+    let owner = Owner::unlimited();
+    let ctx = afu.open(ContextKind::Dedicated, &owner).unwrap();
+    let block = buffer(&owner, 4096);
+    let data = buffer(&owner, 3 * 4096);
     let b = ctx.attach_buffer(&block).unwrap();
     let d = ctx.attach_buffer(&data).unwrap();
     let n = 1000u64;
@@ -341,7 +341,8 @@ fn vadd_reads_its_control_block_and_sets_done() {
     })
     .unwrap();
     let done =
-        crate::devices::watch::watch(&block, vadd::DONE, u64::MAX, 1u64.swap_bytes()).unwrap();
+        crate::devices::watch::watch(&block, vadd::DONE, u64::MAX, 1u64.swap_bytes(), &owner.host)
+            .unwrap();
     assert_eq!(done.wait(soon()), CompletionState::Complete);
     for i in 0..n {
         let mut word = [0u8; 4];
