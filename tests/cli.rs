@@ -3,33 +3,7 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-use support::{scratch_dir, write_config};
-
-/// Runs `accelhost args` in `dir` with an isolated environment: no user or system config,
-/// the tests' compile cache.
-fn accelhost(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let home = scratch_dir("home");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_accelhost"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("ACCELHOST_CONFIG")
-        .env_remove("ACCELHOST_TRACE")
-        .env_remove("ACCELHOST_LOG")
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("ACCELHOST_CACHE_DIR", support::cache_dir());
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    cmd.output().expect("running accelhost")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{accelhost, scratch_dir, text, write_config};
 
 #[test]
 fn demo_fault_contains_a_crash_and_a_hang_in_the_same_table() {

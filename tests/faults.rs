@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use accelhost::workloads::nlb0::{is_nlb0, loopback};
-use accelhost::{ErrorCode, Filter, Host, OpenMode, PluginStatus};
+use accelhost::{ErrorCode, FaultCause, Filter, Host, OpenMode, PluginStatus};
 use support::{
     chaos_plugin, chaos_plugin_granted, chaos_plugin_with, dfl_devices, dfl_plugin, host,
 };
@@ -36,16 +36,21 @@ fn dfl_still_works(host: &Host) {
     handle.close().unwrap();
 }
 
-fn faulted_reason(host: &Host) -> String {
+/// Why plugin `faulty` faulted, as `accelhost plugins` shows it.
+fn faulted(host: &Host) -> (FaultCause, String) {
     let info = host
         .plugins()
         .into_iter()
         .find(|p| p.name == "faulty")
         .unwrap();
     match info.status {
-        PluginStatus::Faulted { reason } => reason,
+        PluginStatus::Faulted { cause, reason } => (cause, reason),
         other => panic!("expected a fault, found {other:?}"),
     }
+}
+
+fn is_trap(cause: Option<&FaultCause>) -> bool {
+    matches!(cause, Some(FaultCause::Trap { .. }))
 }
 
 #[test]
@@ -55,6 +60,7 @@ fn a_trap_in_enumerate_ends_that_plugin_only() {
     assert_eq!(found.failures.len(), 1);
     let err = &found.failures[0];
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
+    assert!(is_trap(err.fault_cause()), "{err}");
     let text = err.to_string();
     assert!(
         text.contains("plugin 'faulty' faulted in enumerate"),
@@ -65,7 +71,9 @@ fn a_trap_in_enumerate_ends_that_plugin_only() {
         "the panic message: {text}"
     );
     assert_eq!(found.tokens.len(), 1, "the dfl port is still listed");
-    assert!(faulted_reason(&host).contains("enumerate"));
+    let (cause, reason) = faulted(&host);
+    assert!(is_trap(Some(&cause)), "{cause:?}");
+    assert!(reason.starts_with("in enumerate: "), "{reason}");
     dfl_still_works(&host);
     // Later enumerations skip the stopped plugin without an error.
     let again = host.enumerate(&[]);
@@ -83,6 +91,7 @@ fn a_trap_in_open_invalidates_the_plugins_tokens_and_handles() {
     let handle = host.open(&token, OpenMode::Exclusive).unwrap();
     let err = handle.reset().unwrap_err();
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
+    assert!(is_trap(err.fault_cause()), "{err}");
     assert!(!token.is_valid());
     assert!(!handle.is_open());
     let err = handle.reset().unwrap_err();
@@ -105,7 +114,11 @@ fn an_infinite_loop_is_stopped_at_the_deadline() {
     let err = host.open(&token, OpenMode::Exclusive).unwrap_err();
     let waited = started.elapsed();
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
-    assert!(err.to_string().contains("300 ms call deadline"), "{err}");
+    assert_eq!(
+        err.fault_cause(),
+        Some(&FaultCause::Deadline { timeout_ms: 300 }),
+        "{err}"
+    );
     assert!(waited.as_millis() >= 300, "stopped too early: {waited:?}");
     assert!(waited.as_secs() < 10, "stopped too late: {waited:?}");
     dfl_still_works(&host);
@@ -118,8 +131,15 @@ fn unbounded_memory_growth_hits_the_limit() {
     assert_eq!(found.failures.len(), 1);
     let err = &found.failures[0];
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
-    assert!(err.to_string().contains("memory limit of 32 MiB"), "{err}");
-    assert!(faulted_reason(&host).contains("enumerate"));
+    assert_eq!(
+        err.fault_cause(),
+        Some(&FaultCause::MemoryLimit { limit_mib: 32 }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("load_policy.memory_mib"), "{err}");
+    let (cause, reason) = faulted(&host);
+    assert_eq!(cause, FaultCause::MemoryLimit { limit_mib: 32 });
+    assert!(reason.starts_with("in enumerate: "), "{reason}");
     dfl_still_works(&host);
 }
 
@@ -170,7 +190,9 @@ fn a_trapping_plugin_does_not_disturb_concurrent_work() {
             worker.join().unwrap();
         }
     });
-    assert!(faulted_reason(&host).contains("describe"));
+    let (cause, reason) = faulted(&host);
+    assert!(is_trap(Some(&cause)), "{cause:?}");
+    assert!(reason.starts_with("in describe: "), "{reason}");
     dfl_still_works(&host);
 }
 
@@ -257,10 +279,12 @@ fn a_faulted_plugin_restarts_after_its_backoff_and_old_tokens_stay_dead() {
             attempt,
             max_restarts,
             backoff_ms,
+            cause,
             reason,
         } => {
             assert_eq!((attempt, max_restarts, backoff_ms), (1, 3, 50));
-            assert!(reason.contains("in reset: wasm trap"), "{reason}");
+            assert!(is_trap(Some(&cause)), "{cause:?}");
+            assert!(reason.starts_with("in reset: "), "{reason}");
         }
         PluginStatus::Running => {} // the restart already happened
         other => panic!("{other:?}"),
@@ -309,7 +333,7 @@ fn restarts_back_off_exponentially_and_stop_at_the_maximum() {
         }
     }
     assert_eq!(backoffs, [20, 40], "doubling, then no third restart");
-    let PluginStatus::Faulted { reason } = wait_for_status(&host, "chaos", |s| {
+    let PluginStatus::Faulted { reason, .. } = wait_for_status(&host, "chaos", |s| {
         matches!(s, PluginStatus::Faulted { .. })
     }) else {
         unreachable!()
@@ -363,7 +387,7 @@ fn a_call_stuck_in_wasm_or_in_a_host_wait_is_cancelled_from_another_thread() {
             let err = host.open(&token, OpenMode::Shared).unwrap_err();
             let cancelled_at = canceller.join().unwrap();
             assert_eq!(err.code(), ErrorCode::PluginFaulted, "{config}: {err}");
-            assert!(err.to_string().contains("cancelled"), "{err}");
+            assert_eq!(err.fault_cause(), Some(&FaultCause::Cancelled), "{err}");
             let latency = cancelled_at.elapsed();
             assert!(
                 latency < Duration::from_secs(2),
@@ -429,9 +453,9 @@ fn a_fuel_budget_stops_a_loop_by_instruction_count() {
     let started = Instant::now();
     let err = token.refresh().unwrap_err();
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
-    assert!(
-        err.to_string()
-            .contains("used up its fuel of 50000000 per call (load_policy.fuel)"),
+    assert_eq!(
+        err.fault_cause(),
+        Some(&FaultCause::Fuel { fuel: 50_000_000 }),
         "{err}"
     );
     assert!(started.elapsed() < Duration::from_secs(30));

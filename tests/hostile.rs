@@ -17,9 +17,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use accelhost::workloads::nlb0::loopback;
-use accelhost::{Error, ErrorCode, EventKind, Filter, Handle, Host, MemoryKind, OpenMode};
+use accelhost::workloads::{capi, vadd};
+use accelhost::{
+    Error, ErrorCode, EventKind, FaultCause, Filter, Handle, Host, MemoryKind, OpenMode,
+};
 use accelhost::{PluginStatus, Token};
-use support::{chaos_plugin_with, dfl_devices, dfl_plugin, host};
+use support::{chaos_plugin_with, dfl_plugin, host};
 
 /// What an attack does and what it must come to.
 struct Attack {
@@ -30,7 +33,74 @@ struct Attack {
     granted: Vec<&'static str>,
     /// Extra `load_policy` members.
     policy: &'static str,
+    /// Plugins besides dfl whose canonical workload must still verify after the attack.
+    neighbours: &'static [Neighbour],
     provoke: Provoke,
+}
+
+/// A well-behaved plugin of the run besides dfl, with its emulated card.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Neighbour {
+    /// The xocl plugin on XRT card `x0` (vadd through the offload API).
+    Xocl,
+    /// The cxl plugin on the vadd AFU `c0` (a host memory watch waits for its done flag).
+    Cxl,
+}
+
+impl Neighbour {
+    fn device(self) -> &'static str {
+        match self {
+            Neighbour::Xocl => r#"{"id": "x0", "family": "xocl"}"#,
+            Neighbour::Cxl => r#"{"id": "c0", "family": "cxl", "accelerator": "vadd"}"#,
+        }
+    }
+
+    fn plugin(self) -> &'static str {
+        match self {
+            Neighbour::Xocl => {
+                r#"{"name": "xocl", "module": "builtin:xocl", "grants": {"devices": ["emu:x0"]}}"#
+            }
+            Neighbour::Cxl => {
+                r#"{"name": "cxl", "module": "builtin:cxl", "grants": {"devices": ["emu:c0"]}}"#
+            }
+        }
+    }
+
+    /// Its canonical workload, every element checked.
+    fn workload(self, host: &Host) -> Result<(), String> {
+        let plugin = match self {
+            Neighbour::Xocl => "xocl",
+            Neighbour::Cxl => "cxl",
+        };
+        let token = host
+            .enumerate(&[])
+            .tokens
+            .into_iter()
+            .find(|t| {
+                t.plugin() == plugin && (self == Neighbour::Xocl || capi::node_kind(t) == Some('d'))
+            })
+            .ok_or(format!("the {plugin} plugin lists no device"))?;
+        let handle = host
+            .open(&token, OpenMode::Exclusive)
+            .map_err(|e| format!("{plugin}: {e}"))?;
+        let verified = match self {
+            Neighbour::Xocl => {
+                let kernel = vadd::load(&handle, 2).map_err(|e| e.to_string())?;
+                vadd::run(&handle, &kernel, 64 << 10)
+                    .map_err(|e| e.to_string())?
+                    .verified()
+            }
+            Neighbour::Cxl => capi::vadd_run(&handle, 64 << 10)
+                .map_err(|e| e.to_string())?
+                .verified(),
+        };
+        handle.close().map_err(|e| e.to_string())?;
+        if verified {
+            Ok(())
+        } else {
+            Err(format!("{plugin}'s vadd gave wrong elements"))
+        }
+    }
 }
 
 /// Makes an attack's calls: what to report, or why the attack was not contained.
@@ -88,6 +158,42 @@ fn expect<T: std::fmt::Debug>(
     }
 }
 
+/// `Ok` with the error's text if `result` failed as a fault whose cause `wanted` accepts;
+/// otherwise why not.
+fn expect_fault<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    wanted: impl Fn(&FaultCause) -> bool,
+) -> Result<String, String> {
+    match result {
+        Ok(value) => Err(format!("the call succeeded ({value:?}); expected a fault")),
+        Err(err) if err.fault_cause().is_some_and(&wanted) => Ok(format!(
+            "plugin-faulted ({}): {}",
+            err.fault_cause().map_or("", FaultCause::name),
+            short(&err.to_string())
+        )),
+        Err(err) => Err(format!(
+            "expected a fault of another cause, got {}: {err}",
+            err.code()
+        )),
+    }
+}
+
+/// A deadline fault after about `timeout`: not before it, and not long after.
+fn expect_deadline_after<T: std::fmt::Debug>(
+    started: Instant,
+    timeout: Duration,
+    result: Result<T, Error>,
+) -> Result<String, String> {
+    let took = started.elapsed();
+    let outcome = expect_fault(result, |c| matches!(c, FaultCause::Deadline { .. }))?;
+    if took < timeout || took > timeout + Duration::from_secs(2) {
+        return Err(format!(
+            "stopped after {took:?}, not at the {timeout:?} deadline"
+        ));
+    }
+    Ok(format!("{outcome} (after {} ms)", took.as_millis()))
+}
+
 /// The end of a long error message, where the reason is.
 fn short(text: &str) -> String {
     let text = text.split("; its stderr").next().unwrap_or(text);
@@ -112,6 +218,7 @@ fn call_export(host: &Host, export: &str) -> Result<(), Error> {
         "prepare-buffer" => handle.prepare_buffer(4096).map(drop),
         "release-buffer" => handle.prepare_buffer(4096)?.release(),
         "reset" => handle.reset(),
+        "describe" => token.refresh().map(drop),
         "reconfigure" => handle.reconfigure(0, b"image"),
         "register-event" => handle.register_event(EventKind::Interrupt, 0).map(drop),
         "mem-alloc" => handle.alloc(MemoryKind::Host, 4096).map(drop),
@@ -162,7 +269,7 @@ fn expect_fault_in(host: &Host, export: &str) -> Result<String, String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match chaos_status(host) {
-            PluginStatus::Restarting { reason, .. } | PluginStatus::Faulted { reason }
+            PluginStatus::Restarting { reason, .. } | PluginStatus::Faulted { reason, .. }
                 if reason.contains(&format!("in {export}:")) =>
             {
                 return Ok(format!("plugin-faulted: {}", short(&reason)));
@@ -183,6 +290,7 @@ fn trap_attacks() -> Vec<Attack> {
             config: format!(r#"{{"trap_in": "{export}"}}"#),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(move |host| match chaos_status(host) {
                 PluginStatus::LoadFailed { reason }
                     if reason.contains(&format!("{export} faulted"))
@@ -200,6 +308,7 @@ fn trap_attacks() -> Vec<Attack> {
             config: format!(r#"{{"trap_in": "{export}"}}"#),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(move |host| {
                 let filter = Filter::new().device_type("fpga").host("localhost");
                 let found = host.enumerate(&[filter]);
@@ -219,6 +328,7 @@ fn trap_attacks() -> Vec<Attack> {
         config: r#"{"trap_in": "enumerate"}"#.into(),
         granted: vec![],
         policy: "",
+        neighbours: &[],
         provoke: Box::new(|host| {
             let found = host.enumerate(&[]);
             match found.failures.as_slice() {
@@ -236,6 +346,7 @@ fn trap_attacks() -> Vec<Attack> {
         config: r#"{"trap_in": "describe"}"#.into(),
         granted: vec![],
         policy: "",
+        neighbours: &[],
         provoke: Box::new(|host| {
             expect(
                 chaos_token(host)?.refresh(),
@@ -249,6 +360,7 @@ fn trap_attacks() -> Vec<Attack> {
         config: r#"{"trap_in": "open"}"#.into(),
         granted: vec![],
         policy: "",
+        neighbours: &[],
         provoke: Box::new(|host| {
             expect(
                 call_export(host, "open"),
@@ -263,6 +375,7 @@ fn trap_attacks() -> Vec<Attack> {
             config: format!(r#"{{"trap_in": "{export}"}}"#),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(move |host| {
                 let result = call_export(host, export);
                 match export {
@@ -292,6 +405,7 @@ fn trap_attacks() -> Vec<Attack> {
         config: r#"{"trap_in": "finalize"}"#.into(),
         granted: vec![],
         policy: "",
+        neighbours: &[],
         // Nothing to call: the trap comes when the host drops the plugin, right after.
         provoke: Box::new(|_| Ok("at shutdown, logged; the host drops cleanly".into())),
     });
@@ -312,10 +426,12 @@ fn clone_error(err: &Error) -> Error {
         Error::Faulted {
             plugin,
             call,
+            cause,
             reason,
         } => Error::Faulted {
             plugin: plugin.clone(),
             call,
+            cause: cause.clone(),
             reason: reason.clone(),
         },
         other => Error::InvalidArgument {
@@ -339,6 +455,7 @@ fn import_attack(
         config: format!(r#"{{"attack_in": "open", "attack": "{attack}", "target": "{target}"}}"#),
         granted,
         policy: r#""max_resources": 1024"#,
+        neighbours: &[],
         provoke: Box::new(move |host| expect(call_export(host, "open"), code, needle)),
     }
 }
@@ -349,20 +466,14 @@ fn other_attacks() -> Vec<Attack> {
         config: config.into(),
         granted: vec![],
         policy: "",
+        neighbours: &[],
         provoke: Box::new(move |host| {
             let started = Instant::now();
             let result = match call {
                 "enumerate" => enumerate_error(host),
                 _ => call_export(host, call),
             };
-            let outcome = expect(result, ErrorCode::PluginFaulted, "300 ms call deadline")?;
-            let took = started.elapsed();
-            if took < Duration::from_millis(300) || took > Duration::from_secs(5) {
-                return Err(format!(
-                    "stopped after {took:?}, not at the 300 ms deadline"
-                ));
-            }
-            Ok(format!("{outcome} (after {} ms)", took.as_millis()))
+            expect_deadline_after(started, Duration::from_millis(300), result)
         }),
     };
     let mut attacks = vec![
@@ -373,6 +484,26 @@ fn other_attacks() -> Vec<Attack> {
         ),
         deadline("infinite loop in open", r#"{"hang_in": "open"}"#, "open"),
         deadline(
+            "std::thread::sleep for an hour in enumerate",
+            r#"{"sleep_in": "enumerate"}"#,
+            "enumerate",
+        ),
+        deadline(
+            "raw WASI: an hour's pollable, blocked on, in open",
+            r#"{"wasi_in": "open", "wasi": "block"}"#,
+            "open",
+        ),
+        deadline(
+            "raw WASI: poll on an hour's timer and stdin, in reset",
+            r#"{"wasi_in": "reset", "wasi": "poll"}"#,
+            "reset",
+        ),
+        deadline(
+            "raw WASI: 1 MiB of wasi:random at a time, forever, in open",
+            r#"{"wasi_in": "open", "wasi": "random-loop"}"#,
+            "open",
+        ),
+        deadline(
             "blocks forever in a host wait",
             r#"{"block_in": "open"}"#,
             "open",
@@ -382,6 +513,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"block_in": "open"}"#.into(),
             granted: vec![],
             policy: r#""call_timeout_ms": 60000"#,
+            neighbours: &[],
             provoke: Box::new(|host| {
                 std::thread::scope(|scope| {
                     let canceller = scope.spawn(|| {
@@ -406,11 +538,12 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"grow_in": "enumerate"}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 expect(
                     enumerate_error(host),
                     ErrorCode::PluginFaulted,
-                    "memory limit of 32 MiB (load_policy.memory_mib)",
+                    "over its limit of 32 MiB (load_policy.memory_mib)",
                 )
             }),
         },
@@ -419,6 +552,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"recurse_in": "describe"}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 expect(
                     chaos_token(host)?.refresh(),
@@ -432,6 +566,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"hang_in": "describe"}"#.into(),
             granted: vec![],
             policy: r#""fuel": 20000000, "call_timeout_ms": 60000"#,
+            neighbours: &[],
             provoke: Box::new(|host| {
                 expect(
                     chaos_token(host)?.refresh(),
@@ -445,6 +580,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"huge_in": "enumerate", "huge": "list"}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 expect(
                     enumerate_error(host),
@@ -458,6 +594,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"huge_in": "enumerate", "huge": "string"}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 expect(
                     enumerate_error(host),
@@ -471,6 +608,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"huge_in": "describe", "huge": "string"}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 expect(
                     chaos_token(host)?.refresh(),
@@ -484,6 +622,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"refuse_in": "reset", "huge": true}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 let err = open_chaos(host)?.reset().unwrap_err();
                 if err.code() != ErrorCode::InvalidArgument || err.to_string().len() > 1200 {
@@ -620,6 +759,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"log_flood": 20000}"#.into(),
             granted: vec![],
             policy: r#""log_bytes_per_second": 65536, "call_timeout_ms": 10000"#,
+            neighbours: &[],
             provoke: Box::new(|host| {
                 let dropped_so_far = || {
                     host.plugins()
@@ -649,6 +789,7 @@ fn other_attacks() -> Vec<Attack> {
             config: r#"{"impersonate": true}"#.into(),
             granted: vec![],
             policy: "",
+            neighbours: &[],
             provoke: Box::new(|host| {
                 let nlb0 = Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID);
                 let impostors: Vec<Token> = host
@@ -684,7 +825,383 @@ fn other_attacks() -> Vec<Attack> {
             }),
         },
     ];
+    attacks.extend(containment_attacks());
     attacks.extend(trap_attacks());
+    attacks
+}
+
+/// A host of the dfl plugin (port `w0`) and `chaos` entries, built apart from the run's host:
+/// for attacks on starting, stopping and restarting a host.
+fn own_host(chaos: &[String]) -> Result<Host, String> {
+    let mut plugins = vec![dfl_plugin(&["w0"])];
+    plugins.extend_from_slice(chaos);
+    host(&format!(
+        r#"{{"devices": [{{"id": "w0", "family": "dfl"}}, {{"id": "c0", "family": "cxl", "accelerator": "vadd"}}], "plugins": [{}]}}"#,
+        plugins.join(", ")
+    ))
+    .map_err(|e| format!("the host did not start: {e}"))
+}
+
+/// The status of plugin `name` in `host`.
+fn status_of(host: &Host, name: &str) -> PluginStatus {
+    host.plugins()
+        .into_iter()
+        .find(|p| p.name == name)
+        .map(|p| p.status)
+        .unwrap_or(PluginStatus::Stopped)
+}
+
+/// Whether `text` holds anything a terminal would act on.
+fn has_control(text: &str) -> bool {
+    text.chars()
+        .any(|c| c.is_control() || ('\u{80}'..='\u{9f}').contains(&c))
+}
+
+/// An attack with no devices granted, the run's neighbours `neighbours`, and `provoke`.
+fn attack(
+    name: &str,
+    config: &str,
+    policy: &'static str,
+    neighbours: &'static [Neighbour],
+    provoke: impl Fn(&Host) -> Result<String, String> + 'static,
+) -> Attack {
+    Attack {
+        name: name.into(),
+        config: config.into(),
+        granted: vec![],
+        policy,
+        neighbours,
+        provoke: Box::new(provoke),
+    }
+}
+
+/// A chaos plugin entry named `name` for an own host.
+fn own(name: &str, config: &str, policy: &str) -> String {
+    chaos_plugin_with(name, config, &[], policy)
+}
+
+/// The attacks of the containment classes: waits, host memory, shared tables, text, time and
+/// identity.
+fn containment_attacks() -> Vec<Attack> {
+    let mut attacks = vec![
+        attack(
+            "raw WASI: 64 MiB of wasi:random in one call",
+            r#"{"wasi_in": "open", "wasi": "random"}"#,
+            "",
+            &[],
+            |host| {
+                let started = Instant::now();
+                let outcome = expect_fault(call_export(host, "open"), |c| {
+                    *c == FaultCause::ResourceLimit {
+                        field: "wasi:random bytes per call",
+                        limit: 1 << 20,
+                    }
+                })?;
+                let took = started.elapsed();
+                if took > Duration::from_secs(1) {
+                    return Err(format!("refused only after {took:?}"));
+                }
+                Ok(format!("{outcome} ({} ms)", took.as_millis()))
+            },
+        ),
+        attack(
+            "a WASI sleep, cancelled from another thread",
+            r#"{"wasi_in": "open", "wasi": "block"}"#,
+            r#""call_timeout_ms": 60000"#,
+            &[],
+            |host| {
+                std::thread::scope(|scope| {
+                    let canceller = scope.spawn(|| {
+                        std::thread::sleep(Duration::from_millis(100));
+                        while !host.cancel("chaos").unwrap() {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                        Instant::now()
+                    });
+                    let result = call_export(host, "open");
+                    let latency = canceller.join().unwrap().elapsed();
+                    let outcome = expect_fault(result, |c| *c == FaultCause::Cancelled)?;
+                    if latency > Duration::from_millis(500) {
+                        return Err(format!("the cancel took {latency:?}"));
+                    }
+                    Ok(format!("{outcome} ({} ms)", latency.as_millis()))
+                })
+            },
+        ),
+    ];
+    for export in ["configure", "initialize"] {
+        attacks.push(attack(
+            &format!("sleeping for an hour in {export}"),
+            "{}",
+            "",
+            &[],
+            move |_| {
+                let started = Instant::now();
+                let host = own_host(&[own(
+                    "sleeper",
+                    &format!(r#"{{"sleep_in": "{export}"}}"#),
+                    "",
+                )])?;
+                let took = started.elapsed();
+                let status = status_of(&host, "sleeper");
+                let PluginStatus::LoadFailed { reason } = &status else {
+                    return Err(format!("expected a load failure, found {status}"));
+                };
+                if !reason.contains("load_policy.call_timeout_ms") || took > Duration::from_secs(3)
+                {
+                    return Err(format!("after {took:?}: {reason}"));
+                }
+                workload(&host, &port(&host, "w0"), 64 << 10)?;
+                Ok(format!(
+                    "the host started in {} ms; load-failed: {}",
+                    took.as_millis(),
+                    short(reason)
+                ))
+            },
+        ));
+    }
+    attacks.push(attack(
+        "sleeping for an hour in finalize",
+        "{}",
+        "",
+        &[],
+        |_| {
+            let host = own_host(&[own("sleeper", r#"{"sleep_in": "finalize"}"#, "")])?;
+            workload(&host, &port(&host, "w0"), 64 << 10)?;
+            let started = Instant::now();
+            drop(host);
+            let took = started.elapsed();
+            if took > Duration::from_secs(3) {
+                return Err(format!("the host took {took:?} to shut down"));
+            }
+            Ok(format!("the host shut down in {} ms", took.as_millis()))
+        },
+    ));
+    attacks.push(attack(
+        "sleeping in a restarted instance's configure, then a shutdown",
+        "{}",
+        "",
+        &[],
+        |_| {
+            let after = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 500;
+            let host = own_host(&[own(
+                "sleeper",
+                &format!(
+                    r#"{{"trap_in": "reset", "sleep_in": "configure", "sleep_after_unix_ms": {after}}}"#
+                ),
+                r#""call_timeout_ms": 60000, "on_fault": "restart", "restart_backoff_ms": 600"#,
+            )])?;
+            let token = host
+                .enumerate(&[Filter::new().vendor_id(0x1234)])
+                .tokens
+                .into_iter()
+                .next()
+                .ok_or("the sleeper lists no device")?;
+            let handle = host
+                .open(&token, OpenMode::Shared)
+                .map_err(|e| e.to_string())?;
+            expect_fault(handle.reset(), |c| matches!(c, FaultCause::Trap { .. }))?;
+            drop(handle);
+            // The restart begins after 600 ms and sleeps in configure.
+            std::thread::sleep(Duration::from_millis(900));
+            let started = Instant::now();
+            drop(host);
+            let took = started.elapsed();
+            if took > Duration::from_secs(3) {
+                return Err(format!("the host took {took:?} to shut down"));
+            }
+            Ok(format!(
+                "the host shut down in {} ms, its restart cut short",
+                took.as_millis()
+            ))
+        },
+    ));
+    attacks.push(attack(
+        "two plugins sleep in enumerate; the others' devices come within one deadline",
+        "{}",
+        "",
+        &[],
+        |_| {
+            let slow = r#""call_timeout_ms": 1000"#;
+            let host = own_host(&[
+                own("sleeper1", r#"{"sleep_in": "enumerate"}"#, slow),
+                own("sleeper2", r#"{"sleep_in": "enumerate"}"#, slow),
+            ])?;
+            let started = Instant::now();
+            let found = host.enumerate(&[]);
+            let took = started.elapsed();
+            if found.failures.len() != 2 || !found.tokens.iter().any(|t| t.plugin() == "dfl") {
+                return Err(format!(
+                    "{} failures, tokens {:?}",
+                    found.failures.len(),
+                    found.tokens.iter().map(|t| t.id()).collect::<Vec<_>>()
+                ));
+            }
+            if took >= Duration::from_millis(1900) {
+                return Err(format!(
+                    "enumerate took {took:?}: the sleepers ran one after the other"
+                ));
+            }
+            Ok(format!(
+                "enumerate answered in {} ms with the dfl port, both sleepers faulted",
+                took.as_millis()
+            ))
+        },
+    ));
+    attacks.push(attack(
+        "a plugin asleep in open does not hold up another plugin's callers",
+        "{}",
+        "",
+        &[],
+        |_| {
+            let host = own_host(&[own(
+                "sleeper",
+                r#"{"sleep_in": "open"}"#,
+                r#""call_timeout_ms": 3000"#,
+            )])?;
+            let sleeper = host
+                .enumerate(&[Filter::new().vendor_id(0x1234)])
+                .tokens
+                .into_iter()
+                .next()
+                .ok_or("the sleeper lists no device")?;
+            let w0 = port(&host, "w0");
+            std::thread::scope(|scope| {
+                let asleep = scope.spawn(|| host.open(&sleeper, OpenMode::Shared).map(drop));
+                std::thread::sleep(Duration::from_millis(100));
+                let started = Instant::now();
+                workload(&host, &w0, 64 << 10)?;
+                let took = started.elapsed();
+                let outcome = expect_fault(asleep.join().unwrap(), |c| {
+                    matches!(c, FaultCause::Deadline { .. })
+                })?;
+                if took > Duration::from_secs(1) {
+                    return Err(format!("the dfl loopback waited {took:?}"));
+                }
+                Ok(format!(
+                    "the dfl loopback took {} ms meanwhile; {outcome}",
+                    took.as_millis()
+                ))
+            })
+        },
+    ));
+    attacks.push(attack(
+        "failed events with 4 KiB messages, all kept",
+        r#"{"attack_in": "open", "attack": "event-messages"}"#,
+        r#""call_timeout_ms": 10000"#,
+        &[Neighbour::Xocl],
+        |host| {
+            expect_fault(call_export(host, "open"), |c| {
+                matches!(
+                    c,
+                    FaultCause::ResourceLimit {
+                        field: "load_policy.host_memory_mib",
+                        ..
+                    }
+                )
+            })
+        },
+    ));
+    attacks.push(Attack {
+        name: "commands queued behind an event that never fires, their events dropped".into(),
+        config: r#"{"attack_in": "open", "attack": "queued-commands", "target": "emu:x1"}"#.into(),
+        granted: vec!["emu:x1"],
+        policy: r#""host_memory_mib": 4"#,
+        neighbours: &[Neighbour::Xocl],
+        provoke: Box::new(|host| {
+            expect(
+                call_export(host, "open"),
+                ErrorCode::OutOfMemory,
+                "load_policy.host_memory_mib",
+            )
+        }),
+    });
+    attacks.push(attack(
+        "memory watches on words that never change, all kept",
+        r#"{"attack_in": "open", "attack": "watches"}"#,
+        r#""host_memory_mib": 4"#,
+        &[Neighbour::Cxl],
+        |host| {
+            expect(
+                call_export(host, "open"),
+                ErrorCode::OutOfMemory,
+                "load_policy.host_memory_mib",
+            )
+        },
+    ));
+    attacks.push(attack(
+        "two plugins fill the watch table with 2 x 65536 watches; a CAPI vadd beside them",
+        "{}",
+        "",
+        &[],
+        |_| {
+            let config = r#"{"attack_in": "open", "attack": "watches"}"#;
+            let policy =
+                r#""host_memory_mib": 64, "max_resources": 100000, "call_timeout_ms": 20000"#;
+            let host = own_host(&[
+                Neighbour::Cxl.plugin().to_string(),
+                own("filler1", config, policy),
+                own("filler2", config, policy),
+            ])?;
+            for filler in host.enumerate(&[Filter::new().vendor_id(0x1234)]).tokens {
+                expect(
+                    host.open(&filler, OpenMode::Shared),
+                    ErrorCode::OutOfMemory,
+                    "load_policy.host_memory_mib",
+                )?;
+            }
+            Neighbour::Cxl.workload(&host)?;
+            Ok("each filler stopped at its own budget; the CAPI vadd verified".into())
+        },
+    ));
+    attacks.push(attack(
+        "every call just under its deadline",
+        r#"{"slow_in": "describe", "slow_ms": 250}"#,
+        r#""busy_percent": 50, "busy_window_ms": 1000"#,
+        &[],
+        |host| {
+            let token = chaos_token(host)?;
+            for call in 1..=10 {
+                if let Err(err) = token.refresh() {
+                    let outcome = expect_fault(Err::<(), _>(err), |c| {
+                        *c == FaultCause::TimeBudget {
+                            percent: 50,
+                            window_ms: 1000,
+                        }
+                    })?;
+                    return Ok(format!("at call {call}: {outcome}"));
+                }
+            }
+            Err("ten slow calls in a row were let through".into())
+        },
+    ));
+    for what in ["token", "name"] {
+        attacks.push(attack(
+            &format!("two devices with one {what}"),
+            &format!(r#"{{"duplicate": "{what}"}}"#),
+            "",
+            &[],
+            |host| expect_fault(enumerate_error(host), |c| *c == FaultCause::RefusedAnswer),
+        ));
+    }
+    attacks.push(attack(
+        "terminal control sequences in an error message",
+        r#"{"evil_text": true, "refuse_in": "reset"}"#,
+        "",
+        &[],
+        |host| {
+            let err = open_chaos(host)?.reset().unwrap_err();
+            let text = err.to_string();
+            if has_control(&text) {
+                return Err(format!("raw control characters reach people: {text:?}"));
+            }
+            Ok(format!("{}: shown inert", err.code()))
+        },
+    ));
     attacks
 }
 
@@ -746,11 +1263,27 @@ struct Outcome {
 /// The allowed growth of resident memory over one attack.
 const RSS_SLACK: i64 = 16 << 20;
 
+/// The emulated cards and plugins of an attack's run, as JSON lists: dfl's ports `w0` and
+/// `w1`, the chaos plugin's own cards (`v0`, a port; `x1`, an XRT card), and the neighbours'.
+fn members(attack: &Attack) -> (String, String) {
+    let mut devices = vec![
+        r#"{"id": "w0", "family": "dfl"}"#.to_string(),
+        r#"{"id": "w1", "family": "dfl"}"#.to_string(),
+        r#"{"id": "v0", "family": "dfl"}"#.to_string(),
+        r#"{"id": "x1", "family": "xocl"}"#.to_string(),
+    ];
+    let mut plugins = vec![dfl_plugin(&["w0", "w1"])];
+    for neighbour in attack.neighbours {
+        devices.push(neighbour.device().to_string());
+        plugins.push(neighbour.plugin().to_string());
+    }
+    (devices.join(", "), plugins.join(", "))
+}
+
 fn run(attack: &Attack) -> Outcome {
+    let (devices, plugins) = members(attack);
     let config = format!(
-        r#"{{"devices": {}, "plugins": [{}, {}]}}"#,
-        dfl_devices(&["w0", "w1", "v0"]),
-        dfl_plugin(&["w0", "w1"]),
+        r#"{{"devices": [{devices}], "plugins": [{plugins}, {}]}}"#,
         chaos_plugin_with(
             "chaos",
             &attack.config,
@@ -801,7 +1334,12 @@ fn run(attack: &Attack) -> Outcome {
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(format!("the workload failed during the attack: {e}")),
         (Ok(text), Ok(())) => match workload(&host, &w1, 1 << 20) {
-            Ok(()) => Ok(text),
+            Ok(()) => attack
+                .neighbours
+                .iter()
+                .try_for_each(|n| n.workload(&host))
+                .map(|()| text)
+                .map_err(|e| format!("a neighbour's workload failed after the attack: {e}")),
             Err(e) => Err(format!("the workload failed after the attack: {e}")),
         },
     };

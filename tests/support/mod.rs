@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use accelhost::{Config, Host};
@@ -109,4 +110,28 @@ pub fn json_path(path: &Path) -> String {
         .to_string()
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
+}
+
+/// Runs `accelhost args` in `dir` with an isolated environment: no user or system config,
+/// the tests' compile cache.
+pub fn accelhost(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let home = scratch_dir("home");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_accelhost"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("ACCELHOST_CONFIG")
+        .env_remove("ACCELHOST_TRACE")
+        .env_remove("ACCELHOST_LOG")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("ACCELHOST_CACHE_DIR", cache_dir());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd.output().expect("running accelhost")
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }

@@ -85,6 +85,44 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
         "exhaust-resources" => loop {
             std::mem::forget(Event::completed());
         },
+        "event-messages" => {
+            // Failed events, each with a long message, all kept: only the host-memory budget
+            // stops this (the import has no error to return, so it ends the instance).
+            let message = "m".repeat(4 << 10);
+            let mut kept = Vec::new();
+            loop {
+                kept.push(Event::failed(&Error::new(
+                    ErrorCode::Internal,
+                    message.clone(),
+                )));
+            }
+        }
+        "queued-commands" => {
+            // Commands queued behind an event that never fires, their events dropped: the
+            // device queue grows until the host-memory budget refuses.
+            let device = xocl::Device::open(target)?;
+            let bo = device.create_bo(4096, None)?;
+            let buffer = Buffer::allocate(4096)?;
+            let never = buffer.watch64(0, 1, 1)?;
+            loop {
+                device.sync_bo(&bo, xocl::SyncDirection::ToDevice, 0, 64, &[&never])?;
+            }
+        }
+        "watches" => {
+            // Words that never change, each watched and the watch kept.
+            let buffer = Buffer::allocate(4096)?;
+            let mut kept = Vec::new();
+            loop {
+                match buffer.watch64(0, 1, 1) {
+                    Ok(watch) => kept.push(watch),
+                    Err(refused) => {
+                        // Keep every watch the instance got, for as long as it lives.
+                        std::mem::forget((buffer, kept));
+                        return Err(refused);
+                    }
+                }
+            }
+        }
         other => {
             return Err(Error::invalid_argument(format!(
                 "no attack named '{other}'"

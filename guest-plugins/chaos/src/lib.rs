@@ -16,12 +16,27 @@
 //!   arguments (see [`attacks`]); the host's refusal comes back as the export's error.
 //! - `log_flood` (a line count): log that many 1 KiB lines, and print as many, at `enumerate`.
 //! - `impersonate` (true): enumerate as many fake devices as `impersonate_count` (4), with
-//!   tokens 0, 1, 2… and the properties of an NLB0 port, as another plugin's would look.
+//!   tokens 0, 1, 2… and the properties of an NLB0 port, as another plugin's would look; the
+//!   first is named `impersonate_name` if given (such as the real port's `emu:dfl0`).
 //! - `hold` (a device path): `open` also opens that DFL port exclusively (or a dedicated cxl
 //!   context on that AFU, or that xocl device) and keeps it.
 //! - `pending_on` (an xocl device path): `register-event` queues a BO sync there behind an
 //!   event that never fires, and returns the sync's event: queued device work that only
 //!   the end of the instance can cancel.
+//!
+//! - `sleep_in`: sleep in WASI for `sleep_ms` (default an hour) with `std::thread::sleep`; with
+//!   `sleep_after_unix_ms`, only once the wall clock passed that time (so a restarted
+//!   instance sleeps where the first did not).
+//! - `wasi_in` with `wasi`: wait or ask through raw WASI, as a plugin without the SDK would:
+//!   `"block"` (a one-hour `subscribe-duration` pollable, blocked on), `"poll"` (the same in
+//!   a `poll` list with stdin), `"random"` (64 MiB of `get-random-bytes` at once),
+//!   `"random-loop"` (1 MiB at a time, forever).
+//! - `slow_in` with `slow_ms`: compute for that long, just under the deadline, every call.
+//! - `evil_text` (true): names, types, hosts, extras, log lines and output made of terminal
+//!   control sequences (window title, clipboard write, clear screen, conceal, C1 CSI, CR, LF,
+//!   SO, SI, fake log lines); `refuse_in` and `trap_in` messages carry them too.
+//! - `duplicate` (`"token"` or `"name"`): enumerate two devices sharing one.
+//! - `script_in` with `script` (hex): run the script (see [`script`]) in that export.
 //!
 //! `register-event` otherwise returns an event that never fires (a watch on a word nobody
 //! writes), and `reconfigure` runs its image as a script of import calls (see [`script`]).
@@ -59,6 +74,8 @@ struct Chaos {
     /// Buffers behind the events of `register-event`, kept so their watches stay pending.
     watched: Vec<dma::Buffer>,
     next_handle: u64,
+    /// The script of `script_in`, from the config's `script` (hex).
+    script: Vec<u8>,
 }
 
 /// A device the plugin keeps open.
@@ -89,11 +106,37 @@ impl Chaos {
         self.config.get(key).and_then(|v| v.as_str())
     }
 
+    fn number(&self, key: &str) -> Option<u64> {
+        self.config.get(key).and_then(|v| v.as_u64())
+    }
+
+    fn evil(&self) -> bool {
+        self.config.get("evil_text").and_then(|v| v.as_bool()) == Some(true)
+    }
+
     /// Does whatever the config asks for in export `call`.
     fn misbehave(&mut self, call: &str) -> Result<()> {
         let wants = |key: &str| self.setting(key) == Some(call);
         if wants("trap_in") {
+            if self.evil() {
+                panic!("chaos plugin asked to trap in {call}{EVIL}");
+            }
             panic!("chaos plugin asked to trap in {call}");
+        }
+        let after = self.number("sleep_after_unix_ms").unwrap_or(0);
+        if wants("sleep_in") && unix_ms() >= after {
+            let ms = self.number("sleep_ms").unwrap_or(3_600_000);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        if wants("wasi_in") {
+            raw_wasi(self.setting("wasi").unwrap_or(""));
+        }
+        if wants("slow_in") {
+            let until = accelhost_sdk::host::clock::now_ns()
+                + self.number("slow_ms").unwrap_or(0) * 1_000_000;
+            while accelhost_sdk::host::clock::now_ns() < until {
+                std::hint::spin_loop();
+            }
         }
         if wants("hang_in") {
             let mut n: u64 = 0;
@@ -117,10 +160,15 @@ impl Chaos {
         if wants("refuse_in") {
             let message = if self.setting("huge").is_some() {
                 "x".repeat(4 << 20)
+            } else if self.evil() {
+                format!("chaos plugin refuses {call}{EVIL}")
             } else {
                 format!("chaos plugin refuses {call}")
             };
             return Err(Error::invalid_argument(message));
+        }
+        if wants("script_in") {
+            return script::run(&self.script, self.setting("target").unwrap_or("emu:d0"));
         }
         if wants("attack_in") {
             let attack = self.setting("attack").unwrap_or("");
@@ -149,13 +197,27 @@ impl Chaos {
         }
     }
 
+    /// Properties whose every string is a terminal attack.
+    fn evil_properties() -> Properties {
+        Properties {
+            name: format!("chaos0{EVIL}"),
+            device_type: format!("fpga{EVIL}"),
+            host: format!("localhost{EVIL}"),
+            extras: vec![(format!("key{EVIL}"), format!("value{EVIL}"))],
+            ..Self::properties()
+        }
+    }
+
     /// Devices dressed as another plugin's NLB0 ports.
-    fn impostors(count: u64) -> Vec<Discovered> {
+    fn impostors(count: u64, first_name: Option<&str>) -> Vec<Discovered> {
         (0..count)
             .map(|token| Discovered {
                 token,
                 properties: Properties {
-                    name: format!("emu:d{token}"),
+                    name: match (token, first_name) {
+                        (0, Some(name)) => name.to_string(),
+                        _ => format!("emu:d{token}"),
+                    },
                     guid: NLB0,
                     vendor_id: 0x8086,
                     device_id: 0xbcc0,
@@ -163,6 +225,42 @@ impl Chaos {
                 },
             })
             .collect()
+    }
+}
+
+/// Terminal control sequences a plugin might hide in any text it chooses: a window title
+/// (OSC 0), a clipboard write (OSC 52), clear screen, conceal, a C1 CSI, CR over the line,
+/// shift out / in, and a line that looks like the host's own error log.
+pub const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{1b}[8m\u{9b}31m\rOK\u{e}\u{f}\nERROR accelhost: forged line";
+
+/// Milliseconds since the Unix epoch, from WASI's wall clock.
+fn unix_ms() -> u64 {
+    let now = wasip2::clocks::wall_clock::now();
+    now.seconds * 1000 + u64::from(now.nanoseconds / 1_000_000)
+}
+
+/// Waits or asks through WASI itself, below any SDK.
+fn raw_wasi(how: &str) {
+    use wasip2::clocks::monotonic_clock::subscribe_duration;
+    const HOUR_NS: u64 = 3_600_000_000_000;
+    match how {
+        "block" => subscribe_duration(HOUR_NS).block(),
+        "poll" => {
+            let timer = subscribe_duration(HOUR_NS);
+            let stdin = wasip2::cli::stdin::get_stdin();
+            let readable = stdin.subscribe();
+            // Stdin is empty and closed: its pollable is ready, so drain it, then wait on the
+            // timer alone.
+            let _ = wasip2::io::poll::poll(&[&timer, &readable]);
+            let _ = wasip2::io::poll::poll(&[&timer]);
+        }
+        "random" => {
+            std::hint::black_box(wasip2::random::random::get_random_bytes(64 << 20));
+        }
+        "random-loop" => loop {
+            std::hint::black_box(wasip2::random::random::get_random_bytes(1 << 20));
+        },
+        _ => {}
     }
 }
 
@@ -191,6 +289,7 @@ impl Plugin for Chaos {
     fn configure(&mut self, config: &str) -> Result<()> {
         self.config = serde_json::from_str(config)
             .map_err(|e| Error::invalid_argument(format!("bad chaos config: {e}")))?;
+        self.script = script::from_hex(self.setting("script").unwrap_or(""));
         self.misbehave("configure")
     }
 
@@ -214,6 +313,45 @@ impl Plugin for Chaos {
 
     fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {
         self.misbehave("enumerate")?;
+        if self.evil() {
+            log!(Error, "log line{EVIL}");
+            println!("stdout line{EVIL}");
+            eprintln!("stderr line{EVIL}");
+            return Ok(vec![Discovered {
+                token: TOKEN,
+                properties: Self::evil_properties(),
+            }]);
+        }
+        match self.setting("duplicate") {
+            Some("token") => {
+                return Ok(vec![
+                    Discovered {
+                        token: TOKEN,
+                        properties: Self::properties(),
+                    },
+                    Discovered {
+                        token: TOKEN,
+                        properties: Properties {
+                            name: "chaos1".into(),
+                            ..Self::properties()
+                        },
+                    },
+                ]);
+            }
+            Some("name") => {
+                return Ok(vec![
+                    Discovered {
+                        token: TOKEN,
+                        properties: Self::properties(),
+                    },
+                    Discovered {
+                        token: TOKEN + 1,
+                        properties: Self::properties(),
+                    },
+                ]);
+            }
+            _ => {}
+        }
         if let Some(lines) = self.config.get("log_flood").and_then(|v| v.as_u64()) {
             let line = "chaos ".repeat(170);
             for n in 0..lines {
@@ -244,7 +382,7 @@ impl Plugin for Chaos {
                 .get("impersonate_count")
                 .and_then(|v| v.as_u64())
                 .unwrap_or(4);
-            return Ok(Self::impostors(count));
+            return Ok(Self::impostors(count, self.setting("impersonate_name")));
         }
         let properties = Self::properties();
         let matched = filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties));
@@ -266,6 +404,7 @@ impl Plugin for Chaos {
             });
         }
         match token {
+            TOKEN if self.evil() => Ok(Self::evil_properties()),
             TOKEN => Ok(Self::properties()),
             _ => Err(Error::not_found(format!("no token {token}"))),
         }

@@ -1,7 +1,9 @@
-//! Scripts of import calls: the fuzzer hands the plugin arbitrary bytes (as a `reconfigure`
-//! image), and the plugin turns them into a sequence of host imports with arbitrary
-//! arguments — lengths, offsets, masks, device paths, forged handles. Whatever the bytes, the
-//! host must answer every call with a value, an error or a trap, and nothing else.
+//! Scripts of import calls: the fuzzer hands the plugin arbitrary bytes (in its config, run in
+//! the export the config names, or as a `reconfigure` image), and the plugin turns them into a
+//! sequence of calls with arbitrary arguments — of every accel:plugin import and of WASI
+//! (sleeps, polls, randomness, stdio, clocks, sockets, exit): lengths, offsets, masks, device
+//! paths, messages, forged handles. Whatever the bytes, the host must answer every call with a
+//! value, an error or a trap, within the call's deadline, and nothing else.
 
 use accelhost_sdk::Result;
 use accelhost_sdk::host::cxl::{self, ContextKind};
@@ -13,8 +15,10 @@ use accelhost_sdk::host::{clock, log, xocl};
 
 /// The longest script read from an image.
 pub const MAX_SCRIPT: u64 = 64 << 10;
-/// Ops one script may run.
-const MAX_OPS: usize = 512;
+/// Ops one script may run, repetitions included.
+const MAX_OPS: usize = 1 << 16;
+/// The most times one op repeats.
+const MAX_REPEAT: u32 = 4096;
 
 /// Reads arguments from the script; past its end every read is zero.
 struct Reader<'a> {
@@ -53,6 +57,16 @@ impl Reader<'_> {
     }
 }
 
+/// Bytes from hex text; anything that is not a hex digit pair ends it.
+pub fn from_hex(text: &str) -> Vec<u8> {
+    text.as_bytes()
+        .as_chunks::<2>()
+        .0
+        .iter()
+        .map_while(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}
+
 /// What the script made so far; ops pick among them by index.
 #[derive(Default)]
 struct Objects {
@@ -63,6 +77,7 @@ struct Objects {
     devices: Vec<xocl::Device>,
     bos: Vec<xocl::Bo>,
     contexts: Vec<cxl::Context>,
+    pollables: Vec<wasip2::io::poll::Pollable>,
 }
 
 fn pick<T>(items: &[T], index: u8) -> Option<&T> {
@@ -87,14 +102,36 @@ pub fn run(script: &[u8], target: &str) -> Result<()> {
     ];
     let mut ops = 0;
     while !r.done() && ops < MAX_OPS {
-        ops += 1;
         let op = r.u8();
+        if op == REPEAT {
+            // The next op, again and again, with the same arguments: floods of events,
+            // watches, commands, log lines.
+            let times = r.u32() % MAX_REPEAT + 1;
+            let at = r.at;
+            for _ in 0..times {
+                r.at = at;
+                ops += 1;
+                let op = r.u8();
+                let _ = step(op, &mut r, &mut o, &paths);
+                if ops >= MAX_OPS {
+                    break;
+                }
+            }
+            continue;
+        }
+        ops += 1;
         let _ = step(op, &mut r, &mut o, &paths);
     }
     Ok(())
 }
 
+/// The op that repeats the op after it.
+pub const REPEAT: u8 = 0xff;
+
 fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<()> {
+    if op % 48 >= 24 {
+        return wasi_step(op % 48 - 24, r, o);
+    }
     match op % 24 {
         0 => o.buffers.push(Buffer::allocate(r.size())?),
         1 => {
@@ -263,6 +300,196 @@ fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<(
                 forged.size();
             }
         }
+    }
+    Ok(())
+}
+
+/// The WASI ops, and imports the first table leaves out.
+fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
+    use wasip2::clocks::{monotonic_clock, wall_clock};
+    use wasip2::io::poll;
+    match op {
+        0 => o
+            .pollables
+            .push(monotonic_clock::subscribe_duration(r.size())),
+        1 => o
+            .pollables
+            .push(monotonic_clock::subscribe_instant(r.size())),
+        2 => {
+            if let Some(p) = pick(&o.pollables, r.u8()) {
+                p.block();
+            }
+        }
+        3 => {
+            let count = r.u8() % 8 + 1;
+            let chosen: Vec<&poll::Pollable> = (0..count)
+                .filter_map(|_| pick(&o.pollables, r.u8()))
+                .collect();
+            if !chosen.is_empty() {
+                poll::poll(&chosen);
+            }
+        }
+        4 => {
+            if let Some(p) = pick(&o.pollables, r.u8()) {
+                p.ready();
+            }
+        }
+        5 => {
+            // Past 1 MiB the host ends the instance; up to 80 MiB can be asked for.
+            let len = r.size() % (80 << 20);
+            std::hint::black_box(wasip2::random::random::get_random_bytes(len));
+        }
+        6 => {
+            let len = r.size() % (2 << 20);
+            std::hint::black_box(wasip2::random::insecure::get_insecure_random_bytes(len));
+            std::hint::black_box(wasip2::random::insecure_seed::insecure_seed());
+            std::hint::black_box(wasip2::random::random::get_random_u64());
+        }
+        7 => {
+            let len = r.u32() % (128 << 10);
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| r.bytes.get(i as usize).copied().unwrap_or(b'\n'))
+                .collect();
+            let out = if r.u8() & 1 == 0 {
+                wasip2::cli::stdout::get_stdout()
+            } else {
+                wasip2::cli::stderr::get_stderr()
+            };
+            for chunk in bytes.chunks(4096) {
+                let _ = out.blocking_write_and_flush(chunk);
+            }
+            let _ = out.check_write();
+            let _ = out.write_zeroes(u64::from(r.u32() % 8192));
+            let _ = out.blocking_flush();
+            o.pollables.push(out.subscribe());
+        }
+        8 => {
+            let stdin = wasip2::cli::stdin::get_stdin();
+            let _ = stdin.blocking_read(r.size());
+            let _ = stdin.read(r.size());
+            o.pollables.push(stdin.subscribe());
+        }
+        9 => {
+            std::hint::black_box((
+                monotonic_clock::now(),
+                monotonic_clock::resolution(),
+                wall_clock::now(),
+                wall_clock::resolution(),
+                wasip2::cli::environment::get_environment(),
+                wasip2::cli::environment::get_arguments(),
+                wasip2::cli::environment::initial_cwd(),
+                wasip2::filesystem::preopens::get_directories(),
+                wasip2::cli::terminal_stdout::get_terminal_stdout(),
+            ));
+        }
+        10 => {
+            use wasip2::sockets::network::IpAddressFamily;
+            let network = wasip2::sockets::instance_network::instance_network();
+            let _ = wasip2::sockets::tcp_create_socket::create_tcp_socket(IpAddressFamily::Ipv4);
+            let _ = wasip2::sockets::udp_create_socket::create_udp_socket(IpAddressFamily::Ipv6);
+            let _ = wasip2::sockets::ip_name_lookup::resolve_addresses(&network, "localhost");
+        }
+        11 => {
+            // Ends the instance, as a trap does; rare, so that scripts get further.
+            if r.u8() == 0xee {
+                wasip2::cli::exit::exit(Err(()));
+            }
+        }
+        12 => std::thread::sleep(std::time::Duration::from_nanos(r.size())),
+        13 => {
+            let len = r.u32() % (64 << 10);
+            let message: String = (0..len)
+                .map(|i| char::from(r.bytes.get(i as usize).copied().unwrap_or(0x1b) & 0x7f))
+                .collect();
+            o.events.push(Event::failed(&accelhost_sdk::Error::new(
+                accelhost_sdk::ErrorCode::Internal,
+                message,
+            )));
+        }
+        14 => {
+            if let Some(e) = pick(&o.events, r.u8()) {
+                let duplicate = e.duplicate();
+                duplicate.state();
+                o.events.push(duplicate);
+            }
+            o.events.push(Event::completed());
+        }
+        15 => {
+            let (c, b) = (r.u8(), r.u8());
+            if let (Some(context), Some(buffer)) = (pick(&o.contexts, c), pick(&o.buffers, b)) {
+                context.attach_buffer(buffer)?;
+            }
+        }
+        16 => {
+            let (c, irq, big_endian) = (r.u8(), r.u32() as u16, r.u8() & 1 == 1);
+            if let Some(context) = pick(&o.contexts, c) {
+                o.events.push(context.interrupt_event(irq)?);
+                o.regions.push(context.map_mmio(big_endian)?);
+                context.process_element();
+            }
+        }
+        17 => {
+            let (d, b, direction, offset, size) = (r.u8(), r.u8(), r.u8(), r.size(), r.size());
+            let after: Vec<&Event> = (0..r.u8() % 10)
+                .filter_map(|_| pick(&o.events, r.u8()))
+                .collect();
+            if let (Some(device), Some(bo)) = (pick(&o.devices, d), pick(&o.bos, b)) {
+                let direction = if direction & 1 == 0 {
+                    xocl::SyncDirection::ToDevice
+                } else {
+                    xocl::SyncDirection::FromDevice
+                };
+                o.events
+                    .push(device.sync_bo(bo, direction, offset, size, &after)?);
+            }
+        }
+        18 => {
+            let (d, x, y, size) = (r.u8(), r.u8(), r.u8(), r.size());
+            let (xo, yo) = (r.size(), r.size());
+            if let (Some(device), Some(dst), Some(src)) =
+                (pick(&o.devices, d), pick(&o.bos, x), pick(&o.bos, y))
+            {
+                o.events.push(device.copy_bo(dst, xo, src, yo, size, &[])?);
+            }
+        }
+        19 => {
+            let b = r.u8();
+            if let Some(bo) = pick(&o.bos, b) {
+                bo.size();
+                bo.device_address();
+                bo.bank();
+                o.buffers.push(bo.host_buffer()?);
+            }
+        }
+        20 => {
+            let (d, uuid, cu, exclusive) = (r.u8(), r.u64(), r.u32() % 8, r.u8() & 1 == 1);
+            if let Some(device) = pick(&o.devices, d) {
+                let uuid = accelhost_sdk::Guid {
+                    high: uuid,
+                    low: uuid.rotate_left(17),
+                };
+                let _ = device.open_context(uuid, cu, exclusive);
+                let _ = device.close_context(uuid, cu);
+                device.loaded_xclbin();
+                device.reset()?;
+            }
+        }
+        21 => {
+            if let Some(port) = pick(&o.ports, r.u8()) {
+                port.reset()?;
+            }
+        }
+        22 => {
+            let _ = accelhost_sdk::host::dfl::list_ports();
+            let _ = xocl::list_devices();
+            let _ = cxl::list_afus();
+        }
+        _ => match r.u8() % 4 {
+            0 => drop(o.pollables.pop()),
+            1 => drop(o.bos.pop()),
+            2 => drop(o.contexts.pop()),
+            _ => drop(o.devices.pop()),
+        },
     }
     Ok(())
 }

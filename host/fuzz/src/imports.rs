@@ -1,106 +1,218 @@
-//! `imports`: host-import argument decoding, driven through the shipped `chaos` plugin.
+//! `imports`: the import-surface fuzzer. The shipped `chaos` plugin runs the input as a script
+//! of calls (see `guest-plugins/chaos/src/script.rs`) — every `accel:plugin` import and every
+//! part of WASI a plugin can reach (sleeps, pollables, `poll`, randomness, stdio, clocks,
+//! sockets, `exit`), with arbitrary arguments, repeated at will — in the export the input
+//! picks, next to the shipped dfl plugin on a port of its own.
 //!
-//! The chaos plugin's `reconfigure` reads its image as a script of host import calls with
-//! arbitrary arguments (see `guest-plugins/chaos/src/script.rs`): buffer sizes and offsets,
-//! poll masks, MMIO offsets, device paths, ERT packets, WEDs, forged handles. One [`Host`]
-//! runs three chaos plugins, each aimed at the emulated card of one family (the script's
-//! opens use the plugin's `target` first), and keeps one open handle to each.
+//! An input is `[export, target, script...]`: `export` indexes [`EXPORTS`], `target` the card
+//! the script aims at ([`TARGETS`]); the script goes to the plugin's config, and for
+//! `reconfigure` it is also the image. Each input gets a fresh host, and these oracles:
 //!
-//! An input is one byte that picks the plugin ([`PLUGINS`], by `byte % 3`) and the script.
-//! Whatever the script does, `reconfigure` must come back within the call deadline with
-//! `Ok`, an error of the plugin's own, or [`Error::Faulted`] (a trap: forged handles trap by
-//! design); an image with the xclbin magic may also be refused by the host's image check.
-//! Anything else (a panic in the host, a call that outlives its deadline, an error raised by
-//! the host, such as `internal`) is a finding, and this target panics on it. After a fault the
-//! plugin stays disabled, so the next input starts a fresh host.
+//! 1. the host never panics or aborts (libFuzzer sees both);
+//! 2. every API call that reaches the plugin returns within its deadline plus one epoch tick
+//!    (plus [`SCHEDULING_SLACK`] for a loaded machine);
+//! 3. while the plugin holds what the script took, the process's resident memory stays within
+//!    the plugin's budgets (linear memory, host memory, DMA) plus [`RSS_CONSTANT`];
+//! 4. the neighbour's NLB0 loopback verifies byte for byte after the script;
+//! 5. once the host is dropped, the process's file descriptors are what they were before the
+//!    input, and its resident memory is back within [`RSS_CONSTANT`] of where it was;
+//! 6. every outcome is a value, an error of the plugin's own or a fault with a typed cause;
+//!    an error the host raises of its own (such as `internal`) is a finding.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, Once, PoisonError};
 use std::time::{Duration, Instant};
 
 use accelhost::config::ConfigSource;
+use accelhost::devices::dfl::abi::nlb0;
 use accelhost::devices::xocl::xclbin::MAGIC;
-use accelhost::{CACHE_ENV, Config, Error, Filter, Handle, Host, OpenMode};
+use accelhost::workloads::nlb0::loopback;
+use accelhost::{
+    CACHE_ENV, Config, Error, EventKind, Filter, Handle, Host, MemoryKind, OpenMode, Token,
+};
 
-/// The host's config: one emulated card of each family and a chaos plugin aimed at each,
-/// every plugin granted every card.
-pub const CONFIG: &str = r#"{
-  "devices": [
-    {"id": "d0", "family": "dfl"},
-    {"id": "m0", "family": "cxl", "accelerator": "memcpy"},
-    {"id": "x0", "family": "xocl"}
-  ],
-  "plugins": [
-    {"name": "chaos-dfl", "module": "builtin:chaos", "config": {"target": "emu:d0"},
-     "grants": {"devices": ["emu:d0", "emu:m0", "emu:x0"]},
-     "load_policy": {"call_timeout_ms": 2000, "on_fault": "disable"}},
-    {"name": "chaos-cxl", "module": "builtin:chaos", "config": {"target": "emu:m0"},
-     "grants": {"devices": ["emu:d0", "emu:m0", "emu:x0"]},
-     "load_policy": {"call_timeout_ms": 2000, "on_fault": "disable"}},
-    {"name": "chaos-xocl", "module": "builtin:chaos", "config": {"target": "emu:x0"},
-     "grants": {"devices": ["emu:d0", "emu:m0", "emu:x0"]},
-     "load_policy": {"call_timeout_ms": 2000, "on_fault": "disable"}}
-  ]
-}"#;
+/// The exports a script runs in, in the order an input's first byte picks them (`% len`).
+pub const EXPORTS: [&str; 24] = [
+    "configure",
+    "initialize",
+    "supports-host",
+    "supports-device",
+    "enumerate",
+    "describe",
+    "open",
+    "close",
+    "map-mmio",
+    "prepare-buffer",
+    "release-buffer",
+    "reset",
+    "reconfigure",
+    "register-event",
+    "mem-alloc",
+    "mem-free",
+    "program-create",
+    "program-release",
+    "kernel-get",
+    "queue-create",
+    "queue-release",
+    "enqueue-memcpy",
+    "enqueue-launch",
+    "finalize",
+];
 
-/// The chaos plugins of [`CONFIG`], in the order an input's first byte picks them.
-pub const PLUGINS: [&str; 3] = ["chaos-dfl", "chaos-cxl", "chaos-xocl"];
+/// The chaos plugin's own cards, one per family, in the order an input's second byte picks
+/// the one its script aims at first.
+pub const TARGETS: [&str; 3] = ["emu:d0", "emu:m0", "emu:x0"];
 
-/// The chaos plugin's PCI vendor id, which tells its device from the emulated cards.
-pub const CHAOS_VENDOR_ID: u16 = 0x1234;
+/// The chaos plugin's call deadline (`call_timeout_ms`).
+pub const CALL_TIMEOUT: Duration = Duration::from_millis(200);
+/// How often the epoch advances (`runtime::EPOCH_TICK`).
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Scheduling delay allowed beyond the deadline and the tick on a loaded 2-core machine.
+pub const SCHEDULING_SLACK: Duration = Duration::from_millis(150);
 
-/// The call deadline of [`CONFIG`] (`call_timeout_ms`).
-pub const CALL_TIMEOUT: Duration = Duration::from_millis(2000);
-
-/// A `reconfigure` that takes longer than this has outlived its deadline: the host stops a
-/// call within milliseconds of it, and the rest is slack for a slow or loaded machine.
-pub const HANG_LIMIT: Duration = Duration::from_secs(10);
+/// The chaos plugin's budgets, in MiB: linear memory, host memory and DMA memory.
+pub const MEMORY_MIB: u64 = 16;
+/// See [`MEMORY_MIB`].
+pub const HOST_MEMORY_MIB: u64 = 4;
+/// See [`MEMORY_MIB`].
+pub const DMA_MEMORY_MIB: u64 = 16;
+/// What the process may hold beyond the budgets: the host's objects, the neighbour's buffers,
+/// allocator slack.
+pub const RSS_CONSTANT: u64 = 48 << 20;
 
 /// Set to anything to have every outcome other than `Ok` printed to stderr.
 pub const VERBOSE_ENV: &str = "ACCELHOST_FUZZ_VERBOSE";
 
-/// A host and one open handle per chaos plugin, in [`PLUGINS`] order.
-struct Rig {
-    handles: Vec<Handle>,
-    // Dropped after the handles.
-    _host: Host,
+/// The config of one input: the neighbour's port `w0`, the chaos plugin's cards, and the two
+/// plugins.
+pub fn config(export: &str, target: &str, script: &[u8]) -> String {
+    let hex: String = script.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        r#"{{
+  "devices": [
+    {{"id": "w0", "family": "dfl"}},
+    {{"id": "d0", "family": "dfl"}},
+    {{"id": "m0", "family": "cxl", "accelerator": "memcpy"}},
+    {{"id": "x0", "family": "xocl"}}
+  ],
+  "plugins": [
+    {{"name": "dfl", "module": "builtin:dfl", "grants": {{"devices": ["emu:w0"]}}}},
+    {{"name": "chaos", "module": "builtin:chaos",
+     "config": {{"script_in": "{export}", "target": "{target}", "script": "{hex}"}},
+     "grants": {{"devices": ["emu:d0", "emu:m0", "emu:x0"], "dma_memory_mib": {DMA_MEMORY_MIB}}},
+     "load_policy": {{"call_timeout_ms": {}, "memory_mib": {MEMORY_MIB},
+                      "host_memory_mib": {HOST_MEMORY_MIB}, "on_fault": "disable"}}}}
+  ]
+}}"#,
+        CALL_TIMEOUT.as_millis()
+    )
 }
 
-impl Rig {
-    fn start() -> Rig {
-        let config = Config::parse(CONFIG, ConfigSource::Embedded).expect("CONFIG is valid");
-        let mut builder = Host::builder().config(config);
-        if std::env::var_os(CACHE_ENV).is_none() {
-            builder = builder.cache_dir(default_cache_dir());
-        }
-        let host = builder.build().expect("the chaos plugins start");
-        let found = host.enumerate(&[Filter::new().vendor_id(CHAOS_VENDOR_ID)]);
-        assert!(
-            found.failures.is_empty(),
-            "enumerating the chaos plugins failed: {:?}",
-            found.failures
-        );
-        let handles = PLUGINS
-            .iter()
-            .map(|plugin| {
-                let token = found
-                    .tokens
-                    .iter()
-                    .find(|t| t.plugin() == *plugin)
-                    .unwrap_or_else(|| panic!("{plugin} enumerated no device"));
-                host.open(token, OpenMode::Shared)
-                    .unwrap_or_else(|err| panic!("opening {plugin}'s device failed: {err}"))
-            })
-            .collect();
-        Rig {
-            handles,
-            _host: host,
-        }
-    }
+/// Runs one input.
+pub fn run(data: &[u8]) {
+    let [export, target, script @ ..] = data else {
+        return;
+    };
+    // One input at a time: the oracles read process-wide figures.
+    static ONE: Mutex<()> = Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(PoisonError::into_inner);
+    warm_up();
+    let export = EXPORTS[usize::from(*export) % EXPORTS.len()];
+    let target = TARGETS[usize::from(*target) % TARGETS.len()];
+    let before = Figures::now();
 
-    fn is_whole(&self) -> bool {
-        self.handles.iter().all(Handle::is_open)
+    let started = Instant::now();
+    let host = start(&config(export, target, script));
+    timed(export, "starting the host", started, 2);
+    let started = Instant::now();
+    let neighbour = port(&host);
+    timed(export, "enumerating the neighbour's port", started, 1);
+    let outcome = drive(&host, export, script);
+    if std::env::var_os(VERBOSE_ENV).is_some()
+        && let Err(err) = &outcome
+    {
+        eprintln!("{export}: {err}");
     }
+    check(outcome, export, script);
+
+    let held = Figures::now();
+    let bound = (MEMORY_MIB + HOST_MEMORY_MIB + DMA_MEMORY_MIB) * (1 << 20) + RSS_CONSTANT;
+    assert!(
+        held.rss.saturating_sub(before.rss) <= bound,
+        "{export}: resident memory grew by {} MiB while the plugin ran, past its budgets \
+         ({MEMORY_MIB} + {HOST_MEMORY_MIB} + {DMA_MEMORY_MIB} MiB) and {} MiB",
+        (held.rss - before.rss) >> 20,
+        RSS_CONSTANT >> 20
+    );
+    let report = host
+        .open(&neighbour, OpenMode::Exclusive)
+        .and_then(|handle| {
+            let report = loopback(&handle, 64 << 10);
+            handle.close()?;
+            report
+        })
+        .unwrap_or_else(|err| panic!("{export}: the neighbour's loopback failed: {err}"));
+    assert!(
+        report.verified(),
+        "{export}: the neighbour's loopback differs"
+    );
+
+    let started = Instant::now();
+    drop(host);
+    timed(export, "dropping the host", started, 1);
+    let after = Figures::settled(&before);
+    assert_eq!(
+        after.fds, before.fds,
+        "{export}: file descriptors leaked: {:?} before, {:?} after",
+        before.fds, after.fds
+    );
+    assert!(
+        after.rss.saturating_sub(before.rss) <= RSS_CONSTANT,
+        "{export}: resident memory stayed {} MiB above where it was",
+        (after.rss - before.rss) >> 20
+    );
+}
+
+/// Panics if what started at `started` took longer than `calls` plugin calls may.
+fn timed(export: &str, what: &str, started: Instant, calls: u32) {
+    let took = started.elapsed();
+    let limit = CALL_TIMEOUT * calls + EPOCH_TICK + SCHEDULING_SLACK;
+    assert!(
+        took <= limit,
+        "{export}: {what} took {took:?}, past {calls} deadline(s) of {CALL_TIMEOUT:?} plus a \
+         tick ({limit:?} allowed)"
+    );
+}
+
+/// Starts what the host starts once per process (the wasm runtime, WASI's timer thread, the
+/// memory-watch thread), so that an input's figures do not count them.
+fn warm_up() {
+    static WARM: Once = Once::new();
+    WARM.call_once(|| {
+        // Sleep 16 ns in WASI (tokio's timer), and watch a word (the watch thread).
+        let script = [
+            24, 1, 16, 0, 0, 0, // subscribe-duration
+            26, 0, // block on it
+            0, 1, 0, 0x10, 0, 0, // a 4 KiB DMA buffer
+            4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // watch64
+        ];
+        let host = start(&config("enumerate", TARGETS[0], &script));
+        let _ = host.enumerate(&[]);
+        drop(host);
+        let _ = Figures::now();
+    });
+}
+
+/// A host on `config`, with compiled plugins cached beside the fuzz binary.
+fn start(config: &str) -> Host {
+    let config = Config::parse(config, ConfigSource::Embedded).expect("the config is valid");
+    let mut builder = Host::builder().config(config);
+    if std::env::var_os(CACHE_ENV).is_none() {
+        builder = builder.cache_dir(default_cache_dir());
+    }
+    builder
+        .build()
+        .unwrap_or_else(|err| panic!("the host must start whatever a plugin does: {err}"))
 }
 
 /// Compiled plugins are kept beside the running executable (in the cargo target directory),
@@ -112,50 +224,167 @@ fn default_cache_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("accelhost-fuzz-cache"))
 }
 
-static RIG: Mutex<Option<Rig>> = Mutex::new(None);
+/// The neighbour's NLB0 port.
+fn port(host: &Host) -> Token {
+    host.enumerate(&[Filter::new().guid(nlb0::AFU_ID)])
+        .tokens
+        .into_iter()
+        .find(|t| t.plugin() == "dfl")
+        .expect("the dfl plugin lists its port whatever the chaos plugin does")
+}
 
-/// Runs `data[1..]` as a chaos script in the plugin `data[0]` picks.
-pub fn run(data: &[u8]) {
-    let Some((&pick, script)) = data.split_first() else {
-        return;
-    };
-    let plugin = usize::from(pick) % PLUGINS.len();
-    let mut rig = RIG.lock().unwrap_or_else(PoisonError::into_inner);
-    if !rig.as_ref().is_some_and(Rig::is_whole) {
-        // The old host goes first: its plugins hold the emulated cards.
-        *rig = None;
-        *rig = Some(Rig::start());
-    }
-    let handle = &rig.as_ref().expect("started above").handles[plugin];
+/// The chaos plugin's device, if it is running and lists one.
+fn chaos_token(host: &Host) -> Option<Token> {
+    host.enumerate(&[Filter::new().vendor_id(0x1234)])
+        .tokens
+        .into_iter()
+        .next()
+}
 
+/// Makes the API call that reaches `export` of the chaos plugin, timing each call that does.
+fn drive(host: &Host, export: &str, script: &[u8]) -> accelhost::Result<()> {
     let started = Instant::now();
-    let result = handle.reconfigure(0, script);
-    let took = started.elapsed();
-
-    if let Err(err) = &result
-        && std::env::var_os(VERBOSE_ENV).is_some()
-    {
-        eprintln!("{} ({took:?}): {err}", PLUGINS[plugin]);
+    match export {
+        "configure" | "initialize" | "finalize" => return Ok(()),
+        "supports-host" | "supports-device" => {
+            let filter = Filter::new().host("localhost").device_type("fpga");
+            let found = host.enumerate(&[filter]);
+            timed(export, "enumerate", started, 2);
+            return found.failures.into_iter().next().map_or(Ok(()), Err);
+        }
+        "enumerate" => {
+            let found = host.enumerate(&[]);
+            timed(export, "enumerate", started, 1);
+            return found.failures.into_iter().next().map_or(Ok(()), Err);
+        }
+        _ => {}
     }
-    assert!(
-        took < HANG_LIMIT,
-        "{}: reconfigure took {took:?}, past its {CALL_TIMEOUT:?} deadline",
-        PLUGINS[plugin]
-    );
-    check(result, script, PLUGINS[plugin]);
+    let Some(token) = chaos_token(host) else {
+        return Ok(());
+    };
+    if export == "describe" {
+        let started = Instant::now();
+        let result = token.refresh().map(drop);
+        timed(export, "describe", started, 1);
+        return result;
+    }
+    let started = Instant::now();
+    let handle = host.open(&token, OpenMode::Shared);
+    timed(export, "open", started, 1);
+    let handle = handle?;
+    if export == "open" {
+        return handle.close();
+    }
+    // The export, with the calls that set it up and the release that follows it; only the
+    // export itself runs the script.
+    let started = Instant::now();
+    let result = handle_export(&handle, export, script);
+    timed(export, "the call", started, 1);
+    result
+}
+
+/// Calls `export` on `handle` (setting up what it needs).
+fn handle_export(handle: &Handle, export: &str, script: &[u8]) -> accelhost::Result<()> {
+    match export {
+        "close" => handle.clone().close(),
+        "map-mmio" => handle.map_mmio(0).map(drop),
+        "prepare-buffer" => handle.prepare_buffer(4096).map(drop),
+        "release-buffer" => handle.prepare_buffer(4096)?.release(),
+        "reset" => handle.reset(),
+        "reconfigure" => handle.reconfigure(0, script),
+        "register-event" => handle.register_event(EventKind::Interrupt, 0).map(drop),
+        "mem-alloc" => handle.alloc(MemoryKind::Host, 4096).map(drop),
+        "mem-free" => {
+            drop(handle.alloc(MemoryKind::Host, 4096)?);
+            Ok(())
+        }
+        "program-create" => handle.create_program(b"program").map(drop),
+        "program-release" => {
+            drop(handle.create_program(b"program")?);
+            Ok(())
+        }
+        "kernel-get" => handle.create_program(b"program")?.kernel("k").map(drop),
+        "queue-create" => handle.create_queue().map(drop),
+        "queue-release" => {
+            drop(handle.create_queue()?);
+            Ok(())
+        }
+        "enqueue-memcpy" => {
+            let queue = handle.create_queue()?;
+            let a = handle.alloc(MemoryKind::Host, 64)?;
+            let b = handle.alloc(MemoryKind::Host, 64)?;
+            queue.enqueue_memcpy(&a, 0, &b, 0, 64).map(drop)
+        }
+        "enqueue-launch" => {
+            let queue = handle.create_queue()?;
+            let kernel = handle.create_program(b"program")?.kernel("k")?;
+            queue.enqueue_launch(&kernel, &[]).map(drop)
+        }
+        other => unreachable!("{other} is not a handle export"),
+    }
 }
 
 /// Panics unless `result` is an outcome a hostile script may cause.
-fn check(result: accelhost::Result<()>, script: &[u8], plugin: &str) {
+fn check(result: accelhost::Result<()>, export: &str, script: &[u8]) {
     match result {
-        Ok(()) | Err(Error::Plugin { .. } | Error::Faulted { .. }) => {}
+        Ok(()) | Err(Error::Plugin { .. } | Error::Faulted { .. } | Error::Stale { .. }) => {}
+        Err(Error::PluginUnavailable { .. }) => {}
         Err(Error::InvalidArgument {
             call: "reconfigure",
             ..
         }) if script.starts_with(MAGIC) => {}
         Err(err) => panic!(
-            "{plugin}: reconfigure failed with a host error ({}): {err}",
+            "{export}: the call failed with a host error ({}): {err}",
             err.code()
         ),
+    }
+}
+
+/// Process-wide figures the oracles compare.
+#[derive(Debug)]
+struct Figures {
+    rss: u64,
+    fds: Vec<String>,
+}
+
+impl Figures {
+    fn now() -> Figures {
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only releases free memory held by the allocator.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+            .map(|dir| {
+                dir.flatten()
+                    .filter_map(|e| std::fs::read_link(e.path()).ok())
+                    .map(|target| target.display().to_string())
+                    .filter(|target| !target.starts_with("/proc/"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        fds.sort();
+        Figures {
+            rss: pages * 4096,
+            fds,
+        }
+    }
+
+    /// The figures once threads the dropped host told to stop have stopped (a second at most).
+    fn settled(before: &Figures) -> Figures {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let now = Figures::now();
+            if now.fds == before.fds || Instant::now() >= deadline {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }

@@ -42,7 +42,10 @@ fn config() -> Vec<Seed> {
             "linux-dfl.json",
             include_str!("../../../examples/configs/linux-dfl.json").into(),
         ),
-        ("imports.json", crate::imports::CONFIG.into()),
+        (
+            "imports.json",
+            crate::imports::config("enumerate", "emu:d0", &[0, 1, 2]).into(),
+        ),
         ("minimal.json", br#"{"plugins": []}"#.to_vec()),
         (
             "file-module.json",
@@ -171,15 +174,26 @@ fn cxl() -> Vec<Seed> {
     ]
 }
 
-/// Builds a chaos script (see `guest-plugins/chaos/src/script.rs`): each op is its number
-/// (`% 24`) and its arguments, little-endian.
+/// Builds an `imports` input: the export and target it picks, then a chaos script (see
+/// `guest-plugins/chaos/src/script.rs`): each op is its number and its arguments,
+/// little-endian.
 #[derive(Default)]
 struct Script(Vec<u8>);
 
+/// The WASI ops' numbers: 24 and up.
+const WASI: u8 = 24;
+/// An hour, in nanoseconds.
+const HOUR_NS: u64 = 3_600_000_000_000;
+
 impl Script {
-    /// `plugin` indexes [`crate::imports::PLUGINS`].
-    fn for_plugin(plugin: u8) -> Self {
-        Script(vec![plugin])
+    /// A script run in `export` (a name of [`crate::imports::EXPORTS`]) aimed first at
+    /// `target` (an index of [`crate::imports::TARGETS`]).
+    fn in_export(export: &str, target: u8) -> Self {
+        let at = crate::imports::EXPORTS
+            .iter()
+            .position(|e| *e == export)
+            .expect("a known export");
+        Script(vec![at as u8, target])
     }
 
     fn op(mut self, op: u8) -> Self {
@@ -207,6 +221,16 @@ impl Script {
         self.u8(1).u32(value.into())
     }
 
+    /// A `size` argument of any value.
+    fn size64(self, value: u64) -> Self {
+        self.u8(3).u64(value)
+    }
+
+    /// Repeats the next op `times` times.
+    fn repeat(self, times: u32) -> Self {
+        self.op(0xff).u32(times - 1)
+    }
+
     fn alloc(self, size: u16) -> Self {
         self.op(0).size(size)
     }
@@ -218,10 +242,21 @@ impl Script {
     fn map_region(self, index: u32) -> Self {
         self.op(7).u8(0).u32(index)
     }
+
+    /// Watches word 0 of buffer `i` for a value nobody writes.
+    fn watch_forever(self, i: u8) -> Self {
+        self.op(4).u8(i).u8(0).u8(0).u64(1).u64(1)
+    }
+
+    /// A WASI op.
+    fn wasi(self, op: u8) -> Self {
+        self.op(WASI + op)
+    }
 }
 
 fn imports() -> Vec<Seed> {
-    let dfl_port = Script::for_plugin(0)
+    let (dfl, cxl, xocl) = (0, 1, 2);
+    let dfl_port = Script::in_export("reconfigure", dfl)
         .open_port()
         .map_region(0)
         .op(8) // read32 and read64 at 0x8 (the AFU id)
@@ -242,8 +277,10 @@ fn imports() -> Vec<Seed> {
         .u32(1000)
         .op(14) // port and region info
         .u8(0)
-        .u32(0);
-    let dma = Script::for_plugin(0)
+        .u32(0)
+        .wasi(21) // reset the port
+        .u8(0);
+    let dma = Script::in_export("open", dfl)
         .alloc(4096)
         .op(2) // write 64 bytes at 0
         .u8(0)
@@ -281,7 +318,7 @@ fn imports() -> Vec<Seed> {
         regmap: vadd::regmap(0x40_0000_0000, 0x40_0000_1000, 0x40_0000_2000, 16),
     }
     .encode();
-    let mut xocl = Script::for_plugin(2)
+    let mut xocl_exec = Script::in_export("reconfigure", xocl)
         .op(15) // open the xocl card
         .u8(0)
         .op(16) // a 4 KiB BO in bank 0
@@ -292,9 +329,41 @@ fn imports() -> Vec<Seed> {
         .u8(0)
         .u32(exec.len() as u32);
     for word in exec {
-        xocl = xocl.u32(word);
+        xocl_exec = xocl_exec.u32(word);
     }
-    let cxl = Script::for_plugin(1)
+    let xocl_bos = Script::in_export("mem-alloc", xocl)
+        .op(15)
+        .u8(0)
+        .op(16) // two host BOs
+        .u8(0)
+        .size(4096)
+        .u8(0)
+        .op(16)
+        .u8(0)
+        .size(4096)
+        .u8(0)
+        .wasi(17) // sync the first to the device
+        .u8(0)
+        .u8(0)
+        .u8(0)
+        .size(0)
+        .size(4096)
+        .u8(0)
+        .wasi(18) // copy one BO to the other
+        .u8(0)
+        .u8(0)
+        .u8(1)
+        .size(4096)
+        .size(0)
+        .size(0)
+        .wasi(19) // the host buffer of a BO
+        .u8(1)
+        .wasi(20) // contexts on an xclbin that is not loaded, then a reset
+        .u8(0)
+        .u64(7)
+        .u32(1)
+        .u8(1);
+    let cxl_contexts = Script::in_export("reconfigure", cxl)
         .op(18) // a slave context on the memcpy AFU
         .u8(0)
         .u8(1)
@@ -305,10 +374,17 @@ fn imports() -> Vec<Seed> {
         .op(20) // read an event, briefly
         .u8(0)
         .u32(1000)
+        .wasi(15) // attach the buffer
+        .u8(0)
+        .u8(0)
+        .wasi(16) // an interrupt event and the problem-state area
+        .u8(0)
+        .u32(1)
+        .u8(1)
         .op(18) // a master context too
         .u8(0)
         .u8(0);
-    let misc = Script::for_plugin(0)
+    let misc = Script::in_export("enumerate", dfl)
         .op(21) // log 16 bytes and read the clock
         .u32(16)
         .op(6) // open paths the plugin was not granted
@@ -318,21 +394,123 @@ fn imports() -> Vec<Seed> {
         .u8(3)
         .op(18)
         .u8(4)
-        .u8(2);
-    let forged = Script::for_plugin(0).alloc(64).op(23).u8(0xFF).u32(1234);
-    let mut xclbin_image = vec![2];
+        .u8(2)
+        .wasi(9) // clocks, environment, arguments, preopens, terminals
+        .wasi(10) // sockets and name lookup, all refused
+        .wasi(22); // list each family's devices
+    let forged = Script::in_export("describe", dfl)
+        .alloc(64)
+        .op(23)
+        .u8(0xFF)
+        .u32(1234);
+    let mut xclbin_image = Script::in_export("reconfigure", xocl).0;
     xclbin_image.extend(XclbinBuilder::vadd(UUID, 1, 1).build());
-    let mut bad_xclbin = vec![2];
+    let mut bad_xclbin = Script::in_export("reconfigure", xocl).0;
     bad_xclbin.extend_from_slice(xclbin::MAGIC);
     bad_xclbin.extend_from_slice(&[0; 8]);
+
+    // The attacks of the containment suite, as scripts.
+    let sleep = Script::in_export("enumerate", dfl).wasi(12).size64(HOUR_NS);
+    let block = Script::in_export("open", dfl)
+        .wasi(0)
+        .size64(HOUR_NS)
+        .wasi(2)
+        .u8(0);
+    let poll = Script::in_export("reset", dfl)
+        .wasi(0) // an hour's timer
+        .size64(HOUR_NS)
+        .wasi(8) // stdin, read and subscribed
+        .size(16)
+        .size(16)
+        .wasi(3) // poll both, then the timer alone
+        .u8(1)
+        .u8(0)
+        .u8(1)
+        .wasi(3)
+        .u8(0)
+        .u8(0);
+    let random_huge = Script::in_export("describe", dfl).wasi(5).size64(64 << 20);
+    let random_loop = Script::in_export("open", dfl)
+        .repeat(4096)
+        .wasi(5)
+        .size64(1 << 20);
+    let sleep_configure = Script::in_export("configure", dfl).wasi(12).size64(HOUR_NS);
+    let sleep_initialize = Script::in_export("initialize", dfl)
+        .wasi(0)
+        .size64(HOUR_NS)
+        .wasi(2)
+        .u8(0);
+    let sleep_finalize = Script::in_export("finalize", dfl).wasi(12).size64(HOUR_NS);
+    let messages = Script::in_export("register-event", dfl)
+        .repeat(4096)
+        .wasi(13)
+        .u32(4096);
+    let queued = Script::in_export("queue-create", xocl)
+        .op(15) // the xocl card
+        .u8(0)
+        .op(16) // a host BO
+        .u8(0)
+        .size(4096)
+        .u8(0)
+        .alloc(4096)
+        .watch_forever(0)
+        .repeat(4096)
+        .wasi(17) // sync the BO behind the watch, again and again
+        .u8(0)
+        .u8(0)
+        .u8(0)
+        .size(0)
+        .size(64)
+        .u8(1)
+        .u8(0)
+        .op(22) // drop each event as it comes
+        .u8(1);
+    let watches = Script::in_export("supports-host", dfl)
+        .alloc(4096)
+        .repeat(4096)
+        .watch_forever(0);
+    let stdio = Script::in_export("map-mmio", dfl)
+        .wasi(7) // the script's own bytes (control characters) to stdout, then stderr
+        .u32(4096)
+        .u8(0)
+        .u32(64)
+        .wasi(7)
+        .u32(100_000)
+        .u8(1)
+        .u32(64)
+        .repeat(4000)
+        .op(21)
+        .u32(4096);
+    let exit = Script::in_export("enqueue-launch", dfl).wasi(11).u8(0xee);
+    let spin = Script::in_export("kernel-get", dfl)
+        .repeat(4096)
+        .wasi(4) // ready() on a pollable that does not exist yet, then on a timer
+        .u8(0)
+        .wasi(1)
+        .size64(u64::MAX);
     vec![
         ("dfl-port-mmio", dfl_port.0),
         ("dma-buffer", dma.0),
-        ("xocl-bo-exec", xocl.0),
-        ("cxl-contexts", cxl.0),
+        ("xocl-bo-exec", xocl_exec.0),
+        ("xocl-bos", xocl_bos.0),
+        ("cxl-contexts", cxl_contexts.0),
         ("ungranted-paths", misc.0),
         ("forged-handle", forged.0),
         ("xclbin-image", xclbin_image),
         ("xclbin-malformed", bad_xclbin),
+        ("sleep-an-hour", sleep.0),
+        ("block-on-a-timer", block.0),
+        ("poll-timer-and-stdin", poll.0),
+        ("random-64-mib", random_huge.0),
+        ("random-forever", random_loop.0),
+        ("sleep-in-configure", sleep_configure.0),
+        ("block-in-initialize", sleep_initialize.0),
+        ("sleep-in-finalize", sleep_finalize.0),
+        ("failed-event-messages", messages.0),
+        ("queued-commands", queued.0),
+        ("watches", watches.0),
+        ("stdio-control-characters", stdio.0),
+        ("exit", exit.0),
+        ("ready-spin", spin.0),
     ]
 }

@@ -11,7 +11,7 @@ use crate::{TARGETS, Target, corpus_dir, replay, seeds};
 fn mutations(target: &str) -> usize {
     match target {
         // Every input is a plugin call that may wait on the host or restart the plugins.
-        "imports" => 48,
+        "imports" => 24,
         "config" | "xclbin" => 1500,
         _ => 5000,
     }
