@@ -42,10 +42,10 @@ pub use api::{
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, FaultCause, Result};
-pub use manager::{PluginInfo, PluginStatus, check_module};
+pub use manager::{MemoryUse, PluginInfo, PluginStatus, check_module};
 pub use runtime::{
-    CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, POOL_ENV, WIT_PACKAGE, WIT_VERSION,
-    instance_allocator,
+    CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, INSTANCE_BYTES, POOL_ENV,
+    WASI_RESOURCE_BYTES, WIT_PACKAGE, WIT_VERSION, instance_allocator, worst_case_host_memory,
 };
 pub use trace::TRACE_ENV;
 pub use types::{BusAddress, Guid};

@@ -76,6 +76,8 @@ struct Chaos {
     next_handle: u64,
     /// The script of `script_in`, from the config's `script` (hex).
     script: Vec<u8>,
+    /// What scripts made, kept while the instance lives.
+    kept: Vec<script::Objects>,
 }
 
 /// A device the plugin keeps open.
@@ -168,7 +170,9 @@ impl Chaos {
             return Err(Error::invalid_argument(message));
         }
         if wants("script_in") {
-            return script::run(&self.script, self.setting("target").unwrap_or("emu:d0"));
+            let made = script::run(&self.script, self.setting("target").unwrap_or("emu:d0"));
+            self.kept.push(made);
+            return Ok(());
         }
         if wants("attack_in") {
             let attack = self.setting("attack").unwrap_or("");
@@ -466,7 +470,9 @@ impl Plugin for Chaos {
         self.misbehave("reconfigure")?;
         let size = image.size();
         let bytes = image.read(0, size.min(script::MAX_SCRIPT) as u32)?;
-        script::run(&bytes, self.setting("target").unwrap_or("emu:d0"))
+        let made = script::run(&bytes, self.setting("target").unwrap_or("emu:d0"));
+        self.kept.push(made);
+        Ok(())
     }
 
     fn register_event(

@@ -67,9 +67,10 @@ pub fn from_hex(text: &str) -> Vec<u8> {
         .collect()
 }
 
-/// What the script made so far; ops pick among them by index.
+/// What the script made so far; ops pick among them by index. The plugin keeps them for as
+/// long as its instance lives, as a hostile plugin would.
 #[derive(Default)]
-struct Objects {
+pub struct Objects {
     buffers: Vec<Buffer>,
     events: Vec<Event>,
     ports: Vec<Port>,
@@ -78,15 +79,16 @@ struct Objects {
     bos: Vec<xocl::Bo>,
     contexts: Vec<cxl::Context>,
     pollables: Vec<wasip2::io::poll::Pollable>,
+    memory: Vec<Vec<u8>>,
 }
 
 fn pick<T>(items: &[T], index: u8) -> Option<&T> {
     (!items.is_empty()).then(|| &items[index as usize % items.len()])
 }
 
-/// Runs `script` with `target` as the granted device to aim at. Errors from the host are
-/// expected and skipped; only a trap stops the script early.
-pub fn run(script: &[u8], target: &str) -> Result<()> {
+/// Runs `script` with `target` as the granted device to aim at, and returns what it made.
+/// Errors from the host are expected and skipped; only a trap stops the script early.
+pub fn run(script: &[u8], target: &str) -> Objects {
     let mut r = Reader {
         bytes: script,
         at: 0,
@@ -122,7 +124,7 @@ pub fn run(script: &[u8], target: &str) -> Result<()> {
         ops += 1;
         let _ = step(op, &mut r, &mut o, &paths);
     }
-    Ok(())
+    o
 }
 
 /// The op that repeats the op after it.
@@ -484,11 +486,16 @@ fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
             let _ = xocl::list_devices();
             let _ = cxl::list_afus();
         }
-        _ => match r.u8() % 4 {
+        _ => match r.u8() % 5 {
             0 => drop(o.pollables.pop()),
             1 => drop(o.bos.pop()),
             2 => drop(o.contexts.pop()),
-            _ => drop(o.devices.pop()),
+            3 => drop(o.devices.pop()),
+            _ => {
+                // Linear memory, touched and kept: past memory_mib the instance ends.
+                let bytes = (r.size() % (128 << 20)) as usize;
+                o.memory.push(vec![0x5a; bytes]);
+            }
         },
     }
     Ok(())

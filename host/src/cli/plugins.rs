@@ -49,8 +49,12 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                     g.dma_memory_mib
                 ),
                 format!(
-                    "memory {} MiB; call {} ms; on fault {on_fault}",
-                    l.memory_mib, l.call_timeout_ms
+                    "memory {} MiB; host memory {} MiB; call {} ms; on fault {on_fault}; \
+                     holds at most {} MiB",
+                    l.memory_mib,
+                    l.host_memory_mib,
+                    l.call_timeout_ms,
+                    p.memory.worst_case_bytes.div_ceil(1 << 20)
                 ),
             ]
         })

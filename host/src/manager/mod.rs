@@ -16,7 +16,7 @@ use serde::Serialize;
 use wasmtime::Store;
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
-use crate::devices::DeviceRegistry;
+use crate::devices::{DeviceRegistry, Owner};
 use crate::error::{Error, ErrorCode, FaultCause};
 use crate::imports::{LogBudget, PluginContext, PluginState, cut_to};
 use crate::runtime::bindings::Plugin;
@@ -120,6 +120,8 @@ struct SlotState {
     status: PluginStatus,
     wit_version: Option<String>,
     restarts: u32,
+    /// The budgets of the latest instance (what it still holds is charged to them).
+    owner: Option<Owner>,
 }
 
 /// One entry of the plugin list and its instance, if it runs.
@@ -170,6 +172,7 @@ impl PluginSlot {
                 status,
                 wit_version: None,
                 restarts: 0,
+                owner: None,
             }),
             shut_down: AtomicBool::new(false),
             generation: AtomicU64::new(0),
@@ -224,6 +227,7 @@ impl PluginSlot {
             self.log.clone(),
             self.control.clone(),
         );
+        lock(&self.state).owner = Some(ctx.owner.clone());
         let instance = PluginInstance::new(&loaded, ctx)
             .map_err(|f| self.load_error(format!("instantiating it failed: {}", f.reason)))?;
         let generation = next_generation();
@@ -730,12 +734,35 @@ pub struct PluginInfo {
     pub restarts: u32,
     /// Log lines (and stdout/stderr lines) dropped over its log budget.
     pub log_lines_dropped: u64,
+    /// What its latest instance makes the host hold, against its budgets.
+    pub memory: MemoryUse,
+}
+
+/// The memory a plugin makes the host hold, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemoryUse {
+    /// Host memory charged to it now (`load_policy.host_memory_mib` is the limit).
+    pub host_bytes: u64,
+    /// DMA memory it holds now (`grants.dma_memory_mib` is the limit).
+    pub dma_bytes: u64,
+    /// The most its instance can make the host hold at once, by
+    /// [`worst_case_host_memory`](crate::worst_case_host_memory).
+    pub worst_case_bytes: u64,
 }
 
 impl PluginSlot {
     pub fn info(&self) -> PluginInfo {
         let state = lock(&self.state);
+        let (host_bytes, dma_bytes) = state
+            .owner
+            .as_ref()
+            .map_or((0, 0), |o| (o.host.used(), o.dma.used()));
         PluginInfo {
+            memory: MemoryUse {
+                host_bytes,
+                dma_bytes,
+                worst_case_bytes: crate::runtime::worst_case_host_memory(&self.entry),
+            },
             name: self.entry.name.clone(),
             module: self.entry.module_text.clone(),
             wit_version: state.wit_version.clone(),

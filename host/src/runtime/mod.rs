@@ -41,6 +41,33 @@ pub const DEFAULT_POOL_INSTANCES: u32 = 2048;
 /// is capped here while the pool is in use).
 const POOL_TABLE_ELEMENTS: usize = 1 << 20;
 
+/// What one WASI resource a plugin creates (a pollable, a stream handle) costs the host at
+/// most: its table entry and the object behind it. WASI's own resources are not charged to
+/// the host-memory budget, but count against `max_resources`.
+pub const WASI_RESOURCE_BYTES: u64 = 256;
+/// What an instance costs the host besides what it asks for: its store, its instance
+/// records, its stdout and stderr line and tail buffers.
+pub const INSTANCE_BYTES: u64 = 1 << 20;
+
+/// The most host memory one instance of `entry` can make the host hold at once, in bytes:
+///
+/// `2 × memory_mib + 8 B × max_table_elements + host_memory_mib + dma_memory_mib
+///  + WASI_RESOURCE_BYTES × max_resources + INSTANCE_BYTES`
+///
+/// Its linear memories count twice: once as themselves, once for a call's arguments, which
+/// the host copies out of them (a string or list a plugin passes is at most that large).
+/// Compiled code is shared by every instance of a module and not counted.
+pub fn worst_case_host_memory(entry: &crate::config::PluginEntry) -> u64 {
+    let policy = &entry.load_policy;
+    let mib = 1u64 << 20;
+    2 * policy.memory_mib * mib
+        + 8 * u64::from(policy.max_table_elements)
+        + policy.host_memory_mib * mib
+        + entry.grants.dma_memory_mib * mib
+        + WASI_RESOURCE_BYTES * u64::from(policy.max_resources)
+        + INSTANCE_BYTES
+}
+
 /// A compiled, linked plugin, ready to instantiate.
 pub(crate) struct LoadedComponent {
     pub pre: bindings::PluginPre<PluginState>,

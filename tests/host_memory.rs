@@ -1,0 +1,144 @@
+//! The worst-case host memory of one plugin, as `accelhost::worst_case_host_memory` states it
+//! and the README's threat model writes it out: a plugin that takes every term at once (its
+//! linear memory, its DMA grant, its host-memory budget in watches, WASI resources up to
+//! `max_resources`) makes the process grow by no more than the formula, and once its instance
+//! ends everything comes back. One test in its own binary, so that nothing else moves the
+//! process's resident memory meanwhile.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use accelhost::{Filter, OpenMode, worst_case_host_memory};
+use support::host;
+
+/// Memory the process may grow by beyond the formula: the neighbour's loopback, the host's own
+/// bookkeeping, the allocator's slack.
+const SLACK: u64 = 24 << 20;
+
+/// A chaos script (see guest-plugins/chaos/src/script.rs) that takes every term at once.
+fn greedy_script() -> Vec<u8> {
+    let repeat = |times: u32| {
+        let mut op = vec![0xff];
+        op.extend_from_slice(&(times - 1).to_le_bytes());
+        op
+    };
+    let size = |bytes: u32| {
+        let mut arg = vec![2];
+        arg.extend_from_slice(&bytes.to_le_bytes());
+        arg
+    };
+    let mut script = Vec::new();
+    // 8 DMA buffers of 1 MiB, populated as DMA memory is: the grant of 9 MiB, nearly.
+    script.extend(repeat(8));
+    script.push(0);
+    script.extend(size(1 << 20));
+    // A 4 KiB buffer (the ninth), and watches on it until the host budget refuses.
+    script.push(0);
+    script.extend(size(4096));
+    script.extend(repeat(4096));
+    script.extend([4, 8, 0, 0]);
+    script.extend(1u64.to_le_bytes());
+    script.extend(1u64.to_le_bytes());
+    // 2048 hour-long timers: 4096 more table entries (a timer and its pollable), which with
+    // the watches' events nearly fill max_resources (8192).
+    script.extend(repeat(2048));
+    script.push(24);
+    script.push(3);
+    script.extend(3_600_000_000_000u64.to_le_bytes());
+    // 10 MiB of linear memory, touched.
+    script.extend([24 + 23, 4]);
+    script.extend(size(10 << 20));
+    script
+}
+
+/// Resident memory of this process, after handing freed memory back to the system.
+fn resident_bytes() -> u64 {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory held by the allocator.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+#[test]
+fn one_plugin_holds_no_more_than_the_formula_and_gives_it_all_back() {
+    let hex: String = greedy_script().iter().map(|b| format!("{b:02x}")).collect();
+    let config = format!(
+        r#"{{"devices": [{{"id": "w0", "family": "dfl"}}],
+            "plugins": [
+              {{"name": "dfl", "module": "builtin:dfl", "grants": {{"devices": ["emu:w0"]}}}},
+              {{"name": "greedy", "module": "builtin:chaos",
+                "config": {{"script_in": "open", "script": "{hex}"}},
+                "grants": {{"dma_memory_mib": 9}},
+                "load_policy": {{"memory_mib": 16, "host_memory_mib": 4, "max_resources": 8192,
+                                 "call_timeout_ms": 20000, "on_fault": "disable"}}}}]}}"#
+    );
+    // A first host warms what a process starts once (the runtime, WASI's timers, the watch
+    // thread), so that the figures below count only the plugin.
+    drop(host(&config).unwrap());
+    let before = resident_bytes();
+    let host = host(&config).unwrap();
+    let entry = host
+        .config()
+        .plugins
+        .iter()
+        .find(|p| p.name == "greedy")
+        .unwrap();
+    let formula = worst_case_host_memory(entry);
+    let token = host
+        .enumerate(&[Filter::new().vendor_id(0x1234)])
+        .tokens
+        .remove(0);
+    let handle = host.open(&token, OpenMode::Shared).unwrap();
+    let info = host
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "greedy")
+        .unwrap();
+    let held = resident_bytes().saturating_sub(before);
+    assert_eq!(
+        info.memory.dma_bytes,
+        (8 << 20) + 4096,
+        "the whole DMA grant"
+    );
+    assert!(
+        info.memory.host_bytes > (4 << 20) - 8192,
+        "the script fills the host budget: {:?}",
+        info.memory
+    );
+    assert!(
+        held <= formula + SLACK,
+        "the plugin made the host hold {} MiB; the formula allows {} MiB (+ {} MiB slack)",
+        held >> 20,
+        formula >> 20,
+        SLACK >> 20
+    );
+    eprintln!(
+        "held {} MiB of a worst case of {} MiB ({:?})",
+        held >> 20,
+        formula >> 20,
+        info.memory
+    );
+
+    handle.close().unwrap();
+    drop(host);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut after = resident_bytes();
+    while after.saturating_sub(before) > SLACK && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        after = resident_bytes();
+    }
+    assert!(
+        after.saturating_sub(before) <= SLACK,
+        "{} MiB stayed after the host was dropped",
+        (after - before) >> 20
+    );
+}
