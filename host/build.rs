@@ -24,6 +24,9 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
+    let version = wit_version(&root.join("wit"));
+    println!("cargo:rustc-env=ACCELHOST_WIT_VERSION={version}");
+
     let guests = guest_packages(root);
     ensure_wasm_target();
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
@@ -86,6 +89,28 @@ fn main() {
             .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
     }
     println!("cargo:rustc-env=ACCELHOST_GUEST_DIR={}", out_dir.display());
+}
+
+/// The version of `accel:plugin` that `wit/` declares, in its one `package` line.
+fn wit_version(dir: &Path) -> String {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("reading wit/").flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "wit") {
+            let text = std::fs::read_to_string(&path).expect("reading a .wit file");
+            for line in text.lines() {
+                if let Some(rest) = line.trim().strip_prefix("package accel:plugin@") {
+                    found.push(rest.trim_end_matches(';').trim().to_string());
+                }
+            }
+        }
+    }
+    match found.as_slice() {
+        [version] => version.clone(),
+        _ => {
+            panic!("wit/ must declare `package accel:plugin@X.Y.Z;` exactly once, found {found:?}")
+        }
+    }
 }
 
 fn env(name: &str) -> String {

@@ -356,15 +356,15 @@ fn trace_shows_calls_across_the_boundary() {
     assert!(out.status.success());
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("host->plugin") && stderr.contains("enumerate"),
-        "{stderr}"
+        stderr.contains(r#"call{plugin="dfl" call="enumerate""#) && stderr.contains("returned"),
+        "every call into a plugin, with its plugin: {stderr}"
     );
     assert!(
-        stderr.contains("plugin->host") && stderr.contains("dfl.list-ports"),
-        "{stderr}"
+        stderr.contains(r#"wit-bindgen import{module="dfl" function="list-ports"}"#),
+        "every import, inside the call that made it: {stderr}"
     );
     let quiet = accelhost(&scratch_dir("empty"), &["list"], &[]);
-    assert!(!text(&quiet.stderr).contains("host->plugin"));
+    assert!(!text(&quiet.stderr).contains("call{plugin"));
 }
 
 #[test]

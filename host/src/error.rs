@@ -191,10 +191,10 @@ pub enum Error {
         reason: String,
     },
 
-    /// A plugin was built for a version of the WIT interface this host does not implement.
+    /// A plugin was built for a version of the WIT interface this host does not serve.
     #[error(
-        "plugin '{plugin}' ({}) was built for accel:plugin@{}, but this host implements \
-         accel:plugin@{host_version}; rebuild the plugin against accel:plugin@{host_version}",
+        "plugin '{plugin}' ({}) was built for accel:plugin@{}, but this host serves \
+         accel:plugin@{host_versions}; rebuild the plugin against one of them",
         inert(module),
         inert(plugin_version)
     )]
@@ -205,8 +205,8 @@ pub enum Error {
         module: String,
         /// The `accel:plugin` version the module was built for.
         plugin_version: String,
-        /// The `accel:plugin` version this host implements.
-        host_version: String,
+        /// The versions this host serves, for people, the latest last: `0.1.0 and 0.2.0`.
+        host_versions: String,
     },
 
     /// A call into a plugin returned an error (the host also raises it, with `no-space`, when

@@ -21,6 +21,7 @@
 //! ```
 
 mod api;
+mod bindings;
 pub mod builtin;
 pub mod config;
 pub mod devices;
@@ -29,23 +30,27 @@ mod imports;
 mod manager;
 #[doc(hidden)]
 pub mod perf;
+mod properties;
 mod runtime;
+mod state;
 pub mod text;
 mod trace;
 pub mod types;
 pub mod workloads;
 
 pub use api::{
-    AcceleratorState, Arg, DmaBuffer, Enumeration, Event, EventKind, EventStatus, Filter, Handle,
-    Host, HostBuilder, Kernel, Memory, MemoryKind, MmioRegion, ObjectType, OpenMode, Program,
-    Properties, Queue, Token, host_matches, local_hostname,
+    Arg, DmaBuffer, Enumeration, Event, EventStatus, Handle, Host, HostBuilder, Kernel, Memory,
+    MmioRegion, Program, Queue, Token,
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, FaultCause, Result};
 pub use manager::{MemoryUse, PluginInfo, PluginStatus, check_module};
+pub use properties::{
+    AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
+};
 pub use runtime::{
     CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, INSTANCE_BYTES, POOL_ENV,
     WASI_RESOURCE_BYTES, WIT_PACKAGE, WIT_VERSION, instance_allocator, worst_case_host_memory,
 };
-pub use trace::TRACE_ENV;
-pub use types::{BusAddress, Guid};
+pub use trace::{TRACE_ENV, TRACE_TARGETS, enabled_by_env as trace_enabled_by_env};
+pub use types::{BusAddress, EventKind, Guid, MemoryKind};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use crate::config::{Config, PluginEntry};
 use crate::devices::DeviceRegistry;
 use crate::error::{Error, Result};
-use crate::imports::{LogBudget, PluginContext};
 use crate::manager::PluginSlot;
-use crate::runtime::bindings::accel::plugin::types::Error as PluginError;
+use crate::runtime::plugin::Answer;
 use crate::runtime::{ComponentCache, LoadedComponent, PluginInstance, runtime};
+use crate::state::{LogBudget, PluginContext};
 
 /// Forgets every compiled plugin this process holds in memory, so that the next start of a
 /// plugin reads the on-disk cache (or compiles) as a fresh process would.
@@ -46,7 +46,6 @@ impl PluginBench {
         let ctx = PluginContext::new(
             &entry,
             devices.clone(),
-            false,
             LogBudget::new(entry.load_policy.log_bytes_per_second),
             Arc::default(),
         );
@@ -70,12 +69,9 @@ impl PluginBench {
     }
 
     /// An instance of its own, configured, initialized, its first device enumerated and
-    /// opened, for calls straight through wasmtime's bindings.
+    /// opened, for calls straight through its exports.
     pub fn raw(&self) -> Result<RawPlugin> {
-        fn step<T>(
-            what: &str,
-            r: wasmtime::Result<std::result::Result<T, PluginError>>,
-        ) -> Result<T> {
+        fn step<T>(what: &str, r: wasmtime::Result<Answer<T>>) -> Result<T> {
             let message = match r {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) => e.message,
@@ -86,21 +82,15 @@ impl PluginBench {
         let mut instance = PluginInstance::new(&self.loaded, self.ctx.clone())
             .map_err(|f| Error::Internal(f.reason))?;
         let config = self.entry.config.to_string();
-        let (plugin, store) = instance.raw();
+        let mut calls = instance.raw();
         // No deadline: the calls below run outside `PluginInstance::call`.
-        store.set_epoch_deadline(u64::MAX / 4);
-        let lifecycle = plugin.accel_plugin_lifecycle();
-        step("configure", lifecycle.call_configure(&mut *store, &config))?;
-        step("initialize", lifecycle.call_initialize(&mut *store))?;
-        let devices = step(
-            "enumerate",
-            plugin
-                .accel_plugin_discovery()
-                .call_enumerate(&mut *store, &[]),
-        )?;
+        calls.store.set_epoch_deadline(u64::MAX / 4);
+        step("configure", calls.configure(&config))?;
+        step("initialize", calls.initialize())?;
+        let devices = step("enumerate", calls.enumerate(&[]))?;
         let token = devices
             .first()
-            .map(|d| d.token)
+            .map(|(token, _)| *token)
             .ok_or_else(|| Error::Internal("raw enumerate: no device".into()))?;
         let mut raw = RawPlugin {
             instance,
@@ -115,12 +105,7 @@ impl PluginBench {
     /// plugins, else the on-disk cache, else a compile), instantiate, `configure` and
     /// `initialize`. Dropping the result calls `finalize` and ends the instance.
     pub fn start(&self) -> Result<StartedPlugin> {
-        let slot = PluginSlot::new(
-            self.entry.clone(),
-            false,
-            self.devices.clone(),
-            self.cache.clone(),
-        );
+        let slot = PluginSlot::new(self.entry.clone(), self.devices.clone(), self.cache.clone());
         slot.start()?;
         Ok(StartedPlugin { slot })
     }
@@ -142,8 +127,8 @@ impl Drop for StartedPlugin {
     }
 }
 
-/// A plugin instance called straight through wasmtime's bindings: no manager, no lock, no
-/// deadline, no lease; what a control call costs in wasmtime alone.
+/// A plugin instance called straight through its exports: no manager, no lock, no deadline,
+/// no lease; what a control call costs in wasmtime alone.
 pub struct RawPlugin {
     instance: PluginInstance,
     token: u64,
@@ -154,20 +139,18 @@ impl RawPlugin {
     /// `open` of the first device, exclusive; the plugin's handle.
     pub fn open(&mut self) -> u64 {
         let token = self.token;
-        let (plugin, store) = self.instance.raw();
-        plugin
-            .accel_plugin_fpga()
-            .call_open(store, token, crate::OpenMode::Exclusive.into())
+        self.instance
+            .raw()
+            .open(token, crate::OpenMode::Exclusive)
             .expect("raw open")
             .expect("raw open refused")
     }
 
     /// `close` of `handle`.
     pub fn close(&mut self, handle: u64) {
-        let (plugin, store) = self.instance.raw();
-        plugin
-            .accel_plugin_fpga()
-            .call_close(store, handle)
+        self.instance
+            .raw()
+            .close(handle)
             .expect("raw close")
             .expect("raw close refused");
     }
@@ -175,10 +158,9 @@ impl RawPlugin {
     /// `reset` of the device opened by [`PluginBench::raw`].
     pub fn reset(&mut self) {
         let handle = self.handle;
-        let (plugin, store) = self.instance.raw();
-        plugin
-            .accel_plugin_fpga()
-            .call_reset(store, handle)
+        self.instance
+            .raw()
+            .reset(handle)
             .expect("raw reset")
             .expect("raw reset refused");
     }

@@ -64,6 +64,15 @@ pub fn inert_json(json: String) -> String {
     out
 }
 
+/// `text` cut to at most `max` bytes (on a character boundary), marked ` [cut]` if it was.
+pub fn cut_to(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        text.truncate(text.floor_char_boundary(max));
+        text.push_str(" [cut]");
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,22 @@
-//! Boundary tracing: with `ACCELHOST_TRACE=1`, every call into a plugin and every import a
-//! plugin makes is recorded as a `tracing` event (target `accelhost::trace`) with the plugin,
-//! the call, its arguments, its result and its duration. When off, the only cost is a bool test.
+//! Boundary tracing. Every call into a plugin runs in a span (target `accelhost::trace`, level
+//! TRACE) with the plugin, the call and its arguments, and ends with an event carrying the
+//! result and the duration; every import a plugin makes is traced by the generated bindings
+//! (target `accelhost::bindings`, level TRACE), inside that span. A subscriber that enables
+//! those targets sees the whole boundary; `ACCELHOST_TRACE` asks the CLI to enable them. When
+//! nothing listens, the cost is one check per call.
 
 use std::fmt::Debug;
-use std::time::Duration;
+use std::time::Instant;
+
+use tracing::Level;
 
 use crate::text::inert;
 
 /// Environment variable that switches boundary tracing on (`1`, `true`, `on` or `yes`).
 pub const TRACE_ENV: &str = "ACCELHOST_TRACE";
+
+/// The `tracing` targets of the boundary trace, for a subscriber's filter.
+pub const TRACE_TARGETS: [&str; 2] = ["accelhost::trace", "accelhost::bindings"];
 
 /// Whether `ACCELHOST_TRACE` asks for tracing.
 pub fn enabled_by_env() -> bool {
@@ -20,35 +28,33 @@ pub fn enabled_by_env() -> bool {
     })
 }
 
-/// Which way a traced call crossed the boundary.
-#[derive(Clone, Copy, Debug)]
-pub enum Direction {
-    /// The host called a plugin export.
-    Export,
-    /// A plugin called a host import.
-    Import,
-}
-
-/// Records one call across the boundary.
-pub fn record(
-    direction: Direction,
+/// Runs `f`, one call into `plugin`, inside its trace span when tracing is on.
+pub(crate) fn export<R: Debug>(
     plugin: &str,
     call: &str,
-    args: &str,
-    result: &dyn Debug,
-    elapsed: Duration,
-) {
-    let direction = match direction {
-        Direction::Export => "host->plugin",
-        Direction::Import => "plugin->host",
-    };
-    tracing::info!(
+    args: std::fmt::Arguments<'_>,
+    f: impl FnOnce() -> R,
+) -> R {
+    if !tracing::enabled!(target: "accelhost::trace", Level::TRACE) {
+        return f();
+    }
+    let span = tracing::span!(
         target: "accelhost::trace",
+        Level::TRACE,
+        "call",
         plugin,
         call,
-        args = %inert(args.trim_end()),
-        result = %inert(&format!("{result:?}")),
-        nanos = elapsed.as_nanos() as u64,
-        "{direction}"
+        args = %inert(&args.to_string()),
     );
+    let _entered = span.enter();
+    let started = Instant::now();
+    let result = f();
+    tracing::event!(
+        target: "accelhost::trace",
+        Level::TRACE,
+        result = %inert(&format!("{result:?}")),
+        nanos = started.elapsed().as_nanos() as u64,
+        "returned"
+    );
+    result
 }

@@ -142,6 +142,29 @@ macro_rules! serde_as_string {
 serde_as_string!(Guid);
 serde_as_string!(BusAddress);
 
+/// What an FPGA-style event waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A device interrupt.
+    Interrupt,
+    /// A device error.
+    Error,
+    /// A power or thermal alarm.
+    PowerThermal,
+}
+
+/// The kinds of memory an allocation can be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Host memory the device reaches directly; the application reads and writes it.
+    Host,
+    /// Device memory; it moves to and from the host with
+    /// [`Queue::enqueue_memcpy`](crate::Queue::enqueue_memcpy).
+    Device,
+    /// Memory both sides reach at the same address.
+    Shared,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

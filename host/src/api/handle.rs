@@ -8,18 +8,12 @@ use std::time::{Duration, Instant};
 
 use super::host::HostInner;
 use super::token::Token;
-use crate::devices::Completion;
 use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_until};
 use crate::error::{Error, Result};
-use crate::imports::{EventResource, ImageResource, PluginState};
 use crate::manager::PluginSlot;
 use crate::manager::handles::HandleKey;
 use crate::manager::lease::Lease;
-use crate::runtime::bindings::Plugin;
-use crate::runtime::bindings::accel::plugin::types::Error as WitError;
-use crate::runtime::bindings::exports::accel::plugin::fpga::BufferFlags;
-use wasmtime::Store;
-use wasmtime::component::Resource;
+use crate::runtime::plugin::{Answer, Calls};
 
 /// An open accelerator. Clones share the one open; it is closed by [`Handle::close`] or when
 /// the last clone, and the last [`DmaBuffer`] prepared through it, is dropped.
@@ -108,10 +102,15 @@ impl Handle {
         &self,
         call: &'static str,
         args: fmt::Arguments<'_>,
-        f: impl FnOnce(&Plugin, &mut Store<PluginState>, u64) -> wasmtime::Result<Result<R, WitError>>,
+        f: impl FnOnce(&mut Calls<'_>, u64) -> wasmtime::Result<Answer<R>>,
     ) -> Result<R> {
         let (slot, generation, handle) = self.target()?;
-        slot.call(call, Some(generation), args, |p, s| f(p, s, handle))
+        slot.call(
+            call,
+            Some(generation),
+            format_args!("handle={handle} {args}"),
+            |p| f(p, handle),
+        )
     }
 
     /// Like [`call`](Self::call), for releases: nothing to do once the handle is closed or
@@ -120,7 +119,7 @@ impl Handle {
         &self,
         call: &'static str,
         args: fmt::Arguments<'_>,
-        f: impl FnOnce(&Plugin, &mut Store<PluginState>, u64) -> wasmtime::Result<Result<(), WitError>>,
+        f: impl FnOnce(&mut Calls<'_>, u64) -> wasmtime::Result<Answer<()>>,
     ) -> Result<()> {
         if !self.is_open() {
             return Ok(());
@@ -131,44 +130,11 @@ impl Handle {
         }
     }
 
-    /// A call that returns an event: the host takes the completion out of the plugin's table.
-    pub(crate) fn call_with_event(
-        &self,
-        call: &'static str,
-        args: fmt::Arguments<'_>,
-        f: impl FnOnce(
-            &Plugin,
-            &mut Store<PluginState>,
-            u64,
-        ) -> wasmtime::Result<Result<Resource<EventResource>, WitError>>,
-    ) -> Result<Arc<Completion>> {
-        self.call(call, args, |p, s, h| {
-            Ok(match f(p, &mut *s, h)? {
-                Ok(event) => Ok(s.data_mut().table().delete(event)?.completion),
-                Err(err) => Err(err),
-            })
-        })
-    }
-
     /// Maps MMIO region `index` (0 is the AFU's registers).
     pub fn map_mmio(&self, index: u32) -> Result<MmioRegion> {
-        let (slot, generation, handle) = self.target()?;
-        let region = slot.call(
-            "map-mmio",
-            Some(generation),
-            format_args!("handle={handle} index={index}"),
-            |p, s| {
-                Ok(
-                    match p
-                        .accel_plugin_fpga()
-                        .call_map_mmio(&mut *s, handle, index)?
-                    {
-                        Ok(resource) => Ok(s.data_mut().table().delete(resource)?),
-                        Err(err) => Err(err),
-                    },
-                )
-            },
-        )?;
+        let region = self.call("map-mmio", format_args!("index={index}"), |p, handle| {
+            p.map_mmio(handle, index)
+        })?;
         Ok(MmioRegion {
             mmio: region.mmio,
             device: region.device.into(),
@@ -179,35 +145,21 @@ impl Handle {
 
     /// Prepares a buffer of at least `size` bytes that the device can reach by DMA.
     pub fn prepare_buffer(&self, size: u64) -> Result<DmaBuffer> {
-        self.prepare(size, BufferFlags::empty())
+        self.prepare(size, false)
     }
 
     /// Like [`prepare_buffer`](Self::prepare_buffer), for a buffer the device only reads.
     pub fn prepare_read_only_buffer(&self, size: u64) -> Result<DmaBuffer> {
-        self.prepare(size, BufferFlags::READ_ONLY)
+        self.prepare(size, true)
     }
 
-    fn prepare(&self, size: u64, flags: BufferFlags) -> Result<DmaBuffer> {
-        let (slot, generation, handle) = self.target()?;
-        let (id, memory, iova) = slot.call(
+    fn prepare(&self, size: u64, read_only: bool) -> Result<DmaBuffer> {
+        let prepared = self.call(
             "prepare-buffer",
-            Some(generation),
-            format_args!("handle={handle} size={size} flags={flags:?}"),
-            |p, s| {
-                Ok(
-                    match p
-                        .accel_plugin_fpga()
-                        .call_prepare_buffer(&mut *s, handle, size, flags)?
-                    {
-                        Ok(prepared) => {
-                            let buffer = s.data_mut().table().delete(prepared.buffer)?;
-                            Ok((prepared.id, buffer.memory, prepared.iova))
-                        }
-                        Err(err) => Err(err),
-                    },
-                )
-            },
+            format_args!("size={size} read_only={read_only}"),
+            |p, handle| p.prepare_buffer(handle, size, read_only),
         )?;
+        let (id, memory, iova) = (prepared.id, prepared.memory, prepared.iova);
         Ok(DmaBuffer {
             device: self.device_name(),
             memory,
@@ -220,13 +172,7 @@ impl Handle {
 
     /// Resets the accelerator.
     pub fn reset(&self) -> Result<()> {
-        let (slot, generation, handle) = self.target()?;
-        slot.call(
-            "reset",
-            Some(generation),
-            format_args!("handle={handle}"),
-            |p, s| p.accel_plugin_fpga().call_reset(s, handle),
-        )
+        self.call("reset", format_args!(""), |p, handle| p.reset(handle))
     }
 
     /// Loads `image` (a bitstream or device binary) into reconfigurable slot `slot`. An image
@@ -237,25 +183,11 @@ impl Handle {
             call: "reconfigure",
             message,
         })?;
-        let (slot, generation, handle) = self.target()?;
         let bytes: Arc<[u8]> = image.into();
-        slot.call(
+        self.call(
             "reconfigure",
-            Some(generation),
-            format_args!(
-                "handle={handle} slot={slot_index} image={} bytes",
-                bytes.len()
-            ),
-            |p, s| {
-                let image = s.data_mut().table().push(ImageResource { bytes })?;
-                let borrowed =
-                    wasmtime::component::Resource::<ImageResource>::new_borrow(image.rep());
-                let result = p
-                    .accel_plugin_fpga()
-                    .call_reconfigure(&mut *s, handle, slot_index, borrowed);
-                s.data_mut().table().delete(image)?;
-                result
-            },
+            format_args!("slot={slot_index} image={} bytes", bytes.len()),
+            |p, handle| p.reconfigure(handle, slot_index, bytes),
         )
     }
 
@@ -271,13 +203,9 @@ impl Handle {
     }
 
     fn release_buffer(&self, id: u64) -> Result<()> {
-        let (slot, generation, handle) = self.target()?;
-        slot.call(
-            "release-buffer",
-            Some(generation),
-            format_args!("handle={handle} id={id}"),
-            |p, s| p.accel_plugin_fpga().call_release_buffer(s, handle, id),
-        )
+        self.call("release-buffer", format_args!("id={id}"), |p, handle| {
+            p.release_buffer(handle, id)
+        })
     }
 }
 
@@ -299,7 +227,7 @@ impl HandleInner {
             "close",
             Some(open.generation),
             format_args!("handle={handle}"),
-            |p, s| p.accel_plugin_fpga().call_close(s, handle),
+            |p| p.close(handle),
         );
         match result {
             Err(Error::PluginUnavailable { .. }) | Err(Error::Stale { .. }) => Ok(()),

@@ -5,14 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::handle::{Handle, Target};
-use super::properties::{Filter, MAX_DEVICES, OpenMode, Properties};
 use super::token::Token;
 use crate::config::{Config, ConfigOrigin};
 use crate::error::{Error, Result};
 use crate::manager::lease::Lease;
 use crate::manager::{Manager, OpenHandle, PluginInfo, PluginSlot};
+use crate::properties::{Filter, MAX_DEVICES, OpenMode, Properties};
 use crate::runtime::ComponentCache;
-use crate::runtime::bindings::exports::accel::plugin::discovery::Discovered;
 use crate::text::inert;
 
 /// A loaded plugin list. Cheap to clone and shareable between threads; the plugins are
@@ -59,7 +58,6 @@ impl IntoIterator for Enumeration {
 pub struct HostBuilder {
     config: Option<(Config, ConfigOrigin)>,
     cache: Option<ComponentCache>,
-    trace: Option<bool>,
 }
 
 impl HostBuilder {
@@ -88,12 +86,6 @@ impl HostBuilder {
         self
     }
 
-    /// Trace every call across the plugin boundary (default: `ACCELHOST_TRACE`).
-    pub fn trace(mut self, on: bool) -> Self {
-        self.trace = Some(on);
-        self
-    }
-
     /// Loads every plugin of the config. Fails on a config error, or when a plugin whose
     /// `load_policy.on_error` is `fail` cannot be loaded; other failed plugins are reported
     /// by [`Host::plugins`].
@@ -103,8 +95,7 @@ impl HostBuilder {
             None => crate::config::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
-        let trace = self.trace.unwrap_or_else(crate::trace::enabled_by_env);
-        let manager = Manager::start(&config, &cache, trace)?;
+        let manager = Manager::start(&config, &cache)?;
         Ok(Host {
             inner: Arc::new(HostInner {
                 manager,
@@ -222,7 +213,7 @@ impl Host {
             "open",
             Some(token.ticket().generation),
             format_args!("token={raw} mode={mode:?}"),
-            |p, s| p.accel_plugin_fpga().call_open(s, raw, mode.into()),
+            |p| p.open(raw, mode),
             Ok,
         )?;
         let lease = Lease::child(&ticket.lease);
@@ -249,7 +240,7 @@ impl Host {
                     "close",
                     Some(ticket.generation),
                     format_args!("handle={plugin_handle}"),
-                    |p, s| p.accel_plugin_fpga().call_close(s, plugin_handle),
+                    |p| p.close(plugin_handle),
                 );
                 Err(err)
             }
@@ -259,14 +250,14 @@ impl Host {
 
 /// The devices of one plugin that match `filters`.
 fn enumerate_one(slot: &Arc<PluginSlot>, filters: &[Filter]) -> Result<Vec<Token>> {
-    let Some(wit_filters) = prefilter(slot, filters)? else {
+    let Some(wanted) = prefilter(slot, filters)? else {
         return Ok(Vec::new());
     };
     let (devices, ticket) = slot.call_in(
         "enumerate",
         None,
-        format_args!("filters={}", wit_filters.len()),
-        |p, s| p.accel_plugin_discovery().call_enumerate(s, &wit_filters),
+        format_args!("filters={}", wanted.len()),
+        |p| p.enumerate(&wanted),
         accept_devices,
     )?;
     Ok(devices
@@ -280,7 +271,9 @@ fn enumerate_one(slot: &Arc<PluginSlot>, filters: &[Filter]) -> Result<Vec<Token
 
 /// An `enumerate` answer as the host keeps it; refused when it lists more devices, or longer
 /// properties, than the host accepts, or names two devices with one token or one name.
-fn accept_devices(devices: Vec<Discovered>) -> std::result::Result<Vec<(u64, Properties)>, String> {
+pub(crate) fn accept_devices(
+    devices: Vec<(u64, Properties)>,
+) -> std::result::Result<Vec<(u64, Properties)>, String> {
     if devices.len() > MAX_DEVICES {
         return Err(format!(
             "it listed {} devices (at most {MAX_DEVICES})",
@@ -289,39 +282,30 @@ fn accept_devices(devices: Vec<Discovered>) -> std::result::Result<Vec<(u64, Pro
     }
     let mut tokens = HashSet::with_capacity(devices.len());
     let mut names = HashSet::with_capacity(devices.len());
-    devices
-        .into_iter()
-        .map(|d| {
-            let properties = Properties::from_plugin(d.properties)?;
-            if !tokens.insert(d.token) {
-                return Err(format!("it listed token {} twice", d.token));
-            }
-            if !names.insert(properties.name.clone()) {
-                return Err(format!(
-                    "it listed two devices named '{}'",
-                    inert(&properties.name)
-                ));
-            }
-            Ok((d.token, properties))
-        })
-        .collect()
+    for (token, properties) in &devices {
+        properties.check_bounds()?;
+        if !tokens.insert(*token) {
+            return Err(format!("it listed token {token} twice"));
+        }
+        if !names.insert(properties.name.as_str()) {
+            return Err(format!(
+                "it listed two devices named '{}'",
+                inert(&properties.name)
+            ));
+        }
+    }
+    Ok(devices)
 }
 
 /// The filters worth sending to `slot`: `None` when its `supports-host` / `supports-device`
 /// answers rule all of them out. An empty list stays empty (enumerate everything).
-fn prefilter(
-    slot: &PluginSlot,
-    filters: &[Filter],
-) -> Result<Option<Vec<crate::runtime::bindings::exports::accel::plugin::discovery::Filter>>> {
+fn prefilter(slot: &PluginSlot, filters: &[Filter]) -> Result<Option<Vec<Filter>>> {
     let mut kept = Vec::new();
     for filter in filters {
-        let wit_filter = filter.to_wit();
         let mut supported = true;
-        if let Some(host) = &wit_filter.host {
-            supported &= slot.call("supports-host", None, format_args!("{host}"), |p, s| {
-                p.accel_plugin_lifecycle()
-                    .call_supports_host(s, host)
-                    .map(Ok)
+        if let Some(host) = &filter.for_plugin().host {
+            supported &= slot.call("supports-host", None, format_args!("{host}"), |p| {
+                p.supports_host(host).map(Ok)
             })?;
         }
         if let (true, Some(device_type)) = (supported, &filter.device_type) {
@@ -329,15 +313,11 @@ fn prefilter(
                 "supports-device",
                 None,
                 format_args!("{device_type}"),
-                |p, s| {
-                    p.accel_plugin_lifecycle()
-                        .call_supports_device(s, device_type)
-                        .map(Ok)
-                },
+                |p| p.supports_device(device_type).map(Ok),
             )?;
         }
         if supported {
-            kept.push(wit_filter);
+            kept.push(filter.clone());
         }
     }
     Ok((filters.is_empty() || !kept.is_empty()).then_some(kept))

@@ -5,13 +5,9 @@
 mod handle;
 mod host;
 mod offload;
-mod properties;
 mod token;
 
 pub use handle::{DmaBuffer, Handle, MmioRegion};
 pub use host::{Enumeration, Host, HostBuilder};
-pub use offload::{Arg, Event, EventKind, EventStatus, Kernel, Memory, MemoryKind, Program, Queue};
-pub use properties::{
-    AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
-};
+pub use offload::{Arg, Event, EventStatus, Kernel, Memory, Program, Queue};
 pub use token::Token;

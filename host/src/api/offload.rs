@@ -12,41 +12,8 @@ use super::handle::Handle;
 use super::token::Token;
 use crate::devices::{Completion, CompletionState, DmaMemory};
 use crate::error::{Error, Result};
-use crate::imports::ImageResource;
-use crate::runtime::bindings::exports::accel::plugin::fpga as wit_fpga;
-use crate::runtime::bindings::exports::accel::plugin::offload as wit;
-
-/// What an FPGA-style event waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    /// A device interrupt.
-    Interrupt,
-    /// A device error.
-    Error,
-    /// A power or thermal alarm.
-    PowerThermal,
-}
-
-/// The kinds of memory an allocation can be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MemoryKind {
-    /// Host memory the device reaches directly; the application reads and writes it.
-    Host,
-    /// Device memory; it moves to and from the host with [`Queue::enqueue_memcpy`].
-    Device,
-    /// Memory both sides reach at the same address.
-    Shared,
-}
-
-impl From<MemoryKind> for wit::MemoryKind {
-    fn from(kind: MemoryKind) -> Self {
-        match kind {
-            MemoryKind::Host => wit::MemoryKind::Host,
-            MemoryKind::Device => wit::MemoryKind::Device,
-            MemoryKind::Shared => wit::MemoryKind::Shared,
-        }
-    }
-}
+use crate::runtime::plugin::{LaunchArg, MemoryRange};
+use crate::types::{EventKind, MemoryKind};
 
 /// An allocation. Released (freed on the device) when the last clone is dropped and no
 /// queued command uses it any more.
@@ -69,8 +36,8 @@ impl Drop for MemoryInner {
         let id = self.id;
         let result = self
             .handle
-            .call_if_open("mem-free", format_args!("id={id}"), |p, s, h| {
-                p.accel_plugin_offload().call_mem_free(s, h, id)
+            .call_if_open("mem-free", format_args!("id={id}"), |p, h| {
+                p.mem_free(h, id)
             });
         if let Err(err) = result {
             tracing::warn!(device = %self.handle.token().id(), id, "freeing memory: {err}");
@@ -168,11 +135,11 @@ struct ProgramInner {
 impl Drop for ProgramInner {
     fn drop(&mut self) {
         let id = self.id;
-        let result = self.handle.call_if_open(
-            "program-release",
-            format_args!("program={id}"),
-            |p, s, _| p.accel_plugin_offload().call_program_release(s, id),
-        );
+        let result =
+            self.handle
+                .call_if_open("program-release", format_args!("program={id}"), |p, _| {
+                    p.program_release(id)
+                });
         if let Err(err) = result {
             tracing::warn!(device = %self.handle.token().id(), id, "releasing a program: {err}");
         }
@@ -186,7 +153,7 @@ impl Program {
         let id = self.inner.handle.call(
             "kernel-get",
             format_args!("program={program} name={name}"),
-            |p, s, _| p.accel_plugin_offload().call_kernel_get(s, program, name),
+            |p, _| p.kernel_get(program, name),
         )?;
         Ok(Kernel {
             inner: Arc::new(KernelInner {
@@ -408,8 +375,8 @@ impl Drop for QueueInner {
         let id = self.id;
         let result =
             self.handle
-                .call_if_open("queue-release", format_args!("queue={id}"), |p, s, _| {
-                    p.accel_plugin_offload().call_queue_release(s, id)
+                .call_if_open("queue-release", format_args!("queue={id}"), |p, _| {
+                    p.queue_release(id)
                 });
         if let Err(err) = result {
             tracing::warn!(device = %self.handle.token().id(), id, "releasing a queue: {err}");
@@ -418,7 +385,7 @@ impl Drop for QueueInner {
 }
 
 impl Queue {
-    fn range(memory: &Memory, offset: u64, size: u64, what: &str) -> Result<wit::MemoryRange> {
+    fn range(memory: &Memory, offset: u64, size: u64, what: &str) -> Result<MemoryRange> {
         if offset
             .checked_add(size)
             .is_none_or(|end| end > memory.size())
@@ -431,7 +398,7 @@ impl Queue {
                 ),
             });
         }
-        Ok(wit::MemoryRange {
+        Ok(MemoryRange {
             allocation: memory.inner.id,
             offset,
         })
@@ -453,13 +420,10 @@ impl Queue {
         let to = Self::range(dst, dst_offset, size, "destination")?;
         let from = Self::range(src, src_offset, size, "source")?;
         let queue = self.inner.id;
-        let event = handle.call_with_event(
+        let event = handle.call(
             "enqueue-memcpy",
             format_args!("queue={queue} size={size}"),
-            |p, s, _| {
-                p.accel_plugin_offload()
-                    .call_enqueue_memcpy(s, queue, to, from, size)
-            },
+            |p, _| p.enqueue_memcpy(queue, to, from, size),
         )?;
         Ok(self.track(
             event,
@@ -491,30 +455,23 @@ impl Queue {
                         _ => 0,
                     };
                     held.push(memory.clone());
-                    wit::KernelArgument::Memory(wit::MemoryRange {
+                    LaunchArg::Memory(MemoryRange {
                         allocation: memory.inner.id,
                         offset,
                     })
                 }
-                Arg::U32(v) => wit::KernelArgument::Scalar32(v),
-                Arg::I32(v) => wit::KernelArgument::Scalar32(v as u32),
-                Arg::U64(v) => wit::KernelArgument::Scalar64(v),
-                Arg::Bytes(bytes) => wit::KernelArgument::Bytes(bytes.to_vec()),
+                Arg::U32(v) => LaunchArg::Scalar32(v),
+                Arg::I32(v) => LaunchArg::Scalar32(v as u32),
+                Arg::U64(v) => LaunchArg::Scalar64(v),
+                Arg::Bytes(bytes) => LaunchArg::Bytes(bytes.to_vec()),
             });
         }
         let queue = self.inner.id;
         let kernel_id = kernel.inner.id;
-        let size = wit::LaunchSize {
-            global: (1, 1, 1),
-            local: (1, 1, 1),
-        };
-        let event = handle.call_with_event(
+        let event = handle.call(
             "enqueue-launch",
             format_args!("queue={queue} kernel={} args={}", kernel.name(), args.len()),
-            |p, s, _| {
-                p.accel_plugin_offload()
-                    .call_enqueue_launch(s, queue, kernel_id, &wit_args, size)
-            },
+            |p, _| p.enqueue_launch(queue, kernel_id, &wit_args),
         )?;
         let kept = Kept {
             kernel: Some(kernel.clone()),
@@ -583,30 +540,13 @@ impl Handle {
     }
 
     fn alloc_inner(&self, kind: MemoryKind, size: u64, bank: Option<u32>) -> Result<Memory> {
-        let (id, host, device_address) = self.call(
+        let allocation = self.call(
             "mem-alloc",
             format_args!("kind={kind:?} size={size} bank={bank:?}"),
-            |p, s, h| {
-                Ok(
-                    match p.accel_plugin_offload().call_mem_alloc(
-                        &mut *s,
-                        h,
-                        kind.into(),
-                        size,
-                        bank,
-                    )? {
-                        Ok(allocation) => {
-                            let host = match allocation.buffer {
-                                Some(buffer) => Some(s.data_mut().table().delete(buffer)?.memory),
-                                None => None,
-                            };
-                            Ok((allocation.id, host, allocation.device_address))
-                        }
-                        Err(err) => Err(err),
-                    },
-                )
-            },
+            |p, h| p.mem_alloc(h, kind, size, bank),
         )?;
+        let (id, host, device_address) =
+            (allocation.id, allocation.host, allocation.device_address);
         let size = host.as_ref().map_or(size, |h| h.len().max(size));
         Ok(Memory {
             inner: Arc::new(MemoryInner {
@@ -631,16 +571,7 @@ impl Handle {
         let id = self.call(
             "program-create",
             format_args!("image={} bytes", bytes.len()),
-            |p, s, h| {
-                let image = s.data_mut().table().push(ImageResource { bytes })?;
-                let borrowed =
-                    wasmtime::component::Resource::<ImageResource>::new_borrow(image.rep());
-                let result = p
-                    .accel_plugin_offload()
-                    .call_program_create(&mut *s, h, borrowed);
-                s.data_mut().table().delete(image)?;
-                result
-            },
+            |p, h| p.program_create(h, bytes),
         )?;
         Ok(Program {
             inner: Arc::new(ProgramInner {
@@ -659,18 +590,10 @@ impl Handle {
     /// An event that completes when the device raises `kind` (for interrupts: interrupt
     /// `vector`, 1-based on CAPI), waited on the host like any other event.
     pub fn register_event(&self, kind: EventKind, vector: u32) -> Result<Event> {
-        let wit_kind = match kind {
-            EventKind::Interrupt => wit_fpga::EventKind::Interrupt,
-            EventKind::Error => wit_fpga::EventKind::Error,
-            EventKind::PowerThermal => wit_fpga::EventKind::PowerThermal,
-        };
-        let completion = self.call_with_event(
+        let completion = self.call(
             "register-event",
             format_args!("kind={kind:?} vector={vector}"),
-            |p, s, h| {
-                p.accel_plugin_fpga()
-                    .call_register_event(s, h, wit_kind, vector)
-            },
+            |p, h| p.register_event(h, kind, vector),
         )?;
         Ok(Event::new(
             completion,
@@ -680,9 +603,7 @@ impl Handle {
 
     /// Creates an in-order queue.
     pub fn create_queue(&self) -> Result<Queue> {
-        let id = self.call("queue-create", format_args!(""), |p, s, h| {
-            p.accel_plugin_offload().call_queue_create(s, h)
-        })?;
+        let id = self.call("queue-create", format_args!(""), |p, h| p.queue_create(h))?;
         Ok(Queue {
             inner: Arc::new(QueueInner {
                 handle: self.clone(),

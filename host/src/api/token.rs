@@ -3,9 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::properties::Properties;
 use crate::error::Result;
 use crate::manager::{PluginSlot, Ticket};
+use crate::properties::Properties;
 
 /// A device found by [`Host::enumerate`](crate::Host::enumerate). Cheap to clone. Reading its
 /// properties never calls into the plugin; a token from a plugin instance that has since
@@ -68,8 +68,8 @@ impl Token {
                 "describe",
                 Some(self.inner.ticket.generation),
                 format_args!("token={token}"),
-                |p, s| p.accel_plugin_discovery().call_describe(s, token),
-                Properties::from_plugin,
+                |p| p.describe(token),
+                |properties: Properties| properties.check_bounds().map(|()| properties),
             )
             .map(|(properties, _)| properties)
     }

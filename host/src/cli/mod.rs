@@ -76,9 +76,12 @@ fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let mut filter =
         EnvFilter::try_from_env("ACCELHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let trace = std::env::var_os(accelhost::TRACE_ENV).is_some();
-    if let (true, Ok(directive)) = (trace, "accelhost::trace=info".parse()) {
-        filter = filter.add_directive(directive);
+    if accelhost::trace_enabled_by_env() {
+        for target in accelhost::TRACE_TARGETS {
+            if let Ok(directive) = format!("{target}=trace").parse() {
+                filter = filter.add_directive(directive);
+            }
+        }
     }
     use std::io::IsTerminal;
     tracing_subscriber::fmt()

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
-use super::{
-    BufferResource, CxlContextResource, EventResource, ImportError, PluginState, RegionResource,
-    device_error, guest_error, traced,
-};
+use super::device_error;
+use crate::bindings::accel::plugin::cxl as wit;
 use crate::devices::cxl::{self as backend, AfuEvent, AfuMode, ContextKind, Work};
 use crate::devices::{ByteSwapped, CheckedMmio};
-use crate::runtime::bindings::accel::plugin::cxl as wit;
-use crate::runtime::bindings::accel::plugin::types::ErrorCode;
+use crate::error::ErrorCode;
+use crate::state::{
+    BufferResource, CxlContextResource, EventResource, ImportError, PluginState, RegionResource,
+    guest_error,
+};
 
 fn mode(mode: AfuMode) -> wit::AfuMode {
     match mode {
@@ -53,16 +54,14 @@ impl PluginState {
 
 impl wit::Host for PluginState {
     fn list_afus(&mut self) -> wasmtime::Result<Vec<wit::AfuDesc>> {
-        traced!(self, "cxl.list-afus", [], {
-            let grants = &self.ctx.grants;
-            Ok(self
-                .ctx
-                .devices
-                .cxl_afus(|name| grants.allows_device(name))
-                .into_iter()
-                .map(|afu| desc(afu.desc()))
-                .collect())
-        })
+        let grants = &self.ctx.grants;
+        Ok(self
+            .ctx
+            .devices
+            .cxl_afus(|name| grants.allows_device(name))
+            .into_iter()
+            .map(|afu| desc(afu.desc()))
+            .collect())
     }
 }
 
@@ -72,41 +71,39 @@ impl wit::HostContext for PluginState {
         path: String,
         kind: wit::ContextKind,
     ) -> Result<Resource<CxlContextResource>, ImportError> {
-        traced!(self, "cxl.context.open", [path, kind], {
-            let kind = match kind {
-                wit::ContextKind::Master => ContextKind::Master,
-                wit::ContextKind::Slave => ContextKind::Slave,
-                wit::ContextKind::Dedicated => ContextKind::Dedicated,
-            };
-            let node = format!("{path}{}", kind.suffix());
-            if !self.ctx.grants.allows_device(&path) {
-                Err(self.denied(
-                    "open a cxl context",
-                    format!("no grant covers the AFU '{path}'"),
-                ))
-            } else if let Some(afu) = self.ctx.devices.cxl_afu(&path) {
-                match afu.open(kind, &self.ctx.owner) {
-                    Ok(context) => Ok(self.table.push(CxlContextResource {
-                        context: Some(context),
-                        _charge: self.charge_resource(node.len() as u64)?,
-                        node,
-                    })?),
-                    Err(err) if err.raw_os_error() == Some(libc::ENOSPC) => Err(guest_error(
-                        ErrorCode::NoSpace,
-                        format!(
-                            "cxl context open on {node}: every context of the AFU is in use ({} at most)",
-                            afu.desc().max_contexts
-                        ),
-                    )),
-                    Err(err) => Err(device_error("cxl context open", &node, err)),
-                }
-            } else {
-                Err(guest_error(
-                    ErrorCode::NotFound,
-                    format!("cxl context open: no such AFU '{path}'"),
-                ))
+        let kind = match kind {
+            wit::ContextKind::Master => ContextKind::Master,
+            wit::ContextKind::Slave => ContextKind::Slave,
+            wit::ContextKind::Dedicated => ContextKind::Dedicated,
+        };
+        let node = format!("{path}{}", kind.suffix());
+        if !self.ctx.grants.allows_device(&path) {
+            Err(self.denied(
+                "open a cxl context",
+                format!("no grant covers the AFU '{path}'"),
+            ))
+        } else if let Some(afu) = self.ctx.devices.cxl_afu(&path) {
+            match afu.open(kind, &self.ctx.owner) {
+                Ok(context) => Ok(self.table.push(CxlContextResource {
+                    context: Some(context),
+                    _charge: self.charge_resource(node.len() as u64)?,
+                    node,
+                })?),
+                Err(err) if err.raw_os_error() == Some(libc::ENOSPC) => Err(guest_error(
+                    ErrorCode::NoSpace,
+                    format!(
+                        "cxl context open on {node}: every context of the AFU is in use ({} at most)",
+                        afu.desc().max_contexts
+                    ),
+                )),
+                Err(err) => Err(device_error("cxl context open", &node, err)),
             }
-        })
+        } else {
+            Err(guest_error(
+                ErrorCode::NotFound,
+                format!("cxl context open: no such AFU '{path}'"),
+            ))
+        }
     }
 
     fn process_element(&mut self, context: Resource<CxlContextResource>) -> wasmtime::Result<u32> {
@@ -120,31 +117,24 @@ impl wit::HostContext for PluginState {
         context: Resource<CxlContextResource>,
         work: wit::Work,
     ) -> Result<(), ImportError> {
-        traced!(
-            self,
-            "cxl.context.start-work",
-            [work.wed, work.num_interrupts],
-            {
-                let c = self.cxl_context(&context)?;
-                let work = Work {
-                    wed: work.wed,
-                    amr: work.amr,
-                    num_interrupts: work.num_interrupts,
-                };
-                c.device()?
-                    .start_work(&work)
-                    .map_err(|e| match e.raw_os_error() {
-                        Some(libc::EIO) => guest_error(
-                            ErrorCode::Busy,
-                            format!(
-                                "cxl start-work on {}: the context already started work",
-                                c.node
-                            ),
-                        ),
-                        _ => device_error("cxl start-work", &c.node, e),
-                    })
-            }
-        )
+        let c = self.cxl_context(&context)?;
+        let work = Work {
+            wed: work.wed,
+            amr: work.amr,
+            num_interrupts: work.num_interrupts,
+        };
+        c.device()?
+            .start_work(&work)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::EIO) => guest_error(
+                    ErrorCode::Busy,
+                    format!(
+                        "cxl start-work on {}: the context already started work",
+                        c.node
+                    ),
+                ),
+                _ => device_error("cxl start-work", &c.node, e),
+            })
     }
 
     fn map_mmio(
@@ -152,29 +142,27 @@ impl wit::HostContext for PluginState {
         context: Resource<CxlContextResource>,
         big_endian: bool,
     ) -> Result<Resource<RegionResource>, ImportError> {
-        traced!(self, "cxl.context.map-mmio", [big_endian], {
-            let c = self.cxl_context(&context)?;
-            let node = c.node.clone();
-            let window = c.device()?.map_mmio().map_err(|e| match e.raw_os_error() {
-                Some(libc::EIO) => guest_error(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "cxl map-mmio on {node}: the problem-state area is mapped after start-work"
-                    ),
+        let c = self.cxl_context(&context)?;
+        let node = c.node.clone();
+        let window = c.device()?.map_mmio().map_err(|e| match e.raw_os_error() {
+            Some(libc::EIO) => guest_error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "cxl map-mmio on {node}: the problem-state area is mapped after start-work"
                 ),
-                _ => device_error("cxl map-mmio", &node, e),
-            })?;
-            let window: Arc<dyn crate::devices::MmioWindow> = if big_endian {
-                Arc::new(ByteSwapped(window))
-            } else {
-                window
-            };
-            Ok(self.table.push(RegionResource {
-                mmio: CheckedMmio::new(window),
-                _charge: self.charge_resource(node.len() as u64)?,
-                device: node,
-            })?)
-        })
+            ),
+            _ => device_error("cxl map-mmio", &node, e),
+        })?;
+        let window: Arc<dyn crate::devices::MmioWindow> = if big_endian {
+            Arc::new(ByteSwapped(window))
+        } else {
+            window
+        };
+        Ok(self.table.push(RegionResource {
+            mmio: CheckedMmio::new(window),
+            _charge: self.charge_resource(node.len() as u64)?,
+            device: node,
+        })?)
     }
 
     fn attach_buffer(
@@ -182,13 +170,11 @@ impl wit::HostContext for PluginState {
         context: Resource<CxlContextResource>,
         buffer: Resource<BufferResource>,
     ) -> Result<u64, ImportError> {
-        traced!(self, "cxl.context.attach-buffer", [], {
-            let memory = self.table.get(&buffer)?.memory.clone();
-            let c = self.cxl_context(&context)?;
-            c.device()?
-                .attach_buffer(&memory)
-                .map_err(|e| device_error("cxl attach-buffer", &c.node, e))
-        })
+        let memory = self.table.get(&buffer)?.memory.clone();
+        let c = self.cxl_context(&context)?;
+        c.device()?
+            .attach_buffer(&memory)
+            .map_err(|e| device_error("cxl attach-buffer", &c.node, e))
     }
 
     fn read_event(
@@ -196,22 +182,20 @@ impl wit::HostContext for PluginState {
         context: Resource<CxlContextResource>,
         timeout_ns: u64,
     ) -> Result<Option<wit::AfuEvent>, ImportError> {
-        traced!(self, "cxl.context.read-event", [timeout_ns], {
-            let deadline = self.wait_deadline(timeout_ns);
-            let c = self.cxl_context(&context)?;
-            let event = self.wait_sliced(deadline, |slice| {
-                c.device()?
-                    .read_event(slice)
-                    .map_err(|e| device_error("cxl read-event", &c.node, e))
-            })?;
-            Ok(event.map(|event| match event {
-                AfuEvent::Interrupt(irq) => wit::AfuEvent::Interrupt(irq),
-                AfuEvent::DataStorage { address, dsisr } => {
-                    wit::AfuEvent::DataStorage(wit::StorageFault { address, dsisr })
-                }
-                AfuEvent::AfuError(error) => wit::AfuEvent::AfuError(error),
-            }))
-        })
+        let deadline = self.wait_deadline(timeout_ns);
+        let c = self.cxl_context(&context)?;
+        let event = self.wait_sliced(deadline, |slice| {
+            c.device()?
+                .read_event(slice)
+                .map_err(|e| device_error("cxl read-event", &c.node, e))
+        })?;
+        Ok(event.map(|event| match event {
+            AfuEvent::Interrupt(irq) => wit::AfuEvent::Interrupt(irq),
+            AfuEvent::DataStorage { address, dsisr } => {
+                wit::AfuEvent::DataStorage(wit::StorageFault { address, dsisr })
+            }
+            AfuEvent::AfuError(error) => wit::AfuEvent::AfuError(error),
+        }))
     }
 
     fn interrupt_event(
@@ -219,14 +203,12 @@ impl wit::HostContext for PluginState {
         context: Resource<CxlContextResource>,
         irq: u16,
     ) -> Result<Resource<EventResource>, ImportError> {
-        traced!(self, "cxl.context.interrupt-event", [irq], {
-            let c = self.cxl_context(&context)?;
-            let completion = c
-                .device()?
-                .interrupt_completion(irq)
-                .map_err(|e| device_error(&format!("cxl interrupt-event {irq}"), &c.node, e))?;
-            Ok(self.adopt_completion(completion)?)
-        })
+        let c = self.cxl_context(&context)?;
+        let completion = c
+            .device()?
+            .interrupt_completion(irq)
+            .map_err(|e| device_error(&format!("cxl interrupt-event {irq}"), &c.node, e))?;
+        self.adopt_completion(completion)
     }
 
     fn drop(&mut self, context: Resource<CxlContextResource>) -> wasmtime::Result<()> {

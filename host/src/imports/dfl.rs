@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
-use super::{
-    BufferResource, ImportError, PluginState, PortResource, RegionResource, device_error,
-    guest_error, traced,
-};
+use super::device_error;
+use crate::bindings::accel::plugin::dfl::{self, PortInfo, RegionAccess, RegionInfo};
+use crate::bindings::accel::plugin::types::{BusAddress, Guid};
 use crate::devices::CheckedMmio;
 use crate::devices::dfl::{PortDesc, abi};
-use crate::runtime::bindings::accel::plugin::dfl::{self, PortInfo, RegionAccess, RegionInfo};
-use crate::runtime::bindings::accel::plugin::types::{BusAddress, ErrorCode, Guid};
+use crate::error::ErrorCode;
+use crate::state::{
+    BufferResource, ImportError, PluginState, PortResource, RegionResource, guest_error,
+};
 
 fn wit_desc(desc: PortDesc) -> dfl::PortDesc {
     dfl::PortDesc {
@@ -43,16 +44,14 @@ impl PluginState {
 
 impl dfl::Host for PluginState {
     fn list_ports(&mut self) -> wasmtime::Result<Vec<dfl::PortDesc>> {
-        traced!(self, "dfl.list-ports", [], {
-            let grants = &self.ctx.grants;
-            Ok(self
-                .ctx
-                .devices
-                .dfl_ports(|name| grants.allows_device(name))
-                .into_iter()
-                .map(|device| wit_desc(device.desc()))
-                .collect())
-        })
+        let grants = &self.ctx.grants;
+        Ok(self
+            .ctx
+            .devices
+            .dfl_ports(|name| grants.allows_device(name))
+            .into_iter()
+            .map(|device| wit_desc(device.desc()))
+            .collect())
     }
 }
 
@@ -62,42 +61,38 @@ impl dfl::HostPort for PluginState {
         path: String,
         exclusive: bool,
     ) -> Result<Resource<PortResource>, ImportError> {
-        traced!(self, "dfl.port.open", [path, exclusive], {
-            if !self.ctx.grants.allows_device(&path) {
-                Err(self.denied(
-                    "open a dfl port",
-                    format!("no grant covers the device '{path}'"),
-                ))
-            } else if let Some(device) = self.ctx.devices.dfl_port(&path) {
-                match device.open(exclusive, &self.ctx.owner) {
-                    Ok(port) => Ok(self.table.push(PortResource {
-                        port: Some(port),
-                        _charge: self.charge_resource(path.len() as u64)?,
-                        path,
-                    })?),
-                    Err(err) => Err(device_error("dfl port open", &path, err)),
-                }
-            } else {
-                Err(guest_error(
-                    ErrorCode::NotFound,
-                    format!("dfl port open: no such port '{path}'"),
-                ))
+        if !self.ctx.grants.allows_device(&path) {
+            Err(self.denied(
+                "open a dfl port",
+                format!("no grant covers the device '{path}'"),
+            ))
+        } else if let Some(device) = self.ctx.devices.dfl_port(&path) {
+            match device.open(exclusive, &self.ctx.owner) {
+                Ok(port) => Ok(self.table.push(PortResource {
+                    port: Some(port),
+                    _charge: self.charge_resource(path.len() as u64)?,
+                    path,
+                })?),
+                Err(err) => Err(device_error("dfl port open", &path, err)),
             }
-        })
+        } else {
+            Err(guest_error(
+                ErrorCode::NotFound,
+                format!("dfl port open: no such port '{path}'"),
+            ))
+        }
     }
 
     fn info(&mut self, port: Resource<PortResource>) -> Result<PortInfo, ImportError> {
-        traced!(self, "dfl.port.info", [], {
-            let p = self.port(&port)?;
-            let info = p
-                .device()?
-                .info()
-                .map_err(|e| device_error("dfl get-info", &p.path, e))?;
-            Ok(PortInfo {
-                flags: info.flags,
-                num_regions: info.num_regions,
-                num_umsgs: info.num_umsgs,
-            })
+        let p = self.port(&port)?;
+        let info = p
+            .device()?
+            .info()
+            .map_err(|e| device_error("dfl get-info", &p.path, e))?;
+        Ok(PortInfo {
+            flags: info.flags,
+            num_regions: info.num_regions,
+            num_umsgs: info.num_umsgs,
         })
     }
 
@@ -106,28 +101,26 @@ impl dfl::HostPort for PluginState {
         port: Resource<PortResource>,
         index: u32,
     ) -> Result<RegionInfo, ImportError> {
-        traced!(self, "dfl.port.region-info", [index], {
-            let p = self.port(&port)?;
-            let info = p
-                .device()?
-                .region_info(index)
-                .map_err(|e| device_error(&format!("dfl get-region-info {index}"), &p.path, e))?;
-            let mut access = RegionAccess::empty();
-            for (bit, flag) in [
-                (abi::REGION_READ, RegionAccess::READ),
-                (abi::REGION_WRITE, RegionAccess::WRITE),
-                (abi::REGION_MMAP, RegionAccess::MMAP),
-            ] {
-                if info.flags & bit != 0 {
-                    access |= flag;
-                }
+        let p = self.port(&port)?;
+        let info = p
+            .device()?
+            .region_info(index)
+            .map_err(|e| device_error(&format!("dfl get-region-info {index}"), &p.path, e))?;
+        let mut access = RegionAccess::empty();
+        for (bit, flag) in [
+            (abi::REGION_READ, RegionAccess::READ),
+            (abi::REGION_WRITE, RegionAccess::WRITE),
+            (abi::REGION_MMAP, RegionAccess::MMAP),
+        ] {
+            if info.flags & bit != 0 {
+                access |= flag;
             }
-            Ok(RegionInfo {
-                index: info.index,
-                access,
-                size: info.size,
-                offset: info.offset,
-            })
+        }
+        Ok(RegionInfo {
+            index: info.index,
+            access,
+            size: info.size,
+            offset: info.offset,
         })
     }
 
@@ -136,19 +129,17 @@ impl dfl::HostPort for PluginState {
         port: Resource<PortResource>,
         index: u32,
     ) -> Result<Resource<RegionResource>, ImportError> {
-        traced!(self, "dfl.port.map-region", [index], {
-            let p = self.port(&port)?;
-            let device = p.path.clone();
-            let window = p
-                .device()?
-                .map_region(index)
-                .map_err(|e| device_error(&format!("dfl map region {index}"), &device, e))?;
-            Ok(self.table.push(RegionResource {
-                mmio: CheckedMmio::new(window),
-                _charge: self.charge_resource(device.len() as u64)?,
-                device,
-            })?)
-        })
+        let p = self.port(&port)?;
+        let device = p.path.clone();
+        let window = p
+            .device()?
+            .map_region(index)
+            .map_err(|e| device_error(&format!("dfl map region {index}"), &device, e))?;
+        Ok(self.table.push(RegionResource {
+            mmio: CheckedMmio::new(window),
+            _charge: self.charge_resource(device.len() as u64)?,
+            device,
+        })?)
     }
 
     fn dma_map(
@@ -156,31 +147,25 @@ impl dfl::HostPort for PluginState {
         port: Resource<PortResource>,
         buffer: Resource<BufferResource>,
     ) -> Result<u64, ImportError> {
-        traced!(self, "dfl.port.dma-map", [], {
-            let memory = Arc::clone(&self.table.get(&buffer)?.memory);
-            let p = self.port(&port)?;
-            p.device()?
-                .dma_map(&memory)
-                .map_err(|e| device_error("dfl dma-map", &p.path, e))
-        })
+        let memory = Arc::clone(&self.table.get(&buffer)?.memory);
+        let p = self.port(&port)?;
+        p.device()?
+            .dma_map(&memory)
+            .map_err(|e| device_error("dfl dma-map", &p.path, e))
     }
 
     fn dma_unmap(&mut self, port: Resource<PortResource>, iova: u64) -> Result<(), ImportError> {
-        traced!(self, "dfl.port.dma-unmap", [iova], {
-            let p = self.port(&port)?;
-            p.device()?
-                .dma_unmap(iova)
-                .map_err(|e| device_error(&format!("dfl dma-unmap {iova:#x}"), &p.path, e))
-        })
+        let p = self.port(&port)?;
+        p.device()?
+            .dma_unmap(iova)
+            .map_err(|e| device_error(&format!("dfl dma-unmap {iova:#x}"), &p.path, e))
     }
 
     fn reset(&mut self, port: Resource<PortResource>) -> Result<(), ImportError> {
-        traced!(self, "dfl.port.reset", [], {
-            let p = self.port(&port)?;
-            p.device()?
-                .reset()
-                .map_err(|e| device_error("dfl port reset", &p.path, e))
-        })
+        let p = self.port(&port)?;
+        p.device()?
+            .reset()
+            .map_err(|e| device_error("dfl port reset", &p.path, e))
     }
 
     fn drop(&mut self, port: Resource<PortResource>) -> wasmtime::Result<()> {

@@ -4,11 +4,13 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
-use super::{EventResource, ImportError, PluginState, cut_to, guest_error, traced};
+use crate::bindings::accel::plugin::events::{self, EventState};
+use crate::bindings::accel::plugin::types::Error as GuestError;
 use crate::devices::{Completion, CompletionState};
-use crate::runtime::HostLimit;
-use crate::runtime::bindings::accel::plugin::events::{self, EventState};
-use crate::runtime::bindings::accel::plugin::types::{Error as GuestError, ErrorCode};
+use crate::error::ErrorCode;
+use crate::state::HostLimit;
+use crate::state::{EventResource, ImportError, PluginState, guest_error};
+use crate::text::cut_to;
 
 /// The longest failure message an event keeps; the rest is cut.
 const MAX_MESSAGE: usize = 1024;
@@ -33,60 +35,50 @@ impl PluginState {
 
 impl events::HostEvent for PluginState {
     fn completed(&mut self) -> wasmtime::Result<Resource<EventResource>> {
-        traced!(self, "events.event.completed", [], {
-            let completion = Arc::new(Completion::with_state(CompletionState::Complete));
-            self.push_event(completion, 0)
-        })
+        let completion = Arc::new(Completion::with_state(CompletionState::Complete));
+        self.push_event(completion, 0)
     }
 
     fn failed(&mut self, error: GuestError) -> wasmtime::Result<Resource<EventResource>> {
-        traced!(self, "events.event.failed", [error.code], {
-            let message = cut_to(error.message, MAX_MESSAGE);
-            let bytes = message.len();
-            let completion = Arc::new(Completion::with_state(CompletionState::Failed(message)));
-            self.push_event(completion, bytes)
-        })
+        let message = cut_to(error.message, MAX_MESSAGE);
+        let bytes = message.len();
+        let completion = Arc::new(Completion::with_state(CompletionState::Failed(message)));
+        self.push_event(completion, bytes)
     }
 
     fn duplicate(
         &mut self,
         event: Resource<EventResource>,
     ) -> wasmtime::Result<Resource<EventResource>> {
-        traced!(self, "events.event.duplicate", [], {
-            let completion = self.table.get(&event)?.completion.clone();
-            self.push_event(completion, 0)
-        })
+        let completion = self.table.get(&event)?.completion.clone();
+        self.push_event(completion, 0)
     }
 
     fn state(&mut self, event: Resource<EventResource>) -> wasmtime::Result<EventState> {
-        traced!(self, "events.event.state", [], {
-            Ok(match self.table.get(&event)?.completion.state() {
-                CompletionState::Pending => EventState::Pending,
-                CompletionState::Complete => EventState::Complete,
-                CompletionState::Failed(_) => EventState::Failed,
-            })
+        Ok(match self.table.get(&event)?.completion.state() {
+            CompletionState::Pending => EventState::Pending,
+            CompletionState::Complete => EventState::Complete,
+            CompletionState::Failed(_) => EventState::Failed,
         })
     }
 
     fn wait(&mut self, event: Resource<EventResource>, timeout_ns: u64) -> Result<(), ImportError> {
-        traced!(self, "events.event.wait", [timeout_ns], {
-            let deadline = self.wait_deadline(timeout_ns);
-            let completion = self.table.get(&event)?.completion.clone();
-            let finished = self.wait_sliced(deadline, |slice| {
-                Ok(match completion.wait(slice) {
-                    CompletionState::Pending => None,
-                    finished => Some(finished),
-                })
-            })?;
-            match finished.unwrap_or(CompletionState::Pending) {
-                CompletionState::Complete => Ok(()),
-                CompletionState::Failed(why) => Err(guest_error(ErrorCode::DeviceError, why)),
-                CompletionState::Pending => Err(guest_error(
-                    ErrorCode::Timeout,
-                    "event wait timed out (or reached the call's deadline)",
-                )),
-            }
-        })
+        let deadline = self.wait_deadline(timeout_ns);
+        let completion = self.table.get(&event)?.completion.clone();
+        let finished = self.wait_sliced(deadline, |slice| {
+            Ok(match completion.wait(slice) {
+                CompletionState::Pending => None,
+                finished => Some(finished),
+            })
+        })?;
+        match finished.unwrap_or(CompletionState::Pending) {
+            CompletionState::Complete => Ok(()),
+            CompletionState::Failed(why) => Err(guest_error(ErrorCode::DeviceError, why)),
+            CompletionState::Pending => Err(guest_error(
+                ErrorCode::Timeout,
+                "event wait timed out (or reached the call's deadline)",
+            )),
+        }
     }
 
     fn drop(&mut self, event: Resource<EventResource>) -> wasmtime::Result<()> {

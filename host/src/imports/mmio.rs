@@ -2,12 +2,11 @@
 
 use wasmtime::component::Resource;
 
-use super::{
-    ImportError, MAX_BATCH, PluginState, RegionResource, device_error, guest_error, traced,
-};
+use super::{MAX_BATCH, device_error};
+use crate::bindings::accel::plugin::mmio::{self, RegisterWrite};
 use crate::devices::{AccessWidth, MmioFault};
-use crate::runtime::bindings::accel::plugin::mmio::{self, RegisterWrite};
-use crate::runtime::bindings::accel::plugin::types::ErrorCode;
+use crate::error::ErrorCode;
+use crate::state::{ImportError, PluginState, RegionResource, guest_error};
 
 fn fault(call: &str, device: &str, fault: MmioFault) -> ImportError {
     match fault {
@@ -38,12 +37,10 @@ impl mmio::HostRegion for PluginState {
         region: Resource<RegionResource>,
         offset: u64,
     ) -> Result<u32, ImportError> {
-        traced!(self, "mmio.region.read32", [offset], {
-            let r = self.region(&region)?;
-            r.mmio
-                .read32(offset)
-                .map_err(|f| fault("mmio read32", &r.device, f))
-        })
+        let r = self.region(&region)?;
+        r.mmio
+            .read32(offset)
+            .map_err(|f| fault("mmio read32", &r.device, f))
     }
 
     fn read64(
@@ -51,12 +48,10 @@ impl mmio::HostRegion for PluginState {
         region: Resource<RegionResource>,
         offset: u64,
     ) -> Result<u64, ImportError> {
-        traced!(self, "mmio.region.read64", [offset], {
-            let r = self.region(&region)?;
-            r.mmio
-                .read64(offset)
-                .map_err(|f| fault("mmio read64", &r.device, f))
-        })
+        let r = self.region(&region)?;
+        r.mmio
+            .read64(offset)
+            .map_err(|f| fault("mmio read64", &r.device, f))
     }
 
     fn write32(
@@ -65,12 +60,10 @@ impl mmio::HostRegion for PluginState {
         offset: u64,
         value: u32,
     ) -> Result<(), ImportError> {
-        traced!(self, "mmio.region.write32", [offset, value], {
-            let r = self.region(&region)?;
-            r.mmio
-                .write32(offset, value)
-                .map_err(|f| fault("mmio write32", &r.device, f))
-        })
+        let r = self.region(&region)?;
+        r.mmio
+            .write32(offset, value)
+            .map_err(|f| fault("mmio write32", &r.device, f))
     }
 
     fn write64(
@@ -79,12 +72,10 @@ impl mmio::HostRegion for PluginState {
         offset: u64,
         value: u64,
     ) -> Result<(), ImportError> {
-        traced!(self, "mmio.region.write64", [offset, value], {
-            let r = self.region(&region)?;
-            r.mmio
-                .write64(offset, value)
-                .map_err(|f| fault("mmio write64", &r.device, f))
-        })
+        let r = self.region(&region)?;
+        r.mmio
+            .write64(offset, value)
+            .map_err(|f| fault("mmio write64", &r.device, f))
     }
 
     fn write_batch(
@@ -92,28 +83,26 @@ impl mmio::HostRegion for PluginState {
         region: Resource<RegionResource>,
         writes: Vec<RegisterWrite>,
     ) -> Result<(), ImportError> {
-        traced!(self, "mmio.region.write-batch", [writes.len()], {
-            if writes.len() > MAX_BATCH {
-                Err(guest_error(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "write-batch takes at most {MAX_BATCH} writes, got {}",
-                        writes.len()
-                    ),
-                ))
-            } else {
-                let r = self.region(&region)?;
-                writes.iter().enumerate().try_for_each(|(i, w)| {
-                    let width = match w.width {
-                        mmio::AccessWidth::Bits32 => AccessWidth::Bits32,
-                        mmio::AccessWidth::Bits64 => AccessWidth::Bits64,
-                    };
-                    r.mmio
-                        .write(w.offset, w.value, width)
-                        .map_err(|f| fault(&format!("mmio write-batch (write {i})"), &r.device, f))
-                })
-            }
-        })
+        if writes.len() > MAX_BATCH {
+            Err(guest_error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "write-batch takes at most {MAX_BATCH} writes, got {}",
+                    writes.len()
+                ),
+            ))
+        } else {
+            let r = self.region(&region)?;
+            writes.iter().enumerate().try_for_each(|(i, w)| {
+                let width = match w.width {
+                    mmio::AccessWidth::Bits32 => AccessWidth::Bits32,
+                    mmio::AccessWidth::Bits64 => AccessWidth::Bits64,
+                };
+                r.mmio
+                    .write(w.offset, w.value, width)
+                    .map_err(|f| fault(&format!("mmio write-batch (write {i})"), &r.device, f))
+            })
+        }
     }
 
     fn poll64(
@@ -124,33 +113,26 @@ impl mmio::HostRegion for PluginState {
         expected: u64,
         timeout_ns: u64,
     ) -> Result<u64, ImportError> {
-        traced!(
-            self,
-            "mmio.region.poll64",
-            [offset, mask, expected, timeout_ns],
-            {
-                let deadline = self.wait_deadline(timeout_ns);
-                let r = self.region(&region)?;
-                let mut last = 0;
-                let matched = self.wait_sliced(deadline, |slice| {
-                    match r.mmio.poll64(offset, mask, expected, slice) {
-                        Ok(value) => Ok(Some(value)),
-                        Err(MmioFault::PollTimeout { last: value, .. }) => {
-                            last = value;
-                            Ok(None)
-                        }
-                        Err(f) => Err(fault("mmio poll64", &r.device, f)),
-                    }
-                })?;
-                matched.ok_or_else(|| {
-                    fault(
-                        "mmio poll64",
-                        &r.device,
-                        MmioFault::PollTimeout { offset, last },
-                    )
-                })
+        let deadline = self.wait_deadline(timeout_ns);
+        let r = self.region(&region)?;
+        let mut last = 0;
+        let matched = self.wait_sliced(deadline, |slice| {
+            match r.mmio.poll64(offset, mask, expected, slice) {
+                Ok(value) => Ok(Some(value)),
+                Err(MmioFault::PollTimeout { last: value, .. }) => {
+                    last = value;
+                    Ok(None)
+                }
+                Err(f) => Err(fault("mmio poll64", &r.device, f)),
             }
-        )
+        })?;
+        matched.ok_or_else(|| {
+            fault(
+                "mmio poll64",
+                &r.device,
+                MmioFault::PollTimeout { offset, last },
+            )
+        })
     }
 
     fn drop(&mut self, region: Resource<RegionResource>) -> wasmtime::Result<()> {

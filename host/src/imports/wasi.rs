@@ -19,8 +19,8 @@ use wasmtime_wasi::p2::bindings::random::{insecure, random};
 use wasmtime_wasi::p2::bindings::sync::io::poll;
 use wasmtime_wasi::runtime::in_tokio;
 
-use super::PluginState;
-use crate::runtime::{HostLimit, StopCondition};
+use crate::state::PluginState;
+use crate::state::{HostLimit, StopCondition};
 
 /// The most random bytes one `get-random-bytes` call returns; a larger request ends the
 /// instance. Language runtimes ask for a few dozen bytes at a time.

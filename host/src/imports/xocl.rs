@@ -6,15 +6,17 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
-use super::{
-    BoResource, BufferResource, EventResource, ImageResource, ImportError, PluginState,
-    XoclDeviceResource, device_error, guest_error, traced,
-};
+use super::device_error;
+use crate::bindings::accel::plugin::types::{BusAddress, Guid};
+use crate::bindings::accel::plugin::xocl as wit;
 use crate::devices::Completion;
 use crate::devices::xocl::xclbin::{ArgKind, MemKind, Xclbin};
 use crate::devices::xocl::{self as backend, Command, SyncDirection, emu::MAX_DEPS};
-use crate::runtime::bindings::accel::plugin::types::{BusAddress, ErrorCode, Guid};
-use crate::runtime::bindings::accel::plugin::xocl as wit;
+use crate::error::ErrorCode;
+use crate::state::{
+    BoResource, BufferResource, EventResource, ImageResource, ImportError, PluginState,
+    XoclDeviceResource, guest_error,
+};
 
 /// The most 32-bit words an exec buffer may hold (a 4 KiB exec BO).
 const MAX_PACKET_WORDS: usize = 1024;
@@ -172,43 +174,39 @@ impl PluginState {
 
 impl wit::Host for PluginState {
     fn list_devices(&mut self) -> wasmtime::Result<Vec<wit::DeviceDesc>> {
-        traced!(self, "xocl.list-devices", [], {
-            let grants = &self.ctx.grants;
-            Ok(self
-                .ctx
-                .devices
-                .xocl_devices(|name| grants.allows_device(name))
-                .into_iter()
-                .map(|d| desc(d.desc()))
-                .collect())
-        })
+        let grants = &self.ctx.grants;
+        Ok(self
+            .ctx
+            .devices
+            .xocl_devices(|name| grants.allows_device(name))
+            .into_iter()
+            .map(|d| desc(d.desc()))
+            .collect())
     }
 }
 
 impl wit::HostDevice for PluginState {
     fn open(&mut self, path: String) -> Result<Resource<XoclDeviceResource>, ImportError> {
-        traced!(self, "xocl.device.open", [path], {
-            if !self.ctx.grants.allows_device(&path) {
-                Err(self.denied(
-                    "open an xocl device",
-                    format!("no grant covers the device '{path}'"),
-                ))
-            } else if let Some(device) = self.ctx.devices.xocl_device(&path) {
-                match device.open(&self.ctx.owner) {
-                    Ok(client) => Ok(self.table.push(XoclDeviceResource {
-                        client: Some(Arc::from(client)),
-                        _charge: self.charge_resource(path.len() as u64)?,
-                        path,
-                    })?),
-                    Err(err) => Err(device_error("xocl device open", &path, err)),
-                }
-            } else {
-                Err(guest_error(
-                    ErrorCode::NotFound,
-                    format!("xocl device open: no such device '{path}'"),
-                ))
+        if !self.ctx.grants.allows_device(&path) {
+            Err(self.denied(
+                "open an xocl device",
+                format!("no grant covers the device '{path}'"),
+            ))
+        } else if let Some(device) = self.ctx.devices.xocl_device(&path) {
+            match device.open(&self.ctx.owner) {
+                Ok(client) => Ok(self.table.push(XoclDeviceResource {
+                    client: Some(Arc::from(client)),
+                    _charge: self.charge_resource(path.len() as u64)?,
+                    path,
+                })?),
+                Err(err) => Err(device_error("xocl device open", &path, err)),
             }
-        })
+        } else {
+            Err(guest_error(
+                ErrorCode::NotFound,
+                format!("xocl device open: no such device '{path}'"),
+            ))
+        }
     }
 
     fn load_xclbin(
@@ -216,20 +214,18 @@ impl wit::HostDevice for PluginState {
         device: Resource<XoclDeviceResource>,
         image: Resource<ImageResource>,
     ) -> Result<wit::XclbinInfo, ImportError> {
-        traced!(self, "xocl.device.load-xclbin", [], {
-            let bytes = self.table.get(&image)?.bytes.clone();
-            let parsed = crate::devices::xocl::xclbin::parse(&bytes).map_err(|e| {
-                guest_error(
-                    ErrorCode::InvalidArgument,
-                    format!("the xclbin is malformed: {e}"),
-                )
-            })?;
-            let dev = self.xocl_device(&device)?;
-            dev.device()?
-                .load_xclbin(&bytes, &parsed)
-                .map_err(|e| device_error("xocl load-xclbin", &dev.path, e))?;
-            Ok(xclbin_info(&parsed))
-        })
+        let bytes = self.table.get(&image)?.bytes.clone();
+        let parsed = crate::devices::xocl::xclbin::parse(&bytes).map_err(|e| {
+            guest_error(
+                ErrorCode::InvalidArgument,
+                format!("the xclbin is malformed: {e}"),
+            )
+        })?;
+        let dev = self.xocl_device(&device)?;
+        dev.device()?
+            .load_xclbin(&bytes, &parsed)
+            .map_err(|e| device_error("xocl load-xclbin", &dev.path, e))?;
+        Ok(xclbin_info(&parsed))
     }
 
     fn loaded_xclbin(
@@ -251,12 +247,10 @@ impl wit::HostDevice for PluginState {
         cu: u32,
         exclusive: bool,
     ) -> Result<(), ImportError> {
-        traced!(self, "xocl.device.open-context", [cu, exclusive], {
-            let dev = self.xocl_device(&device)?;
-            dev.device()?
-                .open_context(host_guid(uuid), cu, exclusive)
-                .map_err(|e| device_error(&format!("xocl open-context on CU {cu}"), &dev.path, e))
-        })
+        let dev = self.xocl_device(&device)?;
+        dev.device()?
+            .open_context(host_guid(uuid), cu, exclusive)
+            .map_err(|e| device_error(&format!("xocl open-context on CU {cu}"), &dev.path, e))
     }
 
     fn close_context(
@@ -265,12 +259,10 @@ impl wit::HostDevice for PluginState {
         uuid: Guid,
         cu: u32,
     ) -> Result<(), ImportError> {
-        traced!(self, "xocl.device.close-context", [cu], {
-            let dev = self.xocl_device(&device)?;
-            dev.device()?
-                .close_context(host_guid(uuid), cu)
-                .map_err(|e| device_error(&format!("xocl close-context on CU {cu}"), &dev.path, e))
-        })
+        let dev = self.xocl_device(&device)?;
+        dev.device()?
+            .close_context(host_guid(uuid), cu)
+            .map_err(|e| device_error(&format!("xocl close-context on CU {cu}"), &dev.path, e))
     }
 
     fn create_bo(
@@ -279,20 +271,18 @@ impl wit::HostDevice for PluginState {
         size: u64,
         bank: Option<u32>,
     ) -> Result<Resource<BoResource>, ImportError> {
-        traced!(self, "xocl.device.create-bo", [size, bank], {
-            let dev = self.xocl_device(&device)?;
-            let client = dev.device()?.clone();
-            let info = client
-                .create_bo(size, bank)
-                .map_err(|e| device_error("xocl create-bo", &dev.path, e))?;
-            let charge = self.charge_resource(0)?;
-            Ok(self.table.push(BoResource {
-                client,
-                info,
-                freed: false,
-                _charge: charge,
-            })?)
-        })
+        let dev = self.xocl_device(&device)?;
+        let client = dev.device()?.clone();
+        let info = client
+            .create_bo(size, bank)
+            .map_err(|e| device_error("xocl create-bo", &dev.path, e))?;
+        let charge = self.charge_resource(0)?;
+        Ok(self.table.push(BoResource {
+            client,
+            info,
+            freed: false,
+            _charge: charge,
+        })?)
     }
 
     fn sync_bo(
@@ -304,23 +294,16 @@ impl wit::HostDevice for PluginState {
         size: u64,
         after: Vec<Resource<EventResource>>,
     ) -> Result<Resource<EventResource>, ImportError> {
-        traced!(
-            self,
-            "xocl.device.sync-bo",
-            [direction, offset, size, after.len()],
-            {
-                let command = Command::Sync {
-                    bo: self.bo_handle(&bo)?,
-                    direction: match direction {
-                        wit::SyncDirection::ToDevice => SyncDirection::ToDevice,
-                        wit::SyncDirection::FromDevice => SyncDirection::FromDevice,
-                    },
-                    offset,
-                    size,
-                };
-                self.submit("xocl sync-bo", &device, command, &after)
-            }
-        )
+        let command = Command::Sync {
+            bo: self.bo_handle(&bo)?,
+            direction: match direction {
+                wit::SyncDirection::ToDevice => SyncDirection::ToDevice,
+                wit::SyncDirection::FromDevice => SyncDirection::FromDevice,
+            },
+            offset,
+            size,
+        };
+        self.submit("xocl sync-bo", &device, command, &after)
     }
 
     fn copy_bo(
@@ -333,21 +316,14 @@ impl wit::HostDevice for PluginState {
         size: u64,
         after: Vec<Resource<EventResource>>,
     ) -> Result<Resource<EventResource>, ImportError> {
-        traced!(
-            self,
-            "xocl.device.copy-bo",
-            [dst_offset, src_offset, size, after.len()],
-            {
-                let command = Command::Copy {
-                    dst: self.bo_handle(&dst)?,
-                    dst_offset,
-                    src: self.bo_handle(&src)?,
-                    src_offset,
-                    size,
-                };
-                self.submit("xocl copy-bo", &device, command, &after)
-            }
-        )
+        let command = Command::Copy {
+            dst: self.bo_handle(&dst)?,
+            dst_offset,
+            src: self.bo_handle(&src)?,
+            src_offset,
+            size,
+        };
+        self.submit("xocl copy-bo", &device, command, &after)
     }
 
     fn exec(
@@ -356,28 +332,24 @@ impl wit::HostDevice for PluginState {
         packet: Vec<u32>,
         after: Vec<Resource<EventResource>>,
     ) -> Result<Resource<EventResource>, ImportError> {
-        traced!(self, "xocl.device.exec", [packet.len(), after.len()], {
-            if packet.len() > MAX_PACKET_WORDS {
-                Err(guest_error(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "an exec buffer holds at most {MAX_PACKET_WORDS} words, not {}",
-                        packet.len()
-                    ),
-                ))
-            } else {
-                self.submit("xocl exec", &device, Command::Exec(packet), &after)
-            }
-        })
+        if packet.len() > MAX_PACKET_WORDS {
+            Err(guest_error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "an exec buffer holds at most {MAX_PACKET_WORDS} words, not {}",
+                    packet.len()
+                ),
+            ))
+        } else {
+            self.submit("xocl exec", &device, Command::Exec(packet), &after)
+        }
     }
 
     fn reset(&mut self, device: Resource<XoclDeviceResource>) -> Result<(), ImportError> {
-        traced!(self, "xocl.device.reset", [], {
-            let dev = self.xocl_device(&device)?;
-            dev.device()?
-                .reset()
-                .map_err(|e| device_error("xocl reset", &dev.path, e))
-        })
+        let dev = self.xocl_device(&device)?;
+        dev.device()?
+            .reset()
+            .map_err(|e| device_error("xocl reset", &dev.path, e))
     }
 
     fn drop(&mut self, device: Resource<XoclDeviceResource>) -> wasmtime::Result<()> {
@@ -403,22 +375,20 @@ impl wit::HostBo for PluginState {
         &mut self,
         bo: Resource<BoResource>,
     ) -> Result<Resource<BufferResource>, ImportError> {
-        traced!(self, "xocl.bo.host-buffer", [], {
-            let info = &self.table.get(&bo)?.info;
-            if info.bank.is_some() {
-                Err(guest_error(
-                    ErrorCode::InvalidArgument,
-                    "only host-only buffer objects are host-visible; device memory moves with sync-bo or copy-bo",
-                ))
-            } else {
-                let memory = info.host.clone();
-                let charge = self.charge_resource(0)?;
-                Ok(self.table.push(BufferResource {
-                    memory,
-                    _charge: charge,
-                })?)
-            }
-        })
+        let info = &self.table.get(&bo)?.info;
+        if info.bank.is_some() {
+            Err(guest_error(
+                ErrorCode::InvalidArgument,
+                "only host-only buffer objects are host-visible; device memory moves with sync-bo or copy-bo",
+            ))
+        } else {
+            let memory = info.host.clone();
+            let charge = self.charge_resource(0)?;
+            Ok(self.table.push(BufferResource {
+                memory,
+                _charge: charge,
+            })?)
+        }
     }
 
     fn drop(&mut self, bo: Resource<BoResource>) -> wasmtime::Result<()> {

@@ -10,22 +10,21 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
-use wasmtime::Store;
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
 use crate::devices::{DeviceRegistry, Owner};
 use crate::error::{Error, ErrorCode, FaultCause};
-use crate::imports::{LogBudget, PluginContext, PluginState, cut_to};
-use crate::runtime::bindings::Plugin;
-use crate::runtime::bindings::accel::plugin::types as wit;
+use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
-    CallControl, CallFailure, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
+    CallFailure, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
 };
+use crate::state::{CallControl, LogBudget, PluginContext};
+use crate::text::cut_to;
 use crate::text::inert;
-use crate::trace::{self, Direction};
+use crate::trace;
 use handles::{HandleKey, HandleTable};
 use lease::Lease;
 
@@ -119,6 +118,8 @@ pub(crate) struct Ticket {
 struct SlotState {
     status: PluginStatus,
     wit_version: Option<String>,
+    /// The optional interfaces its module exports.
+    capabilities: Vec<&'static str>,
     restarts: u32,
     /// The budgets of the latest instance (what it still holds is charged to them).
     owner: Option<Owner>,
@@ -127,7 +128,6 @@ struct SlotState {
 /// One entry of the plugin list and its instance, if it runs.
 pub(crate) struct PluginSlot {
     pub entry: PluginEntry,
-    trace: bool,
     devices: Arc<DeviceRegistry>,
     cache: ComponentCache,
     me: Weak<PluginSlot>,
@@ -149,7 +149,6 @@ fn next_generation() -> u64 {
 impl PluginSlot {
     pub(crate) fn new(
         entry: PluginEntry,
-        trace: bool,
         devices: Arc<DeviceRegistry>,
         cache: ComponentCache,
     ) -> Arc<Self> {
@@ -161,7 +160,6 @@ impl PluginSlot {
         let log = LogBudget::new(entry.load_policy.log_bytes_per_second);
         Arc::new_cyclic(|me| PluginSlot {
             entry,
-            trace,
             devices,
             cache,
             me: me.clone(),
@@ -171,6 +169,7 @@ impl PluginSlot {
             state: Mutex::new(SlotState {
                 status,
                 wit_version: None,
+                capabilities: Vec::new(),
                 restarts: 0,
                 owner: None,
             }),
@@ -219,11 +218,14 @@ impl PluginSlot {
 
     fn try_start(&self) -> Result<(), Error> {
         let loaded = load_module(&self.entry, &self.cache)?;
-        lock(&self.state).wit_version = Some(loaded.wit_version.clone());
+        {
+            let mut state = lock(&self.state);
+            state.wit_version = Some(loaded.wit_version.clone());
+            state.capabilities = loaded.exports.optional_exports();
+        }
         let ctx = PluginContext::new(
             &self.entry,
             self.devices.clone(),
-            self.trace,
             self.log.clone(),
             self.control.clone(),
         );
@@ -245,14 +247,12 @@ impl PluginSlot {
             Error::Faulted { reason, .. } => self.load_error(format!("{step} faulted: {reason}")),
             other => other,
         };
-        self.call("configure", None, format_args!("{config}"), |p, s| {
-            p.accel_plugin_lifecycle().call_configure(s, &config)
+        self.call("configure", None, format_args!("{config}"), |p| {
+            p.configure(&config)
         })
         .map_err(|e| explain("configure", e))?;
-        self.call("initialize", None, format_args!(""), |p, s| {
-            p.accel_plugin_lifecycle().call_initialize(s)
-        })
-        .map_err(|e| explain("initialize", e))?;
+        self.call("initialize", None, format_args!(""), |p| p.initialize())
+            .map_err(|e| explain("initialize", e))?;
         let mut live = lock(&self.live);
         let live = live
             .as_mut()
@@ -279,11 +279,8 @@ impl PluginSlot {
         // A restart may be running `configure`: end it now rather than at its deadline.
         self.control.cancel();
         let running = lock(&self.live).as_ref().is_some_and(|l| l.started);
-        let finalized = running.then(|| {
-            self.call("finalize", None, format_args!(""), |p, s| {
-                p.accel_plugin_lifecycle().call_finalize(s)
-            })
-        });
+        let finalized =
+            running.then(|| self.call("finalize", None, format_args!(""), |p| p.finalize()));
         if let Some(Err(err)) = finalized {
             tracing::warn!(plugin = self.name(), "finalize: {err}");
         }
@@ -310,7 +307,7 @@ impl PluginSlot {
         call: &'static str,
         generation: Option<u64>,
         args: fmt::Arguments<'_>,
-        f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
+        f: impl FnOnce(&mut Calls<'_>) -> wasmtime::Result<Answer<R>>,
     ) -> Result<R, Error> {
         self.dispatch(call, generation, args, f, Ok, |_| ())
             .map(|(value, ())| value)
@@ -324,7 +321,7 @@ impl PluginSlot {
         call: &'static str,
         generation: Option<u64>,
         args: fmt::Arguments<'_>,
-        f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
+        f: impl FnOnce(&mut Calls<'_>) -> wasmtime::Result<Answer<R>>,
         accept: impl FnOnce(R) -> Result<T, String>,
     ) -> Result<(T, Ticket), Error> {
         self.dispatch(call, generation, args, f, accept, |live| Ticket {
@@ -341,7 +338,7 @@ impl PluginSlot {
         call: &'static str,
         generation: Option<u64>,
         args: fmt::Arguments<'_>,
-        f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<Result<R, wit::Error>>,
+        f: impl FnOnce(&mut Calls<'_>) -> wasmtime::Result<Answer<R>>,
         accept: impl FnOnce(R) -> Result<T, String>,
         keep: impl FnOnce(&Live) -> K,
     ) -> Result<(T, K), Error> {
@@ -362,18 +359,7 @@ impl PluginSlot {
                 ),
             });
         }
-        let started = self.trace.then(Instant::now);
-        let outcome = live.instance.call(f);
-        if let Some(started) = started {
-            trace::record(
-                Direction::Export,
-                self.name(),
-                call,
-                &args.to_string(),
-                &outcome,
-                started.elapsed(),
-            );
-        }
+        let outcome = trace::export(self.name(), call, args, || live.instance.call(f));
         let failure = match outcome {
             Ok(Ok(value)) => match accept(value) {
                 Ok(kept) => return Ok((kept, keep(live))),
@@ -382,12 +368,12 @@ impl PluginSlot {
                     reason: format!("its answer was refused: {why}"),
                 },
             },
-            Ok(Err(err)) => {
+            Ok(Err(refusal)) => {
                 return Err(Error::Plugin {
                     plugin: self.entry.name.clone(),
                     call,
-                    code: code_from_wit(err.code),
-                    message: cut_to(err.message, MAX_MESSAGE),
+                    code: refusal.code,
+                    message: cut_to(refusal.message, MAX_MESSAGE),
                 });
             }
             Err(failure) => failure,
@@ -591,7 +577,7 @@ pub(crate) fn load_module(
                 plugin: entry.name.clone(),
                 module: entry.module_text.clone(),
                 plugin_version: found,
-                host_version: crate::runtime::WIT_VERSION.into(),
+                host_versions: crate::runtime::served_versions(),
             },
         })
 }
@@ -601,24 +587,6 @@ pub(crate) fn load_module(
 /// any of its code. Returns the `accel:plugin` version it was built for.
 pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<String, Error> {
     load_module(entry, cache).map(|loaded| loaded.wit_version.clone())
-}
-
-/// The WIT error code as the host's stable code (the first twelve are the same).
-fn code_from_wit(code: wit::ErrorCode) -> ErrorCode {
-    match code {
-        wit::ErrorCode::Unsupported => ErrorCode::Unsupported,
-        wit::ErrorCode::InvalidArgument => ErrorCode::InvalidArgument,
-        wit::ErrorCode::NotFound => ErrorCode::NotFound,
-        wit::ErrorCode::Busy => ErrorCode::Busy,
-        wit::ErrorCode::NoSpace => ErrorCode::NoSpace,
-        wit::ErrorCode::PermissionDenied => ErrorCode::PermissionDenied,
-        wit::ErrorCode::Timeout => ErrorCode::Timeout,
-        wit::ErrorCode::OutOfMemory => ErrorCode::OutOfMemory,
-        wit::ErrorCode::DeviceError => ErrorCode::DeviceError,
-        wit::ErrorCode::NotInitialized => ErrorCode::NotInitialized,
-        wit::ErrorCode::AlreadyExists => ErrorCode::AlreadyExists,
-        wit::ErrorCode::Internal => ErrorCode::Internal,
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -642,11 +610,11 @@ pub(crate) struct Manager {
 impl Manager {
     /// Starts every enabled plugin of `config`. A plugin that fails is reported and skipped,
     /// unless its `load_policy.on_error` is `fail`, which fails the whole start.
-    pub fn start(config: &Config, cache: &ComponentCache, trace: bool) -> Result<Manager, Error> {
+    pub fn start(config: &Config, cache: &ComponentCache) -> Result<Manager, Error> {
         let devices = Arc::new(DeviceRegistry::from_config(config));
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {
-            let slot = PluginSlot::new(entry.clone(), trace, devices.clone(), cache.clone());
+            let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone());
             let started = if entry.enabled { slot.start() } else { Ok(()) };
             if let Err(err) = started {
                 if entry.load_policy.on_error == OnLoadError::Fail {
@@ -724,6 +692,9 @@ pub struct PluginInfo {
     pub module: String,
     /// The `accel:plugin` version the module was built for, if it could be read.
     pub wit_version: Option<String>,
+    /// The optional interfaces its module exports (`fpga`, `offload`); calls into the
+    /// others are answered `unsupported` by the host.
+    pub capabilities: Vec<&'static str>,
     /// Where the plugin stands: running, disabled, failed to load, faulted or stopped.
     pub status: PluginStatus,
     /// The grants the config gives it.
@@ -766,6 +737,7 @@ impl PluginSlot {
             name: self.entry.name.clone(),
             module: self.entry.module_text.clone(),
             wit_version: state.wit_version.clone(),
+            capabilities: state.capabilities.clone(),
             status: state.status.clone(),
             grants: self.entry.grants.clone(),
             load_policy: self.entry.load_policy,

@@ -9,13 +9,13 @@ use std::time::Instant;
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtx;
 
+use super::LoadedComponent;
 use super::busy::BusyBudget;
-use super::control::Interrupted;
-use super::fault::{PluginLimits, classify};
+use super::fault::classify;
+use super::plugin::{Calls, Exports};
 use super::stdio::OutputCapture;
-use super::{EPOCH_TICK, LoadedComponent, bindings::Plugin};
 use crate::error::FaultCause;
-use crate::imports::{PluginContext, PluginState};
+use crate::state::{EPOCH_TICK, Interrupted, PluginContext, PluginLimits, PluginState};
 
 /// The most of a plugin's last output a failure report quotes, in bytes.
 const MAX_TAIL: usize = 600;
@@ -31,7 +31,7 @@ pub(crate) struct CallFailure {
 
 pub(crate) struct PluginInstance {
     store: Store<PluginState>,
-    plugin: Plugin,
+    exports: Exports,
     stderr: OutputCapture,
     stdout: OutputCapture,
     busy: BusyBudget,
@@ -68,10 +68,14 @@ impl PluginInstance {
             }
         });
         arm(&mut store);
-        match loaded.pre.instantiate(&mut store) {
-            Ok(plugin) => Ok(PluginInstance {
+        let instantiated = loaded
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| Exports::new(&loaded.exports, &instance, &mut store));
+        match instantiated {
+            Ok(exports) => Ok(PluginInstance {
                 store,
-                plugin,
+                exports,
                 stderr,
                 stdout,
                 busy,
@@ -90,11 +94,14 @@ impl PluginInstance {
     /// deadline (it sat in host code the epoch cannot interrupt) fails as if interrupted.
     pub fn call<R>(
         &mut self,
-        f: impl FnOnce(&Plugin, &mut Store<PluginState>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&mut Calls<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, CallFailure> {
         let started = arm(&mut self.store);
         let id = self.store.data().call;
-        let outcome = f(&self.plugin, &mut self.store);
+        let outcome = f(&mut Calls {
+            exports: &self.exports,
+            store: &mut self.store,
+        });
         self.store.data().ctx.control.end(id);
         let ended = Instant::now();
         let ctx = self.store.data().ctx.clone();
@@ -125,10 +132,13 @@ impl PluginInstance {
         Ok(value)
     }
 
-    /// The bindings and the store, for calls made without [`call`](Self::call)'s deadline,
-    /// fuel and cancel (the raw baseline of the benchmarks).
-    pub fn raw(&mut self) -> (&Plugin, &mut Store<PluginState>) {
-        (&self.plugin, &mut self.store)
+    /// The calls, made without [`call`](Self::call)'s deadline, fuel, cancel and busy
+    /// budget (the raw baseline of the benchmarks).
+    pub fn raw(&mut self) -> Calls<'_> {
+        Calls {
+            exports: &self.exports,
+            store: &mut self.store,
+        }
     }
 
     /// Releases everything the instance holds, failing its pending work with `why`.

@@ -3,35 +3,31 @@
 //! `accel:plugin` imports; compilation through the on-disk cache, the WIT version check, and
 //! plugin instances with their limits and deadlines.
 
-pub mod bindings;
 mod busy;
 mod cache;
-mod control;
 mod fault;
 mod instance;
+pub(crate) mod plugin;
 mod stdio;
+mod versions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use cache::{CACHE_ENV, ComponentCache};
-pub(crate) use control::{CallControl, Interrupted, StopCondition};
-pub(crate) use fault::{HostLimit, PluginLimits};
 pub(crate) use instance::{CallFailure, PluginInstance};
+pub use versions::LATEST as WIT_VERSION;
+pub(crate) use versions::served as served_versions;
 
-use crate::imports::PluginState;
+use crate::state::{EPOCH_TICK, PluginState};
+use plugin::ExportIndex;
 
-/// The WIT package this host implements.
+/// The WIT package plugins are built against; [`WIT_VERSION`] is its latest version.
 pub const WIT_PACKAGE: &str = "accel:plugin";
-/// Its version; plugins must match its major version (its minor version, while major is 0).
-pub const WIT_VERSION: &str = "0.1.0";
-/// How often the epoch advances; per-call deadlines are counted in these ticks.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Environment variable with the number of plugin instances the pooling allocator keeps
 /// slots for (default [`DEFAULT_POOL_INSTANCES`]); `0` or `off` instantiates on demand.
 pub const POOL_ENV: &str = "ACCELHOST_POOL_INSTANCES";
@@ -70,7 +66,9 @@ pub fn worst_case_host_memory(entry: &crate::config::PluginEntry) -> u64 {
 
 /// A compiled, linked plugin, ready to instantiate.
 pub(crate) struct LoadedComponent {
-    pub pre: bindings::PluginPre<PluginState>,
+    pub pre: InstancePre<PluginState>,
+    /// Where its exports are.
+    pub exports: ExportIndex,
     /// The `accel:plugin` version the component was built against.
     pub wit_version: String,
 }
@@ -195,7 +193,7 @@ impl Flavor {
         };
         let mut linker = Linker::new(&engine);
         crate::imports::add_wasi_to_linker(&mut linker)?;
-        bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)?;
+        versions::add_imports(&mut linker)?;
         let ticker = engine.weak();
         std::thread::Builder::new()
             .name("accelhost-epoch".into())
@@ -273,15 +271,17 @@ impl Runtime {
             }
         };
         let wit_version = wit_version(engine, &component)?;
+        let exports = ExportIndex::find(&component, &wit_version).map_err(LoadError::Unusable)?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             LoadError::Unusable(format!(
                 "it needs an import this host does not provide: {e:#}"
             ))
         })?;
-        let pre = bindings::PluginPre::new(pre).map_err(|e| {
-            LoadError::Unusable(format!("it lacks an export every plugin must have: {e:#}"))
-        })?;
-        let loaded = Arc::new(LoadedComponent { pre, wit_version });
+        let loaded = Arc::new(LoadedComponent {
+            pre,
+            exports,
+            wit_version,
+        });
         self.loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -337,28 +337,16 @@ fn wit_version(
             }
         )));
     }
+    let first = ours[0].split_once('@').map_or("(unversioned)", |(_, v)| v);
     for name in &ours {
         let found = name.split_once('@').map_or("(unversioned)", |(_, v)| v);
-        if !compatible(found, WIT_VERSION) {
+        if found != first || versions::serving(found).is_none() {
             return Err(LoadError::Incompatible {
                 found: found.to_string(),
             });
         }
     }
-    let first = ours[0];
-    Ok(first.split_once('@').map_or("", |(_, v)| v).to_string())
-}
-
-/// Same major version, and while the major version is 0, the same minor version.
-fn compatible(found: &str, ours: &str) -> bool {
-    let parse = |v: &str| -> Option<(u64, u64)> {
-        let mut parts = v.split(['.', '-', '+']);
-        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-    };
-    match (parse(found), parse(ours)) {
-        (Some((fmaj, fmin)), Some((omaj, omin))) => fmaj == omaj && (omaj != 0 || fmin == omin),
-        _ => false,
-    }
+    Ok(first.to_string())
 }
 
 #[cfg(test)]
@@ -377,16 +365,6 @@ mod tests {
             Some(DEFAULT_POOL_INSTANCES),
             "not a number: the default, with a warning"
         );
-    }
-
-    #[test]
-    fn version_compatibility() {
-        assert!(compatible("0.1.0", "0.1.0"));
-        assert!(compatible("0.1.3", "0.1.0"));
-        assert!(!compatible("0.2.0", "0.1.0"));
-        assert!(!compatible("1.0.0", "0.1.0"));
-        assert!(compatible("1.4.0", "1.0.0"));
-        assert!(!compatible("(unversioned)", "0.1.0"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-use crate::imports::LogBudget;
+use crate::state::LogBudget;
 use crate::text::inert;
 
 /// Bytes of output kept for fault reports.

@@ -697,7 +697,6 @@ impl BenchHost {
         let host = Host::builder()
             .config(bench_config())
             .cache_dir(cache)
-            .trace(false)
             .build()?;
         let found = host.enumerate(&[]);
         let nlb0 = found
@@ -722,7 +721,6 @@ pub fn enumeration_host(cache: &Path, plugins: usize, ports: usize) -> anyhow::R
     let host = Host::builder()
         .config(config_of_plugins(plugins, ports, false))
         .cache_dir(cache)
-        .trace(false)
         .build()?;
     let expected = plugins * ports;
     let found = host.enumerate(&[]);

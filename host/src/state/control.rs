@@ -5,9 +5,11 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::EPOCH_TICK;
+/// How often the epoch advances; per-call deadlines are counted in these ticks, and host
+/// waits are sliced by them so that a cancel reaches a wait within one.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Why a call was stopped before it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

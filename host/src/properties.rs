@@ -1,11 +1,10 @@
-//! What the host knows about a device, and how applications select devices.
+//! What the host knows about a device, and how applications select devices: the vocabulary
+//! of discovery, shared by the embedding API and the calls into plugins.
 
 use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::runtime::bindings::accel::plugin::types as wit;
-use crate::runtime::bindings::exports::accel::plugin::discovery as wit_discovery;
 use crate::types::{BusAddress, Guid};
 
 /// OPAE's two object kinds.
@@ -166,34 +165,16 @@ impl Filter {
                 .is_none_or(|h| host_matches(h, &p.host))
     }
 
-    pub(crate) fn to_wit(&self) -> wit_discovery::Filter {
-        wit_discovery::Filter {
-            object_type: self.object_type.map(|t| match t {
-                ObjectType::Device => wit::ObjectType::Device,
-                ObjectType::Accelerator => wit::ObjectType::Accelerator,
-            }),
-            guid: self.guid.map(|g| wit::Guid {
-                high: g.high,
-                low: g.low,
-            }),
-            vendor_id: self.vendor_id,
-            device_id: self.device_id,
-            bus_address: self.bus_address.map(|b| wit::BusAddress {
-                segment: b.segment,
-                bus: b.bus,
-                device: b.device,
-                function: b.function,
-            }),
-            device_type: self.device_type.clone(),
-            // Plugins cannot see the machine's name: they know this machine as `localhost`.
-            host: self.host.as_ref().map(|h| {
-                if local_hostname() == Some(h.as_str()) {
-                    "localhost".to_string()
-                } else {
-                    h.clone()
-                }
-            }),
+    /// The filter as a plugin sees it: plugins cannot see the machine's name, they know this
+    /// machine as `localhost`.
+    pub(crate) fn for_plugin(&self) -> Filter {
+        let mut filter = self.clone();
+        if let Some(host) = &filter.host
+            && local_hostname() == Some(host.as_str())
+        {
+            filter.host = Some("localhost".to_string());
         }
+        filter
     }
 }
 
@@ -240,13 +221,13 @@ const MAX_VALUE: usize = 4096;
 const MAX_EXTRAS: usize = 64;
 
 impl Properties {
-    /// Properties as a plugin reported them; refused when a string or list is longer than
-    /// the host keeps, which ends the plugin's instance like a fault.
-    pub(crate) fn from_plugin(p: wit_discovery::Properties) -> Result<Self, String> {
+    /// Checks properties as a plugin reported them: a string or list longer than the host
+    /// keeps is refused, which ends the plugin's instance like a fault.
+    pub(crate) fn check_bounds(&self) -> Result<(), String> {
         let fields = [
-            ("name", &p.name, MAX_NAME),
-            ("device-type", &p.device_type, MAX_NAME),
-            ("host", &p.host, MAX_NAME),
+            ("name", &self.name, MAX_NAME),
+            ("device-type", &self.device_type, MAX_NAME),
+            ("host", &self.host, MAX_NAME),
         ];
         for (field, value, max) in fields {
             if value.len() > max {
@@ -256,13 +237,13 @@ impl Properties {
                 ));
             }
         }
-        if p.extras.len() > MAX_EXTRAS {
+        if self.extras.len() > MAX_EXTRAS {
             return Err(format!(
                 "{} extra properties (at most {MAX_EXTRAS})",
-                p.extras.len()
+                self.extras.len()
             ));
         }
-        if let Some((key, value)) = p
+        if let Some((key, value)) = self
             .extras
             .iter()
             .find(|(k, v)| k.len() > MAX_NAME || v.len() > MAX_VALUE)
@@ -274,48 +255,7 @@ impl Properties {
                 value.len()
             ));
         }
-        Ok(Properties::from(p))
-    }
-}
-
-impl From<wit_discovery::Properties> for Properties {
-    fn from(p: wit_discovery::Properties) -> Self {
-        Properties {
-            object_type: match p.object_type {
-                wit::ObjectType::Device => ObjectType::Device,
-                wit::ObjectType::Accelerator => ObjectType::Accelerator,
-            },
-            name: p.name,
-            guid: Guid::new(p.guid.high, p.guid.low),
-            vendor_id: p.vendor_id,
-            device_id: p.device_id,
-            bus_address: p.bus_address.map(|b| BusAddress {
-                segment: b.segment,
-                bus: b.bus,
-                device: b.device,
-                function: b.function,
-            }),
-            socket_id: p.socket_id,
-            device_type: p.device_type,
-            host: p.host,
-            num_mmio: p.num_mmio,
-            num_interrupts: p.num_interrupts,
-            accelerator_state: p.accelerator_state.map(|s| match s {
-                wit::AcceleratorState::Unassigned => AcceleratorState::Unassigned,
-                wit::AcceleratorState::Assigned => AcceleratorState::Assigned,
-            }),
-            parent: p.parent,
-            extras: p.extras,
-        }
-    }
-}
-
-impl From<OpenMode> for wit::OpenMode {
-    fn from(mode: OpenMode) -> Self {
-        match mode {
-            OpenMode::Shared => wit::OpenMode::Shared,
-            OpenMode::Exclusive => wit::OpenMode::Exclusive,
-        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,24 @@
+//! Host bindings generated from `wit/` (the latest `accel:plugin` version). Nothing
+//! hand-written lives here: the imports are implemented in `crate::imports` on the store's
+//! state (`crate::state`), and every call into a plugin goes through `crate::runtime::plugin`.
+//! Every import is traced (`tracing`, level TRACE, with its arguments and result), so none
+//! can be left out.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "plugin",
+    imports: { default: trappable | tracing },
+    trappable_error_type: {
+        "accel:plugin/types.error" => crate::state::ImportError,
+    },
+    with: {
+        "accel:plugin/mmio.region": crate::state::RegionResource,
+        "accel:plugin/dma.buffer": crate::state::BufferResource,
+        "accel:plugin/image.image": crate::state::ImageResource,
+        "accel:plugin/events.event": crate::state::EventResource,
+        "accel:plugin/dfl.port": crate::state::PortResource,
+        "accel:plugin/xocl.device": crate::state::XoclDeviceResource,
+        "accel:plugin/xocl.bo": crate::state::BoResource,
+        "accel:plugin/cxl.context": crate::state::CxlContextResource,
+    },
+});

@@ -1,0 +1,119 @@
+//! The `accel:plugin` versions this host serves side by side, one module each. A plugin's
+//! imports are linked under its version's names and served by the latest implementation
+//! (adapted where its version differs); its exports are found under its version's names by
+//! [`ExportIndex`](super::plugin::ExportIndex). The latest version is the one `wit/` declares,
+//! written there once.
+
+mod v0_1;
+
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::bindings::accel::plugin as latest;
+use crate::state::PluginState;
+
+/// The latest version: the one `wit/` declares (read by the build script).
+pub const LATEST: &str = env!("ACCELHOST_WIT_VERSION");
+
+/// One version the host serves.
+pub(crate) struct Version {
+    /// Such as `0.1.0`.
+    pub version: &'static str,
+    /// Links the imports of a plugin built for this version.
+    pub add_imports: fn(&mut Linker<PluginState>) -> wasmtime::Result<()>,
+}
+
+/// Every version served, oldest first; the last is [`LATEST`].
+pub(crate) const SUPPORTED: &[Version] = &[
+    v0_1::VERSION,
+    Version {
+        version: LATEST,
+        add_imports: |linker| add_latest_imports_as(linker, LATEST),
+    },
+];
+
+/// The versions served, for messages: `0.1.0 and 0.2.0`.
+pub(crate) fn served() -> String {
+    let versions: Vec<&str> = SUPPORTED.iter().map(|v| v.version).collect();
+    match versions.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// Links the imports of every version served.
+pub(crate) fn add_imports(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    let mut seen = Vec::new();
+    for version in SUPPORTED {
+        if !seen.contains(&version.version) {
+            (version.add_imports)(linker)?;
+            seen.push(version.version);
+        }
+    }
+    Ok(())
+}
+
+/// The version served that a plugin built for `found` links against: the same major version,
+/// and while the major version is 0, the same minor version (a later patch only fixes).
+pub(crate) fn serving(found: &str) -> Option<&'static Version> {
+    let wanted = major_minor(found)?;
+    SUPPORTED
+        .iter()
+        .rev()
+        .find(|v| major_minor(v.version).is_some_and(|served| compatible(wanted, served)))
+}
+
+fn major_minor(version: &str) -> Option<(u64, u64)> {
+    let mut parts = version.split(['.', '-', '+']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+fn compatible((fmaj, fmin): (u64, u64), (omaj, omin): (u64, u64)) -> bool {
+    fmaj == omaj && (omaj != 0 || fmin == omin)
+}
+
+/// Links the latest implementation of every import interface under the names of `version`.
+/// A version whose interfaces the latest only extends needs nothing else: a component's
+/// imports are checked by shape, function by function, when it is linked.
+pub(crate) fn add_latest_imports_as(
+    linker: &mut Linker<PluginState>,
+    version: &str,
+) -> wasmtime::Result<()> {
+    macro_rules! link {
+        ($($iface:ident => $name:literal),* $(,)?) => {$(
+            latest::$iface::add_to_linker_instance::<PluginState, HasSelf<PluginState>>(
+                &mut linker.instance(&format!("accel:plugin/{}@{version}", $name))?,
+                |state| state,
+            )?;
+        )*};
+    }
+    link!(
+        types => "types",
+        log => "log",
+        clock => "clock",
+        mmio => "mmio",
+        dma => "dma",
+        image => "image",
+        events => "events",
+        dfl => "dfl",
+        xocl => "xocl",
+        cxl => "cxl",
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugins_link_against_a_compatible_version() {
+        assert_eq!(serving("0.1.0").map(|v| v.version), Some("0.1.0"));
+        assert_eq!(serving("0.1.3").map(|v| v.version), Some("0.1.0"));
+        assert_eq!(serving(LATEST).map(|v| v.version), Some(LATEST));
+        assert!(serving("1.0.0").is_none());
+        assert!(serving("0.99.0").is_none());
+        assert!(serving("(unversioned)").is_none());
+        assert!(served().contains("0.1.0"), "{}", served());
+    }
+}
