@@ -183,9 +183,10 @@ fn plugins_shows_module_version_state_grants_and_policy() {
         .lines()
         .find(|l| l.starts_with("dfl "))
         .expect(&stdout);
+    let version = format!("accel:plugin@{}", accelhost::WIT_VERSION);
     for part in [
         "builtin:dfl",
-        "accel:plugin@0.1.0",
+        &version,
         "running",
         "emu:dfl0",
         "on fault restart (at most 3)",
@@ -309,7 +310,10 @@ fn check_config_loads_each_module_without_running_it() {
     assert!(!out.status.success());
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("plugin 'dfl' (builtin:dfl): ok, built for accel:plugin@0.1.0"),
+        stdout.contains(&format!(
+            "plugin 'dfl' (builtin:dfl): ok, built for accel:plugin@{}",
+            accelhost::WIT_VERSION
+        )),
         "{stdout}"
     );
     let stderr = text(&out.stderr);
@@ -360,7 +364,7 @@ fn trace_shows_calls_across_the_boundary() {
         "every call into a plugin, with its plugin: {stderr}"
     );
     assert!(
-        stderr.contains(r#"wit-bindgen import{module="dfl" function="list-ports"}"#),
+        stderr.contains(r#"wit-bindgen import{module="dfl" function="probe-ports"}"#),
         "every import, inside the call that made it: {stderr}"
     );
     let quiet = accelhost(&scratch_dir("empty"), &["list"], &[]);

@@ -69,6 +69,7 @@ fn a_plugin_for_another_wit_major_version_is_refused_naming_both() {
     let text = err.to_string();
     assert!(text.contains("accel:plugin@1.0.0"), "{text}");
     assert!(text.contains("accel:plugin@0.1.0"), "{text}");
+    assert!(text.contains(accelhost::WIT_VERSION), "{text}");
     assert!(text.contains("plugin 'future'"), "{text}");
 
     let host = host(&with_dfl(&plugin_entry("future", &module, "skip"))).unwrap();
@@ -149,7 +150,7 @@ fn disabled_plugins_are_listed_but_not_loaded() {
         .find(|p| p.name == "dfl")
         .unwrap();
     assert_eq!(dfl.status, PluginStatus::Running);
-    assert_eq!(dfl.wit_version.as_deref(), Some("0.1.0"));
+    assert_eq!(dfl.wit_version.as_deref(), Some(accelhost::WIT_VERSION));
 }
 
 #[test]
@@ -161,6 +162,9 @@ fn check_module_validates_without_running_plugin_code() {
     .unwrap();
     let cache = accelhost::ComponentCache::at(Some(support::cache_dir()));
     for entry in &config.plugins {
-        assert_eq!(accelhost::check_module(entry, &cache).unwrap(), "0.1.0");
+        assert_eq!(
+            accelhost::check_module(entry, &cache).unwrap(),
+            accelhost::WIT_VERSION
+        );
     }
 }

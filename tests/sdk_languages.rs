@@ -189,7 +189,7 @@ fn run_language(language: Language) {
             plugin.name,
             plugin.module
         );
-        assert_eq!(plugin.wit_version.as_deref(), Some("0.1.0"));
+        assert_eq!(plugin.wit_version.as_deref(), Some(accelhost::WIT_VERSION));
     }
 
     check_template(&host, language);
@@ -381,7 +381,11 @@ fn measure_load(component: &Path) -> LoadTimes {
         let took = started.elapsed();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            out.status.success() && stdout.contains("ok, built for accel:plugin@0.1.0"),
+            out.status.success()
+                && stdout.contains(&format!(
+                    "ok, built for accel:plugin@{}",
+                    accelhost::WIT_VERSION
+                )),
             "check-config {}:\n{stdout}\n{}",
             component.display(),
             String::from_utf8_lossy(&out.stderr)

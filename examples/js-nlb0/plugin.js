@@ -6,11 +6,11 @@
  * (guest-plugins/dfl): the same properties, error codes, exclusive opens and buffer ids.
  */
 
-import { Port, listPorts } from 'accel:plugin/dfl@0.1.0';
-import { Buffer } from 'accel:plugin/dma@0.1.0';
+import { Port, listPorts } from 'accel:plugin/dfl@0.2.0';
+import { Buffer } from 'accel:plugin/dma@0.2.0';
 import { anyFilterMatches, dispose, errors, exportPlugin, log } from 'accelhost-sdk';
 
-/** @typedef {import('accel:plugin/dfl@0.1.0').PortDesc} PortDesc */
+/** @typedef {import('accel:plugin/dfl@0.2.0').PortDesc} PortDesc */
 /** @typedef {import('accelhost-sdk').Properties} Properties */
 /** @typedef {import('accelhost-sdk').Discovered} Discovered */
 /** @typedef {import('accelhost-sdk').Filter} Filter */

@@ -9,26 +9,26 @@
  * come from `generated/`, which `jco guest-types` writes from `wit/` (`npm run types`).
  */
 
-import { log as hostLog } from 'accel:plugin/log@0.1.0';
+import { log as hostLog } from 'accel:plugin/log@0.2.0';
 
-/** @typedef {import('accel:plugin/types@0.1.0').ErrorCode} ErrorCode */
-/** @typedef {import('accel:plugin/types@0.1.0').Error} ErrorRecord */
-/** @typedef {import('accel:plugin/types@0.1.0').OpenMode} OpenMode */
-/** @typedef {import('accel:plugin/discovery@0.1.0').Filter} Filter */
-/** @typedef {import('accel:plugin/discovery@0.1.0').Properties} Properties */
-/** @typedef {import('accel:plugin/discovery@0.1.0').Discovered} Discovered */
-/** @typedef {import('accel:plugin/fpga@0.1.0').BufferFlags} BufferFlags */
-/** @typedef {import('accel:plugin/fpga@0.1.0').PreparedBuffer} PreparedBuffer */
-/** @typedef {import('accel:plugin/fpga@0.1.0').EventKind} EventKind */
-/** @typedef {import('accel:plugin/offload@0.1.0').MemoryKind} MemoryKind */
-/** @typedef {import('accel:plugin/offload@0.1.0').MemoryRange} MemoryRange */
-/** @typedef {import('accel:plugin/offload@0.1.0').Allocation} Allocation */
-/** @typedef {import('accel:plugin/offload@0.1.0').KernelArgument} KernelArgument */
-/** @typedef {import('accel:plugin/offload@0.1.0').LaunchSize} LaunchSize */
-/** @typedef {import('accel:plugin/mmio@0.1.0').Region} Region */
-/** @typedef {import('accel:plugin/events@0.1.0').Event} Event */
-/** @typedef {import('accel:plugin/image@0.1.0').Image} Image */
-/** @typedef {import('accel:plugin/log@0.1.0').Level} Level */
+/** @typedef {import('accel:plugin/types@0.2.0').ErrorCode} ErrorCode */
+/** @typedef {import('accel:plugin/types@0.2.0').Error} ErrorRecord */
+/** @typedef {import('accel:plugin/types@0.2.0').OpenMode} OpenMode */
+/** @typedef {import('accel:plugin/discovery@0.2.0').Filter} Filter */
+/** @typedef {import('accel:plugin/discovery@0.2.0').Properties} Properties */
+/** @typedef {import('accel:plugin/discovery@0.2.0').Discovered} Discovered */
+/** @typedef {import('accel:plugin/fpga@0.2.0').BufferFlags} BufferFlags */
+/** @typedef {import('accel:plugin/fpga@0.2.0').PreparedBuffer} PreparedBuffer */
+/** @typedef {import('accel:plugin/fpga@0.2.0').EventKind} EventKind */
+/** @typedef {import('accel:plugin/offload@0.2.0').MemoryKind} MemoryKind */
+/** @typedef {import('accel:plugin/offload@0.2.0').MemoryRange} MemoryRange */
+/** @typedef {import('accel:plugin/offload@0.2.0').Allocation} Allocation */
+/** @typedef {import('accel:plugin/offload@0.2.0').KernelArgument} KernelArgument */
+/** @typedef {import('accel:plugin/offload@0.2.0').LaunchSize} LaunchSize */
+/** @typedef {import('accel:plugin/mmio@0.2.0').Region} Region */
+/** @typedef {import('accel:plugin/events@0.2.0').Event} Event */
+/** @typedef {import('accel:plugin/image@0.2.0').Image} Image */
+/** @typedef {import('accel:plugin/log@0.2.0').Level} Level */
 
 /**
  * An error the host receives as the WIT `error` record: throw it from any call. (componentize-js

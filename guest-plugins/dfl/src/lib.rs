@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use accelhost_sdk::host::dfl::{Port, PortDesc};
+use accelhost_sdk::host::dfl::{Port, PortProbe};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::{dfl, mmio};
 use accelhost_sdk::{
@@ -60,11 +60,11 @@ impl DflPlugin {
             .ok_or_else(|| Error::not_found(format!("no dfl port has token {token}")))
     }
 
-    fn port_for_token(&self, token: u64) -> Result<PortDesc> {
+    fn probe_for_token(&self, token: u64) -> Result<PortProbe> {
         let path = self.path_for_token(token)?;
-        dfl::list_ports()
+        dfl::probe_ports()
             .into_iter()
-            .find(|p| p.path == path)
+            .find(|p| p.desc.path == path)
             .ok_or_else(|| Error::not_found(format!("dfl port {path} is no longer granted")))
     }
 
@@ -74,15 +74,16 @@ impl DflPlugin {
             .ok_or_else(|| Error::not_found(format!("no open dfl port has handle {handle}")))
     }
 
-    fn port_properties(&self, desc: &PortDesc) -> Properties {
-        // OPAE's probe: a port that cannot be opened shared is held exclusively by someone.
-        let (state, num_mmio) = match Port::open(&desc.path, false) {
-            Ok(port) => {
-                let regions = port.info().map(|i| i.num_regions).unwrap_or(0);
-                (AcceleratorState::Unassigned, regions)
-            }
-            Err(_) => (AcceleratorState::Assigned, 0),
+    /// A probed port as OPAE describes it: the host opened it shared to see whether someone
+    /// holds it exclusively, as OPAE's enumeration does.
+    fn port_properties(probe: &PortProbe) -> Properties {
+        let desc = &probe.desc;
+        let state = if probe.assigned {
+            AcceleratorState::Assigned
+        } else {
+            AcceleratorState::Unassigned
         };
+        let num_mmio = probe.num_regions;
         Properties {
             object_type: ObjectType::Accelerator,
             name: desc.path.trim_start_matches("/dev/").to_string(),
@@ -126,10 +127,10 @@ impl Plugin for DflPlugin {
     fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {
         self.require_initialized()?;
         let mut found = Vec::new();
-        for desc in dfl::list_ports() {
-            let properties = self.port_properties(&desc);
+        for probe in dfl::probe_ports() {
+            let properties = Self::port_properties(&probe);
             if filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties)) {
-                let token = self.token_for(&desc.path);
+                let token = self.token_for(&probe.desc.path);
                 found.push(Discovered { token, properties });
             }
         }
@@ -138,8 +139,8 @@ impl Plugin for DflPlugin {
 
     fn describe(&mut self, token: u64) -> Result<Properties> {
         self.require_initialized()?;
-        let desc = self.port_for_token(token)?;
-        Ok(self.port_properties(&desc))
+        let probe = self.probe_for_token(token)?;
+        Ok(Self::port_properties(&probe))
     }
 
     fn open(&mut self, token: u64, mode: OpenMode) -> Result<u64> {

@@ -53,6 +53,29 @@ impl dfl::Host for PluginState {
             .map(|device| wit_desc(device.desc()))
             .collect())
     }
+
+    fn probe_ports(&mut self) -> wasmtime::Result<Vec<dfl::PortProbe>> {
+        let grants = &self.ctx.grants;
+        let owner = &self.ctx.owner;
+        Ok(self
+            .ctx
+            .devices
+            .dfl_ports(|name| grants.allows_device(name))
+            .into_iter()
+            .map(|device| {
+                // OPAE's probe: a port that cannot be opened shared is held exclusively.
+                let (assigned, num_regions) = match device.open(false, owner) {
+                    Ok(port) => (false, port.info().map_or(0, |i| i.num_regions)),
+                    Err(_) => (true, 0),
+                };
+                dfl::PortProbe {
+                    desc: wit_desc(device.desc()),
+                    assigned,
+                    num_regions,
+                }
+            })
+            .collect())
+    }
 }
 
 impl dfl::HostPort for PluginState {

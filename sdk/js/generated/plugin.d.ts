@@ -12,19 +12,19 @@
 /// <reference path="./interfaces/accel-plugin-offload.d.ts" />
 /// <reference path="./interfaces/accel-plugin-types.d.ts" />
 /// <reference path="./interfaces/accel-plugin-xocl.d.ts" />
-declare module 'accel:plugin/plugin@0.1.0' {
-  export type * as AccelPluginClock010 from 'accel:plugin/clock@0.1.0'; // import accel:plugin/clock@0.1.0
-  export type * as AccelPluginCxl010 from 'accel:plugin/cxl@0.1.0'; // import accel:plugin/cxl@0.1.0
-  export type * as AccelPluginDfl010 from 'accel:plugin/dfl@0.1.0'; // import accel:plugin/dfl@0.1.0
-  export type * as AccelPluginDma010 from 'accel:plugin/dma@0.1.0'; // import accel:plugin/dma@0.1.0
-  export type * as AccelPluginEvents010 from 'accel:plugin/events@0.1.0'; // import accel:plugin/events@0.1.0
-  export type * as AccelPluginImage010 from 'accel:plugin/image@0.1.0'; // import accel:plugin/image@0.1.0
-  export type * as AccelPluginLog010 from 'accel:plugin/log@0.1.0'; // import accel:plugin/log@0.1.0
-  export type * as AccelPluginMmio010 from 'accel:plugin/mmio@0.1.0'; // import accel:plugin/mmio@0.1.0
-  export type * as AccelPluginTypes010 from 'accel:plugin/types@0.1.0'; // import accel:plugin/types@0.1.0
-  export type * as AccelPluginXocl010 from 'accel:plugin/xocl@0.1.0'; // import accel:plugin/xocl@0.1.0
-  export * as lifecycle from 'accel:plugin/lifecycle@0.1.0'; // export accel:plugin/lifecycle@0.1.0
-  export * as discovery from 'accel:plugin/discovery@0.1.0'; // export accel:plugin/discovery@0.1.0
-  export * as fpga from 'accel:plugin/fpga@0.1.0'; // export accel:plugin/fpga@0.1.0
-  export * as offload from 'accel:plugin/offload@0.1.0'; // export accel:plugin/offload@0.1.0
+declare module 'accel:plugin/plugin@0.2.0' {
+  export type * as AccelPluginClock020 from 'accel:plugin/clock@0.2.0'; // import accel:plugin/clock@0.2.0
+  export type * as AccelPluginCxl020 from 'accel:plugin/cxl@0.2.0'; // import accel:plugin/cxl@0.2.0
+  export type * as AccelPluginDfl020 from 'accel:plugin/dfl@0.2.0'; // import accel:plugin/dfl@0.2.0
+  export type * as AccelPluginDma020 from 'accel:plugin/dma@0.2.0'; // import accel:plugin/dma@0.2.0
+  export type * as AccelPluginEvents020 from 'accel:plugin/events@0.2.0'; // import accel:plugin/events@0.2.0
+  export type * as AccelPluginImage020 from 'accel:plugin/image@0.2.0'; // import accel:plugin/image@0.2.0
+  export type * as AccelPluginLog020 from 'accel:plugin/log@0.2.0'; // import accel:plugin/log@0.2.0
+  export type * as AccelPluginMmio020 from 'accel:plugin/mmio@0.2.0'; // import accel:plugin/mmio@0.2.0
+  export type * as AccelPluginTypes020 from 'accel:plugin/types@0.2.0'; // import accel:plugin/types@0.2.0
+  export type * as AccelPluginXocl020 from 'accel:plugin/xocl@0.2.0'; // import accel:plugin/xocl@0.2.0
+  export * as fpga from 'accel:plugin/fpga@0.2.0'; // export accel:plugin/fpga@0.2.0
+  export * as offload from 'accel:plugin/offload@0.2.0'; // export accel:plugin/offload@0.2.0
+  export * as lifecycle from 'accel:plugin/lifecycle@0.2.0'; // export accel:plugin/lifecycle@0.2.0
+  export * as discovery from 'accel:plugin/discovery@0.2.0'; // export accel:plugin/discovery@0.2.0
 }

@@ -67,10 +67,6 @@ pub mod host {
 /// The result type of every plugin call.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// The WIT package version this SDK was built against; the host refuses plugins built for an
-/// incompatible version.
-pub const WIT_VERSION: &str = "0.1.0";
-
 /// A device plugin. Each method is one export of the `accel:plugin` world; the defaults answer
 /// `unsupported` (or accept, for the lifecycle calls that need no work), so a plugin overrides
 /// only what its devices do.

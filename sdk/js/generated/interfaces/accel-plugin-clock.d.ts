@@ -1,4 +1,4 @@
-declare module 'accel:plugin/clock@0.1.0' {
+declare module 'accel:plugin/clock@0.2.0' {
   /**
    * Nanoseconds since an arbitrary fixed point; never goes backwards.
    */

@@ -2,15 +2,15 @@
 /// <reference path="./accel-plugin-events.d.ts" />
 /// <reference path="./accel-plugin-mmio.d.ts" />
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/cxl@0.1.0' {
+declare module 'accel:plugin/cxl@0.2.0' {
   /**
    * The AFUs this plugin was granted.
    */
   export function listAfus(): Array<AfuDesc>;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type Region = import('accel:plugin/mmio@0.1.0').Region;
-  export type Buffer = import('accel:plugin/dma@0.1.0').Buffer;
-  export type Event = import('accel:plugin/events@0.1.0').Event;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type Region = import('accel:plugin/mmio@0.2.0').Region;
+  export type Buffer = import('accel:plugin/dma@0.2.0').Buffer;
+  export type Event = import('accel:plugin/events@0.2.0').Event;
   /**
    * How an AFU shares itself between processes (sysfs `mode`).
    * # Variants

@@ -1,16 +1,22 @@
 /// <reference path="./accel-plugin-dma.d.ts" />
 /// <reference path="./accel-plugin-mmio.d.ts" />
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/dfl@0.1.0' {
+declare module 'accel:plugin/dfl@0.2.0' {
   /**
    * The ports this plugin was granted.
    */
   export function listPorts(): Array<PortDesc>;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type Guid = import('accel:plugin/types@0.1.0').Guid;
-  export type BusAddress = import('accel:plugin/types@0.1.0').BusAddress;
-  export type Region = import('accel:plugin/mmio@0.1.0').Region;
-  export type Buffer = import('accel:plugin/dma@0.1.0').Buffer;
+  /**
+   * Every granted port, probed by the host: one call instead of an open, a get-info and a
+   * close per port.
+   * (Added in 0.2.0.)
+   */
+  export function probePorts(): Array<PortProbe>;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type Guid = import('accel:plugin/types@0.2.0').Guid;
+  export type BusAddress = import('accel:plugin/types@0.2.0').BusAddress;
+  export type Region = import('accel:plugin/mmio@0.2.0').Region;
+  export type Buffer = import('accel:plugin/dma@0.2.0').Buffer;
   /**
    * What sysfs says about a granted port.
    */
@@ -60,6 +66,21 @@ declare module 'accel:plugin/dfl@0.1.0' {
     access: RegionAccess,
     size: bigint,
     offset: bigint,
+  }
+  /**
+   * A granted port, with what opening it shared finds, as OPAE's enumeration probes it.
+   * (Added in 0.2.0.)
+   */
+  export interface PortProbe {
+    desc: PortDesc,
+    /**
+     * Someone holds it exclusively (OPAE's `FPGA_ACCELERATOR_ASSIGNED`).
+     */
+    assigned: boolean,
+    /**
+     * The regions `DFL_FPGA_PORT_GET_INFO` reports; 0 when it is assigned.
+     */
+    numRegions: number,
   }
   
   export class Port implements Disposable {

@@ -1,15 +1,15 @@
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/discovery@0.1.0' {
+declare module 'accel:plugin/discovery@0.2.0' {
   export function enumerate(filters: Array<Filter>): Array<Discovered>;
   /**
    * Fresh properties of a token (the host normally answers from what `enumerate` gave).
    */
   export function describe(token: bigint): Properties;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type Guid = import('accel:plugin/types@0.1.0').Guid;
-  export type BusAddress = import('accel:plugin/types@0.1.0').BusAddress;
-  export type ObjectType = import('accel:plugin/types@0.1.0').ObjectType;
-  export type AcceleratorState = import('accel:plugin/types@0.1.0').AcceleratorState;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type Guid = import('accel:plugin/types@0.2.0').Guid;
+  export type BusAddress = import('accel:plugin/types@0.2.0').BusAddress;
+  export type ObjectType = import('accel:plugin/types@0.2.0').ObjectType;
+  export type AcceleratorState = import('accel:plugin/types@0.2.0').AcceleratorState;
   export interface Properties {
     objectType: ObjectType,
     /**

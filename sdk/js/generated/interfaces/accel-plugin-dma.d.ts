@@ -1,8 +1,8 @@
 /// <reference path="./accel-plugin-events.d.ts" />
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/dma@0.1.0' {
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type Event = import('accel:plugin/events@0.1.0').Event;
+declare module 'accel:plugin/dma@0.2.0' {
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type Event = import('accel:plugin/events@0.2.0').Event;
   
   export class Buffer implements Disposable {
     /**

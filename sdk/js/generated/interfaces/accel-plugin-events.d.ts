@@ -1,6 +1,6 @@
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/events@0.1.0' {
-  export type Error = import('accel:plugin/types@0.1.0').Error;
+declare module 'accel:plugin/events@0.2.0' {
+  export type Error = import('accel:plugin/types@0.2.0').Error;
   /**
    * # Variants
    * 

@@ -3,7 +3,7 @@
 /// <reference path="./accel-plugin-image.d.ts" />
 /// <reference path="./accel-plugin-mmio.d.ts" />
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/fpga@0.1.0' {
+declare module 'accel:plugin/fpga@0.2.0' {
   /**
    * Opens the accelerator behind `token`; returns the plugin's handle number.
    */
@@ -25,12 +25,12 @@ declare module 'accel:plugin/fpga@0.1.0' {
    * Returns an event that completes when the device raises `kind` (on interrupt `vector`).
    */
   export function registerEvent(handle: bigint, kind: EventKind, vector: number): Event;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type OpenMode = import('accel:plugin/types@0.1.0').OpenMode;
-  export type Region = import('accel:plugin/mmio@0.1.0').Region;
-  export type Buffer = import('accel:plugin/dma@0.1.0').Buffer;
-  export type Event = import('accel:plugin/events@0.1.0').Event;
-  export type Image = import('accel:plugin/image@0.1.0').Image;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type OpenMode = import('accel:plugin/types@0.2.0').OpenMode;
+  export type Region = import('accel:plugin/mmio@0.2.0').Region;
+  export type Buffer = import('accel:plugin/dma@0.2.0').Buffer;
+  export type Event = import('accel:plugin/events@0.2.0').Event;
+  export type Image = import('accel:plugin/image@0.2.0').Image;
   export interface BufferFlags {
     /**
      * The device only reads the buffer.

@@ -1,5 +1,5 @@
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/lifecycle@0.1.0' {
+declare module 'accel:plugin/lifecycle@0.2.0' {
   export function configure(config: string): void;
   export function initialize(): void;
   export function finalize(): void;
@@ -12,5 +12,5 @@ declare module 'accel:plugin/lifecycle@0.1.0' {
    * `host` is a host name or one of the reserved filters `localhost`, `^localhost`, `*`.
    */
   export function supportsHost(host: string): boolean;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
 }

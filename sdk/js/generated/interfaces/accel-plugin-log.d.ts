@@ -1,4 +1,4 @@
-declare module 'accel:plugin/log@0.1.0' {
+declare module 'accel:plugin/log@0.2.0' {
   export function log(level: Level, message: string): void;
   /**
    * # Variants

@@ -2,7 +2,7 @@
 /// <reference path="./accel-plugin-events.d.ts" />
 /// <reference path="./accel-plugin-image.d.ts" />
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/offload@0.1.0' {
+declare module 'accel:plugin/offload@0.2.0' {
   /**
    * Allocates `size` bytes of `kind` memory; `bank` picks a device memory bank where the
    * device has several (the plugin's default otherwise).
@@ -16,10 +16,10 @@ declare module 'accel:plugin/offload@0.1.0' {
   export function queueRelease(queue: bigint): void;
   export function enqueueMemcpy(queue: bigint, dst: MemoryRange, src: MemoryRange, size: bigint): Event;
   export function enqueueLaunch(queue: bigint, kernel: bigint, args: Array<KernelArgument>, size: LaunchSize): Event;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type Buffer = import('accel:plugin/dma@0.1.0').Buffer;
-  export type Event = import('accel:plugin/events@0.1.0').Event;
-  export type Image = import('accel:plugin/image@0.1.0').Image;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type Buffer = import('accel:plugin/dma@0.2.0').Buffer;
+  export type Event = import('accel:plugin/events@0.2.0').Event;
+  export type Image = import('accel:plugin/image@0.2.0').Image;
   /**
    * # Variants
    * 

@@ -1,4 +1,4 @@
-declare module 'accel:plugin/types@0.1.0' {
+declare module 'accel:plugin/types@0.2.0' {
   /**
    * Why a call failed. The set only grows: a code never changes meaning.
    * # Variants

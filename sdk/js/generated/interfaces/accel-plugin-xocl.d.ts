@@ -2,17 +2,17 @@
 /// <reference path="./accel-plugin-events.d.ts" />
 /// <reference path="./accel-plugin-image.d.ts" />
 /// <reference path="./accel-plugin-types.d.ts" />
-declare module 'accel:plugin/xocl@0.1.0' {
+declare module 'accel:plugin/xocl@0.2.0' {
   /**
    * The devices this plugin was granted.
    */
   export function listDevices(): Array<DeviceDesc>;
-  export type Error = import('accel:plugin/types@0.1.0').Error;
-  export type Guid = import('accel:plugin/types@0.1.0').Guid;
-  export type BusAddress = import('accel:plugin/types@0.1.0').BusAddress;
-  export type Buffer = import('accel:plugin/dma@0.1.0').Buffer;
-  export type Event = import('accel:plugin/events@0.1.0').Event;
-  export type Image = import('accel:plugin/image@0.1.0').Image;
+  export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type Guid = import('accel:plugin/types@0.2.0').Guid;
+  export type BusAddress = import('accel:plugin/types@0.2.0').BusAddress;
+  export type Buffer = import('accel:plugin/dma@0.2.0').Buffer;
+  export type Event = import('accel:plugin/events@0.2.0').Event;
+  export type Image = import('accel:plugin/image@0.2.0').Image;
   /**
    * What sysfs (or the emulator) says about a granted device.
    */
