@@ -4,8 +4,9 @@
 
 use std::ffi::c_void;
 
-use crate::ffi::{CapiError, guard, invalid, lock, non_null};
-use crate::handle::with_handle;
+use crate::ffi::{guard, lock, non_null};
+use crate::handle::handle_of;
+use crate::result::{CapiError, invalid};
 use crate::types::*;
 
 /// OPAE's `fpgaPrepareBuffer`: a buffer of at least `len` bytes the device reaches by DMA;
@@ -29,29 +30,27 @@ pub unsafe extern "C" fn fpgaPrepareBuffer(
         if flags & !known != 0 {
             return Err(invalid(format!("unknown buffer flags {flags:#x}")));
         }
-        let (ptr, id) = with_handle(handle, |h| {
-            if flags & FPGA_BUF_PREALLOCATED != 0 {
-                return Err(CapiError::NotSupported(
-                    "FPGA_BUF_PREALLOCATED: buffers are allocated by the host, not supplied by the caller".into(),
-                ));
-            }
-            non_null(buf_addr, "buf_addr")?;
-            non_null(wsid, "wsid")?;
-            if len == 0 {
-                return Err(invalid("len is 0"));
-            }
-            let buffer = if flags & FPGA_BUF_READ_ONLY != 0 {
-                h.handle.prepare_read_only_buffer(len)?
-            } else {
-                h.handle.prepare_buffer(len)?
-            };
-            let (ptr, id) = (buffer.host_ptr(), buffer.id());
-            let previous = lock(&h.state).buffers.insert(id, buffer);
-            if previous.is_some() {
-                tracing::warn!("the plugin reused workspace id {id} while it was prepared");
-            }
-            Ok((ptr, id))
-        })?;
+        let h = handle_of(handle)?;
+        if flags & FPGA_BUF_PREALLOCATED != 0 {
+            return Err(CapiError::NotSupported(
+                "FPGA_BUF_PREALLOCATED: buffers are allocated by the host, not supplied by the caller".into(),
+            ));
+        }
+        non_null(buf_addr, "buf_addr")?;
+        non_null(wsid, "wsid")?;
+        if len == 0 {
+            return Err(invalid("len is 0"));
+        }
+        let buffer = if flags & FPGA_BUF_READ_ONLY != 0 {
+            h.handle.prepare_read_only_buffer(len)?
+        } else {
+            h.handle.prepare_buffer(len)?
+        };
+        let (ptr, id) = (buffer.host_ptr(), buffer.id());
+        let previous = lock(&h.state).buffers.insert(id, buffer);
+        if previous.is_some() {
+            tracing::warn!("the plugin reused workspace id {id} while it was prepared");
+        }
         // SAFETY: both non-NULL, valid for one write each by the caller's contract.
         unsafe {
             buf_addr.write(ptr.cast());
@@ -66,12 +65,12 @@ pub unsafe extern "C" fn fpgaPrepareBuffer(
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaReleaseBuffer(handle: fpga_handle, wsid: u64) -> fpga_result {
     guard("fpgaReleaseBuffer", || {
-        with_handle(handle, |h| {
-            let buffer = lock(&h.state).buffers.remove(&wsid).ok_or_else(|| {
-                invalid(format!("no buffer has workspace id {wsid} on this handle"))
-            })?;
-            Ok(buffer.release()?)
-        })
+        let h = handle_of(handle)?;
+        let buffer = lock(&h.state)
+            .buffers
+            .remove(&wsid)
+            .ok_or_else(|| invalid(format!("no buffer has workspace id {wsid} on this handle")))?;
+        Ok(buffer.release()?)
     })
 }
 
@@ -88,15 +87,13 @@ pub unsafe extern "C" fn fpgaGetIOAddress(
 ) -> fpga_result {
     guard("fpgaGetIOAddress", || {
         non_null(ioaddr, "ioaddr")?;
-        let iova = with_handle(handle, |h| {
-            lock(&h.state)
-                .buffers
-                .get(&wsid)
-                .map(|b| b.iova())
-                .ok_or_else(|| {
-                    CapiError::NotFound(format!("no buffer has workspace id {wsid} on this handle"))
-                })
-        })?;
+        let iova = lock(&handle_of(handle)?.state)
+            .buffers
+            .get(&wsid)
+            .map(|b| b.iova())
+            .ok_or_else(|| {
+                CapiError::NotFound(format!("no buffer has workspace id {wsid} on this handle"))
+            })?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { ioaddr.write(iova) };
         Ok(())

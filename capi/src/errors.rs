@@ -3,7 +3,8 @@
 
 use std::ffi::c_char;
 
-use crate::ffi::{copy_str, with_last_error};
+use crate::ffi::copy_str;
+use crate::last_error::with_last_error;
 use crate::types::*;
 
 /// OPAE's `fpgaErrStr`: a static description of a result code.

@@ -8,15 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use accelhost::EventKind;
 
-use crate::ffi::{
-    CapiError, CapiResult, Object, destroy, guard, invalid, lock, lookup_kind, non_null, register,
-    write_out,
-};
-use crate::handle::{handle_of, with_handle};
+use crate::ffi::{guard, lock, non_null, write_out};
+use crate::handle::handle_of;
+use crate::registry::{self, Object};
+use crate::result::{CapiError, CapiResult, invalid};
 use crate::types::*;
 
 /// What C's `fpga_event_handle` stands for.
-pub struct EventObject {
+struct EventObject {
     /// The eventfd; the registration's signaller holds only a weak reference, so destroying
     /// the event handle closes it at once.
     fd: Arc<OwnedFd>,
@@ -39,17 +38,11 @@ impl Drop for Registration {
     }
 }
 
-/// The object behind `eh` (an [`Object::Event`]: read it with [`event`]).
-fn event_of(eh: fpga_event_handle) -> CapiResult<Arc<Object>> {
-    lookup_kind(eh, "event handle", |o| matches!(o, Object::Event(_)))
-}
-
-/// The event object of an object from [`event_of`].
-fn event(object: &Object) -> &EventObject {
-    let Object::Event(event) = object else {
-        unreachable!("lookup_kind checked the kind");
-    };
-    event
+impl Object for EventObject {
+    const KIND: &'static str = "event handle";
+    const TAG: usize = 4;
+    /// First: a registration holds a device event of the handle it was made on.
+    const TEARDOWN_RANK: u8 = 0;
 }
 
 fn kind_of(event_type: fpga_event_type) -> CapiResult<EventKind> {
@@ -81,12 +74,12 @@ pub unsafe extern "C" fn fpgaCreateEventHandle(
         }
         // SAFETY: `fd` is a new descriptor that nothing else owns.
         let fd = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
-        let object = Object::Event(EventObject {
+        let object = registry::insert(EventObject {
             fd,
             registration: Mutex::new(None),
         });
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe { write_out(event_handle, register(object), "event_handle") }
+        unsafe { write_out(event_handle, object, "event_handle") }
     })
 }
 
@@ -101,11 +94,7 @@ pub unsafe extern "C" fn fpgaDestroyEventHandle(
 ) -> fpga_result {
     guard("fpgaDestroyEventHandle", || {
         // SAFETY: NULL or valid for a read and a write by the caller's contract.
-        unsafe {
-            destroy(event_handle, "event_handle", "event handle", |o| {
-                matches!(o, Object::Event(_))
-            })
-        }
+        unsafe { registry::destroy::<EventObject>(event_handle, "event_handle") }
     })
 }
 
@@ -121,8 +110,7 @@ pub unsafe extern "C" fn fpgaGetOSObjectFromEventHandle(
 ) -> fpga_result {
     guard("fpgaGetOSObjectFromEventHandle", || {
         non_null(fd, "fd")?;
-        let object = event_of(eh)?;
-        let event = event(&object);
+        let event = registry::get::<EventObject>(eh)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(fd, event.fd.as_raw_fd(), "fd") }
     })
@@ -140,15 +128,14 @@ pub extern "C" fn fpgaRegisterEvent(
 ) -> fpga_result {
     guard("fpgaRegisterEvent", || {
         let kind = kind_of(event_type)?;
-        let object = event_of(event_handle)?;
-        let event = event(&object);
+        let event = registry::get::<EventObject>(event_handle)?;
         let mut registration = lock(&event.registration);
         if registration.is_some() {
             return Err(CapiError::Busy(
                 "the event handle is already registered".into(),
             ));
         }
-        let device_event = with_handle(handle, |h| Ok(h.handle.register_event(kind, flags)?))?;
+        let device_event = handle_of(handle)?.handle.register_event(kind, flags)?;
         let weak = Arc::downgrade(&event.fd);
         let live = Arc::new(AtomicBool::new(true));
         let still_live = live.clone();
@@ -183,8 +170,7 @@ pub extern "C" fn fpgaUnregisterEvent(
     guard("fpgaUnregisterEvent", || {
         kind_of(event_type)?;
         handle_of(handle)?;
-        let object = event_of(event_handle)?;
-        let event = event(&object);
+        let event = registry::get::<EventObject>(event_handle)?;
         let mut registration = lock(&event.registration);
         match &*registration {
             Some(r) if r.handle == handle as usize && r.kind == event_type => {

@@ -6,50 +6,46 @@ use std::sync::{Arc, Mutex};
 
 use accelhost::{DmaBuffer, Handle, MmioRegion, OpenMode};
 
-use crate::ffi::{
-    CapiError, CapiResult, Object, guard, invalid, lock, lookup_kind, non_null, register,
-    unregister, write_out,
-};
+use crate::ffi::{guard, lock, non_null, write_out};
 use crate::properties::{PropsData, new_properties};
+use crate::registry::{self, Object};
+use crate::result::{CapiError, CapiResult, invalid};
+use crate::state::host;
+use crate::token::token_of;
 use crate::types::*;
 
 /// What C's `fpga_handle` stands for.
-pub struct HandleObject {
+pub(crate) struct HandleObject {
     /// The open accelerator.
-    pub handle: Handle,
+    pub(crate) handle: Handle,
     /// Mapped regions by index, and prepared buffers by workspace id.
-    pub state: Mutex<HandleState>,
+    pub(crate) state: Mutex<HandleState>,
 }
 
 /// The objects obtained through one handle.
 #[derive(Default)]
-pub struct HandleState {
+pub(crate) struct HandleState {
     /// Mapped MMIO regions, by region index (shared, so an access clones one `Arc`).
-    pub mmio: HashMap<u32, Arc<MmioRegion>>,
+    pub(crate) mmio: HashMap<u32, Arc<MmioRegion>>,
     /// Prepared buffers, by workspace id.
-    pub buffers: HashMap<u64, DmaBuffer>,
+    pub(crate) buffers: HashMap<u64, DmaBuffer>,
 }
 
-/// The object behind `handle`.
-pub fn handle_of(handle: fpga_handle) -> CapiResult<Arc<Object>> {
-    lookup_kind(handle, "handle", |o| matches!(o, Object::Handle(_)))
+impl Object for HandleObject {
+    const KIND: &'static str = "handle";
+    const TAG: usize = 3;
+    /// After the events and offload objects made through handles, before the tokens.
+    const TEARDOWN_RANK: u8 = 2;
 }
 
-/// Runs `f` on the handle object behind `handle`.
-pub fn with_handle<R>(
-    handle: fpga_handle,
-    f: impl FnOnce(&HandleObject) -> CapiResult<R>,
-) -> CapiResult<R> {
-    let object = handle_of(handle)?;
-    let Object::Handle(h) = &*object else {
-        unreachable!("lookup_kind checked the kind");
-    };
-    f(h)
+/// The handle object behind `handle`.
+pub(crate) fn handle_of(handle: fpga_handle) -> CapiResult<Arc<HandleObject>> {
+    registry::get(handle)
 }
 
 impl HandleObject {
     /// The MMIO region `index`, mapped now if it was not yet (as OPAE maps on first access).
-    pub fn region(&self, index: u32) -> CapiResult<Arc<MmioRegion>> {
+    pub(crate) fn region(&self, index: u32) -> CapiResult<Arc<MmioRegion>> {
         if let Some(region) = lock(&self.state).mmio.get(&index) {
             return Ok(region.clone());
         }
@@ -91,19 +87,19 @@ pub unsafe extern "C" fn fpgaOpen(
         if flags & !FPGA_OPEN_SHARED != 0 {
             return Err(invalid(format!("unknown open flags {flags:#x}")));
         }
-        let token = crate::token::token_of(token)?;
+        let token = token_of(token)?;
         let mode = if flags & FPGA_OPEN_SHARED != 0 {
             OpenMode::Shared
         } else {
             OpenMode::Exclusive
         };
-        let opened = crate::state::host()?.open(&token, mode)?;
-        let object = Object::Handle(HandleObject {
+        let opened = host()?.open(&token, mode)?;
+        let object = registry::insert(HandleObject {
             handle: opened,
             state: Mutex::new(HandleState::default()),
         });
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe { write_out(handle, register(object), "handle") }
+        unsafe { write_out(handle, object, "handle") }
     })
 }
 
@@ -111,20 +107,14 @@ pub unsafe extern "C" fn fpgaOpen(
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaClose(handle: fpga_handle) -> fpga_result {
     guard("fpgaClose", || {
-        let object = unregister(handle, "handle", |o| matches!(o, Object::Handle(_)))?;
-        let Object::Handle(h) = &*object else {
-            unreachable!("unregister checked the kind");
-        };
-        h.close()
+        registry::remove::<HandleObject>(handle)?.close()
     })
 }
 
 /// OPAE's `fpgaReset`: resets the accelerator.
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaReset(handle: fpga_handle) -> fpga_result {
-    guard("fpgaReset", || {
-        with_handle(handle, |h| Ok(h.handle.reset()?))
-    })
+    guard("fpgaReset", || Ok(handle_of(handle)?.handle.reset()?))
 }
 
 /// OPAE's `fpgaGetPropertiesFromHandle`: a new properties object for the open device.
@@ -138,9 +128,7 @@ pub unsafe extern "C" fn fpgaGetPropertiesFromHandle(
 ) -> fpga_result {
     guard("fpgaGetPropertiesFromHandle", || {
         non_null(prop, "prop")?;
-        let data = with_handle(handle, |h| {
-            Ok(PropsData::from_device(h.handle.token().properties()))
-        })?;
+        let data = PropsData::from_device(handle_of(handle)?.handle.token().properties());
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(prop, new_properties(data), "prop") }
     })
@@ -170,13 +158,13 @@ pub unsafe extern "C" fn fpgaReconfigureSlot(
         }
         // SAFETY: non-NULL, valid for `bitstream_len` reads by the caller's contract.
         let image = unsafe { std::slice::from_raw_parts(bitstream, bitstream_len) };
-        with_handle(fpga, |h| match h.handle.reconfigure(slot, image) {
+        match handle_of(fpga)?.handle.reconfigure(slot, image) {
             Ok(()) => Ok(()),
             // The device refused or failed the image: a reconfiguration error in OPAE's terms.
             Err(err) if err.code() == accelhost::ErrorCode::DeviceError => {
                 Err(CapiError::Reconfigure(err))
             }
             Err(err) => Err(err.into()),
-        })
+        }
     })
 }

@@ -10,17 +10,22 @@
 //! `FPGA_INVALID_PARAM`. `capi/README.md` has the details.
 
 pub mod buffer;
+pub mod enumerate;
 pub mod errors;
 pub mod event;
 pub mod ffi;
 pub mod handle;
+mod last_error;
 pub mod mmio;
 pub mod offload;
 pub mod plugins;
 pub mod properties;
+mod registry;
+mod result;
 pub mod state;
 pub mod token;
 pub mod types;
 
-pub use ffi::{CapiError, live_objects, result_of};
+pub use registry::live_objects;
+pub use result::{CapiError, CapiResult, result_of};
 pub use types::*;

@@ -2,8 +2,9 @@
 //! bounds- and alignment-checked region (no call into wasm), so `fpgaMapMMIO` hands out no
 //! pointer: pass NULL as `mmio_ptr` and use the read and write calls.
 
-use crate::ffi::{CapiError, guard, invalid, lock, non_null, write_out};
-use crate::handle::with_handle;
+use crate::ffi::{guard, lock, non_null, write_out};
+use crate::handle::handle_of;
+use crate::result::{CapiError, invalid};
 use crate::types::*;
 
 /// OPAE's `fpgaMapMMIO`: maps region `mmio_num`. The read and write calls also map on first
@@ -20,16 +21,15 @@ pub unsafe extern "C" fn fpgaMapMMIO(
     mmio_ptr: *mut *mut u64,
 ) -> fpga_result {
     guard("fpgaMapMMIO", || {
-        with_handle(handle, |h| {
-            if !mmio_ptr.is_null() {
-                // SAFETY: non-NULL, valid for one write by the caller's contract.
-                unsafe { write_out(mmio_ptr, std::ptr::null_mut(), "mmio_ptr") }?;
-                return Err(CapiError::NotSupported(
-                    "MMIO is reached through fpgaReadMMIO*/fpgaWriteMMIO*, not by pointer: pass NULL as mmio_ptr".into(),
-                ));
-            }
-            h.region(mmio_num).map(drop)
-        })
+        let h = handle_of(handle)?;
+        if !mmio_ptr.is_null() {
+            // SAFETY: non-NULL, valid for one write by the caller's contract.
+            unsafe { write_out(mmio_ptr, std::ptr::null_mut(), "mmio_ptr") }?;
+            return Err(CapiError::NotSupported(
+                "MMIO is reached through fpgaReadMMIO*/fpgaWriteMMIO*, not by pointer: pass NULL as mmio_ptr".into(),
+            ));
+        }
+        h.region(mmio_num).map(drop)
     })
 }
 
@@ -37,10 +37,10 @@ pub unsafe extern "C" fn fpgaMapMMIO(
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaUnmapMMIO(handle: fpga_handle, mmio_num: u32) -> fpga_result {
     guard("fpgaUnmapMMIO", || {
-        with_handle(handle, |h| match lock(&h.state).mmio.remove(&mmio_num) {
+        match lock(&handle_of(handle)?.state).mmio.remove(&mmio_num) {
             Some(_) => Ok(()),
             None => Err(invalid(format!("MMIO region {mmio_num} is not mapped"))),
-        })
+        }
     })
 }
 
@@ -57,7 +57,7 @@ pub unsafe extern "C" fn fpgaReadMMIO32(
 ) -> fpga_result {
     guard("fpgaReadMMIO32", || {
         non_null(value, "value")?;
-        let read = with_handle(handle, |h| Ok(h.region(mmio_num)?.read32(offset)?))?;
+        let read = handle_of(handle)?.region(mmio_num)?.read32(offset)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(value, read, "value") }
     })
@@ -72,9 +72,9 @@ pub extern "C" fn fpgaWriteMMIO32(
     value: u32,
 ) -> fpga_result {
     guard("fpgaWriteMMIO32", || {
-        with_handle(handle, |h| {
-            Ok(h.region(mmio_num)?.write32(offset, value)?)
-        })
+        Ok(handle_of(handle)?
+            .region(mmio_num)?
+            .write32(offset, value)?)
     })
 }
 
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn fpgaReadMMIO64(
 ) -> fpga_result {
     guard("fpgaReadMMIO64", || {
         non_null(value, "value")?;
-        let read = with_handle(handle, |h| Ok(h.region(mmio_num)?.read64(offset)?))?;
+        let read = handle_of(handle)?.region(mmio_num)?.read64(offset)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(value, read, "value") }
     })
@@ -106,8 +106,8 @@ pub extern "C" fn fpgaWriteMMIO64(
     value: u64,
 ) -> fpga_result {
     guard("fpgaWriteMMIO64", || {
-        with_handle(handle, |h| {
-            Ok(h.region(mmio_num)?.write64(offset, value)?)
-        })
+        Ok(handle_of(handle)?
+            .region(mmio_num)?
+            .write64(offset, value)?)
     })
 }

@@ -8,178 +8,111 @@ use std::time::Duration;
 
 use accelhost::{Arg, Event, EventStatus, Kernel, Memory, MemoryKind, Program, Queue};
 
-use crate::ffi::{
-    CapiResult, Object, c_str, guard, invalid, lookup_kind, non_null, register, slice,
-    with_registered, write_out,
-};
-use crate::handle::with_handle;
+use crate::ffi::{c_str, guard, non_null, slice, write_out};
+use crate::handle::handle_of;
+use crate::registry::{self, Object};
+use crate::result::{CapiResult, invalid};
 use crate::types::*;
 
-/// One offload object and the references C holds on it.
-pub struct OffloadObject {
+/// One offload object (a `Memory`, `Program`, `Kernel`, `Queue` or `Event`) and the
+/// references C holds on it.
+struct Counted<T> {
     refs: AtomicU32,
-    value: OffloadValue,
+    value: T,
 }
 
-enum OffloadValue {
-    Memory(Memory),
-    Program(Program),
-    Kernel(Kernel),
-    Queue(Queue),
-    Event(Event),
-}
-
-impl OffloadObject {
-    /// The object's kind, for error messages.
-    pub fn kind_name(&self) -> &'static str {
-        match self.value {
-            OffloadValue::Memory(_) => "memory object",
-            OffloadValue::Program(_) => "program",
-            OffloadValue::Kernel(_) => "kernel",
-            OffloadValue::Queue(_) => "queue",
-            OffloadValue::Event(_) => "offload event",
-        }
-    }
-}
-
-fn new_object(value: OffloadValue) -> *mut c_void {
-    register(Object::Offload(OffloadObject {
+/// Registers `value` with one reference, the creating call's.
+fn new_object<T>(value: T) -> *mut c_void
+where
+    Counted<T>: Object,
+{
+    registry::insert(Counted {
         refs: AtomicU32::new(1),
         value,
-    }))
-}
-
-/// Looks up `ptr` as the offload kind `what` (the values `pick` finds); returns a clone.
-fn get<T: Clone>(
-    ptr: *const c_void,
-    what: &str,
-    pick: fn(&OffloadValue) -> Option<&T>,
-) -> CapiResult<T> {
-    let object = lookup_kind(ptr, what, |o| match o {
-        Object::Offload(off) => pick(&off.value).is_some(),
-        _ => false,
-    })?;
-    let Object::Offload(off) = &*object else {
-        unreachable!("lookup_kind checked the kind");
-    };
-    Ok(pick(&off.value)
-        .expect("lookup_kind checked the kind")
-        .clone())
-}
-
-fn memory_of(ptr: *const c_void) -> CapiResult<Memory> {
-    get(ptr, "memory object", |v| match v {
-        OffloadValue::Memory(m) => Some(m),
-        _ => None,
     })
 }
 
-fn program_of(ptr: *const c_void) -> CapiResult<Program> {
-    get(ptr, "program", |v| match v {
-        OffloadValue::Program(p) => Some(p),
-        _ => None,
+/// The offload object of type `T` behind `ptr`.
+fn value_of<T: Clone>(ptr: *const c_void) -> CapiResult<T>
+where
+    Counted<T>: Object,
+{
+    Ok(registry::get::<Counted<T>>(ptr)?.value.clone())
+}
+
+/// Adds a reference to the offload object of type `T` behind `ptr`.
+fn retain<T>(ptr: *const c_void) -> CapiResult
+where
+    Counted<T>: Object,
+{
+    registry::remove_if::<Counted<T>>(ptr, |object| {
+        object.refs.fetch_add(1, Ordering::AcqRel);
+        false
     })
-}
-
-fn kernel_of(ptr: *const c_void) -> CapiResult<Kernel> {
-    get(ptr, "kernel", |v| match v {
-        OffloadValue::Kernel(k) => Some(k),
-        _ => None,
-    })
-}
-
-fn queue_of(ptr: *const c_void) -> CapiResult<Queue> {
-    get(ptr, "queue", |v| match v {
-        OffloadValue::Queue(q) => Some(q),
-        _ => None,
-    })
-}
-
-fn event_of(ptr: *const c_void) -> CapiResult<Event> {
-    get(ptr, "offload event", |v| match v {
-        OffloadValue::Event(e) => Some(e),
-        _ => None,
-    })
-}
-
-/// The reference count of an offload object (`with_registered` checked the kind).
-fn refs(object: &Object) -> &AtomicU32 {
-    let Object::Offload(off) = object else {
-        unreachable!("with_registered checked the kind");
-    };
-    &off.refs
-}
-
-/// Adds a reference to an offload object of kind `what`.
-fn retain(ptr: *const c_void, what: &str, is: fn(&OffloadValue) -> bool) -> CapiResult {
-    with_registered(
-        ptr,
-        what,
-        |o| matches!(o, Object::Offload(off) if is(&off.value)),
-        |_, object| refs(object).fetch_add(1, Ordering::AcqRel),
-    )
     .map(drop)
 }
 
 /// Drops a reference; the last one unregisters the object (and drops it outside the lock).
-fn release(ptr: *const c_void, what: &str, is: fn(&OffloadValue) -> bool) -> CapiResult {
-    let last = with_registered(
-        ptr,
-        what,
-        |o| matches!(o, Object::Offload(off) if is(&off.value)),
-        |map, object| {
-            (refs(object).fetch_sub(1, Ordering::AcqRel) == 1).then(|| map.remove(&(ptr as usize)))
-        },
-    )?;
+fn release<T>(ptr: *const c_void) -> CapiResult
+where
+    Counted<T>: Object,
+{
+    let last = registry::remove_if::<Counted<T>>(ptr, |object| {
+        object.refs.fetch_sub(1, Ordering::AcqRel) == 1
+    })?;
     drop(last);
     Ok(())
 }
 
-/// Defines the retain and release functions of one offload kind.
-macro_rules! refcounting {
-    ($retain:ident, $release:ident, $what:literal, $variant:ident) => {
+/// Makes `Counted<$ty>` an object C holds, named `$what`, and defines its retain and
+/// release functions.
+macro_rules! offload_kind {
+    ($ty:ty, $what:literal, $retain:ident, $release:ident) => {
+        impl Object for Counted<$ty> {
+            const KIND: &'static str = $what;
+            const TAG: usize = 5;
+            /// Before the handles they were made on.
+            const TEARDOWN_RANK: u8 = 1;
+        }
+
         #[doc = concat!("Adds a reference to a ", $what, ".")]
         #[unsafe(no_mangle)]
         pub extern "C" fn $retain(object: *mut c_void) -> fpga_result {
-            guard(stringify!($retain), || {
-                retain(object, $what, |v| matches!(v, OffloadValue::$variant(_)))
-            })
+            guard(stringify!($retain), || retain::<$ty>(object))
         }
 
         #[doc = concat!("Drops a reference to a ", $what, "; the last one frees it.")]
         #[unsafe(no_mangle)]
         pub extern "C" fn $release(object: *mut c_void) -> fpga_result {
-            guard(stringify!($release), || {
-                release(object, $what, |v| matches!(v, OffloadValue::$variant(_)))
-            })
+            guard(stringify!($release), || release::<$ty>(object))
         }
     };
 }
 
-refcounting!(
-    accelhostMemRetain,
-    accelhostMemRelease,
+offload_kind!(
+    Memory,
     "memory object",
-    Memory
+    accelhostMemRetain,
+    accelhostMemRelease
 );
-refcounting!(
-    accelhostProgramRetain,
-    accelhostProgramRelease,
+offload_kind!(
+    Program,
     "program",
-    Program
+    accelhostProgramRetain,
+    accelhostProgramRelease
 );
-refcounting!(
-    accelhostKernelRetain,
-    accelhostKernelRelease,
+offload_kind!(
+    Kernel,
     "kernel",
-    Kernel
+    accelhostKernelRetain,
+    accelhostKernelRelease
 );
-refcounting!(accelhostQueueRetain, accelhostQueueRelease, "queue", Queue);
-refcounting!(
-    accelhostEventRetain,
-    accelhostEventRelease,
+offload_kind!(Queue, "queue", accelhostQueueRetain, accelhostQueueRelease);
+offload_kind!(
+    Event,
     "offload event",
-    Event
+    accelhostEventRetain,
+    accelhostEventRelease
 );
 
 /// Allocates `size` bytes of `kind` memory on the device behind `handle`.
@@ -204,15 +137,9 @@ pub unsafe extern "C" fn accelhostMemAlloc(
         if size == 0 {
             return Err(invalid("size is 0"));
         }
-        let allocated = with_handle(handle, |h| Ok(h.handle.alloc(kind, size)?))?;
+        let allocated = handle_of(handle)?.handle.alloc(kind, size)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe {
-            write_out(
-                memory,
-                new_object(OffloadValue::Memory(allocated)),
-                "memory",
-            )
-        }
+        unsafe { write_out(memory, new_object(allocated), "memory") }
     })
 }
 
@@ -224,7 +151,7 @@ pub unsafe extern "C" fn accelhostMemAlloc(
 pub unsafe extern "C" fn accelhostMemGetSize(memory: *mut c_void, size: *mut u64) -> fpga_result {
     guard("accelhostMemGetSize", || {
         non_null(size, "size")?;
-        let value = memory_of(memory)?.size();
+        let value = value_of::<Memory>(memory)?.size();
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(size, value, "size") }
     })
@@ -243,7 +170,7 @@ pub unsafe extern "C" fn accelhostMemWrite(
 ) -> fpga_result {
     guard("accelhostMemWrite", || {
         non_null(data, "data")?;
-        let memory = memory_of(memory)?;
+        let memory = value_of::<Memory>(memory)?;
         let len = usize::try_from(len).map_err(|_| invalid("len is too large"))?;
         // SAFETY: non-NULL, valid for `len` reads by the caller's contract.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
@@ -264,7 +191,7 @@ pub unsafe extern "C" fn accelhostMemRead(
 ) -> fpga_result {
     guard("accelhostMemRead", || {
         non_null(out, "out")?;
-        let memory = memory_of(memory)?;
+        let memory = value_of::<Memory>(memory)?;
         let len = usize::try_from(len).map_err(|_| invalid("len is too large"))?;
         // SAFETY: non-NULL, valid for `len` writes by the caller's contract.
         let bytes = unsafe { std::slice::from_raw_parts_mut(out.cast::<u8>(), len) };
@@ -292,21 +219,14 @@ pub unsafe extern "C" fn accelhostProgramCreate(
             // SAFETY: non-NULL, valid for `len` reads by the caller's contract.
             (false, _) => unsafe { std::slice::from_raw_parts(image, len) },
         };
-        let created = with_handle(handle, |h| {
-            Ok(if bytes.is_empty() {
-                h.handle.builtin_program()?
-            } else {
-                h.handle.create_program(bytes)?
-            })
-        })?;
+        let h = handle_of(handle)?;
+        let created = if bytes.is_empty() {
+            h.handle.builtin_program()?
+        } else {
+            h.handle.create_program(bytes)?
+        };
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe {
-            write_out(
-                program,
-                new_object(OffloadValue::Program(created)),
-                "program",
-            )
-        }
+        unsafe { write_out(program, new_object(created), "program") }
     })
 }
 
@@ -324,9 +244,9 @@ pub unsafe extern "C" fn accelhostKernelCreate(
         non_null(kernel, "kernel")?;
         // SAFETY: NULL or NUL-terminated by the caller's contract.
         let name = unsafe { c_str(name, "name") }?;
-        let found = program_of(program)?.kernel(name)?;
+        let found = value_of::<Program>(program)?.kernel(name)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe { write_out(kernel, new_object(OffloadValue::Kernel(found)), "kernel") }
+        unsafe { write_out(kernel, new_object(found), "kernel") }
     })
 }
 
@@ -341,9 +261,9 @@ pub unsafe extern "C" fn accelhostQueueCreate(
 ) -> fpga_result {
     guard("accelhostQueueCreate", || {
         non_null(queue, "queue")?;
-        let created = with_handle(handle, |h| Ok(h.handle.create_queue()?))?;
+        let created = handle_of(handle)?.handle.create_queue()?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe { write_out(queue, new_object(OffloadValue::Queue(created)), "queue") }
+        unsafe { write_out(queue, new_object(created), "queue") }
     })
 }
 
@@ -354,7 +274,7 @@ pub unsafe extern "C" fn accelhostQueueCreate(
 unsafe fn give_event(out: *mut *mut c_void, event: Event) {
     if !out.is_null() {
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe { out.write(new_object(OffloadValue::Event(event))) };
+        unsafe { out.write(new_object(event)) };
     }
 }
 
@@ -374,8 +294,8 @@ pub unsafe extern "C" fn accelhostEnqueueMemcpy(
     event: *mut *mut c_void,
 ) -> fpga_result {
     guard("accelhostEnqueueMemcpy", || {
-        let queue = queue_of(queue)?;
-        let (dst, src) = (memory_of(dst)?, memory_of(src)?);
+        let queue = value_of::<Queue>(queue)?;
+        let (dst, src) = (value_of::<Memory>(dst)?, value_of::<Memory>(src)?);
         let done = queue.enqueue_memcpy(&dst, dst_offset, &src, src_offset, size)?;
         // SAFETY: NULL or valid for one write by the caller's contract.
         unsafe { give_event(event, done) };
@@ -399,14 +319,14 @@ pub unsafe extern "C" fn accelhostEnqueueLaunch(
     guard("accelhostEnqueueLaunch", || {
         // SAFETY: NULL or valid for `num_args` reads by the caller's contract.
         let raw = unsafe { slice(args, num_args, "args", "num_args") }?;
-        let queue = queue_of(queue)?;
-        let kernel = kernel_of(kernel)?;
+        let queue = value_of::<Queue>(queue)?;
+        let kernel = value_of::<Kernel>(kernel)?;
         // The memory objects first, so the arguments can borrow them.
         let memories: Vec<Option<Memory>> = raw
             .iter()
             .map(|a| {
                 (a.kind == ACCELHOST_ARG_MEMORY)
-                    .then(|| memory_of(a.memory))
+                    .then(|| value_of::<Memory>(a.memory))
                     .transpose()
             })
             .collect::<CapiResult<_>>()?;
@@ -434,7 +354,9 @@ pub unsafe extern "C" fn accelhostEnqueueLaunch(
 /// Waits until every command enqueued so far finished; the first failure is returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn accelhostQueueFinish(queue: *mut c_void) -> fpga_result {
-    guard("accelhostQueueFinish", || Ok(queue_of(queue)?.finish()?))
+    guard("accelhostQueueFinish", || {
+        Ok(value_of::<Queue>(queue)?.finish()?)
+    })
 }
 
 /// Waits for an offload event, for up to `timeout_ms` milliseconds (negative: no limit).
@@ -442,7 +364,7 @@ pub extern "C" fn accelhostQueueFinish(queue: *mut c_void) -> fpga_result {
 #[unsafe(no_mangle)]
 pub extern "C" fn accelhostEventWait(event: *mut c_void, timeout_ms: i64) -> fpga_result {
     guard("accelhostEventWait", || {
-        let event = event_of(event)?;
+        let event = value_of::<Event>(event)?;
         match u64::try_from(timeout_ms) {
             Ok(ms) => Ok(event.wait_timeout(Duration::from_millis(ms))?),
             Err(_) => Ok(event.wait()?),
@@ -461,7 +383,7 @@ pub unsafe extern "C" fn accelhostEventGetStatus(
 ) -> fpga_result {
     guard("accelhostEventGetStatus", || {
         non_null(status, "status")?;
-        let value = match event_of(event)?.status() {
+        let value = match value_of::<Event>(event)?.status() {
             EventStatus::Pending => ACCELHOST_EVENT_PENDING,
             EventStatus::Complete => ACCELHOST_EVENT_COMPLETE,
             EventStatus::Failed(_) => ACCELHOST_EVENT_FAILED,

@@ -6,52 +6,52 @@ use std::sync::Mutex;
 
 use accelhost::{AcceleratorState, Filter, Guid, ObjectType, Properties, Token};
 
-use crate::ffi::{
-    CapiError, CapiResult, Object, c_str, copy_str, destroy, guard, invalid, lock, lookup_kind,
-    non_null, register, write_out,
-};
+use crate::ffi::{c_str, copy_str, guard, lock, non_null, write_out};
+use crate::registry::{self, Object};
+use crate::result::{CapiError, CapiResult, invalid};
+use crate::token::{new_token, token_of};
 use crate::types::*;
 
 /// The fields of one properties object.
 #[derive(Clone, Debug, Default)]
-pub struct PropsData {
+pub(crate) struct PropsData {
     /// `FPGA_DEVICE` or `FPGA_ACCELERATOR`.
-    pub object_type: Option<fpga_objtype>,
+    object_type: Option<fpga_objtype>,
     /// The GUID (AFU id for accelerators).
-    pub guid: Option<Guid>,
+    guid: Option<Guid>,
     /// PCI vendor id.
-    pub vendor_id: Option<u16>,
+    vendor_id: Option<u16>,
     /// PCI device id.
-    pub device_id: Option<u16>,
+    device_id: Option<u16>,
     /// PCI segment.
-    pub segment: Option<u16>,
+    segment: Option<u16>,
     /// PCI bus.
-    pub bus: Option<u8>,
+    bus: Option<u8>,
     /// PCI device.
-    pub device: Option<u8>,
+    device: Option<u8>,
     /// PCI function.
-    pub function: Option<u8>,
+    function: Option<u8>,
     /// CPU socket.
-    pub socket_id: Option<u8>,
+    socket_id: Option<u8>,
     /// MMIO regions (accelerators).
-    pub num_mmio: Option<u32>,
+    num_mmio: Option<u32>,
     /// Interrupt vectors (accelerators).
-    pub num_interrupts: Option<u32>,
+    num_interrupts: Option<u32>,
     /// Assigned or not (accelerators).
-    pub accelerator_state: Option<fpga_accelerator_state>,
+    accelerator_state: Option<fpga_accelerator_state>,
     /// A parent set by `fpgaPropertiesSetParent`.
-    pub parent: Option<Token>,
+    parent: Option<Token>,
     /// The device reported a parent token (which the C API cannot resolve).
-    pub parent_reported: bool,
+    parent_reported: bool,
     /// The host: a name, `localhost`, `^localhost` or `*` (the OPAE plugin design's addition).
-    pub host: Option<String>,
+    host: Option<String>,
     /// The device type, such as `fpga` (the OPAE plugin design's addition).
-    pub device_type: Option<String>,
+    device_type: Option<String>,
 }
 
 impl PropsData {
     /// The properties of an enumerated device.
-    pub fn from_device(p: &Properties) -> Self {
+    pub(crate) fn from_device(p: &Properties) -> Self {
         PropsData {
             object_type: Some(match p.object_type {
                 ObjectType::Device => FPGA_DEVICE,
@@ -79,7 +79,7 @@ impl PropsData {
     }
 
     /// The part of the filter the host can apply (and pass to plugins' pre-filters).
-    pub fn to_filter(&self) -> Filter {
+    pub(crate) fn to_filter(&self) -> Filter {
         let mut filter = Filter::new();
         filter.object_type = self.object_type.map(|t| {
             if t == FPGA_DEVICE {
@@ -97,7 +97,7 @@ impl PropsData {
     }
 
     /// Does a device with properties `p` match every field set here?
-    pub fn matches(&self, p: &Properties) -> bool {
+    pub(crate) fn matches(&self, p: &Properties) -> bool {
         fn eq<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
             want.is_none_or(|w| Some(w) == have)
         }
@@ -119,16 +119,22 @@ impl PropsData {
     }
 }
 
-/// A properties object: its fields behind a lock (C may share it between threads).
-pub struct PropertiesObject(pub Mutex<PropsData>);
+/// What C's `fpga_properties` stands for: the fields behind a lock (C may share the
+/// object between threads).
+struct PropertiesObject(Mutex<PropsData>);
+
+impl Object for PropertiesObject {
+    const KIND: &'static str = "properties object";
+    const TAG: usize = 1;
+}
 
 /// Registers a new properties object holding `data`.
-pub fn new_properties(data: PropsData) -> *mut c_void {
-    register(Object::Properties(PropertiesObject(Mutex::new(data))))
+pub(crate) fn new_properties(data: PropsData) -> fpga_properties {
+    registry::insert(PropertiesObject(Mutex::new(data)))
 }
 
 /// A copy of the fields of the properties object `prop`.
-pub fn props_of(prop: *const c_void) -> CapiResult<PropsData> {
+pub(crate) fn props_of(prop: *const c_void) -> CapiResult<PropsData> {
     with_props(prop, |p| Ok(p.clone()))
 }
 
@@ -137,13 +143,8 @@ fn with_props<R>(
     prop: *const c_void,
     f: impl FnOnce(&mut PropsData) -> CapiResult<R>,
 ) -> CapiResult<R> {
-    let object = lookup_kind(prop, "properties object", |o| {
-        matches!(o, Object::Properties(_))
-    })?;
-    let Object::Properties(PropertiesObject(data)) = &*object else {
-        unreachable!("lookup_kind checked the kind");
-    };
-    f(&mut lock(data))
+    let object = registry::get::<PropertiesObject>(prop)?;
+    f(&mut lock(&object.0))
 }
 
 fn unset(field: &str) -> CapiError {
@@ -287,7 +288,7 @@ pub unsafe extern "C" fn fpgaGetProperties(
         let data = if token.is_null() {
             PropsData::default()
         } else {
-            let token = crate::token::token_of(token)?;
+            let token = token_of(token)?;
             PropsData::from_device(token.properties())
         };
         // SAFETY: non-NULL, valid for one write by the caller's contract.
@@ -300,7 +301,7 @@ pub unsafe extern "C" fn fpgaGetProperties(
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaUpdateProperties(token: fpga_token, prop: fpga_properties) -> fpga_result {
     guard("fpgaUpdateProperties", || {
-        let token = crate::token::token_of(token)?;
+        let token = token_of(token)?;
         with_props(prop, |_| Ok(()))?;
         let fresh = PropsData::from_device(&token.refresh()?);
         with_props(prop, |p| {
@@ -346,11 +347,7 @@ pub unsafe extern "C" fn fpgaCloneProperties(
 pub unsafe extern "C" fn fpgaDestroyProperties(prop: *mut fpga_properties) -> fpga_result {
     guard("fpgaDestroyProperties", || {
         // SAFETY: NULL or valid for a read and a write by the caller's contract.
-        unsafe {
-            destroy(prop, "prop", "properties object", |o| {
-                matches!(o, Object::Properties(_))
-            })
-        }
+        unsafe { registry::destroy::<PropertiesObject>(prop, "prop") }
     })
 }
 
@@ -489,7 +486,7 @@ pub unsafe extern "C" fn fpgaPropertiesGetParent(
         }
         })?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
-        unsafe { write_out(parent, register(Object::Token(token)), "parent") }
+        unsafe { write_out(parent, new_token(token), "parent") }
     })
 }
 
@@ -500,7 +497,7 @@ pub extern "C" fn fpgaPropertiesSetParent(
     parent: fpga_token,
 ) -> fpga_result {
     guard("fpgaPropertiesSetParent", || {
-        let token = crate::token::token_of(parent)?;
+        let token = token_of(parent)?;
         with_props(prop, |p| {
             p.parent = Some(token);
             Ok(())

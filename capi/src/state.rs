@@ -8,7 +8,9 @@ use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use accelhost::config::{Config, ConfigSource};
 use accelhost::{ConfigOrigin, Host};
 
-use crate::ffi::{CapiResult, c_str, drain, guard, lock};
+use crate::ffi::{c_str, guard, lock};
+use crate::registry;
+use crate::result::CapiResult;
 use crate::types::fpga_result;
 
 static HOST: RwLock<Option<Host>> = RwLock::new(None);
@@ -30,7 +32,7 @@ fn discover(path: Option<&str>) -> CapiResult<(Config, ConfigOrigin)> {
 
 /// The running host, started on the usual config lookup (`$ACCELHOST_CONFIG`, then
 /// `./accelhost.json`, ..., then the embedded default) if none runs yet.
-pub fn host() -> CapiResult<Host> {
+pub(crate) fn host() -> CapiResult<Host> {
     if let Some(host) = read().as_ref() {
         return Ok(host.clone());
     }
@@ -47,19 +49,11 @@ fn install((config, origin): (Config, ConfigOrigin)) -> CapiResult<Host> {
     Ok(host)
 }
 
-/// Drops every object C holds, then the host (its plugins are finalized when the last
-/// clone goes). Objects are dropped in order: events, buffers and handles before tokens.
+/// Drops every object C holds, in the registry's teardown order, then the host (its
+/// plugins are finalized when the last clone goes).
 fn shut_down() {
     let host = write().take();
-    let mut objects = drain();
-    // Handles and offload objects first (they close devices), then the rest.
-    objects.sort_by_key(|o| match **o {
-        crate::ffi::Object::Event(_) => 0,
-        crate::ffi::Object::Offload(_) => 1,
-        crate::ffi::Object::Handle(_) => 2,
-        _ => 3,
-    });
-    drop(objects);
+    drop(registry::drain());
     drop(host);
 }
 

@@ -8,6 +8,7 @@ use std::ptr::{null, null_mut};
 use crate::support::*;
 use accelhost::devices::dfl::abi::nlb0;
 use opae_c::buffer::*;
+use opae_c::enumerate::*;
 use opae_c::errors::*;
 use opae_c::event::*;
 use opae_c::handle::*;

@@ -7,6 +7,7 @@ use std::ptr::null_mut;
 use std::sync::{Mutex, MutexGuard};
 
 use accelhost::Guid;
+use opae_c::enumerate::*;
 use opae_c::properties::*;
 use opae_c::state::accelhostLoadConfigJson;
 use opae_c::token::*;
