@@ -5,7 +5,7 @@
 use accelhost_sdk::host::xocl::ArgKind;
 use accelhost_sdk::{Error, KernelArgument, Result};
 
-use crate::{KernelState, ProgramState};
+use crate::state::{KernelState, ProgramState};
 
 /// ERT_CMD_STATE_NEW.
 const STATE_NEW: u32 = 1;

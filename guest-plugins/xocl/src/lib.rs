@@ -5,14 +5,15 @@
 //! so queues are in order without the plugin ever waiting.
 
 mod ert;
+mod state;
 
 use std::collections::BTreeMap;
 
 use accelhost_sdk::host::events::Event;
 use accelhost_sdk::host::image::Image;
-use accelhost_sdk::host::xocl::{
-    Bo, Device, DeviceDesc, KernelMeta, MemKind, XclbinInfo, list_devices,
-};
+use accelhost_sdk::host::xocl::{Device, DeviceDesc, MemKind, XclbinInfo, list_devices};
+use state::{AllocationState, KernelState, OpenDevice, ProgramState, QueueState};
+
 use accelhost_sdk::{
     AcceleratorState, Allocation, Discovered, Error, ErrorCode, Filter, Guid, KernelArgument,
     LaunchSize, MemoryKind, MemoryRange, ObjectType, OpenMode, Plugin, Properties, Result,
@@ -33,37 +34,6 @@ struct XoclPlugin {
     kernels: BTreeMap<u64, KernelState>,
     allocations: BTreeMap<u64, AllocationState>,
     queues: BTreeMap<u64, QueueState>,
-}
-
-struct OpenDevice {
-    device: Device,
-    path: String,
-    exclusive: bool,
-}
-
-struct ProgramState {
-    handle: u64,
-    info: XclbinInfo,
-    /// The compute units this program opened contexts on.
-    contexts: Vec<u32>,
-}
-
-struct KernelState {
-    program: u64,
-    meta: KernelMeta,
-    cus: Vec<u32>,
-}
-
-struct AllocationState {
-    handle: u64,
-    bo: Bo,
-    size: u64,
-}
-
-struct QueueState {
-    handle: u64,
-    /// The last command enqueued; the next one waits on it.
-    last: Option<Event>,
 }
 
 fn not_found(what: &str, id: u64) -> Error {
