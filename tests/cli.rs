@@ -3,7 +3,12 @@
 
 mod support;
 
-use support::{accelhost, scratch_dir, text, write_config};
+use support::{scratch_dir, text, write_config};
+
+/// Runs the `accelhost` binary of this package (see [`support::run_accelhost`]).
+fn accelhost(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    support::run_accelhost(env!("CARGO_BIN_EXE_accelhost"), dir, args, env)
+}
 
 #[test]
 fn demo_fault_contains_a_crash_and_a_hang_in_the_same_table() {
@@ -320,6 +325,28 @@ fn check_config_loads_each_module_without_running_it() {
     assert!(
         stderr.contains("plugin 'core'") && stderr.contains("not a component"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn the_printed_default_config_checks_clean_as_a_file() {
+    let dir = scratch_dir("print-default");
+    let out = accelhost(&dir, &["check-config", "--print-default"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::fs::write(dir.join("copy.json"), &out.stdout).unwrap();
+    let out = accelhost(&dir, &["check-config", "copy.json"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for family in ["dfl", "cxl", "xocl"] {
+        assert!(
+            stdout.contains(&format!("(builtin:{family}): ok")),
+            "{family}: {stdout}"
+        );
+    }
+    let out = accelhost(&dir, &["check-config", "copy.json", "--print-default"], &[]);
+    assert!(
+        !out.status.success(),
+        "a file and --print-default are exclusive"
     );
 }
 

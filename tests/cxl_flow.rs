@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use accelhost::devices::cxl::abi::memcpy;
+use accelhost::families::cxl::abi::memcpy;
 use accelhost::workloads::capi::{self, WorkQueue, copy, interrupt};
 use accelhost::{Arg, ErrorCode, EventKind, Filter, Handle, Host, MemoryKind, OpenMode, Token};
 use support::{default_host, host};

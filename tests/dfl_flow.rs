@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use accelhost::devices::dfl::abi::nlb0;
+use accelhost::families::dfl::abi::nlb0;
 use accelhost::workloads::nlb0::{fill_source, loopback};
 use accelhost::{ErrorCode, Filter, Guid, ObjectType, OpenMode};
 use support::{default_host, dfl_devices, dfl_plugin, host};

@@ -25,7 +25,7 @@ fn with_faulty(config: &str) -> Host {
 
 /// The dfl plugin still runs the hello_fpga flow byte-exactly.
 fn dfl_still_works(host: &Host) {
-    let tokens = host.enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)]);
+    let tokens = host.enumerate(&[Filter::new().guid(accelhost::families::dfl::abi::nlb0::AFU_ID)]);
     let token = tokens
         .tokens
         .into_iter()
@@ -153,7 +153,7 @@ fn a_trapping_plugin_does_not_disturb_concurrent_work() {
     ))
     .unwrap();
     let ports: Vec<_> = host
-        .enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)])
+        .enumerate(&[Filter::new().guid(accelhost::families::dfl::abi::nlb0::AFU_ID)])
         .tokens;
     assert_eq!(ports.len(), 4);
     let faulty = host
@@ -214,7 +214,7 @@ fn a_faulted_plugins_devices_are_released() {
         .tokens
         .remove(0);
     let port = host
-        .enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)])
+        .enumerate(&[Filter::new().guid(accelhost::families::dfl::abi::nlb0::AFU_ID)])
         .tokens
         .remove(0);
     let held = host.open(&holder, OpenMode::Exclusive).unwrap();

@@ -791,7 +791,7 @@ fn other_attacks() -> Vec<Attack> {
             policy: "",
             neighbours: &[],
             provoke: Box::new(|host| {
-                let nlb0 = Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID);
+                let nlb0 = Filter::new().guid(accelhost::families::dfl::abi::nlb0::AFU_ID);
                 let impostors: Vec<Token> = host
                     .enumerate(&[nlb0])
                     .tokens
@@ -814,7 +814,7 @@ fn other_attacks() -> Vec<Attack> {
                 // The impostors reach nothing: the card behind 'emu:w0' is still free.
                 let outcome = expect(handles[0].map_mmio(0), ErrorCode::Unsupported, "map-mmio")?;
                 let real = host
-                    .enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)])
+                    .enumerate(&[Filter::new().guid(accelhost::families::dfl::abi::nlb0::AFU_ID)])
                     .tokens
                     .into_iter()
                     .find(|t| t.plugin() == "dfl" && t.properties().name == "emu:w1")
@@ -1207,7 +1207,7 @@ fn containment_attacks() -> Vec<Attack> {
 
 /// The dfl plugin's NLB0 port named `emu:<id>`.
 fn port(host: &Host, id: &str) -> Token {
-    host.enumerate(&[Filter::new().guid(accelhost::devices::dfl::abi::nlb0::AFU_ID)])
+    host.enumerate(&[Filter::new().guid(accelhost::families::dfl::abi::nlb0::AFU_ID)])
         .tokens
         .into_iter()
         .find(|t| t.plugin() == "dfl" && t.properties().name == format!("emu:{id}"))

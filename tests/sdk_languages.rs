@@ -12,11 +12,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use accelhost::devices::dfl::abi::nlb0;
+use accelhost::families::dfl::abi::nlb0;
 use accelhost::workloads::nlb0::loopback;
 use accelhost::{AcceleratorState, ErrorCode, Filter, Host, OpenMode, PluginStatus};
 use accelhost_sdk_tool::{Built, Language, Sdk, Toolchain, probe};
@@ -360,36 +359,26 @@ fn run_loopbacks(host: &Host) -> Vec<f64> {
     rates
 }
 
-/// Loads `component` twice with `accelhost check-config` on the tests' compile cache.
+/// Loads `component` twice on the tests' compile cache, each time as a fresh process would
+/// (nothing compiled kept in memory): the first compiles it unless the cache has it.
 fn measure_load(component: &Path) -> LoadTimes {
     let was_cached = in_cache(component);
-    let config = support::write_config(&format!(
-        r#"{{"plugins": [{{"name": "measured", "module": "{}"}}]}}"#,
-        json_path(component)
-    ));
+    let config = accelhost::Config::parse(
+        &format!(
+            r#"{{"plugins": [{{"name": "measured", "module": "{}"}}]}}"#,
+            json_path(component)
+        ),
+        accelhost::config::ConfigSource::Embedded,
+    )
+    .unwrap();
+    let cache = accelhost::ComponentCache::at(Some(cache_dir()));
     let check = || {
-        let home = scratch_dir("home");
+        accelhost::perf::forget_loaded();
         let started = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_accelhost"))
-            .arg("check-config")
-            .arg(&config)
-            .env("HOME", &home)
-            .env("ACCELHOST_CACHE_DIR", cache_dir())
-            .env_remove("ACCELHOST_CONFIG")
-            .output()
-            .expect("running accelhost");
+        let version = accelhost::check_module(&config.plugins[0], &cache)
+            .unwrap_or_else(|e| panic!("{}: {e}", component.display()));
         let took = started.elapsed();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success()
-                && stdout.contains(&format!(
-                    "ok, built for accel:plugin@{}",
-                    accelhost::WIT_VERSION
-                )),
-            "check-config {}:\n{stdout}\n{}",
-            component.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(version, accelhost::WIT_VERSION, "{}", component.display());
         took
     };
     let first = check();

@@ -6,7 +6,12 @@ mod support;
 
 use std::path::Path;
 
-use support::{accelhost, text, write_config};
+use support::{text, write_config};
+
+/// Runs the `accelhost` binary of this package (see [`support::run_accelhost`]).
+fn accelhost(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    support::run_accelhost(env!("CARGO_BIN_EXE_accelhost"), dir, args, env)
+}
 
 /// The control sequences the chaos plugin's `evil_text` hides in everything it chooses
 /// (guest-plugins/chaos/src/lib.rs, `EVIL`).

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use accelhost::devices::xocl::xclbin::{self, MemKind, XclbinBuilder};
+use accelhost::families::xocl::xclbin::{self, MemKind, XclbinBuilder};
 use accelhost::workloads::vadd::{self, VADD_UUID, is_xocl};
 use accelhost::{Arg, ErrorCode, EventStatus, Guid, Handle, Host, MemoryKind, OpenMode};
 use support::default_host;

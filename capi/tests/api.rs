@@ -6,7 +6,7 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::{null, null_mut};
 
 use crate::support::*;
-use accelhost::devices::dfl::abi::nlb0;
+use accelhost::families::dfl::abi::nlb0;
 use opae_c::buffer::*;
 use opae_c::enumerate::*;
 use opae_c::errors::*;
@@ -1364,7 +1364,7 @@ fn initialize_is_idempotent_and_null_safe() {
 
 #[test]
 fn an_interrupt_signals_the_eventfd() {
-    use accelhost::devices::cxl::abi::memcpy;
+    use accelhost::families::cxl::abi::memcpy;
     let _serial = serial();
     let capi = open(CXL_MEMCPY);
     // SAFETY (whole test): valid pointers.

@@ -1,45 +1,32 @@
-//! The plugins shipped inside the host binary, which configs name `builtin:<name>`.
+//! The plugins shipped inside the host, which configs name `builtin:<name>`: each device
+//! family's own, and with the `chaos` feature the fault-injection plugin that the tests and
+//! `accelhost demo --fault` load. Production builds leave `chaos` out.
 
-const BUILTINS: &[(&str, &[u8])] = &[
-    (
-        "chaos",
-        include_bytes!(concat!(
-            env!("ACCELHOST_GUEST_DIR"),
-            "/accelhost_plugin_chaos.wasm"
-        )),
-    ),
-    (
-        "cxl",
-        include_bytes!(concat!(
-            env!("ACCELHOST_GUEST_DIR"),
-            "/accelhost_plugin_cxl.wasm"
-        )),
-    ),
-    (
-        "dfl",
-        include_bytes!(concat!(
-            env!("ACCELHOST_GUEST_DIR"),
-            "/accelhost_plugin_dfl.wasm"
-        )),
-    ),
-    (
-        "xocl",
-        include_bytes!(concat!(
-            env!("ACCELHOST_GUEST_DIR"),
-            "/accelhost_plugin_xocl.wasm"
-        )),
-    ),
-];
+use crate::families::FAMILIES;
+
+#[cfg(feature = "chaos")]
+const CHAOS: &[u8] = include_bytes!(concat!(
+    env!("ACCELHOST_GUEST_DIR"),
+    "/accelhost_plugin_chaos.wasm"
+));
 
 /// The component bytes of the built-in plugin `name`.
 pub fn module(name: &str) -> Option<&'static [u8]> {
-    BUILTINS
+    #[cfg(feature = "chaos")]
+    if name == "chaos" {
+        return Some(CHAOS);
+    }
+    FAMILIES
         .iter()
-        .find(|(builtin, _)| *builtin == name)
-        .map(|(_, bytes)| *bytes)
+        .find(|family| family.name == name)
+        .map(|family| family.builtin)
 }
 
 /// The names of every built-in plugin.
 pub fn names() -> Vec<&'static str> {
-    BUILTINS.iter().map(|(name, _)| *name).collect()
+    let mut names: Vec<&str> = FAMILIES.iter().map(|family| family.name).collect();
+    if cfg!(feature = "chaos") {
+        names.push("chaos");
+    }
+    names
 }

@@ -24,12 +24,10 @@ mod api;
 mod bindings;
 pub mod builtin;
 pub mod config;
-pub mod devices;
+mod convert;
 mod error;
 mod imports;
 mod manager;
-#[doc(hidden)]
-pub mod perf;
 mod properties;
 mod runtime;
 mod state;
@@ -37,6 +35,23 @@ pub mod text;
 mod trace;
 pub mod types;
 pub mod workloads;
+pub mod xclbin;
+
+// The host's internals, for the fuzz targets and `accelhost bench` (the `internals`
+// feature): not a stable API, and hidden from the docs.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod devices;
+#[cfg(not(feature = "internals"))]
+mod devices;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod families;
+#[cfg(not(feature = "internals"))]
+mod families;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod perf;
 
 pub use api::{
     Arg, DmaBuffer, Enumeration, Event, EventStatus, Handle, Host, HostBuilder, Kernel, Memory,

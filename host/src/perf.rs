@@ -41,10 +41,15 @@ impl PluginBench {
                 call: "bench",
                 message: format!("the config has no plugin named '{name}'"),
             })?;
-        let devices = Arc::new(DeviceRegistry::from_config(config));
+        let devices = Arc::new(crate::families::registry(
+            &config.devices,
+            &config.linux_roots(),
+        ));
         let loaded = crate::manager::load_module(&entry, &cache)?;
         let ctx = PluginContext::new(
-            &entry,
+            &entry.name,
+            &entry.grants,
+            entry.load_policy,
             devices.clone(),
             LogBudget::new(entry.load_policy.log_bytes_per_second),
             Arc::default(),
@@ -171,3 +176,7 @@ impl RawPlugin {
         self.close(handle);
     }
 }
+
+/// Where the build script left the compiled wasm plugins and test fixtures
+/// (`<package>.wasm`), for the end-to-end tests of every crate.
+pub const GUEST_DIR: &str = env!("ACCELHOST_GUEST_DIR");

@@ -11,7 +11,7 @@ use accelhost::{Config, Host};
 
 /// The compiled wasm of a guest crate (underscored package name), as the build left it.
 pub fn guest(name: &str) -> PathBuf {
-    let path = Path::new(env!("ACCELHOST_GUEST_DIR")).join(format!("{name}.wasm"));
+    let path = Path::new(accelhost::perf::GUEST_DIR).join(format!("{name}.wasm"));
     assert!(path.is_file(), "{} was not built", path.display());
     path
 }
@@ -112,11 +112,12 @@ pub fn json_path(path: &Path) -> String {
         .replace('"', "\\\"")
 }
 
-/// Runs `accelhost args` in `dir` with an isolated environment: no user or system config,
-/// the tests' compile cache.
-pub fn accelhost(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+/// Runs the `accelhost` command (`binary`, which only the CLI package's tests know) with
+/// `args` in `dir`, with an isolated environment: no user or system config, the tests'
+/// compile cache.
+pub fn run_accelhost(binary: &str, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let home = scratch_dir("home");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_accelhost"));
+    let mut cmd = Command::new(binary);
     cmd.args(args)
         .current_dir(dir)
         .env_remove("ACCELHOST_CONFIG")

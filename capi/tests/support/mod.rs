@@ -22,7 +22,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
     static STARTED: Mutex<bool> = Mutex::new(false);
     let mut started = STARTED.lock().unwrap();
     if !*started {
-        load_json(accelhost::config::EMBEDDED_DEFAULT);
+        load_json(accelhost::config::embedded_default_text());
         *started = true;
     }
     guard
@@ -157,7 +157,7 @@ pub const CXL_MEMCPY: &str = "cxl/emu:capi0.0s";
 
 /// The hello_fpga flow through the C API, as examples/opae-hello-fpga does it in C.
 pub fn hello_fpga(handle: fpga_handle, bytes: u64) {
-    use accelhost::devices::dfl::abi::nlb0;
+    use accelhost::families::dfl::abi::nlb0;
     use opae_c::buffer::{fpgaGetIOAddress, fpgaPrepareBuffer, fpgaReleaseBuffer};
     use opae_c::mmio::{fpgaWriteMMIO32, fpgaWriteMMIO64};
 

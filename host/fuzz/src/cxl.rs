@@ -9,8 +9,8 @@
 //! - every 32 bytes as a memcpy [`WorkElement`](memcpy::WorkElement), and every 64 as a
 //!   [`StartWorkArg`] to validate.
 
-use accelhost::devices::cxl::ContextKind;
-use accelhost::devices::cxl::abi::{
+use accelhost::families::cxl::ContextKind;
+use accelhost::families::cxl::abi::{
     AfuDescriptor, StartWorkArg, afu_name, encode_event, memcpy, mode_name, parse_afu_name,
     parse_caia_version, parse_card_name, parse_cr_id, parse_event, parse_events, parse_mode,
     parse_modes_supported,

@@ -3,7 +3,7 @@
 //! [`ErtHeader::decode`], which must be undone by [`ErtHeader::encode`]; the whole packet goes
 //! through [`StartCu::decode`], whose accepted packets must survive an encode and a decode.
 
-use accelhost::devices::xocl::abi::{
+use accelhost::families::xocl::abi::{
     ERT_MAX_CU_MASKS, ERT_REGMAP_SKIPPED_WORDS, ErtHeader, ErtOpcode, ErtState, ErtType, MAX_CUS,
     StartCu,
 };

@@ -24,8 +24,8 @@ use std::sync::{Mutex, Once, PoisonError};
 use std::time::{Duration, Instant};
 
 use accelhost::config::ConfigSource;
-use accelhost::devices::dfl::abi::nlb0;
-use accelhost::devices::xocl::xclbin::MAGIC;
+use accelhost::families::dfl::abi::nlb0;
+use accelhost::families::xocl::xclbin::MAGIC;
 use accelhost::workloads::nlb0::loopback;
 use accelhost::{
     CACHE_ENV, Config, Error, EventKind, Filter, Handle, Host, MemoryKind, OpenMode, Token,

@@ -2,13 +2,13 @@
 //! formats evolve. `cargo run -p accelhost-fuzz --example write_seeds` writes it to
 //! `host/fuzz/corpus/<target>/seed-*`; the smoke test also runs it straight from here.
 
-use accelhost::config::EMBEDDED_DEFAULT;
-use accelhost::devices::cxl::AfuEvent;
-use accelhost::devices::cxl::abi::{self as cxl_abi, StartWorkArg, encode_event, memcpy};
-use accelhost::devices::xocl::abi::{
+use accelhost::config::embedded_default_text;
+use accelhost::families::cxl::AfuEvent;
+use accelhost::families::cxl::abi::{self as cxl_abi, StartWorkArg, encode_event, memcpy};
+use accelhost::families::xocl::abi::{
     ERT_CUSTOM_EXTRA_CU_MASKS_SHIFT, ErtHeader, ErtOpcode, ErtState, ErtType, StartCu, vadd,
 };
-use accelhost::devices::xocl::xclbin::{self, MemKind, XclbinBuilder};
+use accelhost::families::xocl::xclbin::{self, MemKind, XclbinBuilder};
 use accelhost::types::Guid;
 
 /// One seed input: a file name (without the `seed-` prefix) and its bytes.
@@ -33,7 +33,7 @@ const UUID: Guid = Guid {
 
 fn config() -> Vec<Seed> {
     vec![
-        ("default.json", EMBEDDED_DEFAULT.into()),
+        ("default.json", embedded_default_text().into()),
         (
             "two-cards.json",
             include_str!("../../../examples/configs/two-cards.json").into(),

@@ -6,15 +6,15 @@
 
 use std::collections::HashSet;
 
-use accelhost::devices::xocl::abi::{ARGS_BASE, MAX_CUS};
-use accelhost::devices::xocl::xclbin::{self, IpKind, MemKind, Xclbin};
+use accelhost::families::xocl::abi::{ARGS_BASE, MAX_CUS};
+use accelhost::families::xocl::xclbin::{self, IpKind, MemKind, Xclbin};
 
 /// Parses `data`; checks and walks the image if it is valid.
 pub fn run(data: &[u8]) {
     let parsed = xclbin::parse(data);
     if data.starts_with(xclbin::MAGIC) {
         assert_eq!(
-            accelhost::devices::validate_image(data).is_ok(),
+            accelhost::families::check_image(data).is_ok(),
             parsed.is_ok(),
             "the host's image check and the xclbin parser disagree"
         );

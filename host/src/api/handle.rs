@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::host::HostInner;
+use super::inner::HostInner;
 use super::token::Token;
 use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_until};
 use crate::error::{Error, Result};
@@ -179,7 +179,7 @@ impl Handle {
     /// the host recognizes (an xclbin) is validated first; the plugin sees the image through
     /// host reads, and the bytes are not copied into wasm.
     pub fn reconfigure(&self, slot_index: u32, image: &[u8]) -> Result<()> {
-        crate::devices::validate_image(image).map_err(|message| Error::InvalidArgument {
+        crate::families::check_image(image).map_err(|message| Error::InvalidArgument {
             call: "reconfigure",
             message,
         })?;
@@ -480,7 +480,7 @@ impl fmt::Debug for DmaBuffer {
 
 #[cfg(test)]
 mod tests {
-    use crate::devices::dfl::abi::nlb0;
+    use crate::families::dfl::abi::nlb0;
     use crate::{Config, Filter, Host, OpenMode};
 
     #[test]

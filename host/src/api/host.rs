@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::handle::{Handle, Target};
+use super::inner::HostInner;
 use super::token::Token;
 use crate::config::{Config, ConfigOrigin};
 use crate::error::{Error, Result};
@@ -20,18 +21,6 @@ use crate::text::inert;
 #[derive(Clone)]
 pub struct Host {
     pub(crate) inner: Arc<HostInner>,
-}
-
-pub(crate) struct HostInner {
-    pub manager: Manager,
-    config: Config,
-    origin: ConfigOrigin,
-}
-
-impl Drop for HostInner {
-    fn drop(&mut self) {
-        self.manager.shutdown();
-    }
 }
 
 /// The result of [`Host::enumerate`]: the devices found, and the plugins that failed to answer

@@ -4,6 +4,7 @@
 
 mod handle;
 mod host;
+mod inner;
 mod offload;
 mod token;
 

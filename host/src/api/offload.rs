@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::handle::Handle;
 use super::token::Token;
-use crate::devices::{Completion, CompletionState, DmaMemory};
+use crate::devices::{Completion, CompletionState, DmaMemory, lock};
 use crate::error::{Error, Result};
 use crate::runtime::plugin::{LaunchArg, MemoryRange};
 use crate::types::{EventKind, MemoryKind};
@@ -366,8 +366,7 @@ struct QueueInner {
 impl Drop for QueueInner {
     fn drop(&mut self) {
         // Drain before release: a queue's commands finish before their memory is freed.
-        let in_flight =
-            std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
+        let in_flight = std::mem::take(&mut *lock(&self.in_flight));
         if let Some((last, _)) = in_flight.last() {
             let _ = last.wait();
         }
@@ -495,10 +494,7 @@ impl Queue {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Event, Kept)>> {
-        self.inner
-            .in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.in_flight)
     }
 
     fn track(&self, completion: Arc<Completion>, command: &'static str, kept: Kept) -> Event {
@@ -563,7 +559,7 @@ impl Handle {
     /// Creates a program from a device image (an xclbin for XRT cards). A malformed image is
     /// refused here, with what is wrong, before the plugin sees it.
     pub fn create_program(&self, image: &[u8]) -> Result<Program> {
-        crate::devices::validate_image(image).map_err(|message| Error::InvalidArgument {
+        crate::families::check_image(image).map_err(|message| Error::InvalidArgument {
             call: "create-program",
             message,
         })?;

@@ -3,27 +3,34 @@
 //! create (`devices`). Every error names the file, the JSON path of the field and what was
 //! expected; unknown fields are errors.
 
+mod device;
 mod discover;
+pub(crate) mod policy;
 mod schema;
+mod source;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
+pub use device::{CardSettings, DeviceDecl};
 pub use discover::{ConfigOrigin, discover};
-pub use schema::{
-    Accelerator, DeviceDecl, DeviceFamily, Grants, LinuxSettings, LoadPolicy, ModuleSource,
-    OnFault, OnLoadError, PluginEntry,
-};
+pub use policy::{Grants, LoadPolicy, OnFault, OnLoadError};
+pub use schema::{LinuxSettings, ModuleSource, PluginEntry};
+pub use source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV};
 
+use crate::devices::LinuxRoots;
 use schema::RawConfig;
+use source::base_dir;
 
-/// The embedded default: the shipped plugins and one emulated card of each family.
-pub const EMBEDDED_DEFAULT: &str = include_str!("default.json");
+/// The text of the embedded default config: each device family's shipped plugin, granted
+/// the family's real device nodes, and emulated cards of every family.
+pub fn embedded_default_text() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(crate::families::default_config);
+    &TEXT
+}
 
 /// Environment variable naming the config file (second in the lookup order).
 pub const CONFIG_ENV: &str = "ACCELHOST_CONFIG";
-/// Environment variable with extra directories (`:`-separated) to find plugin modules in.
-pub const PLUGIN_PATH_ENV: &str = "ACCELHOST_PLUGIN_PATH";
 
 /// A validated plugin list.
 #[derive(Clone, Debug)]
@@ -38,65 +45,6 @@ pub struct Config {
     pub linux: LinuxSettings,
 }
 
-/// The file a config was read from, or the embedded default.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigSource {
-    /// A file, by the path it was read from.
-    File(PathBuf),
-    /// The config built into the binary ([`EMBEDDED_DEFAULT`]).
-    Embedded,
-}
-
-impl fmt::Display for ConfigSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigSource::File(path) => write!(f, "{}", path.display()),
-            ConfigSource::Embedded => f.write_str("<embedded default config>"),
-        }
-    }
-}
-
-/// A config that cannot be used: which file, which field, and what was wrong.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}{}: {message}", location(.line, .path))]
-pub struct ConfigError {
-    /// The file (or `<embedded default config>`).
-    pub file: String,
-    /// The JSON path of the field, such as `plugins[0].grants.devices[1]`; empty for the
-    /// whole document.
-    pub path: String,
-    /// The line of a JSON syntax error, when there is one.
-    pub line: Option<usize>,
-    /// What was wrong and what was expected, for people.
-    pub message: String,
-}
-
-fn location(line: &Option<usize>, path: &str) -> String {
-    let mut out = String::new();
-    if let Some(line) = line {
-        out.push_str(&format!(":{line}"));
-    }
-    if !path.is_empty() {
-        out.push_str(&format!(": {path}"));
-    }
-    out
-}
-
-impl ConfigError {
-    pub(crate) fn new(
-        source: &ConfigSource,
-        path: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        ConfigError {
-            file: source.to_string(),
-            path: path.into(),
-            line: None,
-            message: message.into(),
-        }
-    }
-}
-
 impl Config {
     /// Reads and validates the config file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -109,7 +57,7 @@ impl Config {
 
     /// The embedded default config.
     pub fn embedded_default() -> Config {
-        Self::parse(EMBEDDED_DEFAULT, ConfigSource::Embedded)
+        Self::parse(embedded_default_text(), ConfigSource::Embedded)
             .expect("the embedded default config is valid (checked by a unit test)")
     }
 
@@ -135,23 +83,26 @@ impl Config {
             line: Some(err.line()),
             message: "unexpected text after the JSON document".into(),
         })?;
-        raw.validate(source)
+        let valid = raw.validate(&source)?;
+        Ok(Config {
+            source,
+            devices: valid.devices,
+            plugins: valid.plugins,
+            linux: valid.linux,
+        })
     }
 
     /// The directory relative paths in this config are resolved against.
     pub fn base_dir(&self) -> PathBuf {
         base_dir(&self.source)
     }
-}
 
-pub(crate) fn base_dir(source: &ConfigSource) -> PathBuf {
-    match source {
-        ConfigSource::File(path) => path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from(".")),
-        ConfigSource::Embedded => PathBuf::from("."),
+    /// Where the Linux backends look for real devices.
+    pub(crate) fn linux_roots(&self) -> LinuxRoots {
+        LinuxRoots {
+            sysfs: self.linux.sysfs_root.clone(),
+            dev: self.linux.dev_root.clone(),
+        }
     }
 }
 

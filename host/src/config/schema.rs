@@ -5,14 +5,17 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{Config, ConfigError, ConfigSource, PLUGIN_PATH_ENV, base_dir};
+use super::device::DeviceDecl;
+use super::policy::{Grants, LoadPolicy};
+use super::source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV, base_dir};
+use crate::families::{self, SHARED_CARD_FIELDS};
 use crate::types::BusAddress;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
     #[serde(default)]
-    devices: Vec<DeviceDecl>,
+    devices: Vec<RawDevice>,
     plugins: Vec<RawPlugin>,
     #[serde(default)]
     linux: LinuxSettings,
@@ -32,7 +35,24 @@ struct RawPlugin {
     #[serde(default = "yes")]
     enabled: bool,
     #[serde(default)]
-    trusted_for: Vec<DeviceFamily>,
+    trusted_for: Vec<String>,
+}
+
+/// An entry of `devices`: the fields every card takes, and the rest for its family.
+#[derive(Deserialize)]
+struct RawDevice {
+    id: String,
+    family: String,
+    #[serde(default, deserialize_with = "optional_number_or_hex")]
+    vendor_id: Option<u16>,
+    #[serde(default, deserialize_with = "optional_number_or_hex")]
+    device_id: Option<u16>,
+    #[serde(default)]
+    bus_address: Option<BusAddress>,
+    #[serde(default)]
+    socket_id: Option<u32>,
+    #[serde(flatten)]
+    settings: serde_json::Map<String, serde_json::Value>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -64,15 +84,15 @@ pub struct PluginEntry {
     /// Families whose canonical workloads `accelhost demo` may run on this plugin's devices,
     /// besides the family's own shipped plugin (`trusted_for`). Any plugin can dress a device
     /// up as another's; only these are believed.
-    pub trusted_for: Vec<DeviceFamily>,
+    pub trusted_for: Vec<String>,
 }
 
 impl PluginEntry {
     /// Whether devices this plugin reports as `family`'s are believed: it is the family's
     /// shipped plugin, or the config trusts it for the family.
-    pub fn is_trusted_for(&self, family: DeviceFamily) -> bool {
-        self.module == ModuleSource::Builtin(family.name().into())
-            || self.trusted_for.contains(&family)
+    pub fn is_trusted_for(&self, family: &str) -> bool {
+        self.module == ModuleSource::Builtin(family.into())
+            || self.trusted_for.iter().any(|f| f == family)
     }
 }
 
@@ -83,182 +103,6 @@ pub enum ModuleSource {
     Builtin(String),
     /// A `.wasm` file, resolved against the config's directory and `ACCELHOST_PLUGIN_PATH`.
     File(PathBuf),
-}
-
-/// How a plugin runs: its limits, and what happens when it fails to load or faults. Every
-/// field has a safe default.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct LoadPolicy {
-    /// Skip the plugin (the default) or fail the whole load.
-    #[serde(default)]
-    pub on_error: OnLoadError,
-    /// After a trap, a deadline overrun, a limit hit or a cancel: restart the plugin (the
-    /// default) or disable it.
-    #[serde(default)]
-    pub on_fault: OnFault,
-    /// The most restarts before the plugin is disabled.
-    #[serde(default = "default_max_restarts")]
-    pub max_restarts: u32,
-    /// The wait before the first restart, in milliseconds; it doubles with each restart.
-    #[serde(default = "default_restart_backoff_ms")]
-    pub restart_backoff_ms: u64,
-    /// Cap on the plugin's linear memory, in MiB.
-    #[serde(default = "default_memory_mib")]
-    pub memory_mib: u64,
-    /// How long one call into the plugin may run before it is stopped, in milliseconds.
-    #[serde(default = "default_call_timeout_ms")]
-    pub call_timeout_ms: u64,
-    /// Instructions one call may execute (deterministic metering); none by default. Metered
-    /// plugins run on a second engine, at about half speed.
-    #[serde(default)]
-    pub fuel: Option<u64>,
-    /// Cap on wasm tables, memories and instances each (a component has a few of each).
-    #[serde(default = "default_max_instances")]
-    pub max_instances: u32,
-    /// Cap on the elements of one wasm table.
-    #[serde(default = "default_max_table_elements")]
-    pub max_table_elements: u32,
-    /// Cap on the host resources (regions, buffers, events, device handles) the plugin holds.
-    #[serde(default = "default_max_resources")]
-    pub max_resources: u32,
-    /// Cap on the devices applications hold open through this plugin.
-    #[serde(default = "default_max_handles")]
-    pub max_handles: u32,
-    /// Log bytes (lines and stdout/stderr) per second; the rest is dropped and counted.
-    #[serde(default = "default_log_bytes_per_second")]
-    pub log_bytes_per_second: u64,
-    /// Cap on the host memory the plugin's requests occupy, in MiB: queued device commands,
-    /// waits, memory watches, kept messages and the host objects behind its resources.
-    #[serde(default = "default_host_memory_mib")]
-    pub host_memory_mib: u64,
-    /// The share of time the plugin may spend in calls, in percent of `busy_window_ms`; a
-    /// plugin that takes more starves its callers and is faulted.
-    #[serde(default = "default_busy_percent")]
-    pub busy_percent: u32,
-    /// The window `busy_percent` is measured over, in milliseconds. A burst of
-    /// `busy_window_ms × busy_percent / 100` (at least one whole `call_timeout_ms`) is allowed.
-    #[serde(default = "default_busy_window_ms")]
-    pub busy_window_ms: u64,
-}
-
-fn default_max_restarts() -> u32 {
-    3
-}
-fn default_restart_backoff_ms() -> u64 {
-    100
-}
-fn default_memory_mib() -> u64 {
-    64
-}
-fn default_call_timeout_ms() -> u64 {
-    5_000
-}
-fn default_max_instances() -> u32 {
-    32
-}
-fn default_max_table_elements() -> u32 {
-    65_536
-}
-fn default_max_resources() -> u32 {
-    65_536
-}
-fn default_max_handles() -> u32 {
-    4096
-}
-fn default_log_bytes_per_second() -> u64 {
-    256 * 1024
-}
-fn default_host_memory_mib() -> u64 {
-    16
-}
-fn default_busy_percent() -> u32 {
-    50
-}
-fn default_busy_window_ms() -> u64 {
-    10_000
-}
-
-impl Default for LoadPolicy {
-    fn default() -> Self {
-        LoadPolicy {
-            on_error: OnLoadError::default(),
-            on_fault: OnFault::default(),
-            max_restarts: default_max_restarts(),
-            restart_backoff_ms: default_restart_backoff_ms(),
-            memory_mib: default_memory_mib(),
-            call_timeout_ms: default_call_timeout_ms(),
-            fuel: None,
-            max_instances: default_max_instances(),
-            max_table_elements: default_max_table_elements(),
-            max_resources: default_max_resources(),
-            max_handles: default_max_handles(),
-            log_bytes_per_second: default_log_bytes_per_second(),
-            host_memory_mib: default_host_memory_mib(),
-            busy_percent: default_busy_percent(),
-            busy_window_ms: default_busy_window_ms(),
-        }
-    }
-}
-
-/// The choices of `load_policy.on_fault`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum OnFault {
-    /// Start a fresh instance after the backoff, up to `max_restarts` times.
-    #[default]
-    Restart,
-    /// Leave the plugin stopped.
-    Disable,
-}
-
-/// The choices of `load_policy.on_error`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum OnLoadError {
-    /// Report the plugin as failed (with the reason) and load the others.
-    #[default]
-    Skip,
-    /// Fail the whole load.
-    Fail,
-}
-
-/// What a plugin may touch: devices, and host memory for DMA.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Grants {
-    /// Device names: `emu:<id>` for a declared emulated card, a `/dev` path for a real one;
-    /// a trailing `*` matches any suffix (`emu:*`, `/dev/dfl-port.*`).
-    #[serde(default)]
-    pub devices: Vec<String>,
-    /// Cap on the DMA buffers the plugin may hold at once, in MiB.
-    #[serde(default = "default_dma_memory_mib")]
-    pub dma_memory_mib: u64,
-}
-
-fn default_dma_memory_mib() -> u64 {
-    256
-}
-
-impl Default for Grants {
-    fn default() -> Self {
-        Grants {
-            devices: Vec::new(),
-            dma_memory_mib: default_dma_memory_mib(),
-        }
-    }
-}
-
-impl Grants {
-    /// Does any grant cover the device `name`?
-    pub fn allows_device(&self, name: &str) -> bool {
-        self.devices
-            .iter()
-            .any(|grant| match grant.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => grant == name,
-            })
-    }
 }
 
 /// Where the Linux backends look for sysfs and device nodes.
@@ -285,216 +129,6 @@ impl Default for LinuxSettings {
         LinuxSettings {
             sysfs_root: default_sysfs(),
             dev_root: default_dev(),
-        }
-    }
-}
-
-/// An emulated card in `devices`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct DeviceDecl {
-    /// Grants name the card `emu:<id>`.
-    pub id: String,
-    /// The driver family whose ABI the emulator speaks.
-    pub family: DeviceFamily,
-    /// The accelerator the card carries (dfl: `nlb0`, the default). An xocl card's compute
-    /// units come from the xclbin loaded on it, so it takes none.
-    #[serde(default)]
-    pub accelerator: Option<Accelerator>,
-    /// The port number reported for a dfl card (default 0).
-    #[serde(default)]
-    pub port_id: Option<u32>,
-    /// The adapter number of a cxl AFU (default 0).
-    #[serde(default)]
-    pub card: Option<u32>,
-    /// The slice of a cxl AFU on its adapter (default 0).
-    #[serde(default)]
-    pub slice: Option<u32>,
-    /// How many contexts an AFU-directed cxl AFU takes at once (default 512, at most 16384).
-    #[serde(default)]
-    pub max_contexts: Option<u32>,
-    /// Interrupts a cxl context gets by default (`irqs_min`).
-    #[serde(default)]
-    pub irqs_min: Option<u32>,
-    /// The most interrupts a cxl context may ask for (`irqs_max`).
-    #[serde(default)]
-    pub irqs_max: Option<u32>,
-    /// PCI vendor id (a number or a `0x` hex string); the family's default when absent.
-    #[serde(default, deserialize_with = "optional_number_or_hex")]
-    pub vendor_id: Option<u16>,
-    /// PCI device id; the family's default when absent (dfl: 0x0A5E, the id OPAE's simulator
-    /// reports; xocl: 0x5001, an Alveo U200 user function).
-    #[serde(default, deserialize_with = "optional_number_or_hex")]
-    pub device_id: Option<u16>,
-    /// The PCI address reported for the card, if any (`ssss:bb:dd.f`).
-    #[serde(default)]
-    pub bus_address: Option<BusAddress>,
-    /// The CPU socket reported for the card, if any.
-    #[serde(default)]
-    pub socket_id: Option<u32>,
-}
-
-impl DeviceDecl {
-    /// An emulated card of `family` with every default.
-    pub fn emulated(id: &str, family: DeviceFamily) -> Self {
-        DeviceDecl {
-            id: id.to_string(),
-            family,
-            accelerator: None,
-            port_id: None,
-            card: None,
-            slice: None,
-            max_contexts: None,
-            irqs_min: None,
-            irqs_max: None,
-            vendor_id: None,
-            device_id: None,
-            bus_address: None,
-            socket_id: None,
-        }
-    }
-
-    /// The PCI vendor id, the family's default when the config gives none.
-    pub fn vendor_id(&self) -> u16 {
-        self.vendor_id.unwrap_or(match self.family {
-            DeviceFamily::Dfl => 0x8086,
-            DeviceFamily::Xocl => 0x10EE,
-            DeviceFamily::Cxl => 0x1014,
-        })
-    }
-
-    /// The PCI device id, the family's default when the config gives none.
-    pub fn device_id(&self) -> u16 {
-        self.device_id.unwrap_or(match self.family {
-            DeviceFamily::Dfl => 0x0A5E,
-            DeviceFamily::Xocl => 0x5001,
-            DeviceFamily::Cxl => 0x0477,
-        })
-    }
-
-    /// The port number of a dfl card.
-    pub fn port_id(&self) -> u32 {
-        self.port_id.unwrap_or(0)
-    }
-
-    /// The accelerator the card carries, the family's default when the config gives none.
-    pub fn accelerator(&self) -> Accelerator {
-        self.accelerator.unwrap_or(match self.family {
-            DeviceFamily::Cxl => Accelerator::Memcpy,
-            _ => Accelerator::Nlb0,
-        })
-    }
-
-    /// Checks the fields that only some families take; returns the field and the problem.
-    fn check_family(&self) -> Result<(), (&'static str, String)> {
-        let family = self.family;
-        let only = |field: &'static str, set: bool, families: &[DeviceFamily], what: &str| {
-            if set && !families.contains(&family) {
-                Err((field, format!("{field} applies to {what} devices only")))
-            } else {
-                Ok(())
-            }
-        };
-        only(
-            "port_id",
-            self.port_id.is_some(),
-            &[DeviceFamily::Dfl],
-            "dfl",
-        )?;
-        for (field, set) in [
-            ("card", self.card.is_some()),
-            ("slice", self.slice.is_some()),
-            ("max_contexts", self.max_contexts.is_some()),
-            ("irqs_min", self.irqs_min.is_some()),
-            ("irqs_max", self.irqs_max.is_some()),
-        ] {
-            only(field, set, &[DeviceFamily::Cxl], "cxl")?;
-        }
-        match (family, self.accelerator) {
-            (DeviceFamily::Xocl, Some(_)) => Err((
-                "accelerator",
-                "an xocl card takes no accelerator: its compute units come from the xclbin loaded on it"
-                    .into(),
-            )),
-            (DeviceFamily::Dfl, Some(a)) if a != Accelerator::Nlb0 => Err((
-                "accelerator",
-                format!("a dfl card carries nlb0, not {}", a.name()),
-            )),
-            (DeviceFamily::Cxl, Some(Accelerator::Nlb0)) => Err((
-                "accelerator",
-                "a cxl AFU is memcpy (AFU-directed) or vadd (dedicated), not nlb0".into(),
-            )),
-            _ => Ok(()),
-        }?;
-        if let Some(max) = self.max_contexts {
-            if !(1..=16384).contains(&max) {
-                return Err((
-                    "max_contexts",
-                    format!("{max} is out of range: expected 1 to 16384"),
-                ));
-            }
-            if self.accelerator() == Accelerator::Vadd && max != 1 {
-                return Err((
-                    "max_contexts",
-                    "a dedicated-mode AFU (vadd) has one context".into(),
-                ));
-            }
-        }
-        if let (Some(min), Some(max)) = (self.irqs_min, self.irqs_max)
-            && min > max
-        {
-            return Err((
-                "irqs_max",
-                format!("irqs_max {max} is below irqs_min {min}"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The driver families accelhost emulates.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceFamily {
-    /// Intel DFL (`/dev/dfl-port.N`, used by OPAE).
-    Dfl,
-    /// Xilinx XRT (`/dev/dri/renderDN`, the xocl driver).
-    Xocl,
-    /// IBM CAPI (`/dev/cxl/afuC.S{m,s,d}`, the cxl driver).
-    Cxl,
-}
-
-impl DeviceFamily {
-    /// The family's name in configs, which is also its shipped plugin's (`builtin:<name>`).
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceFamily::Dfl => "dfl",
-            DeviceFamily::Xocl => "xocl",
-            DeviceFamily::Cxl => "cxl",
-        }
-    }
-}
-
-/// The accelerators the emulators carry.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Accelerator {
-    /// The NLB0 native loopback of OPAE's hello_fpga (dfl).
-    #[default]
-    Nlb0,
-    /// The memcpy test AFU, AFU-directed, with a work-element queue per context (cxl).
-    Memcpy,
-    /// The capi-vadd AFU, dedicated mode (cxl).
-    Vadd,
-}
-
-impl Accelerator {
-    /// The name the config uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Accelerator::Nlb0 => "nlb0",
-            Accelerator::Memcpy => "memcpy",
-            Accelerator::Vadd => "vadd",
         }
     }
 }
@@ -537,32 +171,42 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// A config's parts, each checked.
+pub(super) struct Validated {
+    pub devices: Vec<DeviceDecl>,
+    pub plugins: Vec<PluginEntry>,
+    pub linux: LinuxSettings,
+}
+
 impl RawConfig {
-    pub(super) fn validate(self, source: ConfigSource) -> Result<Config, ConfigError> {
-        let err = |path: String, message: String| ConfigError::new(&source, path, message);
-        let base = base_dir(&source);
+    pub(super) fn validate(self, source: &ConfigSource) -> Result<Validated, ConfigError> {
+        let err = |path: String, message: String| ConfigError::new(source, path, message);
+        let base = base_dir(source);
 
         let mut device_ids = BTreeSet::new();
-        for (i, device) in self.devices.iter().enumerate() {
-            if !valid_name(&device.id) {
+        let mut devices = Vec::with_capacity(self.devices.len());
+        for (i, raw) in self.devices.into_iter().enumerate() {
+            if !valid_name(&raw.id) {
                 return Err(err(
                     format!("devices[{i}].id"),
                     format!(
                         "'{}' is not a valid id: use 1 to 64 letters, digits, '-', '_' or '.'",
-                        device.id
+                        raw.id
                     ),
                 ));
             }
-            if let Err((field, message)) = device.check_family() {
-                return Err(err(format!("devices[{i}].{field}"), message));
-            }
-            if !device_ids.insert(device.id.as_str()) {
+            if !device_ids.insert(raw.id.clone()) {
                 return Err(err(
                     format!("devices[{i}].id"),
-                    format!("the id '{}' is declared twice", device.id),
+                    format!("the id '{}' is declared twice", raw.id),
                 ));
             }
+            devices.push(
+                raw.validate()
+                    .map_err(|(field, message)| err(format!("devices[{i}]{field}"), message))?,
+            );
         }
+        let device_ids: BTreeSet<&str> = device_ids.iter().map(String::as_str).collect();
 
         let mut names = BTreeSet::new();
         let mut plugins = Vec::with_capacity(self.plugins.len());
@@ -589,6 +233,17 @@ impl RawConfig {
                 .map_err(|(field, msg)| err(format!("plugins[{i}].grants.{field}"), msg))?;
             validate_policy(&raw.load_policy)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].load_policy.{field}"), msg))?;
+            for (j, family) in raw.trusted_for.iter().enumerate() {
+                if families::find(family).is_none() {
+                    return Err(err(
+                        format!("plugins[{i}].trusted_for[{j}]"),
+                        format!(
+                            "unknown family `{family}`: expected one of {}",
+                            families::names()
+                        ),
+                    ));
+                }
+            }
             plugins.push(PluginEntry {
                 name: raw.name,
                 module,
@@ -605,11 +260,65 @@ impl RawConfig {
             sysfs_root: base.join(&self.linux.sysfs_root),
             dev_root: base.join(&self.linux.dev_root),
         };
-        Ok(Config {
-            source,
-            devices: self.devices,
+        Ok(Validated {
+            devices,
             plugins,
             linux,
+        })
+    }
+}
+
+impl RawDevice {
+    /// The card, checked by its family; an error names the field (`.slice`) and the problem.
+    fn validate(self) -> Result<DeviceDecl, (String, String)> {
+        let family = families::find(&self.family).ok_or_else(|| {
+            (
+                ".family".to_string(),
+                format!(
+                    "unknown family `{}`: expected one of {}",
+                    self.family,
+                    families::names()
+                ),
+            )
+        })?;
+        for field in self.settings.keys() {
+            if family.card_fields.contains(&field.as_str()) {
+                continue;
+            }
+            let others: Vec<&str> = families::FAMILIES
+                .iter()
+                .filter(|f| f.card_fields.contains(&field.as_str()))
+                .map(|f| f.name)
+                .collect();
+            let message = if others.is_empty() {
+                let mut known: Vec<&str> = SHARED_CARD_FIELDS.to_vec();
+                known.extend(family.card_fields);
+                format!(
+                    "unknown field `{field}`: a {} card takes {}",
+                    family.name,
+                    known.join(", ")
+                )
+            } else {
+                format!("{field} applies to {} devices only", others.join(" and "))
+            };
+            return Err((format!(".{field}"), message));
+        }
+        let settings = (family.parse_card)(&self.settings).map_err(|e| {
+            let field = if e.field.is_empty() {
+                String::new()
+            } else {
+                format!(".{}", e.field)
+            };
+            (field, e.message)
+        })?;
+        Ok(DeviceDecl {
+            id: self.id,
+            family: family.name.to_string(),
+            vendor_id: self.vendor_id.unwrap_or(family.default_ids.0),
+            device_id: self.device_id.unwrap_or(family.default_ids.1),
+            bus_address: self.bus_address,
+            socket_id: self.socket_id,
+            settings,
         })
     }
 }

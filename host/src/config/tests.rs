@@ -229,7 +229,8 @@ fn load_policy_fields_are_checked() {
 fn devices_are_checked() {
     let err = error(r#"{"devices": [{"id": "x", "family": "gpu"}], "plugins": []}"#);
     assert_eq!(err.path, "devices[0].family");
-    assert!(err.message.contains("unknown variant `gpu`"), "{err}");
+    assert!(err.message.contains("unknown family `gpu`"), "{err}");
+    assert!(err.message.contains("`dfl`, `cxl`, `xocl`"), "{err}");
     let err = error(
         r#"{"devices": [{"id": "x", "family": "dfl"}, {"id": "x", "family": "dfl"}], "plugins": []}"#,
     );
@@ -247,8 +248,8 @@ fn devices_are_checked() {
             "bus_address": "0000:5e:00.0"}], "plugins": []}"#,
     )
     .unwrap();
-    assert_eq!(config.devices[0].vendor_id(), 0x1c2c);
-    assert_eq!(config.devices[0].device_id(), 4096);
+    assert_eq!(config.devices[0].vendor_id, 0x1c2c);
+    assert_eq!(config.devices[0].device_id, 4096);
 }
 
 #[test]
@@ -270,7 +271,7 @@ fn family_specific_fields_are_checked() {
     );
     let config = parse(r#"{"devices": [{"id": "x", "family": "xocl"}], "plugins": []}"#).unwrap();
     assert_eq!(
-        (config.devices[0].vendor_id(), config.devices[0].device_id()),
+        (config.devices[0].vendor_id, config.devices[0].device_id),
         (0x10EE, 0x5001)
     );
 }
@@ -297,4 +298,39 @@ fn cxl_fields_are_checked() {
         r#"{"devices": [{"id": "c", "family": "cxl", "irqs_min": 9, "irqs_max": 3}], "plugins": []}"#,
     );
     assert_eq!(err.path, "devices[0].irqs_max");
+}
+
+#[test]
+fn a_family_is_told_apart_from_an_unknown_field() {
+    let err = error(r#"{"devices": [{"id": "c", "family": "xocl", "slice": 1}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].slice");
+    assert!(err.message.contains("cxl devices only"), "{err}");
+    let err = error(r#"{"devices": [{"id": "c", "family": "dfl", "colour": 1}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].colour");
+    assert!(err.message.contains("unknown field `colour`"), "{err}");
+    assert!(
+        err.message.contains("port_id"),
+        "lists what a dfl card takes: {err}"
+    );
+    let err =
+        error(r#"{"devices": [{"id": "c", "family": "cxl", "slice": "one"}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].slice");
+}
+
+#[test]
+fn trusted_for_names_known_families() {
+    let err = error(
+        r#"{"plugins": [{"name": "p", "module": "builtin:dfl", "trusted_for": ["dfl", "gpu"]}]}"#,
+    );
+    assert_eq!(err.path, "plugins[0].trusted_for[1]");
+    assert!(err.message.contains("unknown family `gpu`"), "{err}");
+    let config =
+        parse(r#"{"plugins": [{"name": "p", "module": "builtin:dfl", "trusted_for": ["cxl"]}]}"#)
+            .unwrap();
+    assert!(config.plugins[0].is_trusted_for("cxl"));
+    assert!(
+        config.plugins[0].is_trusted_for("dfl"),
+        "its own shipped plugin"
+    );
+    assert!(!config.plugins[0].is_trusted_for("xocl"));
 }

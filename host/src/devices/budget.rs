@@ -83,16 +83,6 @@ impl Budget {
         Self::new(kind, u64::MAX)
     }
 
-    /// What the budget counts.
-    pub fn kind(&self) -> BudgetKind {
-        self.kind
-    }
-
-    /// The most bytes that may be held at once.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
     /// The bytes held now.
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
@@ -127,18 +117,6 @@ impl Budget {
 pub struct Charge {
     budget: Arc<Budget>,
     bytes: u64,
-}
-
-impl Charge {
-    /// The bytes this charge holds.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    /// The budget it is charged to.
-    pub fn budget(&self) -> &Arc<Budget> {
-        &self.budget
-    }
 }
 
 impl Drop for Charge {
@@ -182,6 +160,7 @@ impl Owner {
     }
 
     /// A fresh owner whose budgets never refuse, for callers that are not plugins.
+    #[cfg(any(test, feature = "internals"))]
     pub fn unlimited() -> Self {
         Self::new(u64::MAX, u64::MAX)
     }

@@ -4,6 +4,8 @@
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
+use crate::devices::{lock, wait_timeout};
+
 /// Where a completion stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CompletionState {
@@ -46,7 +48,7 @@ impl Completion {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, (CompletionState, Vec<Watcher>)> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// The current state, without waiting.
@@ -96,11 +98,7 @@ impl Completion {
             if now >= deadline {
                 break;
             }
-            state = self
-                .changed
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            state = wait_timeout(&self.changed, state, deadline - now);
         }
         state.0.clone()
     }

@@ -145,6 +145,7 @@ impl DmaMemory {
     }
 
     /// Whether the size is zero; never true, since an allocation is at least one page.
+    #[cfg(feature = "internals")]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

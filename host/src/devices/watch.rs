@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use super::{Budget, Charge, Completion, CompletionState, DmaMemory, OverBudget, RangeError};
 
+use crate::devices::{lock, wait};
+
 /// What one watch is charged: the watch and its completion, and its share of the watch
 /// thread's time (every watch is read on every pass).
 pub const WATCH_BYTES: u64 = 1024;
@@ -77,9 +79,9 @@ fn run(watcher: &Watcher) {
     let mut pause = Duration::from_micros(20);
     loop {
         {
-            let mut added = watcher.added.lock().unwrap_or_else(|p| p.into_inner());
+            let mut added = lock(&watcher.added);
             while added.is_empty() && watching.is_empty() {
-                added = watcher.wake.wait(added).unwrap_or_else(|p| p.into_inner());
+                added = wait(&watcher.wake, added);
             }
             watching.append(&mut added);
         }
@@ -111,18 +113,14 @@ pub fn watch(
     }
     let charge = budget.charge(WATCH_BYTES)?;
     let watcher = watcher();
-    watcher
-        .added
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Watch {
-            memory: memory.clone(),
-            offset,
-            mask,
-            expected,
-            done: done.clone(),
-            _charge: charge,
-        });
+    lock(&watcher.added).push(Watch {
+        memory: memory.clone(),
+        offset,
+        mask,
+        expected,
+        done: done.clone(),
+        _charge: charge,
+    });
     watcher.wake.notify_all();
     Ok(done)
 }

@@ -1,19 +1,19 @@
-//! The host imports a plugin calls: each file implements one WIT interface of the generated
-//! bindings on the store's state. Every import checks the plugin's grants, bounds
-//! guest-supplied lengths before allocating, translates resource handles to host objects, and
-//! then calls down into `crate::devices`. `wasi` bounds what the plugin reaches of WASI.
+//! The host imports every plugin may call: each file implements one WIT interface of the
+//! generated bindings on the store's state (each device family's own import lives in its
+//! folder, `crate::families::<name>::imports`, and uses the helpers here). Every import
+//! checks the plugin's grants, bounds guest-supplied lengths before allocating, translates
+//! resource handles to host objects, and then calls down into `crate::devices`. `wasi`
+//! bounds what the plugin reaches of WASI.
 
-mod cxl;
-mod dfl;
 mod dma;
 mod events;
 mod image;
 mod log;
 mod mmio;
 mod wasi;
-mod xocl;
 
 use std::io;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bindings::accel::plugin::types::{self, Error as GuestError, ErrorCode as WitCode};
@@ -30,7 +30,7 @@ pub const MAX_BATCH: usize = 4096;
 /// What the imports share: bounded waits and refusals.
 impl PluginState {
     /// The deadline for a host-side wait of `timeout_ns`, capped by the call's deadline.
-    fn wait_deadline(&self, timeout_ns: u64) -> Instant {
+    pub(crate) fn wait_deadline(&self, timeout_ns: u64) -> Instant {
         Instant::now()
             .checked_add(Duration::from_nanos(timeout_ns))
             .map_or(self.deadline(), |d| d.min(self.deadline()))
@@ -39,7 +39,7 @@ impl PluginState {
     /// Runs `attempt` with deadlines at most one epoch tick apart until it gives an answer or
     /// `until` passes (then `None`), so that a cancel reaches a blocked wait quickly. `until`
     /// is capped by the call's deadline; a cancel ends the call.
-    fn wait_sliced<T>(
+    pub(crate) fn wait_sliced<T>(
         &self,
         until: Instant,
         mut attempt: impl FnMut(Instant) -> Result<Option<T>, ImportError>,
@@ -61,11 +61,35 @@ impl PluginState {
     }
 
     /// A `permission-denied` refusal naming the plugin, the call and the missing grant.
-    fn denied(&self, call: &str, missing: String) -> ImportError {
+    pub(crate) fn denied(&self, call: &str, missing: String) -> ImportError {
         guest_error(
             ErrorCode::PermissionDenied,
             format!("plugin '{}' may not {call}: {missing}", self.ctx.name),
         )
+    }
+
+    /// The device `name` of type `D` (a family's device trait object), for `call` (such as
+    /// "open a dfl port"): refused unless a grant covers it, `not-found` unless it exists.
+    pub(crate) fn granted_device<D: ?Sized + Send + Sync + 'static>(
+        &self,
+        call: &str,
+        name: &str,
+    ) -> Result<Arc<D>, ImportError> {
+        if !self.ctx.grants.allows_device(name) {
+            return Err(self.denied(call, format!("no grant covers the device '{name}'")));
+        }
+        self.ctx.devices.get::<D>(name).ok_or_else(|| {
+            guest_error(
+                ErrorCode::NotFound,
+                format!("{call}: there is no such device '{name}'"),
+            )
+        })
+    }
+
+    /// Every device of type `D` a grant covers, in name order.
+    pub(crate) fn granted_devices<D: ?Sized + Send + Sync + 'static>(&self) -> Vec<Arc<D>> {
+        let grants = &self.ctx.grants;
+        self.ctx.devices.all::<D>(|name| grants.allows_device(name))
     }
 }
 

@@ -9,13 +9,13 @@ pub(crate) mod lease;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
-use crate::devices::{DeviceRegistry, Owner};
+use crate::devices::{DeviceRegistry, Owner, lock};
 use crate::error::{Error, ErrorCode, FaultCause};
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
@@ -224,7 +224,9 @@ impl PluginSlot {
             state.capabilities = loaded.exports.optional_exports();
         }
         let ctx = PluginContext::new(
-            &self.entry,
+            &self.entry.name,
+            &self.entry.grants,
+            self.entry.load_policy,
             self.devices.clone(),
             self.log.clone(),
             self.control.clone(),
@@ -589,10 +591,6 @@ pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<Strin
     load_module(entry, cache).map(|loaded| loaded.wit_version.clone())
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// An open handle as the manager tracks it.
 pub(crate) struct OpenHandle {
     pub slot: Arc<PluginSlot>,
@@ -611,7 +609,10 @@ impl Manager {
     /// Starts every enabled plugin of `config`. A plugin that fails is reported and skipped,
     /// unless its `load_policy.on_error` is `fail`, which fails the whole start.
     pub fn start(config: &Config, cache: &ComponentCache) -> Result<Manager, Error> {
-        let devices = Arc::new(DeviceRegistry::from_config(config));
+        let devices = Arc::new(crate::families::registry(
+            &config.devices,
+            &config.linux_roots(),
+        ));
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {
             let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone());

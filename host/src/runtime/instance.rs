@@ -83,7 +83,9 @@ impl PluginInstance {
             }),
             Err(err) => {
                 let failure = describe(err, &store.data().ctx, &stderr, &stdout);
-                store.data_mut().release_all("the plugin failed to start");
+                store
+                    .data_mut()
+                    .release_all("the plugin failed to start", crate::families::release);
                 Err(failure)
             }
         }
@@ -134,6 +136,7 @@ impl PluginInstance {
 
     /// The calls, made without [`call`](Self::call)'s deadline, fuel, cancel and busy
     /// budget (the raw baseline of the benchmarks).
+    #[cfg(feature = "internals")]
     pub fn raw(&mut self) -> Calls<'_> {
         Calls {
             exports: &self.exports,
@@ -148,7 +151,9 @@ impl PluginInstance {
 
     fn release(&mut self, why: &str) {
         if !std::mem::replace(&mut self.ended, true) {
-            self.store.data_mut().release_all(why);
+            self.store
+                .data_mut()
+                .release_all(why, crate::families::release);
         }
     }
 }

@@ -23,6 +23,7 @@ pub(crate) use instance::{CallFailure, PluginInstance};
 pub use versions::LATEST as WIT_VERSION;
 pub(crate) use versions::served as served_versions;
 
+use crate::devices::lock;
 use crate::state::{EPOCH_TICK, PluginState};
 use plugin::ExportIndex;
 
@@ -235,11 +236,9 @@ impl Runtime {
     }
 
     /// Forgets the compiled plugins held in memory (for benchmarks of a cold start).
+    #[cfg(feature = "internals")]
     pub fn forget_loaded(&self) {
-        self.loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        lock(&self.loaded).clear();
     }
 
     /// Compiles (or finds in the caches) and links `wasm`, checking that it is a component
@@ -252,12 +251,7 @@ impl Runtime {
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
         let sha: [u8; 32] = Sha256::digest(wasm).into();
-        if let Some(loaded) = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(sha, metered))
-        {
+        if let Some(loaded) = lock(&self.loaded).get(&(sha, metered)) {
             return Ok(loaded.clone());
         }
         let Flavor { engine, linker, .. } = self.flavor(metered)?;
@@ -282,10 +276,7 @@ impl Runtime {
             exports,
             wit_version,
         });
-        self.loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((sha, metered), loaded.clone());
+        lock(&self.loaded).insert((sha, metered), loaded.clone());
         Ok(loaded)
     }
 }

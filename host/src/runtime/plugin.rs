@@ -16,7 +16,7 @@ use crate::devices::{Completion, DmaMemory};
 use crate::error::ErrorCode;
 use crate::properties::{AcceleratorState, Filter, ObjectType, OpenMode, Properties};
 use crate::state::{EventResource, ImageResource, PluginState, RegionResource};
-use crate::types::{BusAddress, EventKind, Guid, MemoryKind};
+use crate::types::{EventKind, MemoryKind};
 
 /// A plugin's refusal: the code it gave and its message.
 #[derive(Debug)]
@@ -560,18 +560,10 @@ fn wit_filter(filter: &Filter) -> discovery::Filter {
             ObjectType::Device => wit::ObjectType::Device,
             ObjectType::Accelerator => wit::ObjectType::Accelerator,
         }),
-        guid: filter.guid.map(|g| wit::Guid {
-            high: g.high,
-            low: g.low,
-        }),
+        guid: filter.guid.map(Into::into),
         vendor_id: filter.vendor_id,
         device_id: filter.device_id,
-        bus_address: filter.bus_address.map(|b| wit::BusAddress {
-            segment: b.segment,
-            bus: b.bus,
-            device: b.device,
-            function: b.function,
-        }),
+        bus_address: filter.bus_address.map(Into::into),
         device_type: filter.device_type,
         host: filter.host,
     }
@@ -584,15 +576,10 @@ fn properties(p: discovery::Properties) -> Properties {
             wit::ObjectType::Accelerator => ObjectType::Accelerator,
         },
         name: p.name,
-        guid: Guid::new(p.guid.high, p.guid.low),
+        guid: p.guid.into(),
         vendor_id: p.vendor_id,
         device_id: p.device_id,
-        bus_address: p.bus_address.map(|b| BusAddress {
-            segment: b.segment,
-            bus: b.bus,
-            device: b.device,
-            function: b.function,
-        }),
+        bus_address: p.bus_address.map(Into::into),
         socket_id: p.socket_id,
         device_type: p.device_type,
         host: p.host,

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
+use crate::devices::lock;
 use crate::state::LogBudget;
 use crate::text::inert;
 
@@ -48,7 +49,7 @@ impl OutputCapture {
     }
 
     fn push(&self, bytes: &[u8]) {
-        let mut captured = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut captured = lock(&self.inner);
         let skip = bytes.len().saturating_sub(TAIL);
         captured.tail.extend(&bytes[skip..]);
         let excess = captured.tail.len().saturating_sub(TAIL);
@@ -75,7 +76,7 @@ impl OutputCapture {
 
     /// The last bytes written, as text.
     pub fn tail(&self) -> String {
-        let captured = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let captured = lock(&self.inner);
         let bytes: Vec<u8> = captured.tail.iter().copied().collect();
         String::from_utf8_lossy(&bytes).trim().to_string()
     }

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::devices::lock;
+
 /// A plugin's log volume budget (`load_policy.log_bytes_per_second`), shared by its log lines
 /// and its stdout and stderr, and by its instances across restarts. Lines over the budget are
 /// dropped and counted.
@@ -39,7 +41,7 @@ impl LogBudget {
     /// were dropped in the window that just ended (to report once).
     pub(crate) fn charge(&self, len: usize) -> (bool, u64) {
         let now = Instant::now();
-        let mut window = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut window = lock(&self.inner);
         let mut dropped = 0;
         if window
             .start

@@ -16,17 +16,14 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::config::{Grants, LoadPolicy, PluginEntry};
+use crate::config::policy::{Grants, LoadPolicy};
 use crate::devices::{Charge, Completion, CompletionState, DeviceRegistry, OverBudget, Owner};
 
 pub(crate) use control::{CallControl, EPOCH_TICK, Interrupted, StopCondition};
 pub(crate) use error::{ImportError, guest_error};
 pub(crate) use limits::{HostLimit, PluginLimits};
 pub use log_budget::LogBudget;
-pub use resources::{
-    BoResource, BufferResource, CxlContextResource, EventResource, ImageResource, PortResource,
-    RegionResource, XoclDeviceResource,
-};
+pub use resources::{BufferResource, DeviceResource, EventResource, ImageResource, RegionResource};
 
 /// What an instance is allowed to reach, fixed for its life.
 pub struct PluginContext {
@@ -46,23 +43,22 @@ pub struct PluginContext {
 }
 
 impl PluginContext {
-    /// The context of a fresh instance of `entry`: a new owner, with the budgets its grants
-    /// and load policy set.
+    /// The context of a fresh instance of plugin `name`: a new owner, with the budgets its
+    /// grants and load policy set.
     pub(crate) fn new(
-        entry: &PluginEntry,
+        name: &str,
+        grants: &Grants,
+        policy: LoadPolicy,
         devices: Arc<DeviceRegistry>,
         log: LogBudget,
         control: Arc<CallControl>,
     ) -> Arc<Self> {
         Arc::new(PluginContext {
-            name: entry.name.clone(),
-            grants: entry.grants.clone(),
-            policy: entry.load_policy,
+            name: name.to_string(),
+            grants: grants.clone(),
+            policy,
             devices,
-            owner: Owner::new(
-                entry.grants.dma_memory_mib << 20,
-                entry.load_policy.host_memory_mib << 20,
-            ),
+            owner: Owner::new(grants.dma_memory_mib << 20, policy.host_memory_mib << 20),
             log,
             control,
         })
@@ -84,6 +80,30 @@ pub struct PluginState {
     completions: Vec<Weak<Completion>>,
     /// Prune `completions` when it grows past this.
     prune_at: usize,
+}
+
+/// The order an ended instance's device resources are released in, so that nothing is
+/// released while something released later still uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseStage {
+    /// Device work still queued is cancelled, failing its completions.
+    CancelWork,
+    /// Contexts and ports are closed, which removes their DMA mappings.
+    Detach,
+    /// Device memory objects are freed.
+    FreeMemory,
+    /// Device handles are closed.
+    Close,
+}
+
+impl ReleaseStage {
+    /// Every stage, first to last.
+    pub const IN_ORDER: [ReleaseStage; 4] = [
+        ReleaseStage::CancelWork,
+        ReleaseStage::Detach,
+        ReleaseStage::FreeMemory,
+        ReleaseStage::Close,
+    ];
 }
 
 /// What one host resource costs beyond its own payload: its table entry, the object behind
@@ -158,32 +178,16 @@ impl PluginState {
         })?)
     }
 
-    /// Releases everything the instance holds, in order: queued device work is cancelled,
-    /// contexts and ports are closed (which removes their DMA mappings), buffer objects are
-    /// freed and their devices closed, and every completion still pending fails with `why`,
-    /// waking its waiters. DMA memory, regions and images go with the table.
-    pub(crate) fn release_all(&mut self, why: &str) {
-        for (_, entry) in self.table.iter_mut() {
-            if let Some(device) = entry.downcast_mut::<XoclDeviceResource>() {
-                device.cancel_pending(why);
-            }
-        }
-        for (_, entry) in self.table.iter_mut() {
-            if let Some(context) = entry.downcast_mut::<CxlContextResource>() {
-                context.context.take();
-            } else if let Some(port) = entry.downcast_mut::<PortResource>() {
-                port.port.take();
-            }
-        }
-        for (_, entry) in self.table.iter_mut() {
-            if let Some(bo) = entry.downcast_mut::<BoResource>() {
-                bo.free();
-            }
-        }
-        for (_, entry) in self.table.iter_mut() {
-            if let Some(device) = entry.downcast_mut::<XoclDeviceResource>() {
-                device.client.take();
-            }
+    /// Releases everything the instance holds: the device resources stage by stage
+    /// (`release` does each family's part of a stage), then every completion still pending
+    /// fails with `why`, waking its waiters. DMA memory, regions and images go with the table.
+    pub(crate) fn release_all(
+        &mut self,
+        why: &str,
+        release: impl Fn(&mut ResourceTable, ReleaseStage, &str),
+    ) {
+        for stage in ReleaseStage::IN_ORDER {
+            release(&mut self.table, stage, why);
         }
         for completion in self.completions.drain(..) {
             if let Some(completion) = completion.upgrade() {
@@ -206,5 +210,3 @@ impl WasiView for PluginState {
         }
     }
 }
-
-impl PluginState {}

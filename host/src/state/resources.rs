@@ -3,9 +3,6 @@
 use std::sync::Arc;
 
 use super::{ImportError, guest_error};
-use crate::devices::cxl::CxlContext;
-use crate::devices::dfl::DflPort;
-use crate::devices::xocl::{BoInfo, XoclClient};
 use crate::devices::{Charge, CheckedMmio, Completion, DmaMemory};
 use crate::error::ErrorCode;
 
@@ -33,87 +30,52 @@ pub struct EventResource {
     pub(crate) _charge: Charge,
 }
 
-/// An open xocl device (a KDS client), shared with the BOs created through it. `None` once
-/// the instance ended.
-pub struct XoclDeviceResource {
-    pub(crate) client: Option<Arc<dyn XoclClient>>,
-    pub(crate) path: String,
-    pub(crate) _charge: Charge,
+/// A device object a plugin holds through a resource (an open port, context or device), until
+/// the resource is dropped or its instance ends; then the object is released and later uses
+/// are refused.
+pub struct DeviceResource<D> {
+    device: Option<D>,
+    /// The device's name, such as `emu:dfl0` or `/dev/dfl-port.0`.
+    name: String,
+    /// What it is, for messages: "port", "context", "device".
+    what: &'static str,
+    _charge: Charge,
 }
 
-/// A buffer object; dropping it frees the BO (GEM_CLOSE).
-pub struct BoResource {
-    pub(crate) client: Arc<dyn XoclClient>,
-    pub(crate) info: BoInfo,
-    pub(crate) freed: bool,
-    pub(crate) _charge: Charge,
-}
-
-impl BoResource {
-    pub(crate) fn free(&mut self) {
-        if !std::mem::replace(&mut self.freed, true) {
-            let _ = self.client.free_bo(self.info.handle);
+impl<D> DeviceResource<D> {
+    /// `device` held by a plugin, charged to it.
+    pub(crate) fn new(device: D, name: String, what: &'static str, charge: Charge) -> Self {
+        DeviceResource {
+            device: Some(device),
+            name,
+            what,
+            _charge: charge,
         }
     }
-}
 
-impl Drop for BoResource {
-    fn drop(&mut self) {
-        self.free();
-    }
-}
-
-/// An open cxl context; dropping it detaches the context and frees its process element.
-/// `None` once the instance ended.
-pub struct CxlContextResource {
-    pub(crate) context: Option<Box<dyn CxlContext>>,
-    /// The device node, such as `emu:capi0.0s` or `/dev/cxl/afu0.0s`.
-    pub(crate) node: String,
-    pub(crate) _charge: Charge,
-}
-
-/// An open DFL port; dropping it closes the port. `None` once the instance ended.
-pub struct PortResource {
-    pub(crate) port: Option<Box<dyn DflPort>>,
-    pub(crate) path: String,
-    pub(crate) _charge: Charge,
-}
-
-/// The refusal for a device resource used after its instance released it.
-fn released(what: &str, device: &str) -> ImportError {
-    guest_error(
-        ErrorCode::NotFound,
-        format!("the {what} of {device} was released"),
-    )
-}
-
-impl PortResource {
-    pub(crate) fn device(&self) -> Result<&dyn DflPort, ImportError> {
-        self.port
-            .as_deref()
-            .ok_or_else(|| released("port", &self.path))
-    }
-}
-
-impl CxlContextResource {
-    pub(crate) fn device(&self) -> Result<&dyn CxlContext, ImportError> {
-        self.context
-            .as_deref()
-            .ok_or_else(|| released("context", &self.node))
-    }
-}
-
-impl XoclDeviceResource {
-    pub(crate) fn device(&self) -> Result<&Arc<dyn XoclClient>, ImportError> {
-        self.client
-            .as_ref()
-            .ok_or_else(|| released("device", &self.path))
+    /// The device object, refused once its instance released it.
+    pub(crate) fn device(&self) -> Result<&D, ImportError> {
+        self.device.as_ref().ok_or_else(|| {
+            guest_error(
+                ErrorCode::NotFound,
+                format!("the {} of {} was released", self.what, self.name),
+            )
+        })
     }
 
-    pub(crate) fn cancel_pending(&self, why: &str) {
-        if let Some(client) = &self.client {
-            client.cancel_pending(why);
-        }
+    /// The device's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The device object while its instance holds it.
+    pub(crate) fn held(&self) -> Option<&D> {
+        self.device.as_ref()
+    }
+
+    /// Releases the device object; later uses are refused.
+    pub(crate) fn release(&mut self) -> Option<D> {
+        self.device.take()
     }
 }
 

@@ -1,6 +1,44 @@
-//! Canonical workloads run through the public API, shared by `accelhost demo`, the end-to-end
-//! tests and the benchmarks, so that all three measure the same thing.
+//! Canonical workloads run through the public API, one per device family (each lives in its
+//! family's folder), shared by `accelhost demo`, the end-to-end tests and the benchmarks, so
+//! that all three measure the same thing.
 
-pub mod capi;
-pub mod nlb0;
-pub mod vadd;
+mod canonical;
+
+use crate::Token;
+
+pub use crate::families::cxl::workload as capi;
+pub use crate::families::dfl::workload as nlb0;
+pub use crate::families::xocl::workload as vadd;
+pub use canonical::{Canonical, DemoSettings, Outcome, Progress, count, size};
+
+/// Every family's canonical workload, as `accelhost demo` runs them. The device families
+/// are registered in the host's own table; their workloads drive the public API, which sits
+/// above it, so they are listed here.
+pub const CANONICAL: &[Canonical] = &[nlb0::CANONICAL, capi::CANONICAL, vadd::CANONICAL];
+
+/// The canonical workload made for `token`'s device, if any.
+pub fn recognize(token: &Token) -> Option<&'static Canonical> {
+    CANONICAL.iter().find(|w| (w.recognizes)(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_counts_read_as_people_write_them() {
+        assert_eq!(size(64 << 20), "64 MiB");
+        assert_eq!(size(4096), "4 KiB");
+        assert_eq!(size(100), "100 B");
+        assert_eq!(count(16 << 20), "16 Mi");
+        assert_eq!(count(1000), "1000");
+    }
+
+    #[test]
+    fn each_family_has_one_canonical_workload() {
+        for family in crate::families::FAMILIES {
+            let n = CANONICAL.iter().filter(|w| w.family == family.name).count();
+            assert_eq!(n, 1, "{} has {n} canonical workloads", family.name);
+        }
+    }
+}

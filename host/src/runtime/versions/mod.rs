@@ -8,7 +8,7 @@ mod v0_1;
 
 use wasmtime::component::{HasSelf, Linker};
 
-use crate::bindings::accel::plugin as latest;
+use crate::bindings::Plugin;
 use crate::state::PluginState;
 
 /// The latest version: the one `wit/` declares (read by the build script).
@@ -24,10 +24,13 @@ pub(crate) struct Version {
 
 /// Every version served, oldest first; the last is [`LATEST`].
 pub(crate) const SUPPORTED: &[Version] = &[
-    v0_1::VERSION,
+    Version {
+        version: v0_1::VERSION,
+        add_imports: v0_1::add_imports,
+    },
     Version {
         version: LATEST,
-        add_imports: |linker| add_latest_imports_as(linker, LATEST),
+        add_imports: add_latest_imports,
     },
 ];
 
@@ -72,34 +75,9 @@ fn compatible((fmaj, fmin): (u64, u64), (omaj, omin): (u64, u64)) -> bool {
     fmaj == omaj && (omaj != 0 || fmin == omin)
 }
 
-/// Links the latest implementation of every import interface under the names of `version`.
-/// A version whose interfaces the latest only extends needs nothing else: a component's
-/// imports are checked by shape, function by function, when it is linked.
-pub(crate) fn add_latest_imports_as(
-    linker: &mut Linker<PluginState>,
-    version: &str,
-) -> wasmtime::Result<()> {
-    macro_rules! link {
-        ($($iface:ident => $name:literal),* $(,)?) => {$(
-            latest::$iface::add_to_linker_instance::<PluginState, HasSelf<PluginState>>(
-                &mut linker.instance(&format!("accel:plugin/{}@{version}", $name))?,
-                |state| state,
-            )?;
-        )*};
-    }
-    link!(
-        types => "types",
-        log => "log",
-        clock => "clock",
-        mmio => "mmio",
-        dma => "dma",
-        image => "image",
-        events => "events",
-        dfl => "dfl",
-        xocl => "xocl",
-        cxl => "cxl",
-    );
-    Ok(())
+/// Links every import of the latest version, as the generated bindings list them.
+fn add_latest_imports(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |state| state)
 }
 
 #[cfg(test)]

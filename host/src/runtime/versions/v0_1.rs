@@ -3,10 +3,26 @@
 //! implementation serves its imports as they are, under its names; the frozen WIT is in
 //! `wit/0.1.0/`, and a plugin built for it is in `tests/fixtures/v0.1.0/`.
 
-use super::{Version, add_latest_imports_as};
+use wasmtime::component::{HasSelf, Linker};
 
-/// The version, and how its imports are linked.
-pub(crate) const VERSION: Version = Version {
-    version: "0.1.0",
-    add_imports: |linker| add_latest_imports_as(linker, "0.1.0"),
-};
+use crate::bindings::accel::plugin as latest;
+use crate::state::PluginState;
+
+/// The version.
+pub(crate) const VERSION: &str = "0.1.0";
+
+/// Links the latest implementation of each interface 0.1.0 has, under its 0.1.0 name. A
+/// component's imports are checked by shape, function by function, when it is linked, so
+/// the functions added since are simply not asked for.
+pub(crate) fn add_imports(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    macro_rules! link {
+        ($($iface:ident),* $(,)?) => {$(
+            latest::$iface::add_to_linker_instance::<PluginState, HasSelf<PluginState>>(
+                &mut linker.instance(concat!("accel:plugin/", stringify!($iface), "@0.1.0"))?,
+                |state| state,
+            )?;
+        )*};
+    }
+    link!(types, log, clock, mmio, dma, image, events, dfl, xocl, cxl);
+    Ok(())
+}

@@ -1,0 +1,676 @@
+//! `accelhost bench`: accelhost against its baselines, measured in the same run — a native
+//! plugin (a Rust cdylib behind a function-pointer table), a direct call into the emulator,
+//! `memcpy`, a raw wasmtime component call and a trivial `ioctl` — printed as ratios against
+//! the targets of BENCHMARKS.md. `cargo bench -p accelhost-cli` measures the same code
+//! with criterion.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use accelhost::OpenMode;
+use accelhost::workloads::vadd;
+
+use accelhost_cli::measure::{
+    self, BenchHost, DirectEmulator, Ioctl, NativePlugin, RawComponent, Settings, median,
+    median_of, ns_per_call,
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The figures of BENCHMARKS.md: more and longer samples (about a minute) instead of the
+    /// quick run (a few seconds).
+    #[arg(long)]
+    full: bool,
+    /// Also measure how costs grow with devices, plugins, threads and transfer sizes.
+    #[arg(long)]
+    scaling: bool,
+    /// The native baseline plugin (default: $ACCELHOST_NATIVE_PLUGIN, else
+    /// libaccelhost_native_plugin.so next to this executable).
+    #[arg(long, value_name = "FILE")]
+    native_plugin: Option<PathBuf>,
+    /// Print the table as Markdown.
+    #[arg(long)]
+    markdown: bool,
+}
+
+/// One line of the table.
+struct Row {
+    what: String,
+    measured: String,
+    native: String,
+    baseline: String,
+    ratio: String,
+    target: String,
+    met: Option<bool>,
+}
+
+impl Row {
+    fn new(what: impl Into<String>, measured: String, target: impl Into<String>) -> Row {
+        Row {
+            what: what.into(),
+            measured,
+            native: "-".into(),
+            baseline: "-".into(),
+            ratio: "-".into(),
+            target: target.into(),
+            met: None,
+        }
+    }
+
+    fn native(mut self, native: Option<String>) -> Row {
+        self.native = native.unwrap_or_else(|| "n/a".into());
+        self
+    }
+
+    fn baseline(mut self, baseline: String) -> Row {
+        self.baseline = baseline;
+        self
+    }
+
+    fn ratio(mut self, ratio: f64) -> Row {
+        self.ratio = format!("{ratio:.2}×");
+        self
+    }
+
+    fn met(mut self, met: bool) -> Row {
+        self.met = Some(met);
+        self
+    }
+
+    fn cells(self) -> Vec<String> {
+        let met = match self.met {
+            Some(true) => "met",
+            Some(false) => "NOT MET",
+            None => "-",
+        };
+        vec![
+            self.what,
+            self.measured,
+            self.native,
+            self.baseline,
+            self.ratio,
+            self.target,
+            met.into(),
+        ]
+    }
+}
+
+fn ns(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} µs", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0} ns")
+    } else {
+        format!("{v:.1} ns")
+    }
+}
+
+fn progress(what: &str) {
+    eprint!("\r\x1b[2K  measuring {what} ...");
+    let _ = std::io::stderr().flush();
+}
+
+pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let settings = if args.full {
+        Settings::full()
+    } else {
+        Settings::quick()
+    };
+    let started = Instant::now();
+    let cache = measure::bench_cache_dir();
+    let native = NativePlugin::find(args.native_plugin.as_deref());
+    if let Err(why) = &native {
+        eprintln!("note: {why}; the native columns stay empty");
+    }
+    let native = native.ok();
+    let rows = suite(&settings, &cache, native.as_ref());
+    let scaling = if args.scaling && rows.is_ok() {
+        Some(scaling_table(&settings, &cache, native.as_ref()))
+    } else {
+        None
+    };
+    eprint!("\r\x1b[2K");
+    let _ = std::fs::remove_dir_all(&cache);
+    let rows = rows?;
+    let met = rows.iter().filter(|r| r.met == Some(true)).count();
+    let judged = rows.iter().filter(|r| r.met.is_some()).count();
+
+    println!(
+        "accelhost bench ({}, {} samples per figure, median); instances: {}",
+        if args.full { "full" } else { "quick" },
+        settings.samples,
+        accelhost::instance_allocator()
+    );
+    if let Some(native) = &native {
+        println!("native baseline plugin: {}", native.path.display());
+    }
+    let cells: Vec<Vec<String>> = rows.into_iter().map(Row::cells).collect();
+    print_table(
+        &[
+            "WHAT",
+            "ACCELHOST (median)",
+            "NATIVE PLUGIN",
+            "BASELINE (same run)",
+            "RATIO",
+            "TARGET",
+            "MET",
+        ],
+        &cells,
+        args.markdown,
+    );
+    if let Some(scaling) = scaling {
+        println!();
+        print_table(
+            &["SCALING", "N", "ACCELHOST", "PER UNIT", "BASELINE", "RATIO"],
+            &scaling?,
+            args.markdown,
+        );
+    }
+    println!(
+        "{met} of {judged} targets met, in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
+    if markdown {
+        println!("| {} |", header.join(" | "));
+        println!("|{}", "---|".repeat(header.len()));
+        for row in rows {
+            println!("| {} |", row.join(" | "));
+        }
+    } else {
+        print!("{}", super::table::render(header, rows));
+    }
+}
+
+fn suite(
+    settings: &Settings,
+    cache: &Path,
+    native: Option<&NativePlugin>,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    progress("the floor (raw component call, emulator, ioctl)");
+    let mut raw = RawComponent::new().map_err(|e| anyhow::anyhow!("the raw component: {e:#}"))?;
+    let raw_ns = ns_per_call(settings, || {
+        black_box(raw.call(black_box(7)));
+    });
+    let direct = DirectEmulator::open();
+    let direct_read = ns_per_call(settings, || {
+        black_box(direct.window.read64(black_box(0x8)).unwrap());
+    });
+    let direct_write = ns_per_call(settings, || {
+        direct.window.write64(black_box(0x100), 5).unwrap();
+    });
+    let ioctl = Ioctl::on_a_pipe();
+    let ioctl_ns = ns_per_call(settings, || {
+        black_box(ioctl.call());
+    });
+
+    let native_one = native
+        .map(|n| n.init(&measure::native_config(0, 1)))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+
+    progress("host start and queries");
+    let bench = BenchHost::start(cache)?;
+    let host = &bench.host;
+    let token = &bench.nlb0;
+    let properties = ns_per_call(settings, || {
+        let p = black_box(token).properties();
+        black_box((p.guid, p.vendor_id, p.device_id));
+    });
+    let native_properties = native_one.as_ref().map(|n| {
+        ns_per_call(settings, || {
+            black_box(n.properties(black_box(0)));
+        })
+    });
+    rows.push(
+        Row::new(
+            "properties of an enumerated device (no wasm)",
+            ns(properties),
+            "≤ 50 ns",
+        )
+        .native(native_properties.map(ns))
+        .baseline(format!("ioctl {}", ns(ioctl_ns)))
+        .ratio(properties / 50.0)
+        .met(properties <= 50.0),
+    );
+
+    progress("open + close, reset");
+    let open_close = ns_per_call(settings, || {
+        host.open(token, OpenMode::Exclusive)
+            .unwrap()
+            .close()
+            .unwrap();
+    }) / 2.0;
+    let native_open_close = native_one.as_ref().map(|n| {
+        ns_per_call(settings, || {
+            let h = n.open(0);
+            n.close(h);
+        }) / 2.0
+    });
+    // The same exports called straight through wasmtime's bindings, on an instance of
+    // their own: what the manager adds on top of wasmtime.
+    let plugin = measure::dfl_plugin_bench(cache)?;
+    let mut raw_plugin = plugin.raw()?;
+    let raw_reset = ns_per_call(settings, || raw_plugin.reset());
+    raw_plugin.close_first();
+    let raw_open_close = ns_per_call(settings, || {
+        let h = raw_plugin.open();
+        raw_plugin.close(h);
+    }) / 2.0;
+    drop(raw_plugin);
+    rows.push(
+        Row::new(
+            "open + close, per call (plugin decides)",
+            ns(open_close),
+            "≤ 2× raw component call",
+        )
+        .native(native_open_close.map(ns))
+        .baseline(format!(
+            "raw wasmtime open/close {} (no-op call {})",
+            ns(raw_open_close),
+            ns(raw_ns)
+        ))
+        .ratio(open_close / raw_open_close)
+        .met(open_close <= 2.0 * raw_open_close),
+    );
+    let handle = host.open(token, OpenMode::Exclusive)?;
+    let reset = ns_per_call(settings, || handle.reset().unwrap());
+    let native_reset = native_one.as_ref().map(|n| {
+        let h = n.open(0);
+        let v = ns_per_call(settings, || n.reset(h));
+        n.close(h);
+        v
+    });
+    rows.push(
+        Row::new(
+            "reset (plugin decides)",
+            ns(reset),
+            "≤ 2× raw component call",
+        )
+        .native(native_reset.map(ns))
+        .baseline(format!(
+            "raw wasmtime reset {} (no-op call {})",
+            ns(raw_reset),
+            ns(raw_ns)
+        ))
+        .ratio(reset / raw_reset)
+        .met(reset <= 2.0 * raw_reset),
+    );
+
+    progress("MMIO");
+    let mmio = handle.map_mmio(0)?;
+    let read = ns_per_call(settings, || {
+        black_box(mmio.read64(black_box(0x8)).unwrap());
+    });
+    let write = ns_per_call(settings, || mmio.write64(black_box(0x100), 5).unwrap());
+    let (native_read, native_write) = match &native_one {
+        Some(n) => {
+            let h = n.open(0);
+            let region = n.map_mmio(h);
+            let r = ns_per_call(settings, || {
+                black_box(region.read64(black_box(0x8)));
+            });
+            let w = ns_per_call(settings, || region.write64(black_box(0x100), 5));
+            drop(region);
+            n.close(h);
+            (Some(r), Some(w))
+        }
+        None => (None, None),
+    };
+    for (what, value, native, floor) in [
+        (
+            "MMIO read64 (mapped region)",
+            read,
+            native_read,
+            direct_read,
+        ),
+        (
+            "MMIO write64 (mapped region)",
+            write,
+            native_write,
+            direct_write,
+        ),
+    ] {
+        rows.push(
+            Row::new(what, ns(value), "≤ 1.5× direct emulator call")
+                .native(native.map(ns))
+                .baseline(format!("emulator {}", ns(floor)))
+                .ratio(value / floor)
+                .met(value <= 1.5 * floor),
+        );
+    }
+    drop(mmio);
+
+    progress("NLB0 loopback 64 MiB");
+    let bytes = 64u64 << 20;
+    let memcpy = measure::memcpy_gbps(
+        &Settings {
+            samples: settings.workload_samples,
+            ..*settings
+        },
+        bytes,
+    );
+    let nlb = median_of(settings.workload_samples, || {
+        measure::nlb0_gbps(&handle, bytes)
+    });
+    rows.push(
+        Row::new(
+            "NLB0 loopback, 64 MiB",
+            format!("{nlb:.2} GB/s"),
+            "≥ 0.90× memcpy",
+        )
+        .baseline(format!("memcpy {memcpy:.2} GB/s"))
+        .ratio(nlb / memcpy)
+        .met(nlb >= 0.9 * memcpy),
+    );
+    handle.close()?;
+
+    progress("vadd 16 Mi elements");
+    let xocl = host.open(&bench.xocl, OpenMode::Exclusive)?;
+    let kernel = measure::vadd_kernel(&xocl);
+    let elements = 16u32 << 20;
+    let _warm = vadd::run(&xocl, &kernel, elements)?;
+    let vadd_s = median_of(settings.workload_samples, || {
+        let report = vadd::run(&xocl, &kernel, elements).expect("vadd");
+        assert!(report.verified(), "vadd did not verify");
+        report.elapsed.as_secs_f64()
+    });
+    let mut native_vadd = measure::NativeVadd::new(elements as usize);
+    native_vadd.run();
+    let native_s = median_of(settings.workload_samples, || native_vadd.run());
+    drop(native_vadd);
+    rows.push(
+        Row::new(
+            "vadd 16 Mi elements, copies included",
+            format!("{:.1} ms", vadd_s * 1e3),
+            "≥ 0.90× native loop",
+        )
+        .baseline(format!("native loop {:.1} ms", native_s * 1e3))
+        .ratio(native_s / vadd_s)
+        .met(native_s / vadd_s >= 0.9),
+    );
+
+    progress("tiny launches");
+    let launches: u32 = if settings.samples > 5 { 20_000 } else { 5_000 };
+    let rate = median_of(settings.workload_samples, || {
+        vadd::tiny_launches(&xocl, &kernel, launches)
+            .expect("tiny launches")
+            .per_second()
+    });
+    let mut latencies =
+        measure::tiny_launch_latencies(&xocl, &kernel, launches as usize).expect("latencies");
+    let p50 = median(&mut latencies); // sorts `latencies`, for the p99 below
+    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
+    rows.push(
+        Row::new(
+            "tiny launches on one queue (pipelined)",
+            format!("{:.0}/s", rate),
+            "≥ 250,000/s",
+        )
+        .ratio(rate / 250_000.0)
+        .met(rate >= 250_000.0),
+    );
+    rows.push(
+        Row::new(
+            format!("tiny launch → completion, p50 (p99 {})", ns(p99)),
+            ns(p50),
+            "≤ 5 µs",
+        )
+        .ratio(p50 / 5000.0)
+        .met(p50 <= 5000.0),
+    );
+    drop(kernel);
+    xocl.close()?;
+
+    progress("plugin start from the on-disk cache");
+    let start_ns = median_of(settings.samples, || {
+        measure::time_start_from_disk(&plugin).as_nanos() as f64
+    });
+    let native_start = native.map(|n| {
+        let mut copies = 0;
+        median_of(settings.samples, || {
+            copies += 1;
+            measure::native_start_ns(&n.path, copies)
+        })
+    });
+    let mut row = Row::new(
+        "plugin start from the on-disk cache (load + instantiate + configure)",
+        ns(start_ns),
+        "≤ 1 ms and ≤ 5× dlopen + init",
+    )
+    .native(native_start.map(ns));
+    if let Some(native_start) = native_start {
+        row = row
+            .baseline(format!("dlopen + init {}", ns(native_start)))
+            .ratio(start_ns / native_start)
+            .met(start_ns <= 1e6 && start_ns <= 5.0 * native_start);
+    } else {
+        row = row.met(false);
+    }
+    rows.push(row);
+
+    progress("instantiation");
+    let instantiate = median_of(settings.samples, || {
+        let n = 200;
+        let total: Duration = (0..n).map(|_| measure::time_instantiate(&plugin)).sum();
+        total.as_nanos() as f64 / f64::from(n)
+    });
+    rows.push(
+        Row::new(
+            "instantiation of a loaded plugin",
+            ns(instantiate),
+            "≤ 20 µs",
+        )
+        .baseline(format!("allocator: {}", short_allocator()))
+        .ratio(instantiate / 20_000.0)
+        .met(instantiate <= 20_000.0),
+    );
+
+    progress("1,000 live plugin instances");
+    let mib = measure::resident_of_started(&plugin, 1000) as f64 / f64::from(1 << 20);
+    rows.push(
+        Row::new(
+            "1,000 live plugin instances (started), resident",
+            format!("{mib:.1} MiB"),
+            "≤ 256 MiB",
+        )
+        .baseline(format!("{:.1} KiB per instance", mib * 1024.0 / 1000.0))
+        .ratio(mib / 256.0)
+        .met(mib <= 256.0),
+    );
+    drop(plugin);
+    drop(bench);
+
+    progress("enumerate 10,000 devices across 10 plugins");
+    let (enumerate_ns, native_enumerate) = enumerate_devices(settings, cache, native, 10, 1000)?;
+    let mut row = Row::new(
+        "enumerate 10,000 emulated devices across 10 plugins",
+        format!("{:.2} ms", enumerate_ns / 1e6),
+        "≤ 50 ms",
+    )
+    .native(native_enumerate.map(|v| format!("{:.2} ms", v / 1e6)))
+    .ratio(enumerate_ns / 50e6)
+    .met(enumerate_ns <= 50e6);
+    if let Some(native) = native_enumerate {
+        row = row.baseline(format!("native {:.2} ms", native / 1e6));
+    }
+    rows.push(row);
+    Ok(rows)
+}
+
+/// `pooling` or `on-demand`, without the details.
+fn short_allocator() -> String {
+    let allocator = accelhost::instance_allocator();
+    allocator
+        .split_once(" (")
+        .map_or(allocator.clone(), |(a, _)| a.to_string())
+}
+
+/// Enumerating every device of `plugins` plugins with `ports` ports each: accelhost, and the
+/// native plugin (one instance per plugin), in ns per full enumeration.
+fn enumerate_devices(
+    settings: &Settings,
+    cache: &Path,
+    native: Option<&NativePlugin>,
+    plugins: usize,
+    ports: usize,
+) -> anyhow::Result<(f64, Option<f64>)> {
+    let host = measure::enumeration_host(cache, plugins, ports)?;
+    let samples = Settings {
+        sample_time: settings.sample_time.max(Duration::from_millis(50)),
+        ..*settings
+    };
+    let accel = ns_per_call(&samples, || {
+        black_box(host.enumerate(&[]));
+    });
+    drop(host);
+    let native = match native {
+        Some(n) => {
+            let instances = n.init_plugins(plugins, ports).map_err(anyhow::Error::msg)?;
+            Some(ns_per_call(&samples, || {
+                for instance in &instances {
+                    black_box(instance.enumerate_with_properties());
+                }
+            }))
+        }
+        None => None,
+    };
+    Ok((accel, native))
+}
+
+/// Cost per operation as devices, plugins, threads and transfer sizes grow.
+fn scaling_table(
+    settings: &Settings,
+    cache: &Path,
+    native: Option<&NativePlugin>,
+) -> anyhow::Result<Vec<Vec<String>>> {
+    let mut rows = Vec::new();
+    let bench = BenchHost::start(cache)?;
+    let handle = bench.host.open(&bench.nlb0, OpenMode::Exclusive)?;
+    let mmio = handle.map_mmio(0)?;
+    let sizes: &[u64] = if settings.samples > 5 {
+        &[4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]
+    } else {
+        &[4 << 10, 64 << 10, 1 << 20, 16 << 20]
+    };
+    for &bytes in sizes {
+        progress(&format!("scaling: NLB0 {bytes} bytes"));
+        let samples = if bytes >= 64 << 20 {
+            3
+        } else {
+            settings.samples
+        };
+        let nlb = median_of(samples, || measure::nlb0_gbps(&handle, bytes));
+        let memcpy = measure::memcpy_gbps(
+            &Settings {
+                samples,
+                ..*settings
+            },
+            bytes,
+        );
+        rows.push(vec![
+            "NLB0 loopback, transfer size".into(),
+            super::table::size(bytes),
+            format!("{nlb:.2} GB/s"),
+            ns(bytes as f64 / nlb / (bytes as f64 / 4096.0)) + " per 4 KiB",
+            format!("memcpy {memcpy:.2} GB/s"),
+            format!("{:.2}×", nlb / memcpy),
+        ]);
+    }
+    let direct = DirectEmulator::open();
+    for threads in [1usize, 2, 4, 8] {
+        progress(&format!("scaling: {threads} threads"));
+        // Every thread starts at a barrier and runs for the same window; the figure is wall
+        // time per operation of all threads together (window / operations), so it falls as
+        // threads are added while they scale, and stays flat once they serialize (on a lock,
+        // or on this machine's 2 cores).
+        let window = settings.sample_time.max(Duration::from_millis(50));
+        let per_thread = |f: &(dyn Fn() + Sync)| -> f64 {
+            median_of(settings.samples.min(5), || {
+                let go = std::sync::Barrier::new(threads + 1);
+                let total = std::sync::atomic::AtomicU64::new(0);
+                std::thread::scope(|s| {
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            go.wait();
+                            let end = Instant::now() + window;
+                            let mut ops = 0u64;
+                            while Instant::now() < end {
+                                for _ in 0..64 {
+                                    f();
+                                }
+                                ops += 64;
+                            }
+                            total.fetch_add(ops, std::sync::atomic::Ordering::Relaxed);
+                        });
+                    }
+                    go.wait();
+                });
+                window.as_nanos() as f64
+                    / total.load(std::sync::atomic::Ordering::Relaxed).max(1) as f64
+            })
+        };
+        let read = per_thread(&|| {
+            black_box(mmio.read64(0x8).unwrap());
+        });
+        let floor = per_thread(&|| {
+            black_box(direct.window.read64(0x8).unwrap());
+        });
+        rows.push(vec![
+            "MMIO read64, threads on one region".into(),
+            threads.to_string(),
+            format!("{} per op, all threads", ns(read)),
+            format!("{:.1} M ops/s", 1e3 / read),
+            format!("emulator {}", ns(floor)),
+            format!("{:.2}×", read / floor),
+        ]);
+        let props = per_thread(&|| {
+            black_box(bench.nlb0.properties().guid);
+        });
+        rows.push(vec![
+            "properties, threads".into(),
+            threads.to_string(),
+            format!("{} per op, all threads", ns(props)),
+            format!("{:.1} M ops/s", 1e3 / props),
+            "-".into(),
+            "-".into(),
+        ]);
+        let reset = per_thread(&|| handle.reset().unwrap());
+        rows.push(vec![
+            "reset, threads on one plugin".into(),
+            threads.to_string(),
+            format!("{} per op, all threads", ns(reset)),
+            format!("{:.0} k calls/s", 1e6 / reset),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    drop(mmio);
+    handle.close()?;
+    drop(bench);
+    // (what, N, unit, plugins, ports): devices on one plugin, then plugins of 100 devices.
+    let one_plugin =
+        [1usize, 10, 100, 1000].map(|n| ("enumerate, devices on 1 plugin", n, "device", 1, n));
+    let hundreds =
+        [1usize, 2, 5, 10].map(|n| ("enumerate, plugins × 100 devices", n, "plugin", n, 100));
+    for (what, n, unit, plugins, ports) in one_plugin.into_iter().chain(hundreds) {
+        progress(&format!("scaling: enumerate, {n} {unit}s"));
+        let (accel, nat) = enumerate_devices(settings, cache, native, plugins, ports)?;
+        rows.push(vec![
+            what.into(),
+            n.to_string(),
+            ns(accel),
+            format!("{} per {unit}", ns(accel / n as f64)),
+            nat.map_or("-".into(), |v| format!("native {}", ns(v))),
+            nat.map_or("-".into(), |v| format!("{:.1}×", accel / v)),
+        ]);
+    }
+    Ok(rows)
+}

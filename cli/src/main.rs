@@ -1,0 +1,117 @@
+//! The `accelhost` command: list, inspect and exercise the devices that sandboxed plugins
+//! serve. Each subcommand is a thin layer over the `accelhost` library.
+
+mod bench;
+mod check_config;
+mod demo;
+mod info;
+mod list;
+mod plugins;
+mod program;
+mod start;
+mod table;
+mod xclbin;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Config lookup order: --config, then $ACCELHOST_CONFIG, then ./accelhost.json, then
+$XDG_CONFIG_HOME/accelhost/config.json, then /etc/accelhost/config.json, then the embedded
+default (the shipped plugins and one emulated card of each family).
+
+Environment:
+  ACCELHOST_CONFIG       config file to use when --config is not given
+  ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
+  ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
+  ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
+                         (default 2048; 'off' instantiates on demand)
+  ACCELHOST_LOG          log filter, such as 'warn' (default) or 'accelhost=debug'
+  ACCELHOST_TRACE=1      trace every call between the host and the plugins";
+
+/// Sandboxed plugin manager for accelerator runtimes (FPGA cards and other offload devices).
+///
+/// Device plugins are WebAssembly components: each reaches only the devices its config entry
+/// grants, and a plugin that crashes or hangs is stopped without taking accelhost down.
+#[derive(Parser)]
+#[command(name = "accelhost", version, after_help = AFTER_HELP)]
+struct Cli {
+    /// The plugin list to use (see the lookup order below).
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every device of every plugin (like fpgainfo or sycl-ls).
+    List(list::Args),
+    /// Show everything known about one device.
+    Info(info::Args),
+    /// Show the plugins of the config: module, WIT version, state and grants.
+    Plugins(plugins::Args),
+    /// Check a config file, and that every plugin module in it can be loaded.
+    CheckConfig(check_config::Args),
+    /// Run the canonical workload on every device and verify it: OPAE's hello_fpga flow on
+    /// every NLB0 port (1 MiB and 64 MiB), the memcpy queue and vadd on every CAPI AFU, and
+    /// vadd on every XRT card (1 Ki and 16 Mi elements, plus the rate of tiny launches), with a
+    /// table of throughput and results.
+    Demo(demo::Args),
+    /// Measure accelhost against native baselines in the same run (a native plugin, the
+    /// emulator, memcpy, a raw wasmtime call, an ioctl) and print the ratios to the targets.
+    Bench(bench::Args),
+    /// Load an image (an xclbin for XRT cards) onto a device.
+    Program(program::Args),
+    /// Write xclbin images for the emulated XRT card, or check one.
+    #[command(subcommand)]
+    Xclbin(xclbin::Command),
+}
+
+/// Sets up logging from `ACCELHOST_LOG` (default `warn`); `ACCELHOST_TRACE` adds the boundary
+/// trace.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let mut filter =
+        EnvFilter::try_from_env("ACCELHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    if accelhost::trace_enabled_by_env() {
+        for target in accelhost::TRACE_TARGETS {
+            if let Ok(directive) = format!("{target}=trace").parse() {
+                filter = filter.add_directive(directive);
+            }
+        }
+    }
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .without_time()
+        .with_target(false)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::List(args) => list::run(cli.config, args),
+        Command::Info(args) => info::run(cli.config, args),
+        Command::Plugins(args) => plugins::run(cli.config, args),
+        Command::CheckConfig(args) => check_config::run(args),
+        Command::Demo(args) => demo::run(cli.config, args),
+        Command::Program(args) => program::run(cli.config, args),
+        Command::Bench(args) => bench::run(cli.config, args),
+        Command::Xclbin(command) => xclbin::run(command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! `accelhost plugins`: the plugins of the config and their state.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::table;
+use accelhost::text::inert_json;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let host = crate::start::start_host(config)?;
+    let plugins = host.plugins();
+    if args.json {
+        println!("{}", inert_json(serde_json::to_string_pretty(&plugins)?));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "config: {} ({})",
+        host.config().source,
+        host.config_origin()
+    );
+    println!("instances: {}", accelhost::instance_allocator());
+    let rows: Vec<Vec<String>> = plugins
+        .iter()
+        .map(|p| {
+            let (g, l) = (&p.grants, &p.load_policy);
+            let on_fault = match l.on_fault {
+                accelhost::config::OnFault::Restart => {
+                    format!("restart (at most {})", l.max_restarts)
+                }
+                accelhost::config::OnFault::Disable => "disable".into(),
+            };
+            vec![
+                p.name.clone(),
+                p.module.clone(),
+                p.wit_version
+                    .as_deref()
+                    .map_or("-".into(), |v| format!("accel:plugin@{v}")),
+                p.status.to_string(),
+                format!(
+                    "devices [{}]; dma {} MiB",
+                    g.devices.join(", "),
+                    g.dma_memory_mib
+                ),
+                format!(
+                    "memory {} MiB; host memory {} MiB; call {} ms; on fault {on_fault}; \
+                     holds at most {} MiB",
+                    l.memory_mib,
+                    l.host_memory_mib,
+                    l.call_timeout_ms,
+                    p.memory.worst_case_bytes.div_ceil(1 << 20)
+                ),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &["NAME", "MODULE", "WIT", "STATE", "GRANTS", "POLICY"],
+            &rows
+        )
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,24 @@
+//! Starting a host on the config the lookup order finds, as every subcommand but
+//! `check-config` and `xclbin` does.
+
+use std::path::PathBuf;
+
+use accelhost::{Config, ConfigOrigin, Host};
+
+/// Finds the config and starts a host on it.
+pub fn start_host(config: Option<PathBuf>) -> anyhow::Result<Host> {
+    start_host_with(config, |_| Ok(()))
+}
+
+/// Finds the config, lets `adjust` change it, and starts a host on it.
+pub fn start_host_with(
+    config: Option<PathBuf>,
+    adjust: impl FnOnce(&mut Config) -> anyhow::Result<()>,
+) -> anyhow::Result<Host> {
+    let (mut config, origin): (Config, ConfigOrigin) =
+        accelhost::config::discover(config.as_deref())?;
+    tracing::debug!(source = %config.source, "config: {origin}");
+    adjust(&mut config)?;
+    let host = Host::builder().discovered_config(config, origin).build()?;
+    Ok(host)
+}

@@ -1,0 +1,180 @@
+//! What a plugin may touch and how it runs: the `grants` and `load_policy` of a plugin
+//! entry. Below the rest of the config, since the store state of every instance holds them.
+
+use serde::{Deserialize, Serialize};
+
+/// How a plugin runs: its limits, and what happens when it fails to load or faults. Every
+/// field has a safe default.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LoadPolicy {
+    /// Skip the plugin (the default) or fail the whole load.
+    #[serde(default)]
+    pub on_error: OnLoadError,
+    /// After a trap, a deadline overrun, a limit hit or a cancel: restart the plugin (the
+    /// default) or disable it.
+    #[serde(default)]
+    pub on_fault: OnFault,
+    /// The most restarts before the plugin is disabled.
+    #[serde(default = "default_max_restarts")]
+    pub max_restarts: u32,
+    /// The wait before the first restart, in milliseconds; it doubles with each restart.
+    #[serde(default = "default_restart_backoff_ms")]
+    pub restart_backoff_ms: u64,
+    /// Cap on the plugin's linear memory, in MiB.
+    #[serde(default = "default_memory_mib")]
+    pub memory_mib: u64,
+    /// How long one call into the plugin may run before it is stopped, in milliseconds.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Instructions one call may execute (deterministic metering); none by default. Metered
+    /// plugins run on a second engine, at about half speed.
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// Cap on wasm tables, memories and instances each (a component has a few of each).
+    #[serde(default = "default_max_instances")]
+    pub max_instances: u32,
+    /// Cap on the elements of one wasm table.
+    #[serde(default = "default_max_table_elements")]
+    pub max_table_elements: u32,
+    /// Cap on the host resources (regions, buffers, events, device handles) the plugin holds.
+    #[serde(default = "default_max_resources")]
+    pub max_resources: u32,
+    /// Cap on the devices applications hold open through this plugin.
+    #[serde(default = "default_max_handles")]
+    pub max_handles: u32,
+    /// Log bytes (lines and stdout/stderr) per second; the rest is dropped and counted.
+    #[serde(default = "default_log_bytes_per_second")]
+    pub log_bytes_per_second: u64,
+    /// Cap on the host memory the plugin's requests occupy, in MiB: queued device commands,
+    /// waits, memory watches, kept messages and the host objects behind its resources.
+    #[serde(default = "default_host_memory_mib")]
+    pub host_memory_mib: u64,
+    /// The share of time the plugin may spend in calls, in percent of `busy_window_ms`; a
+    /// plugin that takes more starves its callers and is faulted.
+    #[serde(default = "default_busy_percent")]
+    pub busy_percent: u32,
+    /// The window `busy_percent` is measured over, in milliseconds. A burst of
+    /// `busy_window_ms × busy_percent / 100` (at least one whole `call_timeout_ms`) is allowed.
+    #[serde(default = "default_busy_window_ms")]
+    pub busy_window_ms: u64,
+}
+
+fn default_max_restarts() -> u32 {
+    3
+}
+fn default_restart_backoff_ms() -> u64 {
+    100
+}
+fn default_memory_mib() -> u64 {
+    64
+}
+fn default_call_timeout_ms() -> u64 {
+    5_000
+}
+fn default_max_instances() -> u32 {
+    32
+}
+fn default_max_table_elements() -> u32 {
+    65_536
+}
+fn default_max_resources() -> u32 {
+    65_536
+}
+fn default_max_handles() -> u32 {
+    4096
+}
+fn default_log_bytes_per_second() -> u64 {
+    256 * 1024
+}
+fn default_host_memory_mib() -> u64 {
+    16
+}
+fn default_busy_percent() -> u32 {
+    50
+}
+fn default_busy_window_ms() -> u64 {
+    10_000
+}
+
+impl Default for LoadPolicy {
+    fn default() -> Self {
+        LoadPolicy {
+            on_error: OnLoadError::default(),
+            on_fault: OnFault::default(),
+            max_restarts: default_max_restarts(),
+            restart_backoff_ms: default_restart_backoff_ms(),
+            memory_mib: default_memory_mib(),
+            call_timeout_ms: default_call_timeout_ms(),
+            fuel: None,
+            max_instances: default_max_instances(),
+            max_table_elements: default_max_table_elements(),
+            max_resources: default_max_resources(),
+            max_handles: default_max_handles(),
+            log_bytes_per_second: default_log_bytes_per_second(),
+            host_memory_mib: default_host_memory_mib(),
+            busy_percent: default_busy_percent(),
+            busy_window_ms: default_busy_window_ms(),
+        }
+    }
+}
+
+/// The choices of `load_policy.on_fault`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFault {
+    /// Start a fresh instance after the backoff, up to `max_restarts` times.
+    #[default]
+    Restart,
+    /// Leave the plugin stopped.
+    Disable,
+}
+
+/// The choices of `load_policy.on_error`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLoadError {
+    /// Report the plugin as failed (with the reason) and load the others.
+    #[default]
+    Skip,
+    /// Fail the whole load.
+    Fail,
+}
+
+/// What a plugin may touch: devices, and host memory for DMA.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    /// Device names: `emu:<id>` for a declared emulated card, a `/dev` path for a real one;
+    /// a trailing `*` matches any suffix (`emu:*`, `/dev/dfl-port.*`).
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Cap on the DMA buffers the plugin may hold at once, in MiB.
+    #[serde(default = "default_dma_memory_mib")]
+    pub dma_memory_mib: u64,
+}
+
+fn default_dma_memory_mib() -> u64 {
+    256
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        Grants {
+            devices: Vec::new(),
+            dma_memory_mib: default_dma_memory_mib(),
+        }
+    }
+}
+
+impl Grants {
+    /// Does any grant cover the device `name`?
+    pub fn allows_device(&self, name: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|grant| match grant.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => grant == name,
+            })
+    }
+}

@@ -1,0 +1,362 @@
+use super::*;
+use crate::devices::Owner;
+use memcpy::WorkElement;
+
+fn afu(model: Accelerator, max_contexts: Option<u32>) -> EmulatedAfu {
+    let card = CxlCard {
+        accelerator: model,
+        max_contexts,
+        ..CxlCard::default()
+    };
+    EmulatedAfu::new(&crate::families::cxl::card::decl("c0", card), 0)
+}
+
+fn buffer(owner: &Owner, len: u64) -> Arc<DmaMemory> {
+    DmaMemory::allocate(len, owner.id, &owner.dma, false).unwrap()
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(10)
+}
+
+/// Writes `element` at `index` of `queue`, the command byte last.
+fn put(queue: &DmaMemory, index: u64, mut element: WorkElement, wrap: bool) {
+    let cmd = element.cmd | memcpy::CMD_VALID | if wrap { memcpy::CMD_WRAP } else { 0 };
+    element.cmd = 0;
+    queue.write(index * 32, &element.encode()).unwrap();
+    queue.write(index * 32, &[cmd]).unwrap();
+}
+
+fn copy(src: u64, dst: u64, length: u16) -> WorkElement {
+    WorkElement {
+        cmd: memcpy::CMD_COPY,
+        status: 0,
+        length,
+        cmd_extra: 0,
+        atomic_op1: 0,
+        src,
+        dst,
+    }
+}
+
+fn irq(n: u16) -> WorkElement {
+    WorkElement {
+        cmd: memcpy::CMD_IRQ,
+        length: n,
+        ..copy(0, 0, 0)
+    }
+}
+
+fn status(queue: &DmaMemory, index: u64) -> u8 {
+    let mut byte = [0u8];
+    queue.read(index * 32 + 1, &mut byte).unwrap();
+    byte[0]
+}
+
+fn wait_status(queue: &DmaMemory, index: u64) -> u8 {
+    let deadline = soon();
+    loop {
+        let s = status(queue, index);
+        if s != 0 || Instant::now() > deadline {
+            return s;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+#[test]
+fn contexts_are_limited_and_slots_reused() {
+    let afu = afu(Accelerator::Memcpy, Some(3));
+    let owner = Owner::unlimited();
+    let contexts: Vec<_> = (0..3)
+        .map(|_| afu.open(ContextKind::Slave, &owner).unwrap())
+        .collect();
+    let pes: Vec<u32> = contexts.iter().map(|c| c.process_element()).collect();
+    assert_eq!(pes, [0, 1, 2]);
+    let err = afu.open(ContextKind::Master, &owner).err().unwrap();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+    let mut contexts = contexts;
+    drop(contexts.remove(1));
+    assert_eq!(
+        afu.open(ContextKind::Slave, &owner)
+            .unwrap()
+            .process_element(),
+        1
+    );
+    let err = afu.open(ContextKind::Dedicated, &owner).err().unwrap();
+    assert_eq!(
+        err.raw_os_error(),
+        Some(libc::ENODEV),
+        "a directed AFU has no d node"
+    );
+}
+
+#[test]
+fn a_dedicated_afu_has_one_context() {
+    let afu = afu(Accelerator::Vadd, None);
+    let owner = Owner::unlimited();
+    let first = afu.open(ContextKind::Dedicated, &owner).unwrap();
+    let err = afu.open(ContextKind::Dedicated, &owner).err().unwrap();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+    drop(first);
+    afu.open(ContextKind::Dedicated, &owner).unwrap();
+}
+
+#[test]
+fn start_work_rules() {
+    let afu = afu(Accelerator::Memcpy, None);
+    let ctx = afu.open(ContextKind::Slave, &Owner::unlimited()).unwrap();
+    assert_eq!(
+        ctx.map_mmio().err().unwrap().raw_os_error(),
+        Some(libc::EIO)
+    );
+    let bad = Work {
+        wed: 0,
+        amr: None,
+        num_interrupts: Some(5000),
+    };
+    assert_eq!(
+        ctx.start_work(&bad).unwrap_err().raw_os_error(),
+        Some(libc::EINVAL)
+    );
+    let work = Work {
+        wed: 0x1000 | 1,
+        amr: None,
+        num_interrupts: None,
+    };
+    ctx.start_work(&work).unwrap();
+    assert_eq!(
+        ctx.start_work(&work).unwrap_err().raw_os_error(),
+        Some(libc::EIO)
+    );
+    let window = ctx.map_mmio().unwrap();
+    assert_eq!(window.size(), PP_SIZE, "a slave maps its slice");
+    assert_eq!(window.read64(memcpy::PSA_WED).unwrap().swap_bytes(), 0x1001);
+}
+
+#[test]
+fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
+    let afu = afu(Accelerator::Memcpy, None);
+    let owner = Owner::unlimited();
+    let ctx = afu.open(ContextKind::Slave, &owner).unwrap();
+    let queue = buffer(&owner, 4096);
+    let data = buffer(&owner, 8192);
+    let q = ctx.attach_buffer(&queue).unwrap();
+    let d = ctx.attach_buffer(&data).unwrap();
+    data.write(0, b"hello, capi").unwrap();
+    data.write(100, &41u32.to_be_bytes()).unwrap();
+    data.write(200, &7u64.to_be_bytes()).unwrap();
+    put(&queue, 0, copy(d, d + 4096, 11), false);
+    put(
+        &queue,
+        1,
+        WorkElement {
+            cmd: memcpy::CMD_INCR,
+            length: 4,
+            ..copy(d + 100, d + 104, 4)
+        },
+        false,
+    );
+    put(
+        &queue,
+        2,
+        WorkElement {
+            cmd: memcpy::CMD_ATOMIC,
+            cmd_extra: memcpy::CAS_EQUAL_8,
+            atomic_op1: 7,
+            ..copy(99, d + 200, 8)
+        },
+        false,
+    );
+    put(&queue, 3, irq(1), false);
+    let done = ctx.interrupt_completion(1).unwrap();
+    ctx.start_work(&Work {
+        wed: memcpy::wed(q, 1),
+        amr: None,
+        num_interrupts: None,
+    })
+    .unwrap();
+    assert_eq!(done.wait(soon()), CompletionState::Complete);
+    for index in 0..4 {
+        assert_eq!(
+            status(&queue, index),
+            memcpy::STATUS_COMPLETE,
+            "element {index}"
+        );
+    }
+    let mut out = [0u8; 11];
+    data.read(4096, &mut out).unwrap();
+    assert_eq!(&out, b"hello, capi");
+    let mut word = [0u8; 4];
+    data.read(104, &mut word).unwrap();
+    assert_eq!(u32::from_be_bytes(word), 42);
+    let mut swapped = [0u8; 8];
+    data.read(200, &mut swapped).unwrap();
+    assert_eq!(u64::from_be_bytes(swapped), 99);
+    assert_eq!(
+        ctx.read_event(soon()).unwrap(),
+        Some(AfuEvent::Interrupt(1))
+    );
+    // Stopped after the interrupt until PCTRL.Restart; the queue wraps to its second lap.
+    let window = ctx.map_mmio().unwrap();
+    let status_reg = window.read64(memcpy::PSA_STATUS).unwrap().swap_bytes();
+    assert_eq!(status_reg, memcpy::STATUS_STOPPED);
+    let ph = window.read64(memcpy::PSA_PH).unwrap().swap_bytes();
+    assert_eq!(ph >> 48, u64::from(ctx.process_element()));
+    put(&queue, 0, copy(d, d + 5000, 5), true);
+    put(&queue, 1, irq(2), true);
+    let second = ctx.interrupt_completion(2).unwrap();
+    window
+        .write64(memcpy::PSA_PCTRL, memcpy::PCTRL_RESTART.swap_bytes())
+        .unwrap();
+    assert_eq!(second.wait(soon()), CompletionState::Complete);
+    let mut five = [0u8; 5];
+    data.read(5000, &mut five).unwrap();
+    assert_eq!(&five, b"hello");
+}
+
+#[test]
+fn a_bad_address_faults_only_its_context_which_can_restart() {
+    let afu = afu(Accelerator::Memcpy, None);
+    let owner = Owner::unlimited();
+    let bad = afu.open(ContextKind::Slave, &owner).unwrap();
+    let good = afu.open(ContextKind::Slave, &owner).unwrap();
+    let (bq, gq, data) = (
+        buffer(&owner, 4096),
+        buffer(&owner, 4096),
+        buffer(&owner, 4096),
+    );
+    let bq_ea = bad.attach_buffer(&bq).unwrap();
+    let gq_ea = good.attach_buffer(&gq).unwrap();
+    let bd = bad.attach_buffer(&data).unwrap();
+    let gd = good.attach_buffer(&data).unwrap();
+    put(&bq, 0, copy(0xdead_0000, bd, 16), false);
+    put(&bq, 1, irq(1), false);
+    put(&gq, 0, copy(gd, gd + 64, 16), false);
+    put(&gq, 1, irq(1), false);
+    let bad_done = bad.interrupt_completion(1).unwrap();
+    let good_done = good.interrupt_completion(1).unwrap();
+    for (ctx, q) in [(&bad, bq_ea), (&good, gq_ea)] {
+        ctx.start_work(&Work {
+            wed: memcpy::wed(q, 1),
+            amr: None,
+            num_interrupts: None,
+        })
+        .unwrap();
+    }
+    assert_eq!(good_done.wait(soon()), CompletionState::Complete);
+    let CompletionState::Failed(why) = bad_done.wait(soon()) else {
+        panic!("the faulting context's wait fails")
+    };
+    assert!(why.contains("0xdead0000"), "{why}");
+    assert_eq!(
+        wait_status(&bq, 0),
+        memcpy::STATUS_COMPLETE | memcpy::TRANS_FAULT
+    );
+    assert_eq!(
+        bad.read_event(soon()).unwrap(),
+        Some(AfuEvent::DataStorage {
+            address: 0xdead_0000,
+            dsisr: DSISR_NOT_MAPPED
+        })
+    );
+    assert_eq!(
+        good.read_event(soon()).unwrap(),
+        Some(AfuEvent::Interrupt(1))
+    );
+    // Restart: the AFU goes on past the faulting element.
+    let again = bad.interrupt_completion(1).unwrap();
+    let window = bad.map_mmio().unwrap();
+    window
+        .write64(memcpy::PSA_PCTRL, memcpy::PCTRL_RESTART.swap_bytes())
+        .unwrap();
+    assert_eq!(again.wait(soon()), CompletionState::Complete);
+}
+
+#[test]
+fn foreign_buffers_are_refused() {
+    let afu = afu(Accelerator::Memcpy, None);
+    let ctx = afu.open(ContextKind::Slave, &Owner::unlimited()).unwrap();
+    let theirs = buffer(&Owner::unlimited(), 4096);
+    assert_eq!(
+        ctx.attach_buffer(&theirs).unwrap_err().raw_os_error(),
+        Some(libc::EFAULT)
+    );
+}
+
+#[test]
+fn the_master_sees_every_slice() {
+    let afu = afu(Accelerator::Memcpy, Some(4));
+    let owner = Owner::unlimited();
+    let master = afu.open(ContextKind::Master, &owner).unwrap();
+    let slave = afu.open(ContextKind::Slave, &owner).unwrap();
+    let work = |wed| Work {
+        wed,
+        amr: None,
+        num_interrupts: None,
+    };
+    master.start_work(&work(0x2000)).unwrap();
+    slave.start_work(&work(0x3000)).unwrap();
+    let window = master.map_mmio().unwrap();
+    assert_eq!(window.size(), memcpy::GLOBAL_AREA_SIZE + 4 * PP_SIZE);
+    let slice = memcpy::GLOBAL_AREA_SIZE + u64::from(slave.process_element()) * PP_SIZE;
+    assert_eq!(
+        window.read64(slice + memcpy::PSA_WED).unwrap().swap_bytes(),
+        0x3000
+    );
+    window.write64(memcpy::CFG, 5u64.swap_bytes()).unwrap();
+    assert_eq!(window.read64(memcpy::CFG).unwrap().swap_bytes(), 5);
+    assert_eq!(
+        window.read32(slice + memcpy::PSA_PH).unwrap().swap_bytes(),
+        slave.process_element() << 16
+    );
+}
+
+#[test]
+fn vadd_reads_its_control_block_and_sets_done() {
+    let afu = afu(Accelerator::Vadd, None);
+    let owner = Owner::unlimited();
+    let ctx = afu.open(ContextKind::Dedicated, &owner).unwrap();
+    let block = buffer(&owner, 4096);
+    let data = buffer(&owner, 3 * 4096);
+    let b = ctx.attach_buffer(&block).unwrap();
+    let d = ctx.attach_buffer(&data).unwrap();
+    let n = 1000u64;
+    for i in 0..n {
+        data.write(i * 4, &((i as u32) << 8).to_be_bytes()).unwrap();
+        data.write(4096 + i * 4, &((i as u32) << 8).to_be_bytes())
+            .unwrap();
+    }
+    for (offset, value) in [
+        (vadd::SIZE, n),
+        (vadd::INPUT1, d),
+        (vadd::INPUT2, d + 4096),
+        (vadd::OUTPUT, d + 8192),
+    ] {
+        block.write(offset, &value.to_be_bytes()).unwrap();
+    }
+    ctx.start_work(&Work {
+        wed: b,
+        amr: None,
+        num_interrupts: None,
+    })
+    .unwrap();
+    let done =
+        crate::devices::watch::watch(&block, vadd::DONE, u64::MAX, 1u64.swap_bytes(), &owner.host)
+            .unwrap();
+    assert_eq!(done.wait(soon()), CompletionState::Complete);
+    for i in 0..n {
+        let mut word = [0u8; 4];
+        data.read(8192 + i * 4, &mut word).unwrap();
+        assert_eq!(
+            u32::from_be_bytes(word),
+            2 * ((i as u32) << 8),
+            "element {i}"
+        );
+    }
+    let mut clocks = [0u8; 8];
+    block.read(vadd::CLOCK_COUNT, &mut clocks).unwrap();
+    assert!(u64::from_be_bytes(clocks) > 0);
+    let window = ctx.map_mmio().unwrap();
+    assert_eq!(window.read64(0).unwrap().swap_bytes(), vadd::AFU_DESC);
+}

@@ -1,0 +1,44 @@
+//! The CAPI family's registration.
+
+use std::io;
+use std::sync::Arc;
+
+use super::{CxlAfu, abi, card, emu, linux, resources};
+use crate::config::DeviceDecl;
+use crate::devices::{DeviceRegistry, LinuxRoots};
+use crate::families::{Family, no_image_format};
+
+/// The family's registration.
+pub(crate) const FAMILY: Family = Family {
+    name: "cxl",
+    builtin: include_bytes!(concat!(
+        env!("ACCELHOST_GUEST_DIR"),
+        "/accelhost_plugin_cxl.wasm"
+    )),
+    default_config: include_str!("default.json"),
+    default_ids: (abi::PCI_VENDOR_IBM, abi::CAPI_DEVICE_ID),
+    card_fields: card::FIELDS,
+    parse_card: card::parse,
+    emulate,
+    discover,
+    release: resources::release,
+    check_image: no_image_format,
+};
+
+/// AFUs without a configured slice take the next one, in config order.
+fn emulate(decl: &DeviceDecl, registry: &mut DeviceRegistry) {
+    let slice = registry
+        .all::<dyn CxlAfu>(|_| true)
+        .iter()
+        .filter(|afu| afu.desc().emulated)
+        .count() as u32;
+    let afu = emu::EmulatedAfu::new(decl, slice);
+    registry.add::<dyn CxlAfu>(afu.desc().path, Arc::new(afu), false);
+}
+
+fn discover(roots: &LinuxRoots, registry: &mut DeviceRegistry) -> io::Result<()> {
+    for afu in linux::discover_afus(roots)? {
+        registry.add::<dyn CxlAfu>(afu.desc().path, Arc::new(afu), true);
+    }
+    Ok(())
+}

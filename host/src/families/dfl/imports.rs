@@ -1,0 +1,171 @@
+//! `dfl`: typed shims over the DFL port interface. Only granted ports are listed or opened;
+//! a plugin passes buffer handles, never addresses, and the host does the translation.
+
+use std::sync::Arc;
+
+use wasmtime::component::Resource;
+
+use super::resources::PortResource;
+use super::{DflDevice, PortDesc, abi};
+use crate::bindings::accel::plugin::dfl::{self, PortInfo, RegionAccess, RegionInfo};
+use crate::devices::CheckedMmio;
+use crate::imports::device_error;
+use crate::state::{BufferResource, ImportError, PluginState, RegionResource};
+
+fn wit_desc(desc: PortDesc) -> dfl::PortDesc {
+    dfl::PortDesc {
+        path: desc.path,
+        port_id: desc.port_id,
+        afu_id: desc.afu_id.into(),
+        vendor_id: desc.vendor_id,
+        device_id: desc.device_id,
+        bus_address: desc.bus_address.map(Into::into),
+        socket_id: desc.socket_id,
+        emulated: desc.emulated,
+    }
+}
+
+impl PluginState {
+    fn port(&self, port: &Resource<PortResource>) -> Result<&PortResource, ImportError> {
+        Ok(self.table.get(port)?)
+    }
+}
+
+impl dfl::Host for PluginState {
+    fn list_ports(&mut self) -> wasmtime::Result<Vec<dfl::PortDesc>> {
+        Ok(self
+            .granted_devices::<dyn DflDevice>()
+            .into_iter()
+            .map(|device| wit_desc(device.desc()))
+            .collect())
+    }
+
+    fn probe_ports(&mut self) -> wasmtime::Result<Vec<dfl::PortProbe>> {
+        let owner = &self.ctx.owner;
+        Ok(self
+            .granted_devices::<dyn DflDevice>()
+            .into_iter()
+            .map(|device| {
+                // OPAE's probe: a port that cannot be opened shared is held exclusively.
+                let (assigned, num_regions) = match device.open(false, owner) {
+                    Ok(port) => (false, port.info().map_or(0, |i| i.num_regions)),
+                    Err(_) => (true, 0),
+                };
+                dfl::PortProbe {
+                    desc: wit_desc(device.desc()),
+                    assigned,
+                    num_regions,
+                }
+            })
+            .collect())
+    }
+}
+
+impl dfl::HostPort for PluginState {
+    fn open(
+        &mut self,
+        path: String,
+        exclusive: bool,
+    ) -> Result<Resource<PortResource>, ImportError> {
+        let device = self.granted_device::<dyn DflDevice>("open a dfl port", &path)?;
+        match device.open(exclusive, &self.ctx.owner) {
+            Ok(port) => {
+                let charge = self.charge_resource(path.len() as u64)?;
+                Ok(self
+                    .table
+                    .push(PortResource::new(port, path, "port", charge))?)
+            }
+            Err(err) => Err(device_error("dfl port open", &path, err)),
+        }
+    }
+
+    fn info(&mut self, port: Resource<PortResource>) -> Result<PortInfo, ImportError> {
+        let p = self.port(&port)?;
+        let info = p
+            .device()?
+            .info()
+            .map_err(|e| device_error("dfl get-info", p.name(), e))?;
+        Ok(PortInfo {
+            flags: info.flags,
+            num_regions: info.num_regions,
+            num_umsgs: info.num_umsgs,
+        })
+    }
+
+    fn region_info(
+        &mut self,
+        port: Resource<PortResource>,
+        index: u32,
+    ) -> Result<RegionInfo, ImportError> {
+        let p = self.port(&port)?;
+        let info = p
+            .device()?
+            .region_info(index)
+            .map_err(|e| device_error(&format!("dfl get-region-info {index}"), p.name(), e))?;
+        let mut access = RegionAccess::empty();
+        for (bit, flag) in [
+            (abi::REGION_READ, RegionAccess::READ),
+            (abi::REGION_WRITE, RegionAccess::WRITE),
+            (abi::REGION_MMAP, RegionAccess::MMAP),
+        ] {
+            if info.flags & bit != 0 {
+                access |= flag;
+            }
+        }
+        Ok(RegionInfo {
+            index: info.index,
+            access,
+            size: info.size,
+            offset: info.offset,
+        })
+    }
+
+    fn map_region(
+        &mut self,
+        port: Resource<PortResource>,
+        index: u32,
+    ) -> Result<Resource<RegionResource>, ImportError> {
+        let p = self.port(&port)?;
+        let device = p.name().to_string();
+        let window = p
+            .device()?
+            .map_region(index)
+            .map_err(|e| device_error(&format!("dfl map region {index}"), &device, e))?;
+        Ok(self.table.push(RegionResource {
+            mmio: CheckedMmio::new(window),
+            _charge: self.charge_resource(device.len() as u64)?,
+            device,
+        })?)
+    }
+
+    fn dma_map(
+        &mut self,
+        port: Resource<PortResource>,
+        buffer: Resource<BufferResource>,
+    ) -> Result<u64, ImportError> {
+        let memory = Arc::clone(&self.table.get(&buffer)?.memory);
+        let p = self.port(&port)?;
+        p.device()?
+            .dma_map(&memory)
+            .map_err(|e| device_error("dfl dma-map", p.name(), e))
+    }
+
+    fn dma_unmap(&mut self, port: Resource<PortResource>, iova: u64) -> Result<(), ImportError> {
+        let p = self.port(&port)?;
+        p.device()?
+            .dma_unmap(iova)
+            .map_err(|e| device_error(&format!("dfl dma-unmap {iova:#x}"), p.name(), e))
+    }
+
+    fn reset(&mut self, port: Resource<PortResource>) -> Result<(), ImportError> {
+        let p = self.port(&port)?;
+        p.device()?
+            .reset()
+            .map_err(|e| device_error("dfl port reset", p.name(), e))
+    }
+
+    fn drop(&mut self, port: Resource<PortResource>) -> wasmtime::Result<()> {
+        self.table.delete(port)?;
+        Ok(())
+    }
+}

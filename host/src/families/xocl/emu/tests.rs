@@ -1,0 +1,350 @@
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::families::xocl::abi::vadd;
+use crate::families::xocl::xclbin::{XclbinBuilder, parse};
+
+const UUID: Guid = Guid::new(0x1234, 0x5678);
+
+fn card() -> EmulatedCard {
+    EmulatedCard::new(&crate::families::xocl::card::decl("x0"))
+}
+
+fn client(card: &EmulatedCard) -> Box<dyn XoclClient> {
+    card.open(&crate::devices::Owner::unlimited()).unwrap()
+}
+
+/// A client with the vadd xclbin (`cus` units, one bank) loaded and contexts on every CU.
+fn loaded(card: &EmulatedCard, cus: u32) -> Box<dyn XoclClient> {
+    let client = client(card);
+    let image = XclbinBuilder::vadd(UUID, cus, 1).build();
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    for cu in 0..cus {
+        client.open_context(UUID, cu, false).unwrap();
+    }
+    client
+}
+
+fn wait(done: &Completion) -> CompletionState {
+    done.wait(Instant::now() + Duration::from_secs(10))
+}
+
+fn words(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn launch_packet(masks: Vec<u32>, a: &BoInfo, b: &BoInfo, c: &BoInfo, n: u32) -> Vec<u32> {
+    StartCu {
+        cu_masks: masks,
+        regmap: vadd::regmap(a.device_address, b.device_address, c.device_address, n),
+    }
+    .encode()
+}
+
+#[test]
+fn range_allocator_reuses_and_coalesces() {
+    let mut ranges = RangeAllocator::new(0x1000, 0x4000);
+    let a = ranges.allocate(0x1000).unwrap();
+    let b = ranges.allocate(0x1000).unwrap();
+    let c = ranges.allocate(0x2000).unwrap();
+    assert_eq!((a, b, c), (0x1000, 0x2000, 0x3000));
+    assert_eq!(ranges.allocate(1), None);
+    ranges.release(b, 0x1000);
+    ranges.release(a, 0x1000);
+    assert_eq!(ranges.allocate(0x2000), Some(0x1000), "a and b coalesced");
+    ranges.release(0x1000, 0x2000);
+    ranges.release(c, 0x2000);
+    assert_eq!(ranges.allocate(0x4000), Some(0x1000));
+}
+
+#[test]
+fn vadd_runs_through_the_scheduler_with_syncs() {
+    let card = card();
+    let client = loaded(&card, 2);
+    let n = 1000u32;
+    let bytes = u64::from(n) * 4;
+    let a = client.create_bo(bytes, Some(0)).unwrap();
+    let b = client.create_bo(bytes, Some(0)).unwrap();
+    let c = client.create_bo(bytes, Some(0)).unwrap();
+    a.host
+        .write(0, &words(&(0..n).collect::<Vec<_>>()))
+        .unwrap();
+    b.host
+        .write(0, &words(&(0..n).map(|i| i * 3).collect::<Vec<_>>()))
+        .unwrap();
+    let sync = |bo: &BoInfo, direction, after: Vec<Arc<Completion>>| {
+        client
+            .submit(
+                Command::Sync {
+                    bo: bo.handle,
+                    direction,
+                    offset: 0,
+                    size: bytes,
+                },
+                after,
+            )
+            .unwrap()
+    };
+    let s1 = sync(&a, SyncDirection::ToDevice, vec![]);
+    let s2 = sync(&b, SyncDirection::ToDevice, vec![]);
+    let run = client
+        .submit(
+            Command::Exec(launch_packet(vec![0b11], &a, &b, &c, n)),
+            vec![s1, s2],
+        )
+        .unwrap();
+    let back = sync(&c, SyncDirection::FromDevice, vec![run.clone()]);
+    assert_eq!(wait(&back), CompletionState::Complete);
+    assert_eq!(run.state(), CompletionState::Complete);
+    let mut out = vec![0u8; bytes as usize];
+    c.host.read(0, &mut out).unwrap();
+    assert_eq!(out, words(&(0..n).map(|i| i * 4).collect::<Vec<_>>()));
+}
+
+#[test]
+fn a_missing_sync_shows_stale_data() {
+    let card = card();
+    let client = loaded(&card, 1);
+    let a = client.create_bo(4096, Some(0)).unwrap();
+    let c = client.create_bo(4096, Some(0)).unwrap();
+    a.host.write(0, &words(&[5, 6, 7])).unwrap();
+    // No sync to the device: the kernel reads device memory, still zero.
+    let run = client
+        .submit(Command::Exec(launch_packet(vec![1], &a, &a, &c, 3)), vec![])
+        .unwrap();
+    let back = client
+        .submit(
+            Command::Sync {
+                bo: c.handle,
+                direction: SyncDirection::FromDevice,
+                offset: 0,
+                size: 12,
+            },
+            vec![run],
+        )
+        .unwrap();
+    assert_eq!(wait(&back), CompletionState::Complete);
+    let mut out = [0u8; 12];
+    c.host.read(0, &mut out).unwrap();
+    assert_eq!(out, [0; 12]);
+}
+
+#[test]
+fn cu_mask_picks_the_compute_unit() {
+    let card = card();
+    let client = loaded(&card, 3);
+    let a = client.create_bo(4096, None).unwrap();
+    let done = client
+        .submit(
+            Command::Exec(launch_packet(vec![0b100], &a, &a, &a, 1)),
+            vec![],
+        )
+        .unwrap();
+    assert_eq!(wait(&done), CompletionState::Complete);
+    let state = lock(&card.card.state);
+    assert_eq!(state.cus[2].read(vadd::SIZE), 1, "CU 2 got the arguments");
+    assert_eq!(state.cus[0].read(vadd::SIZE), 0, "CU 0 did not");
+    assert_eq!(
+        state.cus[2].read(abi::AP_CTRL),
+        abi::AP_IDLE,
+        "done was cleared on read"
+    );
+}
+
+#[test]
+fn compute_unit_registers_follow_the_hls_protocol() {
+    let card = card();
+    let _client = loaded(&card, 1);
+    let state = lock(&card.card.state);
+    let cu = state.cus[0].clone();
+    drop(state);
+    assert_eq!(cu.read(abi::AP_CTRL), abi::AP_IDLE);
+    cu.write(abi::GIE, 1);
+    cu.write(abi::IER, 1);
+    cu.write(vadd::IN1, 0xdead_beef);
+    assert_eq!(cu.read(vadd::IN1), 0xdead_beef);
+    lock(&cu.regs).ap_ctrl = abi::AP_DONE | abi::AP_IDLE;
+    lock(&cu.regs).isr = 1;
+    assert_eq!(cu.read(abi::AP_CTRL), abi::AP_DONE | abi::AP_IDLE);
+    assert_eq!(
+        cu.read(abi::AP_CTRL),
+        abi::AP_IDLE,
+        "ap_done is clear-on-read"
+    );
+    cu.write(abi::ISR, 1);
+    assert_eq!(cu.read(abi::ISR), 0, "ISR bits toggle on write");
+}
+
+#[test]
+fn launches_spread_over_free_compute_units() {
+    let card = card();
+    let client = loaded(&card, 4);
+    let n = 1 << 16;
+    let bo = client.create_bo(u64::from(n) * 4, None).unwrap();
+    let runs: Vec<_> = (0..16)
+        .map(|_| {
+            client
+                .submit(
+                    Command::Exec(launch_packet(vec![0b1111], &bo, &bo, &bo, n)),
+                    vec![],
+                )
+                .unwrap()
+        })
+        .collect();
+    for run in &runs {
+        assert_eq!(wait(run), CompletionState::Complete);
+    }
+}
+
+#[test]
+fn bad_commands_are_refused_or_fail() {
+    let card = card();
+    let client = loaded(&card, 1);
+    let a = client.create_bo(4096, None).unwrap();
+    let err = client
+        .submit(
+            Command::Exec(launch_packet(vec![0b10], &a, &a, &a, 1)),
+            vec![],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("compute unit 1"), "{err}");
+    let other = self::client(&card);
+    let err = other
+        .submit(Command::Exec(launch_packet(vec![1], &a, &a, &a, 1)), vec![])
+        .unwrap_err();
+    assert!(err.to_string().contains("no context"), "{err}");
+    let run = client
+        .submit(
+            Command::Exec(launch_packet(vec![1], &a, &a, &a, 2048)),
+            vec![],
+        )
+        .unwrap();
+    let CompletionState::Failed(why) = wait(&run) else {
+        panic!("a launch past its buffer fails")
+    };
+    assert!(
+        why.contains("outside this client's buffer objects"),
+        "{why}"
+    );
+    let after = client
+        .submit(
+            Command::Copy {
+                dst: a.handle,
+                dst_offset: 0,
+                src: a.handle,
+                src_offset: 0,
+                size: 8,
+            },
+            vec![run],
+        )
+        .unwrap();
+    let CompletionState::Failed(why) = wait(&after) else {
+        panic!("a command after a failed one fails")
+    };
+    assert!(why.contains("dependency failed"), "{why}");
+    let err = client
+        .submit(
+            Command::Sync {
+                bo: 999,
+                direction: SyncDirection::ToDevice,
+                offset: 0,
+                size: 1,
+            },
+            vec![],
+        )
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+}
+
+#[test]
+fn a_bo_of_another_client_is_out_of_reach() {
+    let card = card();
+    let mine = loaded(&card, 1);
+    let theirs = client(&card);
+    let secret = theirs.create_bo(4096, None).unwrap();
+    let own = mine.create_bo(4096, None).unwrap();
+    let run = mine
+        .submit(
+            Command::Exec(launch_packet(vec![1], &secret, &own, &own, 1)),
+            vec![],
+        )
+        .unwrap();
+    assert!(matches!(wait(&run), CompletionState::Failed(_)));
+}
+
+#[test]
+fn loading_rules() {
+    let card = card();
+    let client = loaded(&card, 1);
+    let image = XclbinBuilder::vadd(UUID, 1, 1).build();
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    let other = XclbinBuilder::vadd(Guid::new(7, 7), 1, 1).build();
+    let err = client
+        .load_xclbin(&other, &parse(&other).unwrap())
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::ResourceBusy, "{err}");
+    client.close_context(UUID, 0).unwrap();
+    client.load_xclbin(&other, &parse(&other).unwrap()).unwrap();
+    let err = client.open_context(UUID, 0, false).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        io::ErrorKind::ResourceBusy,
+        "the old uuid is gone: {err}"
+    );
+    client.open_context(Guid::new(7, 7), 0, true).unwrap();
+    let second = self::client(&card);
+    let err = second.open_context(Guid::new(7, 7), 0, false).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        io::ErrorKind::ResourceBusy,
+        "held exclusively: {err}"
+    );
+    let err = second.create_bo(4096, Some(5)).unwrap_err();
+    assert!(err.to_string().contains("no memory bank 5"), "{err}");
+}
+
+#[test]
+fn closing_a_client_fails_its_pending_commands_and_frees_its_bos() {
+    let card = card();
+    let client = loaded(&card, 1);
+    let a = client.create_bo(1 << 20, None).unwrap();
+    let gate = Arc::new(Completion::default());
+    let waiting = client
+        .submit(
+            Command::Exec(launch_packet(vec![1], &a, &a, &a, 16)),
+            vec![gate.clone()],
+        )
+        .unwrap();
+    drop(client);
+    let CompletionState::Failed(why) = wait(&waiting) else {
+        panic!("pending work of a closed client fails")
+    };
+    assert!(why.contains("closed"), "{why}");
+    assert!(lock(&card.card.state).bos.is_empty());
+    assert!(lock(&card.card.state).contexts.iter().all(|h| h.is_empty()));
+    gate.finish(CompletionState::Complete);
+}
+
+#[test]
+fn reset_fails_pending_commands() {
+    let card = card();
+    let client = loaded(&card, 1);
+    let a = client.create_bo(4096, None).unwrap();
+    let gate = Arc::new(Completion::default());
+    let waiting = client
+        .submit(
+            Command::Exec(launch_packet(vec![1], &a, &a, &a, 1)),
+            vec![gate.clone()],
+        )
+        .unwrap();
+    client.reset().unwrap();
+    assert!(matches!(wait(&waiting), CompletionState::Failed(_)));
+    let done = client
+        .submit(Command::Exec(launch_packet(vec![1], &a, &a, &a, 1)), vec![])
+        .unwrap();
+    assert_eq!(
+        wait(&done),
+        CompletionState::Complete,
+        "the card works after a reset"
+    );
+}
