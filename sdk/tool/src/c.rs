@@ -15,7 +15,7 @@ use crate::{Sdk, WORLD};
 /// The version of the wit-bindgen C generator linked into this tool.
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
 /// The wasmtime release whose WASI preview1 reactor adapter wraps C modules.
-pub const ADAPTER_VERSION: &str = "48.0.8";
+pub const ADAPTER_VERSION: &str = "50.0.1";
 /// The environment variable that names the C compiler (default `clang`).
 pub const CLANG_ENV: &str = "ACCELHOST_CLANG";
 
