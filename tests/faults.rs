@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use accelhost::workloads::nlb0::{is_nlb0, loopback};
-use accelhost::{ErrorCode, FaultCause, Filter, Host, OpenMode, PluginStatus};
+use accelhost::{ErrorCode, FaultCause, Filter, Host, OpenMode, PluginStatus, TrapKind};
 use support::{
     chaos_plugin, chaos_plugin_granted, chaos_plugin_with, dfl_devices, dfl_plugin, host,
 };
@@ -49,8 +49,15 @@ fn faulted(host: &Host) -> (FaultCause, String) {
     }
 }
 
-fn is_trap(cause: Option<&FaultCause>) -> bool {
-    matches!(cause, Some(FaultCause::Trap { .. }))
+/// The chaos plugin's traps are Rust panics, which reach the host as `unreachable`.
+fn is_panic(cause: Option<&FaultCause>) -> bool {
+    matches!(
+        cause,
+        Some(FaultCause::Trap {
+            kind: TrapKind::Unreachable,
+            ..
+        })
+    )
 }
 
 #[test]
@@ -60,7 +67,7 @@ fn a_trap_in_enumerate_ends_that_plugin_only() {
     assert_eq!(found.failures.len(), 1);
     let err = &found.failures[0];
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
-    assert!(is_trap(err.fault_cause()), "{err}");
+    assert!(is_panic(err.fault_cause()), "{err}");
     let text = err.to_string();
     assert!(
         text.contains("plugin 'faulty' faulted in enumerate"),
@@ -72,7 +79,7 @@ fn a_trap_in_enumerate_ends_that_plugin_only() {
     );
     assert_eq!(found.tokens.len(), 1, "the dfl port is still listed");
     let (cause, reason) = faulted(&host);
-    assert!(is_trap(Some(&cause)), "{cause:?}");
+    assert!(is_panic(Some(&cause)), "{cause:?}");
     assert!(reason.starts_with("in enumerate: "), "{reason}");
     dfl_still_works(&host);
     // Later enumerations skip the stopped plugin without an error.
@@ -91,7 +98,7 @@ fn a_trap_in_open_invalidates_the_plugins_tokens_and_handles() {
     let handle = host.open(&token, OpenMode::Exclusive).unwrap();
     let err = handle.reset().unwrap_err();
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
-    assert!(is_trap(err.fault_cause()), "{err}");
+    assert!(is_panic(err.fault_cause()), "{err}");
     assert!(!token.is_valid());
     assert!(!handle.is_open());
     let err = handle.reset().unwrap_err();
@@ -191,7 +198,7 @@ fn a_trapping_plugin_does_not_disturb_concurrent_work() {
         }
     });
     let (cause, reason) = faulted(&host);
-    assert!(is_trap(Some(&cause)), "{cause:?}");
+    assert!(is_panic(Some(&cause)), "{cause:?}");
     assert!(reason.starts_with("in describe: "), "{reason}");
     dfl_still_works(&host);
 }
@@ -283,7 +290,7 @@ fn a_faulted_plugin_restarts_after_its_backoff_and_old_tokens_stay_dead() {
             reason,
         } => {
             assert_eq!((attempt, max_restarts, backoff_ms), (1, 3, 50));
-            assert!(is_trap(Some(&cause)), "{cause:?}");
+            assert!(is_panic(Some(&cause)), "{cause:?}");
             assert!(reason.starts_with("in reset: "), "{reason}");
         }
         PluginStatus::Running => {} // the restart already happened

@@ -97,6 +97,8 @@ pub enum FaultCause {
     /// A WebAssembly trap (a Rust plugin's panic is an `unreachable`), or a host import
     /// refusing a forged or stale handle.
     Trap {
+        /// What kind of trap, for matching.
+        kind: TrapKind,
         /// What trapped, as wasmtime names it, such as `wasm trap: wasm \`unreachable\`
         /// instruction executed`.
         trap: String,
@@ -147,6 +149,45 @@ pub enum FaultCause {
         /// The exit status it gave.
         status: i32,
     },
+}
+
+/// The kind of a [`FaultCause::Trap`]: what the plugin did, as far as the trap tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum TrapKind {
+    /// It executed `unreachable`: a Rust plugin's panic or abort.
+    Unreachable,
+    /// Its call stack ran out (deep recursion).
+    StackOverflow,
+    /// It accessed linear memory or a table out of bounds, or misaligned an atomic access.
+    OutOfBounds,
+    /// It divided an integer by zero, or converted a float that does not fit.
+    Arithmetic,
+    /// It called through a null or mistyped table entry.
+    IndirectCall,
+    /// A host import ended the call: a forged or stale handle, or a failure the instance
+    /// cannot continue from.
+    Host,
+    /// Anything else wasmtime reports.
+    Other,
+}
+
+impl TrapKind {
+    /// The kind of a wasmtime trap.
+    pub(crate) fn of(trap: &wasmtime::Trap) -> TrapKind {
+        use wasmtime::Trap as T;
+        match trap {
+            T::UnreachableCodeReached => TrapKind::Unreachable,
+            T::StackOverflow => TrapKind::StackOverflow,
+            T::MemoryOutOfBounds | T::HeapMisaligned | T::TableOutOfBounds => TrapKind::OutOfBounds,
+            T::IntegerOverflow | T::IntegerDivisionByZero | T::BadConversionToInteger => {
+                TrapKind::Arithmetic
+            }
+            T::IndirectCallToNull | T::BadSignature => TrapKind::IndirectCall,
+            _ => TrapKind::Other,
+        }
+    }
 }
 
 impl FaultCause {

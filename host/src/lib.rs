@@ -58,7 +58,7 @@ pub use api::{
     MmioRegion, Program, Queue, Token,
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
-pub use error::{Error, ErrorCode, FaultCause, Result};
+pub use error::{Error, ErrorCode, FaultCause, Result, TrapKind};
 pub use manager::{MemoryUse, PluginInfo, PluginStatus, check_module};
 pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,

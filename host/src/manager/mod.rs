@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
 use crate::devices::{DeviceRegistry, Owner, lock};
-use crate::error::{Error, ErrorCode, FaultCause};
+use crate::error::{Error, ErrorCode, FaultCause, TrapKind};
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
     CallFailure, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
@@ -496,6 +496,7 @@ impl PluginSlot {
             Err(err) => {
                 self.discard_live("the plugin failed to restart");
                 let cause = err.fault_cause().cloned().unwrap_or(FaultCause::Trap {
+                    kind: TrapKind::Other,
                     trap: "its restart failed".into(),
                 });
                 self.after_fault(cause, format!("in its restart: {}", reason_of(&err)));

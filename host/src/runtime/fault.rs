@@ -5,7 +5,7 @@ use wasmtime::Trap;
 use wasmtime::component::ResourceTableError;
 
 use crate::config::LoadPolicy;
-use crate::error::FaultCause;
+use crate::error::{FaultCause, TrapKind};
 use crate::state::{HostLimit, Interrupted};
 
 /// The cause of a failed call, and what happened for people (naming the limit and the
@@ -74,8 +74,11 @@ pub(crate) fn classify(err: &wasmtime::Error, policy: &LoadPolicy) -> (FaultCaus
                 policy.fuel.unwrap_or_default()
             ),
         ),
-        Some(Trap::StackOverflow) => trap("wasm trap: call stack exhausted (deep recursion)"),
-        Some(trapped) => trap(&trapped.to_string()),
+        Some(Trap::StackOverflow) => trap(
+            TrapKind::StackOverflow,
+            "wasm trap: call stack exhausted (deep recursion)",
+        ),
+        Some(trapped) => trap(TrapKind::of(trapped), &trapped.to_string()),
         // wasmtime's own count limits (instances, tables, memories) say "count too high".
         None if root.contains("count too high") => (
             FaultCause::ResourceLimit {
@@ -87,13 +90,14 @@ pub(crate) fn classify(err: &wasmtime::Error, policy: &LoadPolicy) -> (FaultCaus
                 policy.max_instances
             ),
         ),
-        None => trap(&root),
+        None => trap(TrapKind::Host, &root),
     }
 }
 
-fn trap(what: &str) -> (FaultCause, String) {
+fn trap(kind: TrapKind, what: &str) -> (FaultCause, String) {
     (
         FaultCause::Trap {
+            kind,
             trap: what.to_string(),
         },
         what.to_string(),
@@ -136,7 +140,24 @@ mod tests {
         assert_eq!(cause_of(Trap::OutOfFuel), FaultCause::Fuel { fuel: 0 });
         assert!(matches!(
             cause_of(Trap::UnreachableCodeReached),
-            FaultCause::Trap { .. }
+            FaultCause::Trap {
+                kind: TrapKind::Unreachable,
+                ..
+            }
+        ));
+        assert!(matches!(
+            cause_of(Trap::MemoryOutOfBounds),
+            FaultCause::Trap {
+                kind: TrapKind::OutOfBounds,
+                ..
+            }
+        ));
+        assert!(matches!(
+            cause_of(wasmtime::Error::msg("unknown handle 7")),
+            FaultCause::Trap {
+                kind: TrapKind::Host,
+                ..
+            }
         ));
         assert_eq!(
             cause_of(wasmtime_wasi::I32Exit(3)),
