@@ -245,3 +245,57 @@ fn hello_fpga_is_clean_under_address_sanitizer() {
     assert!(!report.contains("AddressSanitizer"), "{report}");
     assert!(!report.contains("LeakSanitizer"), "{report}");
 }
+
+#[test]
+fn install_sh_explains_itself_and_refuses_bad_arguments() {
+    let install = || {
+        let mut command = Command::new("sh");
+        command.arg(crate_dir().join("install.sh"));
+        command
+    };
+    let out = run(install().arg("--help"));
+    assert!(out.status.success(), "{}", text(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("usage: capi/install.sh") && help.contains("--lib-dir DIR"));
+    assert!(
+        !Path::new("--help").exists(),
+        "--help was not taken for a prefix"
+    );
+
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("install-bad-input");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let a_file = scratch.join("a-file");
+    std::fs::write(&a_file, b"").unwrap();
+    let unbuilt = scratch.join("no-library-here");
+    let fresh_prefix = scratch.join("fresh-prefix");
+    let cases: [(Vec<&std::ffi::OsStr>, &str); 5] = [
+        (vec![], "no PREFIX given"),
+        (
+            vec!["--bogus".as_ref(), "p".as_ref()],
+            "unknown option '--bogus'",
+        ),
+        (vec!["--lib-dir".as_ref()], "--lib-dir needs a directory"),
+        (
+            vec!["a".as_ref(), "b".as_ref()],
+            "one PREFIX, not 'a' and 'b'",
+        ),
+        (vec![a_file.as_os_str()], "exists and is not a directory"),
+    ];
+    for (args, message) in cases {
+        let out = run(install().args(&args).current_dir(&scratch));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(message),
+            "{args:?} says {message}: {stderr}"
+        );
+    }
+    let out = run(install().arg("--lib-dir").arg(&unbuilt).arg(&fresh_prefix));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("libopae_c.so not found"));
+    assert!(
+        !fresh_prefix.exists(),
+        "a failed install leaves no prefix behind"
+    );
+}
