@@ -3,16 +3,17 @@
 //! host, and the example runs OPAE's hello_fpga loopback through the host's MMIO fast path,
 //! byte-exact, as the Rust dfl plugin does in dfl_flow.rs.
 //!
-//! A language whose toolchain is not installed is skipped with the reason, unless
-//! `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI), which makes it a failure. The builds go under the cargo
+//! A language whose toolchain is not installed is reported `ignored` with the reason (this
+//! target has its own harness, `support::harness`, since libtest cannot skip at run time),
+//! unless `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI), which makes it a failure. The builds go under the cargo
 //! target directory; the compiled components go to the tests' shared compile cache, so a second
-//! run loads them in milliseconds. Each test prints its figures (`--nocapture` shows them) and
-//! a row for the table in sdk/README.md.
+//! run loads them in milliseconds. The trials run one at a time, so that no build or compile
+//! skews another's timings, and each language trial prints its figures and a row for the table in
+//! sdk/README.md.
 
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use accelhost::families::dfl::abi::nlb0;
@@ -20,6 +21,7 @@ use accelhost::workloads::nlb0::loopback;
 use accelhost::{AcceleratorState, ErrorCode, Filter, Host, OpenMode, PluginStatus};
 use accelhost_sdk_tool::{Built, Language, Sdk, Toolchain, probe};
 use sha2::{Digest, Sha256};
+use support::harness::{Outcome, Trial};
 use support::{cache_dir, json_path, scratch_dir};
 
 /// Set to `1` to make a missing toolchain fail the test instead of skipping it.
@@ -29,29 +31,54 @@ const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_TOOLCHAINS";
 /// past `NUM_LINES`' 32 MiB limit, which takes two runs.
 const LOOPBACK_BYTES: [u64; 3] = [64 << 10, 1 << 20, (33 << 20) + 4096];
 
-/// The languages run one at a time, so that no build or compile skews another's timings.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-#[test]
-fn c_plugin_runs_the_nlb0_workload() {
-    run_language(Language::C);
+fn main() -> std::process::ExitCode {
+    support::harness::run(&[
+        Trial {
+            name: "c_plugin_runs_the_nlb0_workload",
+            run: || run_language(Language::C),
+        },
+        Trial {
+            name: "javascript_plugin_runs_the_nlb0_workload",
+            run: || run_language(Language::Js),
+        },
+        Trial {
+            name: "python_plugin_runs_the_nlb0_workload",
+            run: || run_language(Language::Python),
+        },
+        Trial {
+            name: "the_checked_in_typescript_types_match_the_wit",
+            run: the_checked_in_typescript_types_match_the_wit,
+        },
+        Trial {
+            name: "a_failing_build_names_the_file_and_the_tool",
+            run: a_failing_build_names_the_file_and_the_tool,
+        },
+        Trial {
+            name: "an_empty_c_plugin_directory_names_what_it_lacks",
+            run: || empty_plugin_directory(Language::C, "has no .c file to build"),
+        },
+        Trial {
+            name: "an_empty_javascript_plugin_directory_names_what_it_lacks",
+            run: || empty_plugin_directory(Language::Js, "needs plugin.js"),
+        },
+        Trial {
+            name: "an_empty_python_plugin_directory_names_what_it_lacks",
+            run: || {
+                empty_plugin_directory(
+                    Language::Python,
+                    "app.py: the module that defines its exports",
+                )
+            },
+        },
+    ])
 }
 
-#[test]
-fn javascript_plugin_runs_the_nlb0_workload() {
-    run_language(Language::Js);
-}
-
-#[test]
-fn python_plugin_runs_the_nlb0_workload() {
-    run_language(Language::Python);
-}
-
-#[test]
-fn the_checked_in_typescript_types_match_the_wit() {
+fn the_checked_in_typescript_types_match_the_wit() -> Outcome {
     let sdk = Sdk::in_repository();
-    let Some(Toolchain::Js(jco)) = toolchain(&sdk, Language::Js) else {
-        return;
+    let jco = match toolchain(&sdk, Language::Js) {
+        Ok(Toolchain::Js(jco)) => jco,
+        Ok(_) => unreachable!("the JavaScript probe finds jco"),
+        Err(skipped) => return skipped,
     };
     let fresh = scratch_dir("js-types");
     accelhost_sdk_tool::js::generate_types(&sdk, &jco, &fresh).unwrap();
@@ -68,13 +95,14 @@ fn the_checked_in_typescript_types_match_the_wit() {
             "sdk/js/generated/{name} is out of date with wit/: run `npm --prefix sdk/js run types`"
         );
     }
+    Outcome::Passed
 }
 
-#[test]
-fn a_failing_build_names_the_file_and_the_tool() {
+fn a_failing_build_names_the_file_and_the_tool() -> Outcome {
     let sdk = Sdk::in_repository();
-    let Some(toolchain) = toolchain(&sdk, Language::C) else {
-        return;
+    let toolchain = match toolchain(&sdk, Language::C) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
     };
     let dir = scratch_dir("broken-c");
     std::fs::write(
@@ -89,50 +117,42 @@ fn a_failing_build_names_the_file_and_the_tool() {
     assert!(text.contains("broken.c"), "{text}");
     assert!(text.contains("missing"), "the compiler's message: {text}");
     assert!(text.contains("clang"), "{text}");
+    Outcome::Passed
 }
 
-#[test]
-fn an_empty_plugin_directory_names_what_it_lacks() {
+fn empty_plugin_directory(language: Language, needle: &str) -> Outcome {
     let sdk = Sdk::in_repository();
-    for (language, needle) in [
-        (Language::C, "has no .c file to build"),
-        (Language::Js, "needs plugin.js"),
-        (
-            Language::Python,
-            "app.py: the module that defines its exports",
-        ),
-    ] {
-        let Some(toolchain) = toolchain(&sdk, language) else {
-            continue;
-        };
-        let dir = scratch_dir("empty-plugin");
-        let err = toolchain
-            .build(&sdk, &dir, &dir.join("out.wasm"), &dir.join("work"))
-            .unwrap_err();
-        let text = format!("{err:#}");
-        assert!(text.contains(needle), "{language}: {text}");
-        assert!(
-            text.contains(&dir.display().to_string()),
-            "{language} names the directory: {text}"
-        );
-    }
+    let toolchain = match toolchain(&sdk, language) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
+    };
+    let dir = scratch_dir("empty-plugin");
+    let err = toolchain
+        .build(&sdk, &dir, &dir.join("out.wasm"), &dir.join("work"))
+        .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains(needle), "{language}: {text}");
+    assert!(
+        text.contains(&dir.display().to_string()),
+        "{language} names the directory: {text}"
+    );
+    Outcome::Passed
 }
 
-/// The toolchain of `language`, or `None` (printed) when it is missing and not required.
-fn toolchain(sdk: &Sdk, language: Language) -> Option<Toolchain> {
+/// The toolchain of `language`; when it is missing and not required, the trial's skip.
+fn toolchain(sdk: &Sdk, language: Language) -> Result<Toolchain, Outcome> {
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("sdk-languages")
         .join("probe")
         .join(language.key());
     match probe(sdk, language, &scratch) {
-        Ok(toolchain) => Some(toolchain),
+        Ok(toolchain) => Ok(toolchain),
         Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") => {
             panic!("{REQUIRE_ENV}=1 but the {language} toolchain is missing: {why}")
         }
-        Err(why) => {
-            println!("skipped: the {language} toolchain is missing: {why}");
-            None
-        }
+        Err(why) => Err(Outcome::Skipped(format!(
+            "the {language} toolchain is missing ({why}); sdk/install-toolchains.sh installs it"
+        ))),
     }
 }
 
@@ -143,11 +163,11 @@ struct LoadTimes {
     cached: Duration,
 }
 
-fn run_language(language: Language) {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+fn run_language(language: Language) -> Outcome {
     let sdk = Sdk::in_repository();
-    let Some(toolchain) = toolchain(&sdk, language) else {
-        return;
+    let toolchain = match toolchain(&sdk, language) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
     };
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("sdk-languages")
@@ -230,6 +250,7 @@ fn run_language(language: Language) {
         ms(load.cached),
         versions = toolchain.versions(),
     );
+    Outcome::Passed
 }
 
 /// The template loads, reports its one device, opens and closes it, and answers

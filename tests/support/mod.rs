@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod harness;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,0 +1,111 @@
+//! A test harness for tests that find out only when they run whether they can (a toolchain
+//! may be missing), which libtest cannot say: a trial passes, fails, or is reported
+//! `ignored` with its reason, in libtest's own format, so `cargo test` shows what was skipped
+//! and why instead of a pass that did nothing. Used by test targets with `harness = false`.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// What a trial that did not fail found.
+pub enum Outcome {
+    /// It ran and its checks held.
+    Passed,
+    /// It could not run here; the reason says what is missing.
+    Skipped(String),
+}
+
+/// One named test.
+pub struct Trial {
+    /// The name filters match, as libtest's are the function names.
+    pub name: &'static str,
+    /// The test; a panic is a failure.
+    pub run: fn() -> Outcome,
+}
+
+/// Runs the trials the command line selects, one at a time, and reports as libtest does.
+/// Understands name filters, `--exact`, `--skip`, `--list`, and takes libtest's other flags
+/// (`--nocapture`, `--test-threads N`, ...) without effect.
+pub fn run(trials: &[Trial]) -> ExitCode {
+    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    let (mut exact, mut list, mut only_ignored) = (false, false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => only_ignored = true,
+            "--skip" => skips.extend(args.next()),
+            "--test-threads" | "--format" | "--color" | "--logfile" => {
+                args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter.to_string()),
+        }
+    }
+    let selected: Vec<&Trial> = trials
+        .iter()
+        .filter(|t| !skips.iter().any(|s| t.name.contains(s.as_str())))
+        .filter(|t| {
+            filters.is_empty()
+                || filters.iter().any(|f| {
+                    if exact {
+                        t.name == f
+                    } else {
+                        t.name.contains(f.as_str())
+                    }
+                })
+        })
+        .collect();
+    if list {
+        for trial in &selected {
+            println!("{}: test", trial.name);
+        }
+        return ExitCode::SUCCESS;
+    }
+    // No trial is ignored up front: each finds out when it runs.
+    if only_ignored {
+        println!(
+            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out\n",
+            trials.len()
+        );
+        return ExitCode::SUCCESS;
+    }
+    println!("\nrunning {} tests", selected.len());
+    let started = Instant::now();
+    let (mut passed, mut ignored, mut failed) = (0, 0, Vec::new());
+    for trial in &selected {
+        match catch_unwind(AssertUnwindSafe(trial.run)) {
+            Ok(Outcome::Passed) => {
+                passed += 1;
+                println!("test {} ... ok", trial.name);
+            }
+            Ok(Outcome::Skipped(why)) => {
+                ignored += 1;
+                println!("test {} ... ignored, {why}", trial.name);
+            }
+            Err(_) => {
+                failed.push(trial.name);
+                println!("test {} ... FAILED", trial.name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for name in &failed {
+            println!("    {name}");
+        }
+    }
+    println!(
+        "\ntest result: {}. {passed} passed; {} failed; {ignored} ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        failed.len(),
+        trials.len() - selected.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(101)
+    }
+}
