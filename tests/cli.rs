@@ -75,27 +75,41 @@ fn demo_runs_on_the_embedded_default_and_verifies() {
         rows[0].starts_with("DEVICE") && rows[0].contains("GB/s"),
         "{stdout}"
     );
-    assert_eq!(rows.len(), 8, "NLB0 x2, CAPI x2, XRT x3: {stdout}");
+    assert_eq!(
+        rows.len(),
+        9,
+        "NLB0 x2, the CAPI master node skipped, CAPI x2, XRT x3: {stdout}"
+    );
     assert!(
         rows[1].contains("dfl/emu:dfl0") && rows[1].contains("1 MiB"),
         "{stdout}"
     );
     assert!(rows[2].contains("64 MiB"), "{stdout}");
     assert!(
-        rows[3].contains("cxl/emu:capi0.0s") && rows[3].contains("memcpy"),
+        rows[3].starts_with("cxl/emu:capi0.0m") && rows[3].contains("skipped: a CAPI master node"),
+        "a device without a workload gets a row saying why: {stdout}"
+    );
+    assert!(
+        rows[4].contains("cxl/emu:capi0.0s") && rows[4].contains("memcpy"),
         "{stdout}"
     );
     assert!(
-        rows[4].contains("cxl/emu:capi0.1d") && rows[4].contains("vadd"),
+        rows[5].contains("cxl/emu:capi0.1d") && rows[5].contains("vadd"),
         "{stdout}"
     );
     assert!(
-        rows[5].contains("xocl/emu:xocl0") && rows[5].contains("vadd 1 Ki"),
+        rows[6].contains("xocl/emu:xocl0") && rows[6].contains("vadd 1 Ki"),
         "{stdout}"
     );
-    assert!(rows[6].contains("vadd 16 Mi elements"), "{stdout}");
-    assert!(rows[7].contains("launches/s"), "{stdout}");
-    assert!(rows[1..].iter().all(|r| r.contains("verified")), "{stdout}");
+    assert!(rows[7].contains("vadd 16 Mi elements"), "{stdout}");
+    assert!(rows[8].contains("launches/s"), "{stdout}");
+    assert!(
+        rows[1..]
+            .iter()
+            .all(|r| r.contains("verified") || r.contains("skipped")),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(0));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("running the hello_fpga loopback"),
@@ -448,6 +462,406 @@ fn xclbin_build_show_and_program() {
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("malformed"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The exit status `list`, `info`, `plugins` and `demo` give for partial results.
+const PARTIAL: i32 = 3;
+
+/// A config with the shipped dfl plugin on port `dfl0`, and `others` (JSON plugin entries).
+fn dfl_and(others: &[&str]) -> std::path::PathBuf {
+    let mut plugins = vec![support::dfl_plugin(&["dfl0"])];
+    plugins.extend(others.iter().map(|p| p.to_string()));
+    write_config(&format!(
+        r#"{{"devices": {}, "plugins": [{}]}}"#,
+        support::dfl_devices(&["dfl0"]),
+        plugins.join(", ")
+    ))
+}
+
+#[test]
+fn demo_gives_a_device_without_a_workload_a_row_and_still_succeeds() {
+    let config = dfl_and(&[&support::chaos_plugin("chaos", "{}")]);
+    let out = accelhost(config.parent().unwrap(), &["demo", "--sizes", "64KiB"], &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("chaos/chaos0"))
+        .unwrap_or_else(|| panic!("no row for the chaos device: {stdout}"));
+    assert!(
+        row.contains("skipped: no canonical workload for GUID"),
+        "says why: {row}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("dfl/emu:dfl0") && l.contains("verified")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_plugin_that_fails_to_load_or_faults_makes_results_partial() {
+    let config = dfl_and(&[
+        r#"{"name": "core", "module": "core.wasm", "load_policy": {"on_error": "skip"}}"#,
+    ]);
+    let dir = config.parent().unwrap();
+    std::fs::write(dir.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let out = accelhost(dir, &["list"], &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(PARTIAL), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("dfl/emu:dfl0"),
+        "the other devices: {stdout}"
+    );
+    assert!(
+        stderr.contains("partial results (exit status 3): plugin 'core' failed to load"),
+        "{stderr}"
+    );
+    for args in [
+        &["list", "--json"][..],
+        &["info", "dfl/emu:dfl0"],
+        &["plugins"],
+        &["demo", "--sizes", "64KiB"],
+    ] {
+        let out = accelhost(dir, args, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(PARTIAL),
+            "accelhost {}: {}\n{}",
+            args.join(" "),
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "accelhost {}", args.join(" "));
+    }
+    let plugins = text(&accelhost(dir, &["plugins"], &[]).stdout);
+    assert!(plugins.contains("failed to load"), "{plugins}");
+
+    // A plugin that faults in enumerate: its failure is warned about, the rest is listed.
+    let faulting = support::chaos_plugin("crasher", r#"{"trap_in": "enumerate"}"#);
+    let config = dfl_and(&[&faulting]);
+    let out = accelhost(config.parent().unwrap(), &["list"], &[]);
+    assert_eq!(out.status.code(), Some(PARTIAL), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("dfl/emu:dfl0"));
+    assert!(
+        text(&out.stderr).contains("plugin 'crasher' failed to enumerate"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A disabled plugin is the config's choice, not a partial result.
+    let disabled = r#"{"name": "off", "module": "builtin:chaos", "enabled": false}"#;
+    let config = dfl_and(&[disabled]);
+    let out = accelhost(config.parent().unwrap(), &["list"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    // A module path that does not exist is a config error, whatever on_error says.
+    let config = dfl_and(&[
+        r#"{"name": "gone", "module": "gone.wasm", "load_policy": {"on_error": "skip"}}"#,
+    ]);
+    let out = accelhost(config.parent().unwrap(), &["list"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn help_documents_the_exit_statuses() {
+    let out = accelhost(&scratch_dir("empty"), &["--help"], &[]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Exit status:") && stdout.contains("3  partial results"),
+        "{stdout}"
+    );
+    let out = accelhost(&scratch_dir("empty"), &["poke", "--help"], &[]);
+    let stdout = text(&out.stdout);
+    for part in [
+        "read64:OFF",
+        "poll64:OFF:MASK=WANT",
+        "alloc:SIZE",
+        "Examples:",
+    ] {
+        assert!(stdout.contains(part), "{part}: {stdout}");
+    }
+}
+
+/// The line of `stdout` that step `step` printed.
+fn step_line<'a>(stdout: &'a str, step: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(step))
+        .unwrap_or_else(|| panic!("no line for {step}: {stdout}"))
+}
+
+#[test]
+fn poke_writes_the_nlb0_scratchpad_and_reads_it_back() {
+    let scratchpad = accelhost::families::dfl::abi::nlb0::CSR_SCRATCHPAD2;
+    let write = format!("write64:{scratchpad:#x}=0x0123456789abcdef");
+    let read = format!("read64:{scratchpad:#x}");
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "emu:dfl0", &write, &read],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 2, "one line per step: {stdout}");
+    assert!(step_line(&stdout, &write).ends_with("ok"), "{stdout}");
+    assert!(
+        step_line(&stdout, &read).ends_with("0x0123456789abcdef"),
+        "{stdout}"
+    );
+    let poll = format!("poll64:{scratchpad:#x}:0xff=0xef");
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "dfl/emu:dfl0", &write, &poll],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        step_line(&text(&out.stdout), &poll).contains("0x0123456789abcdef after"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn poke_resets_the_port() {
+    let scratchpad = accelhost::families::dfl::abi::nlb0::CSR_SCRATCHPAD2;
+    let write = format!("write64:{scratchpad:#x}=7");
+    let read = format!("read64:{scratchpad:#x}");
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "emu:dfl0", &write, "reset", &read],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(step_line(&stdout, "reset").ends_with("ok"), "{stdout}");
+    assert!(
+        step_line(&stdout, &read).ends_with("0x0000000000000000"),
+        "the reset cleared the scratchpad: {stdout}"
+    );
+}
+
+#[test]
+fn poke_fills_and_dumps_a_buffer() {
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &[
+            "poke",
+            "emu:dfl0",
+            "alloc:4096",
+            "fill:0x5a",
+            "put:0x8=c0ffee",
+            "dump:0:20",
+        ],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        step_line(&stdout, "alloc:4096").contains("bytes, I/O address 0x"),
+        "{stdout}"
+    );
+    assert!(
+        step_line(&stdout, "fill:0x5a").contains("set to 0x5a"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "00000000: 5a5a 5a5a 5a5a 5a5a c0ff ee5a 5a5a 5a5a  ZZZZZZZZ...ZZZZZ\n\
+             00000010: 5a5a 5a5a                                ZZZZ\n"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn poke_refuses_a_malformed_step_before_opening_anything() {
+    let trace = [("ACCELHOST_TRACE", "1")];
+    let dir = scratch_dir("empty");
+    for (step, says) in [
+        ("writ64:0=1", "unknown step 'writ64'"),
+        ("write32:0x100=0x100000000", "wider than 32 bits"),
+        ("read64:0x1g", "offset '0x1g' is not a number"),
+        ("dump:0:16", "no alloc:SIZE step comes before it"),
+    ] {
+        let out = accelhost(&dir, &["poke", "emu:dfl0", "reset", step], &trace);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{step}: {stderr}");
+        assert!(
+            stderr.contains(&format!("step 2 '{step}'")) && stderr.contains(says),
+            "{step}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "no step ran: {}", text(&out.stdout));
+        assert!(
+            !stderr.contains("call{plugin"),
+            "nothing was opened: {stderr}"
+        );
+    }
+    let out = accelhost(
+        &dir,
+        &["poke", "emu:dfl0", "reconfigure:missing.xclbin"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("step 1 'reconfigure:missing.xclbin': cannot read"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn poke_names_an_unknown_or_ambiguous_device() {
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "emu:nowhere", "reset"],
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no device 'emu:nowhere'") && stderr.contains("dfl/emu:dfl0"),
+        "{stderr}"
+    );
+    let impostor = r#"{"name": "impostor", "module": "builtin:chaos",
+        "config": {"impersonate": true, "impersonate_count": 1, "impersonate_name": "emu:dfl0"}}"#;
+    let config = dfl_and(&[impostor]);
+    let out = accelhost(
+        config.parent().unwrap(),
+        &["poke", "emu:dfl0", "reset"],
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("'emu:dfl0' names 2 devices")
+            && stderr.contains("  dfl/emu:dfl0")
+            && stderr.contains("  impostor/emu:dfl0"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn poke_names_the_step_an_out_of_range_offset_failed_in_and_closes() {
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &[
+            "poke",
+            "emu:dfl0",
+            "read64:0x108",
+            "read64:0x40000",
+            "reset",
+        ],
+        &[("ACCELHOST_TRACE", "1")],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        step_line(&stdout, "read64:0x108").contains("0x"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "the steps after it do not run: {stdout}"
+    );
+    assert!(
+        stderr.contains("error: step 2 'read64:0x40000' failed: MMIO on emu:dfl0")
+            && stderr.contains("outside the 0x40000-byte MMIO region"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"call{plugin="dfl" call="close""#),
+        "the handle is closed after the failure: {stderr}"
+    );
+    assert!(!stderr.contains(r#"call="reset""#), "{stderr}");
+}
+
+#[test]
+fn trace_shows_the_calls_of_poke() {
+    let dir = scratch_dir("empty");
+    let out = accelhost(
+        &dir,
+        &["poke", "emu:dfl0", "read64:0x108", "reset", "alloc:64"],
+        &[("ACCELHOST_TRACE", "1")],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for call in [
+        "open\" args=token=0 mode=Shared",
+        "map-mmio\" args=handle=1 index=0",
+        "reset",
+        "prepare-buffer",
+        "release-buffer",
+        "close",
+    ] {
+        assert!(
+            stderr.contains(&format!(r#"call{{plugin="dfl" call="{call}"#)),
+            "{call}: {stderr}"
+        );
+    }
+    let out = accelhost(
+        &dir,
+        &["poke", "--exclusive", "emu:dfl0", "reset"],
+        &[("ACCELHOST_TRACE", "1")],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(r#"call="open" args=token=0 mode=Exclusive"#),
+        "--exclusive opens exclusively: {}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn poke_reconfigures_through_the_plugin() {
+    let dir = scratch_dir("poke-xclbin");
+    let out = accelhost(&dir, &["xclbin", "build", "vadd.xclbin"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = accelhost(
+        &dir,
+        &["poke", "xocl/emu:xocl0", "reconfigure:vadd.xclbin"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("loaded vadd.xclbin"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = accelhost(
+        &dir,
+        &["poke", "xocl/emu:xocl0", "reconfigure@1:vadd.xclbin"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("step 1 'reconfigure@1:vadd.xclbin' failed: plugin 'xocl'"),
         "{}",
         text(&out.stderr)
     );

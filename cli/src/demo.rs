@@ -157,6 +157,30 @@ fn untrusted(token: &Token, family: &str) -> Row {
     }
 }
 
+/// The row of a device that no canonical workload is made for, saying why.
+fn no_workload(token: &Token) -> Row {
+    let p = token.properties();
+    let why = if workloads::capi::is_cxl(token) {
+        let node = match workloads::capi::node_kind(token) {
+            Some('m') => "master node".to_string(),
+            Some(kind) => format!("node of kind '{kind}'"),
+            None => "device that reports no node kind".into(),
+        };
+        format!("a CAPI {node}; the CAPI workloads run on slave (s) and dedicated (d) nodes")
+    } else {
+        format!(
+            "no canonical workload for GUID {} (type {}): demo knows NLB0 ports, CAPI AFUs and \
+             XRT cards",
+            p.guid, p.device_type
+        )
+    };
+    Row {
+        result: format!("skipped: {why}"),
+        ok: true,
+        ..Row::new(token, "no canonical workload", "-")
+    }
+}
+
 /// The plugin `--fault` adds, and what it is told to do.
 const CHAOS: &str = "chaos";
 const CHAOS_CONFIG: &str = r#"{"trap_in": "reset", "hang_in": "describe"}"#;
@@ -321,6 +345,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     for failure in &found.failures {
         eprintln!("warning: {failure}");
     }
+    let missing = crate::exit::missing(&host, &found.failures);
     let chaos = found
         .tokens
         .iter()
@@ -337,7 +362,11 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             launches: args.launches,
         };
         for token in &found.tokens {
+            if args.fault && token.plugin() == CHAOS {
+                continue;
+            }
             let Some(workload) = workloads::recognize(token) else {
+                rows.push(no_workload(token));
                 continue;
             };
             if !trusted(&host, token, workload.family) {
@@ -355,7 +384,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let workloads_took = started.elapsed();
     if rows.is_empty() {
         bail!(
-            "no device with a canonical workload found (config: {}); `accelhost list` shows the devices there are",
+            "no devices found (config: {}); `accelhost plugins` shows what each plugin is granted",
             host.config().source
         );
     }
@@ -379,7 +408,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(if all_ok {
-        ExitCode::SUCCESS
+        crate::exit::found(&missing)
     } else {
         ExitCode::FAILURE
     })

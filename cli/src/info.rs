@@ -80,12 +80,13 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {failure}");
     }
     let token = select(&found.tokens, &args.device)?;
+    let missing = crate::exit::missing(&host, &found.failures);
     if args.json {
         println!(
             "{}",
             inert_json(serde_json::to_string_pretty(&DeviceEntry::new(token))?)
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::exit::found(&missing));
     }
     let p = token.properties();
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
@@ -113,5 +114,5 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     for (key, value) in lines.into_iter().chain(extras) {
         println!("{:<14} {}", inert(key), inert(&value));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::found(&missing))
 }

@@ -59,10 +59,11 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     for failure in &found.failures {
         eprintln!("warning: {failure}");
     }
+    let missing = crate::exit::missing(&host, &found.failures);
     if args.json {
         let entries: Vec<DeviceEntry> = found.tokens.iter().map(DeviceEntry::new).collect();
         println!("{}", inert_json(serde_json::to_string_pretty(&entries)?));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::exit::found(&missing));
     }
     if found.tokens.is_empty() {
         let running: Vec<String> = host
@@ -80,7 +81,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                 running.join(", ")
             }
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::exit::found(&missing));
     }
     let rows: Vec<Vec<String>> = found
         .tokens
@@ -114,5 +115,5 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             &rows
         )
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::found(&missing))
 }

@@ -4,9 +4,11 @@
 mod bench;
 mod check_config;
 mod demo;
+mod exit;
 mod info;
 mod list;
 mod plugins;
+mod poke;
 mod program;
 mod start;
 mod table;
@@ -29,7 +31,14 @@ Environment:
   ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
                          (default 2048; 'off' instantiates on demand)
   ACCELHOST_LOG          log filter, such as 'warn' (default) or 'accelhost=debug'
-  ACCELHOST_TRACE=1      trace every call between the host and the plugins";
+  ACCELHOST_TRACE=1      trace every call between the host and the plugins
+
+Exit status:
+  0  success
+  1  an error: a bad config, device or step, a failed call, a run that did not verify
+  2  a command line that does not parse
+  3  partial results: list, info, plugins or demo printed what it found, but a plugin
+     failed to load, faulted or failed to enumerate (`accelhost plugins` says why)";
 
 /// Sandboxed plugin manager for accelerator runtimes (FPGA cards and other offload devices).
 ///
@@ -66,6 +75,9 @@ enum Command {
     Bench(bench::Args),
     /// Load an image (an xclbin for XRT cards) onto a device.
     Program(program::Args),
+    /// Run single operations on one device through its plugin, in order, on one handle: MMIO
+    /// reads, writes and polls, reset, a DMA buffer, reconfigure.
+    Poke(poke::Args),
     /// Write xclbin images for the emulated XRT card, or check one.
     #[command(subcommand)]
     Xclbin(xclbin::Command),
@@ -104,6 +116,7 @@ fn main() -> ExitCode {
         Command::CheckConfig(args) => check_config::run(args),
         Command::Demo(args) => demo::run(cli.config, args),
         Command::Program(args) => program::run(cli.config, args),
+        Command::Poke(args) => poke::run(cli.config, args),
         Command::Bench(args) => bench::run(cli.config, args),
         Command::Xclbin(command) => xclbin::run(command),
     };
@@ -113,5 +126,14 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_help_names_the_partial_exit_status() {
+        let line = format!("\n  {}  partial results", super::exit::PARTIAL);
+        assert!(super::AFTER_HELP.contains(&line), "{}", super::AFTER_HELP);
     }
 }

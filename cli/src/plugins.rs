@@ -16,9 +16,10 @@ pub struct Args {
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let host = crate::start::start_host(config)?;
     let plugins = host.plugins();
+    let missing = crate::exit::missing(&host, &[]);
     if args.json {
         println!("{}", inert_json(serde_json::to_string_pretty(&plugins)?));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::exit::found(&missing));
     }
     println!(
         "config: {} ({})",
@@ -66,5 +67,5 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             &rows
         )
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::found(&missing))
 }
