@@ -30,7 +30,8 @@ Environment:
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
   ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
                          (default 2048; 'off' instantiates on demand)
-  ACCELHOST_LOG          log filter, such as 'warn' (default) or 'accelhost=debug'
+  ACCELHOST_LOG          log filter, such as 'accelhost=debug' (default: warnings, and a
+                         line when a plugin's first compile takes more than 2 s)
   ACCELHOST_TRACE=1      trace every call between the host and the plugins
 
 Exit status:
@@ -83,12 +84,12 @@ enum Command {
     Xclbin(xclbin::Command),
 }
 
-/// Sets up logging from `ACCELHOST_LOG` (default `warn`); `ACCELHOST_TRACE` adds the boundary
-/// trace.
+/// Sets up logging from `ACCELHOST_LOG` (default `warn`, and the progress of long plugin
+/// compiles); `ACCELHOST_TRACE` adds the boundary trace.
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let mut filter =
-        EnvFilter::try_from_env("ACCELHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let mut filter = EnvFilter::try_from_env("ACCELHOST_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,{}=info", accelhost::PROGRESS_TARGET)));
     if accelhost::trace_enabled_by_env() {
         for target in accelhost::TRACE_TARGETS {
             if let Ok(directive) = format!("{target}=trace").parse() {

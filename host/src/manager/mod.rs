@@ -573,7 +573,7 @@ pub(crate) fn load_module(
     let runtime = runtime().map_err(Error::Internal)?;
     let metered = entry.load_policy.fuel.is_some();
     runtime
-        .load(&wasm, cache, metered)
+        .load(&wasm, &entry.name, cache, metered)
         .map_err(|err| match err {
             LoadError::Unusable(reason) => load_error(reason),
             LoadError::Incompatible { found } => Error::IncompatibleInterface {

@@ -5,6 +5,7 @@
 
 mod busy;
 mod cache;
+mod compile;
 mod fault;
 mod instance;
 pub(crate) mod plugin;
@@ -19,6 +20,7 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use cache::{CACHE_ENV, ComponentCache};
+pub use compile::PROGRESS_TARGET;
 pub(crate) use instance::{CallFailure, PluginInstance};
 pub use versions::LATEST as WIT_VERSION;
 pub(crate) use versions::served as served_versions;
@@ -241,11 +243,13 @@ impl Runtime {
         lock(&self.loaded).clear();
     }
 
-    /// Compiles (or finds in the caches) and links `wasm`, checking that it is a component
-    /// built for a compatible `accel:plugin` version. `metered` compiles it to count fuel.
+    /// Compiles (or finds in the caches) and links `wasm`, the module of `plugin`, checking
+    /// that it is a component built for a compatible `accel:plugin` version. `metered`
+    /// compiles it to count fuel.
     pub fn load(
         &self,
         wasm: &[u8],
+        plugin: &str,
         cache: &ComponentCache,
         metered: bool,
     ) -> Result<Arc<LoadedComponent>, LoadError> {
@@ -258,7 +262,7 @@ impl Runtime {
         let component = match cache.load(engine, &sha) {
             Some(component) => component,
             None => {
-                let component = wasmtime::component::Component::new(engine, wasm)
+                let component = compile::compile(engine, wasm, plugin)
                     .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
                 cache.store(engine, &sha, &component);
                 component
