@@ -206,6 +206,21 @@ impl RawConfig {
                     .map_err(|(field, message)| err(format!("devices[{i}]{field}"), message))?,
             );
         }
+        for family in families::FAMILIES {
+            let (indices, mut cards): (Vec<usize>, Vec<&mut DeviceDecl>) = devices
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, d)| d.family == family.name)
+                .unzip();
+            (family.resolve_cards)(&mut cards).map_err(|(k, e)| {
+                let field = if e.field.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{}", e.field)
+                };
+                err(format!("devices[{}]{field}", indices[k]), e.message)
+            })?;
+        }
         let device_ids: BTreeSet<&str> = device_ids.iter().map(String::as_str).collect();
 
         let mut names = BTreeSet::new();

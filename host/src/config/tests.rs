@@ -301,6 +301,66 @@ fn cxl_fields_are_checked() {
 }
 
 #[test]
+fn cxl_interrupt_counts_are_checked_against_the_afus_defaults() {
+    let err =
+        error(r#"{"devices": [{"id": "c", "family": "cxl", "irqs_min": 3000}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].irqs_min");
+    assert!(
+        err.message
+            .contains("above irqs_max 2037 (irqs_max's default)"),
+        "{err}"
+    );
+    let err =
+        error(r#"{"devices": [{"id": "c", "family": "cxl", "irqs_max": 70000}], "plugins": []}"#);
+    assert_eq!(err.path, "devices[0].irqs_max");
+    assert!(err.message.contains("at most 65535"), "{err}");
+    let err = error(
+        r#"{"devices": [{"id": "c", "family": "cxl", "accelerator": "vadd", "irqs_max": 4}], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[0].irqs_max");
+    assert!(err.message.contains("raises no interrupts"), "{err}");
+}
+
+#[test]
+fn cxl_slices_are_unique_per_card_and_free_ones_are_given_out_lowest_first() {
+    let slices = |text: &str| -> Vec<(u32, u32)> {
+        let config = parse(text).unwrap();
+        config
+            .devices
+            .iter()
+            .map(|d| {
+                let card = d
+                    .settings
+                    .get::<crate::families::cxl::card::CxlCard>()
+                    .unwrap();
+                (card.card, card.slice.expect("every slice is settled"))
+            })
+            .collect()
+    };
+    assert_eq!(
+        slices(
+            r#"{"devices": [
+                {"id": "a", "family": "cxl"},
+                {"id": "b", "family": "cxl", "slice": 0},
+                {"id": "c", "family": "cxl", "card": 1},
+                {"id": "d", "family": "cxl"}
+            ], "plugins": []}"#
+        ),
+        [(0, 1), (0, 0), (1, 0), (0, 2)],
+        "an explicit slice is kept, even when an earlier AFU has none"
+    );
+    let err = error(
+        r#"{"devices": [
+            {"id": "a", "family": "cxl", "slice": 0},
+            {"id": "b", "family": "dfl"},
+            {"id": "c", "family": "cxl", "slice": 0}
+        ], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[2].slice");
+    assert!(err.message.contains("slice 0 is already 'a's"), "{err}");
+}
+
+#[test]
 fn a_family_is_told_apart_from_an_unknown_field() {
     let err = error(r#"{"devices": [{"id": "c", "family": "xocl", "slice": 1}], "plugins": []}"#);
     assert_eq!(err.path, "devices[0].slice");

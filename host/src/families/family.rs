@@ -30,6 +30,10 @@ pub(crate) struct Family {
     /// Parses and checks those fields.
     pub parse_card:
         fn(&serde_json::Map<String, serde_json::Value>) -> Result<CardSettings, CardError>,
+    /// Checks the family's cards together, in config order, and settles what one card's
+    /// settings leave to the others (such as a free slot); an error names the card's index
+    /// in `cards`.
+    pub resolve_cards: fn(&mut [&mut DeviceDecl]) -> Result<(), (usize, CardError)>,
     /// Adds an emulated card the config declares to the registry.
     pub emulate: fn(&DeviceDecl, &mut DeviceRegistry),
     /// Adds the family's devices of this machine, found under `roots`, to the registry.
@@ -80,6 +84,11 @@ pub(crate) fn parse_fields<T: DeserializeOwned>(
             err.into_inner().to_string(),
         )
     })
+}
+
+/// For a family whose cards are independent of each other.
+pub(crate) fn independent_cards(_: &mut [&mut DeviceDecl]) -> Result<(), (usize, CardError)> {
+    Ok(())
 }
 
 /// A family without an image format of its own.

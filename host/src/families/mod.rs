@@ -15,7 +15,9 @@ use crate::config::DeviceDecl;
 use crate::devices::{DeviceRegistry, LinuxRoots};
 use crate::state::ReleaseStage;
 
-pub(crate) use family::{CardError, Family, SHARED_CARD_FIELDS, no_image_format, parse_fields};
+pub(crate) use family::{
+    CardError, Family, SHARED_CARD_FIELDS, independent_cards, no_image_format, parse_fields,
+};
 
 /// Every family the host serves, in the order their devices are listed.
 pub(crate) const FAMILIES: &[&Family] = &[&dfl::FAMILY, &cxl::FAMILY, &xocl::FAMILY];

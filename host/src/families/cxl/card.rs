@@ -2,9 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::config::CardSettings;
-#[cfg(test)]
-use crate::config::DeviceDecl;
+use crate::config::{CardSettings, DeviceDecl};
 use crate::families::{CardError, parse_fields};
 
 /// The AFUs the emulator carries.
@@ -19,7 +17,7 @@ pub enum CxlAccelerator {
 }
 
 /// What a `"family": "cxl"` card takes besides the shared fields.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CxlCard {
     /// The AFU (default memcpy).
@@ -28,7 +26,8 @@ pub struct CxlCard {
     /// The adapter number (default 0).
     #[serde(default)]
     pub card: u32,
-    /// The slice on the adapter; AFUs without one take the next, in config order.
+    /// The slice on the adapter; an AFU without one takes the lowest slice of its card that
+    /// no other AFU has ([`resolve`] settles it when the config is read).
     #[serde(default)]
     pub slice: Option<u32>,
     /// How many contexts an AFU-directed AFU takes at once (default 512, at most 16384).
@@ -40,6 +39,21 @@ pub struct CxlCard {
     /// The most interrupts a context may ask for (`irqs_max`).
     #[serde(default)]
     pub irqs_max: Option<u32>,
+}
+
+/// The most interrupts a context can be given: start-work's count is 16 bits wide.
+const MAX_IRQS: u32 = u16::MAX as u32;
+
+impl CxlCard {
+    /// The interrupts a context gets by default and the most it may ask for: the config's,
+    /// or the AFU's own (memcpy 2 and 2037; vadd raises none).
+    pub fn irqs(&self) -> (u32, u32) {
+        let (min, max) = match self.accelerator {
+            CxlAccelerator::Memcpy => (2, 2037),
+            CxlAccelerator::Vadd => (0, 0),
+        };
+        (self.irqs_min.unwrap_or(min), self.irqs_max.unwrap_or(max))
+    }
 }
 
 /// The card fields, for messages.
@@ -70,15 +84,80 @@ pub(crate) fn parse(
             ));
         }
     }
-    if let (Some(min), Some(max)) = (card.irqs_min, card.irqs_max)
-        && min > max
-    {
+    if card.accelerator == CxlAccelerator::Vadd {
+        for (field, value) in [("irqs_min", card.irqs_min), ("irqs_max", card.irqs_max)] {
+            if value.is_some_and(|n| n != 0) {
+                return Err(CardError::new(
+                    field,
+                    "the vadd AFU raises no interrupts: its contexts take 0",
+                ));
+            }
+        }
+    }
+    let (min, max) = card.irqs();
+    if max > MAX_IRQS {
         return Err(CardError::new(
             "irqs_max",
-            format!("irqs_max {max} is below irqs_min {min}"),
+            format!("{max} is out of range: a context takes at most {MAX_IRQS} interrupts"),
+        ));
+    }
+    if min > max {
+        let (field, bound) = if card.irqs_max.is_some() {
+            ("irqs_max", "")
+        } else {
+            ("irqs_min", " (irqs_max's default)")
+        };
+        return Err(CardError::new(
+            field,
+            format!("irqs_min {min} is above irqs_max {max}{bound}"),
         ));
     }
     Ok(CardSettings::new(card, fields.clone()))
+}
+
+/// Gives each AFU without a `slice` the lowest slice of its card that no other AFU takes,
+/// and refuses two AFUs on one slice (they would share a name and an AFU id).
+pub(crate) fn resolve(cards: &mut [&mut DeviceDecl]) -> Result<(), (usize, CardError)> {
+    let mut taken: std::collections::BTreeMap<(u32, u32), &str> = Default::default();
+    let ids: Vec<String> = cards.iter().map(|d| d.id.clone()).collect();
+    for (i, decl) in cards.iter().enumerate() {
+        let Some(card) = decl.settings.get::<CxlCard>() else {
+            continue;
+        };
+        if let Some(slice) = card.slice
+            && let Some(other) = taken.insert((card.card, slice), &ids[i])
+        {
+            return Err((
+                i,
+                CardError::new(
+                    "slice",
+                    format!(
+                        "card {} slice {slice} is already '{other}'s: each AFU needs a slice of \
+                         its own",
+                        card.card
+                    ),
+                ),
+            ));
+        }
+    }
+    for (i, decl) in cards.iter_mut().enumerate() {
+        let Some(card) = decl.settings.get::<CxlCard>() else {
+            continue;
+        };
+        if card.slice.is_some() {
+            continue;
+        }
+        let slice = (0..)
+            .find(|s| !taken.contains_key(&(card.card, *s)))
+            .expect("a card has fewer AFUs than slices");
+        taken.insert((card.card, slice), &ids[i]);
+        let resolved = CxlCard {
+            slice: Some(slice),
+            ..card.clone()
+        };
+        decl.settings = CardSettings::new(resolved, decl.settings.json().clone());
+    }
+    Ok(())
 }
 
 /// An AFU with `card`'s settings, for the emulator's tests.

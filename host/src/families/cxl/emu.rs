@@ -60,7 +60,7 @@ struct AfuState {
 
 impl EmulatedAfu {
     /// Builds the AFU and starts its device thread, which ends with the AFU.
-    pub fn new(decl: &DeviceDecl, slice: u32) -> Self {
+    pub fn new(decl: &DeviceDecl) -> Self {
         let defaults = CxlCard::default();
         let card = decl.settings.get::<CxlCard>().unwrap_or(&defaults);
         let model = card.accelerator;
@@ -70,10 +70,7 @@ impl EmulatedAfu {
         } else {
             card.max_contexts.unwrap_or(512)
         };
-        let (irqs_min, irqs_max) = match model {
-            Accelerator::Vadd => (card.irqs_min.unwrap_or(0), card.irqs_max.unwrap_or(0)),
-            _ => (card.irqs_min.unwrap_or(2), card.irqs_max.unwrap_or(2037)),
-        };
+        let (irqs_min, irqs_max) = card.irqs();
         let afu = Arc::new(Afu {
             model,
             max_contexts,
@@ -96,7 +93,7 @@ impl EmulatedAfu {
             desc: AfuDesc {
                 path: format!("emu:{}", decl.id),
                 card: card.card,
-                slice: card.slice.unwrap_or(slice),
+                slice: card.slice.unwrap_or_default(),
                 mode: Some(mode),
                 modes_supported: vec![mode],
                 mmio_size: if dedicated {

@@ -19,20 +19,15 @@ pub(crate) const FAMILY: Family = Family {
     default_ids: (abi::PCI_VENDOR_IBM, abi::CAPI_DEVICE_ID),
     card_fields: card::FIELDS,
     parse_card: card::parse,
+    resolve_cards: card::resolve,
     emulate,
     discover,
     release: resources::release,
     check_image: no_image_format,
 };
 
-/// AFUs without a configured slice take the next one, in config order.
 fn emulate(decl: &DeviceDecl, registry: &mut DeviceRegistry) {
-    let slice = registry
-        .all::<dyn CxlAfu>(|_| true)
-        .iter()
-        .filter(|afu| afu.desc().emulated)
-        .count() as u32;
-    let afu = emu::EmulatedAfu::new(decl, slice);
+    let afu = emu::EmulatedAfu::new(decl);
     registry.add::<dyn CxlAfu>(afu.desc().path, Arc::new(afu), false);
 }
 

@@ -7,7 +7,7 @@
 // not the host uses each one yet; without the `internals` feature nothing outside reads them.
 #[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 pub mod abi;
-mod card;
+pub(crate) mod card;
 pub(crate) mod emu;
 mod family;
 mod imports;

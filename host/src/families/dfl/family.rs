@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{DflDevice, abi, card, emu, linux, resources};
 use crate::config::DeviceDecl;
 use crate::devices::{DeviceRegistry, LinuxRoots};
-use crate::families::{Family, no_image_format};
+use crate::families::{Family, independent_cards, no_image_format};
 
 /// The family's registration.
 pub(crate) const FAMILY: Family = Family {
@@ -19,6 +19,7 @@ pub(crate) const FAMILY: Family = Family {
     default_ids: (abi::PCI_VENDOR_INTEL, abi::ASE_DEVICE_ID),
     card_fields: card::FIELDS,
     parse_card: card::parse,
+    resolve_cards: independent_cards,
     emulate,
     discover,
     release: resources::release,

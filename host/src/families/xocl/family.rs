@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{XoclDevice, abi, card, emu, linux, resources, xclbin};
 use crate::config::DeviceDecl;
 use crate::devices::{DeviceRegistry, LinuxRoots};
-use crate::families::Family;
+use crate::families::{Family, independent_cards};
 
 /// The family's registration.
 pub(crate) const FAMILY: Family = Family {
@@ -19,6 +19,7 @@ pub(crate) const FAMILY: Family = Family {
     default_ids: (abi::PCI_VENDOR_XILINX, abi::PCI_DEVICE_U200_USER),
     card_fields: card::FIELDS,
     parse_card: card::parse,
+    resolve_cards: independent_cards,
     emulate,
     discover,
     release: resources::release,

@@ -8,7 +8,7 @@ fn afu(model: Accelerator, max_contexts: Option<u32>) -> EmulatedAfu {
         max_contexts,
         ..CxlCard::default()
     };
-    EmulatedAfu::new(&crate::families::cxl::card::decl("c0", card), 0)
+    EmulatedAfu::new(&crate::families::cxl::card::decl("c0", card))
 }
 
 fn buffer(owner: &Owner, len: u64) -> Arc<DmaMemory> {
