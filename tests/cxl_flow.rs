@@ -189,6 +189,40 @@ fn vadd_on_the_dedicated_afu() {
 }
 
 #[test]
+fn a_vadd_larger_than_its_vectors_is_refused_before_it_starts() {
+    let host = capi_host(2);
+    let handle = open(&host, 'd');
+    let kernel = handle.builtin_program().unwrap().kernel("vadd").unwrap();
+    let queue = handle.create_queue().unwrap();
+    let vectors: Vec<_> = (0..3)
+        .map(|_| handle.alloc(MemoryKind::Host, 4096).unwrap())
+        .collect();
+    let launch = |elements: u32| {
+        queue.enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&vectors[0]),
+                Arg::Memory(&vectors[1]),
+                Arg::Memory(&vectors[2]),
+                Arg::U32(elements),
+            ],
+        )
+    };
+    let err = launch(1025).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(
+        err.to_string()
+            .contains("argument 0 ('in1'): 1025 elements of 4 bytes do not fit in the 4096 bytes"),
+        "{err}"
+    );
+    let report = capi::vadd_run(&handle, 1000).unwrap();
+    assert!(
+        report.verified(),
+        "the refused launch left the context unstarted: {report:?}"
+    );
+}
+
+#[test]
 fn launches_check_their_arguments() {
     let host = capi_host(2);
     let handle = open(&host, 's');

@@ -201,12 +201,13 @@ impl CxlPlugin {
 }
 
 /// The effective address a memory argument names, checked against the allocation.
+/// The effective address of a memory argument, and how many bytes of its allocation follow.
 fn memory_argument(
     open: &OpenContext,
     position: usize,
     name: &str,
     arg: &KernelArgument,
-) -> Result<u64> {
+) -> Result<(u64, u64)> {
     match arg {
         KernelArgument::Memory(range) => {
             let (ea, size) = open.memory.get(&range.allocation).ok_or_else(|| {
@@ -221,7 +222,7 @@ fn memory_argument(
                     range.offset
                 )));
             }
-            Ok(ea + range.offset)
+            Ok((ea + range.offset, size - range.offset))
         }
         _ => Err(Error::invalid_argument(format!(
             "argument {position} ('{name}') takes memory"
@@ -465,7 +466,7 @@ impl Plugin for CxlPlugin {
         match function {
             Function::Memcpy => {
                 let open = self.context(handle)?;
-                let queue_ea = memory_argument(open, 0, "queue", &args[0])?;
+                let (queue_ea, _) = memory_argument(open, 0, "queue", &args[0])?;
                 let depth = scalar_argument(1, "depth", &args[1])?;
                 let irq = scalar_argument(2, "irq", &args[2])?;
                 if queue_ea & 0xFFF != 0 || !(1..=0xFFF).contains(&depth) {
@@ -490,10 +491,21 @@ impl Plugin for CxlPlugin {
             Function::Vadd => {
                 let (_, block, block_ea) = self.attach(handle, VADD_BLOCK)?;
                 let open = self.context(handle)?;
-                let in1 = memory_argument(open, 0, "in1", &args[0])?;
-                let in2 = memory_argument(open, 1, "in2", &args[1])?;
-                let out = memory_argument(open, 2, "out", &args[2])?;
                 let size = scalar_argument(3, "size", &args[3])?;
+                let mut vectors = [0; 3];
+                for (position, name) in ["in1", "in2", "out"].into_iter().enumerate() {
+                    let (ea, available) = memory_argument(open, position, name, &args[position])?;
+                    // The AFU reads and writes 32-bit elements; a vector that ran past its
+                    // allocation would fault on the AFU and never set the done flag.
+                    if size.checked_mul(4).is_none_or(|bytes| bytes > available) {
+                        return Err(Error::invalid_argument(format!(
+                            "argument {position} ('{name}'): {size} elements of 4 bytes do not \
+                             fit in the {available} bytes of the allocation from its offset"
+                        )));
+                    }
+                    vectors[position] = ea;
+                }
+                let [in1, in2, out] = vectors;
                 for (offset, value) in [
                     (VADD_SIZE, size),
                     (VADD_INPUT1, in1),
