@@ -462,10 +462,17 @@ impl XoclClient for EmulatedClient {
                         xclbin.banks.len()
                     ))
                 })?;
-                if !described.used || !bank_has_storage(described.kind) {
+                if !described.used {
                     return Err(invalid(format!(
-                        "memory bank {index} ({}) is unused or a stream",
+                        "memory bank {index} ({}) is marked unused in the xclbin",
                         described.tag
+                    )));
+                }
+                if !bank_has_storage(described.kind) {
+                    return Err(invalid(format!(
+                        "memory bank {index} ({}) is a {:?} bank, which holds no device buffers \
+                         (host memory is a host-only buffer object)",
+                        described.tag, described.kind
                     )));
                 }
                 let slot = state
@@ -714,7 +721,8 @@ fn decode_exec(state: &CardState, client: u64, words: &[u32]) -> io::Result<Opti
         _ => {
             let other = header.opcode;
             return Err(invalid(format!(
-                "ERT opcode {other} is not supported by the emulator (START_CU and CONFIGURE are)"
+                "ERT opcode {other} is not supported by the emulator (START_CU, CONFIGURE and \
+                 SK_CONFIG are)"
             )));
         }
     }
