@@ -33,7 +33,7 @@ pub(crate) struct Family {
     /// Checks the family's cards together, in config order, and settles what one card's
     /// settings leave to the others (such as a free slot); an error names the card's index
     /// in `cards`.
-    pub resolve_cards: fn(&mut [&mut DeviceDecl]) -> Result<(), (usize, CardError)>,
+    pub resolve_cards: fn(&mut [&mut DeviceDecl]) -> Result<(), CardsError>,
     /// Adds an emulated card the config declares to the registry.
     pub emulate: fn(&DeviceDecl, &mut DeviceRegistry),
     /// Adds the family's devices of this machine, found under `roots`, to the registry.
@@ -86,8 +86,12 @@ pub(crate) fn parse_fields<T: DeserializeOwned>(
     })
 }
 
+/// A card field refused when the family's cards are checked together: the card's index among
+/// them, and the error.
+pub(crate) type CardsError = (usize, CardError);
+
 /// For a family whose cards are independent of each other.
-pub(crate) fn independent_cards(_: &mut [&mut DeviceDecl]) -> Result<(), (usize, CardError)> {
+pub(crate) fn independent_cards(_: &mut [&mut DeviceDecl]) -> Result<(), CardsError> {
     Ok(())
 }
 

@@ -16,7 +16,8 @@ use crate::devices::{DeviceRegistry, LinuxRoots};
 use crate::state::ReleaseStage;
 
 pub(crate) use family::{
-    CardError, Family, SHARED_CARD_FIELDS, independent_cards, no_image_format, parse_fields,
+    CardError, CardsError, Family, SHARED_CARD_FIELDS, independent_cards, no_image_format,
+    parse_fields,
 };
 
 /// Every family the host serves, in the order their devices are listed.

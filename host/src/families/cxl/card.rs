@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::config::{CardSettings, DeviceDecl};
-use crate::families::{CardError, parse_fields};
+use crate::families::{CardError, CardsError, parse_fields};
 
 /// The AFUs the emulator carries.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -117,7 +117,7 @@ pub(crate) fn parse(
 
 /// Gives each AFU without a `slice` the lowest slice of its card that no other AFU takes,
 /// and refuses two AFUs on one slice (they would share a name and an AFU id).
-pub(crate) fn resolve(cards: &mut [&mut DeviceDecl]) -> Result<(), (usize, CardError)> {
+pub(crate) fn resolve(cards: &mut [&mut DeviceDecl]) -> Result<(), CardsError> {
     let mut taken: std::collections::BTreeMap<(u32, u32), &str> = Default::default();
     let ids: Vec<String> = cards.iter().map(|d| d.id.clone()).collect();
     for (i, decl) in cards.iter().enumerate() {
