@@ -1,7 +1,8 @@
 //! Plugins in C, JavaScript and Python: each language's NLB0 example (`examples/<lang>-nlb0`)
 //! and template (`sdk/<lang>/template`) are built with the SDK tool (`sdk/tool`), loaded by the
 //! host, and the example runs OPAE's hello_fpga loopback through the host's MMIO fast path,
-//! byte-exact, as the Rust dfl plugin does in dfl_flow.rs.
+//! byte-exact, as the Rust dfl plugin does in dfl_flow.rs. Rebuilding a template must give the
+//! same bytes, for the languages whose toolchain the SDK tool says is reproducible.
 //!
 //! A language whose toolchain is not installed is reported `ignored` with the reason (this
 //! target has its own harness, `support::harness`, since libtest cannot skip at run time),
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use accelhost::families::dfl::abi::nlb0;
 use accelhost::workloads::nlb0::loopback;
 use accelhost::{AcceleratorState, ErrorCode, Filter, Host, OpenMode, PluginStatus};
-use accelhost_sdk_tool::{Built, Language, Sdk, Toolchain, probe};
+use accelhost_sdk_tool::{Built, Language, Reproducibility, Sdk, Toolchain, probe};
 use sha2::{Digest, Sha256};
 use support::harness::{Outcome, Trial};
 use support::{cache_dir, json_path, scratch_dir};
@@ -44,6 +45,18 @@ fn main() -> std::process::ExitCode {
         Trial {
             name: "python_plugin_runs_the_nlb0_workload",
             run: || run_language(Language::Python),
+        },
+        Trial {
+            name: "c_rebuilds_are_byte_identical",
+            run: || rebuilds_are_byte_identical(Language::C),
+        },
+        Trial {
+            name: "javascript_rebuilds_are_byte_identical",
+            run: || rebuilds_are_byte_identical(Language::Js),
+        },
+        Trial {
+            name: "python_rebuilds_are_byte_identical",
+            run: || rebuilds_are_byte_identical(Language::Python),
         },
         Trial {
             name: "the_checked_in_typescript_types_match_the_wit",
@@ -71,6 +84,42 @@ fn main() -> std::process::ExitCode {
             },
         },
     ])
+}
+
+/// Building the template twice, into other output files and work directories, gives the same
+/// bytes, so the host's compile cache (keyed by them) still has the component after a rebuild.
+/// A toolchain the SDK tool says is not reproducible is skipped with its reason, unbuilt.
+fn rebuilds_are_byte_identical(language: Language) -> Outcome {
+    let sdk = Sdk::in_repository();
+    let toolchain = match toolchain(&sdk, language) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
+    };
+    if let Reproducibility::NotReproducible(why) = toolchain.reproducibility() {
+        return Outcome::Skipped(format!("{language} builds are not reproducible: {why}"));
+    }
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("sdk-languages")
+        .join("rebuild")
+        .join(language.key());
+    let [first, second] = ["first", "second"].map(|name| {
+        toolchain
+            .build(
+                &sdk,
+                &sdk.template_dir(language),
+                &out_dir.join(format!("{name}.wasm")),
+                &out_dir.join("work").join(name),
+            )
+            .unwrap_or_else(|err| panic!("{err:#}"))
+    });
+    assert_eq!(
+        first.sha256,
+        second.sha256,
+        "{language}: rebuilding the unchanged template gave other bytes ({} and {})",
+        first.component.display(),
+        second.component.display()
+    );
+    Outcome::Passed
 }
 
 fn the_checked_in_typescript_types_match_the_wit() -> Outcome {

@@ -17,6 +17,23 @@ pub const SDK_MODULE: &str = "accelhost-sdk";
 /// The entry module of a JavaScript plugin, in its directory.
 pub const ENTRY: &str = "plugin.js";
 
+/// Why a JavaScript build is not byte-reproducible ([`crate::Reproducibility`]).
+pub const NOT_REPRODUCIBLE: &str = "componentize-js pre-initializes StarlingMonkey with \
+     wizer 10.0.0, which gives it the build machine's clocks and randomness and has no option \
+     to fix them, and the snapshot keeps what the engine made of them (timestamps, GC timings, \
+     random hash keys and the hash tables built on them)";
+
+/// componentize-js works in `$TMPDIR/<12 hex digits of sha256(Math.random())>/sources` and
+/// that path enters the component: StarlingMonkey keeps its arguments (the path of the
+/// initializer script) and its module paths in the snapshot. This V8 flag fixes the seed of
+/// node's `Math.random`, so the directory has the same name every build.
+const NODE_RANDOM_SEED: &str = "--random-seed=1";
+
+/// The fixed `$TMPDIR` of `jco componentize`, under the system's temporary directory: with
+/// [`NODE_RANDOM_SEED`], componentize-js's directory is the same path every build. A lock
+/// next to it keeps concurrent builds from sharing the directory.
+const COMPONENTIZE_TMPDIR: &str = "accelhost-sdk-js";
+
 /// node and the jco, componentize-js and TypeScript of `sdk/js/node_modules`.
 #[derive(Clone, Debug)]
 pub struct Jco {
@@ -147,8 +164,15 @@ impl Jco {
             .as_bytes(),
         )?;
         let out = absolute_new(out)?;
+        let tmp = std::path::absolute(std::env::temp_dir().join(COMPONENTIZE_TMPDIR))
+            .context("the temporary directory")?;
+        let _one_build_at_a_time = lock(&tmp.with_extension("lock"))?;
+        // A build that was killed may have left its directory behind, and componentize-js
+        // refuses to reuse one.
+        process::fresh_dir(&tmp)?;
         let mut componentize = Command::new(&self.node);
         componentize
+            .arg(NODE_RANDOM_SEED)
             .arg(js.join("node_modules/@bytecodealliance/jco/dist/jco.js"))
             .arg("componentize")
             .arg(&entry)
@@ -164,6 +188,7 @@ impl Jco {
             .arg(work)
             .arg("-o")
             .arg(&out)
+            .env("TMPDIR", &tmp)
             .current_dir(work);
         run(
             &mut componentize,
@@ -189,6 +214,19 @@ pub fn generate_types(sdk: &Sdk, jco: &Jco, out_dir: &Path) -> Result<()> {
         "generating the TypeScript types of wit/ with jco",
     )?;
     Ok(())
+}
+
+/// Holds an exclusive lock on the file `path` (created if missing) until the result is dropped.
+fn lock(path: &Path) -> Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening the lock {}", path.display()))?;
+    file.lock()
+        .with_context(|| format!("locking {}", path.display()))?;
+    Ok(file)
 }
 
 /// A string field of a package.json, by its path of keys.

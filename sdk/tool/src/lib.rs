@@ -10,6 +10,11 @@
 //!   `wit/` and componentized by `jco componentize` (componentize-js) from `sdk/js` ([`js`]).
 //! - **Python**: `app.py`, componentized by `componentize-py` ([`python`]).
 //!
+//! Rebuilding unchanged C sources gives a byte-identical component, so the host's compile cache
+//! (keyed by the component's bytes) still has it. The JavaScript and Python toolchains snapshot
+//! an interpreter they ran with the build machine's clocks and randomness, so each of their
+//! builds differs; [`Toolchain::reproducibility`] says which and why.
+//!
 //! The `accelhost-sdk` binary is the command line over this library; the end-to-end test
 //! `tests/sdk_languages.rs` uses the library directly.
 
@@ -23,8 +28,31 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
 
 pub use checkout::{Language, Sdk, WORLD};
+
+/// Whether rebuilding unchanged sources gives a byte-identical component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reproducibility {
+    /// It does: the component depends only on the plugin's sources, the SDK (`wit/`, the SDK
+    /// helpers) and the toolchain's versions, not on where or when it was built.
+    Reproducible,
+    /// It does not, for the reason given: the toolchain bakes build-time state into the
+    /// component, so each build differs and the host compiles it afresh after each rebuild.
+    NotReproducible(&'static str),
+}
+
+impl std::fmt::Display for Reproducibility {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reproducibility::Reproducible => {
+                f.write_str("reproducible: rebuilding unchanged sources gives identical bytes")
+            }
+            Reproducibility::NotReproducible(why) => write!(f, "not reproducible: {why}"),
+        }
+    }
+}
 
 /// A language's toolchain, found and checked by [`probe`].
 #[derive(Clone, Debug)]
@@ -61,6 +89,15 @@ impl Toolchain {
         }
     }
 
+    /// Whether this toolchain's builds are byte-reproducible, and why not.
+    pub fn reproducibility(&self) -> Reproducibility {
+        match self {
+            Toolchain::C(_) => Reproducibility::Reproducible,
+            Toolchain::Js(_) => Reproducibility::NotReproducible(js::NOT_REPRODUCIBLE),
+            Toolchain::Python(_) => Reproducibility::NotReproducible(python::NOT_REPRODUCIBLE),
+        }
+    }
+
     /// Builds the plugin in `plugin_dir` into the component `out`, keeping intermediate files
     /// in `work` (emptied first).
     pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<Built> {
@@ -78,12 +115,15 @@ impl Toolchain {
                 out.display()
             )
         })?;
-        let bytes = std::fs::metadata(out)
-            .with_context(|| format!("{} was not written", out.display()))?
-            .len();
+        let component =
+            std::fs::read(out).with_context(|| format!("{} was not written", out.display()))?;
         Ok(Built {
             component: out.to_path_buf(),
-            bytes,
+            bytes: component.len() as u64,
+            sha256: Sha256::digest(&component)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
             took: started.elapsed(),
         })
     }
@@ -96,6 +136,8 @@ pub struct Built {
     pub component: PathBuf,
     /// Its size in bytes.
     pub bytes: u64,
+    /// The sha256 of its bytes (hex), which the host's compile cache keys it by.
+    pub sha256: String,
     /// How long the build took.
     pub took: Duration,
 }

@@ -65,7 +65,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let toolchain = probe(&sdk, language, &scratch.join(language.key()))
                 .map_err(|why| anyhow::anyhow!("the {language} toolchain is missing: {why}"))?;
-            println!("{language}: {}", toolchain.versions());
+            println!(
+                "{language}: {}\n  {}",
+                toolchain.versions(),
+                toolchain.reproducibility()
+            );
             let dirs = if dirs.is_empty() {
                 vec![sdk.template_dir(language), sdk.example_dir(language)]
             } else {
@@ -84,10 +88,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let work = out_dir.join("work").join(&name);
                 let built = toolchain.build(&sdk, &dir, &out, &work)?;
                 println!(
-                    "  {} -> {} ({} bytes, {:.1} s)",
+                    "  {} -> {} ({} bytes, sha256 {}, {:.1} s)",
                     dir.display(),
                     built.component.display(),
                     built.bytes,
+                    built.sha256,
                     built.took.as_secs_f64()
                 );
             }
@@ -97,7 +102,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut missing = false;
             for language in Language::ALL {
                 match probe(&sdk, language, &scratch.join(language.key())) {
-                    Ok(toolchain) => println!("{language}: {}", toolchain.versions()),
+                    Ok(toolchain) => println!(
+                        "{language}: {}\n  {}",
+                        toolchain.versions(),
+                        toolchain.reproducibility()
+                    ),
                     Err(why) => {
                         missing = true;
                         println!("{language}: missing: {why}");

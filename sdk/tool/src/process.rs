@@ -86,9 +86,10 @@ pub fn fresh_dir(dir: &Path) -> Result<()> {
 }
 
 /// Copies the `.py` files of `from` and its packages (not `template/`, virtual environments or
-/// caches) into `to`.
+/// caches) into `to`, with an empty `__pycache__` in each directory.
 pub fn copy_python_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    let cache = to.join("__pycache__");
+    std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let path = entry
             .with_context(|| format!("reading {}", from.display()))?
@@ -105,4 +106,30 @@ pub fn copy_python_tree(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Sets the modification time of `path` and, for a directory, of everything under it.
+pub fn set_mtimes(path: &Path, mtime: std::time::SystemTime) -> Result<()> {
+    if path.is_dir() {
+        for entry in
+            std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))?
+        {
+            set_mtimes(
+                &entry
+                    .with_context(|| format!("reading {}", path.display()))?
+                    .path(),
+                mtime,
+            )?;
+        }
+    }
+    // A directory's own time last: setting its entries' does not change it, creating them did.
+    std::fs::File::open(path)
+        .and_then(|file| {
+            file.set_times(
+                std::fs::FileTimes::new()
+                    .set_accessed(mtime)
+                    .set_modified(mtime),
+            )
+        })
+        .with_context(|| format!("setting the modification time of {}", path.display()))
 }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 
@@ -14,6 +15,17 @@ use crate::{Sdk, WORLD};
 pub const APP_MODULE: &str = "app";
 /// The environment variable that names componentize-py.
 pub const COMPONENTIZE_PY_ENV: &str = "ACCELHOST_COMPONENTIZE_PY";
+
+/// Why a Python build is not byte-reproducible ([`crate::Reproducibility`]).
+pub const NOT_REPRODUCIBLE: &str = "componentize-py 0.25.1 pre-initializes CPython with the \
+     build machine's randomness (the string hash seed, which orders every dict and set), clocks \
+     and the modification times of the directories it extracts and generates, and has no option \
+     to fix them; the snapshot keeps the heap they shaped";
+
+/// The modification time of the copies componentize-py imports: CPython's import system keeps
+/// each directory's mtime in the snapshot, so the copies get a fixed one (1980-01-01, the ZIP
+/// epoch) rather than the time of the build.
+const SOURCE_MTIME: Duration = Duration::from_secs(315_532_800);
 
 /// componentize-py, at the version `sdk/python/requirements.txt` pins.
 #[derive(Clone, Debug)]
@@ -58,6 +70,9 @@ impl ComponentizePy {
     /// Componentizes `plugin_dir/app.py` with the SDK module into `out`.
     pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<()> {
         process::fresh_dir(work)?;
+        // componentize-py runs in `work`: the paths it is given must not be relative to here.
+        let work = &std::path::absolute(work).context("the work directory")?;
+        let out = &std::path::absolute(out).context("the output path")?;
         let app = plugin_dir.join(format!("{APP_MODULE}.py"));
         if !app.is_file() {
             anyhow::bail!(
@@ -70,10 +85,22 @@ impl ComponentizePy {
         }
         // componentize-py imports the app to pre-initialize it, and the Python it runs writes
         // __pycache__ next to the modules: it works on copies, so the source tree stays clean.
+        // The copies have their __pycache__ already and a fixed mtime, so the directory mtimes
+        // CPython keeps in the snapshot are not the time of the build.
         let app_copy = work.join("app");
         let sdk_copy = work.join("sdk");
         process::copy_python_tree(plugin_dir, &app_copy)?;
         process::copy_python_tree(&sdk.python_dir(), &sdk_copy)?;
+        // componentize-py adds a virtual environment's site-packages to the path, else those of
+        // the `python3` on PATH: the build machine's packages (and their directory's mtime)
+        // would enter the component. It gets an empty one.
+        let venv = work.join("venv");
+        std::fs::create_dir_all(venv.join("lib/site-packages"))
+            .with_context(|| format!("creating {}", venv.display()))?;
+        let mtime = SystemTime::UNIX_EPOCH + SOURCE_MTIME;
+        for dir in [&app_copy, &sdk_copy, &venv] {
+            process::set_mtimes(dir, mtime)?;
+        }
         let mut command = Command::new(&self.program);
         command
             .arg("--wit-path")
@@ -86,6 +113,7 @@ impl ComponentizePy {
             .arg(APP_MODULE)
             .arg("--output")
             .arg(out)
+            .env("VIRTUAL_ENV", &venv)
             .current_dir(work);
         run(
             &mut command,
