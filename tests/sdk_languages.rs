@@ -59,6 +59,18 @@ fn main() -> std::process::ExitCode {
             run: || rebuilds_are_byte_identical(Language::Python),
         },
         Trial {
+            name: "an_unchanged_c_plugin_keeps_its_component",
+            run: || an_unchanged_plugin_keeps_its_component(Language::C, "plugin.c", "/* edit */"),
+        },
+        Trial {
+            name: "an_unchanged_javascript_plugin_keeps_its_component",
+            run: || an_unchanged_plugin_keeps_its_component(Language::Js, "plugin.js", "// edit"),
+        },
+        Trial {
+            name: "an_unchanged_python_plugin_keeps_its_component",
+            run: || an_unchanged_plugin_keeps_its_component(Language::Python, "app.py", "# edit"),
+        },
+        Trial {
             name: "the_checked_in_typescript_types_match_the_wit",
             run: the_checked_in_typescript_types_match_the_wit,
         },
@@ -86,6 +98,38 @@ fn main() -> std::process::ExitCode {
     ])
 }
 
+/// Rebuilding a copy of the template in place keeps its component, bytes and all (so the host's
+/// compile cache still has it, whatever the toolchain's reproducibility), until a source changes.
+fn an_unchanged_plugin_keeps_its_component(language: Language, entry: &str, edit: &str) -> Outcome {
+    let sdk = Sdk::in_repository();
+    let toolchain = match toolchain(&sdk, language) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
+    };
+    let dir = scratch_dir("unchanged-plugin");
+    let plugin = dir.join("plugin");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::copy(sdk.template_dir(language).join(entry), plugin.join(entry)).unwrap();
+    let build = || {
+        toolchain
+            .build(&sdk, &plugin, &dir.join("plugin.wasm"), &dir.join("work"))
+            .unwrap_or_else(|err| panic!("{err:#}"))
+    };
+    let first = build();
+    assert!(!first.kept, "{language}: the first build builds");
+    let again = build();
+    assert!(
+        again.kept,
+        "{language}: nothing changed, yet it was built again"
+    );
+    assert_eq!(again.sha256, first.sha256);
+    let source = std::fs::read_to_string(plugin.join(entry)).unwrap();
+    std::fs::write(plugin.join(entry), format!("{source}\n{edit}\n")).unwrap();
+    let edited = build();
+    assert!(!edited.kept, "{language}: an edited source is built again");
+    Outcome::Passed
+}
+
 /// Building the template twice, into other output files and work directories, gives the same
 /// bytes, so the host's compile cache (keyed by them) still has the component after a rebuild.
 /// A toolchain the SDK tool says is not reproducible is skipped with its reason, unbuilt.
@@ -102,6 +146,8 @@ fn rebuilds_are_byte_identical(language: Language) -> Outcome {
         .join("sdk-languages")
         .join("rebuild")
         .join(language.key());
+    // Fresh outputs: a kept component would make the two builds trivially the same.
+    let _ = std::fs::remove_dir_all(&out_dir);
     let [first, second] = ["first", "second"].map(|name| {
         toolchain
             .build(
@@ -112,6 +158,7 @@ fn rebuilds_are_byte_identical(language: Language) -> Outcome {
             )
             .unwrap_or_else(|err| panic!("{err:#}"))
     });
+    assert!(!first.kept && !second.kept, "{language}: both were built");
     assert_eq!(
         first.sha256,
         second.sha256,

@@ -20,6 +20,7 @@
 
 pub mod c;
 mod checkout;
+mod inputs;
 pub mod js;
 mod process;
 pub mod python;
@@ -99,9 +100,36 @@ impl Toolchain {
     }
 
     /// Builds the plugin in `plugin_dir` into the component `out`, keeping intermediate files
-    /// in `work` (emptied first).
+    /// in `work` (emptied first). When nothing the build reads changed since the last build of
+    /// `out` (its sources, the SDK, the WIT, the toolchain's versions) and `out` is as that
+    /// build left it, `out` is kept: the same bytes, so the host's compile cache still has it.
     pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<Built> {
         let started = Instant::now();
+        let record = inputs::Record::of(out);
+        let sdk_trees = [sdk.wit_dir(), sdk.language_dir(self.language())];
+        let digest = || {
+            inputs::digest(
+                &self.versions(),
+                plugin_dir,
+                &sdk_trees,
+                &[out, record.path()],
+            )
+        };
+        let before = digest()?;
+        let existing = std::fs::read(out).ok();
+        let existing_sha = existing.as_deref().map(sha256_hex);
+        if let Some(component) = existing
+            && record.matches(&before, existing_sha.as_deref())
+        {
+            return Ok(Built {
+                component: out.to_path_buf(),
+                bytes: component.len() as u64,
+                sha256: existing_sha.unwrap_or_default(),
+                took: started.elapsed(),
+                kept: true,
+            });
+        }
+        record.remove();
         match self {
             Toolchain::C(clang) => c::build(sdk, clang, plugin_dir, out, work),
             Toolchain::Js(jco) => jco.build(sdk, plugin_dir, out, work),
@@ -117,16 +145,23 @@ impl Toolchain {
         })?;
         let component =
             std::fs::read(out).with_context(|| format!("{} was not written", out.display()))?;
+        let sha256 = sha256_hex(&component);
+        // A source edited while the build ran is not what the build read: no record then.
+        if digest()? == before {
+            record.write(&before, &sha256)?;
+        }
         Ok(Built {
             component: out.to_path_buf(),
             bytes: component.len() as u64,
-            sha256: Sha256::digest(&component)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
+            sha256,
             took: started.elapsed(),
+            kept: false,
         })
     }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    inputs::hex(&Sha256::digest(bytes))
 }
 
 /// A component that was built.
@@ -140,6 +175,8 @@ pub struct Built {
     pub sha256: String,
     /// How long the build took.
     pub took: Duration,
+    /// Whether the component was kept from the last build, nothing it reads having changed.
+    pub kept: bool,
 }
 
 /// Finds the toolchain of `language` and checks that it works, using `scratch` for test

@@ -22,7 +22,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build plugins into components: the language's template and NLB0 example when no
-    /// directory is given. Each DIR becomes OUT_DIR/<language>/<DIR's name>.wasm.
+    /// directory is given. Each DIR becomes OUT_DIR/<language>/<DIR's name>.wasm. A plugin
+    /// whose sources, SDK and toolchain did not change since its last build keeps its
+    /// component (delete the .wasm to force a build).
     Build {
         /// c, js or python.
         language: Language,
@@ -88,12 +90,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let work = out_dir.join("work").join(&name);
                 let built = toolchain.build(&sdk, &dir, &out, &work)?;
                 println!(
-                    "  {} -> {} ({} bytes, sha256 {}, {:.1} s)",
+                    "  {} -> {} ({} bytes, sha256 {}, {})",
                     dir.display(),
                     built.component.display(),
                     built.bytes,
                     built.sha256,
-                    built.took.as_secs_f64()
+                    if built.kept {
+                        "unchanged since its last build: kept".to_string()
+                    } else {
+                        format!("built in {:.1} s", built.took.as_secs_f64())
+                    }
                 );
             }
             Ok(ExitCode::SUCCESS)
