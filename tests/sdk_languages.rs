@@ -71,6 +71,14 @@ fn main() -> std::process::ExitCode {
             run: || an_unchanged_plugin_keeps_its_component(Language::Python, "app.py", "# edit"),
         },
         Trial {
+            name: "a_javascript_exception_is_an_internal_error_naming_its_function",
+            run: || an_exception_is_an_internal_error_saying_where(Language::Js),
+        },
+        Trial {
+            name: "a_python_exception_is_an_internal_error_naming_its_line",
+            run: || an_exception_is_an_internal_error_saying_where(Language::Python),
+        },
+        Trial {
             name: "the_checked_in_typescript_types_match_the_wit",
             run: the_checked_in_typescript_types_match_the_wit,
         },
@@ -96,6 +104,69 @@ fn main() -> std::process::ExitCode {
             },
         },
     ])
+}
+
+/// A plugin whose `enumerate` throws what the SDK does not know (a plain `Error`, a
+/// `ValueError`): its call fails as `internal`, saying what was thrown and where (Python: the
+/// file and line; JavaScript: the function, as the plugin runs bundled), and the plugin goes
+/// on running.
+fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome {
+    const JS: &str = "import { exportPlugin } from 'accelhost-sdk';\n\
+                      \n\
+                      class Throwing {\n\
+                      \x20 /** @returns {never} */\n\
+                      \x20 enumerate() {\n\
+                      \x20   throw new Error('boom');\n\
+                      \x20 }\n\
+                      }\n\
+                      \n\
+                      export const { lifecycle, discovery, fpga, offload } = \
+                      exportPlugin(new Throwing());\n";
+    const PYTHON: &str = "import accelhost\n\
+                          from accelhost import Discovery, Fpga, Lifecycle, Offload  # noqa: F401\n\
+                          \n\
+                          \n\
+                          class Throwing(accelhost.Plugin):\n\
+                          \x20   def enumerate(self, filters):\n\
+                          \x20       raise ValueError(\"boom\")\n\
+                          \n\
+                          \n\
+                          accelhost.export_plugin(Throwing())\n";
+    let (entry, source, says) = match language {
+        Language::Js => ("plugin.js", JS, "Error: boom (in enumerate)"),
+        Language::Python => ("app.py", PYTHON, "ValueError: boom (at app.py:7)"),
+        Language::C => unreachable!("C has no exceptions"),
+    };
+    let sdk = Sdk::in_repository();
+    let toolchain = match toolchain(&sdk, language) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
+    };
+    let dir = scratch_dir("throwing-plugin");
+    let plugin = dir.join("plugin");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(plugin.join(entry), source).unwrap();
+    let built = toolchain
+        .build(&sdk, &plugin, &dir.join("throwing.wasm"), &dir.join("work"))
+        .unwrap_or_else(|err| panic!("{err:#}"));
+    let host = support::host(&format!(
+        r#"{{"plugins": [{{"name": "throwing", "module": "{}"}}]}}"#,
+        json_path(&built.component)
+    ))
+    .unwrap();
+    let found = host.enumerate(&[]);
+    let [err] = found.failures.as_slice() else {
+        panic!("{language}: one failure expected: {:?}", found.failures)
+    };
+    assert_eq!(err.code(), ErrorCode::Internal, "{language}: {err}");
+    assert!(err.to_string().contains(says), "{language}: {err}");
+    let status = &host.plugins()[0].status;
+    assert_eq!(
+        *status,
+        PluginStatus::Running,
+        "{language}: a failed call is not a fault"
+    );
+    Outcome::Passed
 }
 
 /// Rebuilding a copy of the template in place keeps its component, bytes and all (so the host's

@@ -32,9 +32,10 @@ import { log as hostLog } from 'accel:plugin/log@0.2.0';
 
 /**
  * An error the host receives as the WIT `error` record: throw it from any call. (componentize-js
- * turns a thrown value with a `payload` into the call's `err`; a thrown plain `Error` traps the
- * instance instead.) Errors thrown by host imports carry the same `payload`, so rethrowing one
- * passes the host's code and message on.
+ * turns a thrown value with a `payload` into the call's `err`.) Errors thrown by host imports
+ * carry the same `payload`, so rethrowing one passes the host's code and message on. Anything
+ * else thrown from an export (a plain `Error`, a string) fails the call as `internal`, with its
+ * message and the function that threw it: `Error: boom (in enumerate)`.
  */
 export class PluginError extends Error {
   /**
@@ -170,6 +171,59 @@ export function anyFilterMatches(filters, properties) {
  */
 
 /**
+ * The function `thrown` was thrown in: the innermost named frame of its stack (SpiderMonkey
+ * writes frames as `function@path:line:column`). Not the line: the plugin runs bundled with
+ * this module, so a line would count in the bundle, not in the plugin's file.
+ * @param {unknown} thrown
+ * @returns {string}
+ */
+function thrownIn(thrown) {
+  const stack = thrown instanceof Error ? String(thrown.stack ?? '') : '';
+  for (const frame of stack.split('\n')) {
+    const name = frame.slice(0, Math.max(frame.lastIndexOf('@'), 0));
+    if (name !== '') {
+      return name;
+    }
+  }
+  return '';
+}
+
+/**
+ * The error a value thrown from an export becomes: one with a `payload` as it is, anything
+ * else `internal`, saying what was thrown and where.
+ * @param {unknown} thrown
+ * @returns {unknown}
+ */
+function asPluginError(thrown) {
+  const payload = /** @type {{payload?: {code?: unknown}}} */ (Object(thrown)).payload;
+  if (payload && typeof payload.code === 'string') {
+    return thrown;
+  }
+  const what =
+    thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : `threw ${String(thrown)}`;
+  const where = thrownIn(thrown);
+  return new PluginError('internal', where ? `${what} (in ${where})` : what);
+}
+
+/**
+ * `call`, with what it throws made an error the host receives ({@link asPluginError}).
+ * @template {(...args: any[]) => any} F
+ * @param {F} call
+ * @returns {F}
+ */
+function reported(call) {
+  return /** @type {F} */ (
+    (/** @type {any[]} */ ...args) => {
+      try {
+        return call(...args);
+      } catch (thrown) {
+        throw asPluginError(thrown);
+      }
+    }
+  );
+}
+
+/**
  * Picks `plugin[name]`, or a function that throws `unsupported` naming the WIT call.
  * @template {keyof Plugin} K
  * @param {Plugin} plugin
@@ -180,7 +234,7 @@ export function anyFilterMatches(filters, properties) {
 function method(plugin, name, witName) {
   const found = plugin[name];
   if (typeof found === 'function') {
-    return /** @type {NonNullable<Plugin[K]>} */ (found.bind(plugin));
+    return /** @type {NonNullable<Plugin[K]>} */ (reported(found.bind(plugin)));
   }
   return /** @type {NonNullable<Plugin[K]>} */ (
     /** @type {unknown} */ (
@@ -206,9 +260,9 @@ export function exportPlugin(plugin) {
   };
   return {
     lifecycle: {
-      configure: plugin.configure ? plugin.configure.bind(plugin) : acceptEmptyConfig,
-      initialize: plugin.initialize ? plugin.initialize.bind(plugin) : () => {},
-      finalize: plugin.finalize ? plugin.finalize.bind(plugin) : () => {},
+      configure: reported(plugin.configure ? plugin.configure.bind(plugin) : acceptEmptyConfig),
+      initialize: reported(plugin.initialize ? plugin.initialize.bind(plugin) : () => {}),
+      finalize: reported(plugin.finalize ? plugin.finalize.bind(plugin) : () => {}),
       supportsDevice: plugin.supportsDevice ? plugin.supportsDevice.bind(plugin) : () => true,
       supportsHost: plugin.supportsHost
         ? plugin.supportsHost.bind(plugin)

@@ -17,10 +17,17 @@ The `wit_world` package is what componentize-py generates from wit/ at build tim
 (`componentize-py -d wit -w plugin bindings DIR` writes a copy to read): `wit_world.imports`
 holds the host services (`dfl`, `dma`, `mmio`, `log`, ...), `wit_world.exports` the types of
 the plugin calls. A failing call raises `componentize_py_types.Err(types.Error(...))`; the
-helpers below build those. Any other exception traps the plugin instance, and the host
+helpers below build those. Any other exception raised in an export fails that call as
+`internal`, its message the exception's type and text and the file and line that raised it
+(`ValueError: bad size (at app.py:42)`); only one raised where no error can be returned
+(`supports_device`, `supports_host`) traps the plugin instance, and the host
 reports the traceback.
 """
 
+import functools
+import os
+import sys
+import traceback
 from typing import List, Optional
 
 from componentize_py_types import Err
@@ -311,3 +318,44 @@ class Offload(exports.Offload):
         self, queue: int, kernel: int, args: List[offload.KernelArgument], size: offload.LaunchSize
     ) -> events.Event:
         return _the_plugin().enqueue_launch(queue, kernel, args, size)
+
+
+def _raised_where(error: BaseException) -> str:
+    """The file and line that raised `error`: the innermost frame in the plugin's own
+    directory, else the innermost outside this module."""
+    frames = traceback.extract_tb(error.__traceback__)
+    app = sys.modules.get("app")
+    app_dir = os.path.dirname(getattr(app, "__file__", None) or "")
+    ours = [f for f in frames if app_dir and os.path.dirname(f.filename) == app_dir]
+    others = [f for f in frames if os.path.basename(f.filename) != "accelhost.py"]
+    for candidates in (ours, others):
+        if candidates:
+            frame = candidates[-1]
+            return f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    return ""
+
+
+def _internal_on_exception(method):
+    """Forwards to the plugin; an exception that is not an `Err` fails the call as `internal`
+    with its type, message and origin, instead of trapping the instance."""
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except Err:
+            raise
+        except Exception as error:
+            where = _raised_where(error)
+            message = f"{type(error).__name__}: {error}" + (f" (at {where})" if where else "")
+            raise Err(types.Error(code=types.ErrorCode.INTERNAL, message=message)) from error
+
+    return call
+
+
+# Every export that returns a result; `supports_*` return a bare bool, so they have no error
+# to report and an exception there still traps.
+for _export in (Lifecycle, Discovery, Fpga, Offload):
+    for _name, _method in list(vars(_export).items()):
+        if callable(_method) and not _name.startswith(("_", "supports_")):
+            setattr(_export, _name, _internal_on_exception(_method))

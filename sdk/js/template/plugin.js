@@ -10,7 +10,8 @@
  *   calls for kernel launches.
  *
  * Every method you leave out answers `unsupported`. Throw `errors.notFound(...)` (or any
- * `PluginError`) to fail a call; a plain `Error` traps the plugin instead.
+ * `PluginError`) to fail a call with its code; anything else thrown fails it as `internal`,
+ * with its message and the function that threw it.
  */
 
 import { anyFilterMatches, errors, exportPlugin, log } from 'accelhost-sdk';

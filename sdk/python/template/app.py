@@ -8,7 +8,8 @@ applications can find and open. Copy this directory, then replace the device wit
   kernel launches.
 
 Every method you leave out answers `unsupported`. Raise `accelhost.not_found(...)` (or any
-`accelhost.fail(code, message)`) to fail a call; any other exception traps the plugin.
+`accelhost.fail(code, message)`) to fail a call with its code; any other exception fails it as
+`internal`, with its type, message and the line that raised it.
 """
 
 from typing import List
