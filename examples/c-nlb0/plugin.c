@@ -114,7 +114,10 @@ static bool port_for_token(uint64_t token, accel_plugin_dfl_port_desc_t *desc, a
             accel_plugin_dfl_port_desc_free(&ports.ptr[i]);
         }
     }
-    free(ports.ptr);
+    // The elements are taken or freed above; an empty list's pointer was never allocated.
+    if (ports.len > 0) {
+        free(ports.ptr);
+    }
     if (!found) {
         return accelhost_fail(err, ACCEL_PLUGIN_TYPES_ERROR_CODE_NOT_FOUND, "dfl port %s is no longer granted", path);
     }

@@ -466,7 +466,7 @@ impl ProblemState {
     }
 }
 
-/// A non-zero timebase value (the PSL's counter runs at 512 MHz).
+/// A non-zero timebase value: a counter at 500 MHz (nanoseconds since the first read, halved).
 fn timebase() -> u64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     (START.get_or_init(Instant::now).elapsed().as_nanos() as u64 / 2) | 1

@@ -384,7 +384,8 @@ impl DsmStatus {
 }
 
 impl Nlb0 {
-    /// Port reset or CTL[0] = 0: back to the power-on state, abandoning any running test.
+    /// Port reset: back to the power-on state, abandoning any running test. (CTL[0] = 0 only
+    /// clears the test state; the other registers keep their values.)
     fn reset(&mut self) {
         self.clear_test_state();
         self.scratch = [0; 2];
