@@ -20,6 +20,7 @@
 
 pub mod c;
 mod checkout;
+pub mod exports;
 mod inputs;
 pub mod js;
 mod process;

@@ -86,6 +86,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "plugin".into());
+                let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
+                let report = accelhost_sdk_tool::exports::check(language, &dir, &exports)?;
+                println!(
+                    "  {}: overrides {} (the other exports answer unsupported)",
+                    dir.display(),
+                    if report.defined.is_empty() {
+                        "no export".to_string()
+                    } else {
+                        let wit: Vec<&str> = exports
+                            .iter()
+                            .filter(|e| report.defined.contains(&e.name))
+                            .map(|e| e.wit.as_str())
+                            .collect();
+                        wit.join(", ")
+                    }
+                );
+                for finding in &report.findings {
+                    eprintln!("warning: {finding}");
+                }
                 let out = out_dir.join(format!("{name}.wasm"));
                 let work = out_dir.join("work").join(&name);
                 let built = toolchain.build(&sdk, &dir, &out, &work)?;
