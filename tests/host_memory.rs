@@ -9,6 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use accelhost::perf::trimmed_resident_bytes;
 use accelhost::{Filter, OpenMode, worst_case_host_memory};
 use support::host;
 
@@ -52,22 +53,6 @@ fn greedy_script() -> Vec<u8> {
     script
 }
 
-/// Resident memory of this process, after handing freed memory back to the system.
-fn resident_bytes() -> u64 {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only releases free memory held by the allocator.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
 #[test]
 fn one_plugin_holds_no_more_than_the_formula_and_gives_it_all_back() {
     let hex: String = greedy_script().iter().map(|b| format!("{b:02x}")).collect();
@@ -84,7 +69,7 @@ fn one_plugin_holds_no_more_than_the_formula_and_gives_it_all_back() {
     // A first host warms what a process starts once (the runtime, WASI's timers, the watch
     // thread), so that the figures below count only the plugin.
     drop(host(&config).unwrap());
-    let before = resident_bytes();
+    let before = trimmed_resident_bytes();
     let host = host(&config).unwrap();
     let entry = host
         .config()
@@ -103,7 +88,7 @@ fn one_plugin_holds_no_more_than_the_formula_and_gives_it_all_back() {
         .into_iter()
         .find(|p| p.name == "greedy")
         .unwrap();
-    let held = resident_bytes().saturating_sub(before);
+    let held = trimmed_resident_bytes().saturating_sub(before);
     assert_eq!(
         info.memory.dma_bytes,
         (8 << 20) + 4096,
@@ -131,10 +116,10 @@ fn one_plugin_holds_no_more_than_the_formula_and_gives_it_all_back() {
     handle.close().unwrap();
     drop(host);
     let deadline = Instant::now() + Duration::from_secs(5);
-    let mut after = resident_bytes();
+    let mut after = trimmed_resident_bytes();
     while after.saturating_sub(before) > SLACK && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
-        after = resident_bytes();
+        after = trimmed_resident_bytes();
     }
     assert!(
         after.saturating_sub(before) <= SLACK,

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use accelhost::perf::trimmed_resident_bytes;
 use accelhost::workloads::nlb0::loopback;
 use accelhost::workloads::{capi, vadd};
 use accelhost::{
@@ -1236,22 +1237,6 @@ fn settle(host: &Host) {
     }
 }
 
-/// Resident memory of this process, after handing freed memory back to the system.
-fn resident_bytes() -> u64 {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only releases free memory held by the allocator.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
 /// What one attack came to.
 struct Outcome {
     name: String,
@@ -1313,7 +1298,7 @@ fn run(attack: &Attack) -> Outcome {
         outcome.result = Err(format!("the workload failed before the attack: {err}"));
         return outcome;
     }
-    let before = resident_bytes();
+    let before = trimmed_resident_bytes();
     let done = AtomicBool::new(false);
     let runs = AtomicU32::new(0);
     let (result, during) = std::thread::scope(|scope| {
@@ -1343,7 +1328,7 @@ fn run(attack: &Attack) -> Outcome {
             Err(e) => Err(format!("the workload failed after the attack: {e}")),
         },
     };
-    let after = resident_bytes();
+    let after = trimmed_resident_bytes();
     outcome.rss_delta = after as i64 - before as i64;
     if outcome.result.is_ok() && outcome.rss_delta > RSS_SLACK {
         outcome.result = Err(format!(
@@ -1378,7 +1363,7 @@ fn main() {
     let mut outcomes = Vec::new();
     for attack in &attacks {
         let outcome = run(attack);
-        warm_rss.get_or_insert_with(resident_bytes);
+        warm_rss.get_or_insert_with(trimmed_resident_bytes);
         let mark = if outcome.result.is_ok() {
             "ok"
         } else {
@@ -1387,7 +1372,7 @@ fn main() {
         eprintln!("attack {} ... {mark}", attack.name);
         outcomes.push(outcome);
     }
-    let growth = resident_bytes() as i64 - warm_rss.unwrap_or(0) as i64;
+    let growth = trimmed_resident_bytes() as i64 - warm_rss.unwrap_or(0) as i64;
     let mut report = String::from("\nhostile-plugin suite\n");
     let _ = writeln!(
         report,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use accelhost::config::{Config, ConfigSource};
 use accelhost::devices::{DmaMemory, MmioWindow, Owner};
 use accelhost::families::dfl::{DflDevice, DflPort};
-use accelhost::perf::PluginBench;
+use accelhost::perf::{PluginBench, resident_bytes};
 use accelhost::workloads::{nlb0, vadd};
 use accelhost::{ComponentCache, Handle, Host, Kernel, Token};
 pub use accelhost_native_plugin::abi;
@@ -92,17 +92,6 @@ pub fn ns_per_call(settings: &Settings, mut f: impl FnMut()) -> f64 {
 pub fn median_of(samples: usize, mut f: impl FnMut() -> f64) -> f64 {
     let mut values: Vec<f64> = (0..samples.max(1)).map(|_| f()).collect();
     median(&mut values)
-}
-
-/// Resident memory of this process, in bytes.
-pub fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    pages * accelhost::devices::page_size()
 }
 
 // ---------------------------------------------------------------------------------------------

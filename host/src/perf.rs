@@ -20,6 +20,28 @@ pub fn forget_loaded() {
     }
 }
 
+/// Resident memory of this process, in bytes (`/proc/self/statm`; 0 where it cannot be read).
+pub fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * crate::devices::page_size()
+}
+
+/// [`resident_bytes`] after the allocator hands the memory it holds free back to the system,
+/// so that what was freed does not count as held.
+pub fn trimmed_resident_bytes() -> u64 {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory held by the allocator.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    resident_bytes()
+}
+
 /// One plugin of a config, ready to be instantiated or started again and again.
 pub struct PluginBench {
     entry: PluginEntry,

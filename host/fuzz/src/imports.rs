@@ -349,17 +349,7 @@ struct Figures {
 
 impl Figures {
     fn now() -> Figures {
-        #[cfg(target_env = "gnu")]
-        // SAFETY: malloc_trim only releases free memory held by the allocator.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-        let pages: u64 = statm
-            .split_whitespace()
-            .nth(1)
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
+        let rss = accelhost::perf::trimmed_resident_bytes();
         let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
             .map(|dir| {
                 dir.flatten()
@@ -370,10 +360,7 @@ impl Figures {
             })
             .unwrap_or_default();
         fds.sort();
-        Figures {
-            rss: pages * 4096,
-            fds,
-        }
+        Figures { rss, fds }
     }
 
     /// The figures once threads the dropped host told to stop have stopped (a second at most).
