@@ -1,5 +1,6 @@
 use super::*;
 use crate::devices::Owner;
+use crate::families::cxl::workload::{copy, interrupt as irq};
 use memcpy::WorkElement;
 
 fn afu(model: Accelerator, max_contexts: Option<u32>) -> EmulatedAfu {
@@ -25,26 +26,6 @@ fn put(queue: &DmaMemory, index: u64, mut element: WorkElement, wrap: bool) {
     element.cmd = 0;
     queue.write(index * 32, &element.encode()).unwrap();
     queue.write(index * 32, &[cmd]).unwrap();
-}
-
-fn copy(src: u64, dst: u64, length: u16) -> WorkElement {
-    WorkElement {
-        cmd: memcpy::CMD_COPY,
-        status: 0,
-        length,
-        cmd_extra: 0,
-        atomic_op1: 0,
-        src,
-        dst,
-    }
-}
-
-fn irq(n: u16) -> WorkElement {
-    WorkElement {
-        cmd: memcpy::CMD_IRQ,
-        length: n,
-        ..copy(0, 0, 0)
-    }
 }
 
 fn status(queue: &DmaMemory, index: u64) -> u8 {
