@@ -7,10 +7,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use wit_bindgen_core::Files;
-use wit_bindgen_core::wit_parser::Resolve;
 
 use crate::process::{self, run};
-use crate::{Sdk, WORLD};
+use crate::{Sdk, WORLD, plugin_world};
 
 /// The version of the wit-bindgen C generator linked into this tool.
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
@@ -79,13 +78,7 @@ impl Clang {
 /// Writes the C bindings of the `plugin` world of `wit_dir` into `out_dir`: `plugin.h`,
 /// `plugin.c` and `plugin_component_type.o` (the world's type, which wit-component reads).
 pub fn generate_bindings(wit_dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut resolve = Resolve::default();
-    let (package, _) = resolve
-        .push_dir(wit_dir)
-        .with_context(|| format!("parsing the WIT package in {}", wit_dir.display()))?;
-    let world = resolve
-        .select_world(&[package], Some(WORLD))
-        .with_context(|| format!("finding the world '{WORLD}' in {}", wit_dir.display()))?;
+    let (mut resolve, world) = plugin_world(wit_dir)?;
     let mut files = Files::default();
     wit_bindgen_c::Opts {
         // The bindings drop the borrowed handles an export receives (the `image` of

@@ -3,8 +3,23 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+use wit_bindgen_core::wit_parser::{Resolve, WorldId};
+
 /// The world every plugin targets.
 pub const WORLD: &str = "plugin";
+
+/// The WIT package in `wit_dir`, parsed, and its [`WORLD`].
+pub fn plugin_world(wit_dir: &Path) -> anyhow::Result<(Resolve, WorldId)> {
+    let mut resolve = Resolve::default();
+    let (package, _) = resolve
+        .push_dir(wit_dir)
+        .with_context(|| format!("parsing the WIT package in {}", wit_dir.display()))?;
+    let world = resolve
+        .select_world(&[package], Some(WORLD))
+        .with_context(|| format!("finding the world '{WORLD}' in {}", wit_dir.display()))?;
+    Ok((resolve, world))
+}
 
 /// The languages this tool builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use wit_bindgen_core::wit_parser::{Resolve, WorldItem};
+use wit_bindgen_core::wit_parser::WorldItem;
 
-use crate::{Language, WORLD};
+use crate::{Language, plugin_world};
 
 /// One function a plugin may export, as the language names it.
 #[derive(Clone, Debug)]
@@ -24,13 +24,7 @@ pub struct Export {
 /// The functions of every interface the `plugin` world of `wit_dir` exports, named for
 /// `language`.
 pub fn exports(wit_dir: &Path, language: Language) -> Result<Vec<Export>> {
-    let mut resolve = Resolve::default();
-    let (package, _) = resolve
-        .push_dir(wit_dir)
-        .with_context(|| format!("parsing the WIT package in {}", wit_dir.display()))?;
-    let world = resolve
-        .select_world(&[package], Some(WORLD))
-        .with_context(|| format!("finding the world '{WORLD}' in {}", wit_dir.display()))?;
+    let (resolve, world) = plugin_world(wit_dir)?;
     let mut found = Vec::new();
     for item in resolve.worlds[world].exports.values() {
         let WorldItem::Interface { id, .. } = item else {

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-pub use checkout::{Language, Sdk, WORLD};
+pub use checkout::{Language, Sdk, WORLD, plugin_world};
 
 /// Whether rebuilding unchanged sources gives a byte-identical component.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

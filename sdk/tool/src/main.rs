@@ -80,13 +80,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let out_dir = out_dir
                 .unwrap_or_else(|| sdk.default_out_dir())
                 .join(language.key());
+            let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
             for dir in dirs {
                 let name = std::fs::canonicalize(&dir)
                     .with_context(|| format!("{} does not exist", dir.display()))?
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "plugin".into());
-                let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
                 let report = accelhost_sdk_tool::exports::check(language, &dir, &exports)?;
                 println!(
                     "  {}: overrides {} (the other exports answer unsupported)",
