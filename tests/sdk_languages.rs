@@ -21,7 +21,6 @@ use accelhost::families::dfl::abi::nlb0;
 use accelhost::workloads::nlb0::loopback;
 use accelhost::{AcceleratorState, ErrorCode, Filter, Host, OpenMode, PluginStatus};
 use accelhost_sdk_tool::{Built, Language, Reproducibility, Sdk, Toolchain, probe};
-use sha2::{Digest, Sha256};
 use support::harness::{Outcome, Trial};
 use support::{cache_dir, json_path, scratch_dir};
 
@@ -352,8 +351,8 @@ fn run_language(language: Language) -> Outcome {
     let template = build(sdk.template_dir(language), "template");
     let example = build(sdk.example_dir(language), "nlb0");
 
-    let load = measure_load(&example.component);
-    let template_load = measure_load(&template.component);
+    let load = measure_load(&example);
+    let template_load = measure_load(&template);
 
     let config = format!(
         r#"{{"devices": [{{"id": "card0", "family": "dfl"}}],
@@ -549,8 +548,9 @@ fn run_loopbacks(host: &Host) -> Vec<f64> {
 
 /// Loads `component` twice on the tests' compile cache, each time as a fresh process would
 /// (nothing compiled kept in memory): the first compiles it unless the cache has it.
-fn measure_load(component: &Path) -> LoadTimes {
-    let was_cached = in_cache(component);
+fn measure_load(built: &Built) -> LoadTimes {
+    let component = &built.component;
+    let was_cached = in_cache(built);
     let config = accelhost::Config::parse(
         &format!(
             r#"{{"plugins": [{{"name": "measured", "module": "{}"}}]}}"#,
@@ -570,7 +570,7 @@ fn measure_load(component: &Path) -> LoadTimes {
         took
     };
     let first = check();
-    assert!(in_cache(component), "the compile cache keeps the component");
+    assert!(in_cache(built), "the compile cache keeps the component");
     let cached = check();
     LoadTimes {
         cold: (!was_cached).then_some(first),
@@ -578,16 +578,12 @@ fn measure_load(component: &Path) -> LoadTimes {
     }
 }
 
-/// Whether the compile cache has an entry for `component` (named by its wasm's sha256).
-fn in_cache(component: &Path) -> bool {
-    let sha: String = Sha256::digest(std::fs::read(component).unwrap())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+/// Whether the compile cache has an entry for the built component (named by its sha256).
+fn in_cache(built: &Built) -> bool {
     std::fs::read_dir(cache_dir()).is_ok_and(|entries| {
         entries
             .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with(&sha))
+            .any(|e| e.file_name().to_string_lossy().starts_with(&built.sha256))
     })
 }
 
