@@ -1341,22 +1341,12 @@ fn run(attack: &Attack) -> Outcome {
 }
 
 fn main() {
-    let words: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let attacks: Vec<Attack> = other_attacks()
-        .into_iter()
-        .filter(|a| words.is_empty() || words.iter().any(|w| a.name.contains(w.as_str())))
-        .collect();
-    if std::env::args().any(|a| a == "--list") {
-        for attack in &attacks {
-            println!("{}: test", attack.name);
-        }
+    let all = other_attacks();
+    let Some(attacks) = support::harness::select(&all, |a| a.name.as_str()) else {
         return;
-    }
+    };
     if attacks.is_empty() {
-        println!("no attack's name contains any of {words:?}");
+        println!("no attack is selected by the command line's filters");
         return;
     }
     let mut warm_rss = None;

@@ -23,10 +23,12 @@ pub struct Trial {
     pub run: fn() -> Outcome,
 }
 
-/// Runs the trials the command line selects, one at a time, and reports as libtest does.
-/// Understands name filters, `--exact`, `--skip`, `--list`, and takes libtest's other flags
-/// (`--nocapture`, `--test-threads N`, ...) without effect.
-pub fn run(trials: &[Trial]) -> ExitCode {
+/// The tests of `all` (named by `name`) that the command line selects, as libtest reads it:
+/// name filters, `--exact` and `--skip`; libtest's other flags (`--nocapture`,
+/// `--test-threads N`, ...) have no effect. `None` when the command line asked for something
+/// else, done here: `--list` prints the selected names; `--ignored` runs none, since a test of
+/// such a harness is ignored only once it finds, running, that it cannot run.
+pub fn select<T>(all: &[T], name: impl Fn(&T) -> &str) -> Option<Vec<&T>> {
     let (mut filters, mut skips) = (Vec::new(), Vec::new());
     let (mut exact, mut list, mut only_ignored) = (false, false, false);
     let mut args = std::env::args().skip(1);
@@ -43,34 +45,42 @@ pub fn run(trials: &[Trial]) -> ExitCode {
             filter => filters.push(filter.to_string()),
         }
     }
-    let selected: Vec<&Trial> = trials
+    let selected: Vec<&T> = all
         .iter()
-        .filter(|t| !skips.iter().any(|s| t.name.contains(s.as_str())))
+        .filter(|t| !skips.iter().any(|s| name(t).contains(s.as_str())))
         .filter(|t| {
             filters.is_empty()
                 || filters.iter().any(|f| {
                     if exact {
-                        t.name == f
+                        name(t) == f
                     } else {
-                        t.name.contains(f.as_str())
+                        name(t).contains(f.as_str())
                     }
                 })
         })
         .collect();
     if list {
-        for trial in &selected {
-            println!("{}: test", trial.name);
+        for test in &selected {
+            println!("{}: test", name(test));
         }
-        return ExitCode::SUCCESS;
+        return None;
     }
-    // No trial is ignored up front: each finds out when it runs.
     if only_ignored {
         println!(
             "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out\n",
-            trials.len()
+            all.len()
         );
-        return ExitCode::SUCCESS;
+        return None;
     }
+    Some(selected)
+}
+
+/// Runs the trials the command line selects ([`select`]), one at a time, and reports as
+/// libtest does.
+pub fn run(trials: &[Trial]) -> ExitCode {
+    let Some(selected) = select(trials, |t| t.name) else {
+        return ExitCode::SUCCESS;
+    };
     println!("\nrunning {} tests", selected.len());
     let started = Instant::now();
     let (mut passed, mut ignored, mut failed) = (0, 0, Vec::new());
