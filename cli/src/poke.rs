@@ -102,36 +102,30 @@ impl Op {
     }
 }
 
-/// Every step's name.
-const STEPS: &[&str] = &[
-    "read32",
-    "read64",
-    "write32",
-    "write64",
-    "poll64",
-    "reset",
-    "alloc",
-    "fill",
-    "put",
-    "dump",
-    "reconfigure",
+/// Every step's name and its forms, for the message that refuses a malformed one; a form
+/// with `[@...]` takes an index.
+const STEPS: &[(&str, &str)] = &[
+    ("read32", "read32[@REGION]:OFFSET or read64[@REGION]:OFFSET"),
+    ("read64", "read32[@REGION]:OFFSET or read64[@REGION]:OFFSET"),
+    (
+        "write32",
+        "write32[@REGION]:OFFSET=VALUE or write64[@REGION]:OFFSET=VALUE",
+    ),
+    (
+        "write64",
+        "write32[@REGION]:OFFSET=VALUE or write64[@REGION]:OFFSET=VALUE",
+    ),
+    (
+        "poll64",
+        "poll64[@REGION]:OFFSET=WANT or poll64[@REGION]:OFFSET:MASK=WANT",
+    ),
+    ("reset", "reset"),
+    ("alloc", "alloc:SIZE"),
+    ("fill", "fill:BYTE"),
+    ("put", "put:OFFSET=HEXBYTES"),
+    ("dump", "dump or dump:OFFSET:LENGTH"),
+    ("reconfigure", "reconfigure[@SLOT]:FILE"),
 ];
-
-/// The forms of step `name`, for the message that refuses a malformed one.
-fn forms(name: &str) -> &'static str {
-    match name {
-        "read32" | "read64" => "read32[@REGION]:OFFSET or read64[@REGION]:OFFSET",
-        "write32" | "write64" => "write32[@REGION]:OFFSET=VALUE or write64[@REGION]:OFFSET=VALUE",
-        "poll64" => "poll64[@REGION]:OFFSET=WANT or poll64[@REGION]:OFFSET:MASK=WANT",
-        "reset" => "reset",
-        "alloc" => "alloc:SIZE",
-        "fill" => "fill:BYTE",
-        "put" => "put:OFFSET=HEXBYTES",
-        "dump" => "dump or dump:OFFSET:LENGTH",
-        "reconfigure" => "reconfigure[@SLOT]:FILE",
-        _ => "a step `accelhost poke --help` lists",
-    }
-}
 
 /// A decimal or `0x` hexadecimal number; `_` may separate digits.
 fn number(text: &str, what: &str) -> Result<u64, String> {
@@ -178,14 +172,15 @@ fn parse(step: &str) -> Result<Op, String> {
         Some((name, index)) => (name, Some(index)),
         None => (head, None),
     };
-    if !STEPS.contains(&name) {
+    let Some(&(_, forms)) = STEPS.iter().find(|(step, _)| *step == name) else {
+        let names: Vec<&str> = STEPS.iter().map(|(step, _)| *step).collect();
         return Err(format!(
             "unknown step '{name}'; expected one of {}",
-            STEPS.join(", ")
+            names.join(", ")
         ));
-    }
-    let expected = |why: &str| format!("{why}; expected {}", forms(name));
-    let takes_index = name == "reconfigure" || forms(name).contains("[@REGION]");
+    };
+    let expected = |why: &str| format!("{why}; expected {forms}");
+    let takes_index = forms.contains("[@");
     let index = match index {
         Some(_) if !takes_index => return Err(expected(&format!("'{name}' takes no @INDEX"))),
         Some(index) => u32::try_from(number(index, "index").map_err(|e| expected(&e))?)
