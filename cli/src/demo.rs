@@ -158,22 +158,7 @@ fn untrusted(token: &Token, family: &str) -> Row {
 }
 
 /// The row of a device that no canonical workload is made for, saying why.
-fn no_workload(token: &Token) -> Row {
-    let p = token.properties();
-    let why = if workloads::capi::is_cxl(token) {
-        let node = match workloads::capi::node_kind(token) {
-            Some('m') => "master node".to_string(),
-            Some(kind) => format!("node of kind '{kind}'"),
-            None => "device that reports no node kind".into(),
-        };
-        format!("a CAPI {node}; the CAPI workloads run on slave (s) and dedicated (d) nodes")
-    } else {
-        format!(
-            "no canonical workload for GUID {} (type {}): demo knows NLB0 ports, CAPI AFUs and \
-             XRT cards",
-            p.guid, p.device_type
-        )
-    };
+fn no_workload(token: &Token, why: String) -> Row {
     Row {
         result: format!("skipped: {why}"),
         ok: true,
@@ -365,9 +350,12 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             if args.fault && token.plugin() == CHAOS {
                 continue;
             }
-            let Some(workload) = workloads::recognize(token) else {
-                rows.push(no_workload(token));
-                continue;
+            let workload = match workloads::recognize(token) {
+                Ok(workload) => workload,
+                Err(why) => {
+                    rows.push(no_workload(token, why));
+                    continue;
+                }
             };
             if !trusted(&host, token, workload.family) {
                 rows.push(untrusted(token, workload.family));

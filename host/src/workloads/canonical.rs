@@ -10,6 +10,9 @@ pub struct Canonical {
     pub family: &'static str,
     /// Whether `token` looks like a device it is made for, by what its plugin reported.
     pub recognizes: fn(&Token) -> bool,
+    /// Why a device of its family that it does not recognize gets no run (such as a CAPI
+    /// master node), or `None` for a device it knows nothing of.
+    pub declines: fn(&Token) -> Option<String>,
     /// Runs it on the device behind `token`: one outcome per measurement. `progress` hears
     /// what starts, for people waiting on a long run.
     pub run: fn(&Host, &Token, &DemoSettings, &mut Progress) -> Vec<Outcome>,

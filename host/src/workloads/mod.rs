@@ -16,9 +16,20 @@ pub use canonical::{Canonical, DemoSettings, Outcome, Progress, count, size};
 /// above it, so they are listed here.
 pub const CANONICAL: &[Canonical] = &[nlb0::CANONICAL, capi::CANONICAL, vadd::CANONICAL];
 
-/// The canonical workload made for `token`'s device, if any.
-pub fn recognize(token: &Token) -> Option<&'static Canonical> {
-    CANONICAL.iter().find(|w| (w.recognizes)(token))
+/// The canonical workload made for `token`'s device, or why there is none.
+pub fn recognize(token: &Token) -> Result<&'static Canonical, String> {
+    if let Some(workload) = CANONICAL.iter().find(|w| (w.recognizes)(token)) {
+        return Ok(workload);
+    }
+    if let Some(why) = CANONICAL.iter().find_map(|w| (w.declines)(token)) {
+        return Err(why);
+    }
+    let p = token.properties();
+    Err(format!(
+        "no canonical workload for GUID {} (type {}): demo knows NLB0 ports, CAPI AFUs and XRT \
+         cards",
+        p.guid, p.device_type
+    ))
 }
 
 #[cfg(test)]

@@ -291,8 +291,24 @@ pub fn vadd_run(handle: &Handle, elements: u32) -> Result<VaddReport> {
 pub const CANONICAL: Canonical = Canonical {
     family: "cxl",
     recognizes: |token| is_cxl(token) && matches!(node_kind(token), Some('s' | 'd')),
+    declines,
     run: demo,
 };
+
+/// Why a CAPI node that is not a slave or dedicated one gets no run.
+fn declines(token: &Token) -> Option<String> {
+    if !is_cxl(token) {
+        return None;
+    }
+    let node = match node_kind(token) {
+        Some('m') => "master node".to_string(),
+        Some(kind) => format!("node of kind '{kind}'"),
+        None => "device that reports no node kind".into(),
+    };
+    Some(format!(
+        "a CAPI {node}; the CAPI workloads run on slave (s) and dedicated (d) nodes"
+    ))
+}
 
 fn demo(
     host: &Host,

@@ -177,6 +177,7 @@ fn verify(src: &DmaBuffer, dst: &DmaBuffer, bytes: u64, report: &mut LoopbackRep
 pub const CANONICAL: Canonical = Canonical {
     family: "dfl",
     recognizes: is_nlb0,
+    declines: |_| None,
     run: demo,
 };
 

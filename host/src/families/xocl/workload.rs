@@ -244,6 +244,7 @@ pub fn tiny_launches(handle: &Handle, kernel: &Kernel, launches: u32) -> Result<
 pub const CANONICAL: Canonical = Canonical {
     family: "xocl",
     recognizes: is_xocl,
+    declines: |_| None,
     run: demo,
 };
 
