@@ -483,6 +483,7 @@ fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
         }
         22 => {
             let _ = accelhost_sdk::host::dfl::list_ports();
+            let _ = accelhost_sdk::host::dfl::probe_ports();
             let _ = xocl::list_devices();
             let _ = cxl::list_afus();
         }
