@@ -9,7 +9,7 @@ use accelhost::{ComponentCache, Config};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The config file to check.
+    /// The config file to check: a plugin list, or a serve config (one with `listen`).
     #[arg(required_unless_present = "print_default")]
     file: Option<PathBuf>,
     /// Print the embedded default config (the one used when no config file is found) instead
@@ -23,6 +23,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", accelhost::config::embedded_default_text());
         return Ok(ExitCode::SUCCESS);
     };
+    if is_serve_config(&file) {
+        return check_serve_config(&file);
+    }
     let config = match Config::load(&file) {
         Ok(config) => config,
         Err(err) => {
@@ -56,6 +59,79 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(err) => {
                 failed = true;
                 eprintln!("error: {err}");
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A serve config is told from a plugin list by its `listen` field.
+fn is_serve_config(file: &std::path::Path) -> bool {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|value| value.get("listen").is_some())
+}
+
+fn check_serve_config(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let serve = match accelhost_node::ServeConfig::load(file) {
+        Ok(serve) => serve,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    println!(
+        "{}: a valid serve config; node '{}', {} client(s)",
+        file.display(),
+        inert(&serve.node_name),
+        serve.clients.len()
+    );
+    let mut failed = false;
+    if let Some(tcp) = &serve.tcp {
+        for (field, path) in [
+            ("listen.tcp.certificate", &tcp.certificate),
+            ("listen.tcp.key", &tcp.key),
+            ("listen.tcp.client_ca", &tcp.client_ca),
+        ] {
+            if let Err(err) = std::fs::metadata(path) {
+                eprintln!(
+                    "error: {}: {field}: {}: {err}",
+                    file.display(),
+                    path.display()
+                );
+                failed = true;
+            }
+        }
+    }
+    for client in &serve.clients {
+        println!(
+            "  client '{}' ({}): devices [{}], {} MiB DMA{}",
+            inert(&client.name),
+            client.identity,
+            inert(&client.grants.devices.join(", ")),
+            client.grants.dma_memory_mib,
+            if client.grants.reconfigure {
+                ", may reconfigure"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(host_config) = &serve.host_config {
+        match Config::load(host_config) {
+            Ok(config) => println!(
+                "  host_config {}: valid; {} plugin(s)",
+                host_config.display(),
+                config.plugins.len()
+            ),
+            Err(err) => {
+                eprintln!("error: {}: host_config: {err}", file.display());
+                failed = true;
             }
         }
     }

@@ -10,6 +10,7 @@ mod list;
 mod plugins;
 mod poke;
 mod program;
+mod serve;
 mod start;
 mod table;
 mod xclbin;
@@ -79,6 +80,10 @@ enum Command {
     /// Run single operations on one device through its plugin, in order, on one handle: MMIO
     /// reads, writes and polls, reset, a DMA buffer, reconfigure.
     Poke(poke::Args),
+    /// Serve this node's devices over gRPC (a Unix socket, and TCP with mutual TLS) to the
+    /// clients the serve config names, each seeing only the devices its grants name.
+    #[command(after_help = serve::AFTER_HELP)]
+    Serve(serve::Args),
     /// Write xclbin images for the emulated XRT card, or check one.
     #[command(subcommand)]
     Xclbin(xclbin::Command),
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(cli.config, args),
         Command::Program(args) => program::run(cli.config, args),
         Command::Poke(args) => poke::run(cli.config, args),
+        Command::Serve(args) => serve::run(cli.config, args),
         Command::Bench(args) => bench::run(cli.config, args),
         Command::Xclbin(command) => xclbin::run(command),
     };

@@ -80,6 +80,36 @@ impl ErrorCode {
             ErrorCode::PluginUnavailable => "plugin-unavailable",
         }
     }
+
+    /// Every code, in number order.
+    pub const ALL: [ErrorCode; 18] = [
+        ErrorCode::Unsupported,
+        ErrorCode::InvalidArgument,
+        ErrorCode::NotFound,
+        ErrorCode::Busy,
+        ErrorCode::NoSpace,
+        ErrorCode::PermissionDenied,
+        ErrorCode::Timeout,
+        ErrorCode::OutOfMemory,
+        ErrorCode::DeviceError,
+        ErrorCode::NotInitialized,
+        ErrorCode::AlreadyExists,
+        ErrorCode::Internal,
+        ErrorCode::Config,
+        ErrorCode::LoadFailed,
+        ErrorCode::IncompatibleInterface,
+        ErrorCode::PluginFaulted,
+        ErrorCode::Stale,
+        ErrorCode::PluginUnavailable,
+    ];
+
+    /// The code with the stable `number`, as it travels over the wire (the node service's
+    /// `accelhost-code`, the C API's results).
+    pub fn from_number(number: u32) -> Option<ErrorCode> {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|code| *code as u32 == number)
+    }
 }
 
 impl fmt::Display for ErrorCode {
@@ -420,6 +450,11 @@ mod tests {
         assert_eq!(ErrorCode::Config as i32, 100);
         assert_eq!(ErrorCode::PluginUnavailable as i32, 105);
         assert_eq!(ErrorCode::PluginFaulted.to_string(), "plugin-faulted");
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_number(code as u32), Some(code));
+        }
+        assert_eq!(ErrorCode::from_number(0), None);
+        assert_eq!(ErrorCode::from_number(13), None);
     }
 
     #[test]

@@ -1,0 +1,101 @@
+//! `accelhost serve FILE`: the node service, until SIGTERM or SIGINT.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use accelhost::{Config, Host};
+use accelhost_node::{BoundNode, ServeConfig};
+use anyhow::Context;
+
+pub const AFTER_HELP: &str = "\
+The serve config (JSON) names the listeners, the limits and the clients:
+
+  {
+    \"node_name\": \"node1\",
+    \"host_config\": \"accelhost.json\",
+    \"listen\": {
+      \"unix\": {\"path\": \"/run/accelhost/node.sock\", \"mode\": \"0660\"},
+      \"tcp\": {\"address\": \"0.0.0.0:7700\", \"certificate\": \"node.pem\",
+              \"key\": \"node.key\", \"client_ca\": \"clients-ca.pem\"}
+    },
+    \"limits\": {\"max_message_kib\": 4096, \"max_sessions\": 256,
+               \"max_objects_per_session\": 4096, \"max_poll_ms\": 60000,
+               \"max_image_mib\": 512},
+    \"clients\": [
+      {\"name\": \"ops\", \"unix_uid\": 0, \"grants\": {\"devices\": [\"*\"], \"reconfigure\": true}},
+      {\"name\": \"batch\", \"unix_gid\": 1001, \"grants\": {\"devices\": [\"dfl/*\"]}},
+      {\"name\": \"node2\", \"certificate_san\": \"node2.example\",
+       \"grants\": {\"devices\": [\"xocl/*\"], \"dma_memory_mib\": 1024}}
+    ]
+  }
+
+A client is recognized by its transport only: on the Unix socket by the peer's uid (or
+primary gid), on TCP by a DNS or URI SAN of its certificate, which must chain to client_ca.
+Grants: `devices` lists device ids as `accelhost list` prints them (`<plugin>/<name>`, a
+trailing `*` matches any suffix); a client sees and opens only those. `dma_memory_mib`
+(default 256) caps the DMA buffers its session holds; `reconfigure` (default false) lets it
+load images. A client's handles and buffers are released when it disconnects.
+
+The plugins served are those of host_config (relative to the serve config), else --config,
+else the usual lookup order. Relative paths in the serve config are relative to its folder.
+SIGTERM or SIGINT: stop accepting, end every session, let calls in flight finish, finalize
+the plugins and remove the socket. `accelhost check-config FILE` checks a serve config.";
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The serve config: listeners, limits and clients (see below).
+    file: PathBuf,
+}
+
+pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let serve = Arc::new(ServeConfig::load(&args.file)?);
+    let host = match &serve.host_config {
+        Some(path) => Host::with_config(Config::load(path)?)?,
+        None => crate::start::start_host(config)?,
+    };
+    let host = Arc::new(host);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("accelhost-serve")
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let node = BoundNode::bind(serve.clone(), host.clone()).await?;
+        let mut listening = Vec::new();
+        if let Some(unix) = &serve.unix {
+            listening.push(format!("unix://{}", unix.path.display()));
+        }
+        if let Some(address) = node.tcp_address() {
+            listening.push(format!("tcp {address} (mutual TLS)"));
+        }
+        eprintln!(
+            "accelhost serve: node '{}' on {}; {} client(s) configured",
+            serve.node_name,
+            listening.join(" and "),
+            serve.clients.len()
+        );
+        node.run(stop_signal()).await?;
+        anyhow::Ok(())
+    })?;
+    drop(runtime);
+    // The last reference: dropping the host finalizes the plugins.
+    drop(host);
+    eprintln!("accelhost serve: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM / SIGINT; stop the node with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        _ = int.recv() => tracing::info!("SIGINT"),
+    }
+}

@@ -1,0 +1,642 @@
+//! A client of `accelhost serve`: connects over the Unix socket or mutual TLS, attaches a
+//! session that lives as long as the client, and makes typed calls, each with a deadline.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use accelhost::ErrorCode;
+use hyper_util::rt::TokioIo;
+use tokio::task::JoinHandle;
+use tonic::transport::{
+    Certificate, Channel, ClientTlsConfig, Endpoint as TonicEndpoint, Identity,
+};
+use tonic::{Code, Status};
+
+use crate::proto::node_client::NodeClient;
+use crate::proto::{self, session_event};
+use crate::status::accelhost_code;
+
+/// Where a node listens, and how this client proves who it is there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The node's Unix socket (the peer's uid and gid identify the client).
+    Unix(PathBuf),
+    /// The node's TCP address, with mutual TLS.
+    Tls {
+        /// `host:port`.
+        address: String,
+        /// The name the node's certificate must carry.
+        server_name: String,
+        /// The CA (PEM) the node's certificate must chain to.
+        ca: PathBuf,
+        /// This client's certificate chain (PEM).
+        certificate: PathBuf,
+        /// This client's private key (PEM).
+        key: PathBuf,
+    },
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
+            Endpoint::Tls { address, .. } => write!(f, "https://{address}"),
+        }
+    }
+}
+
+/// How long a client waits.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientOptions {
+    /// For the connection to be made.
+    pub connect_timeout: Duration,
+    /// For any one call (a poll's own timeout is added to it).
+    pub call_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            connect_timeout: Duration::from_secs(5),
+            call_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A call to a node that failed: which node, which call, and the node's answer.
+#[derive(Debug, thiserror::Error)]
+#[error("node {endpoint}: {call}: {message}")]
+pub struct RemoteError {
+    /// The node.
+    pub endpoint: String,
+    /// The call.
+    pub call: &'static str,
+    /// The gRPC status code.
+    pub grpc: Code,
+    /// The accelhost code the node sent, if any (none for transport failures).
+    pub code: Option<ErrorCode>,
+    /// What the node (or the transport) said.
+    pub message: String,
+}
+
+/// The result of a call to a node.
+pub type RemoteResult<T> = Result<T, RemoteError>;
+
+/// A session on a node. Dropping it ends the session, and the node releases what it held.
+pub struct Client {
+    rpc: NodeClient<Channel>,
+    endpoint: String,
+    attached: proto::Attached,
+    options: ClientOptions,
+    session_stream: JoinHandle<()>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.session_stream.abort();
+    }
+}
+
+/// Object numbers and facts of a prepared buffer.
+pub type Buffer = proto::Buffer;
+/// A device as the node describes it.
+pub type Device = proto::Device;
+
+impl Client {
+    /// Connects to `endpoint` and attaches a session.
+    pub async fn connect(endpoint: &Endpoint, options: ClientOptions) -> RemoteResult<Client> {
+        let name = endpoint.to_string();
+        let fail = |call: &'static str, message: String| RemoteError {
+            endpoint: name.clone(),
+            call,
+            grpc: Code::Unavailable,
+            code: None,
+            message,
+        };
+        let channel = match endpoint {
+            Endpoint::Unix(path) => {
+                let path = path.clone();
+                // The URI is not used: the connector dials the socket.
+                TonicEndpoint::from_static("http://localhost")
+                    .connect_timeout(options.connect_timeout)
+                    .timeout(options.call_timeout)
+                    .connect_with_connector(tower::service_fn(move |_| {
+                        let path = path.clone();
+                        async move {
+                            Ok::<_, std::io::Error>(TokioIo::new(
+                                tokio::net::UnixStream::connect(path).await?,
+                            ))
+                        }
+                    }))
+                    .await
+                    .map_err(|err| fail("connect", transport_message(&err)))?
+            }
+            Endpoint::Tls {
+                address,
+                server_name,
+                ca,
+                certificate,
+                key,
+            } => {
+                let read = |path: &PathBuf| {
+                    std::fs::read(path)
+                        .map_err(|err| fail("connect", format!("{}: {err}", path.display())))
+                };
+                let tls = ClientTlsConfig::new()
+                    .domain_name(server_name.clone())
+                    .ca_certificate(Certificate::from_pem(read(ca)?))
+                    .identity(Identity::from_pem(read(certificate)?, read(key)?));
+                TonicEndpoint::from_shared(format!("https://{address}"))
+                    .map_err(|err| fail("connect", format!("'{address}': {err}")))?
+                    .connect_timeout(options.connect_timeout)
+                    .timeout(options.call_timeout)
+                    .tcp_nodelay(true)
+                    .tls_config(tls)
+                    .map_err(|err| fail("connect", transport_message(&err)))?
+                    .connect()
+                    .await
+                    .map_err(|err| fail("connect", transport_message(&err)))?
+            }
+        };
+        let mut rpc = NodeClient::new(channel)
+            .max_decoding_message_size(usize::MAX)
+            .max_encoding_message_size(usize::MAX);
+        let client_label = std::env::args().next().unwrap_or_default();
+        let mut stream = rpc
+            .attach(proto::AttachRequest { client_label })
+            .await
+            .map_err(|status| remote(&name, "Attach", status))?
+            .into_inner();
+        let first = tokio::time::timeout(options.call_timeout, stream.message())
+            .await
+            .map_err(|_| fail("Attach", "the node did not answer in time".into()))?
+            .map_err(|status| remote(&name, "Attach", status))?;
+        let attached = match first.and_then(|event| event.event) {
+            Some(session_event::Event::Attached(attached)) => attached,
+            _ => {
+                return Err(fail(
+                    "Attach",
+                    "the node's first answer was not `attached`".into(),
+                ));
+            }
+        };
+        // Keeps the session's stream open; the node ends the stream when it shuts down.
+        let session_stream =
+            tokio::spawn(async move { while let Ok(Some(_)) = stream.message().await {} });
+        let mut rpc = rpc;
+        let max = attached.max_message_bytes as usize;
+        rpc = rpc.max_encoding_message_size(max);
+        Ok(Client {
+            rpc,
+            endpoint: name,
+            attached,
+            options,
+            session_stream,
+        })
+    }
+
+    /// The client entry the node identified this client as.
+    pub fn client_name(&self) -> &str {
+        &self.attached.client
+    }
+
+    /// The node's name.
+    pub fn node_name(&self) -> &str {
+        &self.attached.node
+    }
+
+    /// The session id.
+    pub fn session(&self) -> &str {
+        &self.attached.session
+    }
+
+    /// The generated gRPC client over this connection, for calls the typed methods do not
+    /// make (it sends what it is given, without the size check the typed methods make).
+    pub fn rpc(&self) -> NodeClient<Channel> {
+        self.rpc.clone().max_encoding_message_size(usize::MAX)
+    }
+
+    /// Whether the session stream is still open (false once the node went away).
+    pub fn is_attached(&self) -> bool {
+        !self.session_stream.is_finished()
+    }
+
+    fn err(&self, call: &'static str) -> impl FnOnce(Status) -> RemoteError + '_ {
+        move |status| remote(&self.endpoint, call, status)
+    }
+
+    /// The largest data chunk that fits one message.
+    fn chunk_bytes(&self) -> usize {
+        (self.attached.max_message_bytes as usize)
+            .saturating_sub(256)
+            .max(4096)
+    }
+
+    /// The devices the client may see, matching any of `filters`.
+    pub async fn enumerate(&self, filters: Vec<proto::Filter>) -> RemoteResult<Vec<Device>> {
+        let reply = self
+            .rpc
+            .clone()
+            .enumerate(proto::EnumerateRequest {
+                session: self.session().into(),
+                filters,
+            })
+            .await
+            .map_err(self.err("Enumerate"))?;
+        Ok(reply.into_inner().devices)
+    }
+
+    /// Fresh properties of `device`.
+    pub async fn describe(&self, device: &str) -> RemoteResult<Device> {
+        let reply = self
+            .rpc
+            .clone()
+            .describe(proto::DeviceRequest {
+                session: self.session().into(),
+                device: device.into(),
+            })
+            .await
+            .map_err(self.err("Describe"))?;
+        Ok(reply.into_inner())
+    }
+
+    /// Opens `device` (an id from [`enumerate`](Self::enumerate)); returns the handle number.
+    pub async fn open(&self, device: &str, shared: bool) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .open(proto::OpenRequest {
+                session: self.session().into(),
+                device: device.into(),
+                shared,
+            })
+            .await
+            .map_err(self.err("Open"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    fn object(&self, object: u64) -> proto::ObjectRequest {
+        proto::ObjectRequest {
+            session: self.session().into(),
+            object,
+        }
+    }
+
+    /// Closes a handle, releasing the regions and buffers that came from it.
+    pub async fn close(&self, handle: u64) -> RemoteResult<()> {
+        self.rpc
+            .clone()
+            .close(self.object(handle))
+            .await
+            .map_err(self.err("Close"))?;
+        Ok(())
+    }
+
+    /// Resets the accelerator.
+    pub async fn reset(&self, handle: u64) -> RemoteResult<()> {
+        self.rpc
+            .clone()
+            .reset(self.object(handle))
+            .await
+            .map_err(self.err("Reset"))?;
+        Ok(())
+    }
+
+    /// Loads `image` into `slot`, streamed in chunks; `progress` hears the bytes sent so far.
+    pub async fn reconfigure(
+        &self,
+        handle: u64,
+        slot: u32,
+        image: Vec<u8>,
+        mut progress: impl FnMut(u64, u64) + Send + 'static,
+    ) -> RemoteResult<()> {
+        let total = image.len() as u64;
+        let chunk = self.chunk_bytes();
+        let session = self.session().to_owned();
+        let chunks = image.chunks(chunk).map(<[u8]>::to_vec).collect::<Vec<_>>();
+        let count = chunks.len().max(1);
+        let mut sent = 0u64;
+        let stream = (0..count).map(move |i| {
+            let data = chunks.get(i).cloned().unwrap_or_default();
+            sent += data.len() as u64;
+            progress(sent, total);
+            proto::ReconfigureChunk {
+                header: (i == 0).then(|| proto::ReconfigureHeader {
+                    session: session.clone(),
+                    handle,
+                    slot,
+                    image_bytes: total,
+                }),
+                data,
+            }
+        });
+        self.rpc
+            .clone()
+            .reconfigure(tokio_stream::iter(stream))
+            .await
+            .map_err(self.err("Reconfigure"))?;
+        Ok(())
+    }
+
+    /// Maps MMIO region `index` of a handle; returns the region number and size.
+    pub async fn map_mmio(&self, handle: u64, index: u32) -> RemoteResult<(u64, u64)> {
+        let reply = self
+            .rpc
+            .clone()
+            .map_mmio(proto::MapMmioRequest {
+                session: self.session().into(),
+                handle,
+                index,
+            })
+            .await
+            .map_err(self.err("MapMmio"))?
+            .into_inner();
+        Ok((reply.region, reply.size))
+    }
+
+    async fn mmio_read(&self, region: u64, offset: u64, width: proto::Width) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .mmio_read(proto::MmioReadRequest {
+                session: self.session().into(),
+                region,
+                offset,
+                width: width as i32,
+            })
+            .await
+            .map_err(self.err("MmioRead"))?;
+        Ok(reply.into_inner().value)
+    }
+
+    /// Reads the 32-bit register at `offset`.
+    pub async fn read32(&self, region: u64, offset: u64) -> RemoteResult<u32> {
+        Ok(self
+            .mmio_read(region, offset, proto::Width::Width32)
+            .await? as u32)
+    }
+
+    /// Reads the 64-bit register at `offset`.
+    pub async fn read64(&self, region: u64, offset: u64) -> RemoteResult<u64> {
+        self.mmio_read(region, offset, proto::Width::Width64).await
+    }
+
+    async fn mmio_write(
+        &self,
+        region: u64,
+        offset: u64,
+        width: proto::Width,
+        value: u64,
+    ) -> RemoteResult<()> {
+        self.rpc
+            .clone()
+            .mmio_write(proto::MmioWriteRequest {
+                session: self.session().into(),
+                region,
+                offset,
+                width: width as i32,
+                value,
+            })
+            .await
+            .map_err(self.err("MmioWrite"))?;
+        Ok(())
+    }
+
+    /// Writes the 32-bit register at `offset`.
+    pub async fn write32(&self, region: u64, offset: u64, value: u32) -> RemoteResult<()> {
+        self.mmio_write(region, offset, proto::Width::Width32, value.into())
+            .await
+    }
+
+    /// Writes the 64-bit register at `offset`.
+    pub async fn write64(&self, region: u64, offset: u64, value: u64) -> RemoteResult<()> {
+        self.mmio_write(region, offset, proto::Width::Width64, value)
+            .await
+    }
+
+    /// Refuses a request the node would refuse for its size, before sending it.
+    fn fits(&self, call: &'static str, message: &impl prost::Message) -> RemoteResult<()> {
+        let bytes = message.encoded_len() as u64;
+        if bytes > self.attached.max_message_bytes {
+            return Err(RemoteError {
+                endpoint: self.endpoint.clone(),
+                call,
+                grpc: Code::OutOfRange,
+                code: Some(ErrorCode::InvalidArgument),
+                message: format!(
+                    "the request is {bytes} bytes; the node takes at most {} per message (its limits.max_message_kib): split it",
+                    self.attached.max_message_bytes
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes 64-bit registers in order, in one call.
+    pub async fn write64_batch(&self, region: u64, writes: &[(u64, u64)]) -> RemoteResult<()> {
+        let request = proto::MmioWriteBatchRequest {
+            session: self.session().into(),
+            region,
+            writes: writes
+                .iter()
+                .map(|&(offset, value)| proto::MmioWrite {
+                    offset,
+                    width: proto::Width::Width64 as i32,
+                    value,
+                })
+                .collect(),
+        };
+        self.fits("MmioWriteBatch", &request)?;
+        self.rpc
+            .clone()
+            .mmio_write_batch(request)
+            .await
+            .map_err(self.err("MmioWriteBatch"))?;
+        Ok(())
+    }
+
+    fn poll_request(
+        &self,
+        object: u64,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+        timeout: Duration,
+    ) -> tonic::Request<proto::PollRequest> {
+        let mut request = tonic::Request::new(proto::PollRequest {
+            session: self.session().into(),
+            object,
+            offset,
+            mask,
+            expected,
+            timeout_ms: timeout.as_millis().min(u32::MAX as u128) as u32,
+        });
+        request.set_timeout(timeout + self.options.call_timeout);
+        request
+    }
+
+    /// Waits on the node until the 64-bit register at `offset` has `value & mask == expected`.
+    pub async fn poll64(
+        &self,
+        region: u64,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+        timeout: Duration,
+    ) -> RemoteResult<u64> {
+        let request = self.poll_request(region, offset, mask, expected, timeout);
+        let reply = self
+            .rpc
+            .clone()
+            .mmio_poll(request)
+            .await
+            .map_err(self.err("MmioPoll"))?;
+        Ok(reply.into_inner().value)
+    }
+
+    /// Prepares a DMA buffer on the node.
+    pub async fn prepare_buffer(&self, handle: u64, size: u64) -> RemoteResult<Buffer> {
+        let reply = self
+            .rpc
+            .clone()
+            .prepare_buffer(proto::PrepareBufferRequest {
+                session: self.session().into(),
+                handle,
+                size,
+                read_only: false,
+            })
+            .await
+            .map_err(self.err("PrepareBuffer"))?;
+        Ok(reply.into_inner())
+    }
+
+    /// Writes `data` into a buffer at `offset`, streamed in chunks.
+    pub async fn write_buffer(&self, buffer: u64, offset: u64, data: &[u8]) -> RemoteResult<()> {
+        let session = self.session().to_owned();
+        let chunk = self.chunk_bytes();
+        let chunks: Vec<proto::BufferWriteChunk> = data
+            .chunks(chunk)
+            .enumerate()
+            .map(|(i, piece)| proto::BufferWriteChunk {
+                session: session.clone(),
+                buffer,
+                offset: offset + (i * chunk) as u64,
+                data: piece.to_vec(),
+            })
+            .collect();
+        self.rpc
+            .clone()
+            .buffer_write(tokio_stream::iter(chunks))
+            .await
+            .map_err(self.err("BufferWrite"))?;
+        Ok(())
+    }
+
+    /// Reads `len` bytes of a buffer from `offset`.
+    pub async fn read_buffer(&self, buffer: u64, offset: u64, len: u64) -> RemoteResult<Vec<u8>> {
+        let mut stream = self
+            .rpc
+            .clone()
+            .buffer_read(proto::BufferReadRequest {
+                session: self.session().into(),
+                buffer,
+                offset,
+                length: len,
+                chunk_bytes: 0,
+            })
+            .await
+            .map_err(self.err("BufferRead"))?
+            .into_inner();
+        let mut out = Vec::with_capacity(len.min(1 << 30) as usize);
+        while let Some(data) = stream.message().await.map_err(self.err("BufferRead"))? {
+            out.extend_from_slice(&data.data);
+        }
+        if out.len() as u64 != len {
+            return Err(RemoteError {
+                endpoint: self.endpoint.clone(),
+                call: "BufferRead",
+                grpc: Code::DataLoss,
+                code: None,
+                message: format!("the node sent {} of {len} bytes", out.len()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Fills `len` bytes of a buffer from `offset` with `byte`.
+    pub async fn fill_buffer(
+        &self,
+        buffer: u64,
+        offset: u64,
+        len: u64,
+        byte: u8,
+    ) -> RemoteResult<()> {
+        self.rpc
+            .clone()
+            .buffer_fill(proto::BufferFillRequest {
+                session: self.session().into(),
+                buffer,
+                offset,
+                length: len,
+                byte: byte.into(),
+            })
+            .await
+            .map_err(self.err("BufferFill"))?;
+        Ok(())
+    }
+
+    /// Waits on the node until the word at `offset` of a buffer has `value & mask == expected`.
+    pub async fn poll_buffer(
+        &self,
+        buffer: u64,
+        offset: u64,
+        mask: u64,
+        expected: u64,
+        timeout: Duration,
+    ) -> RemoteResult<u64> {
+        let request = self.poll_request(buffer, offset, mask, expected, timeout);
+        let reply = self
+            .rpc
+            .clone()
+            .buffer_poll(request)
+            .await
+            .map_err(self.err("BufferPoll"))?;
+        Ok(reply.into_inner().value)
+    }
+
+    /// Releases a region or buffer.
+    pub async fn release(&self, object: u64) -> RemoteResult<()> {
+        self.rpc
+            .clone()
+            .release(self.object(object))
+            .await
+            .map_err(self.err("Release"))?;
+        Ok(())
+    }
+}
+
+fn remote(endpoint: &str, call: &'static str, status: Status) -> RemoteError {
+    RemoteError {
+        endpoint: endpoint.to_owned(),
+        call,
+        grpc: status.code(),
+        code: accelhost_code(&status),
+        message: if status.message().is_empty() {
+            format!("{:?}", status.code())
+        } else {
+            accelhost::text::inert(status.message()).to_string()
+        },
+    }
+}
+
+/// A transport error with its causes, which tonic keeps in its source chain.
+fn transport_message(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}

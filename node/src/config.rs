@@ -1,0 +1,535 @@
+//! The serve config: where the node listens, which clients it knows and what each may do.
+//! Every error names the file and the field.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A serve config that parsed and passed every check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeConfig {
+    /// Where the config came from: relative paths in it are relative to this file's folder.
+    pub origin: PathBuf,
+    /// What clients are told the node is called (`host` of its devices, seen from elsewhere).
+    pub node_name: String,
+    /// The host config whose plugins the node serves; `None` for the usual lookup order.
+    pub host_config: Option<PathBuf>,
+    /// The Unix socket listener, if any.
+    pub unix: Option<UnixListen>,
+    /// The TCP listener with mutual TLS, if any.
+    pub tcp: Option<TcpListen>,
+    /// Bounds on what clients may ask of the node.
+    pub limits: Limits,
+    /// The clients the node serves; anyone else is refused at `Attach`.
+    pub clients: Vec<ClientEntry>,
+}
+
+/// A Unix socket listener: local clients, identified by the peer's uid and gid.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnixListen {
+    /// The socket's path.
+    pub path: PathBuf,
+    /// The socket file's permission bits, as octal text (default `0660`).
+    #[serde(default = "default_mode", deserialize_with = "octal_mode")]
+    pub mode: u32,
+}
+
+/// A TCP listener: clients prove who they are with a certificate signed by `client_ca`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpListen {
+    /// `address:port` to listen on.
+    pub address: SocketAddr,
+    /// The node's certificate chain (PEM).
+    pub certificate: PathBuf,
+    /// The node's private key (PEM).
+    pub key: PathBuf,
+    /// The CA certificates (PEM) that client certificates must chain to.
+    pub client_ca: PathBuf,
+}
+
+/// Bounds on what clients may ask of the node.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// The largest message the node accepts, in KiB; bulk data moves in chunks below it.
+    #[serde(default = "default_max_message_kib")]
+    pub max_message_kib: u64,
+    /// The most sessions open at once, across every client.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// The most objects (handles, regions, buffers) one session may hold.
+    #[serde(default = "default_max_objects")]
+    pub max_objects_per_session: usize,
+    /// The longest a client may ask one poll to wait, in milliseconds.
+    #[serde(default = "default_max_poll_ms")]
+    pub max_poll_ms: u32,
+    /// The largest image `Reconfigure` takes, in MiB.
+    #[serde(default = "default_max_image_mib")]
+    pub max_image_mib: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_kib: default_max_message_kib(),
+            max_sessions: default_max_sessions(),
+            max_objects_per_session: default_max_objects(),
+            max_poll_ms: default_max_poll_ms(),
+            max_image_mib: default_max_image_mib(),
+        }
+    }
+}
+
+impl Limits {
+    /// `max_message_kib` in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        (self.max_message_kib * 1024) as usize
+    }
+
+    /// `max_image_mib` in bytes.
+    pub fn max_image_bytes(&self) -> u64 {
+        self.max_image_mib << 20
+    }
+}
+
+/// A client the node knows: how it is recognized and what it may do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientEntry {
+    /// The name refusals and logs give the client.
+    pub name: String,
+    /// How the transport identifies it.
+    pub identity: ClientIdentity,
+    /// What it may see and do.
+    pub grants: ClientGrants,
+}
+
+/// How a client is recognized. A certificate identity is only ever matched on TCP, a Unix
+/// one only on the socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientIdentity {
+    /// A DNS or URI subject alternative name of the client's certificate.
+    CertificateSan(String),
+    /// The peer process's user id.
+    UnixUid(u32),
+    /// The peer process's primary group id.
+    UnixGid(u32),
+}
+
+impl fmt::Display for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientIdentity::CertificateSan(san) => write!(f, "certificate SAN {san}"),
+            ClientIdentity::UnixUid(uid) => write!(f, "uid {uid}"),
+            ClientIdentity::UnixGid(gid) => write!(f, "gid {gid}"),
+        }
+    }
+}
+
+/// What a client may do, in the shape of a plugin's grants.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientGrants {
+    /// Device ids (`<plugin>/<name>`, as `accelhost list` prints them) the client may see and
+    /// open; a trailing `*` matches any suffix (`dfl/*`, `*`).
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Cap on the DMA buffers the client's sessions may hold at once, in MiB.
+    #[serde(default = "default_client_dma_mib")]
+    pub dma_memory_mib: u64,
+    /// Whether the client may load images (`Reconfigure`).
+    #[serde(default)]
+    pub reconfigure: bool,
+}
+
+impl ClientGrants {
+    /// Does a grant cover the device `id`?
+    pub fn allows_device(&self, id: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => id.starts_with(prefix),
+                None => pattern == id,
+            })
+    }
+
+    /// `dma_memory_mib` in bytes.
+    pub fn dma_bytes(&self) -> u64 {
+        self.dma_memory_mib.saturating_mul(1 << 20)
+    }
+}
+
+fn default_mode() -> u32 {
+    0o660
+}
+fn default_max_message_kib() -> u64 {
+    4096
+}
+fn default_max_sessions() -> usize {
+    256
+}
+fn default_max_objects() -> usize {
+    4096
+}
+fn default_max_poll_ms() -> u32 {
+    60_000
+}
+fn default_max_image_mib() -> u64 {
+    512
+}
+fn default_client_dma_mib() -> u64 {
+    256
+}
+
+fn octal_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let text = String::deserialize(d)?;
+    u32::from_str_radix(text.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|mode| *mode <= 0o777)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "'{text}' is not a permission mode: write octal text such as \"0660\""
+            ))
+        })
+}
+
+/// A serve config that could not be read or is wrong, naming the file and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// Why reading failed.
+        source: std::io::Error,
+    },
+    /// A field is missing, malformed or inconsistent with another.
+    #[error("{path}: {field}: {message}")]
+    Field {
+        /// The config file.
+        path: PathBuf,
+        /// The field, as a JSON path (`clients[1].grants.devices`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    host_config: Option<PathBuf>,
+    #[serde(default)]
+    listen: RawListen,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    clients: Vec<RawClient>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawListen {
+    #[serde(default)]
+    unix: Option<UnixListen>,
+    #[serde(default)]
+    tcp: Option<TcpListen>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    name: String,
+    #[serde(default)]
+    certificate_san: Option<String>,
+    #[serde(default)]
+    unix_uid: Option<u32>,
+    #[serde(default)]
+    unix_gid: Option<u32>,
+    #[serde(default = "no_grants")]
+    grants: ClientGrants,
+}
+
+fn no_grants() -> ClientGrants {
+    ClientGrants {
+        devices: Vec::new(),
+        dma_memory_mib: default_client_dma_mib(),
+        reconfigure: false,
+    }
+}
+
+impl ServeConfig {
+    /// Reads and checks the serve config at `path`.
+    pub fn load(path: &Path) -> Result<ServeConfig, ServeConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ServeConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        ServeConfig::parse(&text, path)
+    }
+
+    /// Parses and checks `text`, naming `origin` in errors and resolving relative paths
+    /// against its folder.
+    pub fn parse(text: &str, origin: &Path) -> Result<ServeConfig, ServeConfigError> {
+        let field_error = |field: String, message: String| ServeConfigError::Field {
+            path: origin.to_owned(),
+            field,
+            message,
+        };
+        let raw: RawConfig =
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
+                .map_err(|err| {
+                    let field = err.path().to_string();
+                    field_error(
+                        if field == "." {
+                            "(top level)".into()
+                        } else {
+                            field
+                        },
+                        err.into_inner().to_string(),
+                    )
+                })?;
+        let base = origin.parent().unwrap_or(Path::new(".")).to_owned();
+        let resolve = |p: &Path| {
+            if p.is_absolute() {
+                p.to_owned()
+            } else {
+                base.join(p)
+            }
+        };
+
+        if raw.listen.unix.is_none() && raw.listen.tcp.is_none() {
+            return Err(field_error(
+                "listen".into(),
+                "names no listener: give `unix` (a socket path) or `tcp` (an address with \
+                 certificate, key and client_ca), or both"
+                    .into(),
+            ));
+        }
+        let limits = raw.limits;
+        for (field, value, low, high) in [
+            ("max_message_kib", limits.max_message_kib, 64, 65536),
+            ("max_sessions", limits.max_sessions as u64, 1, 65536),
+            (
+                "max_objects_per_session",
+                limits.max_objects_per_session as u64,
+                1,
+                1 << 20,
+            ),
+            ("max_poll_ms", u64::from(limits.max_poll_ms), 1, 3_600_000),
+            ("max_image_mib", limits.max_image_mib, 1, 4096),
+        ] {
+            if !(low..=high).contains(&value) {
+                return Err(field_error(
+                    format!("limits.{field}"),
+                    format!("{value} is outside {low}..={high}"),
+                ));
+            }
+        }
+
+        let mut names = BTreeSet::new();
+        let mut identities = BTreeSet::new();
+        let mut clients = Vec::with_capacity(raw.clients.len());
+        for (i, client) in raw.clients.into_iter().enumerate() {
+            let at = |field: &str| format!("clients[{i}].{field}");
+            if client.name.is_empty() {
+                return Err(field_error(at("name"), "is empty".into()));
+            }
+            if !names.insert(client.name.clone()) {
+                return Err(field_error(
+                    at("name"),
+                    format!("'{}' names two clients", client.name),
+                ));
+            }
+            let identity = match (client.certificate_san, client.unix_uid, client.unix_gid) {
+                (Some(san), None, None) if !san.is_empty() => ClientIdentity::CertificateSan(san),
+                (None, Some(uid), None) => ClientIdentity::UnixUid(uid),
+                (None, None, Some(gid)) => ClientIdentity::UnixGid(gid),
+                (Some(_), None, None) => {
+                    return Err(field_error(at("certificate_san"), "is empty".into()));
+                }
+                _ => {
+                    return Err(field_error(
+                        at("name"),
+                        format!(
+                            "client '{}' must be recognized by exactly one of certificate_san, \
+                             unix_uid or unix_gid",
+                            client.name
+                        ),
+                    ));
+                }
+            };
+            if !identities.insert(format!("{identity}")) {
+                return Err(field_error(
+                    at("name"),
+                    format!("{identity} already identifies another client"),
+                ));
+            }
+            if let ClientIdentity::CertificateSan(_) = identity
+                && raw.listen.tcp.is_none()
+            {
+                return Err(field_error(
+                    at("certificate_san"),
+                    "a certificate identity needs the `listen.tcp` listener".into(),
+                ));
+            }
+            if matches!(
+                identity,
+                ClientIdentity::UnixUid(_) | ClientIdentity::UnixGid(_)
+            ) && raw.listen.unix.is_none()
+            {
+                return Err(field_error(
+                    at("name"),
+                    "a uid or gid identity needs the `listen.unix` listener".into(),
+                ));
+            }
+            for (j, device) in client.grants.devices.iter().enumerate() {
+                if device.is_empty() || device[..device.len() - 1].contains('*') {
+                    return Err(field_error(
+                        at(&format!("grants.devices[{j}]")),
+                        format!(
+                            "'{device}' is not a device id: write `<plugin>/<name>`, with `*` \
+                             only at the end"
+                        ),
+                    ));
+                }
+            }
+            if client.grants.dma_memory_mib > 65536 {
+                return Err(field_error(
+                    at("grants.dma_memory_mib"),
+                    format!("{} is outside 0..=65536", client.grants.dma_memory_mib),
+                ));
+            }
+            clients.push(ClientEntry {
+                name: client.name,
+                identity,
+                grants: client.grants,
+            });
+        }
+
+        let node_name = match raw.node_name {
+            Some(name) if name.is_empty() => {
+                return Err(field_error("node_name".into(), "is empty".into()));
+            }
+            Some(name) => name,
+            None => accelhost::local_hostname()
+                .unwrap_or("localhost")
+                .to_owned(),
+        };
+        Ok(ServeConfig {
+            origin: origin.to_owned(),
+            node_name,
+            host_config: raw.host_config.as_deref().map(resolve),
+            unix: raw.listen.unix.map(|u| UnixListen {
+                path: resolve(&u.path),
+                mode: u.mode,
+            }),
+            tcp: raw.listen.tcp.map(|t| TcpListen {
+                address: t.address,
+                certificate: resolve(&t.certificate),
+                key: resolve(&t.key),
+                client_ca: resolve(&t.client_ca),
+            }),
+            limits,
+            clients,
+        })
+    }
+
+    /// The client entry `identity` names, if any.
+    pub fn client(&self, identity: &ClientIdentity) -> Option<&ClientEntry> {
+        self.clients.iter().find(|c| &c.identity == identity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ServeConfig, String> {
+        ServeConfig::parse(text, Path::new("/etc/accelhost/serve.json")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_full_config_parses_and_resolves_paths() {
+        let config = parse(
+            r#"{"listen": {"unix": {"path": "node.sock", "mode": "0600"},
+                           "tcp": {"address": "127.0.0.1:7700", "certificate": "n.pem",
+                                   "key": "/k/n.key", "client_ca": "ca.pem"}},
+                "node_name": "node1",
+                "clients": [{"name": "ops", "unix_uid": 0, "grants": {"devices": ["*"]}},
+                            {"name": "peer", "certificate_san": "peer.example",
+                             "grants": {"devices": ["dfl/*"], "reconfigure": true}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.unix.as_ref().unwrap().path,
+            Path::new("/etc/accelhost/node.sock")
+        );
+        assert_eq!(config.unix.as_ref().unwrap().mode, 0o600);
+        let tcp = config.tcp.as_ref().unwrap();
+        assert_eq!(tcp.key, Path::new("/k/n.key"));
+        assert_eq!(tcp.client_ca, Path::new("/etc/accelhost/ca.pem"));
+        let peer = config
+            .client(&ClientIdentity::CertificateSan("peer.example".into()))
+            .unwrap();
+        assert!(peer.grants.allows_device("dfl/emu:dfl0"));
+        assert!(!peer.grants.allows_device("xocl/emu:xocl0"));
+        assert_eq!(peer.grants.dma_memory_mib, 256);
+        assert!(config.client(&ClientIdentity::UnixUid(1)).is_none());
+    }
+
+    #[test]
+    fn bad_input_names_the_file_and_field() {
+        for (text, expected) in [
+            (r#"{}"#, "serve.json: listen: names no listener"),
+            (
+                r#"{"listen": {"unix": {"path": "s", "mode": "rw"}}}"#,
+                "listen.unix.mode",
+            ),
+            (
+                r#"{"listen": {"udp": {}}}"#,
+                "listen.udp: unknown field `udp`",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "a", "unix_uid": 1, "unix_gid": 2}]}"#,
+                "clients[0].name: client 'a' must be recognized by exactly one",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "a", "unix_uid": 1}, {"name": "a", "unix_uid": 2}]}"#,
+                "clients[1].name: 'a' names two clients",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "a", "unix_uid": 1}, {"name": "b", "unix_uid": 1}]}"#,
+                "clients[1].name: uid 1 already identifies another client",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "a", "certificate_san": "x"}]}"#,
+                "clients[0].certificate_san: a certificate identity needs the `listen.tcp`",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "a", "unix_uid": 1, "grants": {"devices": ["d*x"]}}]}"#,
+                "clients[0].grants.devices[0]: 'd*x' is not a device id",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "limits": {"max_message_kib": 1}}"#,
+                "limits.max_message_kib: 1 is outside 64..=65536",
+            ),
+            (
+                r#"{"listen": {"tcp": {"address": "nowhere", "certificate": "c", "key": "k", "client_ca": "a"}}}"#,
+                "listen.tcp.address",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(expected), "{text}: got {err}");
+            assert!(err.starts_with("/etc/accelhost/serve.json: "), "{err}");
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Who is calling, as the transport proves it: the peer credentials of a Unix socket, or the
+//! subject alternative names of a verified TLS client certificate. What a request says of
+//! itself is never used.
+
+use std::fmt;
+
+use tonic::Request;
+use tonic::transport::server::UdsConnectInfo;
+use x509_parser::extensions::GeneralName;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::config::ClientIdentity;
+
+/// A caller as its transport identifies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// A process on this machine, through the Unix socket.
+    Unix {
+        /// Its user id.
+        uid: u32,
+        /// Its primary group id.
+        gid: u32,
+    },
+    /// A TLS client whose certificate chained to the configured CA.
+    Certificate {
+        /// The DNS and URI subject alternative names of its certificate.
+        sans: Vec<String>,
+    },
+    /// Nothing the node can check (no peer credentials, no certificate).
+    Unknown,
+}
+
+impl Peer {
+    /// The caller of `request`.
+    pub fn of<T>(request: &Request<T>) -> Peer {
+        if let Some(info) = request.extensions().get::<UdsConnectInfo>() {
+            return match info.peer_cred {
+                Some(cred) => Peer::Unix {
+                    uid: cred.uid(),
+                    gid: cred.gid(),
+                },
+                None => Peer::Unknown,
+            };
+        }
+        match request.peer_certs() {
+            Some(chain) => match chain.first() {
+                Some(leaf) => Peer::Certificate {
+                    sans: subject_alt_names(leaf.as_ref()),
+                },
+                None => Peer::Unknown,
+            },
+            None => Peer::Unknown,
+        }
+    }
+
+    /// The identities a client entry could name this peer by, most specific first.
+    pub fn identities(&self) -> Vec<ClientIdentity> {
+        match self {
+            Peer::Unix { uid, gid } => {
+                vec![ClientIdentity::UnixUid(*uid), ClientIdentity::UnixGid(*gid)]
+            }
+            Peer::Certificate { sans } => sans
+                .iter()
+                .map(|san| ClientIdentity::CertificateSan(san.clone()))
+                .collect(),
+            Peer::Unknown => Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Unix { uid, gid } => write!(f, "the local process of uid {uid} (gid {gid})"),
+            Peer::Certificate { sans } if sans.is_empty() => {
+                f.write_str("a certificate with no DNS or URI SAN")
+            }
+            Peer::Certificate { sans } => write!(
+                f,
+                "the certificate of {}",
+                accelhost::text::inert(&sans.join(", "))
+            ),
+            Peer::Unknown => f.write_str("a caller with no credentials"),
+        }
+    }
+}
+
+/// The DNS and URI subject alternative names of a DER certificate (none if it does not
+/// parse: the TLS layer already verified it, so that does not happen in practice).
+pub fn subject_alt_names(der: &[u8]) -> Vec<String> {
+    let Ok((_, certificate)) = X509Certificate::from_der(der) else {
+        return Vec::new();
+    };
+    let Ok(Some(extension)) = certificate.subject_alternative_name() else {
+        return Vec::new();
+    };
+    extension
+        .value
+        .general_names
+        .iter()
+        .filter_map(|name| match name {
+            GeneralName::DNSName(dns) => Some(dns.to_string()),
+            GeneralName::URI(uri) => Some(uri.to_string()),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,26 @@
+#![warn(missing_docs)]
+//! The accelhost node service: `accelhost serve` puts one [`accelhost::Host`] on gRPC, for
+//! clients the serve config names, each with grants in the shape of a plugin's; and
+//! [`Client`] is the other end. The wire contract is `proto/accelhost/node/v1/node.proto`.
+//!
+//! A client is identified by its transport (a Unix peer's uid or gid, a TLS client
+//! certificate's SAN), never by what it says; it sees only the devices its grants name; what
+//! its session opened is released when it goes.
+
+pub mod client;
+pub mod config;
+pub mod identity;
+pub mod server;
+pub mod service;
+pub mod session;
+pub mod status;
+
+/// The wire contract's messages and the generated service and client (tonic / prost).
+#[allow(missing_docs, clippy::all)]
+pub mod proto {
+    tonic::include_proto!("accelhost.node.v1");
+}
+
+pub use client::{Client, ClientOptions, Endpoint, RemoteError, RemoteResult};
+pub use config::{ClientEntry, ClientGrants, ClientIdentity, ServeConfig, ServeConfigError};
+pub use server::{BoundNode, ServeError};

@@ -1,0 +1,199 @@
+//! `accelhost serve`'s listeners: the Unix socket (peer credentials) and TCP with mutual TLS,
+//! both serving one [`NodeService`], shut down together.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use accelhost::Host;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::watch;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+
+use crate::config::ServeConfig;
+use crate::proto::node_server::NodeServer;
+use crate::service::NodeService;
+
+/// Why the node could not start or keep serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A file of the serve config could not be read, or a socket could not be bound.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What the node was doing.
+        what: &'static str,
+        /// The file, socket path or address.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// Another process already serves on the socket.
+    #[error(
+        "{}: another process is serving on this socket (stop it, or give listen.unix.path another path)",
+        .0.display()
+    )]
+    AlreadyServing(PathBuf),
+    /// The TLS settings were refused.
+    #[error("listen.tcp: {0}")]
+    Tls(String),
+    /// The gRPC transport failed.
+    #[error("the gRPC transport failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// A node with its listeners bound, ready to [`run`](BoundNode::run).
+pub struct BoundNode {
+    service: Arc<NodeService>,
+    config: Arc<ServeConfig>,
+    unix: Option<(UnixListener, PathBuf)>,
+    tcp: Option<(TcpListener, ServerTlsConfig)>,
+}
+
+fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, ServeError> {
+    std::fs::read(path).map_err(|source| ServeError::Io {
+        what,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+impl BoundNode {
+    /// Binds the listeners `config` names, for clients of `host`.
+    pub async fn bind(config: Arc<ServeConfig>, host: Arc<Host>) -> Result<BoundNode, ServeError> {
+        let unix = match &config.unix {
+            Some(unix) => Some((bind_unix(&unix.path, unix.mode)?, unix.path.clone())),
+            None => None,
+        };
+        let tcp = match &config.tcp {
+            Some(tcp) => {
+                let certificate = read("reading the node certificate", &tcp.certificate)?;
+                let key = read("reading the node key", &tcp.key)?;
+                let ca = read("reading the client CA", &tcp.client_ca)?;
+                let tls = ServerTlsConfig::new()
+                    .identity(Identity::from_pem(certificate, key))
+                    .client_ca_root(Certificate::from_pem(ca));
+                let listener =
+                    TcpListener::bind(tcp.address)
+                        .await
+                        .map_err(|source| ServeError::Io {
+                            what: "listening on",
+                            path: tcp.address.to_string().into(),
+                            source,
+                        })?;
+                Some((listener, tls))
+            }
+            None => None,
+        };
+        Ok(BoundNode {
+            service: Arc::new(NodeService::new(host, config.clone())),
+            config,
+            unix,
+            tcp,
+        })
+    }
+
+    /// The TCP address the node listens on (with the port the system chose, for port 0).
+    pub fn tcp_address(&self) -> Option<SocketAddr> {
+        self.tcp
+            .as_ref()
+            .and_then(|(listener, _)| listener.local_addr().ok())
+    }
+
+    /// The open sessions.
+    pub fn sessions(&self) -> Arc<crate::session::Sessions> {
+        self.service.sessions()
+    }
+
+    /// Serves until `shutdown` completes; then ends every session (releasing what the
+    /// clients held), lets calls in flight finish, and removes the socket file.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+        let (stop, stopped) = watch::channel(false);
+        let max = self.config.limits.max_message_bytes();
+        let service = || {
+            NodeServer::from_arc(self.service.clone())
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max)
+        };
+        let signal = |mut stopped: watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        let unix_path = self.unix.as_ref().map(|(_, path)| path.clone());
+        let unix = async {
+            match self.unix {
+                Some((listener, _)) => {
+                    Server::builder()
+                        .add_service(service())
+                        .serve_with_incoming_shutdown(
+                            UnixListenerStream::new(listener),
+                            signal(stopped.clone()),
+                        )
+                        .await
+                }
+                None => Ok(()),
+            }
+        };
+        let tcp = async {
+            match self.tcp {
+                Some((listener, tls)) => {
+                    Server::builder()
+                        .tls_config(tls)?
+                        .add_service(service())
+                        .serve_with_incoming_shutdown(
+                            TcpIncoming::from(listener).with_nodelay(Some(true)),
+                            signal(stopped.clone()),
+                        )
+                        .await
+                }
+                None => Ok(()),
+            }
+        };
+        let sessions = self.service.sessions();
+        let trigger = async move {
+            shutdown.await;
+            tracing::info!(
+                sessions = sessions.len(),
+                "shutting down: ending every session"
+            );
+            sessions.end_all();
+            let _ = stop.send(true);
+            Ok::<(), tonic::transport::Error>(())
+        };
+        let served = tokio::try_join!(unix, tcp, trigger);
+        if let Some(path) = unix_path {
+            let _ = std::fs::remove_file(path);
+        }
+        served?;
+        Ok(())
+    }
+}
+
+/// Binds the socket at `path` with `mode`, replacing a stale socket file nobody serves on.
+fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(ServeError::AlreadyServing(path.to_owned()));
+        }
+        std::fs::remove_file(path).map_err(|source| ServeError::Io {
+            what: "removing the stale socket",
+            path: path.to_owned(),
+            source,
+        })?;
+    }
+    let listener = UnixListener::bind(path).map_err(|source| ServeError::Io {
+        what: "binding the socket",
+        path: path.to_owned(),
+        source,
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|source| {
+        ServeError::Io {
+            what: "setting the mode of",
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    Ok(listener)
+}

@@ -1,0 +1,853 @@
+//! The `Node` gRPC service over one `Host`: every call identifies its caller, finds the
+//! caller's session, checks the client's grants and then makes the host call.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use accelhost::{ErrorCode, Filter, Guid, Host, ObjectType, OpenMode, Token};
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::config::{ClientEntry, ServeConfig};
+use crate::identity::Peer;
+use crate::proto::{self, node_server};
+use crate::session::{Session, Sessions, release_buffer};
+use crate::status::{from_host, status};
+
+/// The node service: one host, its serve config and its clients' sessions.
+pub struct NodeService {
+    host: Arc<Host>,
+    config: Arc<ServeConfig>,
+    sessions: Arc<Sessions>,
+}
+
+impl NodeService {
+    /// A service over `host`, serving the clients `config` names.
+    pub fn new(host: Arc<Host>, config: Arc<ServeConfig>) -> NodeService {
+        NodeService {
+            host,
+            config,
+            sessions: Arc::new(Sessions::default()),
+        }
+    }
+
+    /// The open sessions (ended all at once at shutdown).
+    pub fn sessions(&self) -> Arc<Sessions> {
+        self.sessions.clone()
+    }
+
+    /// The client entry the transport says the caller is.
+    fn client<T>(&self, request: &Request<T>, call: &str) -> Result<Arc<ClientEntry>, Status> {
+        let peer = Peer::of(request);
+        peer.identities()
+            .iter()
+            .find_map(|identity| self.config.client(identity))
+            .map(|entry| Arc::new(entry.clone()))
+            .ok_or_else(|| {
+                status(
+                    ErrorCode::PermissionDenied,
+                    format!("{call}: {peer} is not a client of this node (no entry of the serve config names it)"),
+                )
+            })
+    }
+
+    /// The session `id`, if the caller is the client that attached it.
+    fn session<T>(
+        &self,
+        request: &Request<T>,
+        id: &str,
+        call: &str,
+    ) -> Result<Arc<Session>, Status> {
+        let client = self.client(request, call)?;
+        match self.sessions.get(id) {
+            Some(session) if session.client.name == client.name => Ok(session),
+            _ => Err(status(
+                ErrorCode::NotFound,
+                format!("{call}: client '{}' has no session '{id}'", client.name),
+            )),
+        }
+    }
+
+    fn limits(&self) -> &crate::config::Limits {
+        &self.config.limits
+    }
+}
+
+/// Runs a host call that may block (it calls into a plugin) on tokio's blocking pool.
+async fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, Status> + Send + 'static,
+) -> Result<R, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|err| status(ErrorCode::Internal, format!("a host call panicked: {err}")))?
+}
+
+fn no_object(session: &Session, what: &str, number: u64, call: &str) -> Status {
+    status(
+        ErrorCode::NotFound,
+        format!(
+            "{call}: session of client '{}' holds no {what} {number} (never opened here, or already released)",
+            session.client.name
+        ),
+    )
+}
+
+fn too_many(session: &Session, call: &str, max: usize) -> Status {
+    status(
+        ErrorCode::NoSpace,
+        format!(
+            "{call}: session of client '{}' already holds {max} objects (limits.max_objects_per_session)",
+            session.client.name
+        ),
+    )
+}
+
+fn filter_of(proto: &proto::Filter) -> Result<Filter, Status> {
+    let mut filter = Filter::new();
+    match proto::ObjectType::try_from(proto.object_type) {
+        Ok(proto::ObjectType::Device) => filter = filter.object_type(ObjectType::Device),
+        Ok(proto::ObjectType::Accelerator) => filter = filter.object_type(ObjectType::Accelerator),
+        Ok(proto::ObjectType::Unspecified) => {}
+        Err(_) => {
+            return Err(status(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "Enumerate: object_type {} is not a known kind",
+                    proto.object_type
+                ),
+            ));
+        }
+    }
+    if let Some(guid) = &proto.guid {
+        let guid: Guid = guid.parse().map_err(|err| {
+            status(
+                ErrorCode::InvalidArgument,
+                format!("Enumerate: guid '{guid}': {err}"),
+            )
+        })?;
+        filter = filter.guid(guid);
+    }
+    let id16 = |value: u32, field: &str| {
+        u16::try_from(value).map_err(|_| {
+            status(
+                ErrorCode::InvalidArgument,
+                format!("Enumerate: {field} {value:#x} does not fit 16 bits"),
+            )
+        })
+    };
+    if let Some(vendor) = proto.vendor_id {
+        filter = filter.vendor_id(id16(vendor, "vendor_id")?);
+    }
+    if let Some(device) = proto.device_id {
+        filter = filter.device_id(id16(device, "device_id")?);
+    }
+    if let Some(address) = &proto.bus_address {
+        let address = address.parse().map_err(|err| {
+            status(
+                ErrorCode::InvalidArgument,
+                format!("Enumerate: bus_address '{address}': {err}"),
+            )
+        })?;
+        filter = filter.bus_address(address);
+    }
+    if let Some(device_type) = &proto.device_type {
+        filter = filter.device_type(device_type.clone());
+    }
+    Ok(filter)
+}
+
+/// The wire form of a device.
+pub fn device_of(token: &Token, properties: &accelhost::Properties) -> proto::Device {
+    proto::Device {
+        id: format!("{}/{}", token.plugin(), properties.name),
+        plugin: token.plugin().to_owned(),
+        object_type: match properties.object_type {
+            ObjectType::Device => proto::ObjectType::Device,
+            ObjectType::Accelerator => proto::ObjectType::Accelerator,
+        } as i32,
+        name: properties.name.clone(),
+        guid: properties.guid.to_string(),
+        vendor_id: properties.vendor_id.into(),
+        device_id: properties.device_id.into(),
+        bus_address: properties.bus_address.map(|a| a.to_string()),
+        socket_id: properties.socket_id,
+        device_type: properties.device_type.clone(),
+        host: properties.host.clone(),
+        num_mmio: properties.num_mmio,
+        num_interrupts: properties.num_interrupts,
+        accelerator_state: match properties.accelerator_state {
+            None => proto::AcceleratorState::Unspecified,
+            Some(accelhost::AcceleratorState::Unassigned) => proto::AcceleratorState::Unassigned,
+            Some(accelhost::AcceleratorState::Assigned) => proto::AcceleratorState::Assigned,
+        } as i32,
+        parent: properties.parent,
+        extras: properties
+            .extras
+            .iter()
+            .map(|(key, value)| proto::Extra {
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The `Attach` stream: ends when the session does; dropping it (the client went) ends
+/// the session.
+pub struct SessionStream {
+    events: ReceiverStream<Result<proto::SessionEvent, Status>>,
+    sessions: Arc<Sessions>,
+    id: String,
+}
+
+impl Stream for SessionStream {
+    type Item = Result<proto::SessionEvent, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.events).poll_next(cx)
+    }
+}
+
+impl Drop for SessionStream {
+    fn drop(&mut self) {
+        self.sessions.end(&self.id);
+    }
+}
+
+type DataStream = ReceiverStream<Result<proto::Data, Status>>;
+
+fn width_of(width: i32, call: &str) -> Result<proto::Width, Status> {
+    match proto::Width::try_from(width) {
+        Ok(proto::Width::Width32) => Ok(proto::Width::Width32),
+        Ok(proto::Width::Width64) => Ok(proto::Width::Width64),
+        _ => Err(status(
+            ErrorCode::InvalidArgument,
+            format!("{call}: width must be WIDTH_32 or WIDTH_64"),
+        )),
+    }
+}
+
+fn mmio_write(
+    region: &accelhost::MmioRegion,
+    offset: u64,
+    width: proto::Width,
+    value: u64,
+    call: &str,
+) -> Result<(), Status> {
+    match width {
+        proto::Width::Width32 => {
+            let value = u32::try_from(value).map_err(|_| {
+                status(
+                    ErrorCode::InvalidArgument,
+                    format!("{call}: value {value:#x} does not fit a 32-bit write"),
+                )
+            })?;
+            region.write32(offset, value)
+        }
+        _ => region.write64(offset, value),
+    }
+    .map_err(from_host)
+}
+
+#[tonic::async_trait]
+impl node_server::Node for NodeService {
+    type AttachStream = SessionStream;
+
+    async fn attach(
+        &self,
+        request: Request<proto::AttachRequest>,
+    ) -> Result<Response<SessionStream>, Status> {
+        let client = self.client(&request, "Attach")?;
+        let (events, receiver) = mpsc::channel(1);
+        let session = Arc::new(Session::new(client.clone(), events.clone()));
+        let id = session.id.clone();
+        self.sessions
+            .insert(session, self.limits().max_sessions)
+            .map_err(|open| {
+                status(
+                    ErrorCode::NoSpace,
+                    format!(
+                        "Attach: the node already has {open} sessions open (limits.max_sessions)"
+                    ),
+                )
+            })?;
+        tracing::info!(
+            session = %id,
+            client = %client.name,
+            label = %accelhost::text::inert(&request.get_ref().client_label),
+            "session attached"
+        );
+        let attached = proto::SessionEvent {
+            event: Some(proto::session_event::Event::Attached(proto::Attached {
+                session: id.clone(),
+                client: client.name.clone(),
+                node: self.config.node_name.clone(),
+                max_message_bytes: self.limits().max_message_bytes() as u64,
+            })),
+        };
+        // The channel has room for this one event; the sender stays with the session.
+        let _ = events.try_send(Ok(attached));
+        Ok(Response::new(SessionStream {
+            events: ReceiverStream::new(receiver),
+            sessions: self.sessions.clone(),
+            id,
+        }))
+    }
+
+    async fn enumerate(
+        &self,
+        request: Request<proto::EnumerateRequest>,
+    ) -> Result<Response<proto::EnumerateReply>, Status> {
+        let session = self.session(&request, &request.get_ref().session, "Enumerate")?;
+        let filters = request
+            .get_ref()
+            .filters
+            .iter()
+            .map(filter_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let host = self.host.clone();
+        let tokens = blocking(move || Ok(host.enumerate(&filters).tokens)).await?;
+        let visible: Vec<Token> = tokens
+            .into_iter()
+            .filter(|token| session.client.grants.allows_device(&token.id()))
+            .collect();
+        let devices = visible
+            .iter()
+            .map(|token| device_of(token, token.properties()))
+            .collect();
+        session.objects().devices = visible.into_iter().map(|t| (t.id(), t)).collect();
+        Ok(Response::new(proto::EnumerateReply { devices }))
+    }
+
+    async fn describe(
+        &self,
+        request: Request<proto::DeviceRequest>,
+    ) -> Result<Response<proto::Device>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "Describe")?;
+        let token = self.enumerated(&session, &req.device, "Describe")?;
+        let properties = blocking({
+            let token = token.clone();
+            move || token.refresh().map_err(from_host)
+        })
+        .await?;
+        Ok(Response::new(device_of(&token, &properties)))
+    }
+
+    async fn open(
+        &self,
+        request: Request<proto::OpenRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "Open")?;
+        let token = self.enumerated(&session, &req.device, "Open")?;
+        if session.objects().count() >= self.limits().max_objects_per_session {
+            return Err(too_many(
+                &session,
+                "Open",
+                self.limits().max_objects_per_session,
+            ));
+        }
+        let mode = if req.shared {
+            OpenMode::Shared
+        } else {
+            OpenMode::Exclusive
+        };
+        let host = self.host.clone();
+        let handle = blocking(move || host.open(&token, mode).map_err(from_host)).await?;
+        let mut objects = session.objects();
+        let number = objects.number();
+        objects.handles.insert(number, handle);
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn close(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "Close")?;
+        let taken = session.objects().take_handle(req.object);
+        let Some((handle, buffers)) = taken else {
+            return Err(no_object(&session, "handle", req.object, "Close"));
+        };
+        blocking(move || {
+            for buffer in buffers {
+                release_buffer(buffer).map_err(from_host)?;
+            }
+            handle.close().map_err(from_host)
+        })
+        .await?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn reset(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "Reset")?;
+        let handle = self.handle(&session, req.object, "Reset")?;
+        blocking(move || handle.reset().map_err(from_host)).await?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn reconfigure(
+        &self,
+        request: Request<Streaming<proto::ReconfigureChunk>>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let client = self.client(&request, "Reconfigure")?;
+        let mut chunks = request.into_inner();
+        let first = chunks.message().await?.ok_or_else(|| {
+            status(
+                ErrorCode::InvalidArgument,
+                "Reconfigure: the stream carried no chunk",
+            )
+        })?;
+        let header = first.header.ok_or_else(|| {
+            status(
+                ErrorCode::InvalidArgument,
+                "Reconfigure: the first chunk carries no header",
+            )
+        })?;
+        let session = match self.sessions.get(&header.session) {
+            Some(session) if session.client.name == client.name => session,
+            _ => {
+                return Err(status(
+                    ErrorCode::NotFound,
+                    format!(
+                        "Reconfigure: client '{}' has no session '{}'",
+                        client.name, header.session
+                    ),
+                ));
+            }
+        };
+        if !session.client.grants.reconfigure {
+            return Err(status(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "Reconfigure: client '{}' may not load images: its grants do not set `reconfigure`",
+                    client.name
+                ),
+            ));
+        }
+        let handle = self.handle(&session, header.handle, "Reconfigure")?;
+        let limit = self.limits().max_image_bytes();
+        if header.image_bytes > limit {
+            return Err(status(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "Reconfigure: a {}-byte image is larger than the node takes ({limit} bytes, limits.max_image_mib)",
+                    header.image_bytes
+                ),
+            ));
+        }
+        let mut image = Vec::with_capacity(header.image_bytes as usize);
+        image.extend_from_slice(&first.data);
+        while let Some(chunk) = chunks.message().await? {
+            if chunk.header.is_some() {
+                return Err(status(
+                    ErrorCode::InvalidArgument,
+                    "Reconfigure: only the first chunk may carry a header",
+                ));
+            }
+            if (image.len() + chunk.data.len()) as u64 > header.image_bytes {
+                return Err(status(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "Reconfigure: the stream runs past the {} bytes its header announced",
+                        header.image_bytes
+                    ),
+                ));
+            }
+            image.extend_from_slice(&chunk.data);
+        }
+        if image.len() as u64 != header.image_bytes {
+            return Err(status(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "Reconfigure: the stream ended after {} of the {} bytes its header announced",
+                    image.len(),
+                    header.image_bytes
+                ),
+            ));
+        }
+        let slot = header.slot;
+        blocking(move || handle.reconfigure(slot, &image).map_err(from_host)).await?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn map_mmio(
+        &self,
+        request: Request<proto::MapMmioRequest>,
+    ) -> Result<Response<proto::MmioRegion>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "MapMmio")?;
+        let handle = self.handle(&session, req.handle, "MapMmio")?;
+        if session.objects().count() >= self.limits().max_objects_per_session {
+            return Err(too_many(
+                &session,
+                "MapMmio",
+                self.limits().max_objects_per_session,
+            ));
+        }
+        let index = req.index;
+        let region = blocking(move || handle.map_mmio(index).map_err(from_host)).await?;
+        let size = region.size();
+        let mut objects = session.objects();
+        let number = objects.number();
+        objects.regions.insert(number, (req.handle, region));
+        Ok(Response::new(proto::MmioRegion {
+            region: number,
+            size,
+        }))
+    }
+
+    async fn mmio_read(
+        &self,
+        request: Request<proto::MmioReadRequest>,
+    ) -> Result<Response<proto::Value>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "MmioRead")?;
+        let region = self.region(&session, req.region, "MmioRead")?;
+        let value = match width_of(req.width, "MmioRead")? {
+            proto::Width::Width32 => region.read32(req.offset).map(u64::from),
+            _ => region.read64(req.offset),
+        }
+        .map_err(from_host)?;
+        Ok(Response::new(proto::Value { value }))
+    }
+
+    async fn mmio_write(
+        &self,
+        request: Request<proto::MmioWriteRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "MmioWrite")?;
+        let region = self.region(&session, req.region, "MmioWrite")?;
+        let width = width_of(req.width, "MmioWrite")?;
+        mmio_write(&region, req.offset, width, req.value, "MmioWrite")?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn mmio_write_batch(
+        &self,
+        request: Request<proto::MmioWriteBatchRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "MmioWriteBatch")?;
+        let region = self.region(&session, req.region, "MmioWriteBatch")?;
+        for (i, write) in req.writes.iter().enumerate() {
+            let call = format!("MmioWriteBatch: writes[{i}]");
+            let width = width_of(write.width, &call)?;
+            mmio_write(&region, write.offset, width, write.value, &call)?;
+        }
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn mmio_poll(
+        &self,
+        request: Request<proto::PollRequest>,
+    ) -> Result<Response<proto::Value>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "MmioPoll")?;
+        let region = self.region(&session, req.object, "MmioPoll")?;
+        let timeout = self.poll_timeout(req.timeout_ms, "MmioPoll")?;
+        let value = blocking(move || {
+            region
+                .poll64(req.offset, req.mask, req.expected, timeout)
+                .map_err(from_host)
+        })
+        .await?;
+        Ok(Response::new(proto::Value { value }))
+    }
+
+    async fn prepare_buffer(
+        &self,
+        request: Request<proto::PrepareBufferRequest>,
+    ) -> Result<Response<proto::Buffer>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "PrepareBuffer")?;
+        let handle = self.handle(&session, req.handle, "PrepareBuffer")?;
+        {
+            let objects = session.objects();
+            if objects.count() >= self.limits().max_objects_per_session {
+                return Err(too_many(
+                    &session,
+                    "PrepareBuffer",
+                    self.limits().max_objects_per_session,
+                ));
+            }
+            let held = objects.dma_bytes();
+            let cap = session.client.grants.dma_bytes();
+            if held.saturating_add(req.size) > cap {
+                return Err(status(
+                    ErrorCode::OutOfMemory,
+                    format!(
+                        "PrepareBuffer: client '{}' holds {held} bytes of DMA buffers; {} more would pass its grant of {} MiB (grants.dma_memory_mib)",
+                        session.client.name, req.size, session.client.grants.dma_memory_mib
+                    ),
+                ));
+            }
+        }
+        let (size, read_only) = (req.size, req.read_only);
+        let buffer = blocking(move || {
+            if read_only {
+                handle.prepare_read_only_buffer(size)
+            } else {
+                handle.prepare_buffer(size)
+            }
+            .map_err(from_host)
+        })
+        .await?;
+        let reply = proto::Buffer {
+            buffer: 0,
+            size: buffer.size(),
+            iova: buffer.iova(),
+        };
+        let mut objects = session.objects();
+        let number = objects.number();
+        objects
+            .buffers
+            .insert(number, (req.handle, Arc::new(buffer)));
+        Ok(Response::new(proto::Buffer {
+            buffer: number,
+            ..reply
+        }))
+    }
+
+    async fn buffer_write(
+        &self,
+        request: Request<Streaming<proto::BufferWriteChunk>>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let client = self.client(&request, "BufferWrite")?;
+        let mut chunks = request.into_inner();
+        let mut current: Option<(String, u64, Arc<accelhost::DmaBuffer>)> = None;
+        while let Some(chunk) = chunks.message().await? {
+            let buffer = match &current {
+                Some((session, number, buffer))
+                    if *session == chunk.session && *number == chunk.buffer =>
+                {
+                    buffer.clone()
+                }
+                _ => {
+                    let session = match self.sessions.get(&chunk.session) {
+                        Some(session) if session.client.name == client.name => session,
+                        _ => {
+                            return Err(status(
+                                ErrorCode::NotFound,
+                                format!(
+                                    "BufferWrite: client '{}' has no session '{}'",
+                                    client.name, chunk.session
+                                ),
+                            ));
+                        }
+                    };
+                    let buffer = self.buffer(&session, chunk.buffer, "BufferWrite")?;
+                    current = Some((chunk.session.clone(), chunk.buffer, buffer.clone()));
+                    buffer
+                }
+            };
+            buffer.write(chunk.offset, &chunk.data).map_err(from_host)?;
+        }
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    type BufferReadStream = DataStream;
+
+    async fn buffer_read(
+        &self,
+        request: Request<proto::BufferReadRequest>,
+    ) -> Result<Response<DataStream>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "BufferRead")?;
+        let buffer = self.buffer(&session, req.buffer, "BufferRead")?;
+        let end = req
+            .offset
+            .checked_add(req.length)
+            .filter(|end| *end <= buffer.size())
+            .ok_or_else(|| {
+                status(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "BufferRead: {} bytes at {:#x} pass the end of the {}-byte buffer",
+                        req.length,
+                        req.offset,
+                        buffer.size()
+                    ),
+                )
+            })?;
+        // Room for the protobuf framing within the message limit.
+        let most = self.limits().max_message_bytes() as u64 - 64;
+        let chunk = match req.chunk_bytes {
+            0 => most,
+            n => n.min(most),
+        };
+        // A small channel: a client that reads slowly holds at most a few chunks here.
+        let (sender, receiver) = mpsc::channel(2);
+        let start = req.offset;
+        tokio::task::spawn_blocking(move || {
+            let mut at = start;
+            while at < end {
+                let len = chunk.min(end - at) as usize;
+                let mut data = vec![0u8; len];
+                let item = buffer
+                    .read(at, &mut data)
+                    .map(|()| proto::Data { data })
+                    .map_err(from_host);
+                let failed = item.is_err();
+                if sender.blocking_send(item).is_err() || failed {
+                    return;
+                }
+                at += len as u64;
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(receiver)))
+    }
+
+    async fn buffer_fill(
+        &self,
+        request: Request<proto::BufferFillRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "BufferFill")?;
+        let buffer = self.buffer(&session, req.buffer, "BufferFill")?;
+        let byte = u8::try_from(req.byte).map_err(|_| {
+            status(
+                ErrorCode::InvalidArgument,
+                format!("BufferFill: byte {} does not fit 8 bits", req.byte),
+            )
+        })?;
+        buffer
+            .fill(req.offset, req.length, byte)
+            .map_err(from_host)?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn buffer_poll(
+        &self,
+        request: Request<proto::PollRequest>,
+    ) -> Result<Response<proto::Value>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "BufferPoll")?;
+        let buffer = self.buffer(&session, req.object, "BufferPoll")?;
+        let timeout = self.poll_timeout(req.timeout_ms, "BufferPoll")?;
+        let value = blocking(move || {
+            buffer
+                .poll_u64(req.offset, req.mask, req.expected, timeout)
+                .map_err(from_host)
+        })
+        .await?;
+        Ok(Response::new(proto::Value { value }))
+    }
+
+    async fn release(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "Release")?;
+        let (region, buffer) = {
+            let mut objects = session.objects();
+            (
+                objects.regions.remove(&req.object),
+                objects.buffers.remove(&req.object),
+            )
+        };
+        match (region, buffer) {
+            (Some(_), _) => {}
+            (None, Some((_, buffer))) => {
+                blocking(move || release_buffer(buffer).map_err(from_host)).await?
+            }
+            (None, None) => {
+                return Err(no_object(
+                    &session,
+                    "region or buffer",
+                    req.object,
+                    "Release",
+                ));
+            }
+        }
+        Ok(Response::new(proto::Empty {}))
+    }
+}
+
+impl NodeService {
+    /// The device `id` of the session's last enumeration, if the client may use it.
+    fn enumerated(&self, session: &Session, id: &str, call: &str) -> Result<Token, Status> {
+        if !session.client.grants.allows_device(id) {
+            return Err(status(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "{call}: client '{}' may not use device '{id}': its grants.devices do not name it",
+                    session.client.name
+                ),
+            ));
+        }
+        session.objects().devices.get(id).cloned().ok_or_else(|| {
+            status(
+                ErrorCode::NotFound,
+                format!("{call}: device '{id}' was not in this session's last Enumerate answer"),
+            )
+        })
+    }
+
+    fn handle(
+        &self,
+        session: &Session,
+        number: u64,
+        call: &str,
+    ) -> Result<accelhost::Handle, Status> {
+        session
+            .objects()
+            .handles
+            .get(&number)
+            .cloned()
+            .ok_or_else(|| no_object(session, "handle", number, call))
+    }
+
+    fn region(
+        &self,
+        session: &Session,
+        number: u64,
+        call: &str,
+    ) -> Result<accelhost::MmioRegion, Status> {
+        session
+            .objects()
+            .regions
+            .get(&number)
+            .map(|(_, region)| region.clone())
+            .ok_or_else(|| no_object(session, "MMIO region", number, call))
+    }
+
+    fn buffer(
+        &self,
+        session: &Session,
+        number: u64,
+        call: &str,
+    ) -> Result<Arc<accelhost::DmaBuffer>, Status> {
+        session
+            .objects()
+            .buffers
+            .get(&number)
+            .map(|(_, buffer)| buffer.clone())
+            .ok_or_else(|| no_object(session, "buffer", number, call))
+    }
+
+    fn poll_timeout(&self, timeout_ms: u32, call: &str) -> Result<Duration, Status> {
+        let most = self.limits().max_poll_ms;
+        if timeout_ms > most {
+            return Err(status(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{call}: a {timeout_ms} ms wait is longer than the node allows ({most} ms, limits.max_poll_ms)"
+                ),
+            ));
+        }
+        Ok(Duration::from_millis(timeout_ms.into()))
+    }
+}

@@ -1,0 +1,523 @@
+//! The node service end to end on loopback: a node over the embedded default's plugins,
+//! clients on its Unix socket and over mutual TLS, with test certificates made here.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use accelhost::ErrorCode;
+use accelhost::families::dfl::abi::nlb0;
+use accelhost_node::proto::Filter;
+use accelhost_node::session::Sessions;
+use accelhost_node::{BoundNode, Client, ClientOptions, Endpoint, RemoteError, ServeConfig};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use support::{default_host, json_path, scratch_dir};
+use tokio::sync::oneshot;
+
+/// A node serving in this process until dropped.
+struct RunningNode {
+    dir: PathBuf,
+    socket: PathBuf,
+    tcp: Option<std::net::SocketAddr>,
+    sessions: Arc<Sessions>,
+    stop: Option<oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<Result<(), accelhost_node::ServeError>>>,
+}
+
+impl RunningNode {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let served = self.served.take().unwrap();
+        tokio::time::timeout(Duration::from_secs(30), served)
+            .await
+            .expect("the node stops within 30 s")
+            .unwrap()
+            .unwrap();
+    }
+
+    fn unix(&self) -> Endpoint {
+        Endpoint::Unix(self.socket.clone())
+    }
+}
+
+fn uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Starts a node in `dir` whose serve config is `config`, with `@SOCKET@` standing for the
+/// socket path and `@DIR@` for the folder.
+async fn start_in(dir: PathBuf, config: &str) -> RunningNode {
+    let socket = dir.join("node.sock");
+    let text = config
+        .replace("@SOCKET@", &json_path(&socket))
+        .replace("@DIR@", &json_path(&dir));
+    let path = dir.join("serve.json");
+    std::fs::write(&path, &text).unwrap();
+    let serve = Arc::new(ServeConfig::load(&path).unwrap());
+    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
+    let node = BoundNode::bind(serve, host).await.unwrap();
+    let tcp = node.tcp_address();
+    let sessions = node.sessions();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(node.run(async {
+        let _ = stopped.await;
+    }));
+    RunningNode {
+        dir,
+        socket,
+        tcp,
+        sessions,
+        stop: Some(stop),
+        served: Some(served),
+    }
+}
+
+/// A node on a Unix socket serving this process's uid with `grants`.
+async fn start_unix(grants: &str) -> RunningNode {
+    let config = format!(
+        r#"{{"node_name": "node-under-test",
+            "listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
+            "limits": {{"max_message_kib": 256}},
+            "clients": [{{"name": "tester", "unix_uid": {}, "grants": {grants}}}]}}"#,
+        uid()
+    );
+    start_in(scratch_dir("node"), &config).await
+}
+
+async fn connect(endpoint: &Endpoint) -> Client {
+    Client::connect(endpoint, ClientOptions::default())
+        .await
+        .unwrap_or_else(|err| panic!("connecting to {endpoint}: {err}"))
+}
+
+fn dfl_filter() -> Vec<Filter> {
+    vec![Filter {
+        guid: Some(nlb0::AFU_ID.to_string()),
+        ..Filter::default()
+    }]
+}
+
+/// OPAE's hello_fpga on a remote NLB0 port: every register write, buffer and poll crosses
+/// the socket; the copy is checked byte for byte.
+async fn hello_fpga(client: &Client, device: &str, bytes: u64) {
+    let handle = client.open(device, false).await.unwrap();
+    let (mmio, size) = client.map_mmio(handle, 0).await.unwrap();
+    assert!(size >= 0x1000);
+    assert_eq!(
+        client.read64(mmio, nlb0::CSR_AFU_ID_H).await.unwrap(),
+        nlb0::AFU_ID.high
+    );
+    let dsm = client.prepare_buffer(handle, 4096).await.unwrap();
+    let src = client.prepare_buffer(handle, bytes).await.unwrap();
+    let dst = client.prepare_buffer(handle, bytes).await.unwrap();
+    let pattern: Vec<u8> = (0..bytes)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+        .collect();
+    client.write_buffer(src.buffer, 0, &pattern).await.unwrap();
+    client
+        .fill_buffer(dst.buffer, 0, bytes, 0xBE)
+        .await
+        .unwrap();
+    client.reset(handle).await.unwrap();
+    client
+        .write64(mmio, nlb0::CSR_DSM_BASEL, dsm.iova)
+        .await
+        .unwrap();
+    client.write32(mmio, nlb0::CSR_CTL, 0).await.unwrap();
+    client
+        .write32(mmio, nlb0::CSR_CTL, nlb0::CTL_RESET_N)
+        .await
+        .unwrap();
+    client
+        .write64_batch(
+            mmio,
+            &[
+                (nlb0::CSR_SRC_ADDR, src.iova / nlb0::CACHE_LINE),
+                (nlb0::CSR_DST_ADDR, dst.iova / nlb0::CACHE_LINE),
+            ],
+        )
+        .await
+        .unwrap();
+    client
+        .write32(mmio, nlb0::CSR_NUM_LINES, (bytes / nlb0::CACHE_LINE) as u32)
+        .await
+        .unwrap();
+    client
+        .write32(mmio, nlb0::CSR_CFG, nlb0::CFG_HELLO_FPGA as u32)
+        .await
+        .unwrap();
+    client
+        .write32(mmio, nlb0::CSR_CTL, nlb0::CTL_RESET_N | nlb0::CTL_START)
+        .await
+        .unwrap();
+    let status = client
+        .poll_buffer(dsm.buffer, nlb0::DSM_STATUS, 1, 1, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(status >> 32, 0, "test_error");
+    client
+        .write32(
+            mmio,
+            nlb0::CSR_CTL,
+            nlb0::CTL_RESET_N | nlb0::CTL_START | nlb0::CTL_STOP,
+        )
+        .await
+        .unwrap();
+    let copied = client.read_buffer(dst.buffer, 0, bytes).await.unwrap();
+    assert!(
+        copied == pattern,
+        "the remote copy of {bytes} bytes is byte-exact"
+    );
+    client.close(handle).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_fpga_runs_byte_exact_over_the_unix_socket() {
+    let node = start_unix(r#"{"devices": ["dfl/*"]}"#).await;
+    let client = connect(&node.unix()).await;
+    assert_eq!(client.client_name(), "tester");
+    assert_eq!(client.node_name(), "node-under-test");
+    let devices = client.enumerate(vec![]).await.unwrap();
+    let ids: Vec<&str> = devices.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["dfl/emu:dfl0"], "only the granted device is seen");
+    assert_eq!(client.enumerate(dfl_filter()).await.unwrap().len(), 1);
+    assert_eq!(devices[0].guid, nlb0::AFU_ID.to_string());
+    // 3 MiB: several chunks each way at the 256 KiB message limit.
+    hello_fpga(&client, "dfl/emu:dfl0", 3 << 20).await;
+    drop(client);
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_name_the_client_the_call_and_the_grant() {
+    let node = start_unix(r#"{"devices": ["dfl/*"], "dma_memory_mib": 1}"#).await;
+    let client = connect(&node.unix()).await;
+    client.enumerate(vec![]).await.unwrap();
+
+    let err = client.open("xocl/emu:xocl0", false).await.unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::PermissionDenied), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Open: client 'tester' may not use device 'xocl/emu:xocl0': its grants.devices do not name it"),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("node unix://"), "{err}");
+
+    let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+    let err = client.prepare_buffer(handle, 2 << 20).await.unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::OutOfMemory), "{err}");
+    assert!(err.to_string().contains("grants.dma_memory_mib"), "{err}");
+
+    // Forged and stale numbers name nothing.
+    let forged = client.map_mmio(handle + 1000, 0).await.unwrap_err();
+    assert_eq!(forged.code, Some(ErrorCode::NotFound), "{forged}");
+    assert!(forged.to_string().contains("holds no handle"), "{forged}");
+    let (region, _) = client.map_mmio(handle, 0).await.unwrap();
+    client.close(handle).await.unwrap();
+    let stale = client.read64(region, 0).await.unwrap_err();
+    assert_eq!(stale.code, Some(ErrorCode::NotFound), "{stale}");
+    let reclosed = client.close(handle).await.unwrap_err();
+    assert_eq!(reclosed.code, Some(ErrorCode::NotFound), "{reclosed}");
+
+    // Another session's objects are not this session's.
+    let handle = client.open("dfl/emu:dfl0", true).await.unwrap();
+    let other = connect(&node.unix()).await;
+    let err = other.map_mmio(handle, 0).await.unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::NotFound), "{err}");
+
+    // A message over the node's limit is refused, and the session goes on.
+    let (region, _) = client.map_mmio(handle, 0).await.unwrap();
+    let huge: Vec<(u64, u64)> = (0..100_000).map(|i| (nlb0::CSR_SCRATCHPAD0, i)).collect();
+    let err = client.write64_batch(region, &huge).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the node takes at most 262144 per message (its limits.max_message_kib)"),
+        "{err}"
+    );
+    // Sent anyway (as a client without that check would), the node refuses it.
+    let raw = accelhost_node::proto::MmioWriteBatchRequest {
+        session: client.session().into(),
+        region,
+        writes: huge
+            .iter()
+            .map(|&(offset, value)| accelhost_node::proto::MmioWrite {
+                offset,
+                width: accelhost_node::proto::Width::Width64 as i32,
+                value,
+            })
+            .collect(),
+    };
+    client.rpc().mmio_write_batch(raw).await.unwrap_err();
+    client
+        .write64(region, nlb0::CSR_SCRATCHPAD0, 0x5a5a)
+        .await
+        .unwrap();
+    assert_eq!(
+        client.read64(region, nlb0::CSR_SCRATCHPAD0).await.unwrap(),
+        0x5a5a
+    );
+    // A misaligned register is the host's refusal, carried with its code.
+    let err = client.read64(region, 3).await.unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::InvalidArgument), "{err}");
+    drop((client, other));
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_the_config_does_not_name_is_refused_at_attach() {
+    let config = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@"}}}},
+            "clients": [{{"name": "someone-else", "unix_uid": {}}}]}}"#,
+        uid().wrapping_add(4242)
+    );
+    let node = start_in(scratch_dir("node"), &config).await;
+    let err = Client::connect(&node.unix(), ClientOptions::default())
+        .await
+        .err()
+        .expect("attach is refused");
+    assert_eq!(err.code, Some(ErrorCode::PermissionDenied), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("Attach: the local process of uid {}", uid())),
+        "{err}"
+    );
+    assert!(node.sessions.is_empty());
+    node.stop().await;
+}
+
+async fn wait_for_no_sessions(sessions: &Sessions) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sessions.is_empty() {
+        assert!(Instant::now() < deadline, "sessions outlived their clients");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_releases_what_it_held() {
+    let node = start_unix(r#"{"devices": ["*"]}"#).await;
+    let first = connect(&node.unix()).await;
+    first.enumerate(vec![]).await.unwrap();
+    let handle = first.open("dfl/emu:dfl0", false).await.unwrap();
+    let buffer = first.prepare_buffer(handle, 1 << 20).await.unwrap();
+    first
+        .fill_buffer(buffer.buffer, 0, 1 << 20, 7)
+        .await
+        .unwrap();
+
+    let second = connect(&node.unix()).await;
+    second.enumerate(vec![]).await.unwrap();
+    let busy = second.open("dfl/emu:dfl0", false).await.unwrap_err();
+    assert_eq!(busy.code, Some(ErrorCode::Busy), "{busy}");
+
+    // The client dies mid-session: its exclusive open is released by the node.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let reopened = loop {
+        match second.open("dfl/emu:dfl0", false).await {
+            Ok(handle) => break handle,
+            Err(err) if err.code == Some(ErrorCode::Busy) && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("the device was not released: {err}"),
+        }
+    };
+    second.close(reopened).await.unwrap();
+    assert_eq!(node.sessions.len(), 1);
+    drop(second);
+    wait_for_no_sessions(&node.sessions).await;
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_clients_at_once() {
+    let node = start_unix(r#"{"devices": ["*"]}"#).await;
+    let endpoint = node.unix();
+    let mut clients = Vec::new();
+    for _ in 0..64 {
+        let endpoint = endpoint.clone();
+        clients.push(tokio::spawn(async move {
+            let client = connect(&endpoint).await;
+            let devices = client.enumerate(vec![]).await.unwrap();
+            assert_eq!(devices.len(), 5);
+            let handle = client.open("xocl/emu:xocl0", true).await;
+            let described = client.describe("cxl/emu:capi0.0m").await.unwrap();
+            assert_eq!(described.id, "cxl/emu:capi0.0m");
+            (client, handle.is_ok())
+        }));
+    }
+    let mut held = Vec::new();
+    for client in clients {
+        held.push(client.await.unwrap());
+    }
+    assert_eq!(node.sessions.len(), 64);
+    assert!(held.iter().any(|(_, opened)| *opened));
+    drop(held);
+    wait_for_no_sessions(&node.sessions).await;
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_sessions_and_calls_in_flight() {
+    let node = start_unix(r#"{"devices": ["dfl/*"]}"#).await;
+    let client = Arc::new(connect(&node.unix()).await);
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+    let (region, _) = client.map_mmio(handle, 0).await.unwrap();
+    // A poll that would wait 50 s: shutting the node down ends it.
+    let polling = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .poll64(
+                    region,
+                    nlb0::CSR_SCRATCHPAD0,
+                    u64::MAX,
+                    1,
+                    Duration::from_secs(50),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let socket = node.socket.clone();
+    let started = Instant::now();
+    node.stop().await;
+    let err = polling.await.unwrap().unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!socket.exists(), "the socket file is removed");
+    eprintln!("the poll ended with: {err}");
+    let after = client.enumerate(vec![]).await.unwrap_err();
+    assert_eq!(after.call, "Enumerate");
+}
+
+// --- mutual TLS ---
+
+struct Pki {
+    dir: PathBuf,
+}
+
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn leaf(
+    dir: &Path,
+    name: &str,
+    sans: &[&str],
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    expired: bool,
+) {
+    let mut params =
+        CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, issuer).unwrap();
+    std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+    std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+}
+
+impl Pki {
+    /// A CA for the node, a CA for clients, the node's certificate for `localhost`, and
+    /// clients: `good` (SAN client1.test), `stranger` (a SAN no client entry names),
+    /// `expired` and `rogue` (signed by another CA).
+    fn new() -> Pki {
+        let dir = scratch_dir("pki");
+        let node_ca = ca("node CA");
+        let client_ca = ca("client CA");
+        let rogue_ca = ca("rogue CA");
+        std::fs::write(dir.join("node-ca.pem"), node_ca.pem()).unwrap();
+        std::fs::write(dir.join("client-ca.pem"), client_ca.pem()).unwrap();
+        leaf(&dir, "node", &["localhost"], &node_ca, false);
+        leaf(&dir, "good", &["client1.test"], &client_ca, false);
+        leaf(&dir, "stranger", &["client9.test"], &client_ca, false);
+        leaf(&dir, "expired", &["client1.test"], &client_ca, true);
+        leaf(&dir, "rogue", &["client1.test"], &rogue_ca, false);
+        Pki { dir }
+    }
+
+    fn endpoint(&self, address: std::net::SocketAddr, client: &str) -> Endpoint {
+        Endpoint::Tls {
+            address: address.to_string(),
+            server_name: "localhost".into(),
+            ca: self.dir.join("node-ca.pem"),
+            certificate: self.dir.join(format!("{client}.pem")),
+            key: self.dir.join(format!("{client}.key")),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_serves_known_certificates_only() {
+    let pki = Pki::new();
+    let config = r#"{"listen": {"tcp": {"address": "127.0.0.1:0", "certificate": "node.pem",
+                                        "key": "node.key", "client_ca": "client-ca.pem"}},
+                     "clients": [{"name": "peer", "certificate_san": "client1.test",
+                                  "grants": {"devices": ["dfl/*"]}}]}"#;
+    let node = start_in(pki.dir.clone(), config).await;
+    let address = node.tcp.unwrap();
+    assert!(address.ip().is_loopback());
+
+    let client = connect(&pki.endpoint(address, "good")).await;
+    assert_eq!(client.client_name(), "peer");
+    let devices = client.enumerate(vec![]).await.unwrap();
+    assert_eq!(devices.len(), 1);
+    hello_fpga(&client, "dfl/emu:dfl0", 1 << 20).await;
+    drop(client);
+
+    let refused = |client: &str| {
+        let endpoint = pki.endpoint(address, client);
+        async move {
+            Client::connect(&endpoint, ClientOptions::default())
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{endpoint} was served"))
+        }
+    };
+    let err: RemoteError = refused("stranger").await;
+    assert_eq!(err.code, Some(ErrorCode::PermissionDenied), "{err}");
+    assert!(
+        err.to_string()
+            .contains("the certificate of client9.test is not a client of this node"),
+        "{err}"
+    );
+    for client in ["expired", "rogue"] {
+        let err = refused(client).await;
+        assert_eq!(err.code, None, "{client}: the TLS handshake fails: {err}");
+        assert!(
+            err.to_string().starts_with("node https://127.0.0.1:"),
+            "{err}"
+        );
+    }
+    // A client that does not trust the node's CA does not talk to it.
+    let wrong_ca = Endpoint::Tls {
+        address: address.to_string(),
+        server_name: "localhost".into(),
+        ca: pki.dir.join("client-ca.pem"),
+        certificate: pki.dir.join("good.pem"),
+        key: pki.dir.join("good.key"),
+    };
+    assert!(
+        Client::connect(&wrong_ca, ClientOptions::default())
+            .await
+            .is_err()
+    );
+    wait_for_no_sessions(&node.sessions).await;
+    let _ = &node.dir;
+    node.stop().await;
+}
