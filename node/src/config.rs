@@ -201,12 +201,12 @@ fn octal_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeConfigError {
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{}: {reason}", path.display())]
     Read {
         /// The config file.
         path: PathBuf,
         /// Why reading failed.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// A field is missing, malformed or inconsistent with another.
     #[error("{path}: {field}: {message}")]
@@ -269,9 +269,9 @@ fn no_grants() -> ClientGrants {
 impl ServeConfig {
     /// Reads and checks the serve config at `path`.
     pub fn load(path: &Path) -> Result<ServeConfig, ServeConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ServeConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|reason| ServeConfigError::Read {
             path: path.to_owned(),
-            source,
+            reason,
         })?;
         ServeConfig::parse(&text, path)
     }

@@ -22,14 +22,14 @@ use crate::service::NodeService;
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// A file of the serve config could not be read, or a socket could not be bound.
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} {}: {reason}", path.display())]
     Io {
         /// What the node was doing.
         what: &'static str,
         /// The file, socket path or address.
         path: PathBuf,
         /// Why it failed.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// Another process already serves on the socket.
     #[error(
@@ -54,10 +54,10 @@ pub struct BoundNode {
 }
 
 fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, ServeError> {
-    std::fs::read(path).map_err(|source| ServeError::Io {
+    std::fs::read(path).map_err(|reason| ServeError::Io {
         what,
         path: path.to_owned(),
-        source,
+        reason,
     })
 }
 
@@ -79,10 +79,10 @@ impl BoundNode {
                 let listener =
                     TcpListener::bind(tcp.address)
                         .await
-                        .map_err(|source| ServeError::Io {
+                        .map_err(|reason| ServeError::Io {
                             what: "listening on",
                             path: tcp.address.to_string().into(),
-                            source,
+                            reason,
                         })?;
                 Some((listener, tls))
             }
@@ -177,22 +177,22 @@ fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(ServeError::AlreadyServing(path.to_owned()));
         }
-        std::fs::remove_file(path).map_err(|source| ServeError::Io {
+        std::fs::remove_file(path).map_err(|reason| ServeError::Io {
             what: "removing the stale socket",
             path: path.to_owned(),
-            source,
+            reason,
         })?;
     }
-    let listener = UnixListener::bind(path).map_err(|source| ServeError::Io {
+    let listener = UnixListener::bind(path).map_err(|reason| ServeError::Io {
         what: "binding the socket",
         path: path.to_owned(),
-        source,
+        reason,
     })?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|source| {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|reason| {
         ServeError::Io {
             what: "setting the mode of",
             path: path.to_owned(),
-            source,
+            reason,
         }
     })?;
     Ok(listener)

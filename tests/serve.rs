@@ -1,0 +1,236 @@
+//! `accelhost serve` as an operator runs it: its help, its config errors, `check-config` on a
+//! serve config, and the process's life (clients, SIGKILL mid-call, a stale socket, SIGTERM).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use accelhost_node::{Client, ClientOptions, Endpoint};
+use support::{cache_dir, json_path, run_accelhost, scratch_dir, text};
+
+const BIN: &str = env!("CARGO_BIN_EXE_accelhost");
+
+fn uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+fn serve_config(dir: &Path) -> PathBuf {
+    let path = dir.join("serve.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"node_name": "cli-node",
+                "listen": {{"unix": {{"path": "{}"}}}},
+                "clients": [{{"name": "operator", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+            json_path(&dir.join("node.sock")),
+            uid()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn serve_help_explains_the_config() {
+    let out = run_accelhost(BIN, Path::new("."), &["serve", "--help"], &[]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for needle in [
+        "certificate_san",
+        "unix_uid",
+        "client_ca",
+        "dma_memory_mib",
+        "reconfigure",
+        "SIGTERM",
+        "check-config",
+    ] {
+        assert!(help.contains(needle), "serve --help lacks {needle}:\n{help}");
+    }
+}
+
+#[test]
+fn a_bad_serve_config_names_the_file_and_field() {
+    let dir = scratch_dir("serve-bad");
+    let path = dir.join("serve.json");
+    std::fs::write(
+        &path,
+        r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "x", "unix_uid": 1, "grants": {"devices": ["a*b"]}}]}"#,
+    )
+    .unwrap();
+    for args in [vec!["serve", "serve.json"], vec!["check-config", "serve.json"]] {
+        let out = run_accelhost(BIN, &dir, &args, &[]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("serve.json: clients[0].grants.devices[0]: 'a*b' is not a device id"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn check_config_checks_a_serve_config_and_its_files() {
+    let dir = scratch_dir("serve-check");
+    serve_config(&dir);
+    let out = run_accelhost(BIN, &dir, &["check-config", "serve.json"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("a valid serve config; node 'cli-node', 1 client(s)"), "{said}");
+    assert!(said.contains(&format!("client 'operator' (uid {})", uid())), "{said}");
+
+    std::fs::write(
+        dir.join("tls.json"),
+        r#"{"listen": {"tcp": {"address": "127.0.0.1:0", "certificate": "missing.pem",
+                              "key": "missing.key", "client_ca": "missing-ca.pem"}}}"#,
+    )
+    .unwrap();
+    let out = run_accelhost(BIN, &dir, &["check-config", "tls.json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("tls.json: listen.tcp.certificate:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `accelhost serve` running in `dir`, its stderr lines arriving on a channel.
+struct Served {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Served {
+    fn start(dir: &Path) -> Served {
+        let mut child = Command::new(BIN)
+            .args(["serve", "serve.json"])
+            .current_dir(dir)
+            .env_remove("ACCELHOST_CONFIG")
+            .env("HOME", dir)
+            .env("XDG_CONFIG_HOME", dir.join(".config"))
+            .env("ACCELHOST_CACHE_DIR", cache_dir())
+            .env("ACCELHOST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("serve: {line}");
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let served = Served { child, lines };
+        served.wait_for("accelhost serve: node 'cli-node' on unix://");
+        served
+    }
+
+    fn wait_for(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return,
+                Ok(_) => {}
+                Err(_) => panic!("accelhost serve never said '{needle}'"),
+            }
+        }
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: the pid is our own child's.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+
+    fn wait(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("accelhost serve did not exit within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
+    let dir = scratch_dir("serve-life");
+    serve_config(&dir);
+    let socket = dir.join("node.sock");
+    let endpoint = Endpoint::Unix(socket.clone());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let mut served = Served::start(&dir);
+    let started = runtime.block_on(async {
+        let client = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(client.client_name(), "operator");
+        let devices = client.enumerate(vec![]).await.unwrap();
+        assert_eq!(devices.len(), 5);
+        let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+        let (region, _) = client.map_mmio(handle, 0).await.unwrap();
+        let polling = tokio::spawn(async move {
+            let result = client
+                .poll64(region, 0x100, u64::MAX, 1, Duration::from_secs(50))
+                .await;
+            (result, client)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        served.signal(libc::SIGKILL);
+        let killed = Instant::now();
+        let (result, _client) = polling.await.unwrap();
+        let err = result.unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("node unix://{}: MmioPoll:", socket.display())),
+            "{err}"
+        );
+        killed.elapsed()
+    });
+    assert!(started < Duration::from_secs(10), "the call ended {started:?} after the kill");
+    served.wait(Duration::from_secs(10));
+    assert!(socket.exists(), "SIGKILL leaves the socket file behind");
+
+    // A new node replaces the stale socket, serves, and stops cleanly on SIGTERM with a
+    // client still attached and holding a device.
+    let mut served = Served::start(&dir);
+    runtime.block_on(async {
+        let client = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        client.enumerate(vec![]).await.unwrap();
+        client.open("dfl/emu:dfl0", false).await.unwrap();
+        served.signal(libc::SIGTERM);
+        let status = served.wait(Duration::from_secs(30));
+        assert!(status.success(), "{status:?}");
+        assert!(!client.is_attached() || client.enumerate(vec![]).await.is_err());
+    });
+    served.wait_for("accelhost serve: stopped");
+    assert!(!socket.exists(), "SIGTERM removes the socket file");
+}
