@@ -116,7 +116,7 @@ async fn hello_fpga(client: &Client, device: &str, bytes: u64) {
     let pattern: Vec<u8> = (0..bytes)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
         .collect();
-    client.write_buffer(src.buffer, 0, &pattern).await.unwrap();
+    client.write(src.buffer, 0, &pattern).await.unwrap();
     client
         .fill_buffer(dst.buffer, 0, bytes, 0xBE)
         .await
@@ -166,7 +166,7 @@ async fn hello_fpga(client: &Client, device: &str, bytes: u64) {
         )
         .await
         .unwrap();
-    let copied = client.read_buffer(dst.buffer, 0, bytes).await.unwrap();
+    let copied = client.read(dst.buffer, 0, bytes).await.unwrap();
     assert!(
         copied == pattern,
         "the remote copy of {bytes} bytes is byte-exact"
@@ -519,5 +519,199 @@ async fn mutual_tls_serves_known_certificates_only() {
     );
     wait_for_no_sessions(&node.sessions).await;
     let _ = &node.dir;
+    node.stop().await;
+}
+
+// --- the offload API and events ---
+
+use accelhost::families::cxl::abi::memcpy;
+use accelhost_node::proto::{Arg, EventPhase, MemoryArg, MemoryKind, arg};
+
+fn memory_arg(memory: u64) -> Arg {
+    Arg {
+        value: Some(arg::Value::Memory(MemoryArg { memory, offset: 0 })),
+    }
+}
+
+fn u32_arg(value: u32) -> Arg {
+    Arg {
+        value: Some(arg::Value::U32(value)),
+    }
+}
+
+/// XRT's vadd on the remote emulated card: the xclbin streamed up, inputs written to host
+/// memory, copied to device memory, launched, copied back and read, every element checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xrt_vadd_runs_byte_exact_over_the_socket() {
+    let node = start_unix(r#"{"devices": ["xocl/*"]}"#).await;
+    let client = connect(&node.unix()).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+    let image = accelhost::workloads::vadd::vadd_image(2);
+    let program = client.create_program(handle, &image).await.unwrap();
+    let kernel = client.kernel(program, "vadd").await.unwrap();
+    let missing = client.kernel(program, "no-such-kernel").await.unwrap_err();
+    assert!(missing.to_string().contains("no-such-kernel"), "{missing}");
+
+    let elements: u32 = 200_000;
+    let bytes = u64::from(elements) * 4;
+    let alloc = |kind| client.alloc(handle, kind, bytes, None);
+    let (host_in1, host_in2, host_out) = (
+        alloc(MemoryKind::Host).await.unwrap().memory,
+        alloc(MemoryKind::Host).await.unwrap().memory,
+        alloc(MemoryKind::Host).await.unwrap().memory,
+    );
+    let (dev_in1, dev_in2, dev_out) = (
+        alloc(MemoryKind::Device).await.unwrap().memory,
+        alloc(MemoryKind::Device).await.unwrap().memory,
+        alloc(MemoryKind::Device).await.unwrap().memory,
+    );
+    let words = |f: &dyn Fn(u32) -> u32| -> Vec<u8> {
+        (0..elements).flat_map(|i| f(i).to_le_bytes()).collect()
+    };
+    let in1 = |i: u32| i.wrapping_mul(3);
+    let in2 = |i: u32| 0xffff_0000u32.wrapping_add(i);
+    client.write(host_in1, 0, &words(&in1)).await.unwrap();
+    client.write(host_in2, 0, &words(&in2)).await.unwrap();
+    let queue = client.create_queue(handle).await.unwrap();
+    client
+        .enqueue_memcpy(queue, (dev_in1, 0), (host_in1, 0), bytes)
+        .await
+        .unwrap();
+    client
+        .enqueue_memcpy(queue, (dev_in2, 0), (host_in2, 0), bytes)
+        .await
+        .unwrap();
+    let launched = client
+        .enqueue_launch(
+            queue,
+            kernel,
+            vec![
+                memory_arg(dev_in1),
+                memory_arg(dev_in2),
+                memory_arg(dev_out),
+                u32_arg(elements),
+            ],
+        )
+        .await
+        .unwrap();
+    let back = client
+        .enqueue_memcpy(queue, (host_out, 0), (dev_out, 0), bytes)
+        .await
+        .unwrap();
+    client.queue_finish(queue).await.unwrap();
+    for event in [launched, back] {
+        let state = client.event_status(event).await.unwrap();
+        assert_eq!(state.phase, EventPhase::Complete as i32, "{state:?}");
+    }
+    let out = client.read(host_out, 0, bytes).await.unwrap();
+    let expected = words(&|i| in1(i).wrapping_add(in2(i)));
+    assert!(
+        out == expected,
+        "the remote vadd of {elements} elements is exact"
+    );
+
+    // The device memory is charged to the client's grant, and released with its handle.
+    assert!(
+        client.release(handle).await.is_err(),
+        "a handle is closed, not released"
+    );
+    client.release(dev_out).await.unwrap();
+    assert!(client.read(dev_out, 0, 4).await.is_err());
+    client.close(handle).await.unwrap();
+    assert!(
+        client.event_status(launched).await.is_err(),
+        "closing released the events"
+    );
+    drop(client);
+    node.stop().await;
+}
+
+/// The CAPI memcpy AFU on the remote emulated card: a work-element queue written into host
+/// memory over the wire, launched, its completion interrupt waited on as a watched event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capi_memcpy_runs_byte_exact_over_the_socket() {
+    let node = start_unix(r#"{"devices": ["cxl/*"]}"#).await;
+    let client = connect(&node.unix()).await;
+    let devices = client.enumerate(vec![]).await.unwrap();
+    assert!(devices.iter().all(|d| d.plugin == "cxl"), "{devices:?}");
+    let handle = client.open("cxl/emu:capi0.0m", false).await.unwrap();
+
+    let (copies, size) = (64u64, 2048u16);
+    let total = copies * u64::from(size);
+    let src = client
+        .alloc(handle, MemoryKind::Host, total, None)
+        .await
+        .unwrap();
+    let dst = client
+        .alloc(handle, MemoryKind::Host, total, None)
+        .await
+        .unwrap();
+    let pattern: Vec<u8> = (0..total).map(|i| (i * 7 + i / 2048) as u8).collect();
+    client.write(src.memory, 0, &pattern).await.unwrap();
+
+    let elements = copies + 1;
+    let lines = elements.div_ceil(memcpy::ELEMENTS_PER_LINE);
+    let queue_memory = client
+        .alloc(handle, MemoryKind::Host, lines * memcpy::LINE_SIZE, None)
+        .await
+        .unwrap();
+    let mut work = Vec::new();
+    for c in 0..copies {
+        let at = c * u64::from(size);
+        let mut element = accelhost::workloads::capi::copy(
+            src.device_address + at,
+            dst.device_address + at,
+            size,
+        );
+        element.cmd |= memcpy::CMD_VALID;
+        work.extend_from_slice(&element.encode());
+    }
+    let mut done = accelhost::workloads::capi::interrupt(accelhost::workloads::capi::DONE_IRQ);
+    done.cmd |= memcpy::CMD_VALID;
+    work.extend_from_slice(&done.encode());
+    client.write(queue_memory.memory, 0, &work).await.unwrap();
+
+    let program = client.builtin_program(handle).await.unwrap();
+    let kernel = client.kernel(program, "memcpy").await.unwrap();
+    let queue = client.create_queue(handle).await.unwrap();
+    let event = client
+        .enqueue_launch(
+            queue,
+            kernel,
+            vec![
+                memory_arg(queue_memory.memory),
+                u32_arg(lines as u32),
+                u32_arg(u32::from(accelhost::workloads::capi::DONE_IRQ)),
+            ],
+        )
+        .await
+        .unwrap();
+    let mut watched = client.watch_event(event).await.unwrap();
+    let mut last = None;
+    while let Some(state) = tokio::time::timeout(Duration::from_secs(30), watched.message())
+        .await
+        .expect("the event finishes within 30 s")
+        .unwrap()
+    {
+        last = Some(state);
+    }
+    let last = last.expect("the stream says where the event stands");
+    assert_eq!(last.phase, EventPhase::Complete as i32, "{last:?}");
+    let copied = client.read(dst.memory, 0, total).await.unwrap();
+    assert!(
+        copied == pattern,
+        "the remote memcpy of {total} bytes is byte-exact"
+    );
+    let statuses = client
+        .read(queue_memory.memory, 0, elements * memcpy::WE_SIZE)
+        .await
+        .unwrap();
+    for index in 0..elements as usize {
+        let status = statuses[index * memcpy::WE_SIZE as usize + memcpy::WE_STATUS];
+        assert_eq!(status, memcpy::STATUS_COMPLETE, "element {index}");
+    }
+    drop(client);
+    wait_for_no_sessions(&node.sessions).await;
     node.stop().await;
 }

@@ -49,7 +49,10 @@ fn serve_help_explains_the_config() {
         "SIGTERM",
         "check-config",
     ] {
-        assert!(help.contains(needle), "serve --help lacks {needle}:\n{help}");
+        assert!(
+            help.contains(needle),
+            "serve --help lacks {needle}:\n{help}"
+        );
     }
 }
 
@@ -62,7 +65,10 @@ fn a_bad_serve_config_names_the_file_and_field() {
         r#"{"listen": {"unix": {"path": "s"}}, "clients": [{"name": "x", "unix_uid": 1, "grants": {"devices": ["a*b"]}}]}"#,
     )
     .unwrap();
-    for args in [vec!["serve", "serve.json"], vec!["check-config", "serve.json"]] {
+    for args in [
+        vec!["serve", "serve.json"],
+        vec!["check-config", "serve.json"],
+    ] {
         let out = run_accelhost(BIN, &dir, &args, &[]);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let err = text(&out.stderr);
@@ -80,8 +86,14 @@ fn check_config_checks_a_serve_config_and_its_files() {
     let out = run_accelhost(BIN, &dir, &["check-config", "serve.json"], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
-    assert!(said.contains("a valid serve config; node 'cli-node', 1 client(s)"), "{said}");
-    assert!(said.contains(&format!("client 'operator' (uid {})", uid())), "{said}");
+    assert!(
+        said.contains("a valid serve config; node 'cli-node', 1 client(s)"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("client 'operator' (uid {})", uid())),
+        "{said}"
+    );
 
     std::fs::write(
         dir.join("tls.json"),
@@ -213,7 +225,10 @@ fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
         );
         killed.elapsed()
     });
-    assert!(started < Duration::from_secs(10), "the call ended {started:?} after the kill");
+    assert!(
+        started < Duration::from_secs(10),
+        "the call ended {started:?} after the kill"
+    );
     served.wait(Duration::from_secs(10));
     assert!(socket.exists(), "SIGKILL leaves the socket file behind");
 

@@ -510,8 +510,8 @@ impl Client {
         Ok(reply.into_inner())
     }
 
-    /// Writes `data` into a buffer at `offset`, streamed in chunks.
-    pub async fn write_buffer(&self, buffer: u64, offset: u64, data: &[u8]) -> RemoteResult<()> {
+    /// Writes `data` at `offset` of a buffer or host-visible memory, streamed in chunks.
+    pub async fn write(&self, object: u64, offset: u64, data: &[u8]) -> RemoteResult<()> {
         let session = self.session().to_owned();
         let chunk = self.chunk_bytes();
         let chunks: Vec<proto::BufferWriteChunk> = data
@@ -519,7 +519,7 @@ impl Client {
             .enumerate()
             .map(|(i, piece)| proto::BufferWriteChunk {
                 session: session.clone(),
-                buffer,
+                object,
                 offset: offset + (i * chunk) as u64,
                 data: piece.to_vec(),
             })
@@ -532,14 +532,14 @@ impl Client {
         Ok(())
     }
 
-    /// Reads `len` bytes of a buffer from `offset`.
-    pub async fn read_buffer(&self, buffer: u64, offset: u64, len: u64) -> RemoteResult<Vec<u8>> {
+    /// Reads `len` bytes from `offset` of a buffer or host-visible memory.
+    pub async fn read(&self, object: u64, offset: u64, len: u64) -> RemoteResult<Vec<u8>> {
         let mut stream = self
             .rpc
             .clone()
             .buffer_read(proto::BufferReadRequest {
                 session: self.session().into(),
-                buffer,
+                object,
                 offset,
                 length: len,
                 chunk_bytes: 0,
@@ -575,7 +575,7 @@ impl Client {
             .clone()
             .buffer_fill(proto::BufferFillRequest {
                 session: self.session().into(),
-                buffer,
+                object: buffer,
                 offset,
                 length: len,
                 byte: byte.into(),
@@ -604,7 +604,221 @@ impl Client {
         Ok(reply.into_inner().value)
     }
 
-    /// Releases a region or buffer.
+    /// Allocates offload memory of `kind` (in `bank`, or where the plugin chooses).
+    pub async fn alloc(
+        &self,
+        handle: u64,
+        kind: proto::MemoryKind,
+        size: u64,
+        bank: Option<u32>,
+    ) -> RemoteResult<proto::MemoryReply> {
+        let reply = self
+            .rpc
+            .clone()
+            .alloc(proto::AllocRequest {
+                session: self.session().into(),
+                handle,
+                kind: kind as i32,
+                size,
+                bank,
+            })
+            .await
+            .map_err(self.err("Alloc"))?;
+        Ok(reply.into_inner())
+    }
+
+    /// Loads a program image (an xclbin for XRT cards), streamed in chunks.
+    pub async fn create_program(&self, handle: u64, image: &[u8]) -> RemoteResult<u64> {
+        let total = image.len() as u64;
+        let session = self.session().to_owned();
+        let chunks: Vec<proto::ProgramChunk> = image
+            .chunks(self.chunk_bytes())
+            .enumerate()
+            .map(|(i, data)| proto::ProgramChunk {
+                header: (i == 0).then(|| proto::ReconfigureHeader {
+                    session: session.clone(),
+                    handle,
+                    slot: 0,
+                    image_bytes: total,
+                }),
+                data: data.to_vec(),
+            })
+            .collect();
+        let reply = self
+            .rpc
+            .clone()
+            .create_program(tokio_stream::iter(chunks))
+            .await
+            .map_err(self.err("CreateProgram"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// The program built into the device.
+    pub async fn builtin_program(&self, handle: u64) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .builtin_program(self.object(handle))
+            .await
+            .map_err(self.err("BuiltinProgram"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// Kernel `name` of a program.
+    pub async fn kernel(&self, program: u64, name: &str) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .kernel(proto::KernelRequest {
+                session: self.session().into(),
+                program,
+                name: name.into(),
+            })
+            .await
+            .map_err(self.err("Kernel"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// An in-order queue on a handle.
+    pub async fn create_queue(&self, handle: u64) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .create_queue(self.object(handle))
+            .await
+            .map_err(self.err("CreateQueue"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// Enqueues a copy of `size` bytes; returns its event.
+    pub async fn enqueue_memcpy(
+        &self,
+        queue: u64,
+        (dst, dst_offset): (u64, u64),
+        (src, src_offset): (u64, u64),
+        size: u64,
+    ) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .enqueue_memcpy(proto::MemcpyRequest {
+                session: self.session().into(),
+                queue,
+                dst,
+                dst_offset,
+                src,
+                src_offset,
+                size,
+            })
+            .await
+            .map_err(self.err("EnqueueMemcpy"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// Enqueues a launch of `kernel` with `args`; returns its event.
+    pub async fn enqueue_launch(
+        &self,
+        queue: u64,
+        kernel: u64,
+        args: Vec<proto::Arg>,
+    ) -> RemoteResult<u64> {
+        let request = proto::LaunchRequest {
+            session: self.session().into(),
+            queue,
+            kernel,
+            args,
+        };
+        self.fits("EnqueueLaunch", &request)?;
+        let reply = self
+            .rpc
+            .clone()
+            .enqueue_launch(request)
+            .await
+            .map_err(self.err("EnqueueLaunch"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// Waits for every command of a queue.
+    pub async fn queue_finish(&self, queue: u64) -> RemoteResult<()> {
+        self.rpc
+            .clone()
+            .queue_finish(self.object(queue))
+            .await
+            .map_err(self.err("QueueFinish"))?;
+        Ok(())
+    }
+
+    /// An event that completes when the device raises `kind` (interrupt `vector`).
+    pub async fn register_event(
+        &self,
+        handle: u64,
+        kind: proto::EventKind,
+        vector: u32,
+    ) -> RemoteResult<u64> {
+        let reply = self
+            .rpc
+            .clone()
+            .register_event(proto::RegisterEventRequest {
+                session: self.session().into(),
+                handle,
+                kind: kind as i32,
+                vector,
+            })
+            .await
+            .map_err(self.err("RegisterEvent"))?;
+        Ok(reply.into_inner().object)
+    }
+
+    /// Where an event stands, without waiting.
+    pub async fn event_status(&self, event: u64) -> RemoteResult<proto::EventState> {
+        let reply = self
+            .rpc
+            .clone()
+            .event_status(self.object(event))
+            .await
+            .map_err(self.err("EventStatus"))?;
+        Ok(reply.into_inner())
+    }
+
+    /// Waits on the node up to `timeout` for an event to finish; returns where it stands.
+    pub async fn event_wait(
+        &self,
+        event: u64,
+        timeout: Duration,
+    ) -> RemoteResult<proto::EventState> {
+        let mut request = tonic::Request::new(proto::EventWaitRequest {
+            session: self.session().into(),
+            event,
+            timeout_ms: timeout.as_millis().min(u32::MAX as u128) as u32,
+        });
+        request.set_timeout(timeout + self.options.call_timeout);
+        let reply = self
+            .rpc
+            .clone()
+            .event_wait(request)
+            .await
+            .map_err(self.err("EventWait"))?;
+        Ok(reply.into_inner())
+    }
+
+    /// The event's state now, and again when it finishes, as the node streams them; waits
+    /// without a deadline (the stream ends when the event finishes or the node goes).
+    pub async fn watch_event(
+        &self,
+        event: u64,
+    ) -> RemoteResult<tonic::Streaming<proto::EventState>> {
+        let mut request = tonic::Request::new(self.object(event));
+        request.set_timeout(Duration::from_secs(365 * 24 * 3600));
+        let reply = self
+            .rpc
+            .clone()
+            .watch_event(request)
+            .await
+            .map_err(self.err("WatchEvent"))?;
+        Ok(reply.into_inner())
+    }
+
+    /// Releases any object but a handle.
     pub async fn release(&self, object: u64) -> RemoteResult<()> {
         self.rpc
             .clone()

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use accelhost::{ErrorCode, Filter, Guid, Host, ObjectType, OpenMode, Token};
+use accelhost::{
+    Arg, DmaBuffer, ErrorCode, Event, EventKind, EventStatus, Filter, Guid, Handle, Host, Memory,
+    MemoryKind, MmioRegion, ObjectType, OpenMode, Queue, Token,
+};
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
@@ -15,7 +18,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::config::{ClientEntry, ServeConfig};
 use crate::identity::Peer;
 use crate::proto::{self, node_server};
-use crate::session::{Session, Sessions, release_buffer};
+use crate::session::{Object, Session, Sessions};
 use crate::status::{from_host, status};
 
 /// The node service: one host, its serve config and its clients' sessions.
@@ -345,13 +348,7 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "Open")?;
         let token = self.enumerated(&session, &req.device, "Open")?;
-        if session.objects().count() >= self.limits().max_objects_per_session {
-            return Err(too_many(
-                &session,
-                "Open",
-                self.limits().max_objects_per_session,
-            ));
-        }
+        self.room_for_object(&session, "Open")?;
         let mode = if req.shared {
             OpenMode::Shared
         } else {
@@ -359,9 +356,7 @@ impl node_server::Node for NodeService {
         };
         let host = self.host.clone();
         let handle = blocking(move || host.open(&token, mode).map_err(from_host)).await?;
-        let mut objects = session.objects();
-        let number = objects.number();
-        objects.handles.insert(number, handle);
+        let number = session.objects().insert(Object::Handle(handle));
         Ok(Response::new(proto::ObjectReply { object: number }))
     }
 
@@ -371,17 +366,9 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Empty>, Status> {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "Close")?;
-        let taken = session.objects().take_handle(req.object);
-        let Some((handle, buffers)) = taken else {
-            return Err(no_object(&session, "handle", req.object, "Close"));
-        };
-        blocking(move || {
-            for buffer in buffers {
-                release_buffer(buffer).map_err(from_host)?;
-            }
-            handle.close().map_err(from_host)
-        })
-        .await?;
+        self.handle(&session, req.object, "Close")?;
+        let taken = session.objects().take(req.object);
+        blocking(move || release_in_order(taken)).await?;
         Ok(Response::new(proto::Empty {}))
     }
 
@@ -401,32 +388,7 @@ impl node_server::Node for NodeService {
         request: Request<Streaming<proto::ReconfigureChunk>>,
     ) -> Result<Response<proto::Empty>, Status> {
         let client = self.client(&request, "Reconfigure")?;
-        let mut chunks = request.into_inner();
-        let first = chunks.message().await?.ok_or_else(|| {
-            status(
-                ErrorCode::InvalidArgument,
-                "Reconfigure: the stream carried no chunk",
-            )
-        })?;
-        let header = first.header.ok_or_else(|| {
-            status(
-                ErrorCode::InvalidArgument,
-                "Reconfigure: the first chunk carries no header",
-            )
-        })?;
-        let session = match self.sessions.get(&header.session) {
-            Some(session) if session.client.name == client.name => session,
-            _ => {
-                return Err(status(
-                    ErrorCode::NotFound,
-                    format!(
-                        "Reconfigure: client '{}' has no session '{}'",
-                        client.name, header.session
-                    ),
-                ));
-            }
-        };
-        if !session.client.grants.reconfigure {
+        if !client.grants.reconfigure {
             return Err(status(
                 ErrorCode::PermissionDenied,
                 format!(
@@ -435,47 +397,12 @@ impl node_server::Node for NodeService {
                 ),
             ));
         }
+        let mut chunks = request.into_inner();
+        let (header, image) = self
+            .receive_image(&client, &mut chunks, "Reconfigure", |c| (c.header, c.data))
+            .await?;
+        let session = self.session_of(&client, &header.session, "Reconfigure")?;
         let handle = self.handle(&session, header.handle, "Reconfigure")?;
-        let limit = self.limits().max_image_bytes();
-        if header.image_bytes > limit {
-            return Err(status(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "Reconfigure: a {}-byte image is larger than the node takes ({limit} bytes, limits.max_image_mib)",
-                    header.image_bytes
-                ),
-            ));
-        }
-        let mut image = Vec::with_capacity(header.image_bytes as usize);
-        image.extend_from_slice(&first.data);
-        while let Some(chunk) = chunks.message().await? {
-            if chunk.header.is_some() {
-                return Err(status(
-                    ErrorCode::InvalidArgument,
-                    "Reconfigure: only the first chunk may carry a header",
-                ));
-            }
-            if (image.len() + chunk.data.len()) as u64 > header.image_bytes {
-                return Err(status(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "Reconfigure: the stream runs past the {} bytes its header announced",
-                        header.image_bytes
-                    ),
-                ));
-            }
-            image.extend_from_slice(&chunk.data);
-        }
-        if image.len() as u64 != header.image_bytes {
-            return Err(status(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "Reconfigure: the stream ended after {} of the {} bytes its header announced",
-                    image.len(),
-                    header.image_bytes
-                ),
-            ));
-        }
         let slot = header.slot;
         blocking(move || handle.reconfigure(slot, &image).map_err(from_host)).await?;
         Ok(Response::new(proto::Empty {}))
@@ -488,19 +415,11 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "MapMmio")?;
         let handle = self.handle(&session, req.handle, "MapMmio")?;
-        if session.objects().count() >= self.limits().max_objects_per_session {
-            return Err(too_many(
-                &session,
-                "MapMmio",
-                self.limits().max_objects_per_session,
-            ));
-        }
+        self.room_for_object(&session, "MapMmio")?;
         let index = req.index;
         let region = blocking(move || handle.map_mmio(index).map_err(from_host)).await?;
         let size = region.size();
-        let mut objects = session.objects();
-        let number = objects.number();
-        objects.regions.insert(number, (req.handle, region));
+        let number = session.objects().insert(Object::Region(req.handle, region));
         Ok(Response::new(proto::MmioRegion {
             region: number,
             size,
@@ -573,27 +492,7 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "PrepareBuffer")?;
         let handle = self.handle(&session, req.handle, "PrepareBuffer")?;
-        {
-            let objects = session.objects();
-            if objects.count() >= self.limits().max_objects_per_session {
-                return Err(too_many(
-                    &session,
-                    "PrepareBuffer",
-                    self.limits().max_objects_per_session,
-                ));
-            }
-            let held = objects.dma_bytes();
-            let cap = session.client.grants.dma_bytes();
-            if held.saturating_add(req.size) > cap {
-                return Err(status(
-                    ErrorCode::OutOfMemory,
-                    format!(
-                        "PrepareBuffer: client '{}' holds {held} bytes of DMA buffers; {} more would pass its grant of {} MiB (grants.dma_memory_mib)",
-                        session.client.name, req.size, session.client.grants.dma_memory_mib
-                    ),
-                ));
-            }
-        }
+        self.room_for_memory(&session, req.size, "PrepareBuffer")?;
         let (size, read_only) = (req.size, req.read_only);
         let buffer = blocking(move || {
             if read_only {
@@ -604,19 +503,14 @@ impl node_server::Node for NodeService {
             .map_err(from_host)
         })
         .await?;
-        let reply = proto::Buffer {
-            buffer: 0,
-            size: buffer.size(),
-            iova: buffer.iova(),
-        };
-        let mut objects = session.objects();
-        let number = objects.number();
-        objects
-            .buffers
-            .insert(number, (req.handle, Arc::new(buffer)));
+        let (size, iova) = (buffer.size(), buffer.iova());
+        let number = session
+            .objects()
+            .insert(Object::Buffer(req.handle, Arc::new(buffer)));
         Ok(Response::new(proto::Buffer {
             buffer: number,
-            ..reply
+            size,
+            iova,
         }))
     }
 
@@ -626,33 +520,22 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Empty>, Status> {
         let client = self.client(&request, "BufferWrite")?;
         let mut chunks = request.into_inner();
-        let mut current: Option<(String, u64, Arc<accelhost::DmaBuffer>)> = None;
+        let mut current: Option<(String, u64, Data)> = None;
         while let Some(chunk) = chunks.message().await? {
-            let buffer = match &current {
-                Some((session, number, buffer))
-                    if *session == chunk.session && *number == chunk.buffer =>
+            let target = match &current {
+                Some((session, number, target))
+                    if *session == chunk.session && *number == chunk.object =>
                 {
-                    buffer.clone()
+                    target.clone()
                 }
                 _ => {
-                    let session = match self.sessions.get(&chunk.session) {
-                        Some(session) if session.client.name == client.name => session,
-                        _ => {
-                            return Err(status(
-                                ErrorCode::NotFound,
-                                format!(
-                                    "BufferWrite: client '{}' has no session '{}'",
-                                    client.name, chunk.session
-                                ),
-                            ));
-                        }
-                    };
-                    let buffer = self.buffer(&session, chunk.buffer, "BufferWrite")?;
-                    current = Some((chunk.session.clone(), chunk.buffer, buffer.clone()));
-                    buffer
+                    let session = self.session_of(&client, &chunk.session, "BufferWrite")?;
+                    let target = self.data(&session, chunk.object, "BufferWrite")?;
+                    current = Some((chunk.session.clone(), chunk.object, target.clone()));
+                    target
                 }
             };
-            buffer.write(chunk.offset, &chunk.data).map_err(from_host)?;
+            target.write(chunk.offset, &chunk.data).map_err(from_host)?;
         }
         Ok(Response::new(proto::Empty {}))
     }
@@ -665,19 +548,20 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<DataStream>, Status> {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "BufferRead")?;
-        let buffer = self.buffer(&session, req.buffer, "BufferRead")?;
+        let target = self.data(&session, req.object, "BufferRead")?;
         let end = req
             .offset
             .checked_add(req.length)
-            .filter(|end| *end <= buffer.size())
+            .filter(|end| *end <= target.size())
             .ok_or_else(|| {
                 status(
                     ErrorCode::InvalidArgument,
                     format!(
-                        "BufferRead: {} bytes at {:#x} pass the end of the {}-byte buffer",
+                        "BufferRead: {} bytes at {:#x} pass the end of the {}-byte {}",
                         req.length,
                         req.offset,
-                        buffer.size()
+                        target.size(),
+                        target.kind()
                     ),
                 )
             })?;
@@ -695,7 +579,7 @@ impl node_server::Node for NodeService {
             while at < end {
                 let len = chunk.min(end - at) as usize;
                 let mut data = vec![0u8; len];
-                let item = buffer
+                let item = target
                     .read(at, &mut data)
                     .map(|()| proto::Data { data })
                     .map_err(from_host);
@@ -715,7 +599,7 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Empty>, Status> {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "BufferFill")?;
-        let buffer = self.buffer(&session, req.buffer, "BufferFill")?;
+        let buffer = self.buffer(&session, req.object, "BufferFill")?;
         let byte = u8::try_from(req.byte).map_err(|_| {
             status(
                 ErrorCode::InvalidArgument,
@@ -751,31 +635,358 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Empty>, Status> {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "Release")?;
-        let (region, buffer) = {
-            let mut objects = session.objects();
-            (
-                objects.regions.remove(&req.object),
-                objects.buffers.remove(&req.object),
-            )
-        };
-        match (region, buffer) {
-            (Some(_), _) => {}
-            (None, Some((_, buffer))) => {
-                blocking(move || release_buffer(buffer).map_err(from_host)).await?
-            }
-            (None, None) => {
-                return Err(no_object(
-                    &session,
-                    "region or buffer",
-                    req.object,
-                    "Release",
+        match session.objects().get(req.object) {
+            None => return Err(no_object(&session, "object", req.object, "Release")),
+            Some(Object::Handle(_)) => {
+                return Err(status(
+                    ErrorCode::InvalidArgument,
+                    format!("Release: {} is a handle: close it with Close", req.object),
                 ));
             }
+            Some(_) => {}
         }
+        let taken = session.objects().take(req.object);
+        blocking(move || release_in_order(taken)).await?;
         Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn alloc(
+        &self,
+        request: Request<proto::AllocRequest>,
+    ) -> Result<Response<proto::MemoryReply>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "Alloc")?;
+        let handle = self.handle(&session, req.handle, "Alloc")?;
+        self.room_for_memory(&session, req.size, "Alloc")?;
+        let kind = match proto::MemoryKind::try_from(req.kind) {
+            Ok(proto::MemoryKind::Host) => MemoryKind::Host,
+            Ok(proto::MemoryKind::Device) => MemoryKind::Device,
+            Ok(proto::MemoryKind::Shared) => MemoryKind::Shared,
+            _ => {
+                return Err(status(
+                    ErrorCode::InvalidArgument,
+                    "Alloc: kind must be HOST, DEVICE or SHARED",
+                ));
+            }
+        };
+        let memory = blocking(move || {
+            match req.bank {
+                Some(bank) => handle.alloc_in_bank(kind, req.size, bank),
+                None => handle.alloc(kind, req.size),
+            }
+            .map_err(from_host)
+        })
+        .await?;
+        let (size, device_address) = (memory.size(), memory.device_address());
+        let number = session.objects().insert(Object::Memory(req.handle, memory));
+        Ok(Response::new(proto::MemoryReply {
+            memory: number,
+            size,
+            device_address,
+        }))
+    }
+
+    async fn create_program(
+        &self,
+        request: Request<Streaming<proto::ProgramChunk>>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let client = self.client(&request, "CreateProgram")?;
+        let mut chunks = request.into_inner();
+        let (header, image) = self
+            .receive_image(&client, &mut chunks, "CreateProgram", |c| {
+                (c.header, c.data)
+            })
+            .await?;
+        let session = self.session_of(&client, &header.session, "CreateProgram")?;
+        let handle = self.handle(&session, header.handle, "CreateProgram")?;
+        self.room_for_object(&session, "CreateProgram")?;
+        let program = blocking(move || handle.create_program(&image).map_err(from_host)).await?;
+        let number = session
+            .objects()
+            .insert(Object::Program(header.handle, program));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn builtin_program(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "BuiltinProgram")?;
+        let handle = self.handle(&session, req.object, "BuiltinProgram")?;
+        self.room_for_object(&session, "BuiltinProgram")?;
+        let program = blocking(move || handle.builtin_program().map_err(from_host)).await?;
+        let number = session
+            .objects()
+            .insert(Object::Program(req.object, program));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn kernel(
+        &self,
+        request: Request<proto::KernelRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "Kernel")?;
+        let found = match session.objects().get(req.program) {
+            Some(Object::Program(owner, program)) => Some((*owner, program.clone())),
+            _ => None,
+        };
+        let Some((owner, program)) = found else {
+            return Err(no_object(&session, "program", req.program, "Kernel"));
+        };
+        self.room_for_object(&session, "Kernel")?;
+        let kernel = blocking(move || program.kernel(&req.name).map_err(from_host)).await?;
+        let number = session.objects().insert(Object::Kernel(owner, kernel));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn create_queue(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "CreateQueue")?;
+        let handle = self.handle(&session, req.object, "CreateQueue")?;
+        self.room_for_object(&session, "CreateQueue")?;
+        let queue = blocking(move || handle.create_queue().map_err(from_host)).await?;
+        let number = session.objects().insert(Object::Queue(req.object, queue));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn enqueue_memcpy(
+        &self,
+        request: Request<proto::MemcpyRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "EnqueueMemcpy")?;
+        let (owner, queue) = self.queue(&session, req.queue, "EnqueueMemcpy")?;
+        let dst = self.memory(&session, req.dst, "EnqueueMemcpy")?;
+        let src = self.memory(&session, req.src, "EnqueueMemcpy")?;
+        self.room_for_object(&session, "EnqueueMemcpy")?;
+        let event = blocking(move || {
+            queue
+                .enqueue_memcpy(&dst, req.dst_offset, &src, req.src_offset, req.size)
+                .map_err(from_host)
+        })
+        .await?;
+        let number = session.objects().insert(Object::Event(owner, event));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn enqueue_launch(
+        &self,
+        request: Request<proto::LaunchRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "EnqueueLaunch")?;
+        let (owner, queue) = self.queue(&session, req.queue, "EnqueueLaunch")?;
+        let kernel = match session.objects().get(req.kernel) {
+            Some(Object::Kernel(_, kernel)) => Some(kernel.clone()),
+            _ => None,
+        };
+        let Some(kernel) = kernel else {
+            return Err(no_object(&session, "kernel", req.kernel, "EnqueueLaunch"));
+        };
+        let mut args = Vec::with_capacity(req.args.len());
+        for (i, arg) in req.args.into_iter().enumerate() {
+            args.push(match arg.value {
+                Some(proto::arg::Value::Memory(at)) => OwnedArg::Memory(
+                    self.memory(&session, at.memory, "EnqueueLaunch")?,
+                    at.offset,
+                ),
+                Some(proto::arg::Value::U32(v)) => OwnedArg::U32(v),
+                Some(proto::arg::Value::I32(v)) => OwnedArg::I32(v),
+                Some(proto::arg::Value::U64(v)) => OwnedArg::U64(v),
+                Some(proto::arg::Value::Bytes(b)) => OwnedArg::Bytes(b),
+                None => {
+                    return Err(status(
+                        ErrorCode::InvalidArgument,
+                        format!("EnqueueLaunch: args[{i}] has no value"),
+                    ));
+                }
+            });
+        }
+        self.room_for_object(&session, "EnqueueLaunch")?;
+        let event = blocking(move || {
+            let args: Vec<Arg<'_>> = args.iter().map(OwnedArg::as_arg).collect();
+            queue.enqueue_launch(&kernel, &args).map_err(from_host)
+        })
+        .await?;
+        let number = session.objects().insert(Object::Event(owner, event));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn queue_finish(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "QueueFinish")?;
+        let (_, queue) = self.queue(&session, req.object, "QueueFinish")?;
+        blocking(move || queue.finish().map_err(from_host)).await?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn register_event(
+        &self,
+        request: Request<proto::RegisterEventRequest>,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "RegisterEvent")?;
+        let handle = self.handle(&session, req.handle, "RegisterEvent")?;
+        let kind = match proto::EventKind::try_from(req.kind) {
+            Ok(proto::EventKind::Interrupt) => EventKind::Interrupt,
+            Ok(proto::EventKind::Error) => EventKind::Error,
+            Ok(proto::EventKind::PowerThermal) => EventKind::PowerThermal,
+            _ => {
+                return Err(status(
+                    ErrorCode::InvalidArgument,
+                    "RegisterEvent: kind must be INTERRUPT, ERROR or POWER_THERMAL",
+                ));
+            }
+        };
+        self.room_for_object(&session, "RegisterEvent")?;
+        let event =
+            blocking(move || handle.register_event(kind, req.vector).map_err(from_host)).await?;
+        let number = session.objects().insert(Object::Event(req.handle, event));
+        Ok(Response::new(proto::ObjectReply { object: number }))
+    }
+
+    async fn event_status(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<proto::EventState>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "EventStatus")?;
+        let event = self.event(&session, req.object, "EventStatus")?;
+        Ok(Response::new(event_state(&event)))
+    }
+
+    async fn event_wait(
+        &self,
+        request: Request<proto::EventWaitRequest>,
+    ) -> Result<Response<proto::EventState>, Status> {
+        let req = request.get_ref().clone();
+        let session = self.session(&request, &req.session, "EventWait")?;
+        let event = self.event(&session, req.event, "EventWait")?;
+        let timeout = self.poll_timeout(req.timeout_ms, "EventWait")?;
+        let state = blocking(move || {
+            // A failed or unfinished event is an answer here, not a failed call.
+            let _ = event.wait_timeout(timeout);
+            Ok(event_state(&event))
+        })
+        .await?;
+        Ok(Response::new(state))
+    }
+
+    type WatchEventStream = ReceiverStream<Result<proto::EventState, Status>>;
+
+    async fn watch_event(
+        &self,
+        request: Request<proto::ObjectRequest>,
+    ) -> Result<Response<Self::WatchEventStream>, Status> {
+        let req = request.get_ref();
+        let session = self.session(&request, &req.session, "WatchEvent")?;
+        let event = self.event(&session, req.object, "WatchEvent")?;
+        // Two states at most, now and when it finishes: the channel holds both, so a client
+        // that never reads the stream costs the node nothing more.
+        let (sender, receiver) = mpsc::channel(2);
+        let now = event_state(&event);
+        let pending = now.phase == proto::EventPhase::Pending as i32;
+        let _ = sender.try_send(Ok(now));
+        if pending {
+            let finished = event.clone();
+            event.on_finish(move || {
+                let _ = sender.try_send(Ok(event_state(&finished)));
+            });
+        }
+        Ok(Response::new(ReceiverStream::new(receiver)))
     }
 }
 
+/// Releases objects taken out of a session, in the order they came; reports the first
+/// failure after releasing the rest.
+fn release_in_order(objects: Vec<Object>) -> Result<(), Status> {
+    let mut first_error = None;
+    for object in objects {
+        if let Err(err) = object.release() {
+            first_error.get_or_insert(err);
+        }
+    }
+    first_error.map_or(Ok(()), |err| Err(from_host(err)))
+}
+
+/// A launch argument that owns what it names, for the blocking thread.
+enum OwnedArg {
+    Memory(Memory, u64),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    Bytes(Vec<u8>),
+}
+
+impl OwnedArg {
+    fn as_arg(&self) -> Arg<'_> {
+        match self {
+            OwnedArg::Memory(memory, 0) => Arg::Memory(memory),
+            OwnedArg::Memory(memory, offset) => Arg::MemoryAt(memory, *offset),
+            OwnedArg::U32(v) => Arg::U32(*v),
+            OwnedArg::I32(v) => Arg::I32(*v),
+            OwnedArg::U64(v) => Arg::U64(*v),
+            OwnedArg::Bytes(b) => Arg::Bytes(b),
+        }
+    }
+}
+
+fn event_state(event: &Event) -> proto::EventState {
+    let (phase, message) = match event.status() {
+        EventStatus::Pending => (proto::EventPhase::Pending, String::new()),
+        EventStatus::Complete => (proto::EventPhase::Complete, String::new()),
+        EventStatus::Failed(why) => (proto::EventPhase::Failed, why),
+    };
+    proto::EventState {
+        phase: phase as i32,
+        message,
+    }
+}
+
+/// What a client reads and writes as bytes: a DMA buffer or offload memory.
+#[derive(Clone)]
+enum Data {
+    Buffer(Arc<DmaBuffer>),
+    Memory(Memory),
+}
+
+impl Data {
+    fn size(&self) -> u64 {
+        match self {
+            Data::Buffer(buffer) => buffer.size(),
+            Data::Memory(memory) => memory.size(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Data::Buffer(_) => "buffer",
+            Data::Memory(_) => "memory",
+        }
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> accelhost::Result<()> {
+        match self {
+            Data::Buffer(buffer) => buffer.write(offset, data),
+            Data::Memory(memory) => memory.write(offset, data),
+        }
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> accelhost::Result<()> {
+        match self {
+            Data::Buffer(buffer) => buffer.read(offset, out),
+            Data::Memory(memory) => memory.read(offset, out),
+        }
+    }
+}
 impl NodeService {
     /// The device `id` of the session's last enumeration, if the client may use it.
     fn enumerated(&self, session: &Session, id: &str, call: &str) -> Result<Token, Status> {
@@ -796,46 +1007,144 @@ impl NodeService {
         })
     }
 
-    fn handle(
-        &self,
-        session: &Session,
-        number: u64,
-        call: &str,
-    ) -> Result<accelhost::Handle, Status> {
-        session
-            .objects()
-            .handles
-            .get(&number)
-            .cloned()
-            .ok_or_else(|| no_object(session, "handle", number, call))
+    fn handle(&self, session: &Session, number: u64, call: &str) -> Result<Handle, Status> {
+        match session.objects().get(number) {
+            Some(Object::Handle(handle)) => Ok(handle.clone()),
+            _ => Err(no_object(session, "handle", number, call)),
+        }
     }
 
-    fn region(
-        &self,
-        session: &Session,
-        number: u64,
-        call: &str,
-    ) -> Result<accelhost::MmioRegion, Status> {
-        session
-            .objects()
-            .regions
-            .get(&number)
-            .map(|(_, region)| region.clone())
-            .ok_or_else(|| no_object(session, "MMIO region", number, call))
+    fn region(&self, session: &Session, number: u64, call: &str) -> Result<MmioRegion, Status> {
+        match session.objects().get(number) {
+            Some(Object::Region(_, region)) => Ok(region.clone()),
+            _ => Err(no_object(session, "MMIO region", number, call)),
+        }
     }
 
-    fn buffer(
+    fn buffer(&self, session: &Session, number: u64, call: &str) -> Result<Arc<DmaBuffer>, Status> {
+        match session.objects().get(number) {
+            Some(Object::Buffer(_, buffer)) => Ok(buffer.clone()),
+            _ => Err(no_object(session, "buffer", number, call)),
+        }
+    }
+
+    fn memory(&self, session: &Session, number: u64, call: &str) -> Result<Memory, Status> {
+        match session.objects().get(number) {
+            Some(Object::Memory(_, memory)) => Ok(memory.clone()),
+            _ => Err(no_object(session, "memory", number, call)),
+        }
+    }
+
+    fn data(&self, session: &Session, number: u64, call: &str) -> Result<Data, Status> {
+        match session.objects().get(number) {
+            Some(Object::Buffer(_, buffer)) => Ok(Data::Buffer(buffer.clone())),
+            Some(Object::Memory(_, memory)) => Ok(Data::Memory(memory.clone())),
+            _ => Err(no_object(session, "buffer or memory", number, call)),
+        }
+    }
+
+    fn queue(&self, session: &Session, number: u64, call: &str) -> Result<(u64, Queue), Status> {
+        match session.objects().get(number) {
+            Some(Object::Queue(owner, queue)) => Ok((*owner, queue.clone())),
+            _ => Err(no_object(session, "queue", number, call)),
+        }
+    }
+
+    fn event(&self, session: &Session, number: u64, call: &str) -> Result<Event, Status> {
+        match session.objects().get(number) {
+            Some(Object::Event(_, event)) => Ok(event.clone()),
+            _ => Err(no_object(session, "event", number, call)),
+        }
+    }
+
+    fn room_for_object(&self, session: &Session, call: &str) -> Result<(), Status> {
+        let max = self.limits().max_objects_per_session;
+        if session.objects().count() >= max {
+            return Err(too_many(session, call, max));
+        }
+        Ok(())
+    }
+
+    /// Room for one more buffer or memory of `size` bytes, within the client's grant.
+    fn room_for_memory(&self, session: &Session, size: u64, call: &str) -> Result<(), Status> {
+        self.room_for_object(session, call)?;
+        let held = session.objects().dma_bytes();
+        if held.saturating_add(size) > session.client.grants.dma_bytes() {
+            return Err(status(
+                ErrorCode::OutOfMemory,
+                format!(
+                    "{call}: client '{}' holds {held} bytes of buffers and memory; {size} more would pass its grant of {} MiB (grants.dma_memory_mib)",
+                    session.client.name, session.client.grants.dma_memory_mib
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Session `id`, if `client` attached it.
+    fn session_of(
         &self,
-        session: &Session,
-        number: u64,
+        client: &ClientEntry,
+        id: &str,
         call: &str,
-    ) -> Result<Arc<accelhost::DmaBuffer>, Status> {
-        session
-            .objects()
-            .buffers
-            .get(&number)
-            .map(|(_, buffer)| buffer.clone())
-            .ok_or_else(|| no_object(session, "buffer", number, call))
+    ) -> Result<Arc<Session>, Status> {
+        match self.sessions.get(id) {
+            Some(session) if session.client.name == client.name => Ok(session),
+            _ => Err(status(
+                ErrorCode::NotFound,
+                format!("{call}: client '{}' has no session '{id}'", client.name),
+            )),
+        }
+    }
+
+    /// Receives a streamed image: a header on the first chunk, then exactly `image_bytes`,
+    /// no more than `limits.max_image_mib`.
+    async fn receive_image<C: Send + 'static>(
+        &self,
+        client: &ClientEntry,
+        chunks: &mut Streaming<C>,
+        call: &str,
+        parts: impl Fn(C) -> (Option<proto::ReconfigureHeader>, Vec<u8>),
+    ) -> Result<(proto::ReconfigureHeader, Vec<u8>), Status> {
+        let invalid =
+            |message: String| status(ErrorCode::InvalidArgument, format!("{call}: {message}"));
+        let first = chunks
+            .message()
+            .await?
+            .ok_or_else(|| invalid("the stream carried no chunk".into()))?;
+        let (header, data) = parts(first);
+        let header = header.ok_or_else(|| invalid("the first chunk carries no header".into()))?;
+        self.session_of(client, &header.session, call)?;
+        let limit = self.limits().max_image_bytes();
+        if header.image_bytes > limit {
+            return Err(invalid(format!(
+                "a {}-byte image is larger than the node takes ({limit} bytes, limits.max_image_mib)",
+                header.image_bytes
+            )));
+        }
+        let mut image = Vec::with_capacity(header.image_bytes as usize);
+        image.extend_from_slice(&data);
+        while let Some(chunk) = chunks.message().await? {
+            let (extra, data) = parts(chunk);
+            if extra.is_some() {
+                return Err(invalid("only the first chunk may carry a header".into()));
+            }
+            if (image.len() + data.len()) as u64 > header.image_bytes {
+                return Err(invalid(format!(
+                    "the stream runs past the {} bytes its header announced",
+                    header.image_bytes
+                )));
+            }
+            image.extend_from_slice(&data);
+        }
+        if image.len() as u64 != header.image_bytes {
+            return Err(invalid(format!(
+                "the stream ended after {} of the {} bytes its header announced",
+                image.len(),
+                header.image_bytes
+            )));
+        }
+        Ok((header, image))
     }
 
     fn poll_timeout(&self, timeout_ms: u32, call: &str) -> Result<Duration, Status> {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use accelhost::{DmaBuffer, Handle, MmioRegion, Token};
+use accelhost::{DmaBuffer, Event, Handle, Kernel, Memory, MmioRegion, Program, Queue, Token};
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -23,6 +23,82 @@ pub struct Session {
     events: Mutex<Option<mpsc::Sender<Result<SessionEvent, Status>>>>,
 }
 
+/// One object a session holds, with the number of the handle it came from.
+#[derive(Clone)]
+pub enum Object {
+    /// An open accelerator.
+    Handle(Handle),
+    /// A mapped MMIO region.
+    Region(u64, MmioRegion),
+    /// A prepared DMA buffer, shared so that a call in flight keeps it while another call
+    /// releases it.
+    Buffer(u64, Arc<DmaBuffer>),
+    /// Offload memory.
+    Memory(u64, Memory),
+    /// A loaded program.
+    Program(u64, Program),
+    /// A kernel of a program.
+    Kernel(u64, Kernel),
+    /// An in-order queue.
+    Queue(u64, Queue),
+    /// The completion of a command, or a registered device event.
+    Event(u64, Event),
+}
+
+impl Object {
+    /// What the object is, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Handle(_) => "handle",
+            Object::Region(..) => "MMIO region",
+            Object::Buffer(..) => "buffer",
+            Object::Memory(..) => "memory",
+            Object::Program(..) => "program",
+            Object::Kernel(..) => "kernel",
+            Object::Queue(..) => "queue",
+            Object::Event(..) => "event",
+        }
+    }
+
+    /// The handle it came from (itself, for a handle).
+    fn owner(&self, number: u64) -> u64 {
+        match self {
+            Object::Handle(_) => number,
+            Object::Region(owner, _)
+            | Object::Buffer(owner, _)
+            | Object::Memory(owner, _)
+            | Object::Program(owner, _)
+            | Object::Kernel(owner, _)
+            | Object::Queue(owner, _)
+            | Object::Event(owner, _) => *owner,
+        }
+    }
+
+    /// The order objects are released in: what uses an object goes before it.
+    fn release_rank(&self) -> u8 {
+        match self {
+            Object::Event(..) => 0,
+            Object::Queue(..) => 1,
+            Object::Kernel(..) => 2,
+            Object::Program(..) => 3,
+            Object::Memory(..) => 4,
+            Object::Buffer(..) => 5,
+            Object::Region(..) => 6,
+            Object::Handle(_) => 7,
+        }
+    }
+
+    /// Releases the object, reporting what the host said.
+    pub fn release(self) -> accelhost::Result<()> {
+        match self {
+            Object::Handle(handle) => handle.close(),
+            Object::Buffer(_, buffer) => release_buffer(buffer),
+            Object::Queue(_, queue) => queue.finish(),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// What a session holds. Object numbers start at 1 and are never reused, so a stale number
 /// names nothing.
 #[derive(Default)]
@@ -30,42 +106,60 @@ pub struct Objects {
     next: u64,
     /// The devices of the session's last enumeration, by id.
     pub devices: HashMap<String, Token>,
-    /// Open accelerators.
-    pub handles: HashMap<u64, Handle>,
-    /// Mapped MMIO regions, with the handle each came from.
-    pub regions: HashMap<u64, (u64, MmioRegion)>,
-    /// Prepared DMA buffers, with the handle each came from. Shared so that a call in flight
-    /// keeps its buffer while another call releases it.
-    pub buffers: HashMap<u64, (u64, Arc<DmaBuffer>)>,
+    held: HashMap<u64, Object>,
 }
 
 impl Objects {
-    /// The next object number.
-    pub fn number(&mut self) -> u64 {
+    /// Adds `object` under a fresh number.
+    pub fn insert(&mut self, object: Object) -> u64 {
         self.next += 1;
+        self.held.insert(self.next, object);
         self.next
     }
 
-    /// Handles, regions and buffers held.
+    /// Object `number`, if held.
+    pub fn get(&self, number: u64) -> Option<&Object> {
+        self.held.get(&number)
+    }
+
+    /// Objects held.
     pub fn count(&self) -> usize {
-        self.handles.len() + self.regions.len() + self.buffers.len()
+        self.held.len()
     }
 
-    /// Bytes of DMA buffers held.
+    /// Bytes of DMA buffers and offload memory held.
     pub fn dma_bytes(&self) -> u64 {
-        self.buffers.values().map(|(_, b)| b.size()).sum()
+        self.held
+            .values()
+            .map(|object| match object {
+                Object::Buffer(_, buffer) => buffer.size(),
+                Object::Memory(_, memory) => memory.size(),
+                _ => 0,
+            })
+            .sum()
     }
 
-    /// Takes handle `number` out, with the regions and buffers that came from it.
-    pub fn take_handle(&mut self, number: u64) -> Option<(Handle, Vec<Arc<DmaBuffer>>)> {
-        let handle = self.handles.remove(&number)?;
-        self.regions.retain(|_, (owner, _)| *owner != number);
-        let buffers = self
-            .buffers
-            .extract_if(|_, (owner, _)| *owner == number)
-            .map(|(_, (_, buffer))| buffer)
-            .collect();
-        Some((handle, buffers))
+    /// Takes object `number` out; for a handle, with everything that came from it. The
+    /// objects come in the order they are to be released.
+    pub fn take(&mut self, number: u64) -> Vec<Object> {
+        let mut taken: Vec<Object> = match self.held.get(&number) {
+            Some(Object::Handle(_)) => self
+                .held
+                .extract_if(|n, object| object.owner(*n) == number)
+                .map(|(_, object)| object)
+                .collect(),
+            Some(_) => self.held.remove(&number).into_iter().collect(),
+            None => Vec::new(),
+        };
+        taken.sort_by_key(Object::release_rank);
+        taken
+    }
+
+    /// Takes every object out, in release order.
+    fn take_all(&mut self) -> Vec<Object> {
+        let mut taken: Vec<Object> = self.held.drain().map(|(_, object)| object).collect();
+        taken.sort_by_key(Object::release_rank);
+        taken
     }
 }
 
@@ -96,27 +190,18 @@ impl Session {
         self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Releases everything the session holds: buffers first, then regions, then handles
-    /// (closing each), as the host itself tears down.
+    /// Releases everything the session holds, in the host's order: events and queues first,
+    /// then kernels, programs, memory, buffers and regions, then the handles (closing each).
     pub fn release_all(&self) {
         self.events.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let held = std::mem::take(&mut *self.objects());
-        let Objects {
-            buffers,
-            regions,
-            handles,
-            devices,
-            ..
-        } = held;
-        for (_, (_, buffer)) in buffers {
-            if let Err(err) = release_buffer(buffer) {
-                tracing::debug!(session = %self.id, "releasing a buffer: {err}");
-            }
-        }
-        drop(regions);
-        for (_, handle) in handles {
-            if let Err(err) = handle.close() {
-                tracing::debug!(session = %self.id, "closing a handle: {err}");
+        let (taken, devices) = {
+            let mut objects = self.objects();
+            (objects.take_all(), std::mem::take(&mut objects.devices))
+        };
+        for object in taken {
+            let kind = object.kind();
+            if let Err(err) = object.release() {
+                tracing::debug!(session = %self.id, "releasing a {kind}: {err}");
             }
         }
         drop(devices);
@@ -236,9 +321,8 @@ mod tests {
         assert_ne!(a.id, b.id);
         assert_eq!(a.id.len(), 32);
         let mut objects = a.objects();
-        let first = objects.number();
-        let second = objects.number();
-        assert!(second > first && first > 0);
+        assert!(objects.take(1).is_empty());
+        assert_eq!(objects.count(), 0);
     }
 
     #[test]
