@@ -715,3 +715,73 @@ async fn capi_memcpy_runs_byte_exact_over_the_socket() {
     wait_for_no_sessions(&node.sessions).await;
     node.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_unchanged_clients_and_ends_changed_ones() {
+    let dir = scratch_dir("node");
+    let config = |devices: &str| {
+        format!(
+            r#"{{"listen": {{"unix": {{"path": "{}"}}}},
+                "clients": [{{"name": "tester", "unix_uid": {}, "grants": {{"devices": [{devices}]}}}}]}}"#,
+            json_path(&dir.join("node.sock")),
+            uid()
+        )
+    };
+    let path = dir.join("serve.json");
+    std::fs::write(&path, config(r#""dfl/*""#)).unwrap();
+    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
+    let node = BoundNode::bind(Arc::new(ServeConfig::load(&path).unwrap()), host)
+        .await
+        .unwrap();
+    let service = node.service();
+    let sessions = node.sessions();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(node.run(async {
+        let _ = stopped.await;
+    }));
+    let endpoint = Endpoint::Unix(dir.join("node.sock"));
+
+    let client = connect(&endpoint).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+
+    // The same entry: the session and its open handle go on.
+    let same = ServeConfig::parse(&config(r#""dfl/*""#), &path).unwrap();
+    let reloaded = service.reload(same);
+    assert_eq!(
+        (reloaded.ended.len(), reloaded.kept),
+        (0, 1),
+        "{reloaded:?}"
+    );
+    assert!(reloaded.need_restart.is_empty());
+    client.map_mmio(handle, 0).await.unwrap();
+
+    // Changed grants: the session ends and the device is free; a new session sees the
+    // new grants.
+    let changed = ServeConfig::parse(&config(r#""xocl/*""#), &path).unwrap();
+    let reloaded = service.reload(changed);
+    assert_eq!(reloaded.ended, ["tester"]);
+    assert_eq!(sessions.len(), 0);
+    let err = client.enumerate(vec![]).await.unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::NotFound), "{err}");
+    let again = connect(&endpoint).await;
+    let ids: Vec<String> = again
+        .enumerate(vec![])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(ids, ["xocl/emu:xocl0"]);
+
+    // A changed listener is reported as needing a restart.
+    let moved = ServeConfig::parse(
+        &config(r#""xocl/*""#).replace("node.sock", "other.sock"),
+        &path,
+    )
+    .unwrap();
+    assert_eq!(service.reload(moved).need_restart, ["listen"]);
+    drop((client, again));
+    let _ = stop.send(());
+    served.await.unwrap().unwrap();
+}

@@ -249,3 +249,43 @@ fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
     served.wait_for("accelhost serve: stopped");
     assert!(!socket.exists(), "SIGTERM removes the socket file");
 }
+
+#[test]
+fn sighup_reloads_the_serve_config() {
+    let dir = scratch_dir("serve-reload");
+    let path = serve_config(&dir);
+    let endpoint = Endpoint::Unix(dir.join("node.sock"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut served = Served::start(&dir);
+    let client = runtime.block_on(async {
+        let client = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(client.enumerate(vec![]).await.unwrap().len(), 5);
+        client
+    });
+
+    // Narrower grants: the operator's session ends; a new one sees only the dfl port.
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace(r#"["*"]"#, r#"["dfl/*"]"#)).unwrap();
+    served.signal(libc::SIGHUP);
+    served.wait_for("reloaded serve.json; 0 session(s) kept, 1 ended (clients operator)");
+    runtime.block_on(async {
+        assert!(client.enumerate(vec![]).await.is_err());
+        let again = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(again.enumerate(vec![]).await.unwrap().len(), 1);
+    });
+
+    // A config that does not load leaves the running one in force.
+    std::fs::write(&path, "{ not json").unwrap();
+    served.signal(libc::SIGHUP);
+    served.wait_for("not reloaded, the running config stays: ");
+    served.signal(libc::SIGTERM);
+    assert!(served.wait(Duration::from_secs(30)).success());
+}

@@ -40,7 +40,11 @@ load images. A client's handles and buffers are released when it disconnects.
 The plugins served are those of host_config (relative to the serve config), else --config,
 else the usual lookup order. Relative paths in the serve config are relative to its folder.
 SIGTERM or SIGINT: stop accepting, end every session, let calls in flight finish, finalize
-the plugins and remove the socket. `accelhost check-config FILE` checks a serve config.";
+the plugins and remove the socket. SIGHUP: re-read the serve config; the sessions of clients
+whose entry did not change go on, the others end. Clients, grants, node_name and limits take
+effect at once; listen, limits.max_message_kib and host_config at the next start. A config
+that does not load is reported and the running one kept. `accelhost check-config FILE`
+checks a serve config.";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -75,7 +79,9 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             listening.join(" and "),
             serve.clients.len()
         );
+        let reloading = tokio::spawn(reload_on_hangup(args.file.clone(), node.service()));
         node.run(stop_signal()).await?;
+        reloading.abort();
         anyhow::Ok(())
     })?;
     drop(runtime);
@@ -83,6 +89,43 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     drop(host);
     eprintln!("accelhost serve: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Re-reads the serve config on each SIGHUP and puts it in force; a config that does not
+/// load is reported and the running one kept.
+async fn reload_on_hangup(file: PathBuf, service: Arc<accelhost_node::service::NodeService>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot listen for SIGHUP; the serve config will not be reloaded");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match ServeConfig::load(&file) {
+            Ok(config) => {
+                let reloaded = service.reload(config);
+                eprintln!(
+                    "accelhost serve: reloaded {}; {} session(s) kept, {} ended{}{}",
+                    file.display(),
+                    reloaded.kept,
+                    reloaded.ended.len(),
+                    if reloaded.ended.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (clients {})", reloaded.ended.join(", "))
+                    },
+                    if reloaded.need_restart.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; {} changed but take effect at the next start",
+                            reloaded.need_restart.join(", ")
+                        )
+                    }
+                );
+            }
+            Err(err) => eprintln!("accelhost serve: not reloaded, the running config stays: {err}"),
+        }
+    }
 }
 
 async fn stop_signal() {

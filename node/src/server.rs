@@ -108,6 +108,11 @@ impl BoundNode {
         self.service.sessions()
     }
 
+    /// The service, for reloading its config while it runs.
+    pub fn service(&self) -> Arc<NodeService> {
+        self.service.clone()
+    }
+
     /// Serves until `shutdown` completes; then ends every session (releasing what the
     /// clients held), lets calls in flight finish, and removes the socket file.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {

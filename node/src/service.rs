@@ -2,7 +2,7 @@
 //! caller's session, checks the client's grants and then makes the host call.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -24,8 +24,19 @@ use crate::status::{from_host, status};
 /// The node service: one host, its serve config and its clients' sessions.
 pub struct NodeService {
     host: Arc<Host>,
-    config: Arc<ServeConfig>,
+    config: RwLock<Arc<ServeConfig>>,
     sessions: Arc<Sessions>,
+}
+
+/// What a reload changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Sessions ended because their client's entry was removed or changed, by client name.
+    pub ended: Vec<String>,
+    /// Sessions kept.
+    pub kept: usize,
+    /// Settings that changed but take effect only when the node restarts.
+    pub need_restart: Vec<&'static str>,
 }
 
 impl NodeService {
@@ -33,9 +44,38 @@ impl NodeService {
     pub fn new(host: Arc<Host>, config: Arc<ServeConfig>) -> NodeService {
         NodeService {
             host,
-            config,
+            config: RwLock::new(config),
             sessions: Arc::new(Sessions::default()),
         }
+    }
+
+    /// The serve config in force.
+    pub fn config(&self) -> Arc<ServeConfig> {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Puts `new` in force. Sessions of clients whose entry is unchanged go on; the others
+    /// end (releasing what they held). Listeners and the message size stay as bound.
+    pub fn reload(&self, new: ServeConfig) -> Reloaded {
+        let old = self.config();
+        let mut reloaded = Reloaded::default();
+        if old.unix != new.unix || old.tcp != new.tcp {
+            reloaded.need_restart.push("listen");
+        }
+        if old.limits.max_message_kib != new.limits.max_message_kib {
+            reloaded.need_restart.push("limits.max_message_kib");
+        }
+        let new = Arc::new(new);
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
+        let (ended, kept) = self
+            .sessions
+            .end_where(|client| new.clients.iter().all(|entry| entry != client));
+        reloaded.ended = ended;
+        reloaded.kept = kept;
+        reloaded
     }
 
     /// The open sessions (ended all at once at shutdown).
@@ -46,9 +86,10 @@ impl NodeService {
     /// The client entry the transport says the caller is.
     fn client<T>(&self, request: &Request<T>, call: &str) -> Result<Arc<ClientEntry>, Status> {
         let peer = Peer::of(request);
+        let config = self.config();
         peer.identities()
             .iter()
-            .find_map(|identity| self.config.client(identity))
+            .find_map(|identity| config.client(identity))
             .map(|entry| Arc::new(entry.clone()))
             .ok_or_else(|| {
                 status(
@@ -75,8 +116,8 @@ impl NodeService {
         }
     }
 
-    fn limits(&self) -> &crate::config::Limits {
-        &self.config.limits
+    fn limits(&self) -> crate::config::Limits {
+        self.config().limits.clone()
     }
 }
 
@@ -288,7 +329,7 @@ impl node_server::Node for NodeService {
             event: Some(proto::session_event::Event::Attached(proto::Attached {
                 session: id.clone(),
                 client: client.name.clone(),
-                node: self.config.node_name.clone(),
+                node: self.config().node_name.clone(),
                 max_message_bytes: self.limits().max_message_bytes() as u64,
             })),
         };

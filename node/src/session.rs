@@ -273,6 +273,30 @@ impl Sessions {
         }
     }
 
+    /// Ends the sessions whose client `ends` picks; returns their clients' names and how
+    /// many sessions were kept.
+    pub fn end_where(&self, ends: impl Fn(&ClientEntry) -> bool) -> (Vec<String>, usize) {
+        let ending: Vec<Arc<Session>> = {
+            let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<String> = map
+                .values()
+                .filter(|session| ends(&session.client))
+                .map(|session| session.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        let kept = self.len();
+        let names = ending
+            .iter()
+            .map(|session| {
+                tracing::info!(session = %session.id, client = %session.client.name, "session ended: its client entry changed");
+                session.release_all();
+                session.client.name.clone()
+            })
+            .collect();
+        (names, kept)
+    }
+
     /// Ends every session (at shutdown).
     pub fn end_all(&self) {
         let all: Vec<_> = self
