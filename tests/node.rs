@@ -1,9 +1,11 @@
 //! The node service end to end on loopback: a node over the embedded default's plugins,
 //! clients on its Unix socket and over mutual TLS, with test certificates made here.
 
+#[path = "support/remote.rs"]
+mod remote;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use accelhost::families::dfl::abi::nlb0;
 use accelhost_node::proto::Filter;
 use accelhost_node::session::Sessions;
 use accelhost_node::{BoundNode, Client, ClientOptions, Endpoint, RemoteError, ServeConfig};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use remote::{Pki, hello_fpga};
 use support::{default_host, json_path, scratch_dir};
 use tokio::sync::oneshot;
 
@@ -98,80 +100,6 @@ fn dfl_filter() -> Vec<Filter> {
         guid: Some(nlb0::AFU_ID.to_string()),
         ..Filter::default()
     }]
-}
-
-/// OPAE's hello_fpga on a remote NLB0 port: every register write, buffer and poll crosses
-/// the socket; the copy is checked byte for byte.
-async fn hello_fpga(client: &Client, device: &str, bytes: u64) {
-    let handle = client.open(device, false).await.unwrap();
-    let (mmio, size) = client.map_mmio(handle, 0).await.unwrap();
-    assert!(size >= 0x1000);
-    assert_eq!(
-        client.read64(mmio, nlb0::CSR_AFU_ID_H).await.unwrap(),
-        nlb0::AFU_ID.high
-    );
-    let dsm = client.prepare_buffer(handle, 4096).await.unwrap();
-    let src = client.prepare_buffer(handle, bytes).await.unwrap();
-    let dst = client.prepare_buffer(handle, bytes).await.unwrap();
-    let pattern: Vec<u8> = (0..bytes)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
-        .collect();
-    client.write(src.buffer, 0, &pattern).await.unwrap();
-    client
-        .fill_buffer(dst.buffer, 0, bytes, 0xBE)
-        .await
-        .unwrap();
-    client.reset(handle).await.unwrap();
-    client
-        .write64(mmio, nlb0::CSR_DSM_BASEL, dsm.iova)
-        .await
-        .unwrap();
-    client.write32(mmio, nlb0::CSR_CTL, 0).await.unwrap();
-    client
-        .write32(mmio, nlb0::CSR_CTL, nlb0::CTL_RESET_N)
-        .await
-        .unwrap();
-    client
-        .write64_batch(
-            mmio,
-            &[
-                (nlb0::CSR_SRC_ADDR, src.iova / nlb0::CACHE_LINE),
-                (nlb0::CSR_DST_ADDR, dst.iova / nlb0::CACHE_LINE),
-            ],
-        )
-        .await
-        .unwrap();
-    client
-        .write32(mmio, nlb0::CSR_NUM_LINES, (bytes / nlb0::CACHE_LINE) as u32)
-        .await
-        .unwrap();
-    client
-        .write32(mmio, nlb0::CSR_CFG, nlb0::CFG_HELLO_FPGA as u32)
-        .await
-        .unwrap();
-    client
-        .write32(mmio, nlb0::CSR_CTL, nlb0::CTL_RESET_N | nlb0::CTL_START)
-        .await
-        .unwrap();
-    let status = client
-        .poll_buffer(dsm.buffer, nlb0::DSM_STATUS, 1, 1, Duration::from_secs(20))
-        .await
-        .unwrap();
-    assert_eq!(status >> 32, 0, "test_error");
-    client
-        .write32(
-            mmio,
-            nlb0::CSR_CTL,
-            nlb0::CTL_RESET_N | nlb0::CTL_START | nlb0::CTL_STOP,
-        )
-        .await
-        .unwrap();
-    let copied = client.read(dst.buffer, 0, bytes).await.unwrap();
-    assert!(
-        copied == pattern,
-        "the remote copy of {bytes} bytes is byte-exact"
-    );
-    client.close(handle).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -399,68 +327,6 @@ async fn shutdown_ends_sessions_and_calls_in_flight() {
 }
 
 // --- mutual TLS ---
-
-struct Pki {
-    dir: PathBuf,
-}
-
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-fn leaf(
-    dir: &Path,
-    name: &str,
-    sans: &[&str],
-    issuer: &CertifiedIssuer<'static, KeyPair>,
-    expired: bool,
-) {
-    let mut params =
-        CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    if expired {
-        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
-    }
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, issuer).unwrap();
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-    std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
-}
-
-impl Pki {
-    /// A CA for the node, a CA for clients, the node's certificate for `localhost`, and
-    /// clients: `good` (SAN client1.test), `stranger` (a SAN no client entry names),
-    /// `expired` and `rogue` (signed by another CA).
-    fn new() -> Pki {
-        let dir = scratch_dir("pki");
-        let node_ca = ca("node CA");
-        let client_ca = ca("client CA");
-        let rogue_ca = ca("rogue CA");
-        std::fs::write(dir.join("node-ca.pem"), node_ca.pem()).unwrap();
-        std::fs::write(dir.join("client-ca.pem"), client_ca.pem()).unwrap();
-        leaf(&dir, "node", &["localhost"], &node_ca, false);
-        leaf(&dir, "good", &["client1.test"], &client_ca, false);
-        leaf(&dir, "stranger", &["client9.test"], &client_ca, false);
-        leaf(&dir, "expired", &["client1.test"], &client_ca, true);
-        leaf(&dir, "rogue", &["client1.test"], &rogue_ca, false);
-        Pki { dir }
-    }
-
-    fn endpoint(&self, address: std::net::SocketAddr, client: &str) -> Endpoint {
-        Endpoint::Tls {
-            address: address.to_string(),
-            server_name: "localhost".into(),
-            ca: self.dir.join("node-ca.pem"),
-            certificate: self.dir.join(format!("{client}.pem")),
-            key: self.dir.join(format!("{client}.key")),
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_serves_known_certificates_only() {
@@ -784,4 +650,109 @@ async fn a_reload_keeps_unchanged_clients_and_ends_changed_ones() {
     drop((client, again));
     let _ = stop.send(());
     served.await.unwrap().unwrap();
+}
+
+// --- clients that go away mid-call ---
+
+/// Waits until a new session can open `device` exclusively: what a departed client held was
+/// released.
+async fn wait_until_free(endpoint: &Endpoint, device: &str) {
+    let client = connect(endpoint).await;
+    client.enumerate(vec![]).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match client.open(device, false).await {
+            Ok(handle) => {
+                client.close(handle).await.unwrap();
+                return;
+            }
+            Err(err) if err.code == Some(ErrorCode::Busy) && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("{device} was not released: {err}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_mid_transfer_or_mid_reconfigure_leaves_nothing() {
+    use accelhost_node::proto::{BufferWriteChunk, ReconfigureChunk, ReconfigureHeader};
+    use tokio_stream::StreamExt;
+
+    let node = start_unix(r#"{"devices": ["*"], "reconfigure": true}"#).await;
+    let endpoint = node.unix();
+
+    // Mid-transfer: two chunks of a 64 MiB write sent, then the client goes.
+    let client = connect(&endpoint).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+    let buffer = client.prepare_buffer(handle, 64 << 20).await.unwrap();
+    let chunks: Vec<BufferWriteChunk> = (0..2)
+        .map(|i| BufferWriteChunk {
+            session: client.session().into(),
+            object: buffer.buffer,
+            offset: i * (128 << 10),
+            data: vec![1; 128 << 10].into(),
+        })
+        .collect();
+    let mut rpc = client.rpc();
+    let writing = tokio::spawn(async move {
+        rpc.buffer_write(tokio_stream::iter(chunks).chain(tokio_stream::pending()))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    writing.abort();
+    drop(client);
+    wait_until_free(&endpoint, "dfl/emu:dfl0").await;
+
+    // Mid-reconfigure: the header announces 1 MiB, 64 KiB arrive, then the client goes.
+    let client = connect(&endpoint).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+    let first = ReconfigureChunk {
+        header: Some(ReconfigureHeader {
+            session: client.session().into(),
+            handle,
+            slot: 0,
+            image_bytes: 1 << 20,
+        }),
+        data: vec![0; 64 << 10].into(),
+    };
+    let mut rpc = client.rpc();
+    let loading = tokio::spawn(async move {
+        rpc.reconfigure(tokio_stream::iter([first]).chain(tokio_stream::pending()))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    loading.abort();
+    drop(client);
+    wait_until_free(&endpoint, "xocl/emu:xocl0").await;
+    wait_for_no_sessions(&node.sessions).await;
+
+    // A stream that ends short is refused with the count, and the session goes on.
+    let client = connect(&endpoint).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+    let short = ReconfigureChunk {
+        header: Some(ReconfigureHeader {
+            session: client.session().into(),
+            handle,
+            slot: 0,
+            image_bytes: 1 << 20,
+        }),
+        data: vec![0; 4096].into(),
+    };
+    let err = client
+        .rpc()
+        .reconfigure(tokio_stream::iter([short]))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message()
+            .contains("the stream ended after 4096 of the 1048576 bytes its header announced"),
+        "{err:?}"
+    );
+    client.reset(handle).await.unwrap();
+    drop(client);
+    node.stop().await;
 }

@@ -289,3 +289,95 @@ fn sighup_reloads_the_serve_config() {
     served.signal(libc::SIGTERM);
     assert!(served.wait(Duration::from_secs(30)).success());
 }
+
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/<pid>/status")
+}
+
+/// Clients that ask for far more than they read: the node holds a few chunks per stream,
+/// not what was asked for.
+#[test]
+fn readers_that_never_read_keep_the_node_bounded() {
+    let dir = scratch_dir("serve-slow");
+    serve_config(&dir);
+    let endpoint = Endpoint::Unix(dir.join("node.sock"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let served = Served::start(&dir);
+    let pid = served.child.id();
+    runtime.block_on(async {
+        let client = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        client.enumerate(vec![]).await.unwrap();
+        let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+        let buffer = client.prepare_buffer(handle, 64 << 20).await.unwrap();
+        client
+            .fill_buffer(buffer.buffer, 0, 64 << 20, 7)
+            .await
+            .unwrap();
+        let before = resident_kib(pid);
+        // 8 reads of 64 MiB each (512 MiB asked for), none of them read.
+        let mut streams = Vec::new();
+        for _ in 0..8 {
+            let stream = client
+                .rpc()
+                .buffer_read(accelhost_node::proto::BufferReadRequest {
+                    session: client.session().into(),
+                    object: buffer.buffer,
+                    offset: 0,
+                    length: 64 << 20,
+                    chunk_bytes: 0,
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            streams.push(stream);
+        }
+        // A ninth is refused: the session's streams are bounded.
+        let ninth = client
+            .rpc()
+            .buffer_read(accelhost_node::proto::BufferReadRequest {
+                session: client.session().into(),
+                object: buffer.buffer,
+                offset: 0,
+                length: 4096,
+                chunk_bytes: 0,
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            ninth
+                .message()
+                .contains("already has 8 answer streams open (limits.max_streams_per_session)"),
+            "{ninth:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let grown_mib = resident_kib(pid).saturating_sub(before) / 1024;
+        // Per stream: a chunk queued, one in hand and what the transport buffers, of at
+        // most 1 MiB each.
+        assert!(
+            grown_mib < 8 * 4 + 32,
+            "the node grew by {grown_mib} MiB for 512 MiB of unread data"
+        );
+        // Unread streams hold their connection's flow-control window; dropping them frees it
+        // and their permits, and a slow reader then gets every byte.
+        let mut first = streams.remove(0);
+        drop(streams);
+        let mut got = 0u64;
+        while let Some(data) = first.message().await.unwrap() {
+            assert!(data.data.iter().all(|&b| b == 7));
+            got += data.data.len() as u64;
+        }
+        assert_eq!(got, 64 << 20);
+        eprintln!("unread streams grew the node by {grown_mib} MiB");
+    });
+}

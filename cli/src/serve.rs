@@ -21,7 +21,7 @@ The serve config (JSON) names the listeners, the limits and the clients:
     },
     \"limits\": {\"max_message_kib\": 4096, \"max_sessions\": 256,
                \"max_objects_per_session\": 4096, \"max_poll_ms\": 60000,
-               \"max_image_mib\": 512},
+               \"max_image_mib\": 512, \"max_streams_per_session\": 8},
     \"clients\": [
       {\"name\": \"ops\", \"unix_uid\": 0, \"grants\": {\"devices\": [\"*\"], \"reconfigure\": true}},
       {\"name\": \"batch\", \"unix_gid\": 1001, \"grants\": {\"devices\": [\"dfl/*\"]}},

@@ -68,6 +68,10 @@ pub struct Limits {
     /// The longest a client may ask one poll to wait, in milliseconds.
     #[serde(default = "default_max_poll_ms")]
     pub max_poll_ms: u32,
+    /// The most answer streams (buffer reads, event watches) one session may have open;
+    /// with the message size and `max_sessions` it bounds what unread streams hold.
+    #[serde(default = "default_max_streams")]
+    pub max_streams_per_session: usize,
     /// The largest image `Reconfigure` takes, in MiB.
     #[serde(default = "default_max_image_mib")]
     pub max_image_mib: u64,
@@ -81,6 +85,7 @@ impl Default for Limits {
             max_objects_per_session: default_max_objects(),
             max_poll_ms: default_max_poll_ms(),
             max_image_mib: default_max_image_mib(),
+            max_streams_per_session: default_max_streams(),
         }
     }
 }
@@ -177,6 +182,9 @@ fn default_max_objects() -> usize {
 }
 fn default_max_poll_ms() -> u32 {
     60_000
+}
+fn default_max_streams() -> usize {
+    8
 }
 fn default_max_image_mib() -> u64 {
     512
@@ -326,6 +334,12 @@ impl ServeConfig {
             ),
             ("max_poll_ms", u64::from(limits.max_poll_ms), 1, 3_600_000),
             ("max_image_mib", limits.max_image_mib, 1, 4096),
+            (
+                "max_streams_per_session",
+                limits.max_streams_per_session as u64,
+                1,
+                1024,
+            ),
         ] {
             if !(low..=high).contains(&value) {
                 return Err(field_error(

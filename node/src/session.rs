@@ -19,6 +19,8 @@ pub struct Session {
     /// The client entry the caller was identified as, when it attached.
     pub client: Arc<ClientEntry>,
     objects: Mutex<Objects>,
+    /// Permits for answer streams (reads, event watches) open at once.
+    pub streams: Arc<tokio::sync::Semaphore>,
     /// The session's `Attach` stream: dropping the sender (when the session ends) ends it.
     events: Mutex<Option<mpsc::Sender<Result<SessionEvent, Status>>>>,
 }
@@ -176,10 +178,12 @@ impl Session {
     pub fn new(
         client: Arc<ClientEntry>,
         events: mpsc::Sender<Result<SessionEvent, Status>>,
+        max_streams: usize,
     ) -> Session {
         Session {
             id: random_id(),
             client,
+            streams: Arc::new(tokio::sync::Semaphore::new(max_streams)),
             objects: Mutex::new(Objects::default()),
             events: Mutex::new(Some(events)),
         }
@@ -340,8 +344,8 @@ mod tests {
 
     #[test]
     fn ids_are_distinct_and_numbers_never_repeat() {
-        let a = Session::new(client(), mpsc::channel(1).0);
-        let b = Session::new(client(), mpsc::channel(1).0);
+        let a = Session::new(client(), mpsc::channel(1).0, 1);
+        let b = Session::new(client(), mpsc::channel(1).0, 1);
         assert_ne!(a.id, b.id);
         assert_eq!(a.id.len(), 32);
         let mut objects = a.objects();
@@ -353,10 +357,10 @@ mod tests {
     fn the_session_cap_holds() {
         let sessions = Sessions::default();
         sessions
-            .insert(Arc::new(Session::new(client(), mpsc::channel(1).0)), 1)
+            .insert(Arc::new(Session::new(client(), mpsc::channel(1).0, 1)), 1)
             .unwrap();
         assert_eq!(
-            sessions.insert(Arc::new(Session::new(client(), mpsc::channel(1).0)), 1),
+            sessions.insert(Arc::new(Session::new(client(), mpsc::channel(1).0, 1)), 1),
             Err(1)
         );
         assert_eq!(sessions.len(), 1);
