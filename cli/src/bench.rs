@@ -502,6 +502,16 @@ fn suite(
         row = row.baseline(format!("native {:.2} ms", native / 1e6));
     }
     rows.push(row);
+
+    progress("the node service (remote MMIO, 64 MiB round trips, 8 serving processes)");
+    for figure in crate::bench_remote::figures(settings, cache)? {
+        rows.push(
+            Row::new(figure.what, figure.measured, figure.target)
+                .baseline(figure.baseline)
+                .ratio(figure.ratio)
+                .met(figure.met),
+        );
+    }
     Ok(rows)
 }
 

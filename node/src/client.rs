@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use accelhost::ErrorCode;
+use bytes::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::task::JoinHandle;
 use tonic::transport::{
@@ -113,51 +114,7 @@ impl Client {
             code: None,
             message,
         };
-        let channel = match endpoint {
-            Endpoint::Unix(path) => {
-                let path = path.clone();
-                // The URI is not used: the connector dials the socket.
-                TonicEndpoint::from_static("http://localhost")
-                    .connect_timeout(options.connect_timeout)
-                    .timeout(options.call_timeout)
-                    .connect_with_connector(tower::service_fn(move |_| {
-                        let path = path.clone();
-                        async move {
-                            Ok::<_, std::io::Error>(TokioIo::new(
-                                tokio::net::UnixStream::connect(path).await?,
-                            ))
-                        }
-                    }))
-                    .await
-                    .map_err(|err| fail("connect", transport_message(&err)))?
-            }
-            Endpoint::Tls {
-                address,
-                server_name,
-                ca,
-                certificate,
-                key,
-            } => {
-                let read = |path: &PathBuf| {
-                    std::fs::read(path)
-                        .map_err(|err| fail("connect", format!("{}: {err}", path.display())))
-                };
-                let tls = ClientTlsConfig::new()
-                    .domain_name(server_name.clone())
-                    .ca_certificate(Certificate::from_pem(read(ca)?))
-                    .identity(Identity::from_pem(read(certificate)?, read(key)?));
-                TonicEndpoint::from_shared(format!("https://{address}"))
-                    .map_err(|err| fail("connect", format!("'{address}': {err}")))?
-                    .connect_timeout(options.connect_timeout)
-                    .timeout(options.call_timeout)
-                    .tcp_nodelay(true)
-                    .tls_config(tls)
-                    .map_err(|err| fail("connect", transport_message(&err)))?
-                    .connect()
-                    .await
-                    .map_err(|err| fail("connect", transport_message(&err)))?
-            }
-        };
+        let channel = channel(endpoint, options).await?;
         let mut rpc = NodeClient::new(channel)
             .max_decoding_message_size(usize::MAX)
             .max_encoding_message_size(usize::MAX);
@@ -313,7 +270,7 @@ impl Client {
         let total = image.len() as u64;
         let chunk = self.chunk_bytes();
         let session = self.session().to_owned();
-        let chunks = image.chunks(chunk).map(<[u8]>::to_vec).collect::<Vec<_>>();
+        let chunks = pieces(&image, chunk);
         let count = chunks.len().max(1);
         let mut sent = 0u64;
         let stream = (0..count).map(move |i| {
@@ -514,14 +471,14 @@ impl Client {
     pub async fn write(&self, object: u64, offset: u64, data: &[u8]) -> RemoteResult<()> {
         let session = self.session().to_owned();
         let chunk = self.chunk_bytes();
-        let chunks: Vec<proto::BufferWriteChunk> = data
-            .chunks(chunk)
+        let chunks: Vec<proto::BufferWriteChunk> = pieces(data, chunk)
+            .into_iter()
             .enumerate()
             .map(|(i, piece)| proto::BufferWriteChunk {
                 session: session.clone(),
                 object,
                 offset: offset + (i * chunk) as u64,
-                data: piece.to_vec(),
+                data: piece,
             })
             .collect();
         self.rpc
@@ -631,8 +588,8 @@ impl Client {
     pub async fn create_program(&self, handle: u64, image: &[u8]) -> RemoteResult<u64> {
         let total = image.len() as u64;
         let session = self.session().to_owned();
-        let chunks: Vec<proto::ProgramChunk> = image
-            .chunks(self.chunk_bytes())
+        let chunks: Vec<proto::ProgramChunk> = pieces(image, self.chunk_bytes())
+            .into_iter()
             .enumerate()
             .map(|(i, data)| proto::ProgramChunk {
                 header: (i == 0).then(|| proto::ReconfigureHeader {
@@ -641,7 +598,7 @@ impl Client {
                     slot: 0,
                     image_bytes: total,
                 }),
-                data: data.to_vec(),
+                data,
             })
             .collect();
         let reply = self
@@ -827,6 +784,73 @@ impl Client {
             .map_err(self.err("Release"))?;
         Ok(())
     }
+}
+
+/// `data` in chunks of at most `chunk` bytes: copied once, then sliced.
+fn pieces(data: &[u8], chunk: usize) -> Vec<Bytes> {
+    let all = Bytes::copy_from_slice(data);
+    (0..data.len())
+        .step_by(chunk.max(1))
+        .map(|at| all.slice(at..(at + chunk).min(data.len())))
+        .collect()
+}
+
+/// A gRPC channel to `endpoint`, for the generated clients (the node's, the baseline's).
+pub async fn channel(endpoint: &Endpoint, options: ClientOptions) -> RemoteResult<Channel> {
+    let name = endpoint.to_string();
+    let fail = |call: &'static str, message: String| RemoteError {
+        endpoint: name.clone(),
+        call,
+        grpc: Code::Unavailable,
+        code: None,
+        message,
+    };
+    let channel = match endpoint {
+        Endpoint::Unix(path) => {
+            let path = path.clone();
+            // The URI is not used: the connector dials the socket.
+            TonicEndpoint::from_static("http://localhost")
+                .connect_timeout(options.connect_timeout)
+                .timeout(options.call_timeout)
+                .connect_with_connector(tower::service_fn(move |_| {
+                    let path = path.clone();
+                    async move {
+                        Ok::<_, std::io::Error>(TokioIo::new(
+                            tokio::net::UnixStream::connect(path).await?,
+                        ))
+                    }
+                }))
+                .await
+                .map_err(|err| fail("connect", transport_message(&err)))?
+        }
+        Endpoint::Tls {
+            address,
+            server_name,
+            ca,
+            certificate,
+            key,
+        } => {
+            let read = |path: &PathBuf| {
+                std::fs::read(path)
+                    .map_err(|err| fail("connect", format!("{}: {err}", path.display())))
+            };
+            let tls = ClientTlsConfig::new()
+                .domain_name(server_name.clone())
+                .ca_certificate(Certificate::from_pem(read(ca)?))
+                .identity(Identity::from_pem(read(certificate)?, read(key)?));
+            TonicEndpoint::from_shared(format!("https://{address}"))
+                .map_err(|err| fail("connect", format!("'{address}': {err}")))?
+                .connect_timeout(options.connect_timeout)
+                .timeout(options.call_timeout)
+                .tcp_nodelay(true)
+                .tls_config(tls)
+                .map_err(|err| fail("connect", transport_message(&err)))?
+                .connect()
+                .await
+                .map_err(|err| fail("connect", transport_message(&err)))?
+        }
+    };
+    Ok(channel)
 }
 
 fn remote(endpoint: &str, call: &'static str, status: Status) -> RemoteError {

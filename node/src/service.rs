@@ -262,6 +262,9 @@ impl Drop for SessionStream {
     }
 }
 
+/// The largest chunk `BufferRead` sends.
+const READ_CHUNK_BYTES: u64 = 1 << 20;
+
 type DataStream = ReceiverStream<Result<proto::Data, Status>>;
 
 fn width_of(width: i32, call: &str) -> Result<proto::Width, Status> {
@@ -307,7 +310,11 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<SessionStream>, Status> {
         let client = self.client(&request, "Attach")?;
         let (events, receiver) = mpsc::channel(1);
-        let session = Arc::new(Session::new(client.clone(), events.clone()));
+        let session = Arc::new(Session::new(
+            client.clone(),
+            events.clone(),
+            self.limits().max_streams_per_session,
+        ));
         let id = session.id.clone();
         self.sessions
             .insert(session, self.limits().max_sessions)
@@ -606,26 +613,31 @@ impl node_server::Node for NodeService {
                     ),
                 )
             })?;
-        // Room for the protobuf framing within the message limit.
-        let most = self.limits().max_message_bytes() as u64 - 64;
+        // Room for the protobuf framing within the message limit, and at most 1 MiB: what an
+        // unread stream holds on the node is a few chunks.
+        let most = (self.limits().max_message_bytes() as u64 - 64).min(READ_CHUNK_BYTES);
         let chunk = match req.chunk_bytes {
             0 => most,
             n => n.min(most),
         };
-        // A small channel: a client that reads slowly holds at most a few chunks here.
-        let (sender, receiver) = mpsc::channel(2);
+        let permit = self.stream_permit(&session, "BufferRead")?;
+        // One chunk queued and one being read: a client that reads slowly holds at most
+        // that, plus what the transport buffers, on the node.
+        let (sender, receiver) = mpsc::channel(1);
         let start = req.offset;
-        tokio::task::spawn_blocking(move || {
+        tokio::spawn(async move {
+            let _permit = permit;
             let mut at = start;
             while at < end {
                 let len = chunk.min(end - at) as usize;
                 let mut data = vec![0u8; len];
+                // A copy out of host memory: no plugin call, nothing that waits.
                 let item = target
                     .read(at, &mut data)
-                    .map(|()| proto::Data { data })
+                    .map(|()| proto::Data { data: data.into() })
                     .map_err(from_host);
                 let failed = item.is_err();
-                if sender.blocking_send(item).is_err() || failed {
+                if sender.send(item).await.is_err() || failed {
                     return;
                 }
                 at += len as u64;
@@ -930,6 +942,7 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "WatchEvent")?;
         let event = self.event(&session, req.object, "WatchEvent")?;
+        let permit = self.stream_permit(&session, "WatchEvent")?;
         // Two states at most, now and when it finishes: the channel holds both, so a client
         // that never reads the stream costs the node nothing more.
         let (sender, receiver) = mpsc::channel(2);
@@ -940,6 +953,7 @@ impl node_server::Node for NodeService {
             let finished = event.clone();
             event.on_finish(move || {
                 let _ = sender.try_send(Ok(event_state(&finished)));
+                drop(permit);
             });
         }
         Ok(Response::new(ReceiverStream::new(receiver)))
@@ -964,7 +978,7 @@ enum OwnedArg {
     U32(u32),
     I32(i32),
     U64(u64),
-    Bytes(Vec<u8>),
+    Bytes(bytes::Bytes),
 }
 
 impl OwnedArg {
@@ -1098,6 +1112,25 @@ impl NodeService {
         }
     }
 
+    /// One of the session's `limits.max_streams_per_session` answer streams, held until the
+    /// stream ends: what unread streams can make the node hold is bounded by it.
+    fn stream_permit(
+        &self,
+        session: &Session,
+        call: &str,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, Status> {
+        session.streams.clone().try_acquire_owned().map_err(|_| {
+            status(
+                ErrorCode::NoSpace,
+                format!(
+                    "{call}: session of client '{}' already has {} answer streams open (limits.max_streams_per_session)",
+                    session.client.name,
+                    self.limits().max_streams_per_session
+                ),
+            )
+        })
+    }
+
     fn room_for_object(&self, session: &Session, call: &str) -> Result<(), Status> {
         let max = self.limits().max_objects_per_session;
         if session.objects().count() >= max {
@@ -1145,7 +1178,7 @@ impl NodeService {
         client: &ClientEntry,
         chunks: &mut Streaming<C>,
         call: &str,
-        parts: impl Fn(C) -> (Option<proto::ReconfigureHeader>, Vec<u8>),
+        parts: impl Fn(C) -> (Option<proto::ReconfigureHeader>, bytes::Bytes),
     ) -> Result<(proto::ReconfigureHeader, Vec<u8>), Status> {
         let invalid =
             |message: String| status(ErrorCode::InvalidArgument, format!("{call}: {message}"));

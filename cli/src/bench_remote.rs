@@ -1,0 +1,302 @@
+//! The node service's rows of `accelhost bench`, each against a gRPC baseline of the same
+//! run: the same stack and Unix-socket transport doing no work (`Baseline`), and one serving
+//! process against eight.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use accelhost::{Config, Host};
+use accelhost_cli::measure::{Settings, median};
+use accelhost_node::proto::baseline_client::BaselineClient;
+use accelhost_node::proto::baseline_server::BaselineServer;
+use accelhost_node::proto::{Data, Empty, SourceRequest};
+use accelhost_node::{BoundNode, Client, ClientOptions, Endpoint, ServeConfig, baseline};
+use anyhow::Context;
+use tokio::net::UnixListener;
+use tokio::sync::oneshot;
+use tokio_stream::wrappers::UnixListenerStream;
+
+/// One figure against its baseline.
+pub struct RemoteFigure {
+    /// What was measured.
+    pub what: &'static str,
+    /// The node's figure, for people.
+    pub measured: String,
+    /// The baseline's figure, for people.
+    pub baseline: String,
+    /// The node's cost as a multiple of the baseline's (higher is worse).
+    pub ratio: f64,
+    /// The target, for people.
+    pub target: &'static str,
+    /// Whether the ratio meets it.
+    pub met: bool,
+}
+
+fn serve_config(dir: &Path, socket: &Path) -> String {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let host_config = dir.join("host.json");
+    let _ = std::fs::write(&host_config, accelhost::config::embedded_default_text());
+    serde_json::json!({
+        "host_config": host_config,
+        "listen": {"unix": {"path": socket, "mode": "0600"}},
+        "limits": {"max_message_kib": 4096},
+        "clients": [{"name": "bench", "unix_uid": uid,
+                     "grants": {"devices": ["*"], "dma_memory_mib": 1024}}]
+    })
+    .to_string()
+}
+
+fn ms(seconds: f64) -> String {
+    format!("{:.2} ms", seconds * 1e3)
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1e3)
+}
+
+/// Measures the node: MMIO read latency and a 64 MiB round trip against the baseline
+/// service, and enumerate across eight `accelhost serve` processes against one.
+pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFigure>> {
+    let dir = cache.join("node");
+    std::fs::create_dir_all(&dir)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut figures = runtime.block_on(in_process(settings, cache, &dir))?;
+    figures.push(runtime.block_on(eight_processes(settings, cache, &dir))?);
+    Ok(figures)
+}
+
+async fn in_process(
+    settings: &Settings,
+    cache: &Path,
+    dir: &Path,
+) -> anyhow::Result<Vec<RemoteFigure>> {
+    let socket = dir.join("node.sock");
+    let config_path = dir.join("serve.json");
+    std::fs::write(&config_path, serve_config(dir, &socket))?;
+    let serve = Arc::new(ServeConfig::load(&config_path)?);
+    let host = Arc::new(
+        Host::builder()
+            .config(Config::embedded_default())
+            .cache_dir(cache)
+            .build()?,
+    );
+    let node = BoundNode::bind(serve, host).await?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(node.run(async {
+        let _ = stopped.await;
+    }));
+    let baseline_socket = dir.join("baseline.sock");
+    let _ = std::fs::remove_file(&baseline_socket);
+    let listener = UnixListener::bind(&baseline_socket)?;
+    let (stop_baseline, baseline_stopped) = oneshot::channel::<()>();
+    let baseline_served = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(
+                BaselineServer::new(baseline::BaselineService)
+                    .max_decoding_message_size(4 << 20)
+                    .max_encoding_message_size(4 << 20),
+            )
+            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async {
+                let _ = baseline_stopped.await;
+            }),
+    );
+
+    let client = Client::connect(&Endpoint::Unix(socket.clone()), ClientOptions::default())
+        .await
+        .context("connecting to the bench node")?;
+    let channel = accelhost_node::client::channel(
+        &Endpoint::Unix(baseline_socket.clone()),
+        ClientOptions::default(),
+    )
+    .await?;
+    let mut floor = BaselineClient::new(channel)
+        .max_decoding_message_size(8 << 20)
+        .max_encoding_message_size(8 << 20);
+
+    client.enumerate(vec![]).await?;
+    let handle = client.open("dfl/emu:dfl0", false).await?;
+    let (region, _) = client.map_mmio(handle, 0).await?;
+    let calls = settings.samples * 200;
+    let (mut reads, mut noops) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for _ in 0..calls {
+        let started = Instant::now();
+        client.read64(region, 0x10).await?;
+        reads.push(started.elapsed().as_nanos() as f64);
+        let started = Instant::now();
+        floor.noop(Empty {}).await?;
+        noops.push(started.elapsed().as_nanos() as f64);
+    }
+    let (read_p50, noop_p50) = (median(&mut reads), median(&mut noops));
+    let mut figures = vec![RemoteFigure {
+        what: "remote MMIO read p50 (Unix socket)",
+        measured: us(read_p50),
+        baseline: format!("gRPC no-op {}", us(noop_p50)),
+        ratio: read_p50 / noop_p50,
+        target: "≤ 1.5× a gRPC no-op",
+        met: read_p50 <= 1.5 * noop_p50,
+    }];
+
+    let bytes: u64 = 64 << 20;
+    // The node client's chunks: writes as large as a message allows, reads of 1 MiB.
+    let (write_chunk, read_chunk) = ((4 << 20) - 256, 1 << 20);
+    let buffer = client.prepare_buffer(handle, bytes).await?;
+    let data = vec![0x5au8; bytes as usize];
+    let (mut node_s, mut floor_s) = (Vec::new(), Vec::new());
+    for _ in 0..settings.workload_samples {
+        let started = Instant::now();
+        client.write(buffer.buffer, 0, &data).await?;
+        let back = client.read(buffer.buffer, 0, bytes).await?;
+        node_s.push(started.elapsed().as_secs_f64());
+        anyhow::ensure!(back == data, "the 64 MiB round trip came back different");
+
+        let started = Instant::now();
+        // Copied once and sliced, as the node's client does.
+        let all = bytes::Bytes::copy_from_slice(&data);
+        let step = write_chunk;
+        let pieces: Vec<Data> = (0..data.len())
+            .step_by(step)
+            .map(|at| Data {
+                data: all.slice(at..(at + step).min(data.len())),
+            })
+            .collect();
+        floor.sink(tokio_stream::iter(pieces)).await?;
+        let mut source = floor
+            .source(SourceRequest {
+                length: bytes,
+                chunk_bytes: read_chunk,
+            })
+            .await?
+            .into_inner();
+        // Collected, as the node's client collects what it reads.
+        let mut received = Vec::with_capacity(bytes as usize);
+        while let Some(piece) = source.message().await? {
+            received.extend_from_slice(&piece.data);
+        }
+        anyhow::ensure!(
+            received.len() as u64 == bytes,
+            "the baseline stream came back short"
+        );
+        floor_s.push(started.elapsed().as_secs_f64());
+    }
+    let (node_s, floor_s) = (median(&mut node_s), median(&mut floor_s));
+    let gbps = |s: f64| 2.0 * bytes as f64 / s / 1e9;
+    figures.push(RemoteFigure {
+        what: "remote 64 MiB buffer write + read",
+        measured: format!("{:.2} GB/s ({})", gbps(node_s), ms(node_s)),
+        baseline: format!("gRPC stream {:.2} GB/s", gbps(floor_s)),
+        ratio: node_s / floor_s,
+        target: "≥ 80 % of a gRPC stream",
+        met: floor_s / node_s >= 0.8,
+    });
+
+    drop(client);
+    let _ = stop.send(());
+    let _ = stop_baseline.send(());
+    served.await??;
+    baseline_served.await??;
+    Ok(figures)
+}
+
+/// `accelhost serve` in a process of its own, until dropped.
+struct ServeProcess {
+    child: Child,
+    endpoint: Endpoint,
+}
+
+impl ServeProcess {
+    fn start(cache: &Path, dir: &Path, index: usize) -> anyhow::Result<ServeProcess> {
+        let dir = dir.join(format!("serve-{index}"));
+        std::fs::create_dir_all(&dir)?;
+        let socket = dir.join("node.sock");
+        std::fs::write(dir.join("serve.json"), serve_config(&dir, &socket))?;
+        let child = Command::new(std::env::current_exe()?)
+            .args(["serve", "serve.json"])
+            .current_dir(&dir)
+            .env("ACCELHOST_CACHE_DIR", cache)
+            .env("ACCELHOST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting accelhost serve")?;
+        Ok(ServeProcess {
+            child,
+            endpoint: Endpoint::Unix(socket),
+        })
+    }
+
+    async fn connect(&self) -> anyhow::Result<Client> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            match Client::connect(&self.endpoint, ClientOptions::default()).await {
+                Ok(client) => return Ok(client),
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn enumerate_all(clients: &[Arc<Client>]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let asked: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let client = client.clone();
+            tokio::spawn(async move { client.enumerate(vec![]).await })
+        })
+        .collect();
+    for answer in asked {
+        anyhow::ensure!(answer.await??.len() == 5, "a node lost devices");
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+async fn eight_processes(
+    settings: &Settings,
+    cache: &Path,
+    dir: &Path,
+) -> anyhow::Result<RemoteFigure> {
+    // The first fills the compile cache; the other seven start from it.
+    let first = ServeProcess::start(cache, dir, 0)?;
+    let mut clients = vec![Arc::new(first.connect().await?)];
+    let mut nodes = vec![first];
+    for index in 1..8 {
+        nodes.push(ServeProcess::start(cache, dir, index)?);
+    }
+    for node in &nodes[1..] {
+        clients.push(Arc::new(node.connect().await?));
+    }
+    let samples = settings.samples * 4;
+    let (mut one, mut eight) = (Vec::new(), Vec::new());
+    for _ in 0..samples {
+        one.push(enumerate_all(&clients[..1]).await?);
+        eight.push(enumerate_all(&clients).await?);
+    }
+    let (one, eight) = (median(&mut one), median(&mut eight));
+    drop(clients);
+    drop(nodes);
+    Ok(RemoteFigure {
+        what: "enumerate across 8 serving processes",
+        measured: ms(eight),
+        baseline: format!("1 process {}", ms(one)),
+        ratio: eight / one,
+        target: "≤ 2× one",
+        met: eight <= 2.0 * one,
+    })
+}
