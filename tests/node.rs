@@ -105,6 +105,18 @@ fn dfl_filter() -> Vec<Filter> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hello_fpga_runs_byte_exact_over_the_unix_socket() {
     let node = start_unix(r#"{"devices": ["dfl/*"]}"#).await;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&node.socket)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the socket has the configured mode");
+    let leftovers: Vec<_> = std::fs::read_dir(&node.dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("staging"))
+        .collect();
+    assert!(leftovers.is_empty(), "the staging folder is gone");
     let client = connect(&node.unix()).await;
     assert_eq!(client.client_name(), "tester");
     assert_eq!(client.node_name(), "node-under-test");

@@ -271,6 +271,55 @@ fn a_node_killed_mid_call_fails_the_call_across_namespaces() -> Outcome {
     Outcome::Passed
 }
 
+/// The link between the namespaces goes down mid-poll: no connection is closed, nothing
+/// answers, and the client's keepalive ends the call well within the poll's 50 s.
+fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
+    let (spaces, pki, address) = match setup() {
+        Ok(set) => set,
+        Err(why) => return Outcome::Skipped(why),
+    };
+    let _served = Served::start(&spaces, &pki.dir);
+    let good = pki.endpoint_named(address, "node-a", "good");
+    let (ready, go) = mpsc::channel::<()>();
+    let (polled, result) = mpsc::channel();
+    let client_space = spaces.client.clone();
+    let worker = std::thread::spawn(move || {
+        in_namespace(&client_space, move || {
+            client_runtime().block_on(async {
+                let options = ClientOptions {
+                    keepalive: Duration::from_secs(2),
+                    ..ClientOptions::default()
+                };
+                let client = Client::connect(&good, options).await.unwrap();
+                client.enumerate(vec![]).await.unwrap();
+                let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
+                let (region, _) = client.map_mmio(handle, 0).await.unwrap();
+                ready.send(()).unwrap();
+                let started = Instant::now();
+                let err = client
+                    .poll64(region, 0x100, u64::MAX, 1, Duration::from_secs(50))
+                    .await
+                    .unwrap_err();
+                polled.send((err.to_string(), started.elapsed())).unwrap();
+            })
+        })
+    });
+    go.recv_timeout(Duration::from_secs(60)).unwrap();
+    let link = format!("ah{}c", std::process::id());
+    ip(&["-n", &spaces.client, "link", "set", &link, "down"]).unwrap();
+    let (message, waited) = result.recv_timeout(Duration::from_secs(60)).unwrap();
+    worker.join().unwrap();
+    assert!(
+        message.starts_with(&format!("node https://{address}: MmioPoll:")),
+        "{message}"
+    );
+    assert!(
+        waited < Duration::from_secs(15),
+        "the call ended after {waited:?}"
+    );
+    Outcome::Passed
+}
+
 fn main() -> ExitCode {
     support::harness::run(&[
         Trial {
@@ -280,6 +329,10 @@ fn main() -> ExitCode {
         Trial {
             name: "a_node_killed_mid_call_fails_the_call_across_namespaces",
             run: a_node_killed_mid_call_fails_the_call_across_namespaces,
+        },
+        Trial {
+            name: "a_partition_mid_call_ends_the_call_within_the_keepalive",
+            run: a_partition_mid_call_ends_the_call_within_the_keepalive,
         },
     ])
 }

@@ -51,8 +51,13 @@ impl std::fmt::Display for Endpoint {
 pub struct ClientOptions {
     /// For the connection to be made.
     pub connect_timeout: Duration,
-    /// For any one call (a poll's own timeout is added to it).
+    /// For any one call (a poll's own timeout is added to it), and for each chunk of a
+    /// streamed answer.
     pub call_timeout: Duration,
+    /// How often an idle connection is pinged, and how long a ping may go unanswered before
+    /// the connection counts as dead: what bounds a call to a node that vanished without
+    /// closing its connection (a cut cable, a partition).
+    pub keepalive: Duration,
 }
 
 impl Default for ClientOptions {
@@ -60,6 +65,7 @@ impl Default for ClientOptions {
         ClientOptions {
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(30),
+            keepalive: Duration::from_secs(5),
         }
     }
 }
@@ -505,7 +511,23 @@ impl Client {
             .map_err(self.err("BufferRead"))?
             .into_inner();
         let mut out = Vec::with_capacity(len.min(1 << 30) as usize);
-        while let Some(data) = stream.message().await.map_err(self.err("BufferRead"))? {
+        loop {
+            let next = tokio::time::timeout(self.options.call_timeout, stream.message())
+                .await
+                .map_err(|_| RemoteError {
+                    endpoint: self.endpoint.clone(),
+                    call: "BufferRead",
+                    grpc: Code::DeadlineExceeded,
+                    code: Some(ErrorCode::Timeout),
+                    message: format!(
+                        "no data for {} ms after {} of {len} bytes",
+                        self.options.call_timeout.as_millis(),
+                        out.len()
+                    ),
+                })?;
+            let Some(data) = next.map_err(self.err("BufferRead"))? else {
+                break;
+            };
             out.extend_from_slice(&data.data);
         }
         if out.len() as u64 != len {
@@ -812,6 +834,9 @@ pub async fn channel(endpoint: &Endpoint, options: ClientOptions) -> RemoteResul
             TonicEndpoint::from_static("http://localhost")
                 .connect_timeout(options.connect_timeout)
                 .timeout(options.call_timeout)
+                .http2_keep_alive_interval(options.keepalive)
+                .keep_alive_timeout(options.keepalive)
+                .keep_alive_while_idle(true)
                 .connect_with_connector(tower::service_fn(move |_| {
                     let path = path.clone();
                     async move {
@@ -842,6 +867,9 @@ pub async fn channel(endpoint: &Endpoint, options: ClientOptions) -> RemoteResul
                 .map_err(|err| fail("connect", format!("'{address}': {err}")))?
                 .connect_timeout(options.connect_timeout)
                 .timeout(options.call_timeout)
+                .http2_keep_alive_interval(options.keepalive)
+                .keep_alive_timeout(options.keepalive)
+                .keep_alive_while_idle(true)
                 .tcp_nodelay(true)
                 .tls_config(tls)
                 .map_err(|err| fail("connect", transport_message(&err)))?

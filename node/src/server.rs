@@ -3,9 +3,10 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use accelhost::Host;
 use tokio::net::{TcpListener, UnixListener};
@@ -130,7 +131,7 @@ impl BoundNode {
         let unix = async {
             match self.unix {
                 Some((listener, _)) => {
-                    Server::builder()
+                    server()
                         .add_service(service())
                         .serve_with_incoming_shutdown(
                             UnixListenerStream::new(listener),
@@ -144,7 +145,7 @@ impl BoundNode {
         let tcp = async {
             match self.tcp {
                 Some((listener, tls)) => {
-                    Server::builder()
+                    server()
                         .tls_config(tls)?
                         .add_service(service())
                         .serve_with_incoming_shutdown(
@@ -176,6 +177,16 @@ impl BoundNode {
     }
 }
 
+/// How often the node pings a client's connection, and how long it waits for the answer: a
+/// client that vanished without closing its connection loses its session within twice this.
+pub const KEEPALIVE: Duration = Duration::from_secs(10);
+
+fn server() -> Server {
+    Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE))
+        .http2_keepalive_timeout(Some(KEEPALIVE))
+}
+
 /// Binds the socket at `path` with `mode`, replacing a stale socket file nobody serves on.
 fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
     if path.exists() {
@@ -188,17 +199,39 @@ fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
             reason,
         })?;
     }
-    let listener = UnixListener::bind(path).map_err(|reason| ServeError::Io {
-        what: "binding the socket",
-        path: path.to_owned(),
-        reason,
-    })?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|reason| {
-        ServeError::Io {
-            what: "setting the mode of",
-            path: path.to_owned(),
+    // Bound in a folder only this process can enter, given its mode, then moved into place:
+    // nobody can connect while the socket still has the mode the umask gave it.
+    let io = |what: &'static str, at: &Path| {
+        let at = at.to_owned();
+        move |reason| ServeError::Io {
+            what,
+            path: at,
             reason,
         }
-    })?;
+    };
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let staging = parent.join(format!(
+        ".{}.{}.staging",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("socket"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&staging)
+        .map_err(io("creating the staging folder", &staging))?;
+    let staged = staging.join("socket");
+    let bound = UnixListener::bind(&staged)
+        .map_err(io("binding the socket", path))
+        .and_then(|listener| {
+            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
+                .map_err(io("setting the mode of", path))?;
+            std::fs::rename(&staged, path).map_err(io("moving the socket to", path))?;
+            Ok(listener)
+        });
+    let _ = std::fs::remove_dir_all(&staging);
+    let listener = bound?;
     Ok(listener)
 }
