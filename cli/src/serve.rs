@@ -17,7 +17,8 @@ The serve config (JSON) names the listeners, the limits and the clients:
     \"listen\": {
       \"unix\": {\"path\": \"/run/accelhost/node.sock\", \"mode\": \"0660\"},
       \"tcp\": {\"address\": \"0.0.0.0:7700\", \"certificate\": \"node.pem\",
-              \"key\": \"node.key\", \"client_ca\": \"clients-ca.pem\"}
+              \"key\": \"node.key\", \"client_ca\": \"clients-ca.pem\"},
+      \"metrics\": {\"address\": \"127.0.0.1:9700\"}
     },
     \"limits\": {\"max_message_kib\": 4096, \"max_sessions\": 256,
                \"max_objects_per_session\": 4096, \"max_poll_ms\": 60000,
@@ -36,6 +37,9 @@ Grants: `devices` lists device ids as `accelhost list` prints them (`<plugin>/<n
 trailing `*` matches any suffix); a client sees and opens only those. `dma_memory_mib`
 (default 256) caps the DMA buffers its session holds; `reconfigure` (default false) lets it
 load images. A client's handles and buffers are released when it disconnects.
+
+`listen.metrics` serves Prometheus metrics (OpenMetrics text) at /metrics over plain HTTP,
+without authentication: bind it to an address only the scraper reaches.
 
 The plugins served are those of host_config (relative to the serve config), else --config,
 else the usual lookup order. Relative paths in the serve config are relative to its folder.
@@ -72,6 +76,9 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         }
         if let Some(address) = node.tcp_address() {
             listening.push(format!("tcp {address} (mutual TLS)"));
+        }
+        if let Some(address) = node.metrics_address() {
+            listening.push(format!("metrics at http://{address}/metrics"));
         }
         eprintln!(
             "accelhost serve: node '{}' on {}; {} client(s) configured",

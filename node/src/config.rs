@@ -21,6 +21,8 @@ pub struct ServeConfig {
     pub unix: Option<UnixListen>,
     /// The TCP listener with mutual TLS, if any.
     pub tcp: Option<TcpListen>,
+    /// Where Prometheus metrics are served over plain HTTP, if anywhere.
+    pub metrics: Option<SocketAddr>,
     /// Bounds on what clients may ask of the node.
     pub limits: Limits,
     /// The clients the node serves; anyone else is refused at `Attach`.
@@ -250,6 +252,15 @@ struct RawListen {
     unix: Option<UnixListen>,
     #[serde(default)]
     tcp: Option<TcpListen>,
+    #[serde(default)]
+    metrics: Option<MetricsListen>,
+}
+
+/// `listen.metrics`: where `/metrics` is served.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsListen {
+    address: SocketAddr,
 }
 
 #[derive(Deserialize)]
@@ -452,6 +463,7 @@ impl ServeConfig {
                 key: resolve(&t.key),
                 client_ca: resolve(&t.client_ca),
             }),
+            metrics: raw.listen.metrics.map(|m| m.address),
             limits,
             clients,
         })
@@ -476,7 +488,8 @@ mod tests {
         let config = parse(
             r#"{"listen": {"unix": {"path": "node.sock", "mode": "0600"},
                            "tcp": {"address": "127.0.0.1:7700", "certificate": "n.pem",
-                                   "key": "/k/n.key", "client_ca": "ca.pem"}},
+                                   "key": "/k/n.key", "client_ca": "ca.pem"},
+                           "metrics": {"address": "127.0.0.1:9700"}},
                 "node_name": "node1",
                 "clients": [{"name": "ops", "unix_uid": 0, "grants": {"devices": ["*"]}},
                             {"name": "peer", "certificate_san": "peer.example",
@@ -491,6 +504,7 @@ mod tests {
         let tcp = config.tcp.as_ref().unwrap();
         assert_eq!(tcp.key, Path::new("/k/n.key"));
         assert_eq!(tcp.client_ca, Path::new("/etc/accelhost/ca.pem"));
+        assert_eq!(config.metrics, Some("127.0.0.1:9700".parse().unwrap()));
         let peer = config
             .client(&ClientIdentity::CertificateSan("peer.example".into()))
             .unwrap();

@@ -11,6 +11,7 @@ pub mod baseline;
 pub mod client;
 pub mod config;
 pub mod identity;
+pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod session;

@@ -52,6 +52,7 @@ pub struct BoundNode {
     config: Arc<ServeConfig>,
     unix: Option<(UnixListener, PathBuf)>,
     tcp: Option<(TcpListener, ServerTlsConfig)>,
+    metrics: Option<TcpListener>,
 }
 
 fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, ServeError> {
@@ -89,11 +90,26 @@ impl BoundNode {
             }
             None => None,
         };
+        let metrics = match config.metrics {
+            Some(address) => {
+                Some(
+                    TcpListener::bind(address)
+                        .await
+                        .map_err(|reason| ServeError::Io {
+                            what: "listening for metrics on",
+                            path: address.to_string().into(),
+                            reason,
+                        })?,
+                )
+            }
+            None => None,
+        };
         Ok(BoundNode {
             service: Arc::new(NodeService::new(host, config.clone())),
             config,
             unix,
             tcp,
+            metrics,
         })
     }
 
@@ -102,6 +118,13 @@ impl BoundNode {
         self.tcp
             .as_ref()
             .and_then(|(listener, _)| listener.local_addr().ok())
+    }
+
+    /// The address `/metrics` is served on (with the port the system chose, for port 0).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics
+            .as_ref()
+            .and_then(|listener| listener.local_addr().ok())
     }
 
     /// The open sessions.
@@ -157,6 +180,32 @@ impl BoundNode {
                 None => Ok(()),
             }
         };
+        let metrics = async {
+            match self.metrics {
+                Some(listener) => {
+                    let node = self.service.metrics();
+                    let app = axum::Router::new().route(
+                        "/metrics",
+                        axum::routing::get(move |headers: axum::http::HeaderMap| {
+                            let node = node.clone();
+                            async move { metrics_answer(&node, &headers) }
+                        }),
+                    );
+                    let mut stopped = stopped.clone();
+                    axum::serve(listener, app)
+                        .with_graceful_shutdown(async move {
+                            let _ = stopped.wait_for(|stop| *stop).await;
+                        })
+                        .await
+                        .map_err(|reason| ServeError::Io {
+                            what: "serving metrics on",
+                            path: "listen.metrics".into(),
+                            reason,
+                        })
+                }
+                None => Ok(()),
+            }
+        };
         let sessions = self.service.sessions();
         let trigger = async move {
             shutdown.await;
@@ -168,12 +217,42 @@ impl BoundNode {
             let _ = stop.send(true);
             Ok::<(), tonic::transport::Error>(())
         };
-        let served = tokio::try_join!(unix, tcp, trigger);
+        let served = tokio::try_join!(
+            async { unix.await.map_err(ServeError::from) },
+            async { tcp.await.map_err(ServeError::from) },
+            metrics,
+            async { trigger.await.map_err(ServeError::from) },
+        );
         if let Some(path) = unix_path {
             let _ = std::fs::remove_file(path);
         }
         served?;
         Ok(())
+    }
+}
+
+/// OpenMetrics for a scraper that asks for it (Prometheus does), else the Prometheus text
+/// format (what `curl` and `promtool check metrics` read).
+fn metrics_answer(
+    node: &crate::metrics::NodeMetrics,
+    headers: &axum::http::HeaderMap,
+) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    use crate::metrics::{OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
+    let openmetrics = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("application/openmetrics-text"));
+    if openmetrics {
+        (
+            [(axum::http::header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)],
+            node.render(),
+        )
+    } else {
+        (
+            [(axum::http::header::CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE)],
+            node.render_prometheus_text(),
+        )
     }
 }
 

@@ -17,6 +17,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::config::{ClientEntry, ServeConfig};
 use crate::identity::Peer;
+use crate::metrics::NodeMetrics;
 use crate::proto::{self, node_server};
 use crate::session::{Object, Session, Sessions};
 use crate::status::{from_host, status};
@@ -26,6 +27,7 @@ pub struct NodeService {
     host: Arc<Host>,
     config: RwLock<Arc<ServeConfig>>,
     sessions: Arc<Sessions>,
+    metrics: Arc<NodeMetrics>,
 }
 
 /// What a reload changed.
@@ -42,11 +44,18 @@ pub struct Reloaded {
 impl NodeService {
     /// A service over `host`, serving the clients `config` names.
     pub fn new(host: Arc<Host>, config: Arc<ServeConfig>) -> NodeService {
+        let sessions = Arc::new(Sessions::default());
         NodeService {
+            metrics: Arc::new(NodeMetrics::new(host.clone(), sessions.clone())),
             host,
             config: RwLock::new(config),
-            sessions: Arc::new(Sessions::default()),
+            sessions,
         }
+    }
+
+    /// The node's metrics.
+    pub fn metrics(&self) -> Arc<NodeMetrics> {
+        self.metrics.clone()
     }
 
     /// The serve config in force.
@@ -62,7 +71,7 @@ impl NodeService {
     pub fn reload(&self, new: ServeConfig) -> Reloaded {
         let old = self.config();
         let mut reloaded = Reloaded::default();
-        if old.unix != new.unix || old.tcp != new.tcp {
+        if old.unix != new.unix || old.tcp != new.tcp || old.metrics != new.metrics {
             reloaded.need_restart.push("listen");
         }
         if old.limits.max_message_kib != new.limits.max_message_kib {
@@ -107,6 +116,7 @@ impl NodeService {
         call: &str,
     ) -> Result<Arc<Session>, Status> {
         let client = self.client(request, call)?;
+        self.metrics.call(&client.name, call);
         match self.sessions.get(id) {
             Some(session) if session.client.name == client.name => Ok(session),
             _ => Err(status(
@@ -437,6 +447,7 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Empty>, Status> {
         let client = self.client(&request, "Reconfigure")?;
         if !client.grants.reconfigure {
+            self.metrics.refusal(&client.name, "Reconfigure");
             return Err(status(
                 ErrorCode::PermissionDenied,
                 format!(
@@ -584,6 +595,8 @@ impl node_server::Node for NodeService {
                 }
             };
             target.write(chunk.offset, &chunk.data).map_err(from_host)?;
+            self.metrics
+                .transferred(&client.name, true, chunk.data.len() as u64);
         }
         Ok(Response::new(proto::Empty {}))
     }
@@ -621,6 +634,8 @@ impl node_server::Node for NodeService {
             n => n.min(most),
         };
         let permit = self.stream_permit(&session, "BufferRead")?;
+        self.metrics
+            .transferred(&session.client.name, false, req.length);
         // One chunk queued and one being read: a client that reads slowly holds at most
         // that, plus what the transport buffers, on the node.
         let (sender, receiver) = mpsc::channel(1);
@@ -1046,6 +1061,7 @@ impl NodeService {
     /// The device `id` of the session's last enumeration, if the client may use it.
     fn enumerated(&self, session: &Session, id: &str, call: &str) -> Result<Token, Status> {
         if !session.client.grants.allows_device(id) {
+            self.metrics.refusal(&session.client.name, call);
             return Err(status(
                 ErrorCode::PermissionDenied,
                 format!(
@@ -1144,6 +1160,7 @@ impl NodeService {
         self.room_for_object(session, call)?;
         let held = session.objects().dma_bytes();
         if held.saturating_add(size) > session.client.grants.dma_bytes() {
+            self.metrics.refusal(&session.client.name, call);
             return Err(status(
                 ErrorCode::OutOfMemory,
                 format!(
@@ -1162,6 +1179,7 @@ impl NodeService {
         id: &str,
         call: &str,
     ) -> Result<Arc<Session>, Status> {
+        self.metrics.call(&client.name, call);
         match self.sessions.get(id) {
             Some(session) if session.client.name == client.name => Ok(session),
             _ => Err(status(

@@ -314,6 +314,15 @@ impl Sessions {
         }
     }
 
+    /// How many sessions each client has open.
+    pub fn per_client(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for session in self.map.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            *counts.entry(session.client.name.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// How many sessions are open.
     pub fn len(&self) -> usize {
         self.map.lock().unwrap_or_else(|p| p.into_inner()).len()

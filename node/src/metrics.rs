@@ -1,0 +1,333 @@
+//! The node's Prometheus metrics: what its clients do (calls, refusals, bytes, sessions) and
+//! how its plugins stand (up, restarts, memory, dropped log lines), served as the
+//! OpenMetrics text format at `/metrics` when the serve config names `listen.metrics`.
+
+use std::sync::Arc;
+
+use accelhost::{Host, PluginStatus};
+
+use crate::session::Sessions;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    client: String,
+    call: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClientLabels {
+    client: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BytesLabels {
+    client: String,
+    direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    plugin: String,
+    state: &'static str,
+}
+
+/// The node's metrics, updated by the service as calls arrive and read from the host at
+/// each scrape.
+#[derive(Debug)]
+pub struct NodeMetrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    refusals: Family<CallLabels, Counter>,
+    bytes: Family<BytesLabels, Counter>,
+}
+
+impl NodeMetrics {
+    /// Metrics of a node serving `host` to `sessions`.
+    pub fn new(host: Arc<Host>, sessions: Arc<Sessions>) -> NodeMetrics {
+        let mut registry = Registry::with_prefix("accelhost");
+        let calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "client_calls",
+            "Calls clients made, by client and call",
+            calls.clone(),
+        );
+        let refusals = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "client_refusals",
+            "Calls refused because the client's grants do not cover them",
+            refusals.clone(),
+        );
+        let bytes = Family::<BytesLabels, Counter>::default();
+        registry.register_with_unit(
+            "client_transferred",
+            "Bytes clients wrote to or read from buffers and memory on this node",
+            Unit::Bytes,
+            bytes.clone(),
+        );
+        registry.register_collector(Box::new(PluginCollector { host }));
+        registry.register_collector(Box::new(SessionCollector { sessions }));
+        NodeMetrics {
+            registry,
+            calls,
+            refusals,
+            bytes,
+        }
+    }
+
+    /// A call of `client`.
+    pub fn call(&self, client: &str, call: &str) {
+        self.calls
+            .get_or_create(&CallLabels {
+                client: client.to_owned(),
+                call: call.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A call of `client` its grants refused.
+    pub fn refusal(&self, client: &str, call: &str) {
+        self.refusals
+            .get_or_create(&CallLabels {
+                client: client.to_owned(),
+                call: call.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Bytes `client` moved: `written` to the node, or read from it.
+    pub fn transferred(&self, client: &str, written: bool, bytes: u64) {
+        self.bytes
+            .get_or_create(&BytesLabels {
+                client: client.to_owned(),
+                direction: if written { "written" } else { "read" },
+            })
+            .inc_by(bytes);
+    }
+
+    /// The metrics as OpenMetrics text.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    /// The metrics in Prometheus's older text format (0.0.4), for scrapers and tools that do
+    /// not ask for OpenMetrics, such as `promtool check metrics`.
+    pub fn render_prometheus_text(&self) -> String {
+        prometheus_text(&self.render())
+    }
+}
+
+/// The content type of [`NodeMetrics::render`].
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of [`NodeMetrics::render_prometheus_text`].
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// OpenMetrics text in the Prometheus 0.0.4 format: a counter family is named with its
+/// `_total` suffix in `# HELP` and `# TYPE`, and there are no `# UNIT` or `# EOF` lines.
+fn prometheus_text(openmetrics: &str) -> String {
+    let lines: Vec<&str> = openmetrics.lines().collect();
+    let counters: std::collections::HashSet<&str> = lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in lines {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters
+                .contains(name)
+                .then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        match renamed {
+            Some(line) => out.push_str(line.trim_end()),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Reads the plugins' figures from the host at each scrape.
+struct PluginCollector {
+    host: Arc<Host>,
+}
+
+impl std::fmt::Debug for PluginCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PluginCollector")
+    }
+}
+
+fn state_name(status: &PluginStatus) -> &'static str {
+    match status {
+        PluginStatus::Running => "running",
+        PluginStatus::Restarting { .. } => "restarting",
+        PluginStatus::Faulted { .. } => "faulted",
+        PluginStatus::Disabled => "disabled",
+        PluginStatus::LoadFailed { .. } => "load_failed",
+        _ => "other",
+    }
+}
+
+const STATES: [&str; 6] = [
+    "running",
+    "restarting",
+    "faulted",
+    "disabled",
+    "load_failed",
+    "other",
+];
+
+impl Collector for PluginCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let plugins = self.host.plugins();
+        {
+            let mut family = encoder.encode_descriptor(
+                "plugin_state",
+                "1 for the state each plugin is in, 0 for the others",
+                None,
+                ConstGauge::new(0i64).metric_type(),
+            )?;
+            for plugin in &plugins {
+                let now = state_name(&plugin.status);
+                for state in STATES {
+                    ConstGauge::new(i64::from(state == now)).encode(family.encode_family(
+                        &StateLabels {
+                            plugin: plugin.name.clone(),
+                            state,
+                        },
+                    )?)?;
+                }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "plugin_restarts",
+                "Times each plugin's instance was restarted after a fault",
+                None,
+                ConstCounter::new(0u64).metric_type(),
+            )?;
+            for plugin in &plugins {
+                ConstCounter::new(u64::from(plugin.restarts)).encode(family.encode_family(
+                    &PluginLabels {
+                        plugin: plugin.name.clone(),
+                    },
+                )?)?;
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "plugin_log_lines_dropped",
+                "Log lines of each plugin dropped by the host's cap",
+                None,
+                ConstCounter::new(0u64).metric_type(),
+            )?;
+            for plugin in &plugins {
+                ConstCounter::new(plugin.log_lines_dropped).encode(family.encode_family(
+                    &PluginLabels {
+                        plugin: plugin.name.clone(),
+                    },
+                )?)?;
+            }
+        }
+        for (name, help, value) in [
+            (
+                "plugin_host_memory",
+                "Host memory each plugin holds charged to its budget",
+                (|p: &accelhost::PluginInfo| p.memory.host_bytes)
+                    as fn(&accelhost::PluginInfo) -> u64,
+            ),
+            (
+                "plugin_dma_memory",
+                "DMA memory each plugin's buffers hold",
+                |p: &accelhost::PluginInfo| p.memory.dma_bytes,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(
+                name,
+                help,
+                Some(&Unit::Bytes),
+                ConstGauge::new(0i64).metric_type(),
+            )?;
+            for plugin in &plugins {
+                ConstGauge::new(value(plugin) as i64).encode(family.encode_family(
+                    &PluginLabels {
+                        plugin: plugin.name.clone(),
+                    },
+                )?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counts the open sessions per client at each scrape.
+struct SessionCollector {
+    sessions: Arc<Sessions>,
+}
+
+impl std::fmt::Debug for SessionCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionCollector")
+    }
+}
+
+impl Collector for SessionCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut family = encoder.encode_descriptor(
+            "client_sessions",
+            "Open sessions, by client",
+            None,
+            ConstGauge::new(0i64).metric_type(),
+        )?;
+        for (client, open) in self.sessions.per_client() {
+            ConstGauge::new(open as i64).encode(family.encode_family(&ClientLabels { client })?)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prometheus_text;
+
+    #[test]
+    fn counters_take_their_total_names_in_the_prometheus_format() {
+        let openmetrics = "# HELP accelhost_client_calls Calls.\n\
+                           # TYPE accelhost_client_calls counter\n\
+                           accelhost_client_calls_total{client=\"a\"} 1\n\
+                           # HELP accelhost_plugin_dma_memory_bytes DMA.\n\
+                           # TYPE accelhost_plugin_dma_memory_bytes gauge\n\
+                           # UNIT accelhost_plugin_dma_memory_bytes bytes\n\
+                           accelhost_plugin_dma_memory_bytes{plugin=\"p\"} 0\n\
+                           # EOF\n";
+        assert_eq!(
+            prometheus_text(openmetrics),
+            "# HELP accelhost_client_calls_total Calls.\n\
+             # TYPE accelhost_client_calls_total counter\n\
+             accelhost_client_calls_total{client=\"a\"} 1\n\
+             # HELP accelhost_plugin_dma_memory_bytes DMA.\n\
+             # TYPE accelhost_plugin_dma_memory_bytes gauge\n\
+             accelhost_plugin_dma_memory_bytes{plugin=\"p\"} 0\n"
+        );
+    }
+}
