@@ -6,20 +6,21 @@
 
 #[path = "support/remote.rs"]
 mod remote;
+#[path = "support/served.rs"]
+mod served;
 mod support;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use accelhost_node::{Client, ClientOptions, RemoteError};
 use remote::{Pki, hello_fpga};
-use support::cache_dir;
+use served::Served;
 use support::harness::{Outcome, Trial};
 
 const BIN: &str = env!("CARGO_BIN_EXE_accelhost");
@@ -89,55 +90,14 @@ impl Drop for Namespaces {
     }
 }
 
-/// `accelhost serve` inside the node's namespace.
-struct Served {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Served {
-    fn start(spaces: &Namespaces, dir: &Path) -> Served {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &spaces.node, BIN, "serve", "serve.json"])
-            .current_dir(dir)
-            .env_remove("ACCELHOST_CONFIG")
-            .env("HOME", dir)
-            .env("XDG_CONFIG_HOME", dir.join(".config"))
-            .env("ACCELHOST_CACHE_DIR", cache_dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("serve: {line}");
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) if line.contains("(mutual TLS)") => break,
-                Ok(_) => {}
-                Err(_) => panic!("accelhost serve did not start in the node's namespace"),
-            }
-        }
-        Served { child, lines }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        while self.lines.try_recv().is_ok() {}
-    }
+/// `accelhost serve` inside the node's namespace, on the serve config in `dir`.
+fn serve_in(spaces: &Namespaces, dir: &Path) -> Served {
+    Served::start(
+        &["ip", "netns", "exec", &spaces.node, BIN],
+        dir,
+        "(mutual TLS)",
+    )
+    .0
 }
 
 /// Runs `work` on a thread whose sockets live in namespace `name`.
@@ -187,7 +147,7 @@ fn hello_fpga_across_namespaces() -> Outcome {
         Ok(set) => set,
         Err(why) => return Outcome::Skipped(why),
     };
-    let _served = Served::start(&spaces, &pki.dir);
+    let _served = serve_in(&spaces, &pki.dir);
     let good = pki.endpoint_named(address, "node-a", "good");
     let stranger = pki.endpoint_named(address, "node-a", "stranger");
     in_namespace(&spaces.client, move || {
@@ -224,61 +184,14 @@ fn hello_fpga_across_namespaces() -> Outcome {
     Outcome::Passed
 }
 
-/// The node is killed mid-call: the client's call fails within its deadline, naming the
-/// node, and a new connection attempt fails fast instead of hanging.
-fn a_node_killed_mid_call_fails_the_call_across_namespaces() -> Outcome {
+/// Polls a register that never matches from the client's namespace (for up to 50 s), does
+/// `cut` to the node once the poll waits, and returns the error and how long the poll took.
+fn poll_then_cut(keepalive: Duration, cut: impl FnOnce(&Namespaces, &mut Served)) -> Outcome {
     let (spaces, pki, address) = match setup() {
         Ok(set) => set,
         Err(why) => return Outcome::Skipped(why),
     };
-    let mut served = Served::start(&spaces, &pki.dir);
-    let good = pki.endpoint_named(address, "node-a", "good");
-    let (ready, go) = mpsc::channel::<()>();
-    let (polled, result) = mpsc::channel();
-    let client_space = spaces.client.clone();
-    let worker = std::thread::spawn(move || {
-        in_namespace(&client_space, move || {
-            client_runtime().block_on(async {
-                let client = Client::connect(&good, ClientOptions::default())
-                    .await
-                    .unwrap();
-                client.enumerate(vec![]).await.unwrap();
-                let handle = client.open("dfl/emu:dfl0", false).await.unwrap();
-                let (region, _) = client.map_mmio(handle, 0).await.unwrap();
-                ready.send(()).unwrap();
-                let started = Instant::now();
-                let err = client
-                    .poll64(region, 0x100, u64::MAX, 1, Duration::from_secs(50))
-                    .await
-                    .unwrap_err();
-                polled.send((err.to_string(), started.elapsed())).unwrap();
-            })
-        })
-    });
-    go.recv_timeout(Duration::from_secs(60)).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    served.child.kill().unwrap();
-    let (message, waited) = result.recv_timeout(Duration::from_secs(60)).unwrap();
-    worker.join().unwrap();
-    assert!(
-        message.starts_with(&format!("node https://{address}: MmioPoll:")),
-        "{message}"
-    );
-    assert!(
-        waited < Duration::from_secs(15),
-        "the call ended after {waited:?}"
-    );
-    Outcome::Passed
-}
-
-/// The link between the namespaces goes down mid-poll: no connection is closed, nothing
-/// answers, and the client's keepalive ends the call well within the poll's 50 s.
-fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
-    let (spaces, pki, address) = match setup() {
-        Ok(set) => set,
-        Err(why) => return Outcome::Skipped(why),
-    };
-    let _served = Served::start(&spaces, &pki.dir);
+    let mut served = serve_in(&spaces, &pki.dir);
     let good = pki.endpoint_named(address, "node-a", "good");
     let (ready, go) = mpsc::channel::<()>();
     let (polled, result) = mpsc::channel();
@@ -287,7 +200,7 @@ fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
         in_namespace(&client_space, move || {
             client_runtime().block_on(async {
                 let options = ClientOptions {
-                    keepalive: Duration::from_secs(2),
+                    keepalive,
                     ..ClientOptions::default()
                 };
                 let client = Client::connect(&good, options).await.unwrap();
@@ -305,8 +218,8 @@ fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
         })
     });
     go.recv_timeout(Duration::from_secs(60)).unwrap();
-    let link = format!("ah{}c", std::process::id());
-    ip(&["-n", &spaces.client, "link", "set", &link, "down"]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    cut(&spaces, &mut served);
     let (message, waited) = result.recv_timeout(Duration::from_secs(60)).unwrap();
     worker.join().unwrap();
     assert!(
@@ -318,6 +231,23 @@ fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
         "the call ended after {waited:?}"
     );
     Outcome::Passed
+}
+
+/// The node is killed mid-call: the client's call fails within its deadline, naming the
+/// node.
+fn a_node_killed_mid_call_fails_the_call_across_namespaces() -> Outcome {
+    poll_then_cut(ClientOptions::default().keepalive, |_, served| {
+        served.child.kill().unwrap();
+    })
+}
+
+/// The link between the namespaces goes down mid-poll: no connection is closed, nothing
+/// answers, and the client's keepalive ends the call well within the poll's 50 s.
+fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
+    poll_then_cut(Duration::from_secs(2), |spaces, _| {
+        let link = format!("ah{}c", std::process::id());
+        ip(&["-n", &spaces.client, "link", "set", &link, "down"]).unwrap();
+    })
 }
 
 fn main() -> ExitCode {

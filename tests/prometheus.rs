@@ -3,18 +3,20 @@
 //! causes. Needs Debian's `prometheus` package (CI installs it); without it the trial is
 //! reported ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1`.
 
+#[path = "support/served.rs"]
+mod served;
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use accelhost_node::{Client, ClientOptions, Endpoint};
+use served::Served;
 use support::harness::{Outcome, Trial};
-use support::{cache_dir, json_path, scratch_dir};
+use support::{json_path, scratch_dir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_accelhost");
 
@@ -74,7 +76,7 @@ fn missing(tool: &str) -> Option<String> {
 }
 
 /// Starts `accelhost serve` in `dir`; returns it and its metrics address.
-fn serve(dir: &Path) -> (Running, String) {
+fn serve(dir: &Path) -> (Served, String) {
     std::fs::write(
         dir.join("serve.json"),
         format!(
@@ -85,46 +87,13 @@ fn serve(dir: &Path) -> (Running, String) {
         ),
     )
     .unwrap();
-    let mut node = Running(
-        Command::new(BIN)
-            .args(["serve", "serve.json"])
-            .current_dir(dir)
-            .env_remove("ACCELHOST_CONFIG")
-            .env("HOME", dir)
-            .env("XDG_CONFIG_HOME", dir.join(".config"))
-            .env("ACCELHOST_CACHE_DIR", cache_dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let stderr = node.0.stderr.take().unwrap();
-    let (send, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("serve: {line}");
-            let _ = send.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let line = lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("accelhost serve started");
-        if let Some(rest) = line.split_once("metrics at http://") {
-            let address = rest
-                .1
-                .trim_end_matches("/metrics")
-                .split_whitespace()
-                .next();
-            let address = address
-                .unwrap()
-                .trim_end_matches(';')
-                .trim_end_matches("/metrics");
-            return (node, address.to_string());
-        }
-    }
+    let (node, line) = Served::start(&[BIN], dir, "metrics at http://");
+    let address = line
+        .split_once("metrics at http://")
+        .and_then(|(_, rest)| rest.split("/metrics").next())
+        .expect("the metrics address")
+        .to_string();
+    (node, address)
 }
 
 fn refuse_an_open(runtime: &tokio::runtime::Runtime, client: &Client) {

@@ -1,16 +1,16 @@
 //! `accelhost serve` as an operator runs it: its help, its config errors, `check-config` on a
 //! serve config, and the process's life (clients, SIGKILL mid-call, a stale socket, SIGTERM).
 
+#[path = "support/served.rs"]
+mod served;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use accelhost_node::{Client, ClientOptions, Endpoint};
-use support::{cache_dir, json_path, run_accelhost, scratch_dir, text};
+use served::Served;
+use support::{json_path, run_accelhost, scratch_dir, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_accelhost");
 
@@ -110,79 +110,9 @@ fn check_config_checks_a_serve_config_and_its_files() {
     );
 }
 
-/// `accelhost serve` running in `dir`, its stderr lines arriving on a channel.
-struct Served {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Served {
-    fn start(dir: &Path) -> Served {
-        let mut child = Command::new(BIN)
-            .args(["serve", "serve.json"])
-            .current_dir(dir)
-            .env_remove("ACCELHOST_CONFIG")
-            .env("HOME", dir)
-            .env("XDG_CONFIG_HOME", dir.join(".config"))
-            .env("ACCELHOST_CACHE_DIR", cache_dir())
-            .env("ACCELHOST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("serve: {line}");
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let served = Served { child, lines };
-        served.wait_for("accelhost serve: node 'cli-node' on unix://");
-        served
-    }
-
-    fn wait_for(&self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return,
-                Ok(_) => {}
-                Err(_) => panic!("accelhost serve never said '{needle}'"),
-            }
-        }
-    }
-
-    fn signal(&self, signal: i32) {
-        // SAFETY: the pid is our own child's.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
-    }
-
-    fn wait(&mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("accelhost serve did not exit within {within:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `accelhost serve` of the config `serve_config` wrote in `dir`.
+fn start(dir: &Path) -> Served {
+    Served::start(&[BIN], dir, "accelhost serve: node 'cli-node' on unix://").0
 }
 
 #[test]
@@ -197,7 +127,7 @@ fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
         .build()
         .unwrap();
 
-    let mut served = Served::start(&dir);
+    let mut served = start(&dir);
     let started = runtime.block_on(async {
         let client = Client::connect(&endpoint, ClientOptions::default())
             .await
@@ -234,7 +164,7 @@ fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
 
     // A new node replaces the stale socket, serves, and stops cleanly on SIGTERM with a
     // client still attached and holding a device.
-    let mut served = Served::start(&dir);
+    let mut served = start(&dir);
     runtime.block_on(async {
         let client = Client::connect(&endpoint, ClientOptions::default())
             .await
@@ -260,7 +190,7 @@ fn sighup_reloads_the_serve_config() {
         .enable_all()
         .build()
         .unwrap();
-    let mut served = Served::start(&dir);
+    let mut served = start(&dir);
     let client = runtime.block_on(async {
         let client = Client::connect(&endpoint, ClientOptions::default())
             .await
@@ -311,7 +241,7 @@ fn readers_that_never_read_keep_the_node_bounded() {
         .enable_all()
         .build()
         .unwrap();
-    let served = Served::start(&dir);
+    let served = start(&dir);
     let pid = served.child.id();
     runtime.block_on(async {
         let client = Client::connect(&endpoint, ClientOptions::default())
