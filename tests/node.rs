@@ -768,3 +768,48 @@ async fn a_client_gone_mid_transfer_or_mid_reconfigure_leaves_nothing() {
     drop(client);
     node.stop().await;
 }
+
+/// Hundreds of polls waiting at once hold no threads: another client's calls, which run on
+/// the node's thread pool (512 threads), are answered while 600 polls wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_polls_do_not_starve_other_clients() {
+    let node = start_unix(r#"{"devices": ["*"]}"#).await;
+    let endpoint = node.unix();
+    let mut waiting = Vec::new();
+    // Four sessions (a connection allows 200 calls at once), 150 polls each.
+    for _ in 0..4 {
+        let client = Arc::new(connect(&endpoint).await);
+        client.enumerate(vec![]).await.unwrap();
+        let handle = client.open("xocl/emu:xocl0", true).await.unwrap();
+        let word = client
+            .alloc(handle, MemoryKind::Host, 4096, None)
+            .await
+            .unwrap()
+            .memory;
+        for _ in 0..150 {
+            let client = client.clone();
+            waiting.push(tokio::spawn(async move {
+                client
+                    .poll_buffer(word, 0, u64::MAX, 1, Duration::from_secs(6))
+                    .await
+            }));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let other = connect(&endpoint).await;
+    let started = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(other.enumerate(vec![]).await.unwrap().len(), 5);
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "five enumerates took {took:?} while 600 polls waited"
+    );
+    for wait in waiting {
+        let err = wait.await.unwrap().unwrap_err();
+        assert_eq!(err.code, Some(ErrorCode::Timeout), "{err}");
+    }
+    drop(other);
+    node.stop().await;
+}

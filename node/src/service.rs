@@ -535,11 +535,12 @@ impl node_server::Node for NodeService {
         let session = self.session(&request, &req.session, "MmioPoll")?;
         let region = self.region(&session, req.object, "MmioPoll")?;
         let timeout = self.poll_timeout(req.timeout_ms, "MmioPoll")?;
-        let value = blocking(move || {
-            region
-                .poll64(req.offset, req.mask, req.expected, timeout)
-                .map_err(from_host)
-        })
+        let value = poll_word(
+            || region.read64(req.offset),
+            (req.mask, req.expected),
+            timeout,
+            || format!("MmioPoll: register {:#x}", req.offset),
+        )
         .await?;
         Ok(Response::new(proto::Value { value }))
     }
@@ -686,13 +687,14 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Value>, Status> {
         let req = request.get_ref().clone();
         let session = self.session(&request, &req.session, "BufferPoll")?;
-        let buffer = self.buffer(&session, req.object, "BufferPoll")?;
+        let target = self.data(&session, req.object, "BufferPoll")?;
         let timeout = self.poll_timeout(req.timeout_ms, "BufferPoll")?;
-        let value = blocking(move || {
-            buffer
-                .poll_u64(req.offset, req.mask, req.expected, timeout)
-                .map_err(from_host)
-        })
+        let value = poll_word(
+            || target.read_u64(req.offset),
+            (req.mask, req.expected),
+            timeout,
+            || format!("BufferPoll: word {:#x}", req.offset),
+        )
         .await?;
         Ok(Response::new(proto::Value { value }))
     }
@@ -939,13 +941,14 @@ impl node_server::Node for NodeService {
         let session = self.session(&request, &req.session, "EventWait")?;
         let event = self.event(&session, req.event, "EventWait")?;
         let timeout = self.poll_timeout(req.timeout_ms, "EventWait")?;
-        let state = blocking(move || {
-            // A failed or unfinished event is an answer here, not a failed call.
-            let _ = event.wait_timeout(timeout);
-            Ok(event_state(&event))
-        })
-        .await?;
-        Ok(Response::new(state))
+        // Waited without a thread: the event wakes this call when it finishes. A failed or
+        // unfinished event is an answer here, not a failed call.
+        let (finished, done) = tokio::sync::oneshot::channel();
+        event.on_finish(move || {
+            let _ = finished.send(());
+        });
+        let _ = tokio::time::timeout(timeout, done).await;
+        Ok(Response::new(event_state(&event)))
     }
 
     type WatchEventStream = ReceiverStream<Result<proto::EventState, Status>>;
@@ -985,6 +988,41 @@ fn release_in_order(objects: Vec<Object>) -> Result<(), Status> {
         }
     }
     first_error.map_or(Ok(()), |err| Err(from_host(err)))
+}
+
+/// Reads a word until `value & mask == expected` or `timeout`, without holding a thread
+/// while it waits: a few quick rereads, then one a millisecond. Waits on the node cost a
+/// task each, not one of the threads host calls run on.
+async fn poll_word(
+    mut read: impl FnMut() -> accelhost::Result<u64>,
+    (mask, expected): (u64, u64),
+    timeout: Duration,
+    what: impl Fn() -> String,
+) -> Result<u64, Status> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut rereads = 0u32;
+    loop {
+        let value = read().map_err(from_host)?;
+        if value & mask == expected {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(status(
+                ErrorCode::Timeout,
+                format!(
+                    "{}: still {value:#x} (mask {mask:#x}, waiting for {expected:#x}) after {} ms",
+                    what(),
+                    timeout.as_millis()
+                ),
+            ));
+        }
+        if rereads < 32 {
+            rereads += 1;
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
 }
 
 /// A launch argument that owns what it names, for the blocking thread.
@@ -1054,6 +1092,18 @@ impl Data {
         match self {
             Data::Buffer(buffer) => buffer.read(offset, out),
             Data::Memory(memory) => memory.read(offset, out),
+        }
+    }
+
+    /// The little-endian word at `offset`.
+    fn read_u64(&self, offset: u64) -> accelhost::Result<u64> {
+        match self {
+            Data::Buffer(buffer) => buffer.read_u64(offset),
+            Data::Memory(memory) => {
+                let mut word = [0u8; 8];
+                memory.read(offset, &mut word)?;
+                Ok(u64::from_le_bytes(word))
+            }
         }
     }
 }
