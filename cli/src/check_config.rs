@@ -91,6 +91,9 @@ fn check_serve_config(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         inert(&serve.node_name),
         serve.clients.len()
     );
+    if let Some(metrics) = serve.metrics {
+        println!("  metrics at http://{metrics}/metrics");
+    }
     let mut failed = false;
     if let Some(tcp) = &serve.tcp {
         for (field, path) in [
