@@ -447,8 +447,9 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::Empty>, Status> {
         let client = self.client(&request, "Reconfigure")?;
         if !client.grants.reconfigure {
-            self.metrics.refusal(&client.name, "Reconfigure");
-            return Err(status(
+            return Err(self.refuse(
+                &client.name,
+                "Reconfigure",
                 ErrorCode::PermissionDenied,
                 format!(
                     "Reconfigure: client '{}' may not load images: its grants do not set `reconfigure`",
@@ -1108,11 +1109,25 @@ impl Data {
     }
 }
 impl NodeService {
+    /// A call its client's grants do not cover: counted, logged for the operator, and
+    /// answered with `message`.
+    fn refuse(&self, client: &str, call: &str, code: ErrorCode, message: String) -> Status {
+        self.metrics.refusal(client, call);
+        tracing::warn!(
+            client,
+            call,
+            "refused: {}",
+            accelhost::text::inert(&message)
+        );
+        status(code, message)
+    }
+
     /// The device `id` of the session's last enumeration, if the client may use it.
     fn enumerated(&self, session: &Session, id: &str, call: &str) -> Result<Token, Status> {
         if !session.client.grants.allows_device(id) {
-            self.metrics.refusal(&session.client.name, call);
-            return Err(status(
+            return Err(self.refuse(
+                &session.client.name,
+                call,
                 ErrorCode::PermissionDenied,
                 format!(
                     "{call}: client '{}' may not use device '{id}': its grants.devices do not name it",
@@ -1210,8 +1225,9 @@ impl NodeService {
         self.room_for_object(session, call)?;
         let held = session.objects().dma_bytes();
         if held.saturating_add(size) > session.client.grants.dma_bytes() {
-            self.metrics.refusal(&session.client.name, call);
-            return Err(status(
+            return Err(self.refuse(
+                &session.client.name,
+                call,
                 ErrorCode::OutOfMemory,
                 format!(
                     "{call}: client '{}' holds {held} bytes of buffers and memory; {size} more would pass its grant of {} MiB (grants.dma_memory_mib)",
