@@ -895,6 +895,14 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "QueueFinish")?;
         let (_, queue) = self.queue(&session, req.object, "QueueFinish")?;
+        // Waited without a thread, as event waits are; then `finish` only collects.
+        for event in queue.pending_events() {
+            let (finished, done) = tokio::sync::oneshot::channel();
+            event.on_finish(move || {
+                let _ = finished.send(());
+            });
+            let _ = done.await;
+        }
         blocking(move || queue.finish().map_err(from_host)).await?;
         Ok(Response::new(proto::Empty {}))
     }

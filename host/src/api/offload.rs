@@ -479,6 +479,17 @@ impl Queue {
         Ok(self.track(event, "launch of", kept))
     }
 
+    /// The events of the commands still in flight, oldest first: for a caller that waits
+    /// without blocking a thread (with [`Event::on_finish`]) before calling
+    /// [`finish`](Self::finish), which then returns at once.
+    pub fn pending_events(&self) -> Vec<Event> {
+        self.lock()
+            .iter()
+            .map(|(event, _)| event.clone())
+            .filter(|event| event.status() == EventStatus::Pending)
+            .collect()
+    }
+
     /// Waits until every command enqueued so far finished; the first failure is returned.
     pub fn finish(&self) -> Result<()> {
         let in_flight = std::mem::take(&mut *self.lock());
