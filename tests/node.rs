@@ -813,3 +813,47 @@ async fn waiting_polls_do_not_starve_other_clients() {
     drop(other);
     node.stop().await;
 }
+
+/// The DMA grant is the client's, across its sessions: a second session cannot take what
+/// the first already holds, and gets it once the first goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dma_grant_holds_across_a_clients_sessions() {
+    let node = start_unix(r#"{"devices": ["*"], "dma_memory_mib": 1}"#).await;
+    let endpoint = node.unix();
+    let first = connect(&endpoint).await;
+    first.enumerate(vec![]).await.unwrap();
+    let handle = first.open("xocl/emu:xocl0", true).await.unwrap();
+    first
+        .alloc(handle, MemoryKind::Host, 1 << 20, None)
+        .await
+        .unwrap();
+
+    let second = connect(&endpoint).await;
+    second.enumerate(vec![]).await.unwrap();
+    let handle = second.open("xocl/emu:xocl0", true).await.unwrap();
+    let err = second
+        .alloc(handle, MemoryKind::Host, 4096, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::OutOfMemory), "{err}");
+    assert!(
+        err.to_string()
+            .contains("holds 1048576 bytes of buffers and memory"),
+        "{err}"
+    );
+
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match second.alloc(handle, MemoryKind::Host, 4096, None).await {
+            Ok(_) => break,
+            Err(err) if Instant::now() < deadline => {
+                assert_eq!(err.code, Some(ErrorCode::OutOfMemory), "{err}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("the first session's memory was not given back: {err}"),
+        }
+    }
+    drop(second);
+    node.stop().await;
+}

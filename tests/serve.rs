@@ -311,3 +311,68 @@ fn readers_that_never_read_keep_the_node_bounded() {
         eprintln!("unread streams grew the node by {grown_mib} MiB");
     });
 }
+
+/// Uploads that claim large images and then stall: the node grows with what arrives, not
+/// with what a header claims, and a session has at most 8 uploads and streams open.
+#[test]
+fn stalled_uploads_keep_the_node_bounded() {
+    use accelhost_node::proto::{ProgramChunk, ReconfigureHeader};
+    use tokio_stream::StreamExt;
+
+    let dir = scratch_dir("serve-uploads");
+    serve_config(&dir);
+    let endpoint = Endpoint::Unix(dir.join("node.sock"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let served = start(&dir);
+    let pid = served.child.id();
+    runtime.block_on(async {
+        let client = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        client.enumerate(vec![]).await.unwrap();
+        let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+        let before = resident_kib(pid);
+        let upload = |data: usize| ProgramChunk {
+            header: Some(ReconfigureHeader {
+                session: client.session().into(),
+                handle,
+                slot: 0,
+                image_bytes: 500 << 20,
+            }),
+            data: vec![0; data].into(),
+        };
+        // 8 uploads each claiming 500 MiB (4000 MiB in all), 64 KiB sent, then nothing.
+        let mut stalled = Vec::new();
+        for _ in 0..8 {
+            let mut rpc = client.rpc();
+            let first = upload(64 << 10);
+            stalled.push(tokio::spawn(async move {
+                rpc.create_program(tokio_stream::iter([first]).chain(tokio_stream::pending()))
+                    .await
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let ninth = client
+            .rpc()
+            .create_program(tokio_stream::iter([upload(16)]))
+            .await
+            .unwrap_err();
+        assert!(
+            ninth.message().contains("(limits.max_streams_per_session)"),
+            "{ninth:?}"
+        );
+        let grown_mib = resident_kib(pid).saturating_sub(before) / 1024;
+        assert!(
+            grown_mib < 64,
+            "the node grew by {grown_mib} MiB for 4000 MiB of claimed images"
+        );
+        for upload in stalled {
+            upload.abort();
+        }
+        eprintln!("stalled uploads grew the node by {grown_mib} MiB");
+    });
+}

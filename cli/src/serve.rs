@@ -35,7 +35,7 @@ A client is recognized by its transport only: on the Unix socket by the peer's u
 primary gid), on TCP by a DNS or URI SAN of its certificate, which must chain to client_ca.
 Grants: `devices` lists device ids as `accelhost list` prints them (`<plugin>/<name>`, a
 trailing `*` matches any suffix); a client sees and opens only those. `dma_memory_mib`
-(default 256) caps the DMA buffers its session holds; `reconfigure` (default false) lets it
+(default 256) caps the DMA buffers and memory it holds across its sessions; `reconfigure` (default false) lets it
 load images. A client's handles and buffers are released when it disconnects.
 
 `listen.metrics` serves Prometheus metrics (OpenMetrics text) at /metrics over plain HTTP,

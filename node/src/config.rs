@@ -70,7 +70,8 @@ pub struct Limits {
     /// The longest a client may ask one poll to wait, in milliseconds.
     #[serde(default = "default_max_poll_ms")]
     pub max_poll_ms: u32,
-    /// The most answer streams (buffer reads, event watches) one session may have open;
+    /// The most answer streams and uploads (buffer reads, event watches, images being
+    /// received) one session may have open;
     /// with the message size and `max_sessions` it bounds what unread streams hold.
     #[serde(default = "default_max_streams")]
     pub max_streams_per_session: usize,
@@ -145,7 +146,8 @@ pub struct ClientGrants {
     /// open; a trailing `*` matches any suffix (`dfl/*`, `*`).
     #[serde(default)]
     pub devices: Vec<String>,
-    /// Cap on the DMA buffers the client's sessions may hold at once, in MiB.
+    /// Cap on the DMA buffers and offload memory the client's sessions hold at once,
+    /// together, in MiB.
     #[serde(default = "default_client_dma_mib")]
     pub dma_memory_mib: u64,
     /// Whether the client may load images (`Reconfigure`).

@@ -19,7 +19,7 @@ use crate::config::{ClientEntry, ServeConfig};
 use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
 use crate::proto::{self, node_server};
-use crate::session::{Object, Session, Sessions};
+use crate::session::{DmaCharge, Object, Session, Sessions};
 use crate::status::{from_host, status};
 
 /// The node service: one host, its serve config and its clients' sessions.
@@ -322,6 +322,7 @@ impl node_server::Node for NodeService {
         let (events, receiver) = mpsc::channel(1);
         let session = Arc::new(Session::new(
             client.clone(),
+            self.sessions.account(&client.name),
             events.clone(),
             self.limits().max_streams_per_session,
         ));
@@ -458,10 +459,9 @@ impl node_server::Node for NodeService {
             ));
         }
         let mut chunks = request.into_inner();
-        let (header, image) = self
+        let (session, header, image) = self
             .receive_image(&client, &mut chunks, "Reconfigure", |c| (c.header, c.data))
             .await?;
-        let session = self.session_of(&client, &header.session, "Reconfigure")?;
         let handle = self.handle(&session, header.handle, "Reconfigure")?;
         let slot = header.slot;
         blocking(move || handle.reconfigure(slot, &image).map_err(from_host)).await?;
@@ -553,7 +553,7 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "PrepareBuffer")?;
         let handle = self.handle(&session, req.handle, "PrepareBuffer")?;
-        self.room_for_memory(&session, req.size, "PrepareBuffer")?;
+        let charge = self.room_for_memory(&session, req.size, "PrepareBuffer")?;
         let (size, read_only) = (req.size, req.read_only);
         let buffer = blocking(move || {
             if read_only {
@@ -567,7 +567,7 @@ impl node_server::Node for NodeService {
         let (size, iova) = (buffer.size(), buffer.iova());
         let number = session
             .objects()
-            .insert(Object::Buffer(req.handle, Arc::new(buffer)));
+            .insert_charged(Object::Buffer(req.handle, Arc::new(buffer)), charge);
         Ok(Response::new(proto::Buffer {
             buffer: number,
             size,
@@ -728,7 +728,7 @@ impl node_server::Node for NodeService {
         let req = request.get_ref().clone();
         let session = self.session(&request, &req.session, "Alloc")?;
         let handle = self.handle(&session, req.handle, "Alloc")?;
-        self.room_for_memory(&session, req.size, "Alloc")?;
+        let charge = self.room_for_memory(&session, req.size, "Alloc")?;
         let kind = match proto::MemoryKind::try_from(req.kind) {
             Ok(proto::MemoryKind::Host) => MemoryKind::Host,
             Ok(proto::MemoryKind::Device) => MemoryKind::Device,
@@ -749,7 +749,9 @@ impl node_server::Node for NodeService {
         })
         .await?;
         let (size, device_address) = (memory.size(), memory.device_address());
-        let number = session.objects().insert(Object::Memory(req.handle, memory));
+        let number = session
+            .objects()
+            .insert_charged(Object::Memory(req.handle, memory), charge);
         Ok(Response::new(proto::MemoryReply {
             memory: number,
             size,
@@ -763,12 +765,11 @@ impl node_server::Node for NodeService {
     ) -> Result<Response<proto::ObjectReply>, Status> {
         let client = self.client(&request, "CreateProgram")?;
         let mut chunks = request.into_inner();
-        let (header, image) = self
+        let (session, header, image) = self
             .receive_image(&client, &mut chunks, "CreateProgram", |c| {
                 (c.header, c.data)
             })
             .await?;
-        let session = self.session_of(&client, &header.session, "CreateProgram")?;
         let handle = self.handle(&session, header.handle, "CreateProgram")?;
         self.room_for_object(&session, "CreateProgram")?;
         let program = blocking(move || handle.create_program(&image).map_err(from_host)).await?;
@@ -895,13 +896,10 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "QueueFinish")?;
         let (_, queue) = self.queue(&session, req.object, "QueueFinish")?;
-        // Waited without a thread, as event waits are; then `finish` only collects.
+        // Waited on a task, as polls are (ended if the client goes); then `finish` only
+        // collects what finished.
         for event in queue.pending_events() {
-            let (finished, done) = tokio::sync::oneshot::channel();
-            event.on_finish(move || {
-                let _ = finished.send(());
-            });
-            let _ = done.await;
+            wait_until(|| event.status() != EventStatus::Pending, None).await;
         }
         blocking(move || queue.finish().map_err(from_host)).await?;
         Ok(Response::new(proto::Empty {}))
@@ -950,13 +948,9 @@ impl node_server::Node for NodeService {
         let session = self.session(&request, &req.session, "EventWait")?;
         let event = self.event(&session, req.event, "EventWait")?;
         let timeout = self.poll_timeout(req.timeout_ms, "EventWait")?;
-        // Waited without a thread: the event wakes this call when it finishes. A failed or
-        // unfinished event is an answer here, not a failed call.
-        let (finished, done) = tokio::sync::oneshot::channel();
-        event.on_finish(move || {
-            let _ = finished.send(());
-        });
-        let _ = tokio::time::timeout(timeout, done).await;
+        // Polled on a task, so a wait that times out leaves nothing behind on the event. A
+        // failed or unfinished event is an answer here, not a failed call.
+        wait_until(|| event.status() != EventStatus::Pending, Some(timeout)).await;
         Ok(Response::new(event_state(&event)))
     }
 
@@ -999,39 +993,57 @@ fn release_in_order(objects: Vec<Object>) -> Result<(), Status> {
     first_error.map_or(Ok(()), |err| Err(from_host(err)))
 }
 
-/// Reads a word until `value & mask == expected` or `timeout`, without holding a thread
-/// while it waits: a few quick rereads, then one a millisecond. Waits on the node cost a
-/// task each, not one of the threads host calls run on.
+/// Checks `done` until it holds or `timeout` passes (never, for `None`), without holding a
+/// thread: a few quick checks, then one a millisecond. Waits on the node (polls, event waits,
+/// queue finishes) cost a task each, not one of the threads host calls run on, and register
+/// nothing that outlives them. Says whether `done` held.
+async fn wait_until(mut done: impl FnMut() -> bool, timeout: Option<Duration>) -> bool {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut checks = 0u32;
+    loop {
+        if done() {
+            return true;
+        }
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            return false;
+        }
+        if checks < 32 {
+            checks += 1;
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// Reads a word until `value & mask == expected` or `timeout`.
 async fn poll_word(
     mut read: impl FnMut() -> accelhost::Result<u64>,
     (mask, expected): (u64, u64),
     timeout: Duration,
     what: impl Fn() -> String,
 ) -> Result<u64, Status> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut rereads = 0u32;
-    loop {
-        let value = read().map_err(from_host)?;
-        if value & mask == expected {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(status(
-                ErrorCode::Timeout,
-                format!(
-                    "{}: still {value:#x} (mask {mask:#x}, waiting for {expected:#x}) after {} ms",
-                    what(),
-                    timeout.as_millis()
-                ),
-            ));
-        }
-        if rereads < 32 {
-            rereads += 1;
-            tokio::task::yield_now().await;
-        } else {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+    let mut last = Ok(0);
+    let matched = wait_until(
+        || {
+            last = read();
+            last.as_ref().map_or(true, |value| value & mask == expected)
+        },
+        Some(timeout),
+    )
+    .await;
+    let value = last.map_err(from_host)?;
+    if matched {
+        return Ok(value);
     }
+    Err(status(
+        ErrorCode::Timeout,
+        format!(
+            "{}: still {value:#x} (mask {mask:#x}, waiting for {expected:#x}) after {} ms",
+            what(),
+            timeout.as_millis()
+        ),
+    ))
 }
 
 /// A launch argument that owns what it names, for the blocking thread.
@@ -1228,22 +1240,29 @@ impl NodeService {
         Ok(())
     }
 
-    /// Room for one more buffer or memory of `size` bytes, within the client's grant.
-    fn room_for_memory(&self, session: &Session, size: u64, call: &str) -> Result<(), Status> {
+    /// Room for one more buffer or memory of `size` bytes within the client's grant, across
+    /// all its sessions: reserved now, given back when the object goes.
+    fn room_for_memory(
+        &self,
+        session: &Session,
+        size: u64,
+        call: &str,
+    ) -> Result<DmaCharge, Status> {
         self.room_for_object(session, call)?;
-        let held = session.objects().dma_bytes();
-        if held.saturating_add(size) > session.client.grants.dma_bytes() {
-            return Err(self.refuse(
-                &session.client.name,
-                call,
-                ErrorCode::OutOfMemory,
-                format!(
-                    "{call}: client '{}' holds {held} bytes of buffers and memory; {size} more would pass its grant of {} MiB (grants.dma_memory_mib)",
-                    session.client.name, session.client.grants.dma_memory_mib
-                ),
-            ));
-        }
-        Ok(())
+        session
+            .dma
+            .reserve(size, session.client.grants.dma_bytes())
+            .map_err(|held| {
+                self.refuse(
+                    &session.client.name,
+                    call,
+                    ErrorCode::OutOfMemory,
+                    format!(
+                        "{call}: client '{}' holds {held} bytes of buffers and memory; {size} more would pass its grant of {} MiB (grants.dma_memory_mib)",
+                        session.client.name, session.client.grants.dma_memory_mib
+                    ),
+                )
+            })
     }
 
     /// Session `id`, if `client` attached it.
@@ -1264,14 +1283,16 @@ impl NodeService {
     }
 
     /// Receives a streamed image: a header on the first chunk, then exactly `image_bytes`,
-    /// no more than `limits.max_image_mib`.
+    /// no more than `limits.max_image_mib`. The image grows as bytes arrive (a header only
+    /// claims a size), and an upload holds one of the session's stream permits, so what
+    /// unfinished uploads make the node hold is bounded like unread streams.
     async fn receive_image<C: Send + 'static>(
         &self,
         client: &ClientEntry,
         chunks: &mut Streaming<C>,
         call: &str,
         parts: impl Fn(C) -> (Option<proto::ReconfigureHeader>, bytes::Bytes),
-    ) -> Result<(proto::ReconfigureHeader, Vec<u8>), Status> {
+    ) -> Result<(Arc<Session>, proto::ReconfigureHeader, Vec<u8>), Status> {
         let invalid =
             |message: String| status(ErrorCode::InvalidArgument, format!("{call}: {message}"));
         let first = chunks
@@ -1280,7 +1301,8 @@ impl NodeService {
             .ok_or_else(|| invalid("the stream carried no chunk".into()))?;
         let (header, data) = parts(first);
         let header = header.ok_or_else(|| invalid("the first chunk carries no header".into()))?;
-        self.session_of(client, &header.session, call)?;
+        let session = self.session_of(client, &header.session, call)?;
+        let _permit = self.stream_permit(&session, call)?;
         let limit = self.limits().max_image_bytes();
         if header.image_bytes > limit {
             return Err(invalid(format!(
@@ -1288,8 +1310,7 @@ impl NodeService {
                 header.image_bytes
             )));
         }
-        let mut image = Vec::with_capacity(header.image_bytes as usize);
-        image.extend_from_slice(&data);
+        let mut image = data.to_vec();
         while let Some(chunk) = chunks.message().await? {
             let (extra, data) = parts(chunk);
             if extra.is_some() {
@@ -1310,7 +1331,7 @@ impl NodeService {
                 header.image_bytes
             )));
         }
-        Ok((header, image))
+        Ok((session, header, image))
     }
 
     fn poll_timeout(&self, timeout_ms: u32, call: &str) -> Result<Duration, Status> {

@@ -2,6 +2,7 @@
 //! host's usual order (buffers, then regions, then handles) when the client goes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use accelhost::{DmaBuffer, Event, Handle, Kernel, Memory, MmioRegion, Program, Queue, Token};
@@ -19,6 +20,8 @@ pub struct Session {
     /// The client entry the caller was identified as, when it attached.
     pub client: Arc<ClientEntry>,
     objects: Mutex<Objects>,
+    /// The client's DMA account, shared by all its sessions.
+    pub dma: DmaAccount,
     /// Permits for answer streams (reads, event watches) open at once.
     pub streams: Arc<tokio::sync::Semaphore>,
     /// The session's `Attach` stream: dropping the sender (when the session ends) ends it.
@@ -109,6 +112,8 @@ pub struct Objects {
     /// The devices of the session's last enumeration, by id.
     pub devices: HashMap<String, Token>,
     held: HashMap<u64, Object>,
+    /// What the buffers and memory among `held` charge to the client's DMA grant.
+    charges: HashMap<u64, DmaCharge>,
 }
 
 impl Objects {
@@ -119,6 +124,13 @@ impl Objects {
         self.next
     }
 
+    /// Adds `object` under a fresh number, with what it charges to the client's grant.
+    pub fn insert_charged(&mut self, object: Object, charge: DmaCharge) -> u64 {
+        let number = self.insert(object);
+        self.charges.insert(number, charge);
+        number
+    }
+
     /// Object `number`, if held.
     pub fn get(&self, number: u64) -> Option<&Object> {
         self.held.get(&number)
@@ -127,18 +139,6 @@ impl Objects {
     /// Objects held.
     pub fn count(&self) -> usize {
         self.held.len()
-    }
-
-    /// Bytes of DMA buffers and offload memory held.
-    pub fn dma_bytes(&self) -> u64 {
-        self.held
-            .values()
-            .map(|object| match object {
-                Object::Buffer(_, buffer) => buffer.size(),
-                Object::Memory(_, memory) => memory.size(),
-                _ => 0,
-            })
-            .sum()
     }
 
     /// Takes object `number` out; for a handle, with everything that came from it. The
@@ -153,6 +153,8 @@ impl Objects {
             Some(_) => self.held.remove(&number).into_iter().collect(),
             None => Vec::new(),
         };
+        let held = &self.held;
+        self.charges.retain(|n, _| held.contains_key(n));
         taken.sort_by_key(Object::release_rank);
         taken
     }
@@ -160,8 +162,46 @@ impl Objects {
     /// Takes every object out, in release order.
     fn take_all(&mut self) -> Vec<Object> {
         let mut taken: Vec<Object> = self.held.drain().map(|(_, object)| object).collect();
+        self.charges.clear();
         taken.sort_by_key(Object::release_rank);
         taken
+    }
+}
+
+/// The bytes of buffers and memory one client holds across all its sessions, against its
+/// grant: reserved before an allocation (so concurrent ones cannot pass the grant together)
+/// and given back when the object goes.
+#[derive(Clone, Default)]
+pub struct DmaAccount(Arc<AtomicU64>);
+
+impl DmaAccount {
+    /// Reserves `bytes` if the total stays within `cap`; else says how much is held.
+    pub fn reserve(&self, bytes: u64, cap: u64) -> Result<DmaCharge, u64> {
+        self.0
+            .try_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|total| *total <= cap)
+            })
+            .map(|_| DmaCharge {
+                account: self.clone(),
+                bytes,
+            })
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Bytes reserved in a [`DmaAccount`], given back when dropped.
+pub struct DmaCharge {
+    account: DmaAccount,
+    bytes: u64,
+}
+
+impl Drop for DmaCharge {
+    fn drop(&mut self) {
+        self.account.0.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -177,12 +217,14 @@ impl Session {
     /// A session for `client`.
     pub fn new(
         client: Arc<ClientEntry>,
+        dma: DmaAccount,
         events: mpsc::Sender<Result<SessionEvent, Status>>,
         max_streams: usize,
     ) -> Session {
         Session {
             id: random_id(),
             client,
+            dma,
             streams: Arc::new(tokio::sync::Semaphore::new(max_streams)),
             objects: Mutex::new(Objects::default()),
             events: Mutex::new(Some(events)),
@@ -242,9 +284,20 @@ fn random_id() -> String {
 #[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
+    accounts: Mutex<HashMap<String, DmaAccount>>,
 }
 
 impl Sessions {
+    /// The DMA account of the client named `client`, shared by its sessions.
+    pub fn account(&self, client: &str) -> DmaAccount {
+        self.accounts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(client.to_owned())
+            .or_default()
+            .clone()
+    }
+
     /// Adds `session` unless `max` are open already.
     pub fn insert(&self, session: Arc<Session>, max: usize) -> Result<(), usize> {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
@@ -353,8 +406,8 @@ mod tests {
 
     #[test]
     fn ids_are_distinct_and_numbers_never_repeat() {
-        let a = Session::new(client(), mpsc::channel(1).0, 1);
-        let b = Session::new(client(), mpsc::channel(1).0, 1);
+        let a = Session::new(client(), DmaAccount::default(), mpsc::channel(1).0, 1);
+        let b = Session::new(client(), DmaAccount::default(), mpsc::channel(1).0, 1);
         assert_ne!(a.id, b.id);
         assert_eq!(a.id.len(), 32);
         let mut objects = a.objects();
@@ -363,13 +416,45 @@ mod tests {
     }
 
     #[test]
+    fn a_dma_account_holds_its_cap_and_gives_back_on_drop() {
+        let account = DmaAccount::default();
+        let first = account.reserve(600, 1000).unwrap();
+        assert_eq!(account.reserve(500, 1000).err(), Some(600));
+        let second = account.reserve(400, 1000).unwrap();
+        assert_eq!(account.held(), 1000);
+        drop(first);
+        assert_eq!(account.held(), 400);
+        drop(second);
+        assert_eq!(
+            account.reserve(u64::MAX, u64::MAX).map(|c| c.bytes).ok(),
+            Some(u64::MAX)
+        );
+    }
+
+    #[test]
     fn the_session_cap_holds() {
         let sessions = Sessions::default();
         sessions
-            .insert(Arc::new(Session::new(client(), mpsc::channel(1).0, 1)), 1)
+            .insert(
+                Arc::new(Session::new(
+                    client(),
+                    DmaAccount::default(),
+                    mpsc::channel(1).0,
+                    1,
+                )),
+                1,
+            )
             .unwrap();
         assert_eq!(
-            sessions.insert(Arc::new(Session::new(client(), mpsc::channel(1).0, 1)), 1),
+            sessions.insert(
+                Arc::new(Session::new(
+                    client(),
+                    DmaAccount::default(),
+                    mpsc::channel(1).0,
+                    1
+                )),
+                1
+            ),
             Err(1)
         );
         assert_eq!(sessions.len(), 1);
