@@ -110,6 +110,15 @@ fn check_config_checks_a_serve_config_and_its_files() {
     );
 }
 
+/// The runtime the tests' clients run on.
+fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// `accelhost serve` of the config `serve_config` wrote in `dir`.
 fn start(dir: &Path) -> Served {
     Served::start(&[BIN], dir, "accelhost serve: node 'cli-node' on unix://").0
@@ -121,11 +130,7 @@ fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
     serve_config(&dir);
     let socket = dir.join("node.sock");
     let endpoint = Endpoint::Unix(socket.clone());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
 
     let mut served = start(&dir);
     let started = runtime.block_on(async {
@@ -185,11 +190,7 @@ fn sighup_reloads_the_serve_config() {
     let dir = scratch_dir("serve-reload");
     let path = serve_config(&dir);
     let endpoint = Endpoint::Unix(dir.join("node.sock"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
     let mut served = start(&dir);
     let client = runtime.block_on(async {
         let client = Client::connect(&endpoint, ClientOptions::default())
@@ -236,11 +237,7 @@ fn readers_that_never_read_keep_the_node_bounded() {
     let dir = scratch_dir("serve-slow");
     serve_config(&dir);
     let endpoint = Endpoint::Unix(dir.join("node.sock"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
     let served = start(&dir);
     let pid = served.child.id();
     runtime.block_on(async {
@@ -322,11 +319,7 @@ fn stalled_uploads_keep_the_node_bounded() {
     let dir = scratch_dir("serve-uploads");
     serve_config(&dir);
     let endpoint = Endpoint::Unix(dir.join("node.sock"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
     let served = start(&dir);
     let pid = served.child.id();
     runtime.block_on(async {

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -26,7 +27,8 @@ pub struct ServeConfig {
     /// Bounds on what clients may ask of the node.
     pub limits: Limits,
     /// The clients the node serves; anyone else is refused at `Attach`.
-    pub clients: Vec<ClientEntry>,
+    /// Shared with the sessions that were attached as them.
+    pub clients: Vec<Arc<ClientEntry>>,
 }
 
 /// A Unix socket listener: local clients, identified by the peer's uid and gid.
@@ -435,11 +437,11 @@ impl ServeConfig {
                     format!("{} is outside 0..=65536", client.grants.dma_memory_mib),
                 ));
             }
-            clients.push(ClientEntry {
+            clients.push(Arc::new(ClientEntry {
                 name: client.name,
                 identity,
                 grants: client.grants,
-            });
+            }));
         }
 
         let node_name = match raw.node_name {
@@ -472,8 +474,11 @@ impl ServeConfig {
     }
 
     /// The client entry `identity` names, if any.
-    pub fn client(&self, identity: &ClientIdentity) -> Option<&ClientEntry> {
-        self.clients.iter().find(|c| &c.identity == identity)
+    pub fn client(&self, identity: &ClientIdentity) -> Option<Arc<ClientEntry>> {
+        self.clients
+            .iter()
+            .find(|c| c.identity == *identity)
+            .cloned()
     }
 }
 

@@ -219,61 +219,54 @@ impl Collector for PluginCollector {
                 }
             }
         }
-        {
-            let mut family = encoder.encode_descriptor(
+        type PerPlugin = fn(&accelhost::PluginInfo) -> u64;
+        let per_plugin: [(&str, &str, Option<Unit>, bool, PerPlugin); 4] = [
+            (
                 "plugin_restarts",
                 "Times each plugin's instance was restarted after a fault",
                 None,
-                ConstCounter::new(0u64).metric_type(),
-            )?;
-            for plugin in &plugins {
-                ConstCounter::new(u64::from(plugin.restarts)).encode(family.encode_family(
-                    &PluginLabels {
-                        plugin: plugin.name.clone(),
-                    },
-                )?)?;
-            }
-        }
-        {
-            let mut family = encoder.encode_descriptor(
+                true,
+                |p| u64::from(p.restarts),
+            ),
+            (
                 "plugin_log_lines_dropped",
                 "Log lines of each plugin dropped by the host's cap",
                 None,
-                ConstCounter::new(0u64).metric_type(),
-            )?;
-            for plugin in &plugins {
-                ConstCounter::new(plugin.log_lines_dropped).encode(family.encode_family(
-                    &PluginLabels {
-                        plugin: plugin.name.clone(),
-                    },
-                )?)?;
-            }
-        }
-        for (name, help, value) in [
+                true,
+                |p| p.log_lines_dropped,
+            ),
             (
                 "plugin_host_memory",
                 "Host memory each plugin holds charged to its budget",
-                (|p: &accelhost::PluginInfo| p.memory.host_bytes)
-                    as fn(&accelhost::PluginInfo) -> u64,
+                Some(Unit::Bytes),
+                false,
+                |p| p.memory.host_bytes,
             ),
             (
                 "plugin_dma_memory",
                 "DMA memory each plugin's buffers hold",
-                |p: &accelhost::PluginInfo| p.memory.dma_bytes,
+                Some(Unit::Bytes),
+                false,
+                |p| p.memory.dma_bytes,
             ),
-        ] {
-            let mut family = encoder.encode_descriptor(
-                name,
-                help,
-                Some(&Unit::Bytes),
-                ConstGauge::new(0i64).metric_type(),
-            )?;
+        ];
+        for (name, help, unit, counter, value) in per_plugin {
+            let kind = if counter {
+                ConstCounter::new(0u64).metric_type()
+            } else {
+                ConstGauge::new(0i64).metric_type()
+            };
+            let mut family = encoder.encode_descriptor(name, help, unit.as_ref(), kind)?;
             for plugin in &plugins {
-                ConstGauge::new(value(plugin) as i64).encode(family.encode_family(
-                    &PluginLabels {
-                        plugin: plugin.name.clone(),
-                    },
-                )?)?;
+                let labels = PluginLabels {
+                    plugin: plugin.name.clone(),
+                };
+                let at = family.encode_family(&labels)?;
+                if counter {
+                    ConstCounter::new(value(plugin)).encode(at)?;
+                } else {
+                    ConstGauge::new(value(plugin) as i64).encode(at)?;
+                }
             }
         }
         Ok(())

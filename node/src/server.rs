@@ -49,7 +49,6 @@ pub enum ServeError {
 /// A node with its listeners bound, ready to [`run`](BoundNode::run).
 pub struct BoundNode {
     service: Arc<NodeService>,
-    config: Arc<ServeConfig>,
     unix: Option<(UnixListener, PathBuf)>,
     tcp: Option<(TcpListener, ServerTlsConfig)>,
     metrics: Option<TcpListener>,
@@ -105,8 +104,7 @@ impl BoundNode {
             None => None,
         };
         Ok(BoundNode {
-            service: Arc::new(NodeService::new(host, config.clone())),
-            config,
+            service: Arc::new(NodeService::new(host, config)),
             unix,
             tcp,
             metrics,
@@ -141,7 +139,7 @@ impl BoundNode {
     /// clients held), lets calls in flight finish, and removes the socket file.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
         let (stop, stopped) = watch::channel(false);
-        let max = self.config.limits.max_message_bytes();
+        let max = self.service.config().limits.max_message_bytes();
         let service = || {
             NodeServer::from_arc(self.service.clone())
                 .max_decoding_message_size(max)
@@ -191,11 +189,8 @@ impl BoundNode {
                             async move { metrics_answer(&node, &headers) }
                         }),
                     );
-                    let mut stopped = stopped.clone();
                     axum::serve(listener, app)
-                        .with_graceful_shutdown(async move {
-                            let _ = stopped.wait_for(|stop| *stop).await;
-                        })
+                        .with_graceful_shutdown(signal(stopped.clone()))
                         .await
                         .map_err(|reason| ServeError::Io {
                             what: "serving metrics on",

@@ -81,7 +81,7 @@ impl NodeService {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
         let (ended, kept) = self
             .sessions
-            .end_where(|client| new.clients.iter().all(|entry| entry != client));
+            .end_where(|client| new.clients.iter().all(|entry| **entry != *client));
         reloaded.ended = ended;
         reloaded.kept = kept;
         reloaded
@@ -99,7 +99,6 @@ impl NodeService {
         peer.identities()
             .iter()
             .find_map(|identity| config.client(identity))
-            .map(|entry| Arc::new(entry.clone()))
             .ok_or_else(|| {
                 status(
                     ErrorCode::PermissionDenied,
@@ -116,14 +115,7 @@ impl NodeService {
         call: &str,
     ) -> Result<Arc<Session>, Status> {
         let client = self.client(request, call)?;
-        self.metrics.call(&client.name, call);
-        match self.sessions.get(id) {
-            Some(session) if session.client.name == client.name => Ok(session),
-            _ => Err(status(
-                ErrorCode::NotFound,
-                format!("{call}: client '{}' has no session '{id}'", client.name),
-            )),
-        }
+        self.session_of(&client, id, call)
     }
 
     fn limits(&self) -> crate::config::Limits {
@@ -217,7 +209,7 @@ fn filter_of(proto: &proto::Filter) -> Result<Filter, Status> {
 /// The wire form of a device.
 pub fn device_of(token: &Token, properties: &accelhost::Properties) -> proto::Device {
     proto::Device {
-        id: format!("{}/{}", token.plugin(), properties.name),
+        id: token.id(),
         plugin: token.plugin().to_owned(),
         object_type: match properties.object_type {
             ObjectType::Device => proto::ObjectType::Device,
@@ -277,7 +269,8 @@ const READ_CHUNK_BYTES: u64 = 1 << 20;
 
 type DataStream = ReceiverStream<Result<proto::Data, Status>>;
 
-fn width_of(width: i32, call: &str) -> Result<proto::Width, Status> {
+/// `call` names the call in errors; it is formatted only when there is one.
+fn width_of(width: i32, call: &dyn std::fmt::Display) -> Result<proto::Width, Status> {
     match proto::Width::try_from(width) {
         Ok(proto::Width::Width32) => Ok(proto::Width::Width32),
         Ok(proto::Width::Width64) => Ok(proto::Width::Width64),
@@ -293,7 +286,7 @@ fn mmio_write(
     offset: u64,
     width: proto::Width,
     value: u64,
-    call: &str,
+    call: &dyn std::fmt::Display,
 ) -> Result<(), Status> {
     match width {
         proto::Width::Width32 => {
@@ -373,15 +366,16 @@ impl node_server::Node for NodeService {
             .collect::<Result<Vec<_>, _>>()?;
         let host = self.host.clone();
         let tokens = blocking(move || Ok(host.enumerate(&filters).tokens)).await?;
-        let visible: Vec<Token> = tokens
+        let visible: Vec<(String, Token)> = tokens
             .into_iter()
-            .filter(|token| session.client.grants.allows_device(&token.id()))
+            .map(|token| (token.id(), token))
+            .filter(|(id, _)| session.client.grants.allows_device(id))
             .collect();
         let devices = visible
             .iter()
-            .map(|token| device_of(token, token.properties()))
+            .map(|(_, token)| device_of(token, token.properties()))
             .collect();
-        session.objects().devices = visible.into_iter().map(|t| (t.id(), t)).collect();
+        session.objects().devices = visible.into_iter().collect();
         Ok(Response::new(proto::EnumerateReply { devices }))
     }
 
@@ -493,7 +487,7 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "MmioRead")?;
         let region = self.region(&session, req.region, "MmioRead")?;
-        let value = match width_of(req.width, "MmioRead")? {
+        let value = match width_of(req.width, &"MmioRead")? {
             proto::Width::Width32 => region.read32(req.offset).map(u64::from),
             _ => region.read64(req.offset),
         }
@@ -508,8 +502,8 @@ impl node_server::Node for NodeService {
         let req = request.get_ref();
         let session = self.session(&request, &req.session, "MmioWrite")?;
         let region = self.region(&session, req.region, "MmioWrite")?;
-        let width = width_of(req.width, "MmioWrite")?;
-        mmio_write(&region, req.offset, width, req.value, "MmioWrite")?;
+        let width = width_of(req.width, &"MmioWrite")?;
+        mmio_write(&region, req.offset, width, req.value, &"MmioWrite")?;
         Ok(Response::new(proto::Empty {}))
     }
 
@@ -521,7 +515,7 @@ impl node_server::Node for NodeService {
         let session = self.session(&request, &req.session, "MmioWriteBatch")?;
         let region = self.region(&session, req.region, "MmioWriteBatch")?;
         for (i, write) in req.writes.iter().enumerate() {
-            let call = format!("MmioWriteBatch: writes[{i}]");
+            let call = format_args!("MmioWriteBatch: writes[{i}]");
             let width = width_of(write.width, &call)?;
             mmio_write(&region, write.offset, width, write.value, &call)?;
         }
@@ -636,8 +630,7 @@ impl node_server::Node for NodeService {
             n => n.min(most),
         };
         let permit = self.stream_permit(&session, "BufferRead")?;
-        self.metrics
-            .transferred(&session.client.name, false, req.length);
+        let (metrics, client) = (self.metrics.clone(), session.client.name.clone());
         // One chunk queued and one being read: a client that reads slowly holds at most
         // that, plus what the transport buffers, on the node.
         let (sender, receiver) = mpsc::channel(1);
@@ -657,6 +650,7 @@ impl node_server::Node for NodeService {
                 if sender.send(item).await.is_err() || failed {
                     return;
                 }
+                metrics.transferred(&client, false, len as u64);
                 at += len as u64;
             }
         });
