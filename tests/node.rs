@@ -14,68 +14,9 @@ use accelhost::families::dfl::abi::nlb0;
 use accelhost_node::proto::Filter;
 use accelhost_node::session::Sessions;
 use accelhost_node::{BoundNode, Client, ClientOptions, Endpoint, RemoteError, ServeConfig};
-use remote::{Pki, hello_fpga};
+use remote::{Pki, RunningNode, hello_fpga, start_in, uid};
 use support::{default_host, json_path, scratch_dir};
 use tokio::sync::oneshot;
-
-/// A node serving in this process until dropped.
-struct RunningNode {
-    dir: PathBuf,
-    socket: PathBuf,
-    tcp: Option<std::net::SocketAddr>,
-    sessions: Arc<Sessions>,
-    stop: Option<oneshot::Sender<()>>,
-    served: Option<tokio::task::JoinHandle<Result<(), accelhost_node::ServeError>>>,
-}
-
-impl RunningNode {
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        let served = self.served.take().unwrap();
-        tokio::time::timeout(Duration::from_secs(30), served)
-            .await
-            .expect("the node stops within 30 s")
-            .unwrap()
-            .unwrap();
-    }
-
-    fn unix(&self) -> Endpoint {
-        Endpoint::Unix(self.socket.clone())
-    }
-}
-
-fn uid() -> u32 {
-    // SAFETY: getuid cannot fail.
-    unsafe { libc::getuid() }
-}
-
-/// Starts a node in `dir` whose serve config is `config`, with `@SOCKET@` standing for the
-/// socket path and `@DIR@` for the folder.
-async fn start_in(dir: PathBuf, config: &str) -> RunningNode {
-    let socket = dir.join("node.sock");
-    let text = config
-        .replace("@SOCKET@", &json_path(&socket))
-        .replace("@DIR@", &json_path(&dir));
-    let path = dir.join("serve.json");
-    std::fs::write(&path, &text).unwrap();
-    let serve = Arc::new(ServeConfig::load(&path).unwrap());
-    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
-    let node = BoundNode::bind(serve, host).await.unwrap();
-    let tcp = node.tcp_address();
-    let sessions = node.sessions();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(node.run(async {
-        let _ = stopped.await;
-    }));
-    RunningNode {
-        dir,
-        socket,
-        tcp,
-        sessions,
-        stop: Some(stop),
-        served: Some(served),
-    }
-}
 
 /// A node on a Unix socket serving this process's uid with `grants`.
 async fn start_unix(grants: &str) -> RunningNode {

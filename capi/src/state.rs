@@ -44,7 +44,10 @@ pub(crate) fn host() -> CapiResult<Host> {
 }
 
 fn install((config, origin): (Config, ConfigOrigin)) -> CapiResult<Host> {
-    let host = Host::builder().discovered_config(config, origin).build()?;
+    let host = Host::builder()
+        .discovered_config(config, origin)
+        .remote(std::sync::Arc::new(accelhost_node::NodeConnector::new()))
+        .build()?;
     *write() = Some(host.clone());
     Ok(host)
 }

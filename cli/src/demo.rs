@@ -29,6 +29,10 @@ pub struct Args {
     /// Needs a build with `--features fault-injection`.
     #[arg(long)]
     fault: bool,
+    /// Only devices on this host: a name, localhost, ^localhost (any other) or * (every host,
+    /// with the nodes a builtin:remote plugin reaches).
+    #[arg(long)]
+    host: Option<String>,
 }
 
 /// `16Mi` → 16777216.
@@ -326,7 +330,15 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         crate::start::start_host(config)?
     };
     let started = Instant::now();
-    let found = host.enumerate(&[]);
+    let filters: Vec<accelhost::Filter> = args
+        .host
+        .iter()
+        .map(|h| accelhost::Filter {
+            host: Some(h.clone()),
+            ..accelhost::Filter::new()
+        })
+        .collect();
+    let found = host.enumerate(&filters);
     for failure in &found.failures {
         eprintln!("warning: {failure}");
     }

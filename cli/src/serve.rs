@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use accelhost::{Config, Host};
 use accelhost_node::{BoundNode, ServeConfig};
 use anyhow::Context;
 
@@ -58,10 +57,7 @@ pub struct Args {
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let serve = Arc::new(ServeConfig::load(&args.file)?);
-    let host = match &serve.host_config {
-        Some(path) => Host::with_config(Config::load(path)?)?,
-        None => crate::start::start_host(config)?,
-    };
+    let host = crate::start::start_host(serve.host_config.clone().or(config))?;
     let host = Arc::new(host);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

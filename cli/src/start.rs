@@ -2,6 +2,7 @@
 //! `check-config` and `xclbin` does.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use accelhost::{Config, ConfigOrigin, Host};
 
@@ -19,6 +20,9 @@ pub fn start_host_with(
         accelhost::config::discover(config.as_deref())?;
     tracing::debug!(source = %config.source, "config: {origin}");
     adjust(&mut config)?;
-    let host = Host::builder().discovered_config(config, origin).build()?;
+    let host = Host::builder()
+        .discovered_config(config, origin)
+        .remote(Arc::new(accelhost_node::NodeConnector::new()))
+        .build()?;
     Ok(host)
 }

@@ -22,5 +22,6 @@ wasmtime::component::bindgen!({
         "accel:plugin/xocl.device": crate::families::xocl::resources::XoclDeviceResource,
         "accel:plugin/xocl.bo": crate::families::xocl::resources::BoResource,
         "accel:plugin/cxl.context": crate::families::cxl::resources::CxlContextResource,
+        "accel:plugin/remote.node": crate::remote::NodeResource,
     },
 });

@@ -29,6 +29,7 @@ mod error;
 mod imports;
 mod manager;
 mod properties;
+pub mod remote;
 mod runtime;
 mod state;
 pub mod text;

@@ -459,6 +459,11 @@ impl Client {
 
     /// Prepares a DMA buffer on the node.
     pub async fn prepare_buffer(&self, handle: u64, size: u64) -> RemoteResult<Buffer> {
+        self.prepare(handle, size, false).await
+    }
+
+    /// Prepares a DMA buffer on the node, which the device only reads when `read_only`.
+    pub async fn prepare(&self, handle: u64, size: u64, read_only: bool) -> RemoteResult<Buffer> {
         let reply = self
             .rpc
             .clone()
@@ -466,7 +471,7 @@ impl Client {
                 session: self.session().into(),
                 handle,
                 size,
-                read_only: false,
+                read_only,
             })
             .await
             .map_err(self.err("PrepareBuffer"))?;
@@ -540,6 +545,48 @@ impl Client {
             });
         }
         Ok(out)
+    }
+
+    /// Writes `pushes` into the node's buffers and memory and answers the pages of `objects`
+    /// that changed on the node since the last sync (see `BufferSync` in the `.proto`); as
+    /// many calls as the message limit needs.
+    pub async fn sync(
+        &self,
+        objects: &[u64],
+        pushes: Vec<proto::Page>,
+    ) -> RemoteResult<Vec<proto::Page>> {
+        let room = self.chunk_bytes().saturating_sub(objects.len() * 10);
+        let mut batches: Vec<Vec<proto::Page>> = vec![Vec::new()];
+        let mut used = 0;
+        for page in pushes {
+            let size = page.data.len() + 32;
+            if used + size > room && !batches.last().is_some_and(Vec::is_empty) {
+                batches.push(Vec::new());
+                used = 0;
+            }
+            used += size;
+            batches.last_mut().expect("one batch at least").push(page);
+        }
+        let mut pulled = Vec::new();
+        let mut batches = batches.into_iter();
+        loop {
+            let pushes = batches.next().unwrap_or_default();
+            let reply = self
+                .rpc
+                .clone()
+                .buffer_sync(proto::BufferSyncRequest {
+                    session: self.session().into(),
+                    objects: objects.to_vec(),
+                    pushes,
+                })
+                .await
+                .map_err(self.err("BufferSync"))?
+                .into_inner();
+            pulled.extend(reply.pulls);
+            if !reply.more && batches.len() == 0 {
+                return Ok(pulled);
+            }
+        }
     }
 
     /// Fills `len` bytes of a buffer from `offset` with `byte`.

@@ -10,8 +10,10 @@
 pub mod baseline;
 pub mod client;
 pub mod config;
+pub mod data;
 pub mod identity;
 pub mod metrics;
+pub mod remote;
 pub mod server;
 pub mod service;
 pub mod session;
@@ -25,4 +27,5 @@ pub mod proto {
 
 pub use client::{Client, ClientOptions, Endpoint, RemoteError, RemoteResult};
 pub use config::{ClientEntry, ClientGrants, ClientIdentity, ServeConfig, ServeConfigError};
+pub use remote::NodeConnector;
 pub use server::{BoundNode, ServeError};

@@ -16,6 +16,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::config::{ClientEntry, ServeConfig};
+use crate::data::{Data, Mirrored, Shadow};
 use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
 use crate::proto::{self, node_server};
@@ -694,6 +695,70 @@ impl node_server::Node for NodeService {
         Ok(Response::new(proto::Value { value }))
     }
 
+    async fn buffer_sync(
+        &self,
+        request: Request<proto::BufferSyncRequest>,
+    ) -> Result<Response<proto::BufferSyncReply>, Status> {
+        let id = request.get_ref().session.clone();
+        let session = self.session(&request, &id, "BufferSync")?;
+        let req = request.into_inner();
+        let mut mirrored: Vec<Mirrored> = Vec::with_capacity(req.objects.len());
+        let put_back = |mirrored: Vec<Mirrored>| {
+            let mut objects = session.objects();
+            for m in mirrored {
+                objects.put_shadow(m.object, m.shadow);
+            }
+        };
+        for &object in &req.objects {
+            if mirrored.iter().any(|m| m.object == object) {
+                continue;
+            }
+            let found = self.data(&session, object, "BufferSync").and_then(|data| {
+                let kept = session.objects().take_shadow(object);
+                let shadow = match kept {
+                    Some(shadow) => shadow,
+                    None => Shadow::new(
+                        data.size(),
+                        self.reserve_dma(&session, data.size(), "BufferSync")?,
+                    ),
+                };
+                Ok(Mirrored {
+                    object,
+                    data,
+                    shadow,
+                })
+            });
+            match found {
+                Ok(m) => mirrored.push(m),
+                Err(err) => {
+                    put_back(mirrored);
+                    return Err(err);
+                }
+            }
+        }
+        let budget = self
+            .limits()
+            .max_message_bytes()
+            .saturating_sub(4096)
+            .max(4096);
+        let (client, pushed) = (
+            session.client.name.clone(),
+            req.pushes.iter().map(|p| p.data.len() as u64).sum::<u64>(),
+        );
+        let (mirrored, answer) = tokio::task::spawn_blocking(move || {
+            let answer = crate::data::sync(&mut mirrored, req.pushes, budget);
+            (mirrored, answer)
+        })
+        .await
+        .map_err(|err| status(ErrorCode::Internal, format!("BufferSync panicked: {err}")))?;
+        put_back(mirrored);
+        let reply = answer?;
+        self.metrics.transferred(&client, true, pushed);
+        let pulled = reply.pulls.iter().map(|p| p.data.len() as u64).sum::<u64>();
+        self.metrics.transferred(&client, false, pulled);
+        Ok(Response::new(reply))
+    }
+
     async fn release(
         &self,
         request: Request<proto::ObjectRequest>,
@@ -1074,54 +1139,6 @@ fn event_state(event: &Event) -> proto::EventState {
     }
 }
 
-/// What a client reads and writes as bytes: a DMA buffer or offload memory.
-#[derive(Clone)]
-enum Data {
-    Buffer(Arc<DmaBuffer>),
-    Memory(Memory),
-}
-
-impl Data {
-    fn size(&self) -> u64 {
-        match self {
-            Data::Buffer(buffer) => buffer.size(),
-            Data::Memory(memory) => memory.size(),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            Data::Buffer(_) => "buffer",
-            Data::Memory(_) => "memory",
-        }
-    }
-
-    fn write(&self, offset: u64, data: &[u8]) -> accelhost::Result<()> {
-        match self {
-            Data::Buffer(buffer) => buffer.write(offset, data),
-            Data::Memory(memory) => memory.write(offset, data),
-        }
-    }
-
-    fn read(&self, offset: u64, out: &mut [u8]) -> accelhost::Result<()> {
-        match self {
-            Data::Buffer(buffer) => buffer.read(offset, out),
-            Data::Memory(memory) => memory.read(offset, out),
-        }
-    }
-
-    /// The little-endian word at `offset`.
-    fn read_u64(&self, offset: u64) -> accelhost::Result<u64> {
-        match self {
-            Data::Buffer(buffer) => buffer.read_u64(offset),
-            Data::Memory(memory) => {
-                let mut word = [0u8; 8];
-                memory.read(offset, &mut word)?;
-                Ok(u64::from_le_bytes(word))
-            }
-        }
-    }
-}
 impl NodeService {
     /// A call its client's grants do not cover: counted, logged for the operator, and
     /// answered with `message`.
@@ -1243,6 +1260,11 @@ impl NodeService {
         call: &str,
     ) -> Result<DmaCharge, Status> {
         self.room_for_object(session, call)?;
+        self.reserve_dma(session, size, call)
+    }
+
+    /// `size` bytes of the client's DMA grant, across all its sessions, until the charge goes.
+    fn reserve_dma(&self, session: &Session, size: u64, call: &str) -> Result<DmaCharge, Status> {
         session
             .dma
             .reserve(size, session.client.grants.dma_bytes())

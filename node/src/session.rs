@@ -12,6 +12,7 @@ use tonic::Status;
 use crate::proto::SessionEvent;
 
 use crate::config::ClientEntry;
+use crate::data::Shadow;
 
 /// One client's session: created by `Attach`, ended when its stream goes.
 pub struct Session {
@@ -114,6 +115,8 @@ pub struct Objects {
     held: HashMap<u64, Object>,
     /// What the buffers and memory among `held` charge to the client's DMA grant.
     charges: HashMap<u64, DmaCharge>,
+    /// The node's half of the client's mirrors of buffers and memory among `held`.
+    shadows: HashMap<u64, Shadow>,
 }
 
 impl Objects {
@@ -136,6 +139,18 @@ impl Objects {
         self.held.get(&number)
     }
 
+    /// Takes the shadow of object `number` out for a sync.
+    pub fn take_shadow(&mut self, number: u64) -> Option<Shadow> {
+        self.shadows.remove(&number)
+    }
+
+    /// Puts a shadow back after a sync, unless its object went meanwhile.
+    pub fn put_shadow(&mut self, number: u64, shadow: Shadow) {
+        if self.held.contains_key(&number) {
+            self.shadows.insert(number, shadow);
+        }
+    }
+
     /// Objects held.
     pub fn count(&self) -> usize {
         self.held.len()
@@ -155,6 +170,7 @@ impl Objects {
         };
         let held = &self.held;
         self.charges.retain(|n, _| held.contains_key(n));
+        self.shadows.retain(|n, _| held.contains_key(n));
         taken.sort_by_key(Object::release_rank);
         taken
     }
@@ -163,6 +179,7 @@ impl Objects {
     fn take_all(&mut self) -> Vec<Object> {
         let mut taken: Vec<Object> = self.held.drain().map(|(_, object)| object).collect();
         self.charges.clear();
+        self.shadows.clear();
         taken.sort_by_key(Object::release_rank);
         taken
     }

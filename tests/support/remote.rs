@@ -6,11 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use accelhost::families::dfl::abi::nlb0;
-use accelhost_node::{Client, Endpoint};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use std::sync::Arc;
 
-use super::support::scratch_dir;
+use accelhost::families::dfl::abi::nlb0;
+use accelhost_node::session::Sessions;
+use accelhost_node::{BoundNode, Client, Endpoint, ServeConfig};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use tokio::sync::oneshot;
+
+use super::support::{default_host, json_path, scratch_dir};
 
 /// OPAE's hello_fpga on a remote NLB0 port: every register write, buffer and poll crosses
 /// the socket; the copy is checked byte for byte.
@@ -84,6 +88,65 @@ pub async fn hello_fpga(client: &Client, device: &str, bytes: u64) {
         "the remote copy of {bytes} bytes is byte-exact"
     );
     client.close(handle).await.unwrap();
+}
+
+/// A node serving in this process until dropped.
+pub struct RunningNode {
+    pub dir: PathBuf,
+    pub socket: PathBuf,
+    pub tcp: Option<std::net::SocketAddr>,
+    pub sessions: Arc<Sessions>,
+    stop: Option<oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<Result<(), accelhost_node::ServeError>>>,
+}
+
+impl RunningNode {
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let served = self.served.take().unwrap();
+        tokio::time::timeout(Duration::from_secs(30), served)
+            .await
+            .expect("the node stops within 30 s")
+            .unwrap()
+            .unwrap();
+    }
+
+    pub fn unix(&self) -> Endpoint {
+        Endpoint::Unix(self.socket.clone())
+    }
+}
+
+pub fn uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Starts a node in `dir` whose serve config is `config`, with `@SOCKET@` standing for the
+/// socket path and `@DIR@` for the folder.
+pub async fn start_in(dir: PathBuf, config: &str) -> RunningNode {
+    let socket = dir.join("node.sock");
+    let text = config
+        .replace("@SOCKET@", &json_path(&socket))
+        .replace("@DIR@", &json_path(&dir));
+    let path = dir.join("serve.json");
+    std::fs::write(&path, &text).unwrap();
+    let serve = Arc::new(ServeConfig::load(&path).unwrap());
+    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
+    let node = BoundNode::bind(serve, host).await.unwrap();
+    let tcp = node.tcp_address();
+    let sessions = node.sessions();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(node.run(async {
+        let _ = stopped.await;
+    }));
+    RunningNode {
+        dir,
+        socket,
+        tcp,
+        sessions,
+        stop: Some(stop),
+        served: Some(served),
+    }
 }
 
 /// Test certificates in a folder of their own.

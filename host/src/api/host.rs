@@ -47,6 +47,7 @@ impl IntoIterator for Enumeration {
 pub struct HostBuilder {
     config: Option<(Config, ConfigOrigin)>,
     cache: Option<ComponentCache>,
+    remote: Option<Arc<dyn crate::remote::Connector>>,
 }
 
 impl HostBuilder {
@@ -75,6 +76,13 @@ impl HostBuilder {
         self
     }
 
+    /// Lets plugins with `remote` grants (such as `builtin:remote`) reach nodes running
+    /// `accelhost serve` through `connector` (the `accelhost-node` crate provides one).
+    pub fn remote(mut self, connector: Arc<dyn crate::remote::Connector>) -> Self {
+        self.remote = Some(connector);
+        self
+    }
+
     /// Loads every plugin of the config. Fails on a config error, or when a plugin whose
     /// `load_policy.on_error` is `fail` cannot be loaded; other failed plugins are reported
     /// by [`Host::plugins`].
@@ -84,7 +92,7 @@ impl HostBuilder {
             None => crate::config::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
-        let manager = Manager::start(&config, &cache)?;
+        let manager = Manager::start(&config, &cache, self.remote)?;
         Ok(Host {
             inner: Arc::new(HostInner {
                 manager,

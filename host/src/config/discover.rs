@@ -1,17 +1,20 @@
-//! Which config file is used: `--config`, then `ACCELHOST_CONFIG`, then `./accelhost.json`,
-//! then `$XDG_CONFIG_HOME/accelhost/config.json`, then `/etc/accelhost/config.json`, then the
-//! embedded default.
+//! Which config file is used: `--config`, then `ACCELHOST_ENDPOINT` (a running node's
+//! devices instead of plugins of this process), then `ACCELHOST_CONFIG`, then
+//! `./accelhost.json`, then `$XDG_CONFIG_HOME/accelhost/config.json`, then
+//! `/etc/accelhost/config.json`, then the embedded default.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{CONFIG_ENV, Config, ConfigError, ConfigSource};
+use super::{CONFIG_ENV, Config, ConfigError, ConfigSource, ENDPOINT_ENV};
 
 /// Which step of the lookup order chose the config.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigOrigin {
     /// The `--config` flag (or an explicit path from an embedding application).
     Explicit,
+    /// The `ACCELHOST_ENDPOINT` environment variable: the devices of a running node.
+    Endpoint,
     /// The `ACCELHOST_CONFIG` environment variable.
     Environment,
     /// `./accelhost.json`.
@@ -28,6 +31,9 @@ impl fmt::Display for ConfigOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ConfigOrigin::Explicit => "given with --config",
+            ConfigOrigin::Endpoint => {
+                "ACCELHOST_ENDPOINT: the devices of a running accelhost serve"
+            }
             ConfigOrigin::Environment => "from ACCELHOST_CONFIG",
             ConfigOrigin::WorkingDirectory => "./accelhost.json",
             ConfigOrigin::User => "the user config ($XDG_CONFIG_HOME/accelhost/config.json)",
@@ -42,6 +48,10 @@ impl fmt::Display for ConfigOrigin {
 pub fn discover(explicit: Option<&Path>) -> Result<(Config, ConfigOrigin), ConfigError> {
     if let Some(path) = explicit {
         return Ok((Config::load(path)?, ConfigOrigin::Explicit));
+    }
+    if let Some(endpoint) = std::env::var_os(ENDPOINT_ENV).filter(|e| !e.is_empty()) {
+        let endpoint = endpoint.to_string_lossy().into_owned();
+        return Ok((Config::for_endpoint(&endpoint)?, ConfigOrigin::Endpoint));
     }
     if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
@@ -83,7 +93,7 @@ impl ConfigSource {
     pub fn path(&self) -> Option<&Path> {
         match self {
             ConfigSource::File(path) => Some(path),
-            ConfigSource::Embedded => None,
+            ConfigSource::Embedded | ConfigSource::Endpoint(_) => None,
         }
     }
 }

@@ -32,6 +32,11 @@ pub fn embedded_default_text() -> &'static str {
 /// Environment variable naming the config file (second in the lookup order).
 pub const CONFIG_ENV: &str = "ACCELHOST_CONFIG";
 
+/// Environment variable naming a running node (`unix:///run/accelhost/serve.sock`) whose
+/// devices a host uses instead of loading plugins itself (first in the lookup order after an
+/// explicit config), so that several processes share one node's devices, sandboxed once.
+pub const ENDPOINT_ENV: &str = "ACCELHOST_ENDPOINT";
+
 /// A validated plugin list.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -59,6 +64,36 @@ impl Config {
     pub fn embedded_default() -> Config {
         Self::parse(embedded_default_text(), ConfigSource::Embedded)
             .expect("the embedded default config is valid (checked by a unit test)")
+    }
+
+    /// The config [`ENDPOINT_ENV`] stands for: `builtin:remote` alone, granted and configured
+    /// to reach the node at `endpoint` (a Unix socket: a node elsewhere needs TLS files, which
+    /// a config file names in the plugin's `grants.remote`).
+    pub fn for_endpoint(endpoint: &str) -> Result<Config, ConfigError> {
+        let source = ConfigSource::Endpoint(endpoint.to_string());
+        if !endpoint.starts_with("unix://") {
+            return Err(ConfigError::new(
+                &source,
+                "",
+                format!(
+                    "{ENDPOINT_ENV} takes a node's Unix socket (unix:///run/accelhost/serve.sock); \
+                     for a node reached over TCP, use a config whose builtin:remote plugin has a \
+                     remote grant with the TLS files"
+                ),
+            ));
+        }
+        let text = serde_json::json!({
+            "plugins": [{
+                "name": "remote",
+                "module": "builtin:remote",
+                "config": {"hosts": [endpoint]},
+                "grants": {"remote": [{"endpoint": endpoint}], "dma_memory_mib": 4096},
+                // Its calls wait on the node: time a proxy spends in calls is not time it
+                // takes from its callers.
+                "load_policy": {"busy_percent": 100},
+            }]
+        });
+        Self::parse(&text.to_string(), source)
     }
 
     /// Parses and validates config text. Relative paths in it are resolved against the

@@ -1,7 +1,11 @@
 //! What a plugin may touch and how it runs: the `grants` and `load_policy` of a plugin
 //! entry. Below the rest of the config, since the store state of every instance holds them.
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
+
+use crate::remote::RemoteEndpoint;
 
 /// How a plugin runs: its limits, and what happens when it fails to load or faults. Every
 /// field has a safe default.
@@ -152,6 +156,85 @@ pub struct Grants {
     /// Cap on the DMA buffers the plugin may hold at once, in MiB.
     #[serde(default = "default_dma_memory_mib")]
     pub dma_memory_mib: u64,
+    /// The nodes (`accelhost serve`) the plugin may connect to through the `remote` import,
+    /// each with the identity it presents there.
+    #[serde(default)]
+    pub remote: Vec<RemoteGrant>,
+}
+
+/// One node a plugin may reach, and as whom.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteGrant {
+    /// `unix:///path/to/serve.sock`, or `host:port` for TCP with mutual TLS: the plugin names
+    /// the node exactly so.
+    pub endpoint: String,
+    /// For a TCP endpoint: the client certificate and key to present, and the CA that the
+    /// node's certificate must chain to (paths relative to the config's directory).
+    #[serde(default)]
+    pub tls: Option<RemoteTls>,
+}
+
+/// The mutual-TLS identity of a [`RemoteGrant`].
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteTls {
+    /// The CA certificate (PEM) the node's certificate must chain to.
+    pub ca: PathBuf,
+    /// The client certificate chain (PEM).
+    pub certificate: PathBuf,
+    /// The client's private key (PEM).
+    pub key: PathBuf,
+    /// The name the node's certificate must carry; the endpoint's host by default.
+    #[serde(default)]
+    pub server_name: Option<String>,
+}
+
+impl RemoteGrant {
+    /// How to connect: the endpoint parsed, TLS paths resolved against `base`.
+    pub fn to_endpoint(&self, base: &Path) -> Result<RemoteEndpoint, String> {
+        if let Some(path) = self.endpoint.strip_prefix("unix://") {
+            if !path.starts_with('/') {
+                return Err(format!(
+                    "'{}' needs an absolute socket path: unix:///run/accelhost/serve.sock",
+                    self.endpoint
+                ));
+            }
+            if self.tls.is_some() {
+                return Err(
+                    "a Unix socket endpoint takes no tls: the node knows the caller by its uid"
+                        .into(),
+                );
+            }
+            return Ok(RemoteEndpoint::Unix(PathBuf::from(path)));
+        }
+        let host = match self.endpoint.rsplit_once(':') {
+            Some((host, port))
+                if !host.is_empty() && !host.contains('/') && port.parse::<u16>().is_ok() =>
+            {
+                host.trim_start_matches('[').trim_end_matches(']')
+            }
+            _ => {
+                return Err(format!(
+                    "'{}' is not an endpoint: expected unix:///path.sock or host:port",
+                    self.endpoint
+                ));
+            }
+        };
+        let tls = self.tls.as_ref().ok_or_else(|| {
+            format!(
+                "the TCP endpoint '{}' needs tls (ca, certificate, key): nodes speak only mutual TLS over TCP",
+                self.endpoint
+            )
+        })?;
+        Ok(RemoteEndpoint::Tls {
+            address: self.endpoint.clone(),
+            server_name: tls.server_name.clone().unwrap_or_else(|| host.to_string()),
+            ca: base.join(&tls.ca),
+            certificate: base.join(&tls.certificate),
+            key: base.join(&tls.key),
+        })
+    }
 }
 
 fn default_dma_memory_mib() -> u64 {
@@ -163,6 +246,7 @@ impl Default for Grants {
         Grants {
             devices: Vec::new(),
             dma_memory_mib: default_dma_memory_mib(),
+            remote: Vec::new(),
         }
     }
 }

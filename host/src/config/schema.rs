@@ -89,9 +89,11 @@ pub struct PluginEntry {
 
 impl PluginEntry {
     /// Whether devices this plugin reports as `family`'s are believed: it is the family's
-    /// shipped plugin, or the config trusts it for the family.
+    /// shipped plugin, or `builtin:remote` (whose devices are an authenticated node's, whose
+    /// operator answers for the plugins there), or the config trusts it for the family.
     pub fn is_trusted_for(&self, family: &str) -> bool {
         self.module == ModuleSource::Builtin(family.into())
+            || self.module == ModuleSource::Builtin("remote".into())
             || self.trusted_for.iter().any(|f| f == family)
     }
 }
@@ -244,7 +246,8 @@ impl RawConfig {
             }
             let module =
                 resolve_module(&raw.module, &base).map_err(|msg| err(at("module"), msg))?;
-            validate_grants(&raw.grants, &device_ids)
+            let mut grants = raw.grants;
+            validate_grants(&mut grants, &device_ids, &base)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].grants.{field}"), msg))?;
             validate_policy(&raw.load_policy)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].load_policy.{field}"), msg))?;
@@ -265,7 +268,7 @@ impl RawConfig {
                 module_text: raw.module,
                 config: raw.config,
                 load_policy: raw.load_policy,
-                grants: raw.grants,
+                grants,
                 enabled: raw.enabled,
                 trusted_for: raw.trusted_for,
             });
@@ -338,7 +341,25 @@ impl RawDevice {
     }
 }
 
-fn validate_grants(grants: &Grants, device_ids: &BTreeSet<&str>) -> Result<(), (String, String)> {
+/// Checks the grants; the TLS paths of `remote` grants are made absolute against `base`.
+fn validate_grants(
+    grants: &mut Grants,
+    device_ids: &BTreeSet<&str>,
+    base: &Path,
+) -> Result<(), (String, String)> {
+    let mut endpoints = BTreeSet::new();
+    for (j, remote) in grants.remote.iter_mut().enumerate() {
+        let at = format!("remote[{j}].endpoint");
+        remote.to_endpoint(base).map_err(|msg| (at.clone(), msg))?;
+        if !endpoints.insert(remote.endpoint.clone()) {
+            return Err((at, format!("'{}' is granted twice", remote.endpoint)));
+        }
+        if let Some(tls) = &mut remote.tls {
+            for path in [&mut tls.ca, &mut tls.certificate, &mut tls.key] {
+                *path = base.join(&*path);
+            }
+        }
+    }
     for (j, device) in grants.devices.iter().enumerate() {
         let at = format!("devices[{j}]");
         if device == "*" || device.is_empty() {

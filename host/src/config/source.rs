@@ -13,6 +13,8 @@ pub enum ConfigSource {
     File(PathBuf),
     /// The config built into the binary ([`embedded_default_text`](super::embedded_default_text)).
     Embedded,
+    /// The config that `ACCELHOST_ENDPOINT` stands for: `builtin:remote` on that node alone.
+    Endpoint(String),
 }
 
 impl fmt::Display for ConfigSource {
@@ -20,6 +22,7 @@ impl fmt::Display for ConfigSource {
         match self {
             ConfigSource::File(path) => write!(f, "{}", path.display()),
             ConfigSource::Embedded => f.write_str("<embedded default config>"),
+            ConfigSource::Endpoint(endpoint) => write!(f, "<ACCELHOST_ENDPOINT={endpoint}>"),
         }
     }
 }
@@ -74,6 +77,6 @@ pub(crate) fn base_dir(source: &ConfigSource) -> PathBuf {
             .filter(|p| !p.as_os_str().is_empty())
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from(".")),
-        ConfigSource::Embedded => PathBuf::from("."),
+        ConfigSource::Embedded | ConfigSource::Endpoint(_) => PathBuf::from("."),
     }
 }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct DeviceRegistry {
     devices: BTreeMap<String, Box<dyn Any + Send + Sync>>,
     real_devices: bool,
+    /// How plugins reach nodes running `accelhost serve`, when the application gave a way.
+    remote: Option<Arc<dyn crate::remote::Connector>>,
 }
 
 impl DeviceRegistry {
@@ -42,6 +44,16 @@ impl DeviceRegistry {
             .filter(|(name, _)| granted(name))
             .filter_map(|(_, device)| device.downcast_ref::<Arc<T>>().cloned())
             .collect()
+    }
+
+    /// Lets plugins with `remote` grants reach nodes through `connector`.
+    pub fn set_remote(&mut self, connector: Arc<dyn crate::remote::Connector>) {
+        self.remote = Some(connector);
+    }
+
+    /// The way to nodes, if the application gave one.
+    pub fn remote(&self) -> Option<&Arc<dyn crate::remote::Connector>> {
+        self.remote.as_ref()
     }
 
     /// Whether any real (non-emulated) device was found; DMA memory then prefers huge pages,

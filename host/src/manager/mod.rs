@@ -609,11 +609,17 @@ pub(crate) struct Manager {
 impl Manager {
     /// Starts every enabled plugin of `config`. A plugin that fails is reported and skipped,
     /// unless its `load_policy.on_error` is `fail`, which fails the whole start.
-    pub fn start(config: &Config, cache: &ComponentCache) -> Result<Manager, Error> {
-        let devices = Arc::new(crate::families::registry(
-            &config.devices,
-            &config.linux_roots(),
-        ));
+    /// `remote`, when given, is how plugins with `remote` grants reach nodes.
+    pub fn start(
+        config: &Config,
+        cache: &ComponentCache,
+        remote: Option<Arc<dyn crate::remote::Connector>>,
+    ) -> Result<Manager, Error> {
+        let mut registry = crate::families::registry(&config.devices, &config.linux_roots());
+        if let Some(connector) = remote {
+            registry.set_remote(connector);
+        }
+        let devices = Arc::new(registry);
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {
             let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone());

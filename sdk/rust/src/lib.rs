@@ -50,7 +50,7 @@ pub use plugin::{Plugin, Result};
 /// The services the host offers a plugin: each one checks the plugin's grants.
 pub mod host {
     pub use crate::bindings::accel::plugin::{
-        clock, cxl, dfl, dma, events, image, log, mmio, xocl,
+        clock, cxl, dfl, dma, events, image, log, mmio, remote, xocl,
     };
 }
 

@@ -1,0 +1,437 @@
+//! `remote`: a plugin's sessions with nodes. Every connect is checked against the plugin's
+//! `remote` grants; every call ends by the plugin's call deadline; what the node hands out is
+//! wrapped as the plugin's ordinary region, buffer and event resources.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Resource;
+
+use super::mirror::Mirrors;
+use super::window::RemoteMmio;
+use super::{RemoteArg, RemoteFailure, RemoteNode};
+use crate::bindings::accel::plugin::remote::{
+    self, RemoteArgument, RemoteBuffer, RemoteDevice, RemoteEventKind, RemoteMemory,
+    RemoteMemoryKind,
+};
+use crate::bindings::accel::plugin::types as wit;
+use crate::devices::{CheckedMmio, Completion, CompletionState, DmaMemory};
+use crate::error::ErrorCode;
+use crate::properties::{AcceleratorState, ObjectType};
+use crate::state::{
+    BufferResource, EventResource, ImageResource, ImportError, PluginState, RegionResource,
+    guest_error,
+};
+use crate::types::{EventKind, MemoryKind};
+
+/// A plugin's session with one node.
+pub struct NodeResource {
+    node: Arc<dyn RemoteNode>,
+    mirrors: Arc<Mirrors>,
+    /// As the plugin's grant names it.
+    endpoint: String,
+    _charge: crate::devices::Charge,
+}
+
+impl Drop for NodeResource {
+    fn drop(&mut self) {
+        self.mirrors.close();
+    }
+}
+
+fn failed(call: &str, failure: RemoteFailure) -> ImportError {
+    guest_error(failure.code, format!("{call}: {}", failure.message))
+}
+
+impl PluginState {
+    fn node(
+        &self,
+        node: &Resource<NodeResource>,
+    ) -> Result<(Arc<dyn RemoteNode>, Arc<Mirrors>), ImportError> {
+        let held = self.table.get(node)?;
+        Ok((held.node.clone(), held.mirrors.clone()))
+    }
+
+    fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.ctx.policy.call_timeout_ms)
+    }
+
+    /// When a remote call must be answered: a tenth of the call timeout (at most half a
+    /// second) before the plugin's own deadline, so that a node that does not answer costs
+    /// the plugin a failed call, never a deadline fault.
+    fn remote_deadline(&self) -> Instant {
+        let margin = (self.call_timeout() / 10).min(Duration::from_millis(500));
+        self.deadline()
+            .checked_sub(margin)
+            .unwrap_or_else(Instant::now)
+    }
+
+    /// A local mirror of the node's `object` (`size` bytes), as a buffer resource.
+    fn mirror(
+        &mut self,
+        mirrors: &Arc<Mirrors>,
+        object: u64,
+        size: u64,
+        io_address: Option<u64>,
+    ) -> Result<Resource<BufferResource>, ImportError> {
+        let owner = &self.ctx.owner;
+        let memory = DmaMemory::allocate(size, owner.id, &owner.dma, false).map_err(|err| {
+            guest_error(
+                crate::imports::code_for_io(&err),
+                format!("remote buffer mirror of {size} bytes: {err}"),
+            )
+        })?;
+        let shadow = owner.dma.charge(memory.len())?;
+        memory.set_io_address(io_address);
+        let charge = self.charge_resource(0)?;
+        mirrors.add(object, &memory, shadow);
+        Ok(self.table.push(BufferResource {
+            memory,
+            _charge: charge,
+        })?)
+    }
+
+    /// A completion that finishes when the node's `event` does, after the mirrors pulled what
+    /// the device wrote.
+    fn remote_event(
+        &mut self,
+        node: &Arc<dyn RemoteNode>,
+        mirrors: &Arc<Mirrors>,
+        event: u64,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        let completion = Arc::new(Completion::default());
+        let (done, mirrors) = (completion.clone(), mirrors.clone());
+        let call_timeout = self.call_timeout();
+        node.watch_event(
+            event,
+            Box::new(move |outcome| {
+                let pulled = mirrors.sync(Instant::now() + call_timeout, true);
+                done.finish(match (outcome, pulled) {
+                    (Err(message), _) => CompletionState::Failed(message),
+                    (Ok(()), Err(err)) => CompletionState::Failed(format!(
+                        "the device finished, but reading back its buffers failed: {err}"
+                    )),
+                    (Ok(()), Ok(_)) => CompletionState::Complete,
+                });
+            }),
+        );
+        self.adopt_completion(completion)
+    }
+}
+
+impl remote::HostNode for PluginState {
+    fn connect(&mut self, endpoint: String) -> Result<Resource<NodeResource>, ImportError> {
+        let call = format!("connect to node '{endpoint}'");
+        let grant = self
+            .ctx
+            .grants
+            .remote
+            .iter()
+            .find(|g| g.endpoint == endpoint)
+            .ok_or_else(|| self.denied(&call, "no remote grant names that endpoint".into()))?;
+        let target = grant
+            .to_endpoint(Path::new(""))
+            .map_err(|msg| guest_error(ErrorCode::InvalidArgument, format!("{call}: {msg}")))?;
+        let connector = self.ctx.devices.remote().ok_or_else(|| {
+            guest_error(
+                ErrorCode::Unsupported,
+                format!(
+                    "{call}: this host cannot reach nodes (the application embedding it gave no remote connector)"
+                ),
+            )
+        })?;
+        let node = connector
+            .connect(
+                &target,
+                &self.ctx.name,
+                self.remote_deadline()
+                    .min(Instant::now() + self.call_timeout() / 2),
+            )
+            .map_err(|f| failed(&call, f))?;
+        let mirrors = Mirrors::new(Arc::downgrade(&node), self.call_timeout());
+        let charge = self.charge_resource(0)?;
+        Ok(self.table.push(NodeResource {
+            node,
+            mirrors,
+            endpoint,
+            _charge: charge,
+        })?)
+    }
+
+    fn name(&mut self, node: Resource<NodeResource>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&node)?.node.name())
+    }
+
+    fn is_attached(&mut self, node: Resource<NodeResource>) -> wasmtime::Result<bool> {
+        Ok(self.table.get(&node)?.node.is_attached())
+    }
+
+    fn enumerate(
+        &mut self,
+        node: Resource<NodeResource>,
+    ) -> Result<Vec<RemoteDevice>, ImportError> {
+        let (node, _) = self.node(&node)?;
+        let found = node
+            .enumerate(self.remote_deadline())
+            .map_err(|f| failed("remote enumerate", f))?;
+        Ok(found
+            .into_iter()
+            .map(|(id, p)| RemoteDevice {
+                id,
+                object_type: match p.object_type {
+                    ObjectType::Device => wit::ObjectType::Device,
+                    ObjectType::Accelerator => wit::ObjectType::Accelerator,
+                },
+                name: p.name,
+                guid: p.guid.into(),
+                vendor_id: p.vendor_id,
+                device_id: p.device_id,
+                bus_address: p.bus_address.map(Into::into),
+                socket_id: p.socket_id,
+                device_type: p.device_type,
+                host: p.host,
+                num_mmio: p.num_mmio,
+                num_interrupts: p.num_interrupts,
+                accelerator_state: p.accelerator_state.map(|s| match s {
+                    AcceleratorState::Unassigned => wit::AcceleratorState::Unassigned,
+                    AcceleratorState::Assigned => wit::AcceleratorState::Assigned,
+                }),
+                extras: p.extras,
+            })
+            .collect())
+    }
+
+    fn open(
+        &mut self,
+        node: Resource<NodeResource>,
+        id: String,
+        mode: wit::OpenMode,
+    ) -> Result<u64, ImportError> {
+        let (node, _) = self.node(&node)?;
+        node.open(&id, mode == wit::OpenMode::Shared, self.remote_deadline())
+            .map_err(|f| failed("remote open", f))
+    }
+
+    fn close(&mut self, node: Resource<NodeResource>, handle: u64) -> Result<(), ImportError> {
+        let (node, _) = self.node(&node)?;
+        node.close(handle, self.remote_deadline())
+            .map_err(|f| failed("remote close", f))
+    }
+
+    fn reset(&mut self, node: Resource<NodeResource>, handle: u64) -> Result<(), ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let deadline = self.remote_deadline();
+        mirrors
+            .doorbell(deadline)
+            .and_then(|()| node.reset(handle, deadline))
+            .map_err(|f| failed("remote reset", f))
+    }
+
+    fn reconfigure(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+        slot: u32,
+        image: Resource<ImageResource>,
+    ) -> Result<(), ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let bytes = self.table.get(&image)?.bytes.clone();
+        let deadline = self.remote_deadline();
+        mirrors
+            .doorbell(deadline)
+            .and_then(|()| node.reconfigure(handle, slot, &bytes, deadline))
+            .map_err(|f| failed("remote reconfigure", f))
+    }
+
+    fn map_mmio(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+        index: u32,
+    ) -> Result<Resource<RegionResource>, ImportError> {
+        let endpoint = self.table.get(&node)?.endpoint.clone();
+        let (node, mirrors) = self.node(&node)?;
+        let (region, size) = node
+            .map_mmio(handle, index, self.remote_deadline())
+            .map_err(|f| failed("remote map-mmio", f))?;
+        let window = RemoteMmio {
+            node: Arc::downgrade(&node),
+            mirrors,
+            region,
+            size,
+            call_timeout: self.call_timeout(),
+        };
+        let charge = self.charge_resource(0)?;
+        Ok(self.table.push(RegionResource {
+            mmio: CheckedMmio::new(Arc::new(window)),
+            device: format!("node {endpoint}, handle {handle}, region {index}"),
+            _charge: charge,
+        })?)
+    }
+
+    fn prepare_buffer(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+        size: u64,
+        read_only: bool,
+    ) -> Result<RemoteBuffer, ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let (id, size, iova) = node
+            .prepare_buffer(handle, size, read_only, self.remote_deadline())
+            .map_err(|f| failed("remote prepare-buffer", f))?;
+        match self.mirror(&mirrors, id, size, Some(iova)) {
+            Ok(buffer) => Ok(RemoteBuffer { id, buffer, iova }),
+            Err(err) => {
+                let _ = node.release(id, self.remote_deadline());
+                Err(err)
+            }
+        }
+    }
+
+    fn register_event(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+        kind: RemoteEventKind,
+        vector: u32,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let kind = match kind {
+            RemoteEventKind::Interrupt => EventKind::Interrupt,
+            RemoteEventKind::Error => EventKind::Error,
+            RemoteEventKind::PowerThermal => EventKind::PowerThermal,
+        };
+        let event = node
+            .register_event(handle, kind, vector, self.remote_deadline())
+            .map_err(|f| failed("remote register-event", f))?;
+        self.remote_event(&node, &mirrors, event)
+    }
+
+    fn mem_alloc(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+        kind: RemoteMemoryKind,
+        size: u64,
+        bank: Option<u32>,
+    ) -> Result<RemoteMemory, ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let kind = match kind {
+            RemoteMemoryKind::Host => MemoryKind::Host,
+            RemoteMemoryKind::Device => MemoryKind::Device,
+            RemoteMemoryKind::Shared => MemoryKind::Shared,
+        };
+        let (id, size, device_address) = node
+            .alloc(handle, kind, size, bank, self.remote_deadline())
+            .map_err(|f| failed("remote mem-alloc", f))?;
+        if kind == MemoryKind::Device {
+            return Ok(RemoteMemory {
+                id,
+                buffer: None,
+                device_address,
+            });
+        }
+        match self.mirror(&mirrors, id, size, None) {
+            Ok(buffer) => Ok(RemoteMemory {
+                id,
+                buffer: Some(buffer),
+                device_address,
+            }),
+            Err(err) => {
+                let _ = node.release(id, self.remote_deadline());
+                Err(err)
+            }
+        }
+    }
+
+    fn program_create(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+        image: Resource<ImageResource>,
+    ) -> Result<u64, ImportError> {
+        let (node, _) = self.node(&node)?;
+        let bytes = self.table.get(&image)?.bytes.clone();
+        node.create_program(handle, &bytes, self.remote_deadline())
+            .map_err(|f| failed("remote program-create", f))
+    }
+
+    fn kernel_get(
+        &mut self,
+        node: Resource<NodeResource>,
+        program: u64,
+        name: String,
+    ) -> Result<u64, ImportError> {
+        let (node, _) = self.node(&node)?;
+        node.kernel(program, &name, self.remote_deadline())
+            .map_err(|f| failed("remote kernel-get", f))
+    }
+
+    fn queue_create(
+        &mut self,
+        node: Resource<NodeResource>,
+        handle: u64,
+    ) -> Result<u64, ImportError> {
+        let (node, _) = self.node(&node)?;
+        node.create_queue(handle, self.remote_deadline())
+            .map_err(|f| failed("remote queue-create", f))
+    }
+
+    fn enqueue_memcpy(
+        &mut self,
+        node: Resource<NodeResource>,
+        queue: u64,
+        dst: (u64, u64),
+        src: (u64, u64),
+        size: u64,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let deadline = self.remote_deadline();
+        let event = mirrors
+            .doorbell(deadline)
+            .and_then(|()| node.enqueue_memcpy(queue, dst, src, size, deadline))
+            .map_err(|f| failed("remote enqueue-memcpy", f))?;
+        self.remote_event(&node, &mirrors, event)
+    }
+
+    fn enqueue_launch(
+        &mut self,
+        node: Resource<NodeResource>,
+        queue: u64,
+        kernel: u64,
+        args: Vec<RemoteArgument>,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let args: Vec<RemoteArg> = args
+            .into_iter()
+            .map(|arg| match arg {
+                RemoteArgument::Memory((object, offset)) => RemoteArg::Memory { object, offset },
+                RemoteArgument::Scalar32(v) => RemoteArg::Scalar32(v),
+                RemoteArgument::Scalar64(v) => RemoteArg::Scalar64(v),
+                RemoteArgument::Bytes(b) => RemoteArg::Bytes(b),
+            })
+            .collect();
+        let deadline = self.remote_deadline();
+        let event = mirrors
+            .doorbell(deadline)
+            .and_then(|()| node.enqueue_launch(queue, kernel, &args, deadline))
+            .map_err(|f| failed("remote enqueue-launch", f))?;
+        self.remote_event(&node, &mirrors, event)
+    }
+
+    fn release(&mut self, node: Resource<NodeResource>, object: u64) -> Result<(), ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        mirrors.remove(object);
+        node.release(object, self.remote_deadline())
+            .map_err(|f| failed("remote release", f))
+    }
+
+    fn drop(&mut self, node: Resource<NodeResource>) -> wasmtime::Result<()> {
+        self.table.delete(node)?;
+        Ok(())
+    }
+}
+
+impl remote::Host for PluginState {}

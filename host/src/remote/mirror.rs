@@ -1,0 +1,271 @@
+//! Buffers of a remote device, mirrored in host memory: applications and plugins use the
+//! local copy as they would a local buffer (OPAE applications write and poll it through a
+//! pointer), and the host keeps it in step with the node's.
+//!
+//! The rule: what the application wrote is pushed before every register write, enqueue, reset
+//! and reconfigure (the doorbells that start device work), and what the device wrote is
+//! pulled after every remote event and, for a minute after each doorbell, every millisecond
+//! while anything changes (slowing to every 50 ms while nothing does). A pull is a state of the node's memory in which every
+//! change the device made before a pulled page is pulled too; it is applied to the local
+//! buffers newest buffer first, each from its first page to its last, so that a completion
+//! word written last, in an earlier-prepared buffer (OPAE's status area) or later in the
+//! same buffer, becomes visible after the data it announces. Both sides keep the last agreed
+//! content (the shadow) to find what changed: a mirror costs twice its size here, charged to
+//! the plugin's DMA grant, and its size again on the node. As with a local device, the
+//! application does not write a buffer while the device works on it.
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::{PAGE_BYTES, Page, RemoteFailure, RemoteNode, RemoteResult};
+use crate::devices::{Charge, DmaMemory, lock, wait_timeout};
+use crate::error::ErrorCode;
+
+/// How soon the mirrors are synced again after a change.
+const FAST: Duration = Duration::from_millis(1);
+/// How far apart syncs drift while nothing changes.
+const SLOW: Duration = Duration::from_millis(50);
+/// How long after a doorbell the device may still write without the application calling in:
+/// the puller stops then, until the next doorbell.
+const ACTIVE: Duration = Duration::from_secs(60);
+
+/// One mirrored buffer or memory.
+struct Mirror {
+    /// The node's id for it.
+    object: u64,
+    /// The local copy; the mirror goes when nothing else holds it.
+    memory: Weak<DmaMemory>,
+    /// The content both sides last agreed on.
+    shadow: Vec<u8>,
+    _charge: Charge,
+}
+
+#[derive(Default)]
+struct MirrorSet {
+    /// In the order they were prepared.
+    mirrors: Vec<Mirror>,
+    interval: Option<Duration>,
+    /// Until when the puller runs.
+    active_until: Option<Instant>,
+    closed: bool,
+    ticker: bool,
+}
+
+/// The mirrors of one node session, and the thread that pulls for them.
+pub(crate) struct Mirrors {
+    node: Weak<dyn RemoteNode>,
+    /// What each sync may take.
+    call_timeout: Duration,
+    set: Mutex<MirrorSet>,
+    /// One sync at a time.
+    syncing: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Mirrors {
+    pub(crate) fn new(node: Weak<dyn RemoteNode>, call_timeout: Duration) -> Arc<Self> {
+        Arc::new(Mirrors {
+            node,
+            call_timeout,
+            set: Mutex::new(MirrorSet::default()),
+            syncing: Mutex::new(()),
+            wake: Condvar::new(),
+        })
+    }
+
+    /// Mirrors the node's `object` in `memory` (zeroed, as the node's is), with `charge`
+    /// paying for the shadow; starts the puller with the first mirror.
+    pub(crate) fn add(self: &Arc<Self>, object: u64, memory: &Arc<DmaMemory>, charge: Charge) {
+        let start = {
+            let mut set = lock(&self.set);
+            set.mirrors.push(Mirror {
+                object,
+                memory: Arc::downgrade(memory),
+                shadow: vec![0; memory.len() as usize],
+                _charge: charge,
+            });
+            set.interval = Some(FAST);
+            set.active_until = Some(Instant::now() + ACTIVE);
+            !std::mem::replace(&mut set.ticker, true)
+        };
+        if start {
+            let me = Arc::downgrade(self);
+            let spawned = std::thread::Builder::new()
+                .name("accelhost-mirror".into())
+                .spawn(move || pull_loop(me));
+            if spawned.is_err() {
+                lock(&self.set).ticker = false;
+            }
+        }
+        self.wake.notify_all();
+    }
+
+    /// Stops mirroring the node's `object`.
+    pub(crate) fn remove(&self, object: u64) {
+        lock(&self.set).mirrors.retain(|m| m.object != object);
+    }
+
+    /// Ends the puller; the session is gone.
+    pub(crate) fn close(&self) {
+        lock(&self.set).closed = true;
+        self.wake.notify_all();
+    }
+
+    /// Before device work starts: pushes what the application wrote, and pulls faster for a
+    /// while.
+    pub(crate) fn doorbell(&self, deadline: Instant) -> RemoteResult<()> {
+        self.sync(deadline, false)?;
+        let mut set = lock(&self.set);
+        set.interval = Some(FAST);
+        set.active_until = Some(Instant::now() + ACTIVE);
+        drop(set);
+        self.wake.notify_all();
+        Ok(())
+    }
+
+    /// Pushes local changes and pulls the node's; `always` asks the node even when nothing
+    /// changed here. Returns whether any page moved.
+    pub(crate) fn sync(&self, deadline: Instant, always: bool) -> RemoteResult<bool> {
+        let _one = lock(&self.syncing);
+        let (watched, pushes) = {
+            let mut set = lock(&self.set);
+            set.mirrors.retain(|m| m.memory.strong_count() > 0);
+            let watched: Vec<u64> = set.mirrors.iter().map(|m| m.object).collect();
+            let mut pushes = Vec::new();
+            for mirror in &set.mirrors {
+                if let Some(memory) = mirror.memory.upgrade() {
+                    changed_pages(mirror, &memory, &mut pushes);
+                }
+            }
+            (watched, pushes)
+        };
+        if watched.is_empty() || (pushes.is_empty() && !always) {
+            return Ok(false);
+        }
+        let node = self.node.upgrade().ok_or_else(|| RemoteFailure {
+            code: ErrorCode::NotFound,
+            message: "the session with the node ended".into(),
+        })?;
+        let pushed = !pushes.is_empty();
+        let pulls = node.sync(&watched, &pushes, deadline)?;
+        let moved = pushed || !pulls.is_empty();
+        let mut set = lock(&self.set);
+        for page in pushes {
+            if let Some(mirror) = set.mirrors.iter_mut().find(|m| m.object == page.object) {
+                store(&mut mirror.shadow, &page);
+            }
+        }
+        // Newest buffer first, each in page order: see the module's rule.
+        for mirror in set.mirrors.iter_mut().rev() {
+            let Some(memory) = mirror.memory.upgrade() else {
+                continue;
+            };
+            let mut mine: Vec<&Page> = pulls.iter().filter(|p| p.object == mirror.object).collect();
+            mine.sort_by_key(|p| p.offset);
+            for page in mine {
+                if memory.write(page.offset, &page.data).is_ok() {
+                    store(&mut mirror.shadow, page);
+                }
+            }
+        }
+        Ok(moved)
+    }
+}
+
+/// Adds the pages of `mirror` whose local content differs from the shadow.
+fn changed_pages(mirror: &Mirror, memory: &DmaMemory, out: &mut Vec<Page>) {
+    let len = memory.len().min(mirror.shadow.len() as u64);
+    let mut page = vec![0u8; PAGE_BYTES as usize];
+    let mut offset = 0;
+    while offset < len {
+        let n = PAGE_BYTES.min(len - offset) as usize;
+        if memory.read(offset, &mut page[..n]).is_ok()
+            && page[..n] != mirror.shadow[offset as usize..offset as usize + n]
+        {
+            out.push(Page {
+                object: mirror.object,
+                offset,
+                data: page[..n].to_vec(),
+            });
+        }
+        offset += n as u64;
+    }
+}
+
+fn store(shadow: &mut [u8], page: &Page) {
+    let start = page.offset as usize;
+    if let Some(slot) = shadow.get_mut(start..start + page.data.len()) {
+        slot.copy_from_slice(&page.data);
+    }
+}
+
+/// Pulls while the mirrors live: soon after a change, less often while nothing changes.
+fn pull_loop(mirrors: Weak<Mirrors>) {
+    loop {
+        let Some(me) = mirrors.upgrade() else { return };
+        let interval = {
+            let set = lock(&me.set);
+            if set.closed || me.node.strong_count() == 0 {
+                return;
+            }
+            let active = set.active_until.is_some_and(|until| Instant::now() < until);
+            let interval = if active {
+                set.interval.unwrap_or(SLOW)
+            } else {
+                SLOW
+            };
+            let set = wait_timeout(&me.wake, set, interval);
+            if set.closed {
+                return;
+            }
+            if !set.active_until.is_some_and(|until| Instant::now() < until) {
+                continue;
+            }
+            set.interval.unwrap_or(SLOW)
+        };
+        let next = match me.sync(Instant::now() + me.call_timeout, true) {
+            Ok(true) => FAST,
+            Ok(false) => (interval * 2).min(SLOW),
+            Err(err) => {
+                tracing::debug!("mirror sync: {err}");
+                SLOW
+            }
+        };
+        lock(&me.set).interval = Some(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{Budget, BudgetKind, OwnerId};
+
+    fn memory(pages: u64) -> (Arc<DmaMemory>, Charge) {
+        let budget = Budget::new(BudgetKind::Dma, 1 << 30);
+        let memory =
+            DmaMemory::allocate(pages * PAGE_BYTES, OwnerId::fresh(), &budget, false).unwrap();
+        let charge = budget.charge(memory.len()).unwrap();
+        (memory, charge)
+    }
+
+    #[test]
+    fn only_changed_pages_are_pushed() {
+        let (local, charge) = memory(4);
+        let mirror = Mirror {
+            object: 7,
+            memory: Arc::downgrade(&local),
+            shadow: vec![0; local.len() as usize],
+            _charge: charge,
+        };
+        let mut pushes = Vec::new();
+        changed_pages(&mirror, &local, &mut pushes);
+        assert!(pushes.is_empty(), "a fresh mirror agrees with the node");
+        local.write(PAGE_BYTES + 5, b"abc").unwrap();
+        local.write(3 * PAGE_BYTES, b"z").unwrap();
+        changed_pages(&mirror, &local, &mut pushes);
+        let offsets: Vec<u64> = pushes.iter().map(|p| p.offset).collect();
+        assert_eq!(offsets, [PAGE_BYTES, 3 * PAGE_BYTES]);
+        assert_eq!(&pushes[0].data[5..8], b"abc");
+        assert!(pushes.iter().all(|p| p.object == 7 && p.data.len() == 4096));
+    }
+}

@@ -1,0 +1,450 @@
+//! The host's way to nodes: [`NodeConnector`] makes [`Client`] sessions for the `remote`
+//! import of `accelhost` (what `builtin:remote` uses), on a small runtime of its own, and runs
+//! every call to its deadline.
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use accelhost::remote::{
+    Connector, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteNode, RemoteResult,
+};
+use accelhost::{
+    AcceleratorState, BusAddress, ErrorCode, EventKind, Guid, MemoryKind, ObjectType, Properties,
+};
+use tonic::Code;
+
+use crate::client::{Client, ClientOptions, Endpoint, RemoteError};
+use crate::proto;
+
+/// How long one wait on a node's event lasts before it is asked again.
+const EVENT_WAIT: Duration = Duration::from_secs(1);
+
+/// Connects a host's plugins to nodes. One per host; its runtime (two threads, started with
+/// the first connection) carries every session's calls and event waits.
+#[derive(Default)]
+pub struct NodeConnector {
+    runtime: OnceLock<tokio::runtime::Runtime>,
+}
+
+impl NodeConnector {
+    /// A connector; nothing runs until a plugin connects.
+    pub fn new() -> NodeConnector {
+        NodeConnector::default()
+    }
+
+    fn handle(&self) -> RemoteResult<tokio::runtime::Handle> {
+        if let Some(runtime) = self.runtime.get() {
+            return Ok(runtime.handle().clone());
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("accelhost-remote")
+            .enable_all()
+            .build()
+            .map_err(|err| RemoteFailure {
+                code: ErrorCode::Internal,
+                message: format!("starting the threads that reach nodes: {err}"),
+            })?;
+        Ok(self.runtime.get_or_init(|| runtime).handle().clone())
+    }
+}
+
+impl Drop for NodeConnector {
+    fn drop(&mut self) {
+        // A host may be dropped on a runtime's thread, where waiting for this one is refused.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A node call's failure as the host's.
+fn failure(err: RemoteError) -> RemoteFailure {
+    let code = err.code.unwrap_or(match err.grpc {
+        Code::DeadlineExceeded => ErrorCode::Timeout,
+        Code::PermissionDenied | Code::Unauthenticated => ErrorCode::PermissionDenied,
+        Code::NotFound => ErrorCode::NotFound,
+        Code::InvalidArgument | Code::OutOfRange => ErrorCode::InvalidArgument,
+        Code::ResourceExhausted => ErrorCode::NoSpace,
+        Code::Unimplemented => ErrorCode::Unsupported,
+        _ => ErrorCode::DeviceError,
+    });
+    RemoteFailure {
+        code,
+        message: err.to_string(),
+    }
+}
+
+/// Runs `call` on `handle` until `deadline`.
+fn run<T>(
+    handle: &tokio::runtime::Handle,
+    node: &str,
+    call: &str,
+    deadline: Instant,
+    future: impl Future<Output = Result<T, RemoteError>>,
+) -> RemoteResult<T> {
+    let started = Instant::now();
+    let until = tokio::time::Instant::from_std(deadline);
+    match handle.block_on(async move { tokio::time::timeout_at(until, future).await }) {
+        Ok(answer) => answer.map_err(failure),
+        Err(_) => Err(RemoteFailure {
+            code: ErrorCode::Timeout,
+            message: format!(
+                "node {node}: {call}: no answer within {} ms (the call's deadline)",
+                deadline.saturating_duration_since(started).as_millis()
+            ),
+        }),
+    }
+}
+
+impl Connector for NodeConnector {
+    fn connect(
+        &self,
+        endpoint: &RemoteEndpoint,
+        _label: &str,
+        deadline: Instant,
+    ) -> RemoteResult<Arc<dyn RemoteNode>> {
+        let endpoint = match endpoint {
+            RemoteEndpoint::Unix(path) => Endpoint::Unix(path.clone()),
+            RemoteEndpoint::Tls {
+                address,
+                server_name,
+                ca,
+                certificate,
+                key,
+            } => Endpoint::Tls {
+                address: address.clone(),
+                server_name: server_name.clone(),
+                ca: ca.clone(),
+                certificate: certificate.clone(),
+                key: key.clone(),
+            },
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let options = ClientOptions {
+            connect_timeout: left,
+            call_timeout: left.max(Duration::from_secs(1)),
+            ..ClientOptions::default()
+        };
+        let name = endpoint.to_string();
+        let runtime = self.handle()?;
+        let client = run(
+            &runtime,
+            &name,
+            "connect",
+            deadline,
+            Client::connect(&endpoint, options),
+        )?;
+        Ok(Arc::new(Session {
+            client: Arc::new(client),
+            runtime,
+        }))
+    }
+}
+
+/// A session with one node, for the host.
+struct Session {
+    client: Arc<Client>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Session {
+    fn run<T>(
+        &self,
+        call: &str,
+        deadline: Instant,
+        future: impl Future<Output = Result<T, RemoteError>>,
+    ) -> RemoteResult<T> {
+        run(
+            &self.runtime,
+            self.client.node_name(),
+            call,
+            deadline,
+            future,
+        )
+    }
+}
+
+/// A device as the node described it, as the host's properties.
+fn properties(device: proto::Device) -> Properties {
+    Properties {
+        object_type: match device.object_type() {
+            proto::ObjectType::Device => ObjectType::Device,
+            _ => ObjectType::Accelerator,
+        },
+        name: device.name,
+        guid: device.guid.parse().unwrap_or(Guid::new(0, 0)),
+        vendor_id: device.vendor_id as u16,
+        device_id: device.device_id as u16,
+        bus_address: device
+            .bus_address
+            .and_then(|a| a.parse::<BusAddress>().ok()),
+        socket_id: device.socket_id,
+        device_type: device.device_type,
+        host: device.host,
+        num_mmio: device.num_mmio,
+        num_interrupts: device.num_interrupts,
+        accelerator_state: match device.accelerator_state {
+            1 => Some(AcceleratorState::Unassigned),
+            2 => Some(AcceleratorState::Assigned),
+            _ => None,
+        },
+        parent: None,
+        extras: device
+            .extras
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect(),
+    }
+}
+
+fn width(width: accelhost::remote::AccessWidth) -> bool {
+    width == accelhost::remote::AccessWidth::Bits64
+}
+
+impl RemoteNode for Session {
+    fn name(&self) -> String {
+        self.client.node_name().to_string()
+    }
+
+    fn is_attached(&self) -> bool {
+        self.client.is_attached()
+    }
+
+    fn enumerate(&self, deadline: Instant) -> RemoteResult<Vec<(String, Properties)>> {
+        let devices = self.run("enumerate", deadline, self.client.enumerate(Vec::new()))?;
+        Ok(devices
+            .into_iter()
+            .map(|device| (device.id.clone(), properties(device)))
+            .collect())
+    }
+
+    fn open(&self, id: &str, shared: bool, deadline: Instant) -> RemoteResult<u64> {
+        self.run("open", deadline, self.client.open(id, shared))
+    }
+
+    fn close(&self, handle: u64, deadline: Instant) -> RemoteResult<()> {
+        self.run("close", deadline, self.client.close(handle))
+    }
+
+    fn reset(&self, handle: u64, deadline: Instant) -> RemoteResult<()> {
+        self.run("reset", deadline, self.client.reset(handle))
+    }
+
+    fn reconfigure(
+        &self,
+        handle: u64,
+        slot: u32,
+        image: &[u8],
+        deadline: Instant,
+    ) -> RemoteResult<()> {
+        let future = self
+            .client
+            .reconfigure(handle, slot, image.to_vec(), |_, _| {});
+        self.run("reconfigure", deadline, future)
+    }
+
+    fn map_mmio(&self, handle: u64, index: u32, deadline: Instant) -> RemoteResult<(u64, u64)> {
+        self.run("map-mmio", deadline, self.client.map_mmio(handle, index))
+    }
+
+    fn mmio_read(
+        &self,
+        region: u64,
+        offset: u64,
+        access: accelhost::remote::AccessWidth,
+        deadline: Instant,
+    ) -> RemoteResult<u64> {
+        if width(access) {
+            self.run("mmio read", deadline, self.client.read64(region, offset))
+        } else {
+            let read = async { self.client.read32(region, offset).await.map(u64::from) };
+            self.run("mmio read", deadline, read)
+        }
+    }
+
+    fn mmio_write(
+        &self,
+        region: u64,
+        offset: u64,
+        access: accelhost::remote::AccessWidth,
+        value: u64,
+        deadline: Instant,
+    ) -> RemoteResult<()> {
+        if width(access) {
+            self.run(
+                "mmio write",
+                deadline,
+                self.client.write64(region, offset, value),
+            )
+        } else {
+            let write = self.client.write32(region, offset, value as u32);
+            self.run("mmio write", deadline, write)
+        }
+    }
+
+    fn prepare_buffer(
+        &self,
+        handle: u64,
+        size: u64,
+        read_only: bool,
+        deadline: Instant,
+    ) -> RemoteResult<(u64, u64, u64)> {
+        let buffer = self.run(
+            "prepare-buffer",
+            deadline,
+            self.client.prepare(handle, size, read_only),
+        )?;
+        Ok((buffer.buffer, buffer.size, buffer.iova))
+    }
+
+    fn alloc(
+        &self,
+        handle: u64,
+        kind: MemoryKind,
+        size: u64,
+        bank: Option<u32>,
+        deadline: Instant,
+    ) -> RemoteResult<(u64, u64, u64)> {
+        let kind = match kind {
+            MemoryKind::Host => proto::MemoryKind::Host,
+            MemoryKind::Device => proto::MemoryKind::Device,
+            MemoryKind::Shared => proto::MemoryKind::Shared,
+        };
+        let memory = self.run(
+            "mem-alloc",
+            deadline,
+            self.client.alloc(handle, kind, size, bank),
+        )?;
+        Ok((memory.memory, memory.size, memory.device_address))
+    }
+
+    fn sync(&self, watched: &[u64], pushes: &[Page], deadline: Instant) -> RemoteResult<Vec<Page>> {
+        let pushes = pushes
+            .iter()
+            .map(|p| proto::Page {
+                object: p.object,
+                offset: p.offset,
+                data: bytes::Bytes::copy_from_slice(&p.data),
+            })
+            .collect();
+        let pulled = self.run("buffer sync", deadline, self.client.sync(watched, pushes))?;
+        Ok(pulled
+            .into_iter()
+            .map(|p| Page {
+                object: p.object,
+                offset: p.offset,
+                data: p.data.to_vec(),
+            })
+            .collect())
+    }
+
+    fn create_program(&self, handle: u64, image: &[u8], deadline: Instant) -> RemoteResult<u64> {
+        if image.is_empty() {
+            self.run(
+                "program-create",
+                deadline,
+                self.client.builtin_program(handle),
+            )
+        } else {
+            self.run(
+                "program-create",
+                deadline,
+                self.client.create_program(handle, image),
+            )
+        }
+    }
+
+    fn kernel(&self, program: u64, name: &str, deadline: Instant) -> RemoteResult<u64> {
+        self.run("kernel-get", deadline, self.client.kernel(program, name))
+    }
+
+    fn create_queue(&self, handle: u64, deadline: Instant) -> RemoteResult<u64> {
+        self.run("queue-create", deadline, self.client.create_queue(handle))
+    }
+
+    fn enqueue_memcpy(
+        &self,
+        queue: u64,
+        dst: (u64, u64),
+        src: (u64, u64),
+        size: u64,
+        deadline: Instant,
+    ) -> RemoteResult<u64> {
+        let future = self.client.enqueue_memcpy(queue, dst, src, size);
+        self.run("enqueue-memcpy", deadline, future)
+    }
+
+    fn enqueue_launch(
+        &self,
+        queue: u64,
+        kernel: u64,
+        args: &[RemoteArg],
+        deadline: Instant,
+    ) -> RemoteResult<u64> {
+        use proto::arg::Value;
+        let args = args
+            .iter()
+            .map(|arg| proto::Arg {
+                value: Some(match arg {
+                    RemoteArg::Memory { object, offset } => Value::Memory(proto::MemoryArg {
+                        memory: *object,
+                        offset: *offset,
+                    }),
+                    RemoteArg::Scalar32(v) => Value::U32(*v),
+                    RemoteArg::Scalar64(v) => Value::U64(*v),
+                    RemoteArg::Bytes(b) => Value::Bytes(bytes::Bytes::copy_from_slice(b)),
+                }),
+            })
+            .collect();
+        let future = self.client.enqueue_launch(queue, kernel, args);
+        self.run("enqueue-launch", deadline, future)
+    }
+
+    fn register_event(
+        &self,
+        handle: u64,
+        kind: EventKind,
+        vector: u32,
+        deadline: Instant,
+    ) -> RemoteResult<u64> {
+        let kind = match kind {
+            EventKind::Interrupt => proto::EventKind::Interrupt,
+            EventKind::Error => proto::EventKind::Error,
+            EventKind::PowerThermal => proto::EventKind::PowerThermal,
+        };
+        let future = self.client.register_event(handle, kind, vector);
+        self.run("register-event", deadline, future)
+    }
+
+    fn watch_event(&self, event: u64, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
+        let client: Weak<Client> = Arc::downgrade(&self.client);
+        self.runtime.spawn(async move {
+            let outcome = loop {
+                let Some(client) = client.upgrade() else {
+                    break Err("the session with the node ended before the event finished".into());
+                };
+                match client.event_wait(event, EVENT_WAIT).await {
+                    Ok(state) => match state.phase() {
+                        proto::EventPhase::Complete => {
+                            let _ = client.release(event).await;
+                            break Ok(());
+                        }
+                        proto::EventPhase::Failed => {
+                            let _ = client.release(event).await;
+                            break Err(state.message);
+                        }
+                        _ => continue,
+                    },
+                    Err(err) => break Err(err.to_string()),
+                }
+            };
+            // `done` reads the mirrors back: a blocking call, not for this runtime's workers.
+            tokio::task::spawn_blocking(move || done(outcome));
+        });
+    }
+
+    fn release(&self, object: u64, deadline: Instant) -> RemoteResult<()> {
+        self.run("release", deadline, self.client.release(object))
+    }
+}
