@@ -5,7 +5,6 @@
 mod remote;
 mod support;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

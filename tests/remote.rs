@@ -87,7 +87,11 @@ fn run_canonical(host: &Host, token: &Token) -> usize {
 async fn canonical_workloads_run_byte_exact_through_the_proxy() {
     let node = start_unix_node().await;
     let endpoint = unix_endpoint(&node);
-    let config = proxy(&[endpoint.clone()], &[(endpoint, None)], 10_000);
+    let config = proxy(
+        std::slice::from_ref(&endpoint),
+        &[(endpoint.clone(), None)],
+        10_000,
+    );
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
         let found = host.enumerate(&[Filter {
@@ -151,7 +155,11 @@ async fn a_tls_node_s_devices_carry_its_name_and_answer_host_filters() {
         json_path(&pki.dir.join("good.pem")),
         json_path(&pki.dir.join("good.key")),
     );
-    let config = proxy(&[endpoint.clone()], &[(endpoint, Some(tls))], 10_000);
+    let config = proxy(
+        std::slice::from_ref(&endpoint),
+        &[(endpoint.clone(), Some(tls))],
+        10_000,
+    );
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
         let on = |filter: &str| {
@@ -296,7 +304,11 @@ fn a_silent_node_costs_a_bounded_wait_and_no_fault() {
         std::thread::sleep(Duration::from_secs(5));
     });
     let endpoint = format!("unix://{}", json_path(&socket));
-    let host = remote_host(&proxy(&[endpoint.clone()], &[(endpoint, None)], 2_000));
+    let host = remote_host(&proxy(
+        std::slice::from_ref(&endpoint),
+        &[(endpoint.clone(), None)],
+        2_000,
+    ));
     for _ in 0..2 {
         let started = Instant::now();
         let found = host.enumerate(&[]);
@@ -348,7 +360,11 @@ fn without_a_connector_the_proxy_says_the_host_cannot_reach_nodes() {
     let path = dir.join("accelhost.json");
     std::fs::write(
         &path,
-        proxy(&[endpoint.clone()], &[(endpoint, None)], 2_000),
+        proxy(
+            std::slice::from_ref(&endpoint),
+            &[(endpoint.clone(), None)],
+            2_000,
+        ),
     )
     .unwrap();
     let host = Host::builder()

@@ -125,6 +125,69 @@ fn start(dir: &Path) -> Served {
 }
 
 #[test]
+fn the_cli_lists_and_demos_a_running_node_s_devices_through_accelhost_endpoint() {
+    let dir = scratch_dir("serve-endpoint");
+    serve_config(&dir);
+    let mut node = start(&dir);
+    let endpoint = format!("unix://{}", dir.join("node.sock").display());
+    let env = [("ACCELHOST_ENDPOINT", endpoint.as_str())];
+    let out = run_accelhost(BIN, &dir, &["list", "--host", "*", "--json"], &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let devices: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(devices.len() >= 4, "{devices:?}");
+    assert!(
+        devices.iter().all(|d| d["plugin"] == "remote"),
+        "{devices:?}"
+    );
+    let out = run_accelhost(BIN, &dir, &["plugins"], &env);
+    assert!(
+        text(&out.stdout).contains("builtin:remote"),
+        "the node replaces the plugins: {}",
+        text(&out.stdout)
+    );
+    let out = run_accelhost(
+        BIN,
+        &dir,
+        &[
+            "demo",
+            "--host",
+            "*",
+            "--sizes",
+            "1MiB",
+            "--elements",
+            "1Ki",
+            "--launches",
+            "10",
+        ],
+        &env,
+    );
+    let table = text(&out.stdout);
+    assert!(out.status.success(), "{table}\n{}", text(&out.stderr));
+    for workload in ["hello_fpga", "capi memcpy", "capi vadd", "vadd 1 Ki"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains(workload) && l.contains("verified")),
+            "{workload} verified on the node's device:\n{table}"
+        );
+    }
+    let out = run_accelhost(
+        BIN,
+        &dir,
+        &["list"],
+        &[("ACCELHOST_ENDPOINT", "localhost:7700")],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("ACCELHOST_ENDPOINT"),
+        "{}",
+        text(&out.stderr)
+    );
+    node.signal(libc::SIGTERM);
+    assert!(node.wait(Duration::from_secs(30)).success());
+}
+
+#[test]
 fn a_node_killed_mid_call_fails_the_call_and_sigterm_stops_cleanly() {
     let dir = scratch_dir("serve-life");
     serve_config(&dir);

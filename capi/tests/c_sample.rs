@@ -208,6 +208,90 @@ fn hello_fpga_builds_with_pkg_config_and_passes() {
     );
 }
 
+/// A node serving this process's uid in a runtime of its own, until dropped.
+struct LocalNode {
+    socket: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl LocalNode {
+    fn start() -> LocalNode {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("c-node-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("node.sock");
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let config = dir.join("serve.json");
+        std::fs::write(
+            &config,
+            format!(
+                r#"{{"node_name": "c-node", "listen": {{"unix": {{"path": "{}", "mode": "0600"}}}},
+                    "clients": [{{"name": "c", "unix_uid": {uid}, "grants": {{"devices": ["dfl/*"]}}}}]}}"#,
+                socket.display()
+            ),
+        )
+        .unwrap();
+        let serve = std::sync::Arc::new(accelhost_node::ServeConfig::load(&config).unwrap());
+        let host = std::sync::Arc::new(
+            accelhost::Host::with_config(accelhost::Config::embedded_default()).unwrap(),
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        runtime.block_on(async {
+            let node = accelhost_node::BoundNode::bind(serve, host).await.unwrap();
+            tokio::spawn(node.run(async {
+                let _ = stopped.await;
+            }));
+        });
+        LocalNode {
+            socket,
+            stop: Some(stop),
+            runtime,
+        }
+    }
+}
+
+impl Drop for LocalNode {
+    fn drop(&mut self) {
+        let _ = self.stop.take().map(|stop| stop.send(()));
+        self.runtime
+            .block_on(async { tokio::time::sleep(std::time::Duration::from_millis(100)).await });
+    }
+}
+
+#[test]
+fn hello_fpga_runs_on_a_remote_port_through_accelhost_endpoint() {
+    if !c_tools_present() {
+        return;
+    }
+    let binary = build(&sample(), "hello_fpga_remote", &[]);
+    let node = LocalNode::start();
+    let endpoint = format!("unix://{}", node.socket.display());
+    // The program's own process has no device: the embedded default is not loaded when
+    // ACCELHOST_ENDPOINT names a node, so a pass is the node's NLB0 port.
+    let out = run_program(&binary, &["4194304"], &[("ACCELHOST_ENDPOINT", &endpoint)]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("verified 4194304 bytes"), "{report}");
+    assert!(report.contains("hello_fpga: PASS"), "{report}");
+    drop(node);
+    let gone = format!(
+        "unix://{}",
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("no-node.sock")
+            .display()
+    );
+    let out = run_program(&binary, &["65536"], &[("ACCELHOST_ENDPOINT", &gone)]);
+    assert!(!out.status.success(), "no node, no device: {}", text(&out));
+}
+
 #[test]
 fn every_function_answers_bad_arguments_from_c() {
     if !c_tools_present() {

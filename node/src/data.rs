@@ -9,8 +9,8 @@ use std::sync::Arc;
 use accelhost::{DmaBuffer, ErrorCode, Memory};
 use tonic::Status;
 
+use crate::account::DmaCharge;
 use crate::proto;
-use crate::session::DmaCharge;
 use crate::status::{from_host, status};
 
 /// The granule of a mirror.

@@ -7,6 +7,7 @@
 //! certificate's SAN), never by what it says; it sees only the devices its grants name; what
 //! its session opened is released when it goes.
 
+pub mod account;
 pub mod baseline;
 pub mod client;
 pub mod config;

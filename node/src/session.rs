@@ -2,7 +2,6 @@
 //! host's usual order (buffers, then regions, then handles) when the client goes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use accelhost::{DmaBuffer, Event, Handle, Kernel, Memory, MmioRegion, Program, Queue, Token};
@@ -11,6 +10,7 @@ use tonic::Status;
 
 use crate::proto::SessionEvent;
 
+pub use crate::account::{DmaAccount, DmaCharge};
 use crate::config::ClientEntry;
 use crate::data::Shadow;
 
@@ -182,43 +182,6 @@ impl Objects {
         self.shadows.clear();
         taken.sort_by_key(Object::release_rank);
         taken
-    }
-}
-
-/// The bytes of buffers and memory one client holds across all its sessions, against its
-/// grant: reserved before an allocation (so concurrent ones cannot pass the grant together)
-/// and given back when the object goes.
-#[derive(Clone, Default)]
-pub struct DmaAccount(Arc<AtomicU64>);
-
-impl DmaAccount {
-    /// Reserves `bytes` if the total stays within `cap`; else says how much is held.
-    pub fn reserve(&self, bytes: u64, cap: u64) -> Result<DmaCharge, u64> {
-        self.0
-            .try_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                held.checked_add(bytes).filter(|total| *total <= cap)
-            })
-            .map(|_| DmaCharge {
-                account: self.clone(),
-                bytes,
-            })
-    }
-
-    /// Bytes held now.
-    pub fn held(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
-    }
-}
-
-/// Bytes reserved in a [`DmaAccount`], given back when dropped.
-pub struct DmaCharge {
-    account: DmaAccount,
-    bytes: u64,
-}
-
-impl Drop for DmaCharge {
-    fn drop(&mut self) {
-        self.account.0.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -430,22 +393,6 @@ mod tests {
         let mut objects = a.objects();
         assert!(objects.take(1).is_empty());
         assert_eq!(objects.count(), 0);
-    }
-
-    #[test]
-    fn a_dma_account_holds_its_cap_and_gives_back_on_drop() {
-        let account = DmaAccount::default();
-        let first = account.reserve(600, 1000).unwrap();
-        assert_eq!(account.reserve(500, 1000).err(), Some(600));
-        let second = account.reserve(400, 1000).unwrap();
-        assert_eq!(account.held(), 1000);
-        drop(first);
-        assert_eq!(account.held(), 400);
-        drop(second);
-        assert_eq!(
-            account.reserve(u64::MAX, u64::MAX).map(|c| c.bytes).ok(),
-            Some(u64::MAX)
-        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Scripts of import calls: the fuzzer hands the plugin arbitrary bytes (in its config, run in
 //! the export the config names, or as a `reconfigure` image), and the plugin turns them into a
-//! sequence of calls with arbitrary arguments — of every accel:plugin import and of WASI
+//! sequence of calls with arbitrary arguments — of every accel:plugin import (of `remote`,
+//! the connect a grant must refuse) and of WASI
 //! (sleeps, polls, randomness, stdio, clocks, sockets, exit): lengths, offsets, masks, device
 //! paths, messages, forged handles. Whatever the bytes, the host must answer every call with a
 //! value, an error or a trap, within the call's deadline, and nothing else.
@@ -11,7 +12,7 @@ use accelhost_sdk::host::dfl::Port;
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::events::Event;
 use accelhost_sdk::host::mmio::{AccessWidth, Region, RegisterWrite};
-use accelhost_sdk::host::{clock, log, xocl};
+use accelhost_sdk::host::{clock, log, remote, xocl};
 
 /// The longest script read from an image.
 pub const MAX_SCRIPT: u64 = 64 << 10;
@@ -285,6 +286,12 @@ fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<(
             let len = r.u32() % 8192;
             log::log(log::Level::Debug, &"z".repeat(len as usize));
             clock::now_ns();
+            if r.u8().is_multiple_of(4) {
+                // A node the grants do not name (the fuzzer's plugin has no remote grant).
+                let len = (r.u8() % 64) as usize;
+                let endpoint: String = (0..len).map(|_| char::from(r.u8())).collect();
+                let _ = remote::Node::connect(&endpoint);
+            }
         }
         22 => {
             // Drop something: handles must stay consistent as objects come and go.

@@ -394,3 +394,77 @@ fn trusted_for_names_known_families() {
     );
     assert!(!config.plugins[0].is_trusted_for("xocl"));
 }
+
+fn remote_grant(grant: &str) -> String {
+    format!(
+        r#"{{"plugins": [{{"name": "remote", "module": "builtin:remote",
+             "config": {{"hosts": ["n:1"]}}, "grants": {{"remote": [{grant}]}}}}]}}"#
+    )
+}
+
+#[test]
+fn remote_grants_name_an_endpoint_and_its_identity() {
+    let config = parse(&remote_grant(
+        r#"{"endpoint": "node1:7700", "tls": {"ca": "pki/ca.pem", "certificate": "pki/me.pem", "key": "/abs/me.key"}}"#,
+    ))
+    .unwrap();
+    let grant = &config.plugins[0].grants.remote[0];
+    let tls = grant.tls.as_ref().unwrap();
+    assert_eq!(
+        tls.ca,
+        PathBuf::from("/cfg/pki/ca.pem"),
+        "relative to the config"
+    );
+    assert_eq!(tls.key, PathBuf::from("/abs/me.key"));
+    match grant.to_endpoint(Path::new("")).unwrap() {
+        crate::remote::RemoteEndpoint::Tls { server_name, .. } => {
+            assert_eq!(server_name, "node1", "the endpoint's host by default")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(parse(&remote_grant(r#"{"endpoint": "unix:///run/n.sock"}"#)).is_ok());
+    for (grant, needle) in [
+        (r#"{"endpoint": "node1:7700"}"#, "needs tls"),
+        (r#"{"endpoint": "node1"}"#, "not an endpoint"),
+        (
+            r#"{"endpoint": "unix://relative.sock"}"#,
+            "absolute socket path",
+        ),
+        (
+            r#"{"endpoint": "unix:///n.sock", "tls": {"ca": "a", "certificate": "b", "key": "c"}}"#,
+            "takes no tls",
+        ),
+        (
+            r#"{"endpoint": "unix:///n.sock"}, {"endpoint": "unix:///n.sock"}"#,
+            "granted twice",
+        ),
+    ] {
+        let err = error(&remote_grant(grant));
+        assert!(
+            err.path.starts_with("plugins[0].grants.remote[") && err.message.contains(needle),
+            "{grant}: {err}"
+        );
+    }
+    let err = error(&remote_grant(
+        r#"{"endpoint": "unix:///n.sock", "cert": "x"}"#,
+    ));
+    assert!(err.message.contains("cert"), "{err}");
+}
+
+#[test]
+fn an_endpoint_stands_for_the_proxy_alone_and_takes_a_unix_socket() {
+    let config = Config::for_endpoint("unix:///run/accelhost/serve.sock").unwrap();
+    assert_eq!(config.plugins.len(), 1);
+    let proxy = &config.plugins[0];
+    assert_eq!(proxy.module, ModuleSource::Builtin("remote".into()));
+    assert_eq!(
+        proxy.grants.remote[0].endpoint,
+        "unix:///run/accelhost/serve.sock"
+    );
+    assert!(
+        config.devices.is_empty(),
+        "no plugins or cards of this process"
+    );
+    let err = Config::for_endpoint("node1:7700").unwrap_err();
+    assert!(err.to_string().contains("ACCELHOST_ENDPOINT"), "{err}");
+}

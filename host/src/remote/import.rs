@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use wasmtime::component::Resource;
 
 use super::mirror::Mirrors;
+use super::session::NodeResource;
 use super::window::RemoteMmio;
 use super::{RemoteArg, RemoteFailure, RemoteNode};
 use crate::bindings::accel::plugin::remote::{
@@ -24,21 +25,6 @@ use crate::state::{
     guest_error,
 };
 use crate::types::{EventKind, MemoryKind};
-
-/// A plugin's session with one node.
-pub struct NodeResource {
-    node: Arc<dyn RemoteNode>,
-    mirrors: Arc<Mirrors>,
-    /// As the plugin's grant names it.
-    endpoint: String,
-    _charge: crate::devices::Charge,
-}
-
-impl Drop for NodeResource {
-    fn drop(&mut self) {
-        self.mirrors.close();
-    }
-}
 
 fn failed(call: &str, failure: RemoteFailure) -> ImportError {
     guest_error(failure.code, format!("{call}: {}", failure.message))

@@ -8,6 +8,7 @@
 
 mod import;
 mod mirror;
+mod session;
 mod window;
 
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ use crate::error::ErrorCode;
 use crate::properties::Properties;
 use crate::types::{EventKind, MemoryKind};
 
-pub use import::NodeResource;
+pub use session::NodeResource;
 
 /// How to reach a node and who to be there, as a plugin's `remote` grant says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,23 @@
+//! The host object behind a plugin's `remote.node` resource: its session with one node and
+//! the mirrors of that session's buffers. Kept apart from the import, below the generated
+//! bindings that name it.
+
+use std::sync::Arc;
+
+use super::RemoteNode;
+use super::mirror::Mirrors;
+
+/// A plugin's session with one node.
+pub struct NodeResource {
+    pub(crate) node: Arc<dyn RemoteNode>,
+    pub(crate) mirrors: Arc<Mirrors>,
+    /// As the plugin's grant names it.
+    pub(crate) endpoint: String,
+    pub(crate) _charge: crate::devices::Charge,
+}
+
+impl Drop for NodeResource {
+    fn drop(&mut self) {
+        self.mirrors.close();
+    }
+}
