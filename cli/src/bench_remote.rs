@@ -30,8 +30,8 @@ pub struct RemoteFigure {
     pub ratio: f64,
     /// The target, for people.
     pub target: &'static str,
-    /// Whether the ratio meets it.
-    pub met: bool,
+    /// Whether the ratio meets it; `None` for a row that only shows a cost.
+    pub met: Option<bool>,
 }
 
 fn serve_config(dir: &Path, socket: &Path) -> String {
@@ -139,8 +139,10 @@ async fn in_process(
         baseline: format!("gRPC no-op {}", us(noop_p50)),
         ratio: read_p50 / noop_p50,
         target: "≤ 1.5× a gRPC no-op",
-        met: read_p50 <= 1.5 * noop_p50,
+        met: Some(read_p50 <= 1.5 * noop_p50),
     }];
+
+    figures.push(proxy_read(socket.clone(), cache.to_path_buf(), calls, read_p50).await?);
 
     let bytes: u64 = 64 << 20;
     // The node client's chunks: writes as large as a message allows, reads of 1 MiB.
@@ -192,7 +194,7 @@ async fn in_process(
         baseline: format!("gRPC stream {:.2} GB/s", gbps(floor_s)),
         ratio: node_s / floor_s,
         target: "≥ 80 % of a gRPC stream",
-        met: floor_s / node_s >= 0.8,
+        met: Some(floor_s / node_s >= 0.8),
     });
 
     drop(client);
@@ -252,6 +254,50 @@ impl Drop for ServeProcess {
     }
 }
 
+/// The same MMIO read as the client's, through a host whose only plugin is `builtin:remote`
+/// (the `remote` import, the proxy's wasm and the host's checks on top of the client's call).
+async fn proxy_read(
+    socket: std::path::PathBuf,
+    cache: std::path::PathBuf,
+    calls: usize,
+    client_p50: f64,
+) -> anyhow::Result<RemoteFigure> {
+    let proxy_p50 = tokio::task::spawn_blocking(move || -> anyhow::Result<f64> {
+        let endpoint = format!("unix://{}", socket.display());
+        let host = Host::builder()
+            .config(Config::for_endpoint(&endpoint)?)
+            .cache_dir(cache)
+            .remote(Arc::new(accelhost_node::NodeConnector::new()))
+            .build()?;
+        let token = host
+            .enumerate(&[])
+            .tokens
+            .into_iter()
+            .find(|t| t.properties().name.ends_with("dfl/emu:dfl0"))
+            .context("the node's NLB0 port through builtin:remote")?;
+        let handle = host.open(&token, accelhost::OpenMode::Shared)?;
+        let mmio = handle.map_mmio(0)?;
+        let mut reads = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let started = Instant::now();
+            mmio.read64(0x10)?;
+            reads.push(started.elapsed().as_nanos() as f64);
+        }
+        drop(mmio);
+        handle.close()?;
+        Ok(median(&mut reads))
+    })
+    .await??;
+    Ok(RemoteFigure {
+        what: "MMIO read through builtin:remote p50",
+        measured: us(proxy_p50),
+        baseline: format!("node client {}", us(client_p50)),
+        ratio: proxy_p50 / client_p50,
+        target: "none: what the proxy adds",
+        met: None,
+    })
+}
+
 async fn enumerate_all(clients: &[Arc<Client>]) -> anyhow::Result<f64> {
     let started = Instant::now();
     let asked: Vec<_> = clients
@@ -297,6 +343,6 @@ async fn eight_processes(
         baseline: format!("1 process {}", ms(one)),
         ratio: eight / one,
         target: "≤ 2× one",
-        met: eight <= 2.0 * one,
+        met: Some(eight <= 2.0 * one),
     })
 }

@@ -29,6 +29,22 @@ pub struct NodeService {
     config: RwLock<Arc<ServeConfig>>,
     sessions: Arc<Sessions>,
     metrics: Arc<NodeMetrics>,
+    enumeration: Enumerations,
+}
+
+/// How long the node answers enumerations from the last one of its host (every plugin asked):
+/// many clients enumerating at once cost the plugins one call each. An open, close, reset or
+/// reconfigure through the node ends it sooner; a change made outside the node shows within it.
+const ENUMERATION_TTL: Duration = Duration::from_secs(1);
+
+/// The host's last enumeration, and the one in progress.
+#[derive(Default)]
+struct Enumerations {
+    last: std::sync::Mutex<Option<(std::time::Instant, u64, Vec<Token>)>>,
+    /// Bumped by every call that changes what an enumeration says.
+    changes: std::sync::atomic::AtomicU64,
+    /// One host enumeration at a time; the callers that wait for it reuse it.
+    asking: tokio::sync::Mutex<()>,
 }
 
 /// What a reload changed.
@@ -51,7 +67,48 @@ impl NodeService {
             host,
             config: RwLock::new(config),
             sessions,
+            enumeration: Enumerations::default(),
         }
+    }
+
+    /// Every device of the host, from an enumeration at most [`ENUMERATION_TTL`] old.
+    async fn devices(&self) -> Result<Vec<Token>, Status> {
+        let fresh = |e: &Enumerations| {
+            let changes = e.changes.load(std::sync::atomic::Ordering::Acquire);
+            e.last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .filter(|(at, seen, _)| *seen == changes && at.elapsed() < ENUMERATION_TTL)
+                .map(|(_, _, tokens)| tokens.clone())
+        };
+        if let Some(tokens) = fresh(&self.enumeration) {
+            return Ok(tokens);
+        }
+        let _asking = self.enumeration.asking.lock().await;
+        if let Some(tokens) = fresh(&self.enumeration) {
+            return Ok(tokens);
+        }
+        let changes = self
+            .enumeration
+            .changes
+            .load(std::sync::atomic::Ordering::Acquire);
+        let host = self.host.clone();
+        let tokens = blocking(move || Ok(host.enumerate(&[]).tokens)).await?;
+        *self
+            .enumeration
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) =
+            Some((std::time::Instant::now(), changes, tokens.clone()));
+        Ok(tokens)
+    }
+
+    /// Says that what an enumeration shows changed.
+    fn devices_changed(&self) {
+        self.enumeration
+            .changes
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// The node's metrics.
@@ -365,10 +422,12 @@ impl node_server::Node for NodeService {
             .iter()
             .map(filter_of)
             .collect::<Result<Vec<_>, _>>()?;
-        let host = self.host.clone();
-        let tokens = blocking(move || Ok(host.enumerate(&filters).tokens)).await?;
+        let tokens = self.devices().await?;
         let visible: Vec<(String, Token)> = tokens
             .into_iter()
+            .filter(|token| {
+                filters.is_empty() || filters.iter().any(|f| f.matches(token.properties()))
+            })
             .map(|token| (token.id(), token))
             .filter(|(id, _)| session.client.grants.allows_device(id))
             .collect();
@@ -410,6 +469,7 @@ impl node_server::Node for NodeService {
         };
         let host = self.host.clone();
         let handle = blocking(move || host.open(&token, mode).map_err(from_host)).await?;
+        self.devices_changed();
         let number = session.objects().insert(Object::Handle(handle));
         Ok(Response::new(proto::ObjectReply { object: number }))
     }
@@ -423,6 +483,7 @@ impl node_server::Node for NodeService {
         self.handle(&session, req.object, "Close")?;
         let taken = session.objects().take(req.object);
         blocking(move || release_in_order(taken)).await?;
+        self.devices_changed();
         Ok(Response::new(proto::Empty {}))
     }
 
@@ -434,6 +495,7 @@ impl node_server::Node for NodeService {
         let session = self.session(&request, &req.session, "Reset")?;
         let handle = self.handle(&session, req.object, "Reset")?;
         blocking(move || handle.reset().map_err(from_host)).await?;
+        self.devices_changed();
         Ok(Response::new(proto::Empty {}))
     }
 
@@ -460,6 +522,7 @@ impl node_server::Node for NodeService {
         let handle = self.handle(&session, header.handle, "Reconfigure")?;
         let slot = header.slot;
         blocking(move || handle.reconfigure(slot, &image).map_err(from_host)).await?;
+        self.devices_changed();
         Ok(Response::new(proto::Empty {}))
     }
 
