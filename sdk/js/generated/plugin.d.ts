@@ -10,6 +10,7 @@
 /// <reference path="./interfaces/accel-plugin-log.d.ts" />
 /// <reference path="./interfaces/accel-plugin-mmio.d.ts" />
 /// <reference path="./interfaces/accel-plugin-offload.d.ts" />
+/// <reference path="./interfaces/accel-plugin-remote.d.ts" />
 /// <reference path="./interfaces/accel-plugin-types.d.ts" />
 /// <reference path="./interfaces/accel-plugin-xocl.d.ts" />
 declare module 'accel:plugin/plugin@0.2.0' {
@@ -21,6 +22,7 @@ declare module 'accel:plugin/plugin@0.2.0' {
   export type * as AccelPluginImage020 from 'accel:plugin/image@0.2.0'; // import accel:plugin/image@0.2.0
   export type * as AccelPluginLog020 from 'accel:plugin/log@0.2.0'; // import accel:plugin/log@0.2.0
   export type * as AccelPluginMmio020 from 'accel:plugin/mmio@0.2.0'; // import accel:plugin/mmio@0.2.0
+  export type * as AccelPluginRemote020 from 'accel:plugin/remote@0.2.0'; // import accel:plugin/remote@0.2.0
   export type * as AccelPluginTypes020 from 'accel:plugin/types@0.2.0'; // import accel:plugin/types@0.2.0
   export type * as AccelPluginXocl020 from 'accel:plugin/xocl@0.2.0'; // import accel:plugin/xocl@0.2.0
   export * as fpga from 'accel:plugin/fpga@0.2.0'; // export accel:plugin/fpga@0.2.0
