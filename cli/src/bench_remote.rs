@@ -120,7 +120,8 @@ async fn in_process(
         .max_encoding_message_size(8 << 20);
 
     client.enumerate(vec![]).await?;
-    let handle = client.open("dfl/emu:dfl0", false).await?;
+    // Shared, so that the proxy row can open the same port.
+    let handle = client.open("dfl/emu:dfl0", true).await?;
     let (region, _) = client.map_mmio(handle, 0).await?;
     let calls = settings.samples * 200;
     let (mut reads, mut noops) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
