@@ -797,3 +797,44 @@ async fn the_dma_grant_holds_across_a_clients_sessions() {
     drop(second);
     node.stop().await;
 }
+
+#[test]
+fn plugin_calls_errors_durations_and_faults_are_metrics() {
+    let crasher = support::chaos_plugin_with(
+        "crasher",
+        r#"{"trap_in": "enumerate"}"#,
+        &[],
+        r#""on_fault": "disable""#,
+    );
+    let config = format!(
+        r#"{{"devices": {}, "plugins": [{}, {crasher}]}}"#,
+        support::dfl_devices(&["d0"]),
+        support::dfl_plugin(&["d0"])
+    );
+    let host = Arc::new(support::host(&config).unwrap());
+    let metrics =
+        accelhost_node::metrics::NodeMetrics::new(host.clone(), Arc::new(Sessions::default()));
+    let found = host.enumerate(&[]);
+    assert_eq!(found.failures.len(), 1, "the crasher traps in enumerate");
+    let token = found.tokens.iter().find(|t| t.plugin() == "dfl").unwrap();
+    let first = host.open(token, accelhost::OpenMode::Exclusive).unwrap();
+    assert!(host.open(token, accelhost::OpenMode::Exclusive).is_err());
+    first.close().unwrap();
+    let text = metrics.render_prometheus_text();
+    for line in [
+        r#"accelhost_plugin_faults_total{plugin="crasher",cause="trap"} 1"#,
+        r#"accelhost_plugin_calls_total{plugin="crasher",call="enumerate"} 1"#,
+        r#"accelhost_plugin_calls_total{plugin="dfl",call="enumerate"} 1"#,
+        r#"accelhost_plugin_call_duration_seconds_bucket{le="+Inf",plugin="dfl",call="enumerate"} 1"#,
+        r#"accelhost_plugin_call_duration_seconds_count{plugin="dfl",call="enumerate"} 1"#,
+        "# TYPE accelhost_plugin_call_duration_seconds histogram",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            r#"accelhost_plugin_call_errors_total{plugin="dfl",call="open",code="busy"}"#
+        )),
+        "the second exclusive open's refusal is counted:\n{text}"
+    );
+}

@@ -60,7 +60,9 @@ pub use api::{
 };
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, FaultCause, Result, TrapKind};
-pub use manager::{MemoryUse, PluginInfo, PluginStatus, check_module};
+pub use manager::{
+    CallFigures, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
+};
 pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
 };

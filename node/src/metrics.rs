@@ -8,7 +8,7 @@ use accelhost::{Host, PluginStatus};
 
 use crate::session::Sessions;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -34,6 +34,25 @@ struct BytesLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginLabels {
     plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginCallLabels {
+    plugin: String,
+    call: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginErrorLabels {
+    plugin: String,
+    call: &'static str,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FaultLabels {
+    plugin: String,
+    cause: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -269,8 +288,89 @@ impl Collector for PluginCollector {
                 }
             }
         }
-        Ok(())
+        encode_calls(&mut encoder, &plugins)
     }
+}
+
+/// The per-call figures the host counts for each plugin: calls, errors by code, faults by
+/// cause, and how long calls took.
+fn encode_calls(
+    encoder: &mut DescriptorEncoder,
+    plugins: &[accelhost::PluginInfo],
+) -> Result<(), std::fmt::Error> {
+    let counter = ConstCounter::new(0u64).metric_type();
+    {
+        let mut family = encoder.encode_descriptor(
+            "plugin_calls",
+            "Calls into each plugin, by call",
+            None,
+            counter,
+        )?;
+        for plugin in plugins {
+            for call in &plugin.calls {
+                let labels = PluginCallLabels {
+                    plugin: plugin.name.clone(),
+                    call: call.call,
+                };
+                ConstCounter::new(call.calls).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
+    {
+        let mut family = encoder.encode_descriptor(
+            "plugin_call_errors",
+            "Calls a plugin answered with an error, by call and error code",
+            None,
+            counter,
+        )?;
+        for plugin in plugins {
+            for call in &plugin.calls {
+                for (code, n) in &call.errors {
+                    let labels = PluginErrorLabels {
+                        plugin: plugin.name.clone(),
+                        call: call.call,
+                        code: code.name(),
+                    };
+                    ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+    }
+    {
+        let mut family = encoder.encode_descriptor(
+            "plugin_faults",
+            "Plugin instances ended by a fault, by cause",
+            None,
+            counter,
+        )?;
+        for plugin in plugins {
+            for (cause, n) in &plugin.faults {
+                let labels = FaultLabels {
+                    plugin: plugin.name.clone(),
+                    cause,
+                };
+                ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
+    let mut family = encoder.encode_descriptor(
+        "plugin_call_duration",
+        "How long calls into each plugin took, from the host's call to its answer",
+        Some(&Unit::Seconds),
+        prometheus_client::metrics::MetricType::Histogram,
+    )?;
+    for plugin in plugins {
+        for call in &plugin.calls {
+            let labels = PluginCallLabels {
+                plugin: plugin.name.clone(),
+                call: call.call,
+            };
+            family
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(call.seconds, call.calls, &call.buckets, None)?;
+        }
+    }
+    Ok(())
 }
 
 /// Counts the open sessions per client at each scrape.

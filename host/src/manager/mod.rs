@@ -5,6 +5,10 @@
 
 pub(crate) mod handles;
 pub(crate) mod lease;
+mod stats;
+
+pub use stats::{CallFigures, DURATION_BUCKETS};
+use stats::{CallStats, Ended};
 
 use std::borrow::Cow;
 use std::fmt;
@@ -139,6 +143,8 @@ pub(crate) struct PluginSlot {
     /// The generation of the live instance (0 when none), and the handles open on it.
     generation: AtomicU64,
     open_handles: AtomicU32,
+    /// What its calls did, over every instance.
+    stats: CallStats,
 }
 
 fn next_generation() -> u64 {
@@ -176,6 +182,7 @@ impl PluginSlot {
             shut_down: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             open_handles: AtomicU32::new(0),
+            stats: CallStats::default(),
         })
     }
 
@@ -361,16 +368,22 @@ impl PluginSlot {
                 ),
             });
         }
+        let started = std::time::Instant::now();
         let outcome = trace::export(self.name(), call, args, || live.instance.call(f));
+        let took = started.elapsed();
         let failure = match outcome {
             Ok(Ok(value)) => match accept(value) {
-                Ok(kept) => return Ok((kept, keep(live))),
+                Ok(kept) => {
+                    self.stats.record(call, took, Ended::Answered);
+                    return Ok((kept, keep(live)));
+                }
                 Err(why) => CallFailure {
                     cause: FaultCause::RefusedAnswer,
                     reason: format!("its answer was refused: {why}"),
                 },
             },
             Ok(Err(refusal)) => {
+                self.stats.record(call, took, Ended::Refused(refusal.code));
                 return Err(Error::Plugin {
                     plugin: self.entry.name.clone(),
                     call,
@@ -380,6 +393,8 @@ impl PluginSlot {
             }
             Err(failure) => failure,
         };
+        self.stats
+            .record(call, took, Ended::Faulted(failure.cause.name()));
         let live = guard.take().expect("checked above");
         if live.started {
             // Callers that find no instance from now on see why, even before the release ends.
@@ -715,6 +730,10 @@ pub struct PluginInfo {
     pub log_lines_dropped: u64,
     /// What its latest instance makes the host hold, against its budgets.
     pub memory: MemoryUse,
+    /// What its calls did since the host started, by call.
+    pub calls: Vec<CallFigures>,
+    /// Its faults since the host started, by cause (`trap`, `deadline`, ...).
+    pub faults: Vec<(&'static str, u64)>,
 }
 
 /// The memory a plugin makes the host hold, in bytes.
@@ -751,6 +770,8 @@ impl PluginSlot {
             load_policy: self.entry.load_policy,
             restarts: state.restarts,
             log_lines_dropped: self.log.dropped(),
+            calls: self.stats.calls(),
+            faults: self.stats.faults(),
         }
     }
 }

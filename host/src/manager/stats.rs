@@ -1,0 +1,198 @@
+//! What each plugin's calls did: how many, how long, how each failed, and its faults by cause.
+//! Counted for every call with atomics after a first lookup, so that reading them (a metrics
+//! scrape) never holds a call up.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::ErrorCode;
+
+/// The upper bounds of the call-duration buckets, in seconds: 1 µs to 10 s, then the rest.
+pub const DURATION_BUCKETS: [f64; 14] = [
+    1e-6,
+    2.5e-6,
+    5e-6,
+    1e-5,
+    2.5e-5,
+    5e-5,
+    1e-4,
+    2.5e-4,
+    1e-3,
+    1e-2,
+    0.1,
+    1.0,
+    10.0,
+    f64::INFINITY,
+];
+
+/// How one call ended, for the counts.
+pub(crate) enum Ended {
+    /// It answered (with a value).
+    Answered,
+    /// It answered with an error of this code.
+    Refused(ErrorCode),
+    /// The instance faulted in it, with this cause.
+    Faulted(&'static str),
+}
+
+#[derive(Default)]
+struct Counters {
+    calls: AtomicU64,
+    nanos: AtomicU64,
+    buckets: [AtomicU64; DURATION_BUCKETS.len()],
+    errors: [AtomicU64; ErrorCode::ALL.len()],
+    faults: AtomicU64,
+}
+
+/// The counts of one plugin, by call.
+#[derive(Default)]
+pub(crate) struct CallStats {
+    by_call: RwLock<HashMap<&'static str, Arc<Counters>>>,
+    faults: RwLock<HashMap<&'static str, Arc<AtomicU64>>>,
+}
+
+/// One call's figures, as [`PluginInfo`](crate::PluginInfo) reports them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallFigures {
+    /// The export, such as `open` or `enqueue-launch`.
+    pub call: &'static str,
+    /// Calls made.
+    pub calls: u64,
+    /// Their total duration, in seconds.
+    pub seconds: f64,
+    /// Calls per duration bucket (upper bound in seconds, calls in it, not cumulative), the
+    /// bounds of [`DURATION_BUCKETS`]; left out of JSON, whose numbers cannot be infinite.
+    #[serde(skip)]
+    pub buckets: Vec<(f64, u64)>,
+    /// Calls answered with an error, by code (codes that never came are left out).
+    pub errors: Vec<(ErrorCode, u64)>,
+    /// Calls the instance faulted in.
+    pub faults: u64,
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl CallStats {
+    fn counters(&self, call: &'static str) -> Arc<Counters> {
+        if let Some(found) = read(&self.by_call).get(call) {
+            return found.clone();
+        }
+        let mut all = self.by_call.write().unwrap_or_else(PoisonError::into_inner);
+        all.entry(call).or_default().clone()
+    }
+
+    /// Counts one call of `call` that took `took` and ended as `ended`.
+    pub(crate) fn record(&self, call: &'static str, took: Duration, ended: Ended) {
+        let counters = self.counters(call);
+        counters.calls.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        counters.nanos.fetch_add(nanos, Ordering::Relaxed);
+        let seconds = took.as_secs_f64();
+        let bucket = DURATION_BUCKETS
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(DURATION_BUCKETS.len() - 1);
+        counters.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        match ended {
+            Ended::Answered => {}
+            Ended::Refused(code) => {
+                let index = ErrorCode::ALL.iter().position(|c| *c == code).unwrap_or(0);
+                counters.errors[index].fetch_add(1, Ordering::Relaxed);
+            }
+            Ended::Faulted(cause) => {
+                counters.faults.fetch_add(1, Ordering::Relaxed);
+                self.fault(cause);
+            }
+        }
+    }
+
+    /// Counts a fault of `cause`.
+    fn fault(&self, cause: &'static str) {
+        if let Some(found) = read(&self.faults).get(cause) {
+            found.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut all = self.faults.write().unwrap_or_else(PoisonError::into_inner);
+        all.entry(cause)
+            .or_default()
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every call's figures, by call name.
+    pub(crate) fn calls(&self) -> Vec<CallFigures> {
+        let mut figures: Vec<CallFigures> = read(&self.by_call)
+            .iter()
+            .map(|(call, c)| CallFigures {
+                call,
+                calls: c.calls.load(Ordering::Relaxed),
+                seconds: c.nanos.load(Ordering::Relaxed) as f64 / 1e9,
+                buckets: DURATION_BUCKETS
+                    .iter()
+                    .zip(&c.buckets)
+                    .map(|(bound, n)| (*bound, n.load(Ordering::Relaxed)))
+                    .collect(),
+                errors: ErrorCode::ALL
+                    .iter()
+                    .zip(&c.errors)
+                    .map(|(code, n)| (*code, n.load(Ordering::Relaxed)))
+                    .filter(|(_, n)| *n > 0)
+                    .collect(),
+                faults: c.faults.load(Ordering::Relaxed),
+            })
+            .collect();
+        figures.sort_by_key(|f| f.call);
+        figures
+    }
+
+    /// Faults by cause (`trap`, `deadline`, ...), by cause name.
+    pub(crate) fn faults(&self) -> Vec<(&'static str, u64)> {
+        let mut faults: Vec<(&'static str, u64)> = read(&self.faults)
+            .iter()
+            .map(|(cause, n)| (*cause, n.load(Ordering::Relaxed)))
+            .collect();
+        faults.sort();
+        faults
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_name_outcome_and_duration() {
+        let stats = CallStats::default();
+        stats.record("open", Duration::from_nanos(700), Ended::Answered);
+        stats.record(
+            "open",
+            Duration::from_millis(3),
+            Ended::Refused(ErrorCode::Busy),
+        );
+        stats.record("reset", Duration::from_secs(20), Ended::Faulted("deadline"));
+        let calls = stats.calls();
+        assert_eq!(
+            calls.iter().map(|c| c.call).collect::<Vec<_>>(),
+            ["open", "reset"]
+        );
+        let open = &calls[0];
+        assert_eq!(open.calls, 2);
+        assert_eq!(open.errors, [(ErrorCode::Busy, 1)]);
+        assert!((open.seconds - 0.0030007).abs() < 1e-9, "{}", open.seconds);
+        let bucket = |bound: f64| open.buckets.iter().find(|(b, _)| *b == bound).unwrap().1;
+        assert_eq!(bucket(1e-6), 1, "700 ns is in the first bucket");
+        assert_eq!(bucket(1e-2), 1, "3 ms is under 10 ms");
+        assert_eq!(calls[1].faults, 1);
+        assert_eq!(
+            calls[1].buckets.last().unwrap().1,
+            1,
+            "20 s is past the last bound"
+        );
+        assert_eq!(stats.faults(), [("deadline", 1)]);
+    }
+}
