@@ -132,7 +132,7 @@ async fn canonical_workloads_run_byte_exact_through_the_proxy() {
     .await
     .unwrap();
     let until = Instant::now() + Duration::from_secs(10);
-    while node.sessions.len() > 0 {
+    while !node.sessions.is_empty() {
         assert!(
             Instant::now() < until,
             "the proxy's session ends with its host"
