@@ -368,9 +368,8 @@ impl PluginSlot {
                 ),
             });
         }
-        let started = std::time::Instant::now();
         let outcome = trace::export(self.name(), call, args, || live.instance.call(f));
-        let took = started.elapsed();
+        let took = live.instance.last_call_duration();
         let failure = match outcome {
             Ok(Ok(value)) => match accept(value) {
                 Ok(kept) => {

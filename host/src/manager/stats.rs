@@ -3,8 +3,9 @@
 //! scrape) never holds a call up.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -48,11 +49,35 @@ struct Counters {
     faults: AtomicU64,
 }
 
+/// FNV-1a over a call's name: the names are a few short literals, and this is on every call.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for byte in bytes {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type ByName<T> = HashMap<&'static str, T, BuildHasherDefault<NameHasher>>;
+
 /// The counts of one plugin, by call.
 #[derive(Default)]
 pub(crate) struct CallStats {
-    by_call: RwLock<HashMap<&'static str, Arc<Counters>>>,
-    faults: RwLock<HashMap<&'static str, Arc<AtomicU64>>>,
+    by_call: RwLock<ByName<Counters>>,
+    faults: RwLock<ByName<AtomicU64>>,
 }
 
 /// One call's figures, as [`PluginInfo`](crate::PluginInfo) reports them.
@@ -79,17 +104,20 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 }
 
 impl CallStats {
-    fn counters(&self, call: &'static str) -> Arc<Counters> {
-        if let Some(found) = read(&self.by_call).get(call) {
-            return found.clone();
-        }
-        let mut all = self.by_call.write().unwrap_or_else(PoisonError::into_inner);
-        all.entry(call).or_default().clone()
-    }
-
     /// Counts one call of `call` that took `took` and ended as `ended`.
     pub(crate) fn record(&self, call: &'static str, took: Duration, ended: Ended) {
-        let counters = self.counters(call);
+        {
+            let known = read(&self.by_call);
+            if let Some(counters) = known.get(call) {
+                return self.count(counters, took, ended);
+            }
+        }
+        let mut all = self.by_call.write().unwrap_or_else(PoisonError::into_inner);
+        let counters = all.entry(call).or_default();
+        self.count(counters, took, ended);
+    }
+
+    fn count(&self, counters: &Counters, took: Duration, ended: Ended) {
         counters.calls.fetch_add(1, Ordering::Relaxed);
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         counters.nanos.fetch_add(nanos, Ordering::Relaxed);

@@ -4,7 +4,7 @@
 //! cancelled reports a [`CallFailure`]; the caller must then end the instance.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtx;
@@ -36,6 +36,8 @@ pub(crate) struct PluginInstance {
     stdout: OutputCapture,
     busy: BusyBudget,
     ended: bool,
+    /// How long the last call took, from its start to its return.
+    last_call: Duration,
 }
 
 impl PluginInstance {
@@ -80,6 +82,7 @@ impl PluginInstance {
                 stdout,
                 busy,
                 ended: false,
+                last_call: Duration::ZERO,
             }),
             Err(err) => {
                 let failure = describe(err, &store.data().ctx, &stderr, &stdout);
@@ -89,6 +92,11 @@ impl PluginInstance {
                 Err(failure)
             }
         }
+    }
+
+    /// How long the last call took, from its start to its return.
+    pub fn last_call_duration(&self) -> Duration {
+        self.last_call
     }
 
     /// Runs one call into the plugin under the per-call deadline, fuel budget and cancel,
@@ -106,6 +114,7 @@ impl PluginInstance {
         });
         self.store.data().ctx.control.end(id);
         let ended = Instant::now();
+        self.last_call = ended.duration_since(started);
         let ctx = self.store.data().ctx.clone();
         let outcome = outcome.and_then(|value| {
             if ended > self.store.data().deadline() + EPOCH_TICK {
