@@ -378,3 +378,38 @@ fn without_a_connector_the_proxy_says_the_host_cannot_reach_nodes() {
     let message = host.enumerate(&[]).failures[0].to_string();
     assert!(message.contains("cannot reach nodes"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_handle_s_buffers_leave_the_mirrors_of_the_others() {
+    let node = start_unix_node().await;
+    let endpoint = unix_endpoint(&node);
+    let config = proxy(
+        std::slice::from_ref(&endpoint),
+        &[(endpoint.clone(), None)],
+        10_000,
+    );
+    tokio::task::spawn_blocking(move || {
+        let host = remote_host(&config);
+        let token = host
+            .enumerate(&[])
+            .tokens
+            .into_iter()
+            .find(|t| t.properties().name.ends_with("capi0.0s"))
+            .expect("the node's CAPI slave node");
+        let first = host.open(&token, OpenMode::Shared).unwrap();
+        let second = host.open(&token, OpenMode::Shared).unwrap();
+        // Kept past the close: the node released it, so it must not be synced again.
+        let kept = first.prepare_buffer(4096).unwrap();
+        first.close().unwrap();
+        let report = accelhost::workloads::capi::memcpy_run(&second, 16, 128).unwrap();
+        assert!(
+            report.verified(),
+            "the other handle's work reads back byte-exact"
+        );
+        drop(kept);
+        second.close().unwrap();
+    })
+    .await
+    .unwrap();
+    node.stop().await;
+}

@@ -57,7 +57,7 @@ impl PluginState {
     fn mirror(
         &mut self,
         mirrors: &Arc<Mirrors>,
-        object: u64,
+        (object, handle): (u64, u64),
         size: u64,
         io_address: Option<u64>,
     ) -> Result<Resource<BufferResource>, ImportError> {
@@ -71,7 +71,7 @@ impl PluginState {
         let shadow = owner.dma.charge(memory.len())?;
         memory.set_io_address(io_address);
         let charge = self.charge_resource(0)?;
-        mirrors.add(object, &memory, shadow);
+        mirrors.add(object, handle, &memory, shadow);
         Ok(self.table.push(BufferResource {
             memory,
             _charge: charge,
@@ -200,7 +200,9 @@ impl remote::HostNode for PluginState {
     }
 
     fn close(&mut self, node: Resource<NodeResource>, handle: u64) -> Result<(), ImportError> {
-        let (node, _) = self.node(&node)?;
+        let (node, mirrors) = self.node(&node)?;
+        // The node releases what came from the handle, whatever the answer says.
+        mirrors.remove_handle(handle);
         node.close(handle, self.remote_deadline())
             .map_err(|f| failed("remote close", f))
     }
@@ -267,7 +269,7 @@ impl remote::HostNode for PluginState {
         let (id, size, iova) = node
             .prepare_buffer(handle, size, read_only, self.remote_deadline())
             .map_err(|f| failed("remote prepare-buffer", f))?;
-        match self.mirror(&mirrors, id, size, Some(iova)) {
+        match self.mirror(&mirrors, (id, handle), size, Some(iova)) {
             Ok(buffer) => Ok(RemoteBuffer { id, buffer, iova }),
             Err(err) => {
                 let _ = node.release(id, self.remote_deadline());
@@ -319,7 +321,7 @@ impl remote::HostNode for PluginState {
                 device_address,
             });
         }
-        match self.mirror(&mirrors, id, size, None) {
+        match self.mirror(&mirrors, (id, handle), size, None) {
             Ok(buffer) => Ok(RemoteMemory {
                 id,
                 buffer: Some(buffer),

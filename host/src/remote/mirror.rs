@@ -33,6 +33,8 @@ const ACTIVE: Duration = Duration::from_secs(60);
 struct Mirror {
     /// The node's id for it.
     object: u64,
+    /// The node's handle it came from: closing the handle ends the mirror.
+    handle: u64,
     /// The local copy; the mirror goes when nothing else holds it.
     memory: Weak<DmaMemory>,
     /// The content both sides last agreed on.
@@ -75,11 +77,18 @@ impl Mirrors {
 
     /// Mirrors the node's `object` in `memory` (zeroed, as the node's is), with `charge`
     /// paying for the shadow; starts the puller with the first mirror.
-    pub(crate) fn add(self: &Arc<Self>, object: u64, memory: &Arc<DmaMemory>, charge: Charge) {
+    pub(crate) fn add(
+        self: &Arc<Self>,
+        object: u64,
+        handle: u64,
+        memory: &Arc<DmaMemory>,
+        charge: Charge,
+    ) {
         let start = {
             let mut set = lock(&self.set);
             set.mirrors.push(Mirror {
                 object,
+                handle,
                 memory: Arc::downgrade(memory),
                 shadow: vec![0; memory.len() as usize],
                 _charge: charge,
@@ -103,6 +112,11 @@ impl Mirrors {
     /// Stops mirroring the node's `object`.
     pub(crate) fn remove(&self, object: u64) {
         lock(&self.set).mirrors.retain(|m| m.object != object);
+    }
+
+    /// Stops mirroring what came from the node's `handle` (closed: the node released it).
+    pub(crate) fn remove_handle(&self, handle: u64) {
+        lock(&self.set).mirrors.retain(|m| m.handle != handle);
     }
 
     /// Ends the puller; the session is gone.
@@ -253,6 +267,7 @@ mod tests {
         let (local, charge) = memory(4);
         let mirror = Mirror {
             object: 7,
+            handle: 1,
             memory: Arc::downgrade(&local),
             shadow: vec![0; local.len() as usize],
             _charge: charge,
