@@ -417,6 +417,7 @@ fn help_explains_the_lookup_order_and_environment() {
     let out = accelhost(&scratch_dir("empty"), &["--help"], &[]);
     let stdout = text(&out.stdout);
     for part in [
+        "ACCELHOST_ENDPOINT",
         "ACCELHOST_CONFIG",
         "ACCELHOST_PLUGIN_PATH",
         "ACCELHOST_TRACE",

@@ -22,11 +22,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
-Config lookup order: --config, then $ACCELHOST_CONFIG, then ./accelhost.json, then
-$XDG_CONFIG_HOME/accelhost/config.json, then /etc/accelhost/config.json, then the embedded
-default (the shipped plugins and one emulated card of each family).
+Config lookup order: --config, then $ACCELHOST_ENDPOINT, then $ACCELHOST_CONFIG, then
+./accelhost.json, then $XDG_CONFIG_HOME/accelhost/config.json, then
+/etc/accelhost/config.json, then the embedded default (the shipped plugins and one emulated
+card of each family).
 
 Environment:
+  ACCELHOST_ENDPOINT     unix:///path/serve.sock: use that running `accelhost serve`'s
+                         devices (through builtin:remote) instead of loading plugins here
   ACCELHOST_CONFIG       config file to use when --config is not given
   ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)

@@ -9,8 +9,9 @@ extern "C" {
 #endif
 
 /* Starts the host on config_file (an accelhost.json), or on the usual lookup when NULL
- * ($ACCELHOST_CONFIG, ./accelhost.json, ..., the embedded default). Optional: the first
- * call that needs the host starts it. Does nothing if a host runs already. */
+ * ($ACCELHOST_ENDPOINT, $ACCELHOST_CONFIG, ./accelhost.json, ..., the embedded default).
+ * Optional: the first call that needs the host starts it. Does nothing if a host runs
+ * already. */
 fpga_result fpgaInitialize(const char *config_file);
 
 /* Releases every object the application holds and shuts the host down. */
