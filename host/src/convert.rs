@@ -2,7 +2,44 @@
 //! place for the imports and the runtime alike.
 
 use crate::bindings::accel::plugin::types as wit;
+use crate::properties::{AcceleratorState, ObjectType};
 use crate::types::{BusAddress, Guid};
+
+impl From<ObjectType> for wit::ObjectType {
+    fn from(t: ObjectType) -> Self {
+        match t {
+            ObjectType::Device => wit::ObjectType::Device,
+            ObjectType::Accelerator => wit::ObjectType::Accelerator,
+        }
+    }
+}
+
+impl From<wit::ObjectType> for ObjectType {
+    fn from(t: wit::ObjectType) -> Self {
+        match t {
+            wit::ObjectType::Device => ObjectType::Device,
+            wit::ObjectType::Accelerator => ObjectType::Accelerator,
+        }
+    }
+}
+
+impl From<AcceleratorState> for wit::AcceleratorState {
+    fn from(s: AcceleratorState) -> Self {
+        match s {
+            AcceleratorState::Unassigned => wit::AcceleratorState::Unassigned,
+            AcceleratorState::Assigned => wit::AcceleratorState::Assigned,
+        }
+    }
+}
+
+impl From<wit::AcceleratorState> for AcceleratorState {
+    fn from(s: wit::AcceleratorState) -> Self {
+        match s {
+            wit::AcceleratorState::Unassigned => AcceleratorState::Unassigned,
+            wit::AcceleratorState::Assigned => AcceleratorState::Assigned,
+        }
+    }
+}
 
 impl From<Guid> for wit::Guid {
     fn from(g: Guid) -> Self {

@@ -19,12 +19,16 @@ use crate::bindings::accel::plugin::remote::{
 use crate::bindings::accel::plugin::types as wit;
 use crate::devices::{CheckedMmio, Completion, CompletionState, DmaMemory};
 use crate::error::ErrorCode;
-use crate::properties::{AcceleratorState, ObjectType};
 use crate::state::{
     BufferResource, EventResource, ImageResource, ImportError, PluginState, RegionResource,
     guest_error,
 };
 use crate::types::{EventKind, MemoryKind};
+
+/// What a session with a node holds on the host besides its buffers (the connection, its
+/// transport buffers and tasks), charged to the plugin's host budget: with the default
+/// `host_memory_mib`, a plugin holds at most a few dozen sessions at once.
+const NODE_SESSION_BYTES: u64 = 256 << 10;
 
 fn failed(call: &str, failure: RemoteFailure) -> ImportError {
     guest_error(failure.code, format!("{call}: {}", failure.message))
@@ -136,7 +140,7 @@ impl remote::HostNode for PluginState {
             )
             .map_err(|f| failed(&call, f))?;
         let mirrors = Mirrors::new(Arc::downgrade(&node), self.call_timeout());
-        let charge = self.charge_resource(0)?;
+        let charge = self.charge_resource(NODE_SESSION_BYTES)?;
         Ok(self.table.push(NodeResource {
             node,
             mirrors,
@@ -165,10 +169,7 @@ impl remote::HostNode for PluginState {
             .into_iter()
             .map(|(id, p)| RemoteDevice {
                 id,
-                object_type: match p.object_type {
-                    ObjectType::Device => wit::ObjectType::Device,
-                    ObjectType::Accelerator => wit::ObjectType::Accelerator,
-                },
+                object_type: p.object_type.into(),
                 name: p.name,
                 guid: p.guid.into(),
                 vendor_id: p.vendor_id,
@@ -179,10 +180,7 @@ impl remote::HostNode for PluginState {
                 host: p.host,
                 num_mmio: p.num_mmio,
                 num_interrupts: p.num_interrupts,
-                accelerator_state: p.accelerator_state.map(|s| match s {
-                    AcceleratorState::Unassigned => wit::AcceleratorState::Unassigned,
-                    AcceleratorState::Assigned => wit::AcceleratorState::Assigned,
-                }),
+                accelerator_state: p.accelerator_state.map(Into::into),
                 extras: p.extras,
             })
             .collect())

@@ -14,7 +14,7 @@ use crate::bindings::accel::plugin::types as wit;
 use crate::bindings::exports::accel::plugin::{discovery, fpga, offload};
 use crate::devices::{Completion, DmaMemory};
 use crate::error::ErrorCode;
-use crate::properties::{AcceleratorState, Filter, ObjectType, OpenMode, Properties};
+use crate::properties::{Filter, OpenMode, Properties};
 use crate::state::{EventResource, ImageResource, PluginState, RegionResource};
 use crate::types::{EventKind, MemoryKind};
 
@@ -556,10 +556,7 @@ fn wit_range(range: MemoryRange) -> offload::MemoryRange {
 fn wit_filter(filter: &Filter) -> discovery::Filter {
     let filter = filter.for_plugin();
     discovery::Filter {
-        object_type: filter.object_type.map(|t| match t {
-            ObjectType::Device => wit::ObjectType::Device,
-            ObjectType::Accelerator => wit::ObjectType::Accelerator,
-        }),
+        object_type: filter.object_type.map(Into::into),
         guid: filter.guid.map(Into::into),
         vendor_id: filter.vendor_id,
         device_id: filter.device_id,
@@ -571,10 +568,7 @@ fn wit_filter(filter: &Filter) -> discovery::Filter {
 
 fn properties(p: discovery::Properties) -> Properties {
     Properties {
-        object_type: match p.object_type {
-            wit::ObjectType::Device => ObjectType::Device,
-            wit::ObjectType::Accelerator => ObjectType::Accelerator,
-        },
+        object_type: p.object_type.into(),
         name: p.name,
         guid: p.guid.into(),
         vendor_id: p.vendor_id,
@@ -585,10 +579,7 @@ fn properties(p: discovery::Properties) -> Properties {
         host: p.host,
         num_mmio: p.num_mmio,
         num_interrupts: p.num_interrupts,
-        accelerator_state: p.accelerator_state.map(|s| match s {
-            wit::AcceleratorState::Unassigned => AcceleratorState::Unassigned,
-            wit::AcceleratorState::Assigned => AcceleratorState::Assigned,
-        }),
+        accelerator_state: p.accelerator_state.map(Into::into),
         parent: p.parent,
         extras: p.extras,
     }
