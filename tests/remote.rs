@@ -54,6 +54,11 @@ fn unix_endpoint(node: &RunningNode) -> String {
 }
 
 async fn start_unix_node() -> RunningNode {
+    start_unix_node_in(scratch_dir("remote-node")).await
+}
+
+/// A node serving this uid every device on a socket in `dir` (again, after a stop).
+async fn start_unix_node_in(dir: std::path::PathBuf) -> RunningNode {
     let config = format!(
         r#"{{"node_name": "node-u",
             "listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
@@ -61,7 +66,16 @@ async fn start_unix_node() -> RunningNode {
                           "grants": {{"devices": ["*"], "reconfigure": true, "dma_memory_mib": 2048}}}}]}}"#,
         uid()
     );
-    start_in(scratch_dir("remote-node"), &config).await
+    start_in(dir, &config).await
+}
+
+/// The proxy's entry for the one node at `endpoint`, granted it without TLS.
+fn one_node(endpoint: &str, call_timeout_ms: u64) -> String {
+    proxy(
+        &[endpoint.to_string()],
+        &[(endpoint.to_string(), None)],
+        call_timeout_ms,
+    )
 }
 
 /// Runs `token`'s canonical workload (small sizes) and asserts every measurement verified.
@@ -87,11 +101,7 @@ fn run_canonical(host: &Host, token: &Token) -> usize {
 async fn canonical_workloads_run_byte_exact_through_the_proxy() {
     let node = start_unix_node().await;
     let endpoint = unix_endpoint(&node);
-    let config = proxy(
-        std::slice::from_ref(&endpoint),
-        &[(endpoint.clone(), None)],
-        10_000,
-    );
+    let config = one_node(&endpoint, 10_000);
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
         let found = host.enumerate(&[Filter {
@@ -252,13 +262,7 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
     .await
     .unwrap();
 
-    let restarted = start_in(dir, &format!(
-        r#"{{"node_name": "node-u",
-            "listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
-            "clients": [{{"name": "proxy", "unix_uid": {}, "grants": {{"devices": ["*"], "reconfigure": true}}}}]}}"#,
-        uid()
-    ))
-    .await;
+    let restarted = start_unix_node_in(dir).await;
     let probe = host.clone();
     tokio::task::spawn_blocking(move || {
         let until = Instant::now() + Duration::from_secs(15);
@@ -307,11 +311,7 @@ fn a_silent_node_costs_a_bounded_wait_and_no_fault() {
         std::thread::sleep(Duration::from_secs(5));
     });
     let endpoint = format!("unix://{}", json_path(&socket));
-    let host = remote_host(&proxy(
-        std::slice::from_ref(&endpoint),
-        &[(endpoint.clone(), None)],
-        2_000,
-    ));
+    let host = remote_host(&one_node(&endpoint, 2_000));
     for _ in 0..2 {
         let started = Instant::now();
         let found = host.enumerate(&[]);
@@ -361,15 +361,7 @@ fn without_a_connector_the_proxy_says_the_host_cannot_reach_nodes() {
     let dir = scratch_dir("no-connector");
     let endpoint = format!("unix://{}", json_path(&dir.join("a.sock")));
     let path = dir.join("accelhost.json");
-    std::fs::write(
-        &path,
-        proxy(
-            std::slice::from_ref(&endpoint),
-            &[(endpoint.clone(), None)],
-            2_000,
-        ),
-    )
-    .unwrap();
+    std::fs::write(&path, one_node(&endpoint, 2_000)).unwrap();
     let host = Host::builder()
         .config(Config::load(&path).unwrap())
         .cache_dir(cache_dir())
@@ -383,11 +375,7 @@ fn without_a_connector_the_proxy_says_the_host_cannot_reach_nodes() {
 async fn a_closed_handle_s_buffers_leave_the_mirrors_of_the_others() {
     let node = start_unix_node().await;
     let endpoint = unix_endpoint(&node);
-    let config = proxy(
-        std::slice::from_ref(&endpoint),
-        &[(endpoint.clone(), None)],
-        10_000,
-    );
+    let config = one_node(&endpoint, 10_000);
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
         let token = host
