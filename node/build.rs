@@ -5,6 +5,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/accelhost/node/v1/node.proto",
         "proto/accelhost/node/v1/baseline.proto",
+        "proto/deviceplugin/v1beta1/api.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

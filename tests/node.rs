@@ -812,8 +812,11 @@ fn plugin_calls_errors_durations_and_faults_are_metrics() {
         support::dfl_plugin(&["d0"])
     );
     let host = Arc::new(support::host(&config).unwrap());
-    let metrics =
-        accelhost_node::metrics::NodeMetrics::new(host.clone(), Arc::new(Sessions::default()));
+    let metrics = accelhost_node::metrics::NodeMetrics::new(
+        host.clone(),
+        Arc::new(Sessions::default()),
+        Arc::default(),
+    );
     let found = host.enumerate(&[]);
     assert_eq!(found.failures.len(), 1, "the crasher traps in enumerate");
     let token = found.tokens.iter().find(|t| t.plugin() == "dfl").unwrap();

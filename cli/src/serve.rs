@@ -27,7 +27,13 @@ The serve config (JSON) names the listeners, the limits and the clients:
       {\"name\": \"batch\", \"unix_gid\": 1001, \"grants\": {\"devices\": [\"dfl/*\"]}},
       {\"name\": \"node2\", \"certificate_san\": \"node2.example\",
        \"grants\": {\"devices\": [\"xocl/*\"], \"dma_memory_mib\": 1024}}
-    ]
+    ],
+    \"health_interval_ms\": 2000,
+    \"kubernetes\": {\"device_plugin_dir\": \"/var/lib/kubelet/device-plugins\",
+                   \"resource_domain\": \"accelhost.io\", \"devices\": [\"*\"],
+                   \"allocation_dir\": \"/var/lib/accelhost/allocations\",
+                   \"container_dir\": \"/run/accelhost\", \"dma_memory_mib\": 256,
+                   \"raw_device_nodes\": false}
   }
 
 A client is recognized by its transport only: on the Unix socket by the peer's uid (or
@@ -36,6 +42,18 @@ Grants: `devices` lists device ids as `accelhost list` prints them (`<plugin>/<n
 trailing `*` matches any suffix); a client sees and opens only those. `dma_memory_mib`
 (default 256) caps the DMA buffers and memory it holds across its sessions; `reconfigure` (default false) lets it
 load images. A client's handles and buffers are released when it disconnects.
+
+Every health_interval_ms the node checks its devices: a device is healthy while its plugin
+runs and enumerations show it (metrics: accelhost_device_healthy).
+
+`kubernetes` (optional) makes the node a kubelet device plugin (API v1beta1): each kind of
+accelerator the `devices` patterns select is an extended resource, `<resource_domain>/af-<AFU
+id>` (or `<resource_domain>/fpga-<vendor><device>` without one), registered through
+device_plugin_dir/kubelet.sock, again whenever the kubelet restarts. Allocate makes a folder
+in allocation_dir with a socket granted exactly the allocated devices (and dma_memory_mib),
+mounted read-only at container_dir in the container, with ACCELHOST_ENDPOINT pointing at it;
+`raw_device_nodes` also passes the devices' /dev nodes (as CDI devices when cdi_spec_dir
+names where to write the spec). Allocations survive a restart of the node.
 
 `listen.metrics` serves Prometheus metrics (OpenMetrics text) at /metrics over plain HTTP,
 without authentication: bind it to an address only the scraper reaches.
@@ -75,6 +93,12 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         }
         if let Some(address) = node.metrics_address() {
             listening.push(format!("metrics at http://{address}/metrics"));
+        }
+        if let Some(kubernetes) = &serve.kubernetes {
+            listening.push(format!(
+                "the kubelet at {}",
+                kubernetes.kubelet_socket().display()
+            ));
         }
         eprintln!(
             "accelhost serve: node '{}' on {}; {} client(s) configured",

@@ -29,6 +29,118 @@ pub struct ServeConfig {
     /// The clients the node serves; anyone else is refused at `Attach`.
     /// Shared with the sessions that were attached as them.
     pub clients: Vec<Arc<ClientEntry>>,
+    /// How often the node checks its devices' health (an enumeration answered from the
+    /// node's cache, and every plugin's state), for metrics and the kubelet.
+    pub health_interval: std::time::Duration,
+    /// The Kubernetes device plugin, if the config turns it on.
+    pub kubernetes: Option<KubernetesSettings>,
+}
+
+/// `kubernetes`: the node registers its devices with the kubelet as extended resources and
+/// gives each allocation a socket of its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubernetesSettings {
+    /// The kubelet's device-plugin folder: `kubelet.sock` is there, and the node's sockets
+    /// (one per resource) go there.
+    pub device_plugin_dir: PathBuf,
+    /// The domain of the extended resources (`<domain>/af-<AFU id>`).
+    pub resource_domain: String,
+    /// The devices offered to the kubelet (patterns as in a client's grants).
+    pub devices: Vec<String>,
+    /// Where each allocation's folder (with its socket) is made, and the allocations kept
+    /// across restarts of the node; the same path on the host and in the node's container.
+    pub allocation_dir: PathBuf,
+    /// Where a container finds its allocation's folder.
+    pub container_dir: PathBuf,
+    /// The DMA grant of an allocation's sessions, in MiB.
+    pub dma_memory_mib: u64,
+    /// Whether an allocation also passes the devices' `/dev` nodes.
+    pub raw_device_nodes: bool,
+    /// With `raw_device_nodes`: the folder of CDI specs (such as `/var/run/cdi`); the node
+    /// writes its spec there and names the device nodes as CDI devices instead of device specs.
+    pub cdi_spec_dir: Option<PathBuf>,
+}
+
+impl KubernetesSettings {
+    /// The kubelet's registration socket.
+    pub fn kubelet_socket(&self) -> PathBuf {
+        self.device_plugin_dir.join("kubelet.sock")
+    }
+
+    /// Is the device `id` offered to the kubelet?
+    pub fn offers(&self, id: &str) -> bool {
+        matches_any(&self.devices, id)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKubernetes {
+    #[serde(default = "default_device_plugin_dir")]
+    device_plugin_dir: PathBuf,
+    #[serde(default = "default_resource_domain")]
+    resource_domain: String,
+    #[serde(default = "every_device")]
+    devices: Vec<String>,
+    #[serde(default = "default_allocation_dir")]
+    allocation_dir: PathBuf,
+    #[serde(default = "default_container_dir")]
+    container_dir: PathBuf,
+    #[serde(default = "default_client_dma_mib")]
+    dma_memory_mib: u64,
+    #[serde(default)]
+    raw_device_nodes: bool,
+    #[serde(default)]
+    cdi_spec_dir: Option<PathBuf>,
+}
+
+fn default_device_plugin_dir() -> PathBuf {
+    PathBuf::from("/var/lib/kubelet/device-plugins")
+}
+fn default_resource_domain() -> String {
+    "accelhost.io".into()
+}
+fn every_device() -> Vec<String> {
+    vec!["*".into()]
+}
+fn default_allocation_dir() -> PathBuf {
+    PathBuf::from("/var/lib/accelhost/allocations")
+}
+fn default_container_dir() -> PathBuf {
+    PathBuf::from("/run/accelhost")
+}
+fn default_health_interval_ms() -> u64 {
+    2000
+}
+
+/// Is `domain` a DNS subdomain, as Kubernetes wants the prefix of a resource name?
+fn is_dns_subdomain(domain: &str) -> bool {
+    !domain.is_empty()
+        && domain.len() <= 253
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// Does any of `patterns` (exact ids, or prefixes ending in `*`) match `id`?
+fn matches_any(patterns: &[String], id: &str) -> bool {
+    patterns
+        .iter()
+        .any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => id.starts_with(prefix),
+            None => pattern == id,
+        })
+}
+
+/// Is `pattern` a device id or a prefix ending in `*`?
+fn is_device_pattern(pattern: &str) -> bool {
+    !pattern.is_empty() && !pattern[..pattern.len() - 1].contains('*')
 }
 
 /// A Unix socket listener: local clients, identified by the peer's uid and gid.
@@ -128,6 +240,9 @@ pub enum ClientIdentity {
     UnixUid(u32),
     /// The peer process's primary group id.
     UnixGid(u32),
+    /// Whoever connects to the socket of a Kubernetes allocation (given by its id): the
+    /// kubelet mounts that socket into the pod the devices were allocated to, and nowhere else.
+    Allocation(String),
 }
 
 impl fmt::Display for ClientIdentity {
@@ -136,6 +251,7 @@ impl fmt::Display for ClientIdentity {
             ClientIdentity::CertificateSan(san) => write!(f, "certificate SAN {san}"),
             ClientIdentity::UnixUid(uid) => write!(f, "uid {uid}"),
             ClientIdentity::UnixGid(gid) => write!(f, "gid {gid}"),
+            ClientIdentity::Allocation(id) => write!(f, "allocation {id}"),
         }
     }
 }
@@ -160,12 +276,7 @@ pub struct ClientGrants {
 impl ClientGrants {
     /// Does a grant cover the device `id`?
     pub fn allows_device(&self, id: &str) -> bool {
-        self.devices
-            .iter()
-            .any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => id.starts_with(prefix),
-                None => pattern == id,
-            })
+        matches_any(&self.devices, id)
     }
 
     /// `dma_memory_mib` in bytes.
@@ -247,6 +358,10 @@ struct RawConfig {
     limits: Limits,
     #[serde(default)]
     clients: Vec<RawClient>,
+    #[serde(default = "default_health_interval_ms")]
+    health_interval_ms: u64,
+    #[serde(default)]
+    kubernetes: Option<RawKubernetes>,
 }
 
 #[derive(Default, Deserialize)]
@@ -289,6 +404,64 @@ fn no_grants() -> ClientGrants {
     }
 }
 
+/// Checks the `kubernetes` section; an error is the field (below `kubernetes.`) and why.
+fn kubernetes_settings(
+    raw: RawKubernetes,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<KubernetesSettings, (String, String)> {
+    if !is_dns_subdomain(&raw.resource_domain) {
+        return Err((
+            "resource_domain".into(),
+            format!(
+                "'{}' is not a DNS subdomain (lowercase letters, digits, '-' and '.', such as \
+                 accelhost.io)",
+                raw.resource_domain
+            ),
+        ));
+    }
+    for (j, device) in raw.devices.iter().enumerate() {
+        if !is_device_pattern(device) {
+            return Err((
+                format!("devices[{j}]"),
+                format!(
+                    "'{device}' is not a device id: write `<plugin>/<name>`, with `*` only at the end"
+                ),
+            ));
+        }
+    }
+    if !raw.container_dir.is_absolute() {
+        return Err((
+            "container_dir".into(),
+            format!(
+                "'{}' is a path in the container and must be absolute",
+                raw.container_dir.display()
+            ),
+        ));
+    }
+    if raw.dma_memory_mib > 65536 {
+        return Err((
+            "dma_memory_mib".into(),
+            format!("{} is outside 0..=65536", raw.dma_memory_mib),
+        ));
+    }
+    if raw.cdi_spec_dir.is_some() && !raw.raw_device_nodes {
+        return Err((
+            "cdi_spec_dir".into(),
+            "names where raw device nodes are described, but raw_device_nodes is false".into(),
+        ));
+    }
+    Ok(KubernetesSettings {
+        device_plugin_dir: resolve(&raw.device_plugin_dir),
+        resource_domain: raw.resource_domain,
+        devices: raw.devices,
+        allocation_dir: resolve(&raw.allocation_dir),
+        container_dir: raw.container_dir,
+        dma_memory_mib: raw.dma_memory_mib,
+        raw_device_nodes: raw.raw_device_nodes,
+        cdi_spec_dir: raw.cdi_spec_dir.as_deref().map(resolve),
+    })
+}
+
 impl ServeConfig {
     /// Reads and checks the serve config at `path`.
     pub fn load(path: &Path) -> Result<ServeConfig, ServeConfigError> {
@@ -320,7 +493,12 @@ impl ServeConfig {
                         err.into_inner().to_string(),
                     )
                 })?;
-        let base = origin.parent().unwrap_or(Path::new(".")).to_owned();
+        // Absolute, so that paths handed to others (the kubelet's mounts) mean the same there.
+        let base = match origin.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
         let resolve = |p: &Path| {
             if p.is_absolute() {
                 p.to_owned()
@@ -349,6 +527,7 @@ impl ServeConfig {
             ),
             ("max_poll_ms", u64::from(limits.max_poll_ms), 1, 3_600_000),
             ("max_image_mib", limits.max_image_mib, 1, 4096),
+            ("health_interval_ms", raw.health_interval_ms, 100, 600_000),
             (
                 "max_streams_per_session",
                 limits.max_streams_per_session as u64,
@@ -357,8 +536,13 @@ impl ServeConfig {
             ),
         ] {
             if !(low..=high).contains(&value) {
+                let field = if field == "health_interval_ms" {
+                    field.to_owned()
+                } else {
+                    format!("limits.{field}")
+                };
                 return Err(field_error(
-                    format!("limits.{field}"),
+                    field,
                     format!("{value} is outside {low}..={high}"),
                 ));
             }
@@ -421,7 +605,7 @@ impl ServeConfig {
                 ));
             }
             for (j, device) in client.grants.devices.iter().enumerate() {
-                if device.is_empty() || device[..device.len() - 1].contains('*') {
+                if !is_device_pattern(device) {
                     return Err(field_error(
                         at(&format!("grants.devices[{j}]")),
                         format!(
@@ -453,6 +637,24 @@ impl ServeConfig {
                 .unwrap_or("localhost")
                 .to_owned(),
         };
+        let kubernetes = match raw.kubernetes {
+            Some(k) => Some(
+                kubernetes_settings(k, &resolve).map_err(|(field, message)| {
+                    field_error(format!("kubernetes.{field}"), message)
+                })?,
+            ),
+            None => None,
+        };
+        if let (Some(k), Some(unix)) = (&kubernetes, &raw.listen.unix)
+            && resolve(&unix.path).starts_with(&k.allocation_dir)
+        {
+            return Err(field_error(
+                "kubernetes.allocation_dir".into(),
+                "must not hold the node's own socket (listen.unix.path): allocations' folders \
+                 are mounted into pods"
+                    .into(),
+            ));
+        }
         Ok(ServeConfig {
             origin: origin.to_owned(),
             node_name,
@@ -470,6 +672,8 @@ impl ServeConfig {
             metrics: raw.listen.metrics.map(|m| m.address),
             limits,
             clients,
+            health_interval: std::time::Duration::from_millis(raw.health_interval_ms),
+            kubernetes,
         })
     }
 
@@ -522,6 +726,32 @@ mod tests {
     }
 
     #[test]
+    fn the_kubernetes_section_takes_defaults_and_resolves_paths() {
+        let config = parse(
+            r#"{"listen": {"unix": {"path": "node.sock"}},
+                "kubernetes": {"allocation_dir": "allocations", "devices": ["dfl/*"]}}"#,
+        )
+        .unwrap();
+        let k = config.kubernetes.unwrap();
+        assert_eq!(
+            k.kubelet_socket(),
+            Path::new("/var/lib/kubelet/device-plugins/kubelet.sock")
+        );
+        assert_eq!(k.allocation_dir, Path::new("/etc/accelhost/allocations"));
+        assert_eq!(k.resource_domain, "accelhost.io");
+        assert_eq!(k.container_dir, Path::new("/run/accelhost"));
+        assert!(k.offers("dfl/emu:dfl0") && !k.offers("xocl/emu:xocl0"));
+        assert!(!k.raw_device_nodes);
+        assert_eq!(config.health_interval, std::time::Duration::from_secs(2));
+        assert!(
+            parse(r#"{"listen": {"unix": {"path": "s"}}}"#)
+                .unwrap()
+                .kubernetes
+                .is_none()
+        );
+    }
+
+    #[test]
     fn bad_input_names_the_file_and_field() {
         for (text, expected) in [
             (r#"{}"#, "serve.json: listen: names no listener"),
@@ -560,6 +790,34 @@ mod tests {
             (
                 r#"{"listen": {"tcp": {"address": "nowhere", "certificate": "c", "key": "k", "client_ca": "a"}}}"#,
                 "listen.tcp.address",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "health_interval_ms": 5}"#,
+                "health_interval_ms: 5 is outside 100..=600000",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"resource_domain": "Accel_Host"}}"#,
+                "kubernetes.resource_domain: 'Accel_Host' is not a DNS subdomain",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"container_dir": "run/x"}}"#,
+                "kubernetes.container_dir: 'run/x' is a path in the container and must be absolute",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"devices": ["*x"]}}"#,
+                "kubernetes.devices[0]: '*x' is not a device id",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"cdi_spec_dir": "/var/run/cdi"}}"#,
+                "kubernetes.cdi_spec_dir: names where raw device nodes are described",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "a/s"}}, "kubernetes": {"allocation_dir": "a"}}"#,
+                "kubernetes.allocation_dir: must not hold the node's own socket",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"kubelet": "x"}}"#,
+                "kubernetes.kubelet: unknown field",
             ),
         ] {
             let err = parse(text).unwrap_err();

@@ -26,13 +26,31 @@ pub enum Peer {
         /// The DNS and URI subject alternative names of its certificate.
         sans: Vec<String>,
     },
+    /// Whoever reached the socket of a Kubernetes allocation.
+    Allocation {
+        /// The allocation's id.
+        id: std::sync::Arc<str>,
+    },
     /// Nothing the node can check (no peer credentials, no certificate).
     Unknown,
+}
+
+/// What a connection to an allocation's socket carries into its requests: the allocation,
+/// which is the client whatever the peer's uid (the socket is reachable only in its pod).
+#[derive(Clone, Debug)]
+pub struct AllocationConnectInfo {
+    /// The allocation's id.
+    pub allocation: std::sync::Arc<str>,
 }
 
 impl Peer {
     /// The caller of `request`.
     pub fn of<T>(request: &Request<T>) -> Peer {
+        if let Some(info) = request.extensions().get::<AllocationConnectInfo>() {
+            return Peer::Allocation {
+                id: info.allocation.clone(),
+            };
+        }
         if let Some(info) = request.extensions().get::<UdsConnectInfo>() {
             return match info.peer_cred {
                 Some(cred) => Peer::Unix {
@@ -63,6 +81,7 @@ impl Peer {
                 .iter()
                 .map(|san| ClientIdentity::CertificateSan(san.clone()))
                 .collect(),
+            Peer::Allocation { id } => vec![ClientIdentity::Allocation(id.to_string())],
             Peer::Unknown => Vec::new(),
         }
     }
@@ -80,6 +99,7 @@ impl fmt::Display for Peer {
                 "the certificate of {}",
                 accelhost::text::inert(&sans.join(", "))
             ),
+            Peer::Allocation { id } => write!(f, "the pod of allocation {id}"),
             Peer::Unknown => f.write_str("a caller with no credentials"),
         }
     }

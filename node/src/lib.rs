@@ -12,7 +12,10 @@ pub mod baseline;
 pub mod client;
 pub mod config;
 pub mod data;
+pub mod health;
 pub mod identity;
+pub mod kubelet;
+pub mod listen;
 pub mod metrics;
 pub mod remote;
 pub mod server;
@@ -28,5 +31,6 @@ pub mod proto {
 
 pub use client::{Client, ClientOptions, Endpoint, RemoteError, RemoteResult};
 pub use config::{ClientEntry, ClientGrants, ClientIdentity, ServeConfig, ServeConfigError};
+pub use listen::ServeError;
 pub use remote::NodeConnector;
-pub use server::{BoundNode, ServeError};
+pub use server::BoundNode;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use accelhost::{Host, PluginStatus};
 
+use crate::health::DeviceBook;
 use crate::session::Sessions;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
@@ -72,8 +73,9 @@ pub struct NodeMetrics {
 }
 
 impl NodeMetrics {
-    /// Metrics of a node serving `host` to `sessions`.
-    pub fn new(host: Arc<Host>, sessions: Arc<Sessions>) -> NodeMetrics {
+    /// Metrics of a node serving `host` to `sessions`, with its devices' health from
+    /// `devices`.
+    pub fn new(host: Arc<Host>, sessions: Arc<Sessions>, devices: Arc<DeviceBook>) -> NodeMetrics {
         let mut registry = Registry::with_prefix("accelhost");
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
@@ -95,6 +97,10 @@ impl NodeMetrics {
             bytes.clone(),
         );
         registry.register_collector(Box::new(PluginCollector { host }));
+        registry.register_collector(Box::new(DeviceCollector {
+            devices,
+            sessions: sessions.clone(),
+        }));
         registry.register_collector(Box::new(SessionCollector { sessions }));
         NodeMetrics {
             registry,
@@ -394,6 +400,63 @@ impl Collector for SessionCollector {
         )?;
         for (client, open) in self.sessions.per_client() {
             ConstGauge::new(open as i64).encode(family.encode_family(&ClientLabels { client })?)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeviceLabels {
+    device: String,
+    plugin: String,
+}
+
+/// The devices' health as last judged, and the handles clients hold, at each scrape.
+struct DeviceCollector {
+    devices: Arc<DeviceBook>,
+    sessions: Arc<Sessions>,
+}
+
+impl std::fmt::Debug for DeviceCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceCollector")
+    }
+}
+
+impl Collector for DeviceCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let devices = self.devices.snapshot();
+        let gauge = ConstGauge::new(0i64).metric_type();
+        {
+            let mut family = encoder.encode_descriptor(
+                "device_healthy",
+                "1 while the device's plugin runs and enumerations show it, else 0",
+                None,
+                gauge,
+            )?;
+            for device in devices.iter() {
+                let labels = DeviceLabels {
+                    device: device.id.clone(),
+                    plugin: device.plugin.clone(),
+                };
+                ConstGauge::new(i64::from(device.healthy()))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let handles = self.sessions.open_handles();
+        let mut family = encoder.encode_descriptor(
+            "device_open_handles",
+            "Handles the node's clients hold open on each device",
+            None,
+            gauge,
+        )?;
+        for device in devices.iter() {
+            let labels = DeviceLabels {
+                device: device.id.clone(),
+                plugin: device.plugin.clone(),
+            };
+            let open = handles.get(&device.id).copied().unwrap_or(0);
+            ConstGauge::new(open as i64).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
     }

@@ -3,52 +3,26 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use accelhost::Host;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use crate::config::ServeConfig;
-use crate::proto::node_server::NodeServer;
+use crate::kubelet::DevicePlugins;
+pub use crate::listen::{KEEPALIVE, ServeError};
+use crate::listen::{bind_unix, node_server, server};
 use crate::service::NodeService;
-
-/// Why the node could not start or keep serving.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// A file of the serve config could not be read, or a socket could not be bound.
-    #[error("{what} {}: {reason}", path.display())]
-    Io {
-        /// What the node was doing.
-        what: &'static str,
-        /// The file, socket path or address.
-        path: PathBuf,
-        /// Why it failed.
-        reason: std::io::Error,
-    },
-    /// Another process already serves on the socket.
-    #[error(
-        "{}: another process is serving on this socket (stop it, or give listen.unix.path another path)",
-        .0.display()
-    )]
-    AlreadyServing(PathBuf),
-    /// The TLS settings were refused.
-    #[error("listen.tcp: {0}")]
-    Tls(String),
-    /// The gRPC transport failed.
-    #[error("the gRPC transport failed: {0}")]
-    Transport(#[from] tonic::transport::Error),
-}
 
 /// A node with its listeners bound, ready to [`run`](BoundNode::run).
 pub struct BoundNode {
     service: Arc<NodeService>,
+    device_plugins: Option<DevicePlugins>,
     unix: Option<(UnixListener, PathBuf)>,
     tcp: Option<(TcpListener, ServerTlsConfig)>,
     metrics: Option<TcpListener>,
@@ -103,8 +77,14 @@ impl BoundNode {
             }
             None => None,
         };
+        let service = Arc::new(NodeService::new(host, config.clone()));
+        let device_plugins = match &config.kubernetes {
+            Some(settings) => Some(DevicePlugins::start(settings.clone(), service.clone())?),
+            None => None,
+        };
         Ok(BoundNode {
-            service: Arc::new(NodeService::new(host, config)),
+            service,
+            device_plugins,
             unix,
             tcp,
             metrics,
@@ -125,6 +105,11 @@ impl BoundNode {
             .and_then(|listener| listener.local_addr().ok())
     }
 
+    /// The Kubernetes allocations, when the config turns the device plugin on.
+    pub fn allocations(&self) -> Option<Arc<crate::kubelet::allocation::Allocations>> {
+        self.device_plugins.as_ref().map(|p| p.allocations())
+    }
+
     /// The open sessions.
     pub fn sessions(&self) -> Arc<crate::session::Sessions> {
         self.service.sessions()
@@ -139,12 +124,7 @@ impl BoundNode {
     /// clients held), lets calls in flight finish, and removes the socket file.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
         let (stop, stopped) = watch::channel(false);
-        let max = self.service.config().limits.max_message_bytes();
-        let service = || {
-            NodeServer::from_arc(self.service.clone())
-                .max_decoding_message_size(max)
-                .max_encoding_message_size(max)
-        };
+        let service = || node_server(&self.service);
         let signal = |mut stopped: watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
@@ -201,6 +181,24 @@ impl BoundNode {
                 None => Ok(()),
             }
         };
+        let health = {
+            let service = self.service.clone();
+            let stopped = stopped.clone();
+            async move {
+                service.watch_health(stopped).await;
+                Ok::<(), ServeError>(())
+            }
+        };
+        let device_plugins = {
+            let stopped = stopped.clone();
+            let plugins = self.device_plugins;
+            async move {
+                if let Some(plugins) = plugins {
+                    plugins.run(stopped).await;
+                }
+                Ok::<(), ServeError>(())
+            }
+        };
         let sessions = self.service.sessions();
         let trigger = async move {
             shutdown.await;
@@ -216,6 +214,8 @@ impl BoundNode {
             async { unix.await.map_err(ServeError::from) },
             async { tcp.await.map_err(ServeError::from) },
             metrics,
+            health,
+            device_plugins,
             async { trigger.await.map_err(ServeError::from) },
         );
         if let Some(path) = unix_path {
@@ -249,63 +249,4 @@ fn metrics_answer(
             node.render_prometheus_text(),
         )
     }
-}
-
-/// How often the node pings a client's connection, and how long it waits for the answer: a
-/// client that vanished without closing its connection loses its session within twice this.
-pub const KEEPALIVE: Duration = Duration::from_secs(10);
-
-fn server() -> Server {
-    Server::builder()
-        .http2_keepalive_interval(Some(KEEPALIVE))
-        .http2_keepalive_timeout(Some(KEEPALIVE))
-}
-
-/// Binds the socket at `path` with `mode`, replacing a stale socket file nobody serves on.
-fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
-    if path.exists() {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(ServeError::AlreadyServing(path.to_owned()));
-        }
-        std::fs::remove_file(path).map_err(|reason| ServeError::Io {
-            what: "removing the stale socket",
-            path: path.to_owned(),
-            reason,
-        })?;
-    }
-    // Bound in a folder only this process can enter, given its mode, then moved into place:
-    // nobody can connect while the socket still has the mode the umask gave it.
-    let io = |what: &'static str, at: &Path| {
-        let at = at.to_owned();
-        move |reason| ServeError::Io {
-            what,
-            path: at,
-            reason,
-        }
-    };
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let staging = parent.join(format!(
-        ".{}.{}.staging",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("socket"),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&staging)
-        .map_err(io("creating the staging folder", &staging))?;
-    let staged = staging.join("socket");
-    let bound = UnixListener::bind(&staged)
-        .map_err(io("binding the socket", path))
-        .and_then(|listener| {
-            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
-                .map_err(io("setting the mode of", path))?;
-            std::fs::rename(&staged, path).map_err(io("moving the socket to", path))?;
-            Ok(listener)
-        });
-    let _ = std::fs::remove_dir_all(&staging);
-    let listener = bound?;
-    Ok(listener)
 }

@@ -1,6 +1,7 @@
 //! The `Node` gRPC service over one `Host`: every call identifies its caller, finds the
 //! caller's session, checks the client's grants and then makes the host call.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
@@ -15,8 +16,9 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::config::{ClientEntry, ServeConfig};
+use crate::config::{ClientEntry, ClientIdentity, ServeConfig};
 use crate::data::{Data, Mirrored, Shadow};
+use crate::health::{DeviceBook, DeviceHealth};
 use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
 use crate::proto::{self, node_server};
@@ -30,6 +32,9 @@ pub struct NodeService {
     sessions: Arc<Sessions>,
     metrics: Arc<NodeMetrics>,
     enumeration: Enumerations,
+    devices: Arc<DeviceBook>,
+    /// The client entries of Kubernetes allocations, by allocation id.
+    allocations: RwLock<HashMap<String, Arc<ClientEntry>>>,
 }
 
 /// How long the node answers enumerations from the last one of its host (every plugin asked):
@@ -62,13 +67,81 @@ impl NodeService {
     /// A service over `host`, serving the clients `config` names.
     pub fn new(host: Arc<Host>, config: Arc<ServeConfig>) -> NodeService {
         let sessions = Arc::new(Sessions::default());
+        let devices = Arc::new(DeviceBook::default());
         NodeService {
-            metrics: Arc::new(NodeMetrics::new(host.clone(), sessions.clone())),
+            metrics: Arc::new(NodeMetrics::new(
+                host.clone(),
+                sessions.clone(),
+                devices.clone(),
+            )),
             host,
             config: RwLock::new(config),
             sessions,
             enumeration: Enumerations::default(),
+            devices,
+            allocations: RwLock::default(),
         }
+    }
+
+    /// The host the node serves.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// The health of the node's devices, as last judged.
+    pub fn device_book(&self) -> &Arc<DeviceBook> {
+        &self.devices
+    }
+
+    /// Enumerates (from the node's cache when it is fresh) and judges every device's health.
+    pub async fn check_health(&self) -> Arc<Vec<DeviceHealth>> {
+        if let Err(status) = self.devices().await {
+            tracing::warn!(error = %status.message(), "the health check could not enumerate");
+        }
+        let host = self.host.clone();
+        let plugins = tokio::task::spawn_blocking(move || host.plugins())
+            .await
+            .unwrap_or_default();
+        self.devices.judge(&plugins)
+    }
+
+    /// Checks the devices' health every `health_interval_ms` until `stopped` says stop.
+    pub async fn watch_health(&self, mut stopped: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            self.check_health().await;
+            let interval = self.config().health_interval;
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = stopped.wait_for(|stop| *stop) => return,
+            }
+        }
+    }
+
+    /// Serves the client of Kubernetes allocation `entry` (its identity names the allocation).
+    pub fn grant_allocation(&self, entry: Arc<ClientEntry>) {
+        if let ClientIdentity::Allocation(id) = &entry.identity {
+            self.allocations
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.clone(), entry);
+        }
+    }
+
+    /// Stops serving allocation `id`, ending its sessions (releasing what they held).
+    pub fn revoke_allocation(&self, id: &str) {
+        let removed = self
+            .allocations
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        if let Some(entry) = removed {
+            self.sessions.end_where(|client| *client == *entry);
+        }
+    }
+
+    /// How many sessions the client named `client` has open.
+    pub fn sessions_of(&self, client: &str) -> usize {
+        self.sessions.per_client().get(client).copied().unwrap_or(0)
     }
 
     /// Every device of the host, from an enumeration at most [`ENUMERATION_TTL`] old.
@@ -95,6 +168,7 @@ impl NodeService {
             .load(std::sync::atomic::Ordering::Acquire);
         let host = self.host.clone();
         let tokens = blocking(move || Ok(host.enumerate(&[]).tokens)).await?;
+        self.devices.record(&tokens);
         *self
             .enumeration
             .last
@@ -132,14 +206,18 @@ impl NodeService {
         if old.unix != new.unix || old.tcp != new.tcp || old.metrics != new.metrics {
             reloaded.need_restart.push("listen");
         }
+        if old.kubernetes != new.kubernetes {
+            reloaded.need_restart.push("kubernetes");
+        }
         if old.limits.max_message_kib != new.limits.max_message_kib {
             reloaded.need_restart.push("limits.max_message_kib");
         }
         let new = Arc::new(new);
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
-        let (ended, kept) = self
-            .sessions
-            .end_where(|client| new.clients.iter().all(|entry| **entry != *client));
+        let (ended, kept) = self.sessions.end_where(|client| {
+            !matches!(client.identity, ClientIdentity::Allocation(_))
+                && new.clients.iter().all(|entry| **entry != *client)
+        });
         reloaded.ended = ended;
         reloaded.kept = kept;
         reloaded
@@ -156,7 +234,15 @@ impl NodeService {
         let config = self.config();
         peer.identities()
             .iter()
-            .find_map(|identity| config.client(identity))
+            .find_map(|identity| match identity {
+                ClientIdentity::Allocation(id) => self
+                    .allocations
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(id)
+                    .cloned(),
+                _ => config.client(identity),
+            })
             .ok_or_else(|| {
                 status(
                     ErrorCode::PermissionDenied,

@@ -240,7 +240,7 @@ impl Drop for Session {
     }
 }
 
-fn random_id() -> String {
+pub(crate) fn random_id() -> String {
     let mut bytes = [0u8; 16];
     let mut filled = 0;
     while filled < bytes.len() {
@@ -352,6 +352,26 @@ impl Sessions {
         let mut counts = std::collections::BTreeMap::new();
         for session in self.map.lock().unwrap_or_else(|p| p.into_inner()).values() {
             *counts.entry(session.client.name.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// How many handles the sessions hold open, by device id.
+    pub fn open_handles(&self) -> HashMap<String, usize> {
+        let sessions: Vec<Arc<Session>> = self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let mut counts = HashMap::new();
+        for session in sessions {
+            for object in session.objects().held.values() {
+                if let Object::Handle(handle) = object {
+                    *counts.entry(handle.token().id()).or_insert(0) += 1;
+                }
+            }
         }
         counts
     }
