@@ -8,13 +8,7 @@
 pub mod allocation;
 pub mod plugin;
 pub mod resource;
-
-/// The kubelet's device-plugin API: messages, the `Registration` client, the `DevicePlugin`
-/// server (`proto/deviceplugin/v1beta1/api.proto`).
-#[allow(missing_docs, clippy::all)]
-pub mod v1beta1 {
-    tonic::include_proto!("v1beta1");
-}
+pub mod v1beta1;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
