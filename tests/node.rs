@@ -804,7 +804,7 @@ fn plugin_calls_errors_durations_and_faults_are_metrics() {
         "crasher",
         r#"{"trap_in": "enumerate"}"#,
         &[],
-        r#""on_fault": "disable""#,
+        r#""on_fault": "disable", "fuel": 100000000"#,
     );
     let config = format!(
         r#"{{"devices": {}, "plugins": [{}, {crasher}]}}"#,
@@ -822,8 +822,37 @@ fn plugin_calls_errors_durations_and_faults_are_metrics() {
     let token = found.tokens.iter().find(|t| t.plugin() == "dfl").unwrap();
     let first = host.open(token, accelhost::OpenMode::Exclusive).unwrap();
     assert!(host.open(token, accelhost::OpenMode::Exclusive).is_err());
+    let registers = first.map_mmio(0).unwrap();
+    registers.read64(0).unwrap();
+    registers.write64(0x100, 0).unwrap();
+    drop(registers);
     first.close().unwrap();
     let text = metrics.render_prometheus_text();
+    let value = |prefix: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("{prefix} missing from:\n{text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        value(r#"accelhost_plugin_mmio_operations_total{plugin="dfl",op="write"}"#) >= 1.0
+            && value(r#"accelhost_plugin_mmio_operations_total{plugin="dfl",op="read"}"#) >= 1.0,
+        "the accesses through the region the plugin mapped are counted"
+    );
+    assert!(
+        value(r#"accelhost_plugin_fuel_consumed_total{plugin="crasher"}"#) > 0.0,
+        "the metered crasher burned fuel before it trapped"
+    );
+    assert!(
+        !text.contains(r#"accelhost_plugin_fuel_consumed_total{plugin="dfl"}"#),
+        "an unmetered plugin reports no fuel"
+    );
+    assert_eq!(
+        value(r#"accelhost_plugin_dma_granted_bytes{plugin="dfl"}"#),
+        (256u64 << 20) as f64
+    );
     for line in [
         r#"accelhost_plugin_faults_total{plugin="crasher",cause="trap"} 1"#,
         r#"accelhost_plugin_calls_total{plugin="crasher",call="enumerate"} 1"#,

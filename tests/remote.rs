@@ -14,20 +14,29 @@ use std::time::{Duration, Instant};
 use accelhost::workloads::{self, DemoSettings};
 use accelhost::{Config, Filter, Host, OpenMode, PluginStatus, Token};
 use accelhost_node::NodeConnector;
+use accelhost_node::reach::Reach;
 use remote::{Pki, RunningNode, start_in, uid};
 use support::{cache_dir, json_path, scratch_dir};
 
 /// A host on config text `json`, with the node connector.
 fn remote_host(json: &str) -> Host {
+    remote_host_reaching(json).0
+}
+
+/// [`remote_host`], and what its connector sees of the nodes.
+fn remote_host_reaching(json: &str) -> (Host, Arc<Reach>) {
     let dir = scratch_dir("remote-client");
     let path = dir.join("accelhost.json");
     std::fs::write(&path, json).unwrap();
-    Host::builder()
+    let connector = Arc::new(NodeConnector::new());
+    let reach = connector.reach();
+    let host = Host::builder()
         .config(Config::load(&path).unwrap())
         .cache_dir(cache_dir())
-        .remote(Arc::new(NodeConnector::new()))
+        .remote(connector)
         .build()
-        .unwrap()
+        .unwrap();
+    (host, reach)
 }
 
 /// The proxy's entry: `hosts` it is configured for, `granted` (endpoint, tls) its grants name.
@@ -211,12 +220,13 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
     );
     let config = proxy(
         &[missing.clone(), live.clone()],
-        &[(missing, None), (live, None)],
+        &[(missing.clone(), None), (live.clone(), None)],
         5_000,
     );
-    let host = tokio::task::spawn_blocking(move || remote_host(&config))
+    let (host, reach) = tokio::task::spawn_blocking(move || remote_host_reaching(&config))
         .await
         .unwrap();
+    let reachable = |endpoint: &str| reach.nodes().get(endpoint).map(|n| n.reachable);
 
     let probe = host.clone();
     let (token, mmio) = tokio::task::spawn_blocking(move || {
@@ -243,6 +253,9 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
     })
     .await
     .unwrap();
+    assert_eq!(reachable(&live), Some(true));
+    assert_eq!(reachable(&missing), Some(false));
+    assert!(reach.nodes()[&live].round_trip.is_some());
 
     node.stop().await;
     let (handle, mmio) = mmio;
@@ -261,6 +274,11 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
     })
     .await
     .unwrap();
+    assert_eq!(
+        reachable(&live),
+        Some(false),
+        "a stopped node is unreachable"
+    );
 
     let restarted = start_unix_node_in(dir).await;
     let probe = host.clone();
@@ -293,6 +311,7 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
     })
     .await
     .unwrap();
+    assert_eq!(reachable(&live), Some(true), "reached again");
     drop(host);
     restarted.stop().await;
 }

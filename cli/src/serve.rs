@@ -75,7 +75,8 @@ pub struct Args {
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let serve = Arc::new(ServeConfig::load(&args.file)?);
-    let host = crate::start::start_host(serve.host_config.clone().or(config))?;
+    let (host, reach) =
+        crate::start::start_host_reaching(serve.host_config.clone().or(config), |_| Ok(()))?;
     let host = Arc::new(host);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -84,6 +85,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     runtime.block_on(async {
         let node = BoundNode::bind(serve.clone(), host.clone()).await?;
+        node.service().metrics().report_reach(reach);
         let mut listening = Vec::new();
         if let Some(unix) = &serve.unix {
             listening.push(format!("unix://{}", unix.path.display()));

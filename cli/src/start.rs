@@ -16,13 +16,24 @@ pub fn start_host_with(
     config: Option<PathBuf>,
     adjust: impl FnOnce(&mut Config) -> anyhow::Result<()>,
 ) -> anyhow::Result<Host> {
+    Ok(start_host_reaching(config, adjust)?.0)
+}
+
+/// [`start_host_with`], also returning what the host's connector sees of the nodes its
+/// plugins reach (for `accelhost serve`'s metrics).
+pub fn start_host_reaching(
+    config: Option<PathBuf>,
+    adjust: impl FnOnce(&mut Config) -> anyhow::Result<()>,
+) -> anyhow::Result<(Host, Arc<accelhost_node::reach::Reach>)> {
     let (mut config, origin): (Config, ConfigOrigin) =
         accelhost::config::discover(config.as_deref())?;
     tracing::debug!(source = %config.source, "config: {origin}");
     adjust(&mut config)?;
+    let connector = Arc::new(accelhost_node::NodeConnector::new());
+    let reach = connector.reach();
     let host = Host::builder()
         .discovered_config(config, origin)
-        .remote(Arc::new(accelhost_node::NodeConnector::new()))
+        .remote(connector)
         .build()?;
-    Ok(host)
+    Ok((host, reach))
 }

@@ -75,6 +75,7 @@ impl PluginBench {
             devices.clone(),
             LogBudget::new(entry.load_policy.log_bytes_per_second),
             Arc::default(),
+            Arc::default(),
         );
         Ok(PluginBench {
             entry,

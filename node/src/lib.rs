@@ -17,6 +17,7 @@ pub mod identity;
 pub mod kubelet;
 pub mod listen;
 pub mod metrics;
+pub mod reach;
 pub mod remote;
 pub mod server;
 pub mod service;

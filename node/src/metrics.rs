@@ -2,11 +2,12 @@
 //! how its plugins stand (up, restarts, memory, dropped log lines), served as the
 //! OpenMetrics text format at `/metrics` when the serve config names `listen.metrics`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use accelhost::{Host, PluginStatus};
 
 use crate::health::DeviceBook;
+use crate::reach::Reach;
 use crate::session::Sessions;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
@@ -67,6 +68,7 @@ struct StateLabels {
 #[derive(Debug)]
 pub struct NodeMetrics {
     registry: Registry,
+    reach: Arc<OnceLock<Arc<Reach>>>,
     calls: Family<CallLabels, Counter>,
     refusals: Family<CallLabels, Counter>,
     bytes: Family<BytesLabels, Counter>,
@@ -102,12 +104,23 @@ impl NodeMetrics {
             sessions: sessions.clone(),
         }));
         registry.register_collector(Box::new(SessionCollector { sessions }));
+        let reach = Arc::new(OnceLock::new());
+        registry.register_collector(Box::new(ReachCollector {
+            reach: reach.clone(),
+        }));
         NodeMetrics {
             registry,
+            reach,
             calls,
             refusals,
             bytes,
         }
+    }
+
+    /// Reports what `reach` saw of the nodes the host's `builtin:remote` reaches (the
+    /// connector the host was built with). Set once; later calls are ignored.
+    pub fn report_reach(&self, reach: Arc<Reach>) {
+        let _ = self.reach.set(reach);
     }
 
     /// A call of `client`.
@@ -245,7 +258,7 @@ impl Collector for PluginCollector {
             }
         }
         type PerPlugin = fn(&accelhost::PluginInfo) -> u64;
-        let per_plugin: [(&str, &str, Option<Unit>, bool, PerPlugin); 4] = [
+        let per_plugin: [(&str, &str, Option<Unit>, bool, PerPlugin); 5] = [
             (
                 "plugin_restarts",
                 "Times each plugin's instance was restarted after a fault",
@@ -274,6 +287,13 @@ impl Collector for PluginCollector {
                 false,
                 |p| p.memory.dma_bytes,
             ),
+            (
+                "plugin_dma_granted",
+                "DMA memory each plugin's grant allows it to hold (grants.dma_memory_mib)",
+                Some(Unit::Bytes),
+                false,
+                |p| p.grants.dma_memory_mib << 20,
+            ),
         ];
         for (name, help, unit, counter, value) in per_plugin {
             let kind = if counter {
@@ -294,7 +314,97 @@ impl Collector for PluginCollector {
                 }
             }
         }
+        {
+            let mut family = encoder.encode_descriptor(
+                "plugin_mmio_operations",
+                "Register reads and writes each plugin made through its MMIO regions",
+                None,
+                ConstCounter::new(0u64).metric_type(),
+            )?;
+            for plugin in &plugins {
+                for (op, n) in [("read", plugin.mmio_reads), ("write", plugin.mmio_writes)] {
+                    let labels = MmioLabels {
+                        plugin: plugin.name.clone(),
+                        op,
+                    };
+                    ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "plugin_fuel_consumed",
+                "Fuel each metered plugin's calls burned (plugins with load_policy.fuel only)",
+                None,
+                ConstCounter::new(0u64).metric_type(),
+            )?;
+            for plugin in &plugins {
+                if let Some(fuel) = plugin.fuel_burned {
+                    let labels = PluginLabels {
+                        plugin: plugin.name.clone(),
+                    };
+                    ConstCounter::new(fuel).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
         encode_calls(&mut encoder, &plugins)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MmioLabels {
+    plugin: String,
+    op: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabels {
+    node: String,
+}
+
+/// The nodes the host's `builtin:remote` reached, at each scrape.
+struct ReachCollector {
+    reach: Arc<OnceLock<Arc<Reach>>>,
+}
+
+impl std::fmt::Debug for ReachCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReachCollector")
+    }
+}
+
+impl Collector for ReachCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(reach) = self.reach.get() else {
+            return Ok(());
+        };
+        let nodes = reach.nodes();
+        {
+            let mut family = encoder.encode_descriptor(
+                "remote_node_reachable",
+                "1 if the node answered the last call the host's plugins made to it, else 0",
+                None,
+                ConstGauge::new(0i64).metric_type(),
+            )?;
+            for (node, seen) in &nodes {
+                let labels = NodeLabels { node: node.clone() };
+                ConstGauge::new(i64::from(seen.reachable))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "remote_node_round_trip",
+            "How long the last quick call to the node (open, close, a register access) took",
+            Some(&Unit::Seconds),
+            ConstGauge::new(0f64).metric_type(),
+        )?;
+        for (node, seen) in &nodes {
+            if let Some(took) = seen.round_trip {
+                let labels = NodeLabels { node: node.clone() };
+                ConstGauge::new(took.as_secs_f64()).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
     }
 }
 

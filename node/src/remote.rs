@@ -15,6 +15,7 @@ use tonic::Code;
 
 use crate::client::{Client, ClientOptions, Endpoint, RemoteError};
 use crate::proto;
+use crate::reach::Reach;
 
 /// How long one wait on a node's event lasts before it is asked again.
 const EVENT_WAIT: Duration = Duration::from_secs(1);
@@ -24,12 +25,18 @@ const EVENT_WAIT: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub struct NodeConnector {
     runtime: OnceLock<tokio::runtime::Runtime>,
+    reach: Arc<Reach>,
 }
 
 impl NodeConnector {
     /// A connector; nothing runs until a plugin connects.
     pub fn new() -> NodeConnector {
         NodeConnector::default()
+    }
+
+    /// What the connector saw of each node, for metrics.
+    pub fn reach(&self) -> Arc<Reach> {
+        self.reach.clone()
     }
 
     fn handle(&self) -> RemoteResult<tokio::runtime::Handle> {
@@ -75,17 +82,35 @@ fn failure(err: RemoteError) -> RemoteFailure {
     }
 }
 
-/// Runs `call` on `handle` until `deadline`.
+/// The calls whose time is a round trip and little else.
+const QUICK: [&str; 8] = [
+    "connect",
+    "enumerate",
+    "open",
+    "close",
+    "map-mmio",
+    "mmio read",
+    "mmio write",
+    "release",
+];
+
+/// Runs `call` on `handle` until `deadline`, and records in `reach` whether `node` answered.
 fn run<T>(
     handle: &tokio::runtime::Handle,
-    node: &str,
+    (reach, node): (&Reach, &str),
     call: &str,
     deadline: Instant,
     future: impl Future<Output = Result<T, RemoteError>>,
 ) -> RemoteResult<T> {
     let started = Instant::now();
     let until = tokio::time::Instant::from_std(deadline);
-    match handle.block_on(async move { tokio::time::timeout_at(until, future).await }) {
+    let outcome = handle.block_on(async move { tokio::time::timeout_at(until, future).await });
+    let answered = matches!(
+        &outcome,
+        Ok(Ok(_)) | Ok(Err(RemoteError { code: Some(_), .. }))
+    );
+    reach.record(node, answered, QUICK.contains(&call), started.elapsed());
+    match outcome {
         Ok(answer) => answer.map_err(failure),
         Err(_) => Err(RemoteFailure {
             code: ErrorCode::Timeout,
@@ -130,7 +155,7 @@ impl Connector for NodeConnector {
         let runtime = self.handle()?;
         let client = run(
             &runtime,
-            &name,
+            (&self.reach, &name),
             "connect",
             deadline,
             Client::connect(&endpoint, options),
@@ -138,6 +163,8 @@ impl Connector for NodeConnector {
         Ok(Arc::new(Session {
             client: Arc::new(client),
             runtime,
+            reach: self.reach.clone(),
+            endpoint: name,
         }))
     }
 }
@@ -146,6 +173,8 @@ impl Connector for NodeConnector {
 struct Session {
     client: Arc<Client>,
     runtime: tokio::runtime::Handle,
+    reach: Arc<Reach>,
+    endpoint: String,
 }
 
 impl Session {
@@ -157,7 +186,7 @@ impl Session {
     ) -> RemoteResult<T> {
         run(
             &self.runtime,
-            self.client.node_name(),
+            (&self.reach, &self.endpoint),
             call,
             deadline,
             future,

@@ -14,6 +14,7 @@ use crate::manager::PluginSlot;
 use crate::manager::handles::HandleKey;
 use crate::manager::lease::Lease;
 use crate::runtime::plugin::{Answer, Calls};
+use crate::state::Usage;
 
 /// An open accelerator. Clones share the one open; it is closed by [`Handle::close`] or when
 /// the last clone, and the last [`DmaBuffer`] prepared through it, is dropped.
@@ -140,6 +141,7 @@ impl Handle {
             device: region.device.into(),
             index,
             lease: self.inner.lease.clone(),
+            usage: self.inner.token.slot().usage().clone(),
         })
     }
 
@@ -262,6 +264,8 @@ pub struct MmioRegion {
     device: Arc<str>,
     index: u32,
     lease: Arc<Lease>,
+    /// The serving plugin's counts: accesses through the regions it mapped are its MMIO use.
+    usage: Arc<Usage>,
 }
 
 impl MmioRegion {
@@ -286,6 +290,7 @@ impl MmioRegion {
     #[inline]
     pub fn read32(&self, offset: u64) -> Result<u32> {
         self.lease.check("MMIO region")?;
+        self.usage.mmio_read(1);
         self.mmio.read32(offset).map_err(|f| self.fault(f))
     }
 
@@ -293,6 +298,7 @@ impl MmioRegion {
     #[inline]
     pub fn read64(&self, offset: u64) -> Result<u64> {
         self.lease.check("MMIO region")?;
+        self.usage.mmio_read(1);
         self.mmio.read64(offset).map_err(|f| self.fault(f))
     }
 
@@ -300,6 +306,7 @@ impl MmioRegion {
     #[inline]
     pub fn write32(&self, offset: u64, value: u32) -> Result<()> {
         self.lease.check("MMIO region")?;
+        self.usage.mmio_written(1);
         self.mmio.write32(offset, value).map_err(|f| self.fault(f))
     }
 
@@ -307,6 +314,7 @@ impl MmioRegion {
     #[inline]
     pub fn write64(&self, offset: u64, value: u64) -> Result<()> {
         self.lease.check("MMIO region")?;
+        self.usage.mmio_written(1);
         self.mmio.write64(offset, value).map_err(|f| self.fault(f))
     }
 
@@ -314,6 +322,7 @@ impl MmioRegion {
     /// `timeout`; returns the matching value.
     pub fn poll64(&self, offset: u64, mask: u64, expected: u64, timeout: Duration) -> Result<u64> {
         self.lease.check("MMIO region")?;
+        self.usage.mmio_read(1);
         self.mmio
             .poll64(offset, mask, expected, Instant::now() + timeout)
             .map_err(|f| self.fault(f))

@@ -38,6 +38,7 @@ impl mmio::HostRegion for PluginState {
         offset: u64,
     ) -> Result<u32, ImportError> {
         let r = self.region(&region)?;
+        self.ctx.usage.mmio_read(1);
         r.mmio
             .read32(offset)
             .map_err(|f| fault("mmio read32", &r.device, f))
@@ -49,6 +50,7 @@ impl mmio::HostRegion for PluginState {
         offset: u64,
     ) -> Result<u64, ImportError> {
         let r = self.region(&region)?;
+        self.ctx.usage.mmio_read(1);
         r.mmio
             .read64(offset)
             .map_err(|f| fault("mmio read64", &r.device, f))
@@ -61,6 +63,7 @@ impl mmio::HostRegion for PluginState {
         value: u32,
     ) -> Result<(), ImportError> {
         let r = self.region(&region)?;
+        self.ctx.usage.mmio_written(1);
         r.mmio
             .write32(offset, value)
             .map_err(|f| fault("mmio write32", &r.device, f))
@@ -73,6 +76,7 @@ impl mmio::HostRegion for PluginState {
         value: u64,
     ) -> Result<(), ImportError> {
         let r = self.region(&region)?;
+        self.ctx.usage.mmio_written(1);
         r.mmio
             .write64(offset, value)
             .map_err(|f| fault("mmio write64", &r.device, f))
@@ -93,6 +97,7 @@ impl mmio::HostRegion for PluginState {
             ))
         } else {
             let r = self.region(&region)?;
+            self.ctx.usage.mmio_written(writes.len() as u64);
             writes.iter().enumerate().try_for_each(|(i, w)| {
                 let width = match w.width {
                     mmio::AccessWidth::Bits32 => AccessWidth::Bits32,
@@ -114,6 +119,7 @@ impl mmio::HostRegion for PluginState {
         timeout_ns: u64,
     ) -> Result<u64, ImportError> {
         let deadline = self.wait_deadline(timeout_ns);
+        self.ctx.usage.mmio_read(1);
         let r = self.region(&region)?;
         let mut last = 0;
         let matched = self.wait_sliced(deadline, |slice| {

@@ -25,7 +25,7 @@ use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
     CallFailure, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
 };
-use crate::state::{CallControl, LogBudget, PluginContext};
+use crate::state::{CallControl, LogBudget, PluginContext, Usage};
 use crate::text::cut_to;
 use crate::text::inert;
 use crate::trace;
@@ -136,6 +136,7 @@ pub(crate) struct PluginSlot {
     cache: ComponentCache,
     me: Weak<PluginSlot>,
     control: Arc<CallControl>,
+    usage: Arc<Usage>,
     log: LogBudget,
     live: Mutex<Option<Live>>,
     state: Mutex<SlotState>,
@@ -153,6 +154,11 @@ fn next_generation() -> u64 {
 }
 
 impl PluginSlot {
+    /// What the plugin's instances, and the regions it mapped, used.
+    pub(crate) fn usage(&self) -> &Arc<Usage> {
+        &self.usage
+    }
+
     pub(crate) fn new(
         entry: PluginEntry,
         devices: Arc<DeviceRegistry>,
@@ -170,6 +176,7 @@ impl PluginSlot {
             cache,
             me: me.clone(),
             control: Arc::default(),
+            usage: Arc::default(),
             log,
             live: Mutex::new(None),
             state: Mutex::new(SlotState {
@@ -237,6 +244,7 @@ impl PluginSlot {
             self.devices.clone(),
             self.log.clone(),
             self.control.clone(),
+            self.usage.clone(),
         );
         lock(&self.state).owner = Some(ctx.owner.clone());
         let instance = PluginInstance::new(&loaded, ctx)
@@ -733,6 +741,13 @@ pub struct PluginInfo {
     pub calls: Vec<CallFigures>,
     /// Its faults since the host started, by cause (`trap`, `deadline`, ...).
     pub faults: Vec<(&'static str, u64)>,
+    /// Register reads and writes through its MMIO regions since the host started.
+    pub mmio_reads: u64,
+    /// See `mmio_reads`.
+    pub mmio_writes: u64,
+    /// Fuel its calls burned since the host started; `None` when it is not metered
+    /// (`load_policy.fuel` unset).
+    pub fuel_burned: Option<u64>,
 }
 
 /// The memory a plugin makes the host hold, in bytes.
@@ -771,6 +786,9 @@ impl PluginSlot {
             log_lines_dropped: self.log.dropped(),
             calls: self.stats.calls(),
             faults: self.stats.faults(),
+            mmio_reads: self.usage.mmio().0,
+            mmio_writes: self.usage.mmio().1,
+            fuel_burned: self.entry.load_policy.fuel.map(|_| self.usage.fuel()),
         }
     }
 }

@@ -116,6 +116,9 @@ impl PluginInstance {
         let ended = Instant::now();
         self.last_call = ended.duration_since(started);
         let ctx = self.store.data().ctx.clone();
+        if let (Some(budget), Ok(left)) = (ctx.policy.fuel, self.store.get_fuel()) {
+            ctx.usage.fuel_burned(budget.saturating_sub(left));
+        }
         let outcome = outcome.and_then(|value| {
             if ended > self.store.data().deadline() + EPOCH_TICK {
                 Err(Interrupted::Deadline.into())

@@ -8,6 +8,7 @@ mod error;
 mod limits;
 mod log_budget;
 mod resources;
+mod usage;
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -24,6 +25,7 @@ pub(crate) use error::{ImportError, guest_error};
 pub(crate) use limits::{HostLimit, PluginLimits};
 pub use log_budget::LogBudget;
 pub use resources::{BufferResource, DeviceResource, EventResource, ImageResource, RegionResource};
+pub use usage::Usage;
 
 /// What an instance is allowed to reach, fixed for its life.
 pub struct PluginContext {
@@ -40,6 +42,8 @@ pub struct PluginContext {
     pub log: LogBudget,
     /// Which call runs, and whether it was cancelled.
     pub(crate) control: Arc<CallControl>,
+    /// What the plugin's instances used, shared by them.
+    pub usage: Arc<Usage>,
 }
 
 impl PluginContext {
@@ -52,6 +56,7 @@ impl PluginContext {
         devices: Arc<DeviceRegistry>,
         log: LogBudget,
         control: Arc<CallControl>,
+        usage: Arc<Usage>,
     ) -> Arc<Self> {
         Arc::new(PluginContext {
             name: name.to_string(),
@@ -61,6 +66,7 @@ impl PluginContext {
             owner: Owner::new(grants.dma_memory_mib << 20, policy.host_memory_mib << 20),
             log,
             control,
+            usage,
         })
     }
 }
