@@ -98,7 +98,7 @@ impl Row {
     }
 }
 
-fn ns(v: f64) -> String {
+pub(crate) fn ns(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.1} µs", v / 1000.0)
     } else if v >= 100.0 {
@@ -502,6 +502,18 @@ fn suite(
         row = row.baseline(format!("native {:.2} ms", native / 1e6));
     }
     rows.push(row);
+
+    progress("the node's metrics (a scrape of 10,000 devices, per-call counting on and off)");
+    let metrics_rows = std::iter::once(crate::bench_metrics::scrape(settings, cache)?)
+        .chain(crate::bench_metrics::counting(settings, cache)?);
+    for figure in metrics_rows {
+        rows.push(
+            Row::new(figure.what, figure.measured, figure.target)
+                .baseline(figure.baseline)
+                .ratio(figure.ratio)
+                .met(figure.met.unwrap_or(false)),
+        );
+    }
 
     progress("the node service (remote MMIO, 64 MiB round trips, 8 serving processes)");
     for figure in crate::bench_remote::figures(settings, cache)? {

@@ -2,6 +2,7 @@
 //! serve. Each subcommand is a thin layer over the `accelhost` library.
 
 mod bench;
+mod bench_metrics;
 mod bench_remote;
 mod check_config;
 mod demo;

@@ -684,9 +684,15 @@ pub struct BenchHost {
 impl BenchHost {
     /// Starts it with the bench's compile cache.
     pub fn start(cache: &Path) -> accelhost::Result<BenchHost> {
+        BenchHost::start_counting(cache, true)
+    }
+
+    /// [`start`](Self::start), with per-call counting on or off.
+    pub fn start_counting(cache: &Path, count_calls: bool) -> accelhost::Result<BenchHost> {
         let host = Host::builder()
             .config(bench_config())
             .cache_dir(cache)
+            .count_calls(count_calls)
             .build()?;
         let found = host.enumerate(&[]);
         let nlb0 = found

@@ -133,7 +133,12 @@ impl PluginBench {
     /// plugins, else the on-disk cache, else a compile), instantiate, `configure` and
     /// `initialize`. Dropping the result calls `finalize` and ends the instance.
     pub fn start(&self) -> Result<StartedPlugin> {
-        let slot = PluginSlot::new(self.entry.clone(), self.devices.clone(), self.cache.clone());
+        let slot = PluginSlot::new(
+            self.entry.clone(),
+            self.devices.clone(),
+            self.cache.clone(),
+            true,
+        );
         slot.start()?;
         Ok(StartedPlugin { slot })
     }

@@ -43,11 +43,22 @@ impl IntoIterator for Enumeration {
 }
 
 /// Options for starting a [`Host`].
-#[derive(Default)]
 pub struct HostBuilder {
     config: Option<(Config, ConfigOrigin)>,
     cache: Option<ComponentCache>,
     remote: Option<Arc<dyn crate::remote::Connector>>,
+    count_calls: bool,
+}
+
+impl Default for HostBuilder {
+    fn default() -> Self {
+        HostBuilder {
+            config: None,
+            cache: None,
+            remote: None,
+            count_calls: true,
+        }
+    }
 }
 
 impl HostBuilder {
@@ -83,6 +94,14 @@ impl HostBuilder {
         self
     }
 
+    /// Whether every call into a plugin is counted (calls, errors by code, durations) for
+    /// [`PluginInfo::calls`] and the node's metrics; on by default. Off, only faults are
+    /// counted: for embedders that want no accounting on the call path.
+    pub fn count_calls(mut self, count: bool) -> Self {
+        self.count_calls = count;
+        self
+    }
+
     /// Loads every plugin of the config. Fails on a config error, or when a plugin whose
     /// `load_policy.on_error` is `fail` cannot be loaded; other failed plugins are reported
     /// by [`Host::plugins`].
@@ -92,7 +111,7 @@ impl HostBuilder {
             None => crate::config::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
-        let manager = Manager::start(&config, &cache, self.remote)?;
+        let manager = Manager::start(&config, &cache, self.remote, self.count_calls)?;
         Ok(Host {
             inner: Arc::new(HostInner {
                 manager,

@@ -163,6 +163,7 @@ impl PluginSlot {
         entry: PluginEntry,
         devices: Arc<DeviceRegistry>,
         cache: ComponentCache,
+        count_calls: bool,
     ) -> Arc<Self> {
         let status = if entry.enabled {
             PluginStatus::Stopped
@@ -189,7 +190,7 @@ impl PluginSlot {
             shut_down: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             open_handles: AtomicU32::new(0),
-            stats: CallStats::default(),
+            stats: CallStats::counting(count_calls),
         })
     }
 
@@ -636,6 +637,7 @@ impl Manager {
         config: &Config,
         cache: &ComponentCache,
         remote: Option<Arc<dyn crate::remote::Connector>>,
+        count_calls: bool,
     ) -> Result<Manager, Error> {
         let mut registry = crate::families::registry(&config.devices, &config.linux_roots());
         if let Some(connector) = remote {
@@ -644,7 +646,7 @@ impl Manager {
         let devices = Arc::new(registry);
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {
-            let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone());
+            let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone(), count_calls);
             let started = if entry.enabled { slot.start() } else { Ok(()) };
             if let Err(err) = started {
                 if entry.load_policy.on_error == OnLoadError::Fail {

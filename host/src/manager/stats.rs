@@ -78,6 +78,8 @@ type ByName<T> = HashMap<&'static str, T, BuildHasherDefault<NameHasher>>;
 pub(crate) struct CallStats {
     by_call: RwLock<ByName<Counters>>,
     faults: RwLock<ByName<AtomicU64>>,
+    /// Counts only faults (a host built with `count_calls(false)`).
+    faults_only: bool,
 }
 
 /// One call's figures, as [`PluginInfo`](crate::PluginInfo) reports them.
@@ -104,8 +106,19 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 }
 
 impl CallStats {
+    /// Counts that cover every call, or (`every_call` false) only faults.
+    pub(crate) fn counting(every_call: bool) -> CallStats {
+        CallStats {
+            faults_only: !every_call,
+            ..CallStats::default()
+        }
+    }
+
     /// Counts one call of `call` that took `took` and ended as `ended`.
     pub(crate) fn record(&self, call: &'static str, took: Duration, ended: Ended) {
+        if self.faults_only && !matches!(ended, Ended::Faulted(_)) {
+            return;
+        }
         {
             let known = read(&self.by_call);
             if let Some(counters) = known.get(call) {
@@ -222,5 +235,22 @@ mod tests {
             "20 s is past the last bound"
         );
         assert_eq!(stats.faults(), [("deadline", 1)]);
+    }
+
+    #[test]
+    fn counting_only_faults_keeps_the_faults() {
+        let stats = CallStats::counting(false);
+        stats.record("open", Duration::from_nanos(700), Ended::Answered);
+        stats.record(
+            "open",
+            Duration::from_nanos(900),
+            Ended::Refused(ErrorCode::Busy),
+        );
+        stats.record("reset", Duration::from_secs(2), Ended::Faulted("trap"));
+        assert_eq!(
+            stats.calls().iter().map(|c| c.call).collect::<Vec<_>>(),
+            ["reset"]
+        );
+        assert_eq!(stats.faults(), [("trap", 1)]);
     }
 }
