@@ -75,13 +75,31 @@ fn missing(tool: &str) -> Option<String> {
     Some(why)
 }
 
-/// Starts `accelhost serve` in `dir`; returns it and its metrics address.
+/// Starts `accelhost serve` in `dir` (an NLB0 card, an XRT card, and the chaos plugin, which
+/// traps in `open` and restarts); returns it and its metrics address.
 fn serve(dir: &Path) -> (Served, String) {
+    let chaos = support::chaos_plugin_with(
+        "chaos",
+        r#"{"trap_in": "open"}"#,
+        &[],
+        r#""on_fault": "restart", "restart_backoff_ms": 100"#,
+    );
+    std::fs::write(
+        dir.join("host.json"),
+        format!(
+            r#"{{"devices": [{{"id": "dfl0", "family": "dfl"}}, {{"id": "xocl0", "family": "xocl"}}],
+                "plugins": [{{"name": "dfl", "module": "builtin:dfl", "grants": {{"devices": ["emu:dfl0"]}}}},
+                            {{"name": "xocl", "module": "builtin:xocl", "grants": {{"devices": ["emu:xocl0"]}}}},
+                            {chaos}]}}"#
+        ),
+    )
+    .unwrap();
     std::fs::write(
         dir.join("serve.json"),
         format!(
-            r#"{{"listen": {{"unix": {{"path": "{}"}}, "metrics": {{"address": "127.0.0.1:0"}}}},
-                "clients": [{{"name": "operator", "unix_uid": {}, "grants": {{"devices": ["dfl/*"]}}}}]}}"#,
+            r#"{{"host_config": "host.json", "health_interval_ms": 200,
+                "listen": {{"unix": {{"path": "{}"}}, "metrics": {{"address": "127.0.0.1:0"}}}},
+                "clients": [{{"name": "operator", "unix_uid": {}, "grants": {{"devices": ["dfl/*", "chaos/*"]}}}}]}}"#,
             json_path(&dir.join("node.sock")),
             uid()
         ),
@@ -147,6 +165,7 @@ fn prometheus_scrapes_the_node() -> Outcome {
         r#"accelhost_client_sessions{client="operator"} 1"#,
         r#"accelhost_plugin_state{plugin="dfl",state="running"} 1"#,
         r#"accelhost_plugin_restarts_total{plugin="xocl"} 0"#,
+        r#"accelhost_device_healthy{device="dfl/emu:dfl0",plugin="dfl"} 1"#,
     ] {
         assert!(text.contains(expected), "no `{expected}` in:\n{text}");
     }
@@ -201,12 +220,140 @@ fn prometheus_scrapes_the_node() -> Outcome {
     refuse_an_open(&runtime, &client);
     refuse_an_open(&runtime, &client);
     wait_for_value(&web, query, "3");
+
+    // A plugin fault: the chaos plugin traps in open; Prometheus reads the fault counted.
+    let faults = "accelhost_plugin_faults_total%7Bplugin%3D%22chaos%22%2Ccause%3D%22trap%22%7D";
+    runtime.block_on(async {
+        client.enumerate(vec![]).await.unwrap();
+        let trapped = client.open("chaos/chaos0", true).await.unwrap_err();
+        assert!(trapped.to_string().contains("trap"), "{trapped}");
+    });
+    wait_for_value(&web, faults, "1");
+    Outcome::Passed
+}
+
+/// The Kubernetes examples' folder.
+fn kubernetes_examples() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kubernetes")
+}
+
+/// Runs promtool with `args` in the examples' folder; its output, and whether it succeeded.
+fn promtool(args: &[&str]) -> (bool, String) {
+    let out = Command::new("promtool")
+        .args(args)
+        .current_dir(kubernetes_examples())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn the_example_alerts_fire_and_the_static_scrape_config_checks() -> Outcome {
+    if let Some(why) = missing("promtool") {
+        return Outcome::Skipped(why);
+    }
+    for args in [
+        &["check", "rules", "alerts.yml"][..],
+        &["test", "rules", "alerts_test.yml"],
+        &["check", "config", "prometheus-static.yml"],
+    ] {
+        let (ok, output) = promtool(args);
+        assert!(ok, "promtool {}: {output}", args.join(" "));
+    }
+    Outcome::Passed
+}
+
+fn the_example_kubernetes_scrape_config_checks() -> Outcome {
+    if let Some(why) = missing("promtool") {
+        return Outcome::Skipped(why);
+    }
+    let (ok, output) = promtool(&["check", "config", "prometheus.yml"]);
+    if !ok && output.contains("kubernetes_sd_configs not found") {
+        return Outcome::Skipped(
+            "this promtool was built without Kubernetes service discovery (Debian's is)".into(),
+        );
+    }
+    assert!(ok, "promtool check config prometheus.yml: {output}");
+    Outcome::Passed
+}
+
+/// The DaemonSet's serve config passes the node's own checks, and the pod asks for NLB0's
+/// resource by the name the node gives it.
+fn the_example_manifests_hold_a_valid_serve_config_and_resource() -> Outcome {
+    let daemonset = std::fs::read_to_string(kubernetes_examples().join("daemonset.yaml")).unwrap();
+    let mut lines = daemonset
+        .lines()
+        .skip_while(|l| !l.trim_end().ends_with("serve.json: |"));
+    lines.next().expect("the ConfigMap holds serve.json");
+    let json: String = lines
+        .take_while(|l| l.is_empty() || l.starts_with("    "))
+        .map(|l| format!("{}\n", l.get(4..).unwrap_or("")))
+        .collect();
+    let config = accelhost_node::ServeConfig::parse(&json, Path::new("/etc/accelhost/serve.json"))
+        .unwrap_or_else(|err| panic!("{err}\n{json}"));
+    let kubernetes = config.kubernetes.expect("the device plugin is on");
+    assert_eq!(kubernetes.container_dir, Path::new("/run/accelhost"));
+    assert!(
+        daemonset.contains(&format!(
+            "mountPath: {}",
+            kubernetes.allocation_dir.display()
+        )),
+        "the allocation folder is mounted at the same path as on the host"
+    );
+    let afu = accelhost::families::dfl::abi::nlb0::AFU_ID;
+    let resource = format!(
+        "{}/af-{:016x}{:016x}",
+        kubernetes.resource_domain, afu.high, afu.low
+    );
+    let pod = std::fs::read_to_string(kubernetes_examples().join("pod.yaml")).unwrap();
+    assert!(
+        pod.contains(&format!("{resource}: 1")),
+        "pod.yaml asks for {resource}"
+    );
+    // The YAML structure itself, where PyYAML is at hand.
+    let files = ["daemonset.yaml", "pod.yaml", "prometheus.yml", "alerts.yml"];
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, yaml\nfor f in sys.argv[1:]: list(yaml.safe_load_all(open(f)))",
+        ])
+        .args(files)
+        .current_dir(kubernetes_examples())
+        .output();
+    match parsed {
+        Ok(out) if out.status.success() => {}
+        Ok(out) if String::from_utf8_lossy(&out.stderr).contains("No module named 'yaml'") => {
+            eprintln!("note: PyYAML is not installed; the YAML structure was not parsed");
+        }
+        Ok(out) => panic!("YAML: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(err) => eprintln!("note: no python3 ({err}); the YAML structure was not parsed"),
+    }
     Outcome::Passed
 }
 
 fn main() -> ExitCode {
-    support::harness::run(&[Trial {
-        name: "prometheus_scrapes_the_node",
-        run: prometheus_scrapes_the_node,
-    }])
+    support::harness::run(&[
+        Trial {
+            name: "prometheus_scrapes_the_node",
+            run: prometheus_scrapes_the_node,
+        },
+        Trial {
+            name: "the_example_alerts_fire_and_the_static_scrape_config_checks",
+            run: the_example_alerts_fire_and_the_static_scrape_config_checks,
+        },
+        Trial {
+            name: "the_example_kubernetes_scrape_config_checks",
+            run: the_example_kubernetes_scrape_config_checks,
+        },
+        Trial {
+            name: "the_example_manifests_hold_a_valid_serve_config_and_resource",
+            run: the_example_manifests_hold_a_valid_serve_config_and_resource,
+        },
+    ])
 }
