@@ -432,3 +432,78 @@ fn stalled_uploads_keep_the_node_bounded() {
         eprintln!("stalled uploads grew the node by {grown_mib} MiB");
     });
 }
+
+#[test]
+fn top_shows_a_running_node_s_plugins_devices_and_clients() {
+    let dir = scratch_dir("serve-top");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        dir.join("serve.json"),
+        format!(
+            r#"{{"node_name": "cli-node",
+                "listen": {{"unix": {{"path": "{}"}}, "metrics": {{"address": "127.0.0.1:{port}"}}}},
+                "clients": [{{"name": "operator", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+            json_path(&dir.join("node.sock")),
+            uid()
+        ),
+    )
+    .unwrap();
+    let mut node = start(&dir);
+    let endpoint = format!("unix://{}", dir.join("node.sock").display());
+    let listed = run_accelhost(
+        BIN,
+        &dir,
+        &["list", "--host", "*"],
+        &[("ACCELHOST_ENDPOINT", endpoint.as_str())],
+    );
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+
+    let out = run_accelhost(
+        BIN,
+        &dir,
+        &["top", "--serve-config", "serve.json", "--once"],
+        &[],
+    );
+    let frame = text(&out.stdout);
+    assert!(out.status.success(), "{frame}\n{}", text(&out.stderr));
+    assert!(
+        frame.contains(&format!("http://127.0.0.1:{port}/metrics")),
+        "{frame}"
+    );
+    for (section, row) in [
+        ("PLUGINS", "dfl "),
+        ("DEVICES", "dfl/emu:dfl0 "),
+        ("CLIENTS", "operator "),
+    ] {
+        assert!(frame.contains(section), "{section} in:\n{frame}");
+        let line = frame.lines().find(|l| l.starts_with(row));
+        assert!(line.is_some(), "a {row} row in:\n{frame}");
+    }
+    let dfl = frame.lines().find(|l| l.starts_with("dfl ")).unwrap();
+    assert!(dfl.contains("running"), "{dfl}");
+    let port_row = frame
+        .lines()
+        .find(|l| l.starts_with("dfl/emu:dfl0 "))
+        .unwrap();
+    assert!(port_row.contains("healthy"), "{port_row}");
+
+    let out = run_accelhost(BIN, &dir, &["top", "127.0.0.1:1", "--once"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("http://127.0.0.1:1/metrics"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run_accelhost(BIN, &dir, &["top", "--help"], &[]);
+    assert!(
+        text(&out.stdout).contains("Sections"),
+        "{}",
+        text(&out.stdout)
+    );
+    node.signal(libc::SIGTERM);
+    assert!(node.wait(Duration::from_secs(30)).success());
+}

@@ -15,6 +15,7 @@ mod program;
 mod serve;
 mod start;
 mod table;
+mod top;
 mod xclbin;
 
 use std::path::PathBuf;
@@ -89,6 +90,10 @@ enum Command {
     /// clients the serve config names, each seeing only the devices its grants name.
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::Args),
+    /// Show a running node's plugins, devices, clients and remote nodes live (like top),
+    /// from its Prometheus endpoint.
+    #[command(after_help = top::AFTER_HELP)]
+    Top(top::Args),
     /// Write xclbin images for the emulated XRT card, or check one.
     #[command(subcommand)]
     Xclbin(xclbin::Command),
@@ -129,6 +134,7 @@ fn main() -> ExitCode {
         Command::Program(args) => program::run(cli.config, args),
         Command::Poke(args) => poke::run(cli.config, args),
         Command::Serve(args) => serve::run(cli.config, args),
+        Command::Top(args) => top::run(args),
         Command::Bench(args) => bench::run(cli.config, args),
         Command::Xclbin(command) => xclbin::run(command),
     };
