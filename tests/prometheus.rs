@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use accelhost::Host;
 use accelhost_node::{Client, ClientOptions, Endpoint};
 use served::Served;
 use support::harness::{Outcome, Trial};
@@ -232,6 +233,64 @@ fn prometheus_scrapes_the_node() -> Outcome {
     Outcome::Passed
 }
 
+/// A node of 10,000 devices across 100 plugins: one scrape reports every device and every
+/// plugin, and `promtool check metrics` passes on it.
+fn a_scrape_of_ten_thousand_devices_is_whole_and_valid() -> Outcome {
+    use std::sync::Arc;
+    let host = Host::builder()
+        .config(accelhost_cli::measure::config_of_plugins(100, 100, false))
+        .cache_dir(support::cache_dir())
+        .build()
+        .unwrap();
+    let config = accelhost_node::ServeConfig::parse(
+        r#"{"listen": {"unix": {"path": "/nonexistent/scrape.sock"}}}"#,
+        Path::new("scrape.json"),
+    )
+    .unwrap();
+    let service = accelhost_node::service::NodeService::new(Arc::new(host), Arc::new(config));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(runtime.block_on(service.check_health()).len(), 10_000);
+    let text = service.metrics().render_prometheus_text();
+    let healthy = text
+        .lines()
+        .filter(|l| l.starts_with("accelhost_device_healthy{") && l.ends_with(" 1"))
+        .count();
+    assert_eq!(healthy, 10_000, "every device reported healthy");
+    let running = text
+        .lines()
+        .filter(|l| l.starts_with("accelhost_plugin_state{") && l.contains(r#"state="running"} 1"#))
+        .count();
+    assert_eq!(running, 100, "every plugin reported running");
+    if missing("promtool").is_none() {
+        let mut check = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        check
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let checked = check.wait_with_output().unwrap();
+        assert!(
+            checked.status.success(),
+            "promtool check metrics: {}{}",
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    } else {
+        eprintln!("note: promtool is missing; the 10,000-device scrape was counted, not linted");
+    }
+    Outcome::Passed
+}
+
 /// The Kubernetes examples' folder.
 fn kubernetes_examples() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kubernetes")
@@ -342,6 +401,10 @@ fn main() -> ExitCode {
         Trial {
             name: "prometheus_scrapes_the_node",
             run: prometheus_scrapes_the_node,
+        },
+        Trial {
+            name: "a_scrape_of_ten_thousand_devices_is_whole_and_valid",
+            run: a_scrape_of_ten_thousand_devices_is_whole_and_valid,
         },
         Trial {
             name: "the_example_alerts_fire_and_the_static_scrape_config_checks",

@@ -292,6 +292,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cdi_names_keep_to_what_cdi_allows() {
+        let settings = KubernetesSettings {
+            device_plugin_dir: "/k".into(),
+            resource_domain: "accelhost.io".into(),
+            devices: vec!["*".into()],
+            allocation_dir: "/a".into(),
+            container_dir: "/run/accelhost".into(),
+            dma_memory_mib: 256,
+            raw_device_nodes: true,
+            cdi_spec_dir: Some("/var/run/cdi".into()),
+        };
+        assert_eq!(
+            cdi_name(&settings, "dfl-port.0"),
+            "accelhost.io/fpga=dfl-port.0"
+        );
+        assert_eq!(
+            cdi_name(&settings, "emu:dfl0/x y"),
+            "accelhost.io/fpga=emu_dfl0_x_y"
+        );
+    }
+
+    #[test]
     fn preferred_allocations_keep_to_one_numa_node() {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let numa = |id: &str| match id {
