@@ -15,7 +15,7 @@ use accelhost::workloads::vadd;
 
 use accelhost_cli::measure::{
     self, BenchHost, DirectEmulator, Ioctl, NativePlugin, RawComponent, Settings, median,
-    median_of, ns_per_call,
+    median_of, ns, ns_per_call,
 };
 
 #[derive(clap::Args)]
@@ -95,16 +95,6 @@ impl Row {
             self.target,
             met.into(),
         ]
-    }
-}
-
-pub(crate) fn ns(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.1} µs", v / 1000.0)
-    } else if v >= 100.0 {
-        format!("{v:.0} ns")
-    } else {
-        format!("{v:.1} ns")
     }
 }
 

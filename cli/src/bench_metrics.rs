@@ -11,7 +11,7 @@ use accelhost_node::ServeConfig;
 use accelhost_node::service::NodeService;
 
 use crate::bench_remote::RemoteFigure;
-use accelhost_cli::measure::{self, BenchHost, Settings, median, ns_per_call};
+use accelhost_cli::measure::{self, BenchHost, Settings, median, ns, ns_per_call};
 
 /// Devices and plugins of the scraped node.
 const PLUGINS: usize = 100;
@@ -101,8 +101,8 @@ pub fn counting(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteF
     }
     let row = |what, on: f64, off: f64| RemoteFigure {
         what,
-        measured: format!("{} counted", crate::bench::ns(on)),
-        baseline: format!("{} uncounted (count_calls(false))", crate::bench::ns(off)),
+        measured: format!("{} counted", ns(on)),
+        baseline: format!("{} uncounted (count_calls(false))", ns(off)),
         ratio: on / off,
         target: "≤ 1.05× uncounted",
         met: Some(on <= 1.05 * off),

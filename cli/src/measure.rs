@@ -46,6 +46,17 @@ impl Settings {
     }
 }
 
+/// Nanoseconds for people: `7.8 ns`, `566 ns`, `15.8 µs`.
+pub fn ns(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} µs", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0} ns")
+    } else {
+        format!("{v:.1} ns")
+    }
+}
+
 /// The median of `values` (NaN-free).
 pub fn median(values: &mut [f64]) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
