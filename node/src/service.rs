@@ -244,9 +244,15 @@ impl NodeService {
                 _ => config.client(identity),
             })
             .ok_or_else(|| {
+                let why = match &peer {
+                    Peer::Allocation { .. } => {
+                        "the allocation has ended: the kubelet gave its devices to another pod"
+                    }
+                    _ => "no entry of the serve config names it",
+                };
                 status(
                     ErrorCode::PermissionDenied,
-                    format!("{call}: {peer} is not a client of this node (no entry of the serve config names it)"),
+                    format!("{call}: {peer} is not a client of this node ({why})"),
                 )
             })
     }
