@@ -108,6 +108,35 @@ fn check_config_checks_a_serve_config_and_its_files() {
         "{}",
         text(&out.stderr)
     );
+
+    std::fs::write(
+        dir.join("k8s.json"),
+        r#"{"listen": {"unix": {"path": "node.sock"}},
+            "kubernetes": {"device_plugin_dir": "plugins", "resource_domain": "example.org"}}"#,
+    )
+    .unwrap();
+    let out = run_accelhost(BIN, &dir, &["check-config", "k8s.json"], &[]);
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(
+        said.contains(&format!(
+            "kubelet device plugin: registers through {}",
+            dir.join("plugins/kubelet.sock").display()
+        )) && said.contains("resources example.org/af-<AFU id>"),
+        "{said}"
+    );
+    std::fs::write(
+        dir.join("bad-k8s.json"),
+        r#"{"listen": {"unix": {"path": "node.sock"}}, "kubernetes": {"dma_memory_mib": 100000}}"#,
+    )
+    .unwrap();
+    let out = run_accelhost(BIN, &dir, &["check-config", "bad-k8s.json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("bad-k8s.json: kubernetes.dma_memory_mib: 100000 is outside"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// The runtime the tests' clients run on.

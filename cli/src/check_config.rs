@@ -94,6 +94,21 @@ fn check_serve_config(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     if let Some(metrics) = serve.metrics {
         println!("  metrics at http://{metrics}/metrics");
     }
+    if let Some(kubernetes) = &serve.kubernetes {
+        println!(
+            "  kubelet device plugin: registers through {}, resources {}/af-<AFU id>, \
+             allocations in {} (mounted at {} in pods){}",
+            kubernetes.kubelet_socket().display(),
+            kubernetes.resource_domain,
+            kubernetes.allocation_dir.display(),
+            kubernetes.container_dir.display(),
+            if kubernetes.raw_device_nodes {
+                ", with raw device nodes"
+            } else {
+                ""
+            }
+        );
+    }
     let mut failed = false;
     if let Some(tcp) = &serve.tcp {
         for (field, path) in [
