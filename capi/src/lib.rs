@@ -25,6 +25,7 @@ mod result;
 pub mod state;
 pub mod token;
 pub mod types;
+pub mod version;
 
 pub use registry::live_objects;
 pub use result::{CapiError, CapiResult, result_of};

@@ -5,6 +5,18 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+/// OPAE's `fpga_version`: a version triple.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct fpga_version {
+    /// Major version.
+    pub major: u8,
+    /// Minor version.
+    pub minor: u8,
+    /// Patch level.
+    pub patch: u16,
+}
+
 /// OPAE's `fpga_result`: every function returns one.
 pub type fpga_result = c_int;
 /// Success.

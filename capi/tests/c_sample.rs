@@ -306,6 +306,48 @@ fn every_function_answers_bad_arguments_from_c() {
 }
 
 #[test]
+fn every_header_compiles_as_cpp_and_a_cpp_program_runs() {
+    if !c_tools_present() {
+        return;
+    }
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let found = Command::new(&compiler)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        let why = format!("{compiler} not found (Debian: apt-get install g++)");
+        if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
+            panic!("{REQUIRE_ENV}=1 but {why}");
+        }
+        println!("skipped: {why}");
+        return;
+    }
+    let binary = prefix().join("headers_check");
+    let out = run(Command::new(&compiler)
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-g",
+        ])
+        .arg(crate_dir().join("tests/c/headers_check.cpp"))
+        .args(pkg_config_flags())
+        .arg("-o")
+        .arg(&binary));
+    assert!(out.status.success(), "c++ failed:\n{}", text(&out));
+    let out = run_program(&binary, &[], &[]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("headers_check: C++ sees OPAE API 2."),
+        "{report}"
+    );
+}
+
+#[test]
 fn hello_fpga_is_clean_under_address_sanitizer() {
     if !c_tools_present() {
         return;

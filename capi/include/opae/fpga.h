@@ -13,5 +13,6 @@
 #include <opae/mmio.h>
 #include <opae/properties.h>
 #include <opae/utils.h>
+#include <opae/version.h>
 
 #endif /* __FPGA_FPGA_H__ */

@@ -170,6 +170,38 @@ int main(void)
 		EXPECT(accelhostLoadConfigJson("{ not json"), FPGA_INVALID_PARAM);
 	}
 
+	{
+		/* version.h: the API level, as numbers and text, and the build. */
+		fpga_version version;
+		char small[5];
+		char build[FPGA_BUILD_STR_MAX];
+		char version_text[FPGA_VERSION_STR_MAX];
+		char expected[16];
+		EXPECT(fpgaGetOPAECVersion(NULL), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetOPAECVersion(&version), FPGA_OK);
+		EXPECT(fpgaGetOPAECVersionString(NULL, sizeof(version_text)), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetOPAECVersionString(small, sizeof(small)), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetOPAECVersionString(version_text, sizeof(version_text)), FPGA_OK);
+		snprintf(expected, sizeof(expected), "%u.%u.%u", version.major, version.minor,
+			 version.patch);
+		if (version.major != 2 || strcmp(version_text, expected) != 0) {
+			fprintf(stderr, "version %s, expected 2.x as %s\n", version_text, expected);
+			failures++;
+		}
+		EXPECT(fpgaGetOPAECBuildString(NULL, sizeof(build)), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetOPAECBuildString(build, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetOPAECBuildString(small, sizeof(small)), FPGA_OK);
+		if (strlen(small) != sizeof(small) - 1) {
+			fprintf(stderr, "a short build buffer holds a cut, terminated string\n");
+			failures++;
+		}
+		EXPECT(fpgaGetOPAECBuildString(build, sizeof(build)), FPGA_OK);
+		if (strncmp(build, "accelhost-", 10) != 0) {
+			fprintf(stderr, "build string '%s'\n", build);
+			failures++;
+		}
+	}
+
 	EXPECT(fpgaDestroyToken(&token), FPGA_OK);
 	EXPECT(fpgaDestroyProperties(&prop), FPGA_OK);
 	EXPECT(fpgaFinalize(), FPGA_OK);
