@@ -16,6 +16,7 @@ pub mod event;
 pub mod ffi;
 pub mod handle;
 mod last_error;
+pub mod log;
 pub mod mmio;
 pub mod offload;
 pub mod plugins;

@@ -306,6 +306,60 @@ fn every_function_answers_bad_arguments_from_c() {
 }
 
 #[test]
+fn opae_logging_honours_libopae_log_and_logfile() {
+    if !c_tools_present() {
+        return;
+    }
+    let binary = build(
+        &crate_dir().join("tests/c/log_check.c"),
+        "log_check",
+        &["-pedantic"],
+    );
+    let lines = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let quiet = run_program(&binary, &[], &[("LIBOPAE_LOG", "")]);
+    assert!(quiet.status.success(), "{}", text(&quiet));
+    let stderr = lines(&quiet.stderr);
+    assert!(
+        stderr.contains("log_check.c:12:main() **ERROR** : an error with 42 and text\n"),
+        "an error always prints, with file, line and function: {stderr}"
+    );
+    assert!(lines(&quiet.stdout).is_empty(), "{}", lines(&quiet.stdout));
+
+    let messages = run_program(&binary, &[], &[("LIBOPAE_LOG", "1")]);
+    let stdout = lines(&messages.stdout);
+    assert!(
+        stdout.contains("log_check.c:13:main() : a message with 2.50\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("debug"), "{stdout}");
+
+    let debug = run_program(&binary, &[], &[("LIBOPAE_LOG", "2")]);
+    let stdout = lines(&debug.stdout);
+    assert!(
+        stdout.contains("a debug line 1 2 3 4 5 6 7\n"),
+        "every argument of a long variadic call arrives: {stdout}"
+    );
+    assert!(!stdout.contains("never"), "{stdout}");
+
+    let logged = run_program(
+        &binary,
+        &[],
+        &[("LIBOPAE_LOG", "1"), ("LIBOPAE_LOGFILE", "opae.log")],
+    );
+    assert!(
+        lines(&logged.stdout).is_empty(),
+        "{}",
+        lines(&logged.stdout)
+    );
+    let file = std::fs::read_to_string(prefix().join("run/opae.log")).unwrap();
+    assert!(file.contains("a message with 2.50"), "{file}");
+    assert!(
+        lines(&logged.stderr).contains("**ERROR**"),
+        "errors stay on stderr"
+    );
+}
+
+#[test]
 fn every_header_compiles_as_cpp_and_a_cpp_program_runs() {
     if !c_tools_present() {
         return;

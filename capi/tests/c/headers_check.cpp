@@ -8,6 +8,7 @@
 #include <opae/enum.h>
 #include <opae/event.h>
 #include <opae/init.h>
+#include <opae/log.h>
 #include <opae/manage.h>
 #include <opae/mmio.h>
 #include <opae/properties.h>
@@ -37,6 +38,7 @@ int main()
 		return 1;
 	fpgaDestroyProperties(&filter);
 	fpgaFinalize();
+	OPAE_MSG("from C++: %u accelerators", matches);
 	std::printf("headers_check: C++ sees OPAE API %s (%s), %u accelerators\n",
 		    std::string(text).c_str(), fpgaErrStr(FPGA_OK), matches);
 	return matches > 0 ? 0 : 1;
