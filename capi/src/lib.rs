@@ -19,6 +19,7 @@ mod last_error;
 pub mod log;
 pub mod mmio;
 pub mod offload;
+pub mod pending;
 pub mod plugins;
 pub mod properties;
 mod registry;

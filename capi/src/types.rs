@@ -93,6 +93,8 @@ pub type fpga_properties = *mut c_void;
 pub type fpga_token = *mut c_void;
 /// An opaque open handle.
 pub type fpga_handle = *mut c_void;
+/// OPAE's `fpga_object`: a node of a device's sysobject tree (none is handed out yet).
+pub type fpga_object = *mut c_void;
 /// An opaque event handle.
 pub type fpga_event_handle = *mut c_void;
 

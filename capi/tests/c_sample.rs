@@ -305,6 +305,66 @@ fn every_function_answers_bad_arguments_from_c() {
     assert!(report.contains("api_check: PASS"), "{report}");
 }
 
+/// The functions `include/opae/*.h` declare (a line that starts with a return type and
+/// names a function of the API).
+fn declared_functions() -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(crate_dir().join("include/opae")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let starts_with_type = line.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && !["static", "typedef", "enum", "struct", "union", "extern"]
+                    .iter()
+                    .any(|word| line.starts_with(word));
+            let Some((head, _)) = line.split_once('(').filter(|_| starts_with_type) else {
+                continue;
+            };
+            let name = head
+                .rsplit(|c: char| c == ' ' || c == '*')
+                .next()
+                .unwrap_or("");
+            if ["fpga", "accelhost", "opae_"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn every_function_the_headers_declare_is_exported() {
+    if !c_tools_present() {
+        return;
+    }
+    let out = run(Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(library_dir().join("libopae_c.so")));
+    assert!(out.status.success(), "nm: {}", text(&out));
+    let exported: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    let declared = declared_functions();
+    assert!(declared.len() > 100, "the header scan found {declared:?}");
+    for name in [
+        "fpgaGetOPAECVersion",
+        "opae_print",
+        "fpgaTokenGetObject",
+        "fpgaErrStr",
+    ] {
+        assert!(
+            declared.iter().any(|d| d == name),
+            "{name} not found by the scan"
+        );
+    }
+    let missing: Vec<&String> = declared.iter().filter(|d| !exported.contains(*d)).collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
+}
+
 #[test]
 fn opae_logging_honours_libopae_log_and_logfile() {
     if !c_tools_present() {

@@ -15,5 +15,10 @@
 #include <opae/properties.h>
 #include <opae/utils.h>
 #include <opae/version.h>
+#include <opae/error.h>
+#include <opae/sysobject.h>
+#include <opae/userclk.h>
+#include <opae/metrics.h>
+#include <opae/umsg.h>
 
 #endif /* __FPGA_FPGA_H__ */

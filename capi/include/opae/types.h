@@ -24,4 +24,58 @@ typedef struct {
 	uint16_t patch;
 } fpga_version;
 
+/* A sysobject: a node of the device's attribute tree (sysobject.h). Opaque. */
+typedef void *fpga_object;
+
+/* An error register's name, and whether it can be cleared (error.h). */
+#define FPGA_ERROR_NAME_MAX 64
+struct fpga_error_info {
+	char name[FPGA_ERROR_NAME_MAX];
+	bool can_clear;
+};
+
+/* Metrics (metrics.h). */
+#define FPGA_METRIC_STR_SIZE 256
+
+typedef union {
+	uint64_t ivalue;
+	double dvalue;
+	float fvalue;
+	bool bvalue;
+} metric_value;
+
+typedef struct fpga_metric_info {
+	uint64_t metric_num;
+	fpga_guid metric_guid;
+	char qualifier_name[FPGA_METRIC_STR_SIZE];
+	char group_name[FPGA_METRIC_STR_SIZE];
+	char metric_name[FPGA_METRIC_STR_SIZE];
+	char metric_units[FPGA_METRIC_STR_SIZE];
+	enum fpga_metric_datatype metric_datatype;
+	enum fpga_metric_type metric_type;
+} fpga_metric_info;
+
+typedef struct fpga_metric {
+	uint64_t metric_num;
+	metric_value value;
+	bool isvalid;
+} fpga_metric;
+
+typedef struct threshold {
+	char threshold_name[FPGA_METRIC_STR_SIZE];
+	uint32_t is_valid;
+	double value;
+} threshold;
+
+typedef struct metric_threshold {
+	char metric_name[FPGA_METRIC_STR_SIZE];
+	threshold upper_nr_threshold;
+	threshold upper_c_threshold;
+	threshold upper_nc_threshold;
+	threshold lower_nr_threshold;
+	threshold lower_c_threshold;
+	threshold lower_nc_threshold;
+	threshold hysteresis;
+} metric_threshold;
+
 #endif /* __FPGA_TYPES_H__ */

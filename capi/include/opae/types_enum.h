@@ -60,4 +60,37 @@ typedef enum {
 	FPGA_DEVICE_TYPE_FPGA = 1
 } fpga_device_type;
 
+/* Flags of the sysobject calls (sysobject.h). */
+enum fpga_sysobject_flags {
+	FPGA_OBJECT_SYNC = (1u << 0),
+	FPGA_OBJECT_GLOB = (1u << 1),
+	FPGA_OBJECT_RAW = (1u << 2),
+	FPGA_OBJECT_RECURSE_ONE = (1u << 3),
+	FPGA_OBJECT_RECURSE_ALL = (1u << 4)
+};
+
+/* What a sysobject is: a group of objects, or an attribute with a value. */
+enum fpga_sysobject_type {
+	FPGA_OBJECT_CONTAINER = (1u << 0),
+	FPGA_OBJECT_ATTRIBUTE = (1u << 1)
+};
+
+/* Kinds of metrics (metrics.h). */
+enum fpga_metric_type {
+	FPGA_METRIC_TYPE_POWER,
+	FPGA_METRIC_TYPE_THERMAL,
+	FPGA_METRIC_TYPE_PERFORMANCE_CTR,
+	FPGA_METRIC_TYPE_AFU,
+	FPGA_METRIC_TYPE_UNKNOWN
+};
+
+/* How a metric's value is stored. */
+enum fpga_metric_datatype {
+	FPGA_METRIC_DATATYPE_INT,
+	FPGA_METRIC_DATATYPE_FLOAT,
+	FPGA_METRIC_DATATYPE_DOUBLE,
+	FPGA_METRIC_DATATYPE_BOOL,
+	FPGA_METRIC_DATATYPE_UNKNOWN
+};
+
 #endif /* __FPGA_TYPES_ENUM_H__ */

@@ -171,6 +171,72 @@ int main(void)
 	}
 
 	{
+		/* What the plugin interface cannot express yet: bad arguments are refused as
+		 * OPAE refuses them, good ones answer FPGA_NOT_SUPPORTED. */
+		fpga_handle open = NULL;
+		fpga_object object = NULL;
+		struct fpga_error_info info;
+		fpga_metric_info metric_info;
+		fpga_metric metric;
+		metric_threshold thresholds;
+		uint64_t index = 0, high = 0, low = 0, *umsg = NULL;
+		uint32_t count32 = 0;
+		char *names[1] = {text};
+		enum fpga_sysobject_type type;
+		uint8_t bytes[8];
+
+		EXPECT(fpgaReadError(NULL, 0, &u64), FPGA_INVALID_PARAM);
+		EXPECT(fpgaReadError(token, 0, NULL), FPGA_INVALID_PARAM);
+		EXPECT(fpgaReadError(token, 0, &u64), FPGA_NOT_SUPPORTED);
+		EXPECT(fpgaClearError(forged, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaClearError(token, 0), FPGA_NOT_SUPPORTED);
+		EXPECT(fpgaClearAllErrors(prop), FPGA_INVALID_PARAM);
+		EXPECT(fpgaClearAllErrors(token), FPGA_NOT_SUPPORTED);
+		EXPECT(fpgaGetErrorInfo(token, 0, NULL), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetErrorInfo(token, 0, &info), FPGA_NOT_SUPPORTED);
+		EXPECT(fpgaTokenGetObject(token, NULL, &object, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaTokenGetObject(token, "errors/errors", NULL, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaTokenGetObject(token, "errors/errors", &object, FPGA_OBJECT_GLOB),
+		       FPGA_NOT_SUPPORTED);
+		EXPECT(fpgaObjectGetObject(forged, "x", &object, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaObjectGetObjectAt(NULL, 0, &object), FPGA_INVALID_PARAM);
+		EXPECT(fpgaObjectGetType(forged, &type), FPGA_INVALID_PARAM);
+		EXPECT(fpgaObjectGetSize(forged, &count32, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaObjectRead(forged, bytes, 0, sizeof(bytes), 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaObjectRead64(forged, &u64, FPGA_OBJECT_SYNC), FPGA_INVALID_PARAM);
+		EXPECT(fpgaObjectWrite64(forged, 1, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaDestroyObject(&object), FPGA_INVALID_PARAM);
+		EXPECT(fpgaHandleGetObject(forged, "x", &object, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetNumMetrics(forged, &u64), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetUserClock(token, &high, &low, 0), FPGA_INVALID_PARAM);
+		EXPECT(fpgaGetNumUmsg(NULL, &u64), FPGA_INVALID_PARAM);
+
+		if (fpgaOpen(token, &open, FPGA_OPEN_SHARED) == FPGA_OK) {
+			EXPECT(fpgaHandleGetObject(open, "afu_id", &object, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetNumMetrics(open, NULL), FPGA_INVALID_PARAM);
+			EXPECT(fpgaGetNumMetrics(open, &u64), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetMetricsInfo(open, &metric_info, &u64), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetMetricsByIndex(open, &index, 1, &metric), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetMetricsByName(open, names, 1, NULL), FPGA_INVALID_PARAM);
+			EXPECT(fpgaGetMetricsByName(open, names, 1, &metric), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetMetricsThresholdInfo(open, &thresholds, &count32),
+			       FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetUserClock(open, NULL, &low, 0), FPGA_INVALID_PARAM);
+			EXPECT(fpgaGetUserClock(open, &high, &low, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaSetUserClock(open, 400, 200, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetNumUmsg(open, &u64), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaSetUmsgAttributes(open, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaTriggerUmsg(open, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetUmsgPtr(open, NULL), FPGA_INVALID_PARAM);
+			EXPECT(fpgaGetUmsgPtr(open, &umsg), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaClose(open), FPGA_OK);
+		} else {
+			fprintf(stderr, "could not open the first token shared\n");
+			failures++;
+		}
+	}
+
+	{
 		/* version.h: the API level, as numbers and text, and the build. */
 		fpga_version version;
 		char small[5];

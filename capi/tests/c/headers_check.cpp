@@ -16,6 +16,12 @@
 #include <opae/types_enum.h>
 #include <opae/utils.h>
 #include <opae/version.h>
+#include <opae/error.h>
+#include <opae/log.h>
+#include <opae/metrics.h>
+#include <opae/sysobject.h>
+#include <opae/umsg.h>
+#include <opae/userclk.h>
 
 #include <cstdio>
 #include <string>
