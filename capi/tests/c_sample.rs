@@ -319,10 +319,7 @@ fn declared_functions() -> Vec<String> {
             let Some((head, _)) = line.split_once('(').filter(|_| starts_with_type) else {
                 continue;
             };
-            let name = head
-                .rsplit(|c: char| c == ' ' || c == '*')
-                .next()
-                .unwrap_or("");
+            let name = head.rsplit([' ', '*']).next().unwrap_or("");
             if ["fpga", "accelhost", "opae_"]
                 .iter()
                 .any(|p| name.starts_with(p))
