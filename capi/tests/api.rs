@@ -335,12 +335,21 @@ fn enumerate_filters_and_tokens() {
         let mut device_type = -1;
         assert_eq!(fpgaPropertiesGetDeviceType(prop, &mut device_type), FPGA_OK);
         assert_eq!(device_type, FPGA_DEVICE_TYPE_FPGA);
-        let mut bus = 0u8;
+        let (mut bus, mut dev, mut function, mut segment) = (0u8, 9u8, 9u8, 9u16);
+        assert_eq!(fpgaPropertiesGetBus(prop, &mut bus), FPGA_OK);
+        assert_eq!(fpgaPropertiesGetDevice(prop, &mut dev), FPGA_OK);
+        assert_eq!(fpgaPropertiesGetFunction(prop, &mut function), FPGA_OK);
+        assert_eq!(fpgaPropertiesGetSegment(prop, &mut segment), FPGA_OK);
         assert_eq!(
-            fpgaPropertiesGetBus(prop, &mut bus),
-            FPGA_NOT_FOUND,
-            "emulated cards have no PCI address"
+            (segment, bus, dev, function),
+            (0, 0x3b, 0, 0),
+            "the embedded default's first card has the first emulated PCI address"
         );
+        let by_bus = new_filter();
+        assert_eq!(fpgaPropertiesSetBus(by_bus, 0x3b), FPGA_OK);
+        let found = enumerate(Some(by_bus));
+        assert_eq!(found.len(), 1, "a bus filter finds the card");
+        assert_eq!(token_id(found[0]), DFL);
         let mut parent = null_mut();
         assert_eq!(fpgaPropertiesGetParent(prop, &mut parent), FPGA_NOT_FOUND);
         assert_eq!(fpgaClearProperties(prop), FPGA_OK);

@@ -223,6 +223,7 @@ impl RawConfig {
                 err(format!("devices[{}]{field}", indices[k]), e.message)
             })?;
         }
+        give_bus_addresses(&mut devices);
         let device_ids: BTreeSet<&str> = device_ids.iter().map(String::as_str).collect();
 
         let mut names = BTreeSet::new();
@@ -338,6 +339,30 @@ impl RawDevice {
             socket_id: self.socket_id,
             settings,
         })
+    }
+}
+
+/// The first bus an emulated card without a `bus_address` is given.
+pub const FIRST_EMULATED_BUS: u8 = 0x3b;
+
+/// Gives every emulated card without a `bus_address` one, as a real card has: `0000:bb:00.0`
+/// with `bb` counting up from [`FIRST_EMULATED_BUS`] in config order, skipping the buses of
+/// the addresses the config gives. Past bus `ff` cards stay without one.
+fn give_bus_addresses(devices: &mut [DeviceDecl]) {
+    let taken: BTreeSet<u8> = devices
+        .iter()
+        .filter_map(|d| d.bus_address)
+        .filter(|a| a.segment == 0)
+        .map(|a| a.bus)
+        .collect();
+    let mut free = (FIRST_EMULATED_BUS..=u8::MAX).filter(|bus| !taken.contains(bus));
+    for device in devices.iter_mut().filter(|d| d.bus_address.is_none()) {
+        device.bus_address = free.next().map(|bus| BusAddress {
+            segment: 0,
+            bus,
+            device: 0,
+            function: 0,
+        });
     }
 }
 

@@ -253,6 +253,28 @@ fn devices_are_checked() {
 }
 
 #[test]
+fn emulated_cards_without_an_address_get_one_around_the_given_ones() {
+    let config = parse(
+        r#"{"devices": [{"id": "a", "family": "dfl"},
+                        {"id": "b", "family": "xocl", "bus_address": "0000:3c:00.0"},
+                        {"id": "c", "family": "dfl"},
+                        {"id": "d", "family": "dfl", "bus_address": "0001:3b:00.0"}],
+            "plugins": []}"#,
+    )
+    .unwrap();
+    let addresses: Vec<String> = config
+        .devices
+        .iter()
+        .map(|d| d.bus_address.unwrap().to_string())
+        .collect();
+    assert_eq!(
+        addresses,
+        ["0000:3b:00.0", "0000:3c:00.0", "0000:3d:00.0", "0001:3b:00.0"],
+        "bus 3c is the config's; another segment's bus does not count"
+    );
+}
+
+#[test]
 fn an_explicit_missing_file_is_an_error() {
     let err = discover(Some(Path::new("/nonexistent/accelhost.json"))).unwrap_err();
     assert_eq!(err.file, "/nonexistent/accelhost.json");
