@@ -269,7 +269,12 @@ fn emulated_cards_without_an_address_get_one_around_the_given_ones() {
         .collect();
     assert_eq!(
         addresses,
-        ["0000:3b:00.0", "0000:3c:00.0", "0000:3d:00.0", "0001:3b:00.0"],
+        [
+            "0000:3b:00.0",
+            "0000:3c:00.0",
+            "0000:3d:00.0",
+            "0001:3b:00.0"
+        ],
         "bus 3c is the config's; another segment's bus does not count"
     );
 }
