@@ -123,6 +123,31 @@ fn refuse_an_open(runtime: &tokio::runtime::Runtime, client: &Client) {
     });
 }
 
+/// `promtool check metrics` passes on `text`.
+fn promtool_check_metrics(text: &str) {
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let checked = check.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {}{}\n{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr),
+        text.chars().take(4096).collect::<String>()
+    );
+}
+
 /// The value of `query` Prometheus reports, once it reports one equal to `expected`.
 fn wait_for_value(prometheus: &str, query: &str, expected: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -170,26 +195,7 @@ fn prometheus_scrapes_the_node() -> Outcome {
     ] {
         assert!(text.contains(expected), "no `{expected}` in:\n{text}");
     }
-    let mut check = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    check
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let checked = check.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "promtool check metrics: {}{}\n{text}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    promtool_check_metrics(&text);
 
     let web = format!("127.0.0.1:{}", free_port());
     std::fs::write(
@@ -265,26 +271,7 @@ fn a_scrape_of_ten_thousand_devices_is_whole_and_valid() -> Outcome {
         .count();
     assert_eq!(running, 100, "every plugin reported running");
     if missing("promtool").is_none() {
-        let mut check = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        check
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let checked = check.wait_with_output().unwrap();
-        assert!(
-            checked.status.success(),
-            "promtool check metrics: {}{}",
-            String::from_utf8_lossy(&checked.stdout),
-            String::from_utf8_lossy(&checked.stderr)
-        );
+        promtool_check_metrics(&text);
     } else {
         eprintln!("note: promtool is missing; the 10,000-device scrape was counted, not linted");
     }
