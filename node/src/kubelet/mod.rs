@@ -154,6 +154,7 @@ impl DevicePlugins {
             devices: self.service.device_book().clone(),
             allocations: self.allocations.clone(),
             stopped: stopping.clone(),
+            host: self.service.host().clone(),
         };
         let label = resource.to_owned();
         tokio::spawn(async move {
@@ -211,11 +212,13 @@ impl DevicePlugins {
         let Some(dir) = &self.settings.cdi_spec_dir else {
             return;
         };
+        let grants = resource::grants_by_plugin(self.service.host());
         let entries: Vec<serde_json::Value> = devices
             .iter()
             .filter(|d| resource::offered(&self.settings, d))
             .filter_map(|d| {
-                let node = resource::device_node(&d.properties)?;
+                let granted = grants.get(&d.plugin).map_or(&[][..], Vec::as_slice);
+                let node = resource::device_node(&d.properties, granted)?;
                 let name = plugin::cdi_name(&self.settings, &d.properties.name);
                 let (_, name) = name.split_once('=')?;
                 Some(serde_json::json!({

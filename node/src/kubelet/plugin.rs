@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use crate::config::KubernetesSettings;
 use crate::health::DeviceBook;
 use crate::kubelet::allocation::{AllocateError, Allocation, Allocations, SOCKET};
-use crate::kubelet::resource::{device_node, devices_of, numa_node, offered};
+use crate::kubelet::resource::{device_node, devices_of, grants_by_plugin, numa_node, offered};
 use crate::kubelet::v1beta1::{self, device_plugin_server::DevicePlugin};
 
 /// The environment variable that tells a pod's accelhost where its allocation's socket is.
@@ -28,6 +28,8 @@ pub struct ResourcePlugin {
     pub allocations: Arc<Allocations>,
     /// Says when the plugin stops: its `ListAndWatch` streams end then.
     pub stopped: watch::Receiver<bool>,
+    /// The node's host, for the plugins' grants (raw device nodes must be granted).
+    pub host: std::sync::Arc<accelhost::Host>,
 }
 
 impl ResourcePlugin {
@@ -70,12 +72,17 @@ impl ResourcePlugin {
         };
         if settings.raw_device_nodes {
             let snapshot = self.devices.snapshot();
+            let grants = grants_by_plugin(&self.host);
             for id in &allocation.devices {
                 let Some(device) = snapshot.iter().find(|d| d.id == *id) else {
                     continue;
                 };
-                let Some(node) = device_node(&device.properties) else {
-                    tracing::info!(device = %id, "no /dev node to pass (an emulated or remote device)");
+                let granted = grants.get(&device.plugin).map_or(&[][..], Vec::as_slice);
+                let Some(node) = device_node(&device.properties, granted) else {
+                    tracing::info!(
+                        device = %id,
+                        "no /dev node to pass (an emulated or remote device, or a node its plugin is not granted)"
+                    );
                     continue;
                 };
                 if settings.cdi_spec_dir.is_some() {

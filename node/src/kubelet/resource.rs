@@ -51,14 +51,25 @@ pub fn numa_node(properties: &Properties) -> Option<i64> {
         .or(properties.socket_id.map(i64::from))
 }
 
-/// The device's `/dev` node, if its plugin reports one (emulated and remote devices have none).
-pub fn device_node(properties: &Properties) -> Option<&str> {
+/// The device's `/dev` node, if its plugin reports one (emulated and remote devices have
+/// none) and the plugin's grants name that very node: what a plugin reports is its own
+/// text, and must not hand a pod a node the operator never gave the plugin.
+pub fn device_node<'a>(properties: &'a Properties, granted: &[String]) -> Option<&'a str> {
     properties
         .extras
         .iter()
         .find(|(key, _)| key == "path")
         .map(|(_, path)| path.as_str())
         .filter(|path| path.starts_with("/dev/") && !path.contains(".."))
+        .filter(|path| granted.iter().any(|g| g == path))
+}
+
+/// The devices each plugin of `host` is granted, by plugin name.
+pub fn grants_by_plugin(host: &accelhost::Host) -> std::collections::BTreeMap<String, Vec<String>> {
+    host.plugins()
+        .into_iter()
+        .map(|p| (p.name, p.grants.devices))
+        .collect()
 }
 
 /// Is the device offered to the kubelet at all (an accelerator the settings select)?
@@ -151,10 +162,28 @@ mod tests {
         assert_eq!(numa_node(&p), Some(1));
         p.extras.push(("numa-node".into(), "3".into()));
         assert_eq!(numa_node(&p), Some(3));
-        assert_eq!(device_node(&p), Some("/dev/dfl-port.0"));
-        for path in ["emu:dfl0", "/dev/../etc/shadow", "/sys/class/fpga_region"] {
+        let granted = |paths: &[&str]| paths.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            device_node(&p, &granted(&["/dev/dfl-port.0"])),
+            Some("/dev/dfl-port.0")
+        );
+        assert_eq!(
+            device_node(&p, &granted(&["/dev/dfl-port.1"])),
+            None,
+            "a node the plugin is not granted is never passed"
+        );
+        for path in [
+            "emu:dfl0",
+            "/dev/../etc/shadow",
+            "/sys/class/fpga_region",
+            "/dev/mem",
+        ] {
             let p = properties(Guid::default(), &[("path", path)]);
-            assert_eq!(device_node(&p), None, "{path}");
+            assert_eq!(
+                device_node(&p, &granted(&["/dev/dfl-port.0"])),
+                None,
+                "{path}"
+            );
         }
     }
 }
