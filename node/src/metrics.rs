@@ -546,7 +546,7 @@ impl Collector for DeviceCollector {
             )?;
             for device in devices.iter() {
                 let labels = DeviceLabels {
-                    device: device.id.clone(),
+                    device: accelhost::text::inert(&device.id).into_owned(),
                     plugin: device.plugin.clone(),
                 };
                 ConstGauge::new(i64::from(device.healthy()))
@@ -562,7 +562,7 @@ impl Collector for DeviceCollector {
         )?;
         for device in devices.iter() {
             let labels = DeviceLabels {
-                device: device.id.clone(),
+                device: accelhost::text::inert(&device.id).into_owned(),
                 plugin: device.plugin.clone(),
             };
             let open = handles.get(&device.id).copied().unwrap_or(0);

@@ -107,7 +107,11 @@ impl DevicePlugins {
                             served.insert(resource, one);
                         }
                         Err(err) => {
-                            tracing::warn!(%resource, error = %err, "registering with the kubelet failed; trying again");
+                            tracing::warn!(
+                                %resource,
+                                error = %accelhost::text::inert(&err),
+                                "registering with the kubelet failed; trying again"
+                            );
                             stop_all(&mut served);
                             if sleep_or_stop(KUBELET_POLL, &mut stopped).await {
                                 break 'kubelet;

@@ -80,7 +80,7 @@ impl ResourcePlugin {
                 let granted = grants.get(&device.plugin).map_or(&[][..], Vec::as_slice);
                 let Some(node) = device_node(&device.properties, granted) else {
                     tracing::info!(
-                        device = %id,
+                        device = %accelhost::text::inert(id),
                         "no /dev node to pass (an emulated or remote device, or a node its plugin is not granted)"
                     );
                     continue;
@@ -218,7 +218,11 @@ impl DevicePlugin for ResourcePlugin {
                     for allocation in &made {
                         self.allocations.revoke(&allocation.id);
                     }
-                    tracing::warn!(resource = %self.resource, error = %err, "Allocate refused");
+                    tracing::warn!(
+                        resource = %self.resource,
+                        error = %accelhost::text::inert(&err.to_string()),
+                        "Allocate refused"
+                    );
                     return Err(refused(err));
                 }
             }
@@ -244,13 +248,15 @@ pub fn options() -> v1beta1::DevicePluginOptions {
     }
 }
 
+/// The kubelet's answer to a refused allocation; device ids are plugins' text, made inert.
 fn refused(err: AllocateError) -> Status {
+    let message = accelhost::text::inert(&err.to_string()).into_owned();
     match err {
         AllocateError::UnknownDevice { .. } | AllocateError::Twice(_) => {
-            Status::invalid_argument(err.to_string())
+            Status::invalid_argument(message)
         }
-        AllocateError::InUse { .. } => Status::failed_precondition(err.to_string()),
-        AllocateError::Serve(_) => Status::internal(err.to_string()),
+        AllocateError::InUse { .. } => Status::failed_precondition(message),
+        AllocateError::Serve(_) => Status::internal(message),
     }
 }
 
