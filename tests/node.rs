@@ -870,3 +870,31 @@ fn plugin_calls_errors_durations_and_faults_are_metrics() {
         "the second exclusive open's refusal is counted:\n{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_names_a_plugin_chooses_reach_the_metrics_inert() {
+    let evil = support::chaos_plugin_with("evil", r#"{"evil_text": true}"#, &[], "");
+    let host = Arc::new(support::host(&format!(r#"{{"plugins": [{evil}]}}"#)).unwrap());
+    let config = ServeConfig::parse(
+        r#"{"listen": {"unix": {"path": "/nonexistent/evil.sock"}}}"#,
+        std::path::Path::new("evil.json"),
+    )
+    .unwrap();
+    let service = accelhost_node::service::NodeService::new(host, Arc::new(config));
+    let judged = service.check_health().await;
+    assert!(!judged.is_empty(), "the evil plugin enumerates");
+    assert!(
+        judged.iter().any(|d| d.id.contains('\u{1b}')),
+        "its device names carry control sequences: {judged:?}"
+    );
+    let text = service.metrics().render_prometheus_text();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(r#"accelhost_device_healthy{device="evil/"#)),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{9b}') && !text.contains('\r'),
+        "no control character reaches the scrape:\n{text}"
+    );
+}
