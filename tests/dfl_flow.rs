@@ -65,7 +65,8 @@ fn filters_select_by_guid_host_and_device_type() {
         1
     );
     assert_eq!(count(&[Filter::new().device_type("gpu")]), 0);
-    assert_eq!(count(&[Filter::new().object_type(ObjectType::Device)]), 0);
+    // The card's FME, listed only to a filter that asks for device objects.
+    assert_eq!(count(&[Filter::new().object_type(ObjectType::Device)]), 1);
     assert_eq!(
         count(&[
             Filter::new().device_type("gpu"),

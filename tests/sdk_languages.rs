@@ -119,10 +119,10 @@ fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome
                       \x20 }\n\
                       }\n\
                       \n\
-                      export const { lifecycle, discovery, fpga, offload } = \
+                      export const { lifecycle, discovery, fpga, offload, attributes } = \
                       exportPlugin(new Throwing());\n";
     const PYTHON: &str = "import accelhost\n\
-                          from accelhost import Discovery, Fpga, Lifecycle, Offload  # noqa: F401\n\
+                          from accelhost import Attributes, Discovery, Fpga, Lifecycle, Offload  # noqa: F401\n\
                           \n\
                           \n\
                           class Throwing(accelhost.Plugin):\n\

@@ -1,7 +1,7 @@
 //! `fpgaEnumerate`: the devices of the running host that match properties filters, each
 //! handed to C as a new token.
 
-use accelhost::Token;
+use accelhost::{ObjectType, Token};
 
 use crate::ffi::{array, guard, non_null, slice};
 use crate::properties::{PropsData, props_of};
@@ -38,14 +38,14 @@ pub unsafe extern "C" fn fpgaEnumerate(
             .iter()
             .map(|&f| props_of(f))
             .collect::<CapiResult<_>>()?;
-        let found = host()?.enumerate(&wanted.iter().map(PropsData::to_filter).collect::<Vec<_>>());
+        let found = host()?.enumerate(&host_filters(&wanted));
         if let Some(err) = found.failures.first() {
             tracing::warn!("fpgaEnumerate: {err}");
         }
         let matching: Vec<Token> = found
             .tokens
             .into_iter()
-            .filter(|t| wanted.is_empty() || wanted.iter().any(|w| w.matches(t.properties())))
+            .filter(|t| wanted.is_empty() || wanted.iter().any(|w| w.matches(t)))
             .collect();
         for (i, token) in matching.iter().take(max_tokens as usize).enumerate() {
             // SAFETY: `i < max_tokens`, valid for writes by the caller's contract.
@@ -55,4 +55,28 @@ pub unsafe extern "C" fn fpgaEnumerate(
         unsafe { num_matches.write(u32::try_from(matching.len()).unwrap_or(u32::MAX)) };
         Ok(())
     })
+}
+
+/// The host filters for `wanted`: a filter without an object type asks for accelerators and
+/// for device objects, as OPAE enumerates both (plugins list device objects such as an FME
+/// only to a filter that names the type); no filter at all asks for both of everything.
+fn host_filters(wanted: &[PropsData]) -> Vec<accelhost::Filter> {
+    let both = |filter: accelhost::Filter| {
+        [ObjectType::Accelerator, ObjectType::Device].map(|t| {
+            let mut typed = filter.clone();
+            typed.object_type = Some(t);
+            typed
+        })
+    };
+    if wanted.is_empty() {
+        return both(accelhost::Filter::new()).to_vec();
+    }
+    wanted
+        .iter()
+        .map(PropsData::to_filter)
+        .flat_map(|filter| match filter.object_type {
+            Some(_) => vec![filter],
+            None => both(filter).to_vec(),
+        })
+        .collect()
 }

@@ -128,7 +128,7 @@ pub unsafe extern "C" fn fpgaGetPropertiesFromHandle(
 ) -> fpga_result {
     guard("fpgaGetPropertiesFromHandle", || {
         non_null(prop, "prop")?;
-        let data = PropsData::from_device(handle_of(handle)?.handle.token().properties());
+        let data = PropsData::from_token(handle_of(handle)?.handle.token())?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(prop, new_properties(data), "prop") }
     })

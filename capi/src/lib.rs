@@ -9,7 +9,9 @@
 //! every call, never dereferenced, so a NULL, destroyed, forged or wrong-kind value is
 //! `FPGA_INVALID_PARAM`. `capi/README.md` has the details.
 
+mod attributes;
 pub mod buffer;
+pub mod device_errors;
 pub mod enumerate;
 pub mod errors;
 pub mod event;
@@ -17,16 +19,19 @@ pub mod ffi;
 pub mod handle;
 mod last_error;
 pub mod log;
+pub mod metrics;
 pub mod mmio;
 pub mod offload;
-pub mod pending;
 pub mod plugins;
 pub mod properties;
 mod registry;
 mod result;
 pub mod state;
+pub mod sysobject;
 pub mod token;
 pub mod types;
+pub mod umsg;
+pub mod userclk;
 pub mod version;
 
 pub use registry::live_objects;

@@ -41,12 +41,28 @@ pub(crate) struct PropsData {
     accelerator_state: Option<fpga_accelerator_state>,
     /// A parent set by `fpgaPropertiesSetParent`.
     parent: Option<Token>,
-    /// The device reported a parent token (which the C API cannot resolve).
+    /// The device reports a parent (resolved into `parent` by [`PropsData::from_token`]).
     parent_reported: bool,
     /// The host: a name, `localhost`, `^localhost` or `*` (the OPAE plugin design's addition).
     host: Option<String>,
     /// The device type, such as `fpga` (the OPAE plugin design's addition).
     device_type: Option<String>,
+    /// Reconfigurable slots (devices: the FME's `ports_num`).
+    num_slots: Option<u32>,
+    /// The FIM's bitstream id (devices: `bitstream_id`).
+    bbs_id: Option<u64>,
+    /// The FIM's version, from the bitstream id.
+    bbs_version: Option<fpga_version>,
+    /// A number naming the device across processes (a hash of its `<plugin>/<name>` id).
+    object_id: Option<u64>,
+    /// Error registers (the attributes in `errors/`).
+    num_errors: Option<u32>,
+    /// DFL, or simulated DFL for an emulated card.
+    interface: Option<fpga_interface>,
+    /// PCI subsystem vendor id of the card.
+    subsystem_vendor_id: Option<u16>,
+    /// PCI subsystem device id of the card.
+    subsystem_device_id: Option<u16>,
 }
 
 impl PropsData {
@@ -75,7 +91,56 @@ impl PropsData {
             parent_reported: p.parent.is_some(),
             host: Some(p.host.clone()),
             device_type: Some(p.device_type.clone()),
+            interface: interface_of(p),
+            ..PropsData::default()
         }
+    }
+
+    /// The properties of `token`'s device, with what its attributes say (error registers,
+    /// and for a device object its slots, FIM id and version, and the card's subsystem ids)
+    /// and its parent resolved. A plugin without attributes leaves those fields unset.
+    pub(crate) fn from_token(token: &Token) -> CapiResult<Self> {
+        let mut data = PropsData::from_device(token.properties());
+        data.object_id = Some(object_id(token));
+        data.parent = token.parent()?;
+        let attributes = match token.attributes() {
+            Ok(list) => list,
+            Err(err) if err.code() == accelhost::ErrorCode::Unsupported => return Ok(data),
+            Err(err) => return Err(err.into()),
+        };
+        data.num_errors = Some(crate::device_errors::registers(token)?.len() as u32);
+        let number = |t: &Token, name: &str| -> CapiResult<Option<u64>> {
+            if t.attributes()?.iter().any(|a| a.name == name) {
+                crate::attributes::read_number(t, name).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        if token.properties().object_type == ObjectType::Device {
+            let has = |name: &str| attributes.iter().any(|a| a.name == name);
+            if has("ports_num") {
+                data.num_slots = number(token, "ports_num")?.map(|n| n as u32);
+            }
+            if has("bitstream_id") {
+                let id = number(token, "bitstream_id")?;
+                data.bbs_id = id;
+                data.bbs_version = id.map(|v| fpga_version {
+                    major: ((v >> 56) & 0xF) as u8,
+                    minor: ((v >> 52) & 0xF) as u8,
+                    patch: ((v >> 48) & 0xF) as u16,
+                });
+            }
+        }
+        let card = match (&data.parent, token.properties().object_type) {
+            (_, ObjectType::Device) => Some(token.clone()),
+            (Some(parent), _) => Some(parent.clone()),
+            (None, _) => None,
+        };
+        if let Some(card) = card {
+            data.subsystem_vendor_id = number(&card, "subsystem_vendor")?.map(|v| v as u16);
+            data.subsystem_device_id = number(&card, "subsystem_device")?.map(|v| v as u16);
+        }
+        Ok(data)
     }
 
     /// The part of the filter the host can apply (and pass to plugins' pre-filters).
@@ -96,14 +161,29 @@ impl PropsData {
         filter
     }
 
-    /// Does a device with properties `p` match every field set here?
-    pub(crate) fn matches(&self, p: &Properties) -> bool {
+    /// Does `token`'s device match every field set here? Fields read from attributes are
+    /// asked of the plugin only when the filter sets one of them.
+    pub(crate) fn matches(&self, token: &Token) -> bool {
         fn eq<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
             want.is_none_or(|w| Some(w) == have)
         }
+        let p = token.properties();
         // The device's fields as C sees them (a socket id over 255 is unset, so no u8
         // filter matches it).
-        let have = PropsData::from_device(p);
+        let mut have = PropsData::from_device(p);
+        have.object_id = Some(object_id(token));
+        let from_attributes = self.num_slots.is_some()
+            || self.bbs_id.is_some()
+            || self.bbs_version.is_some()
+            || self.num_errors.is_some()
+            || self.subsystem_vendor_id.is_some()
+            || self.subsystem_device_id.is_some();
+        if from_attributes {
+            match PropsData::from_token(token) {
+                Ok(full) => have = full,
+                Err(_) => return false,
+            }
+        }
         self.to_filter().matches(p)
             && eq(self.segment, have.segment)
             && eq(self.bus, have.bus)
@@ -113,9 +193,18 @@ impl PropsData {
             && eq(self.num_mmio, have.num_mmio)
             && eq(self.num_interrupts, have.num_interrupts)
             && eq(self.accelerator_state, have.accelerator_state)
-            // accelhost plugins report parents as their own token numbers, which the C API
-            // cannot relate to a token: a parent filter matches no device.
-            && self.parent.is_none()
+            && eq(self.num_slots, have.num_slots)
+            && eq(self.bbs_id, have.bbs_id)
+            && eq(self.bbs_version, have.bbs_version)
+            && eq(self.object_id, have.object_id)
+            && eq(self.num_errors, have.num_errors)
+            && eq(self.interface, have.interface)
+            && eq(self.subsystem_vendor_id, have.subsystem_vendor_id)
+            && eq(self.subsystem_device_id, have.subsystem_device_id)
+            && self
+                .parent
+                .as_ref()
+                .is_none_or(|parent| parent.is_parent_of(token))
     }
 }
 
@@ -288,8 +377,7 @@ pub unsafe extern "C" fn fpgaGetProperties(
         let data = if token.is_null() {
             PropsData::default()
         } else {
-            let token = token_of(token)?;
-            PropsData::from_device(token.properties())
+            PropsData::from_token(&token_of(token)?)?
         };
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(prop, new_properties(data), "prop") }
@@ -303,7 +391,8 @@ pub extern "C" fn fpgaUpdateProperties(token: fpga_token, prop: fpga_properties)
     guard("fpgaUpdateProperties", || {
         let token = token_of(token)?;
         with_props(prop, |_| Ok(()))?;
-        let fresh = PropsData::from_device(&token.refresh()?);
+        token.refresh()?;
+        let fresh = PropsData::from_token(&token)?;
         with_props(prop, |p| {
             *p = fresh;
             Ok(())
@@ -476,14 +565,12 @@ pub unsafe extern "C" fn fpgaPropertiesGetParent(
 ) -> fpga_result {
     guard("fpgaPropertiesGetParent", || {
         non_null(parent, "parent")?;
-        let token = with_props(prop, |p| {
-            match (&p.parent, p.parent_reported) {
+        let token = with_props(prop, |p| match (&p.parent, p.parent_reported) {
             (Some(token), _) => Ok(token.clone()),
-            (None, true) => Err(CapiError::NotSupported(
-                "the plugin reports the parent by its own token number, which the C API does not resolve".into(),
+            (None, true) => Err(CapiError::NotFound(
+                "the parent could not be resolved (its plugin no longer describes it)".into(),
             )),
             (None, false) => Err(unset("parent")),
-        }
         })?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(parent, new_token(token), "parent") }
@@ -623,3 +710,188 @@ pub unsafe extern "C" fn accelhostPropertiesSetDeviceTypeName(
         })
     })
 }
+
+/// OPAE's interface of a device: DFL for a real DFL port or FME, simulated DFL for an
+/// emulated one; unset for other families (OPAE has no value for them).
+fn interface_of(p: &Properties) -> Option<fpga_interface> {
+    let extra = |key: &str| {
+        p.extras
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    match (extra("interface"), extra("emulated")) {
+        (Some("dfl"), Some("true")) => Some(FPGA_IFC_SIM_DFL),
+        (Some("dfl"), _) => Some(FPGA_IFC_DFL),
+        _ => None,
+    }
+}
+
+/// A device's object id: the 64-bit FNV-1a hash of its `<plugin>/<name>` id, the same in
+/// every process that loads the same plugin list.
+pub(crate) fn object_id(token: &Token) -> u64 {
+    token
+        .id()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// Refuses device-only fields of a properties object whose type is set to `FPGA_ACCELERATOR`.
+fn device_only(p: &PropsData, field: &str) -> CapiResult {
+    if p.object_type == Some(FPGA_ACCELERATOR) {
+        Err(invalid(format!(
+            "{field} is a property of devices, and the object type is FPGA_ACCELERATOR"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// Defines a getter and a setter of one `Option<$ty>` field of devices (FPGA_DEVICE) only.
+macro_rules! device_accessors {
+    ($get:ident, $set:ident, $field:ident, $ty:ty, $name:literal) => {
+        #[doc = concat!("OPAE's `", stringify!($get), "`: the ", $name, " property (devices only).")]
+        ///
+        /// # Safety
+        /// `out` must be NULL or valid for one write.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $get(prop: fpga_properties, out: *mut $ty) -> fpga_result {
+            guard(stringify!($get), || {
+                non_null(out, "the output pointer")?;
+                let value = with_props(prop, |p| {
+                    device_only(p, $name)?;
+                    p.$field.ok_or_else(|| unset($name))
+                })?;
+                // SAFETY: non-NULL, valid for one write by the caller's contract.
+                unsafe { write_out(out, value, "the output pointer") }
+            })
+        }
+
+        #[doc = concat!("OPAE's `", stringify!($set), "`: sets the ", $name, " property (devices only).")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $set(prop: fpga_properties, value: $ty) -> fpga_result {
+            guard(stringify!($set), || {
+                with_props(prop, |p| {
+                    device_only(p, $name)?;
+                    p.$field = Some(value);
+                    Ok(())
+                })
+            })
+        }
+    };
+}
+
+device_accessors!(
+    fpgaPropertiesGetNumSlots,
+    fpgaPropertiesSetNumSlots,
+    num_slots,
+    u32,
+    "number of slots"
+);
+device_accessors!(
+    fpgaPropertiesGetBBSID,
+    fpgaPropertiesSetBBSID,
+    bbs_id,
+    u64,
+    "BBS id"
+);
+device_accessors!(
+    fpgaPropertiesGetBBSVersion,
+    fpgaPropertiesSetBBSVersion,
+    bbs_version,
+    fpga_version,
+    "BBS version"
+);
+accessors!(
+    fpgaPropertiesGetObjectID,
+    fpgaPropertiesSetObjectID,
+    object_id,
+    u64,
+    "object id",
+    false
+);
+accessors!(
+    fpgaPropertiesGetNumErrors,
+    fpgaPropertiesSetNumErrors,
+    num_errors,
+    u32,
+    "number of errors",
+    false
+);
+accessors!(
+    fpgaPropertiesGetInterface,
+    fpgaPropertiesSetInterface,
+    interface,
+    fpga_interface,
+    "interface",
+    false
+);
+accessors!(
+    fpgaPropertiesGetSubsystemVendorID,
+    fpgaPropertiesSetSubsystemVendorID,
+    subsystem_vendor_id,
+    u16,
+    "subsystem vendor id",
+    false
+);
+accessors!(
+    fpgaPropertiesGetSubsystemDeviceID,
+    fpgaPropertiesSetSubsystemDeviceID,
+    subsystem_device_id,
+    u16,
+    "subsystem device id",
+    false
+);
+
+/// Defines a getter and a setter that OPAE documents as "not currently supported" (its own
+/// library answers them for no device): they check their arguments, then answer
+/// `FPGA_NOT_SUPPORTED`.
+macro_rules! unsupported_accessors {
+    ($get:ident, $set:ident, $ty:ty, $set_ty:ty, $name:literal) => {
+        #[doc = concat!("OPAE's `", stringify!($get), "`: not supported (OPAE documents the ", $name, " as unsupported).")]
+        ///
+        /// # Safety
+        /// `out` must be NULL or valid for one write.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $get(prop: fpga_properties, out: *mut $ty) -> fpga_result {
+            guard(stringify!($get), || {
+                non_null(out, "the output pointer")?;
+                with_props(prop, |_| Ok(()))?;
+                Err(CapiError::NotSupported(concat!("the ", $name, " is not a property accelhost (or OPAE) reports").into()))
+            })
+        }
+
+        #[doc = concat!("OPAE's `", stringify!($set), "`: not supported (OPAE documents the ", $name, " as unsupported).")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $set(prop: fpga_properties, _value: $set_ty) -> fpga_result {
+            guard(stringify!($set), || {
+                with_props(prop, |_| Ok(()))?;
+                Err(CapiError::NotSupported(concat!("the ", $name, " is not a property accelhost (or OPAE) reports").into()))
+            })
+        }
+    };
+}
+
+unsupported_accessors!(
+    fpgaPropertiesGetModel,
+    fpgaPropertiesSetModel,
+    c_char,
+    *mut c_char,
+    "model"
+);
+unsupported_accessors!(
+    fpgaPropertiesGetLocalMemorySize,
+    fpgaPropertiesSetLocalMemorySize,
+    u64,
+    u64,
+    "local memory size"
+);
+unsupported_accessors!(
+    fpgaPropertiesGetCapabilities,
+    fpgaPropertiesSetCapabilities,
+    u64,
+    u64,
+    "capabilities"
+);

@@ -173,3 +173,131 @@ pub struct accelhost_plugin_info {
     /// Why it is not running (empty while it runs).
     pub reason: [c_char; 256],
 }
+
+/// OPAE's `fpga_interface`: the plugin interface behind a device.
+pub type fpga_interface = c_int;
+/// The kernel's DFL driver.
+pub const FPGA_IFC_DFL: fpga_interface = 0;
+/// VFIO.
+pub const FPGA_IFC_VFIO: fpga_interface = 1;
+/// A simulated (here: emulated) DFL device.
+pub const FPGA_IFC_SIM_DFL: fpga_interface = 2;
+/// A simulated VFIO device.
+pub const FPGA_IFC_SIM_VFIO: fpga_interface = 3;
+/// UIO.
+pub const FPGA_IFC_UIO: fpga_interface = 4;
+
+/// OPAE's `fpga_sysobject_flags`: re-read the value.
+pub const FPGA_OBJECT_SYNC: c_int = 1 << 0;
+/// `fpga_sysobject_flags`: the name is a glob pattern.
+pub const FPGA_OBJECT_GLOB: c_int = 1 << 1;
+/// `fpga_sysobject_flags`: the value is binary, not text.
+pub const FPGA_OBJECT_RAW: c_int = 1 << 2;
+/// `fpga_sysobject_flags`: a container with its direct children.
+pub const FPGA_OBJECT_RECURSE_ONE: c_int = 1 << 3;
+/// `fpga_sysobject_flags`: a container with everything below it.
+pub const FPGA_OBJECT_RECURSE_ALL: c_int = 1 << 4;
+/// OPAE's `fpga_sysobject_type`: a group of objects.
+pub const FPGA_OBJECT_CONTAINER: c_int = 1 << 0;
+/// `fpga_sysobject_type`: an attribute with a value.
+pub const FPGA_OBJECT_ATTRIBUTE: c_int = 1 << 1;
+
+/// The length of an error register's name, with its NUL.
+pub const FPGA_ERROR_NAME_MAX: usize = 64;
+
+/// OPAE's `struct fpga_error_info`.
+#[repr(C)]
+pub struct fpga_error_info {
+    /// The register's name, NUL-terminated.
+    pub name: [c_char; FPGA_ERROR_NAME_MAX],
+    /// Whether `fpgaClearError` clears it.
+    pub can_clear: bool,
+}
+
+/// The length of the strings of the metric structs, with their NUL.
+pub const FPGA_METRIC_STR_SIZE: usize = 256;
+
+/// OPAE's `fpga_metric_type`: power.
+pub const FPGA_METRIC_TYPE_POWER: c_int = 0;
+/// `fpga_metric_type`: temperature.
+pub const FPGA_METRIC_TYPE_THERMAL: c_int = 1;
+/// OPAE's `fpga_metric_datatype`: a `double`.
+pub const FPGA_METRIC_DATATYPE_DOUBLE: c_int = 2;
+
+/// OPAE's `fpga_metric_info`.
+#[repr(C)]
+pub struct fpga_metric_info {
+    /// Its number, for `fpgaGetMetricsByIndex`.
+    pub metric_num: u64,
+    /// Unused (zero).
+    pub metric_guid: fpga_guid,
+    /// `<group>:<name>`.
+    pub qualifier_name: [c_char; FPGA_METRIC_STR_SIZE],
+    /// Such as `thermal_mgmt`.
+    pub group_name: [c_char; FPGA_METRIC_STR_SIZE],
+    /// The sensor's label.
+    pub metric_name: [c_char; FPGA_METRIC_STR_SIZE],
+    /// Such as `Centigrade`.
+    pub metric_units: [c_char; FPGA_METRIC_STR_SIZE],
+    /// `fpga_metric_datatype`.
+    pub metric_datatype: c_int,
+    /// `fpga_metric_type`.
+    pub metric_type: c_int,
+}
+
+/// OPAE's `metric_value`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union metric_value {
+    /// An integer value.
+    pub ivalue: u64,
+    /// A `double` value.
+    pub dvalue: f64,
+    /// A `float` value.
+    pub fvalue: f32,
+    /// A `bool` value.
+    pub bvalue: bool,
+}
+
+/// OPAE's `fpga_metric`.
+#[repr(C)]
+pub struct fpga_metric {
+    /// The metric's number.
+    pub metric_num: u64,
+    /// Its value.
+    pub value: metric_value,
+    /// Whether `value` was read.
+    pub isvalid: bool,
+}
+
+/// OPAE's `threshold`.
+#[repr(C)]
+pub struct threshold {
+    /// Such as `Upper Critical`.
+    pub threshold_name: [c_char; FPGA_METRIC_STR_SIZE],
+    /// 1 when the sensor has this threshold.
+    pub is_valid: u32,
+    /// The threshold, in the metric's units.
+    pub value: f64,
+}
+
+/// OPAE's `metric_threshold`.
+#[repr(C)]
+pub struct metric_threshold {
+    /// The metric's name.
+    pub metric_name: [c_char; FPGA_METRIC_STR_SIZE],
+    /// Upper non-recoverable.
+    pub upper_nr_threshold: threshold,
+    /// Upper critical.
+    pub upper_c_threshold: threshold,
+    /// Upper non-critical.
+    pub upper_nc_threshold: threshold,
+    /// Lower non-recoverable.
+    pub lower_nr_threshold: threshold,
+    /// Lower critical.
+    pub lower_c_threshold: threshold,
+    /// Lower non-critical.
+    pub lower_nc_threshold: threshold,
+    /// Hysteresis.
+    pub hysteresis: threshold,
+}

@@ -536,3 +536,144 @@ fn install_sh_explains_itself_and_refuses_bad_arguments() {
         "a failed install leaves no prefix behind"
     );
 }
+
+/// The `accelhost` binary of this profile, built here if the workspace build did not.
+fn accelhost_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let binary = profile_dir.join("accelhost");
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "accelhost-cli"])
+            .current_dir(crate_dir())
+            .status()
+            .expect("running cargo build");
+        assert!(status.success(), "cargo build -p accelhost-cli failed");
+    }
+    binary
+}
+
+/// `accelhost info DEVICE`'s attributes, as name → value.
+fn info_attributes(device: &str) -> (String, std::collections::BTreeMap<String, String>) {
+    let workdir = prefix().join("run");
+    std::fs::create_dir_all(&workdir).unwrap();
+    let out = run(Command::new(accelhost_binary())
+        .args(["info", device])
+        .current_dir(&workdir)
+        .env_remove("ACCELHOST_CONFIG")
+        .env("XDG_CONFIG_HOME", &workdir));
+    let report = text(&out);
+    assert!(out.status.success(), "accelhost info {device}: {report}");
+    let attributes = report
+        .lines()
+        .filter_map(|line| line.strip_prefix("  ")?.split_once(" = "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    (report, attributes)
+}
+
+#[test]
+fn opae_2_devices_errors_metrics_and_clocks_from_c_agree_with_accelhost_info() {
+    if !c_tools_present() {
+        return;
+    }
+    let source = crate_dir().join("tests/c/devices_check.c");
+    let binary = build(
+        &source,
+        "devices_check",
+        &["-pedantic", "-fsanitize=address", "-fno-omit-frame-pointer"],
+    );
+    let out = run_program(
+        &binary,
+        &[],
+        &[(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:exitcode=23",
+        )],
+    );
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("devices_check: PASS"), "{report}");
+    assert!(!report.contains("Sanitizer"), "{report}");
+
+    // What C saw through OPAE calls is what `accelhost info` shows.
+    let line = |prefix: &str| -> String {
+        report
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no '{prefix}' in {report}"))
+            .trim()
+            .to_string()
+    };
+    let (fme_info, fme) = info_attributes("dfl/fme.0000:3b:00.0");
+    let (port_info, port) = info_attributes("dfl/emu:dfl0");
+    let pcie = line("device pcie ");
+    assert!(
+        fme_info.contains(&format!("bus address    {pcie}")),
+        "{fme_info}"
+    );
+    assert!(
+        port_info.contains(&format!("bus address    {pcie}")),
+        "{port_info}"
+    );
+    assert!(
+        port_info.contains("parent         dfl/fme.0000:3b:00.0"),
+        "{port_info}"
+    );
+    assert_eq!(line("device slots "), fme["ports_num"]);
+    assert_eq!(line("device bbs id "), fme["bitstream_id"]);
+    let bbs = u64::from_str_radix(fme["bitstream_id"].trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(
+        line("device bbs version "),
+        format!(
+            "{}.{}.{}",
+            (bbs >> 56) & 0xF,
+            (bbs >> 52) & 0xF,
+            (bbs >> 48) & 0xF
+        )
+    );
+    assert_eq!(line("device subsystem vendor "), fme["subsystem_vendor"]);
+    assert_eq!(line("device subsystem device "), fme["subsystem_device"]);
+    for (name, value) in &fme {
+        if let Some(register) = name.strip_prefix("errors/")
+            && register != "inject_errors"
+        {
+            assert!(
+                report.contains(&format!("device error {register} = {value}")),
+                "{name} = {value} in {report}"
+            );
+        }
+    }
+    // The port's errors were cleared at the end of the C run; both show them clear.
+    assert_eq!(port["errors/errors"], "0x0");
+    assert!(
+        report.contains("accelerator error errors = 0x0"),
+        "{report}"
+    );
+    assert!(
+        report.contains("accelerator error first_error = 0x1"),
+        "{report}"
+    );
+    let temp: f64 = fme["hwmon/hwmon0/temp1_input"].parse::<f64>().unwrap() / 1000.0;
+    let power: f64 = fme["hwmon/hwmon1/power1_input"].parse::<f64>().unwrap() / 1e6;
+    assert!(
+        report.contains(&format!(
+            "metric thermal_mgmt:{} = {temp:.2} Centigrade",
+            fme["hwmon/hwmon0/temp1_label"]
+        )),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "metric power_mgmt:{} = {power:.2} Watts",
+            fme["hwmon/hwmon1/power1_label"]
+        )),
+        "{report}"
+    );
+    let khz: u64 = port["userclk/frequency"].parse().unwrap();
+    assert!(
+        report.contains(&format!("user clock {}/{} MHz", khz / 1000, khz / 2000)),
+        "{report}"
+    );
+}

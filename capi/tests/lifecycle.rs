@@ -109,7 +109,7 @@ fn a_faulted_plugin_is_an_exception_and_the_others_go_on() {
             id
         })
         .collect();
-    assert_eq!(ids, ["dfl/emu:d0"]);
+    assert_eq!(ids, ["dfl/fme.0000:3b:00.0", "dfl/emu:d0"]);
     load_json(accelhost::config::embedded_default_text());
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use accelhost::text::{inert, inert_json};
-use accelhost::{BusAddress, Token};
+use accelhost::{BusAddress, Filter, ObjectType, Token};
 use anyhow::bail;
 
 use super::list::DeviceEntry;
@@ -79,7 +79,13 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     for failure in &found.failures {
         eprintln!("warning: {failure}");
     }
-    let token = select(&found.tokens, &args.device)?;
+    // Device objects (a DFL card's FME), which plugins list only when asked for, are
+    // looked for when no listed device has the name.
+    let devices = host.enumerate(&[Filter::new().object_type(ObjectType::Device)]);
+    let token = match select(&found.tokens, &args.device) {
+        Ok(token) => token,
+        Err(err) => select(&devices.tokens, &args.device).map_err(|_| err)?,
+    };
     let missing = crate::exit::missing(&host, &found.failures);
     if args.json {
         println!(
@@ -108,11 +114,29 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             "state",
             opt(p.accelerator_state.map(|s| format!("{s:?}").to_lowercase())),
         ),
-        ("parent", opt(p.parent.map(|t| t.to_string()))),
+        (
+            "parent",
+            match token.parent() {
+                Ok(Some(parent)) => parent.id(),
+                Ok(None) => "-".into(),
+                Err(err) => format!("(unresolved: {err})"),
+            },
+        ),
     ];
     let extras = p.extras.iter().map(|(k, v)| (k.as_str(), v.clone()));
     for (key, value) in lines.into_iter().chain(extras) {
         println!("{:<14} {}", inert(key), inert(&value));
+    }
+    // The sysfs-style attributes (error registers, sensors, the user clock), as OPAE's
+    // sysobject, error and metric calls read them; plugins without them print nothing.
+    if let Ok(attributes) = token.attributes() {
+        println!("attributes");
+        for attribute in attributes {
+            let value = token
+                .read_attribute(&attribute.name)
+                .unwrap_or_else(|err| format!("(unreadable: {err})"));
+            println!("  {} = {}", inert(&attribute.name), inert(&value));
+        }
     }
     Ok(crate::exit::found(&missing))
 }

@@ -234,4 +234,4 @@ class DflPlugin {
   }
 }
 
-export const { lifecycle, discovery, fpga, offload } = exportPlugin(new DflPlugin());
+export const { lifecycle, discovery, fpga, offload, attributes } = exportPlugin(new DflPlugin());

@@ -13,7 +13,7 @@ from wit_world.imports.dfl import Port, PortDesc
 from componentize_py_types import Err
 
 import accelhost
-from accelhost import Discovery, Fpga, Lifecycle, Offload  # noqa: F401 (the exports)
+from accelhost import Attributes, Discovery, Fpga, Lifecycle, Offload  # noqa: F401 (the exports)
 
 DEVICE_TYPE = "fpga"
 

@@ -21,6 +21,7 @@
 //! ```
 
 mod api;
+pub mod attributes;
 mod bindings;
 pub mod builtin;
 pub mod config;
@@ -58,6 +59,7 @@ pub use api::{
     Arg, DmaBuffer, Enumeration, Event, EventStatus, Handle, Host, HostBuilder, Kernel, Memory,
     MmioRegion, Program, Queue, Token,
 };
+pub use attributes::AttributeInfo;
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{Error, ErrorCode, FaultCause, Result, TrapKind};
 pub use manager::{

@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * The JavaScript SDK for accelhost plugins: errors the host understands, the filter semantics
- * every plugin shares, and `exportPlugin`, which turns a plugin object into the four exported
+ * every plugin shares, and `exportPlugin`, which turns a plugin object into the five exported
  * interfaces with an `unsupported` answer for every call the object leaves out (like the
  * defaults of the Rust SDK's `Plugin` trait).
  *
@@ -25,6 +25,7 @@ import { log as hostLog } from 'accel:plugin/log@0.2.0';
 /** @typedef {import('accel:plugin/offload@0.2.0').Allocation} Allocation */
 /** @typedef {import('accel:plugin/offload@0.2.0').KernelArgument} KernelArgument */
 /** @typedef {import('accel:plugin/offload@0.2.0').LaunchSize} LaunchSize */
+/** @typedef {import('accel:plugin/attributes@0.2.0').AttributeInfo} AttributeInfo */
 /** @typedef {import('accel:plugin/mmio@0.2.0').Region} Region */
 /** @typedef {import('accel:plugin/events@0.2.0').Event} Event */
 /** @typedef {import('accel:plugin/image@0.2.0').Image} Image */
@@ -168,6 +169,9 @@ export function anyFilterMatches(filters, properties) {
  * @property {(queue: bigint) => void} [queueRelease]
  * @property {(queue: bigint, dst: MemoryRange, src: MemoryRange, size: bigint) => Event} [enqueueMemcpy]
  * @property {(queue: bigint, kernel: bigint, args: KernelArgument[], size: LaunchSize) => Event} [enqueueLaunch]
+ * @property {(token: bigint) => AttributeInfo[]} [listAttributes]
+ * @property {(token: bigint, name: string) => string} [readAttribute]
+ * @property {(token: bigint, name: string, value: string) => void} [writeAttribute]
  */
 
 /**
@@ -247,7 +251,7 @@ function method(plugin, name, witName) {
 
 /**
  * The exports of a component made from `plugin`:
- * `export const { lifecycle, discovery, fpga, offload } = exportPlugin(new MyPlugin());`
+ * `export const { lifecycle, discovery, fpga, offload, attributes } = exportPlugin(new MyPlugin());`
  * @param {Plugin} plugin
  */
 export function exportPlugin(plugin) {
@@ -293,6 +297,11 @@ export function exportPlugin(plugin) {
       queueRelease: method(plugin, 'queueRelease', 'queue-release'),
       enqueueMemcpy: method(plugin, 'enqueueMemcpy', 'enqueue-memcpy'),
       enqueueLaunch: method(plugin, 'enqueueLaunch', 'enqueue-launch'),
+    },
+    attributes: {
+      listAttributes: method(plugin, 'listAttributes', 'list-attributes'),
+      readAttribute: method(plugin, 'readAttribute', 'read-attribute'),
+      writeAttribute: method(plugin, 'writeAttribute', 'write-attribute'),
     },
   };
 }

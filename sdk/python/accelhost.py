@@ -5,7 +5,7 @@ answers `unsupported`, like the defaults of the Rust SDK's `Plugin` trait), and 
 instance from its `app.py`:
 
     from accelhost import Plugin, export_plugin
-    from accelhost import Lifecycle, Discovery, Fpga, Offload  # the exports componentize-py looks for
+    from accelhost import Lifecycle, Discovery, Fpga, Offload, Attributes  # the exports componentize-py looks for
 
     class Mine(Plugin):
         def enumerate(self, filters):
@@ -32,7 +32,7 @@ from typing import List, Optional
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.exports import discovery, fpga, offload
+from wit_world.exports import attributes, discovery, fpga, offload
 from wit_world.imports import events, image, log as host_log, mmio, types
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "Discovery",
     "Fpga",
     "Offload",
+    "Attributes",
 ]
 
 
@@ -213,6 +214,15 @@ class Plugin:
     ) -> events.Event:
         raise unsupported("enqueue-launch")
 
+    def list_attributes(self, token: int) -> List[attributes.AttributeInfo]:
+        raise unsupported("list-attributes")
+
+    def read_attribute(self, token: int, name: str) -> str:
+        raise unsupported("read-attribute")
+
+    def write_attribute(self, token: int, name: str, value: str) -> None:
+        raise unsupported("write-attribute")
+
 
 _plugin: Optional[Plugin] = None
 
@@ -320,6 +330,17 @@ class Offload(exports.Offload):
         return _the_plugin().enqueue_launch(queue, kernel, args, size)
 
 
+class Attributes(exports.Attributes):
+    def list_attributes(self, token: int) -> List[attributes.AttributeInfo]:
+        return _the_plugin().list_attributes(token)
+
+    def read_attribute(self, token: int, name: str) -> str:
+        return _the_plugin().read_attribute(token, name)
+
+    def write_attribute(self, token: int, name: str, value: str) -> None:
+        _the_plugin().write_attribute(token, name, value)
+
+
 def _raised_where(error: BaseException) -> str:
     """The file and line that raised `error`: the innermost frame in the plugin's own
     directory, else the innermost outside this module."""
@@ -355,7 +376,7 @@ def _internal_on_exception(method):
 
 # Every export that returns a result; `supports_*` return a bare bool, so they have no error
 # to report and an exception there still traps.
-for _export in (Lifecycle, Discovery, Fpga, Offload):
+for _export in (Lifecycle, Discovery, Fpga, Offload, Attributes):
     for _name, _method in list(vars(_export).items()):
         if callable(_method) and not _name.startswith(("_", "supports_")):
             setattr(_export, _name, _internal_on_exception(_method))

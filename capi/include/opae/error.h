@@ -1,5 +1,5 @@
-/* accelhost's OPAE-compatible C API: a device's error registers. Not supported yet: the
- * plugin interface has no error registers (capi/README.md); the arguments are checked. */
+/* accelhost's OPAE-compatible C API: a device's error registers, the attributes in its
+ * "errors/" directory (capi/README.md). */
 #ifndef __FPGA_ERROR_H__
 #define __FPGA_ERROR_H__
 

@@ -1,5 +1,5 @@
-/* accelhost's OPAE-compatible C API: a device's sensors and counters. Not supported yet:
- * the plugin interface has no metrics (capi/README.md); the arguments are checked. */
+/* accelhost's OPAE-compatible C API: a card's sensors, from the hwmon attributes of its
+ * device object (for an accelerator's handle, of its parent) (capi/README.md). */
 #ifndef __FPGA_METRICS_H__
 #define __FPGA_METRICS_H__
 

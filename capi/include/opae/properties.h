@@ -52,6 +52,32 @@ fpga_result fpgaPropertiesSetAcceleratorState(fpga_properties prop,
 /* The two properties of OPAE's plugin design. The host is a name, or "localhost",
  * "^localhost" (any other host) or "*" in a filter; devices of this machine report
  * "localhost". */
+fpga_result fpgaPropertiesGetNumSlots(const fpga_properties prop, uint32_t *num_slots);
+fpga_result fpgaPropertiesSetNumSlots(fpga_properties prop, uint32_t num_slots);
+fpga_result fpgaPropertiesGetBBSID(const fpga_properties prop, uint64_t *bbs_id);
+fpga_result fpgaPropertiesSetBBSID(fpga_properties prop, uint64_t bbs_id);
+fpga_result fpgaPropertiesGetBBSVersion(const fpga_properties prop, fpga_version *bbs_version);
+fpga_result fpgaPropertiesSetBBSVersion(fpga_properties prop, fpga_version version);
+fpga_result fpgaPropertiesGetModel(const fpga_properties prop, char *model);
+fpga_result fpgaPropertiesSetModel(fpga_properties prop, char *model);
+fpga_result fpgaPropertiesGetLocalMemorySize(const fpga_properties prop, uint64_t *lms);
+fpga_result fpgaPropertiesSetLocalMemorySize(fpga_properties prop, uint64_t lms);
+fpga_result fpgaPropertiesGetCapabilities(const fpga_properties prop, uint64_t *capabilities);
+fpga_result fpgaPropertiesSetCapabilities(fpga_properties prop, uint64_t capabilities);
+fpga_result fpgaPropertiesGetObjectID(const fpga_properties prop, uint64_t *object_id);
+fpga_result fpgaPropertiesSetObjectID(const fpga_properties prop, uint64_t object_id);
+fpga_result fpgaPropertiesGetNumErrors(const fpga_properties prop, uint32_t *num_errors);
+fpga_result fpgaPropertiesSetNumErrors(const fpga_properties prop, uint32_t num_errors);
+fpga_result fpgaPropertiesGetInterface(const fpga_properties prop, fpga_interface *interface);
+fpga_result fpgaPropertiesSetInterface(const fpga_properties prop, fpga_interface interface);
+fpga_result fpgaPropertiesGetSubsystemVendorID(const fpga_properties prop,
+					       uint16_t *subsystem_vendor_id);
+fpga_result fpgaPropertiesSetSubsystemVendorID(fpga_properties prop,
+					       uint16_t subsystem_vendor_id);
+fpga_result fpgaPropertiesGetSubsystemDeviceID(const fpga_properties prop,
+					       uint16_t *subsystem_device_id);
+fpga_result fpgaPropertiesSetSubsystemDeviceID(fpga_properties prop,
+					       uint16_t subsystem_device_id);
 fpga_result fpgaPropertiesGetHostname(const fpga_properties prop, char *hostname, size_t len);
 fpga_result fpgaPropertiesSetHostname(fpga_properties prop, const char *hostname);
 fpga_result fpgaPropertiesGetDeviceType(const fpga_properties prop,

@@ -1,6 +1,6 @@
-/* accelhost's OPAE-compatible C API: the device's attribute tree. Not supported yet: the
- * plugin interface has no attribute tree (capi/README.md); no fpga_object is ever handed
- * out, so every object argument is refused. */
+/* accelhost's OPAE-compatible C API: the device's attribute tree (the sysfs attributes its
+ * plugin answers, such as "afu_id" or "errors/errors"); values are read afresh on every call.
+ * FPGA_OBJECT_GLOB is not supported (capi/README.md). */
 #ifndef __FPGA_SYSOBJECT_H__
 #define __FPGA_SYSOBJECT_H__
 
@@ -18,6 +18,7 @@ fpga_result fpgaObjectGetObject(fpga_object parent, const char *name, fpga_objec
 				int flags);
 fpga_result fpgaObjectGetObjectAt(fpga_object parent, size_t idx, fpga_object *object);
 fpga_result fpgaObjectGetType(fpga_object obj, enum fpga_sysobject_type *type);
+fpga_result fpgaObjectGetName(fpga_object obj, char *name, size_t max_len);
 fpga_result fpgaDestroyObject(fpga_object *obj);
 fpga_result fpgaObjectGetSize(fpga_object obj, uint32_t *value, int flags);
 fpga_result fpgaObjectRead(fpga_object obj, uint8_t *buffer, size_t offset, size_t len,

@@ -60,6 +60,15 @@ typedef enum {
 	FPGA_DEVICE_TYPE_FPGA = 1
 } fpga_device_type;
 
+/* The OPAE plugin interface behind a device (fpgaPropertiesGetInterface). */
+typedef enum {
+	FPGA_IFC_DFL = 0,
+	FPGA_IFC_VFIO,
+	FPGA_IFC_SIM_DFL,
+	FPGA_IFC_SIM_VFIO,
+	FPGA_IFC_UIO
+} fpga_interface;
+
 /* Flags of the sysobject calls (sysobject.h). */
 enum fpga_sysobject_flags {
 	FPGA_OBJECT_SYNC = (1u << 0),

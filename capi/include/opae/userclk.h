@@ -1,5 +1,5 @@
-/* accelhost's OPAE-compatible C API: AFU user clocks. Not supported yet: the plugin
- * interface has no user clock (capi/README.md); the arguments are checked. */
+/* accelhost's OPAE-compatible C API: AFU user clocks, in MHz, over the port attribute
+ * "userclk/frequency" (capi/README.md). */
 #ifndef __FPGA_AFU_USER_CLOCK_H__
 #define __FPGA_AFU_USER_CLOCK_H__
 

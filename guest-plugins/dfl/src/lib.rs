@@ -1,6 +1,7 @@
 //! The DFL plugin: exposes every granted DFL port (real `/dev/dfl-port.N` or emulated) as an
-//! OPAE-style accelerator, and implements open, close, MMIO mapping, shared buffers and reset
-//! on top of the host's `dfl` shim. The host does the I/O; this plugin decides and checks.
+//! OPAE-style accelerator whose parent is its card's FME (an OPAE device object), and
+//! implements open, close, MMIO mapping, shared buffers, reset and the sysfs attributes of
+//! both on top of the host's `dfl` shim. The host does the I/O; this plugin decides and checks.
 
 use std::collections::BTreeMap;
 
@@ -8,19 +9,24 @@ use accelhost_sdk::host::dfl::{Port, PortProbe};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::{dfl, mmio};
 use accelhost_sdk::{
-    AcceleratorState, BufferFlags, Discovered, Error, ErrorCode, Filter, ObjectType, OpenMode,
-    Plugin, PreparedBuffer, Properties, Result, filter_matches,
+    AcceleratorState, AttributeInfo, BufferFlags, Discovered, Error, ErrorCode, Filter, Guid,
+    ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result, filter_matches,
 };
 
 /// The device type every DFL port reports.
 const DEVICE_TYPE: &str = "fpga";
+/// What starts the key of an FME's token (the key of a port's is its path).
+const FME_KEY: &str = "fme@";
+/// The host's `dfl` attributes of the FME begin with this.
+const FME_ATTRIBUTES: &str = "fme/";
 
 #[derive(Default)]
 struct DflPlugin {
     initialized: bool,
-    /// Tokens stay stable across enumerations: a port keeps the token it was first given.
+    /// Tokens stay stable across enumerations: a port (keyed by its path) or an FME (keyed
+    /// by `fme@` and its card) keeps the token it was first given.
     tokens: BTreeMap<String, u64>,
-    /// The path of each token (tokens count up from 0).
+    /// The key of each token (tokens count up from 0).
     paths: Vec<String>,
     open: BTreeMap<u64, OpenPort>,
     next_handle: u64,
@@ -60,12 +66,53 @@ impl DflPlugin {
             .ok_or_else(|| Error::not_found(format!("no dfl port has token {token}")))
     }
 
-    fn probe_for_token(&self, token: u64) -> Result<PortProbe> {
-        let path = self.path_for_token(token)?;
-        dfl::probe_ports()
-            .into_iter()
-            .find(|p| p.desc.path == path)
-            .ok_or_else(|| Error::not_found(format!("dfl port {path} is no longer granted")))
+    /// What `token` stands for: a port, or the FME of the card of the first granted port
+    /// on it.
+    fn device_for_token(&self, token: u64) -> Result<Device> {
+        let key = self.path_for_token(token)?;
+        let probes = dfl::probe_ports();
+        if key.starts_with(FME_KEY) {
+            probes
+                .into_iter()
+                .find(|p| card_key(&p.desc) == key)
+                .map(Device::Fme)
+                .ok_or_else(|| Error::not_found(format!("no granted dfl port is on card {key}")))
+        } else {
+            probes
+                .into_iter()
+                .find(|p| p.desc.path == key)
+                .map(Device::Port)
+                .ok_or_else(|| Error::not_found(format!("dfl port {key} is no longer granted")))
+        }
+    }
+
+    /// The FME of `probe`'s card as OPAE describes a device object; its GUID is the PR
+    /// interface id (zero where sysfs has none).
+    fn fme_properties(probe: &PortProbe) -> Properties {
+        let desc = &probe.desc;
+        let guid = dfl::read_attribute(&desc.path, "fme/pr/interface_id")
+            .ok()
+            .and_then(|text| parse_guid(&text))
+            .unwrap_or(Guid { high: 0, low: 0 });
+        Properties {
+            object_type: ObjectType::Device,
+            name: fme_name(desc),
+            guid,
+            vendor_id: desc.vendor_id,
+            device_id: desc.device_id,
+            bus_address: desc.bus_address,
+            socket_id: desc.socket_id,
+            device_type: DEVICE_TYPE.to_string(),
+            host: "localhost".to_string(),
+            num_mmio: 0,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: None,
+            extras: vec![
+                ("interface".to_string(), "dfl".to_string()),
+                ("emulated".to_string(), desc.emulated.to_string()),
+            ],
+        }
     }
 
     fn open_port(&mut self, handle: u64) -> Result<&mut OpenPort> {
@@ -76,7 +123,7 @@ impl DflPlugin {
 
     /// A probed port as OPAE describes it: the host opened it shared to see whether someone
     /// holds it exclusively, as OPAE's enumeration does.
-    fn port_properties(probe: &PortProbe) -> Properties {
+    fn port_properties(probe: &PortProbe, parent: Option<u64>) -> Properties {
         let desc = &probe.desc;
         let state = if probe.assigned {
             AcceleratorState::Assigned
@@ -97,7 +144,7 @@ impl DflPlugin {
             num_mmio,
             num_interrupts: 0,
             accelerator_state: Some(state),
-            parent: None,
+            parent,
             extras: vec![
                 ("interface".to_string(), "dfl".to_string()),
                 ("path".to_string(), desc.path.clone()),
@@ -126,12 +173,36 @@ impl Plugin for DflPlugin {
 
     fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {
         self.require_initialized()?;
+        // The FMEs are listed only to a filter that asks for device objects (as the C API
+        // does, and `accelhost info`): everything else lists what can be opened.
+        let wants_devices = filters
+            .iter()
+            .any(|f| f.object_type == Some(ObjectType::Device));
+        let matches =
+            |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
         let mut found = Vec::new();
+        let mut cards_seen = Vec::new();
         for probe in dfl::probe_ports() {
-            let properties = Self::port_properties(&probe);
-            if filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties)) {
-                let token = self.token_for(&probe.desc.path);
-                found.push(Discovered { token, properties });
+            // The port's token first: ports keep the numbers they had before FMEs were listed.
+            let port = self.token_for(&probe.desc.path);
+            let card = card_key(&probe.desc);
+            let fme = self.token_for(&card);
+            if wants_devices && !cards_seen.contains(&card) {
+                let properties = Self::fme_properties(&probe);
+                if matches(&properties) {
+                    found.push(Discovered {
+                        token: fme,
+                        properties,
+                    });
+                }
+                cards_seen.push(card);
+            }
+            let properties = Self::port_properties(&probe, Some(fme));
+            if matches(&properties) {
+                found.push(Discovered {
+                    token: port,
+                    properties,
+                });
             }
         }
         Ok(found)
@@ -139,12 +210,55 @@ impl Plugin for DflPlugin {
 
     fn describe(&mut self, token: u64) -> Result<Properties> {
         self.require_initialized()?;
-        let probe = self.probe_for_token(token)?;
-        Ok(Self::port_properties(&probe))
+        match self.device_for_token(token)? {
+            Device::Fme(probe) => Ok(Self::fme_properties(&probe)),
+            Device::Port(probe) => {
+                let fme = self.token_for(&card_key(&probe.desc));
+                Ok(Self::port_properties(&probe, Some(fme)))
+            }
+        }
+    }
+
+    fn list_attributes(&mut self, token: u64) -> Result<Vec<AttributeInfo>> {
+        self.require_initialized()?;
+        let device = self.device_for_token(token)?;
+        let all = dfl::list_attributes(&device.probe().desc.path)?;
+        Ok(all
+            .into_iter()
+            .filter_map(|a| {
+                let name = match device {
+                    Device::Fme(_) => a.name.strip_prefix(FME_ATTRIBUTES)?.to_string(),
+                    Device::Port(_) if a.name.starts_with(FME_ATTRIBUTES) => return None,
+                    Device::Port(_) => a.name,
+                };
+                Some(AttributeInfo {
+                    name,
+                    writable: a.writable,
+                })
+            })
+            .collect())
+    }
+
+    fn read_attribute(&mut self, token: u64, name: &str) -> Result<String> {
+        self.require_initialized()?;
+        let device = self.device_for_token(token)?;
+        dfl::read_attribute(&device.probe().desc.path, &device.host_name(name)?)
+    }
+
+    fn write_attribute(&mut self, token: u64, name: &str, value: &str) -> Result<()> {
+        self.require_initialized()?;
+        let device = self.device_for_token(token)?;
+        dfl::write_attribute(&device.probe().desc.path, &device.host_name(name)?, value)
     }
 
     fn open(&mut self, token: u64, mode: OpenMode) -> Result<u64> {
         self.require_initialized()?;
+        if self.path_for_token(token)?.starts_with(FME_KEY) {
+            return Err(Error::unsupported(
+                "open of an FME: its state is read through its attributes; open its port (the \
+                 accelerator) for MMIO, buffers and reset",
+            ));
+        }
         // No need to list the ports first: the host checks the grant at the open itself.
         let port = Port::open(self.path_for_token(token)?, mode == OpenMode::Exclusive)?;
         self.next_handle += 1;
@@ -220,6 +334,66 @@ impl Plugin for DflPlugin {
     fn reset(&mut self, handle: u64) -> Result<()> {
         self.open_port(handle)?.port.reset()
     }
+}
+
+/// A token's device.
+enum Device {
+    Port(PortProbe),
+    /// The FME of the card, reached through the attributes of this port on it.
+    Fme(PortProbe),
+}
+
+impl Device {
+    fn probe(&self) -> &PortProbe {
+        match self {
+            Device::Port(probe) | Device::Fme(probe) => probe,
+        }
+    }
+
+    /// The host's name for attribute `name` of this device.
+    fn host_name(&self, name: &str) -> Result<String> {
+        match self {
+            Device::Fme(_) => Ok(format!("{FME_ATTRIBUTES}{name}")),
+            Device::Port(_) if name.starts_with(FME_ATTRIBUTES) => Err(Error::not_found(format!(
+                "a port has no attribute {name}: the FME's are read through the FME's token"
+            ))),
+            Device::Port(_) => Ok(name.to_string()),
+        }
+    }
+}
+
+/// The key of the FME of `desc`'s card: ports on the same PCI function share it.
+fn card_key(desc: &dfl::PortDesc) -> String {
+    match &desc.bus_address {
+        Some(bus) => format!(
+            "{FME_KEY}{:04x}:{:02x}:{:02x}.{}",
+            bus.segment, bus.bus, bus.device, bus.function
+        ),
+        None => format!("{FME_KEY}{}", desc.path),
+    }
+}
+
+/// The FME's name: `fme.<bus address>`, or `<port name>.fme` for a card without one.
+fn fme_name(desc: &dfl::PortDesc) -> String {
+    match &desc.bus_address {
+        Some(bus) => format!(
+            "fme.{:04x}:{:02x}:{:02x}.{}",
+            bus.segment, bus.bus, bus.device, bus.function
+        ),
+        None => format!("{}.fme", desc.path.trim_start_matches("/dev/")),
+    }
+}
+
+/// A GUID as sysfs writes it: 32 hex digits, high half first.
+fn parse_guid(text: &str) -> Option<Guid> {
+    let text = text.trim();
+    if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some(Guid {
+        high: u64::from_str_radix(&text[..16], 16).ok()?,
+        low: u64::from_str_radix(&text[16..], 16).ok()?,
+    })
 }
 
 accelhost_sdk::export_plugin!(DflPlugin);

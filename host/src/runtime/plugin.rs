@@ -10,8 +10,9 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::{Component, ComponentExportIndex, Func, Instance, Resource, TypedFunc};
 
+use crate::attributes::AttributeInfo;
 use crate::bindings::accel::plugin::types as wit;
-use crate::bindings::exports::accel::plugin::{discovery, fpga, offload};
+use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, offload};
 use crate::devices::{Completion, DmaMemory};
 use crate::error::ErrorCode;
 use crate::properties::{Filter, OpenMode, Properties};
@@ -214,6 +215,11 @@ exports! {
         enqueue_memcpy ("enqueue-memcpy"): (u64, offload::MemoryRange, offload::MemoryRange, u64) -> Result<Resource<EventResource>, wit::Error>;
         enqueue_launch ("enqueue-launch"): (u64, u64, &[offload::KernelArgument], offload::LaunchSize) -> Result<Resource<EventResource>, wit::Error>;
     }
+    attributes in attributes_funcs ("attributes", required: false) {
+        list_attributes ("list-attributes"): (u64) -> Result<Vec<attributes::AttributeInfo>, wit::Error>;
+        read_attribute ("read-attribute"): (u64, &str) -> Result<String, wit::Error>;
+        write_attribute ("write-attribute"): (u64, &str, &str) -> Result<(), wit::Error>;
+    }
 }
 
 /// One call's access to an instance: its exports and its store. A method per export, host
@@ -320,6 +326,33 @@ impl<'a> Calls<'a> {
                     .collect()
             })
             .map_err(refusal))
+    }
+
+    pub fn list_attributes(&mut self, token: u64) -> wasmtime::Result<Answer<Vec<AttributeInfo>>> {
+        Ok(optional!(self, attributes, list_attributes, (token,))
+            .map(|found| {
+                found
+                    .into_iter()
+                    .map(|a| AttributeInfo {
+                        name: a.name,
+                        writable: a.writable,
+                    })
+                    .collect()
+            })
+            .map_err(refusal))
+    }
+
+    pub fn read_attribute(&mut self, token: u64, name: &str) -> wasmtime::Result<Answer<String>> {
+        Ok(optional!(self, attributes, read_attribute, (token, name)).map_err(refusal))
+    }
+
+    pub fn write_attribute(
+        &mut self,
+        token: u64,
+        name: &str,
+        value: &str,
+    ) -> wasmtime::Result<Answer<()>> {
+        Ok(optional!(self, attributes, write_attribute, (token, name, value)).map_err(refusal))
     }
 
     pub fn describe(&mut self, token: u64) -> wasmtime::Result<Answer<Properties>> {

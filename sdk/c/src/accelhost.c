@@ -289,3 +289,23 @@ ACCELHOST_DEFAULT bool exports_accel_plugin_offload_enqueue_launch(
     exports_accel_plugin_offload_list_kernel_argument_free(args);
     return accelhost_unsupported(err, "enqueue-launch");
 }
+
+ACCELHOST_DEFAULT bool exports_accel_plugin_attributes_list_attributes(
+    uint64_t token, exports_accel_plugin_attributes_list_attribute_info_t *ret, accelhost_error_t *err) {
+    return accelhost_unsupported(err, "list-attributes");
+}
+
+ACCELHOST_DEFAULT bool exports_accel_plugin_attributes_read_attribute(uint64_t token, plugin_string_t *name,
+                                                                      plugin_string_t *ret,
+                                                                      accelhost_error_t *err) {
+    plugin_string_free(name);
+    return accelhost_unsupported(err, "read-attribute");
+}
+
+ACCELHOST_DEFAULT bool exports_accel_plugin_attributes_write_attribute(uint64_t token, plugin_string_t *name,
+                                                                       plugin_string_t *value,
+                                                                       accelhost_error_t *err) {
+    plugin_string_free(name);
+    plugin_string_free(value);
+    return accelhost_unsupported(err, "write-attribute");
+}

@@ -1,3 +1,4 @@
+/// <reference path="./interfaces/accel-plugin-attributes.d.ts" />
 /// <reference path="./interfaces/accel-plugin-clock.d.ts" />
 /// <reference path="./interfaces/accel-plugin-cxl.d.ts" />
 /// <reference path="./interfaces/accel-plugin-dfl.d.ts" />
@@ -27,6 +28,7 @@ declare module 'accel:plugin/plugin@0.2.0' {
   export type * as AccelPluginXocl020 from 'accel:plugin/xocl@0.2.0'; // import accel:plugin/xocl@0.2.0
   export * as fpga from 'accel:plugin/fpga@0.2.0'; // export accel:plugin/fpga@0.2.0
   export * as offload from 'accel:plugin/offload@0.2.0'; // export accel:plugin/offload@0.2.0
+  export * as attributes from 'accel:plugin/attributes@0.2.0'; // export accel:plugin/attributes@0.2.0
   export * as lifecycle from 'accel:plugin/lifecycle@0.2.0'; // export accel:plugin/lifecycle@0.2.0
   export * as discovery from 'accel:plugin/discovery@0.2.0'; // export accel:plugin/discovery@0.2.0
 }

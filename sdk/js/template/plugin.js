@@ -60,4 +60,4 @@ class TemplatePlugin {
   close() {}
 }
 
-export const { lifecycle, discovery, fpga, offload } = exportPlugin(new TemplatePlugin());
+export const { lifecycle, discovery, fpga, offload, attributes } = exportPlugin(new TemplatePlugin());

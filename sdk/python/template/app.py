@@ -18,7 +18,7 @@ from wit_world.exports import discovery
 from wit_world.imports import log as host_log, types
 
 import accelhost
-from accelhost import Discovery, Fpga, Lifecycle, Offload  # noqa: F401 (the exports)
+from accelhost import Attributes, Discovery, Fpga, Lifecycle, Offload  # noqa: F401 (the exports)
 
 TEMPLATE_DEVICE = discovery.Properties(
     object_type=types.ObjectType.ACCELERATOR,

@@ -5,10 +5,10 @@ use core::cell::RefCell;
 use core::marker::PhantomData;
 
 use crate::bindings::accel::plugin::{events::Event, image::Image, mmio::Region};
-use crate::bindings::exports::accel::plugin::{discovery, fpga, lifecycle, offload};
+use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, lifecycle, offload};
 use crate::{
-    Allocation, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument, LaunchSize,
-    MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer, Properties,
+    Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
+    LaunchSize, MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer, Properties,
 };
 
 /// The type [`export_plugin!`](crate::export_plugin) exports: it forwards every export to the
@@ -131,5 +131,17 @@ impl<P: Plugin> offload::Guest for Exports<P> {
         size: LaunchSize,
     ) -> Result<Event, Error> {
         with_plugin(|p: &mut P| p.enqueue_launch(queue, kernel, args, size))
+    }
+}
+
+impl<P: Plugin> attributes::Guest for Exports<P> {
+    fn list_attributes(token: u64) -> Result<Vec<AttributeInfo>, Error> {
+        with_plugin(|p: &mut P| p.list_attributes(token))
+    }
+    fn read_attribute(token: u64, name: String) -> Result<String, Error> {
+        with_plugin(|p: &mut P| p.read_attribute(token, &name))
+    }
+    fn write_attribute(token: u64, name: String, value: String) -> Result<(), Error> {
+        with_plugin(|p: &mut P| p.write_attribute(token, &name, &value))
     }
 }

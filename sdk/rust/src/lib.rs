@@ -39,6 +39,7 @@ pub use adapter::Exports;
 pub use bindings::accel::plugin::types::{
     AcceleratorState, BusAddress, Error, ErrorCode, Guid, ObjectType, OpenMode,
 };
+pub use bindings::exports::accel::plugin::attributes::AttributeInfo;
 pub use bindings::exports::accel::plugin::discovery::{Discovered, Filter, Properties};
 pub use bindings::exports::accel::plugin::fpga::{BufferFlags, EventKind, PreparedBuffer};
 pub use bindings::exports::accel::plugin::offload::{

@@ -2,8 +2,8 @@
 
 use crate::bindings::accel::plugin as host;
 use crate::{
-    Allocation, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument, LaunchSize,
-    MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties, host_matches,
+    Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
+    LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties, host_matches,
 };
 
 /// The result type of every plugin call.
@@ -156,5 +156,19 @@ pub trait Plugin: Default + 'static {
         size: LaunchSize,
     ) -> Result<host::events::Event> {
         Err(Error::unsupported("enqueue-launch"))
+    }
+
+    /// The sysfs-style attributes of `token`'s device (`afu_id`, `errors/errors`), which
+    /// OPAE's sysobject, error and metric calls read.
+    fn list_attributes(&mut self, token: u64) -> Result<Vec<AttributeInfo>> {
+        Err(Error::unsupported("list-attributes"))
+    }
+
+    fn read_attribute(&mut self, token: u64, name: &str) -> Result<String> {
+        Err(Error::unsupported("read-attribute"))
+    }
+
+    fn write_attribute(&mut self, token: u64, name: &str, value: &str) -> Result<()> {
+        Err(Error::unsupported("write-attribute"))
     }
 }

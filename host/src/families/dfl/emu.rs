@@ -2,15 +2,21 @@
 //! open/close, reset and DMA-map semantics and the AFU's registers, with the copy itself
 //! done asynchronously on a device thread, as OPAE's ASE does it in simulation.
 
+mod attributes;
+
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
+use self::attributes::{
+    AttributeState, CardFacts, PORT_ERROR_UNMAPPED_ADDRESS, PORT_ERROR_UNSUPPORTED_MODE,
+};
 use super::abi::{self, nlb0};
 use super::card::DflCard;
 use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
+use crate::attributes::AttributeInfo;
 use crate::config::DeviceDecl;
 use crate::devices::{AddressMap, DmaMemory, MmioWindow, Owner, OwnerId, check_owner, errno, lock};
 
@@ -62,6 +68,7 @@ impl DeviceThread {
 struct Shared {
     port: Mutex<PortState>,
     afu: Mutex<Nlb0>,
+    attributes: Mutex<AttributeState>,
 }
 
 /// The driver's view: who holds the port and which buffers are mapped.
@@ -119,6 +126,7 @@ impl EmulatedPort {
                 ..PortState::default()
             }),
             afu: Mutex::new(Nlb0::default()),
+            attributes: Mutex::new(AttributeState::default()),
         });
         let jobs = Arc::new(DeviceThread {
             name: format!("emu-{}", decl.id),
@@ -163,6 +171,24 @@ impl DflDevice for EmulatedPort {
             owner: owner.id,
             closed: Arc::new(AtomicBool::new(false)),
         }))
+    }
+
+    fn attributes(&self) -> io::Result<Vec<AttributeInfo>> {
+        Ok(attributes::list())
+    }
+
+    fn read_attribute(&self, name: &str) -> io::Result<String> {
+        let facts = CardFacts {
+            port_id: self.desc.port_id,
+            afu_id: self.desc.afu_id,
+            socket_id: self.desc.socket_id.unwrap_or(0),
+            busy: self.shared.lock_afu().running,
+        };
+        lock(&self.shared.attributes).read(name, &facts)
+    }
+
+    fn write_attribute(&self, name: &str, value: &str) -> io::Result<()> {
+        lock(&self.shared.attributes).write(name, value)
     }
 }
 
@@ -286,6 +312,7 @@ impl Shared {
         let continuous = job.cfg & nlb0::CFG_CONT != 0;
         let bytes = job.num_lines * nlb0::CACHE_LINE;
         let mut error = 0u64;
+        let mut bad_address = 0u64;
         let mut lines_done: u64 = 0;
         if mode != nlb0::MODE_LPBK1 {
             error |= ERROR_UNSUPPORTED_MODE;
@@ -305,6 +332,7 @@ impl Shared {
                             .is_err()
                         {
                             error |= ERROR_ILLEGAL_ADDRESS;
+                            bad_address = job.dst_line * nlb0::CACHE_LINE + done;
                             break;
                         }
                         done += chunk;
@@ -315,7 +343,15 @@ impl Shared {
                         break;
                     }
                 },
-                _ => error |= ERROR_ILLEGAL_ADDRESS,
+                (src, _) => {
+                    error |= ERROR_ILLEGAL_ADDRESS;
+                    let line = if src.is_none() {
+                        job.src_line
+                    } else {
+                        job.dst_line
+                    };
+                    bad_address = line * nlb0::CACHE_LINE;
+                }
             }
         }
         let mut afu = self.lock_afu();
@@ -324,6 +360,17 @@ impl Shared {
         }
         afu.error |= error;
         afu.running = false;
+        if error != 0 {
+            // What the port's error register shows for it (the AFU's own ERROR register
+            // keeps the NLB's vector).
+            let mut attributes = lock(&self.attributes);
+            if error & ERROR_ILLEGAL_ADDRESS != 0 {
+                attributes.raise_port_error(PORT_ERROR_UNMAPPED_ADDRESS, bad_address);
+            }
+            if error & ERROR_UNSUPPORTED_MODE != 0 {
+                attributes.raise_port_error(PORT_ERROR_UNSUPPORTED_MODE, 0);
+            }
+        }
         afu.busy_iovas.clear();
         afu.status1 = 0;
         afu.dsm_number = afu.dsm_number.wrapping_add(1) & 0x7FFF;
@@ -657,6 +704,15 @@ mod tests {
         let status = loopback(&mmio, &dsm, 0x40, dst.io_address().unwrap(), 1);
         assert_eq!(status >> 32, ERROR_ILLEGAL_ADDRESS);
         assert_eq!(mmio.read64(nlb0::CSR_ERROR).unwrap(), ERROR_ILLEGAL_ADDRESS);
+        // The port's error register shows it too, with the request that caused it, and is
+        // cleared by writing its value back.
+        assert_eq!(port.read_attribute("errors/errors").unwrap(), "0x1");
+        assert_eq!(
+            port.read_attribute("errors/first_malformed_req").unwrap(),
+            "0x0000000000000001"
+        );
+        port.write_attribute("errors/errors", "0x1").unwrap();
+        assert_eq!(port.read_attribute("errors/errors").unwrap(), "0x0");
     }
 
     #[test]

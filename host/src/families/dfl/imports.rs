@@ -9,8 +9,9 @@ use super::resources::PortResource;
 use super::{DflDevice, PortDesc, abi};
 use crate::bindings::accel::plugin::dfl::{self, PortInfo, RegionAccess, RegionInfo};
 use crate::devices::CheckedMmio;
+use crate::error::ErrorCode;
 use crate::imports::device_error;
-use crate::state::{BufferResource, ImportError, PluginState, RegionResource};
+use crate::state::{BufferResource, ImportError, PluginState, RegionResource, guest_error};
 
 fn wit_desc(desc: PortDesc) -> dfl::PortDesc {
     dfl::PortDesc {
@@ -23,6 +24,11 @@ fn wit_desc(desc: PortDesc) -> dfl::PortDesc {
         socket_id: desc.socket_id,
         emulated: desc.emulated,
     }
+}
+
+fn checked_name(name: &str) -> Result<(), ImportError> {
+    crate::attributes::check_name(name)
+        .map_err(|why| guest_error(ErrorCode::InvalidArgument, why.to_string()))
 }
 
 impl PluginState {
@@ -58,6 +64,50 @@ impl dfl::Host for PluginState {
                 }
             })
             .collect())
+    }
+
+    fn list_attributes(&mut self, path: String) -> Result<Vec<dfl::AttributeInfo>, ImportError> {
+        let device = self.granted_device::<dyn DflDevice>("list the attributes of", &path)?;
+        let found = device
+            .attributes()
+            .map_err(|e| device_error("dfl list-attributes", &path, e))?;
+        Ok(found
+            .into_iter()
+            .map(|a| dfl::AttributeInfo {
+                name: a.name,
+                writable: a.writable,
+            })
+            .collect())
+    }
+
+    fn read_attribute(&mut self, path: String, name: String) -> Result<String, ImportError> {
+        checked_name(&name)?;
+        let device = self.granted_device::<dyn DflDevice>("read an attribute of", &path)?;
+        device
+            .read_attribute(&name)
+            .map_err(|e| device_error(&format!("dfl read-attribute {name}"), &path, e))
+    }
+
+    fn write_attribute(
+        &mut self,
+        path: String,
+        name: String,
+        value: String,
+    ) -> Result<(), ImportError> {
+        checked_name(&name)?;
+        if value.len() > crate::attributes::MAX_VALUE {
+            return Err(guest_error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "dfl write-attribute {name}: the value is {} bytes long",
+                    value.len()
+                ),
+            ));
+        }
+        let device = self.granted_device::<dyn DflDevice>("write an attribute of", &path)?;
+        device
+            .write_attribute(&name, &value)
+            .map_err(|e| device_error(&format!("dfl write-attribute {name}"), &path, e))
     }
 }
 

@@ -4,13 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::abi::{self, PortDmaMapArg, PortDmaUnmapArg, PortInfoArg, PortRegionInfoArg};
 use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
+use crate::attributes::AttributeInfo;
 use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
 use crate::devices::mmio::MappedMmio;
 use crate::devices::sysfs::{
@@ -157,6 +159,93 @@ impl DflDevice for LinuxPortDevice {
     fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>> {
         let fd = open_node(&self.paths.dev_node, exclusive)?;
         Ok(Box::new(LinuxPort::new(fd, owner.id)))
+    }
+
+    fn attributes(&self) -> io::Result<Vec<AttributeInfo>> {
+        let mut found = Vec::new();
+        list_files(&self.paths.port, "", 0, &mut found)?;
+        if let Some(fme) = &self.paths.fme {
+            list_files(fme, "fme/", 0, &mut found)?;
+        }
+        found.truncate(crate::attributes::MAX_ATTRIBUTES);
+        Ok(found)
+    }
+
+    fn read_attribute(&self, name: &str) -> io::Result<String> {
+        let path = self.attribute_path(name)?;
+        let mut text = Vec::new();
+        fs::File::open(path)?
+            .take(crate::attributes::MAX_VALUE as u64)
+            .read_to_end(&mut text)?;
+        let text = String::from_utf8_lossy(&text);
+        Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+    }
+
+    fn write_attribute(&self, name: &str, value: &str) -> io::Result<()> {
+        let path = self.attribute_path(name)?;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .write_all(value.as_bytes())
+    }
+}
+
+/// How deep the attribute tree goes below a port or FME (`fme/hwmon/hwmon0/temp1_input`).
+const MAX_ATTRIBUTE_DEPTH: usize = 3;
+
+/// Lists the regular files below `dir` as attributes named `prefix` + their relative path;
+/// symbolic links (`device`, `subsystem`, `driver`) are not followed.
+fn list_files(
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    found: &mut Vec<AttributeInfo>,
+) -> io::Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<io::Result<_>>()?;
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let kind = entry.file_type()?;
+        let full = format!("{prefix}{name}");
+        if crate::attributes::check_name(&full).is_err() {
+            continue;
+        }
+        if kind.is_file() {
+            let mode = entry.metadata()?.permissions().mode();
+            found.push(AttributeInfo {
+                name: full,
+                writable: mode & 0o200 != 0,
+            });
+        } else if kind.is_dir() && depth < MAX_ATTRIBUTE_DEPTH {
+            list_files(&entry.path(), &format!("{full}/"), depth + 1, found)?;
+        }
+    }
+    Ok(())
+}
+
+impl LinuxPortDevice {
+    /// The file of attribute `name` (a checked relative path): below the port's directory,
+    /// or the FME's for `fme/...`, reached without following a symbolic link.
+    fn attribute_path(&self, name: &str) -> io::Result<PathBuf> {
+        let (mut path, rest) = match name.strip_prefix("fme/") {
+            Some(rest) => (
+                self.paths.fme.clone().ok_or_else(|| errno(libc::ENOENT))?,
+                rest,
+            ),
+            None => (self.paths.port.clone(), name),
+        };
+        for segment in rest.split('/') {
+            path.push(segment);
+            if fs::symlink_metadata(&path)?.file_type().is_symlink() {
+                return Err(errno(libc::ENOENT));
+            }
+        }
+        if !fs::metadata(&path)?.is_file() {
+            return Err(errno(libc::EISDIR));
+        }
+        Ok(path)
     }
 }
 
@@ -410,6 +499,52 @@ mod tests {
         assert_eq!(descs[1].socket_id, None);
         assert_eq!(descs[2].afu_id, Guid::new(1, 2));
         assert_eq!(descs[2].socket_id, Some(1));
+    }
+
+    #[test]
+    fn attributes_are_the_files_below_the_port_and_its_fme() {
+        let s = fake_sysfs();
+        let class = "sys/class/fpga_region/region0";
+        s.write(&format!("{class}/dfl-port.0/errors/errors"), "0x0\n");
+        s.write(
+            &format!("{class}/dfl-fme.0/hwmon/hwmon3/temp1_input"),
+            "41000\n",
+        );
+        symlink("/etc", s.0.join(class).join("dfl-port.0/driver")).unwrap();
+        let ports = discover_ports(&s.roots()).unwrap();
+        let port0 = &ports[0];
+        let names: Vec<String> = port0
+            .attributes()
+            .unwrap()
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "afu_id",
+                "errors/errors",
+                "id",
+                "fme/hwmon/hwmon3/temp1_input",
+                "fme/socket_id"
+            ],
+            "symbolic links are not followed"
+        );
+        assert_eq!(port0.read_attribute("errors/errors").unwrap(), "0x0");
+        assert_eq!(port0.read_attribute("fme/socket_id").unwrap(), "1");
+        port0.write_attribute("errors/errors", "0x0").unwrap();
+        for (name, errno) in [
+            ("driver/passwd", libc::ENOENT),
+            ("errors", libc::EISDIR),
+            ("nope", libc::ENOENT),
+        ] {
+            let err = port0.read_attribute(name).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(errno), "{name}");
+        }
+        // region1 has no FME: its ports have no `fme/` attributes.
+        let port1 = &ports[1];
+        let err = port1.read_attribute("fme/socket_id").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
     }
 
     #[test]

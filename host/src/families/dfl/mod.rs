@@ -17,6 +17,7 @@ pub mod workload;
 use std::io;
 use std::sync::Arc;
 
+use crate::attributes::AttributeInfo;
 use crate::devices::{DmaMemory, MmioWindow, Owner};
 use crate::types::{BusAddress, Guid};
 
@@ -74,6 +75,14 @@ pub trait DflDevice: Send + Sync {
     /// Opens the port for `owner`. With `exclusive`, fails with `EBUSY` while anyone else
     /// holds it; any open fails with `EBUSY` while an exclusive opener holds it.
     fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>>;
+    /// The port's sysfs attributes, and its card's FME's named `fme/...`. Names are checked
+    /// plain relative paths (`crate::attributes::check_name`) before any of the three is called.
+    fn attributes(&self) -> io::Result<Vec<AttributeInfo>>;
+    /// Reads attribute `name`, without its trailing newline; `ENOENT` for an unknown one.
+    fn read_attribute(&self, name: &str) -> io::Result<String>;
+    /// Writes attribute `name`; `EACCES` for one that is not writable, `EINVAL` for a value
+    /// it refuses.
+    fn write_attribute(&self, name: &str, value: &str) -> io::Result<()>;
 }
 
 /// An open port. Dropping it closes it: as in the kernel, the last close resets the AFU and

@@ -12,6 +12,21 @@ declare module 'accel:plugin/dfl@0.2.0' {
    * (Added in 0.2.0.)
    */
   export function probePorts(): Array<PortProbe>;
+  /**
+   * The attributes of granted port `path` and of its card's FME.
+   * (Added in 0.2.0.)
+   */
+  export function listAttributes(path: string): Array<AttributeInfo>;
+  /**
+   * Reads one attribute of granted port `path` (trailing newline removed).
+   * (Added in 0.2.0.)
+   */
+  export function readAttribute(path: string, name: string): string;
+  /**
+   * Writes one attribute of granted port `path`; only those listed writable.
+   * (Added in 0.2.0.)
+   */
+  export function writeAttribute(path: string, name: string, value: string): void;
   export type Error = import('accel:plugin/types@0.2.0').Error;
   export type Guid = import('accel:plugin/types@0.2.0').Guid;
   export type BusAddress = import('accel:plugin/types@0.2.0').BusAddress;
@@ -81,6 +96,18 @@ declare module 'accel:plugin/dfl@0.2.0' {
      * The regions `DFL_FPGA_PORT_GET_INFO` reports; 0 when it is assigned.
      */
     numRegions: number,
+  }
+  /**
+   * One sysfs attribute of a granted port or of its card's FME.
+   * (Added in 0.2.0.)
+   */
+  export interface AttributeInfo {
+    /**
+     * Relative to the port's sysfs directory (`afu_id`, `errors/errors`), or, starting
+     * with `fme/`, to the FME's (`fme/bitstream_id`, `fme/hwmon/hwmon0/temp1_input`).
+     */
+    name: string,
+    writable: boolean,
   }
   
   export class Port implements Disposable {
