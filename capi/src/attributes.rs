@@ -13,14 +13,7 @@ pub(crate) fn attributes_of(token: &Token) -> CapiResult<Vec<AttributeInfo>> {
 /// A number as sysfs writes one and `strtoull(.., 0)` reads it: decimal, `0x` hex or `0`
 /// octal, surrounding blanks ignored.
 pub(crate) fn parse_number(text: &str) -> Option<u64> {
-    let text = text.trim();
-    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16).ok()
-    } else if text.len() > 1 && text.starts_with('0') {
-        u64::from_str_radix(&text[1..], 8).ok()
-    } else {
-        text.parse().ok()
-    }
+    accelhost::attributes::parse_number(text.trim())
 }
 
 /// Reads attribute `name` of `token` as a number.

@@ -80,7 +80,7 @@ pub(crate) fn check_list(list: &[AttributeInfo]) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a value a plugin read.
+/// Checks a value read from or written to an attribute: at most [`MAX_VALUE`] bytes.
 pub(crate) fn check_value(value: &str) -> Result<(), String> {
     if value.len() > MAX_VALUE {
         return Err(format!(
@@ -89,6 +89,19 @@ pub(crate) fn check_value(value: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A number as the kernel's `kstrtou64(.., 0, ..)` reads an attribute write: decimal, `0x`
+/// hex or `0` octal, one trailing newline allowed (`strtoull` reads values the same way).
+pub fn parse_number(text: &str) -> Option<u64> {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if text.len() > 1 && text.starts_with('0') {
+        u64::from_str_radix(&text[1..], 8).ok()
+    } else {
+        text.parse().ok()
+    }
 }
 
 #[cfg(test)]
@@ -135,5 +148,15 @@ mod tests {
         assert!(check_list(&[info("../etc/passwd")]).is_err());
         assert!(check_value(&"v".repeat(MAX_VALUE + 1)).is_err());
         assert!(check_value("0x0").is_ok());
+    }
+
+    #[test]
+    fn numbers_parse_as_the_kernel_does() {
+        assert_eq!(parse_number("10"), Some(10));
+        assert_eq!(parse_number("0x10\n"), Some(16));
+        assert_eq!(parse_number("010"), Some(8));
+        assert_eq!(parse_number("0"), Some(0));
+        assert_eq!(parse_number(""), None);
+        assert_eq!(parse_number("-1"), None);
     }
 }

@@ -140,16 +140,10 @@ impl Token {
     /// the errors it shows).
     pub fn write_attribute(&self, name: &str, value: &str) -> Result<()> {
         check_name("write-attribute", name)?;
-        if value.len() > attributes::MAX_VALUE {
-            return Err(Error::InvalidArgument {
-                call: "write-attribute",
-                message: format!(
-                    "the value is {} bytes long (at most {})",
-                    value.len(),
-                    attributes::MAX_VALUE
-                ),
-            });
-        }
+        attributes::check_value(value).map_err(|message| Error::InvalidArgument {
+            call: "write-attribute",
+            message,
+        })?;
         let token = self.inner.token;
         self.inner
             .slot

@@ -95,15 +95,12 @@ impl dfl::Host for PluginState {
         value: String,
     ) -> Result<(), ImportError> {
         checked_name(&name)?;
-        if value.len() > crate::attributes::MAX_VALUE {
-            return Err(guest_error(
+        crate::attributes::check_value(&value).map_err(|why| {
+            guest_error(
                 ErrorCode::InvalidArgument,
-                format!(
-                    "dfl write-attribute {name}: the value is {} bytes long",
-                    value.len()
-                ),
-            ));
-        }
+                format!("dfl write-attribute {name}: {why}"),
+            )
+        })?;
         let device = self.granted_device::<dyn DflDevice>("write an attribute of", &path)?;
         device
             .write_attribute(&name, &value)

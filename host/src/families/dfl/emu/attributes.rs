@@ -6,7 +6,7 @@
 use std::io;
 
 use super::super::abi::nlb0;
-use crate::attributes::AttributeInfo;
+use crate::attributes::{AttributeInfo, parse_number};
 use crate::devices::errno;
 use crate::types::Guid;
 
@@ -284,19 +284,6 @@ fn flag(number: u64) -> io::Result<bool> {
     }
 }
 
-/// A number as the kernel's `kstrtou64(.., 0, ..)` reads it: decimal, `0x` hex or `0` octal,
-/// one trailing newline allowed.
-fn parse_number(text: &str) -> Option<u64> {
-    let text = text.strip_suffix('\n').unwrap_or(text);
-    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16).ok()
-    } else if text.len() > 1 && text.starts_with('0') {
-        u64::from_str_radix(&text[1..], 8).ok()
-    } else {
-        text.parse().ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,15 +365,5 @@ mod tests {
             state.read("fme/errors/catfatal_errors", &card()).unwrap(),
             "0x0"
         );
-    }
-
-    #[test]
-    fn numbers_parse_as_the_kernel_does() {
-        assert_eq!(parse_number("10"), Some(10));
-        assert_eq!(parse_number("0x10\n"), Some(16));
-        assert_eq!(parse_number("010"), Some(8));
-        assert_eq!(parse_number("0"), Some(0));
-        assert_eq!(parse_number(""), None);
-        assert_eq!(parse_number("-1"), None);
     }
 }
