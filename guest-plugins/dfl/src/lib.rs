@@ -3,14 +3,14 @@
 //! implements open, close, MMIO mapping, shared buffers, reset and the sysfs attributes of
 //! both on top of the host's `dfl` shim. The host does the I/O; this plugin decides and checks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use accelhost_sdk::host::dfl::{Port, PortProbe};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::{dfl, mmio};
 use accelhost_sdk::{
-    AcceleratorState, AttributeInfo, BufferFlags, Discovered, Error, ErrorCode, Filter, Guid,
-    ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result, filter_matches,
+    AcceleratorState, AttributeInfo, BufferFlags, BusAddress, Discovered, Error, ErrorCode, Filter,
+    Guid, ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result, filter_matches,
 };
 
 /// The device type every DFL port reports.
@@ -66,30 +66,30 @@ impl DflPlugin {
             .ok_or_else(|| Error::not_found(format!("no dfl port has token {token}")))
     }
 
-    /// What `token` stands for: a port, or the FME of the card of the first granted port
-    /// on it.
-    fn device_for_token(&self, token: u64) -> Result<Device> {
-        let key = self.path_for_token(token)?;
-        let probes = dfl::probe_ports();
-        if key.starts_with(FME_KEY) {
-            probes
-                .into_iter()
-                .find(|p| card_key(&p.desc) == key)
-                .map(Device::Fme)
-                .ok_or_else(|| Error::not_found(format!("no granted dfl port is on card {key}")))
-        } else {
-            probes
-                .into_iter()
-                .find(|p| p.desc.path == key)
-                .map(Device::Port)
-                .ok_or_else(|| Error::not_found(format!("dfl port {key} is no longer granted")))
-        }
+    fn probe_for_path(path: &str) -> Result<PortProbe> {
+        dfl::probe_ports()
+            .into_iter()
+            .find(|p| p.desc.path == path)
+            .ok_or_else(|| Error::not_found(format!("dfl port {path} is no longer granted")))
     }
 
-    /// The FME of `probe`'s card as OPAE describes a device object; its GUID is the PR
+    /// What `token` stands for: a port (its path: the host checks the grant at each call),
+    /// or the FME of a card, reached through the first granted port on it.
+    fn device_for_token(&self, token: u64) -> Result<Device> {
+        let key = self.path_for_token(token)?;
+        if !key.starts_with(FME_KEY) {
+            return Ok(Device::Port(key.to_string()));
+        }
+        dfl::list_ports()
+            .into_iter()
+            .find(|desc| card_key(desc) == key)
+            .map(Device::Fme)
+            .ok_or_else(|| Error::not_found(format!("no granted dfl port is on card {key}")))
+    }
+
+    /// The FME of `desc`'s card as OPAE describes a device object; its GUID is the PR
     /// interface id (zero where sysfs has none).
-    fn fme_properties(probe: &PortProbe) -> Properties {
-        let desc = &probe.desc;
+    fn fme_properties(desc: &dfl::PortDesc) -> Properties {
         let guid = dfl::read_attribute(&desc.path, "fme/pr/interface_id")
             .ok()
             .and_then(|text| parse_guid(&text))
@@ -181,21 +181,20 @@ impl Plugin for DflPlugin {
         let matches =
             |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
         let mut found = Vec::new();
-        let mut cards_seen = Vec::new();
+        let mut cards_seen = BTreeSet::new();
         for probe in dfl::probe_ports() {
             // The port's token first: ports keep the numbers they had before FMEs were listed.
             let port = self.token_for(&probe.desc.path);
             let card = card_key(&probe.desc);
             let fme = self.token_for(&card);
-            if wants_devices && !cards_seen.contains(&card) {
-                let properties = Self::fme_properties(&probe);
+            if wants_devices && cards_seen.insert(card) {
+                let properties = Self::fme_properties(&probe.desc);
                 if matches(&properties) {
                     found.push(Discovered {
                         token: fme,
                         properties,
                     });
                 }
-                cards_seen.push(card);
             }
             let properties = Self::port_properties(&probe, Some(fme));
             if matches(&properties) {
@@ -211,8 +210,9 @@ impl Plugin for DflPlugin {
     fn describe(&mut self, token: u64) -> Result<Properties> {
         self.require_initialized()?;
         match self.device_for_token(token)? {
-            Device::Fme(probe) => Ok(Self::fme_properties(&probe)),
-            Device::Port(probe) => {
+            Device::Fme(desc) => Ok(Self::fme_properties(&desc)),
+            Device::Port(path) => {
+                let probe = Self::probe_for_path(&path)?;
                 let fme = self.token_for(&card_key(&probe.desc));
                 Ok(Self::port_properties(&probe, Some(fme)))
             }
@@ -222,7 +222,7 @@ impl Plugin for DflPlugin {
     fn list_attributes(&mut self, token: u64) -> Result<Vec<AttributeInfo>> {
         self.require_initialized()?;
         let device = self.device_for_token(token)?;
-        let all = dfl::list_attributes(&device.probe().desc.path)?;
+        let all = dfl::list_attributes(device.path())?;
         Ok(all
             .into_iter()
             .filter_map(|a| {
@@ -242,25 +242,26 @@ impl Plugin for DflPlugin {
     fn read_attribute(&mut self, token: u64, name: &str) -> Result<String> {
         self.require_initialized()?;
         let device = self.device_for_token(token)?;
-        dfl::read_attribute(&device.probe().desc.path, &device.host_name(name)?)
+        dfl::read_attribute(device.path(), &device.host_name(name)?)
     }
 
     fn write_attribute(&mut self, token: u64, name: &str, value: &str) -> Result<()> {
         self.require_initialized()?;
         let device = self.device_for_token(token)?;
-        dfl::write_attribute(&device.probe().desc.path, &device.host_name(name)?, value)
+        dfl::write_attribute(device.path(), &device.host_name(name)?, value)
     }
 
     fn open(&mut self, token: u64, mode: OpenMode) -> Result<u64> {
         self.require_initialized()?;
-        if self.path_for_token(token)?.starts_with(FME_KEY) {
+        let path = self.path_for_token(token)?;
+        if path.starts_with(FME_KEY) {
             return Err(Error::unsupported(
                 "open of an FME: its state is read through its attributes; open its port (the \
                  accelerator) for MMIO, buffers and reset",
             ));
         }
         // No need to list the ports first: the host checks the grant at the open itself.
-        let port = Port::open(self.path_for_token(token)?, mode == OpenMode::Exclusive)?;
+        let port = Port::open(path, mode == OpenMode::Exclusive)?;
         self.next_handle += 1;
         let handle = self.next_handle;
         self.open.insert(
@@ -338,15 +339,18 @@ impl Plugin for DflPlugin {
 
 /// A token's device.
 enum Device {
-    Port(PortProbe),
+    /// A port, by path.
+    Port(String),
     /// The FME of the card, reached through the attributes of this port on it.
-    Fme(PortProbe),
+    Fme(dfl::PortDesc),
 }
 
 impl Device {
-    fn probe(&self) -> &PortProbe {
+    /// The port the host's `dfl` attribute calls go through.
+    fn path(&self) -> &str {
         match self {
-            Device::Port(probe) | Device::Fme(probe) => probe,
+            Device::Port(path) => path,
+            Device::Fme(desc) => &desc.path,
         }
     }
 
@@ -365,10 +369,7 @@ impl Device {
 /// The key of the FME of `desc`'s card: ports on the same PCI function share it.
 fn card_key(desc: &dfl::PortDesc) -> String {
     match &desc.bus_address {
-        Some(bus) => format!(
-            "{FME_KEY}{:04x}:{:02x}:{:02x}.{}",
-            bus.segment, bus.bus, bus.device, bus.function
-        ),
+        Some(bus) => format!("{FME_KEY}{}", bus_text(bus)),
         None => format!("{FME_KEY}{}", desc.path),
     }
 }
@@ -376,12 +377,17 @@ fn card_key(desc: &dfl::PortDesc) -> String {
 /// The FME's name: `fme.<bus address>`, or `<port name>.fme` for a card without one.
 fn fme_name(desc: &dfl::PortDesc) -> String {
     match &desc.bus_address {
-        Some(bus) => format!(
-            "fme.{:04x}:{:02x}:{:02x}.{}",
-            bus.segment, bus.bus, bus.device, bus.function
-        ),
+        Some(bus) => format!("fme.{}", bus_text(bus)),
         None => format!("{}.fme", desc.path.trim_start_matches("/dev/")),
     }
+}
+
+/// A PCI address as sysfs writes it: `0000:3b:00.0`.
+fn bus_text(bus: &BusAddress) -> String {
+    format!(
+        "{:04x}:{:02x}:{:02x}.{}",
+        bus.segment, bus.bus, bus.device, bus.function
+    )
 }
 
 /// A GUID as sysfs writes it: 32 hex digits, high half first.
