@@ -354,8 +354,11 @@ fn enumerate_filters_and_tokens() {
             ["dfl/fme.0000:3b:00.0", DFL],
             "a bus filter finds the card: its device object, then its accelerator"
         );
+        // The port's parent is its card's device object.
         let mut parent = null_mut();
-        assert_eq!(fpgaPropertiesGetParent(prop, &mut parent), FPGA_NOT_FOUND);
+        assert_eq!(fpgaPropertiesGetParent(prop, &mut parent), FPGA_OK);
+        assert_eq!(token_id(parent), "dfl/fme.0000:3b:00.0");
+        destroy_token(parent);
         assert_eq!(fpgaClearProperties(prop), FPGA_OK);
         assert_eq!(
             fpgaUpdateProperties(token, prop),
