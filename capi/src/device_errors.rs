@@ -3,9 +3,9 @@
 //! FME), numbered in the order the plugin lists them. A writable register is cleared by
 //! writing back the value it shows, as the kernel's DFL driver clears it.
 
-use accelhost::Token;
+use accelhost::{AttributeInfo, Token};
 
-use crate::attributes::{attributes_of, read_number};
+use crate::attributes::{device_name, read_number};
 use crate::ffi::{guard, non_null, write_out};
 use crate::result::{CapiError, CapiResult};
 use crate::token::token_of;
@@ -26,7 +26,12 @@ pub(crate) struct ErrorRegister {
 
 /// The error registers of `token`'s device.
 pub(crate) fn registers(token: &Token) -> CapiResult<Vec<ErrorRegister>> {
-    Ok(attributes_of(token)?
+    Ok(registers_in(token.attributes()?))
+}
+
+/// The error registers among a device's attributes.
+pub(crate) fn registers_in(attributes: Vec<AttributeInfo>) -> Vec<ErrorRegister> {
+    attributes
         .into_iter()
         .filter_map(|a| {
             let name = a.name.strip_prefix("errors/")?;
@@ -39,7 +44,7 @@ pub(crate) fn registers(token: &Token) -> CapiResult<Vec<ErrorRegister>> {
                 can_clear: a.writable,
             })
         })
-        .collect())
+        .collect()
 }
 
 fn register(token: &Token, error_num: u32) -> CapiResult<ErrorRegister> {
@@ -50,7 +55,7 @@ fn register(token: &Token, error_num: u32) -> CapiResult<ErrorRegister> {
     } else {
         Err(CapiError::NotFound(format!(
             "{} has {count} error registers; there is no number {error_num}",
-            token.id()
+            device_name(token)
         )))
     }
 }
@@ -61,7 +66,7 @@ fn clear(token: &Token, register: &ErrorRegister) -> CapiResult {
         return Err(CapiError::NotSupported(format!(
             "the error register {} of {} cannot be cleared",
             register.name,
-            token.id()
+            device_name(token)
         )));
     }
     let value = read_number(token, &register.attribute)?;

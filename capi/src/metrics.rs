@@ -8,7 +8,7 @@ use std::ffi::{CStr, c_char};
 
 use accelhost::Token;
 
-use crate::attributes::{attributes_of, read_number};
+use crate::attributes::{device_name, read_number};
 use crate::ffi::{fill_field, guard, non_null, slice, write_out};
 use crate::handle::handle_of;
 use crate::result::{CapiError, CapiResult, invalid};
@@ -38,7 +38,7 @@ fn sensor_device(handle: fpga_handle) -> CapiResult<Token> {
 }
 
 fn metrics_of(token: &Token) -> CapiResult<Vec<Metric>> {
-    let list = attributes_of(token)?;
+    let list = token.attributes()?;
     let has = |name: &str| list.iter().any(|a| a.name == name);
     let mut found = Vec::new();
     for attribute in &list {
@@ -111,6 +111,28 @@ fn threshold_of(name: &str, value: Option<f64>) -> threshold {
     };
     fill_field(&mut t.threshold_name, name);
     t
+}
+
+/// Reads into `metrics[i]` the metric of `device` that `pick` chooses for `wanted[i]`
+/// (its number among all of them).
+///
+/// # Safety
+/// `metrics` must be NULL or valid for `wanted.len()` writes.
+unsafe fn read_picked<T>(
+    device: &Token,
+    wanted: &[T],
+    metrics: *mut fpga_metric,
+    pick: impl Fn(&[Metric], &T) -> CapiResult<usize>,
+) -> CapiResult {
+    non_null(metrics, "metrics")?;
+    let all = metrics_of(device)?;
+    for (i, choice) in wanted.iter().enumerate() {
+        let num = pick(&all, choice)?;
+        let value = read(device, &all[num], num as u64)?;
+        // SAFETY: `i < wanted.len()`, valid for writes by the caller's contract.
+        unsafe { metrics.add(i).write(value) };
+    }
+    Ok(())
 }
 
 /// OPAE's `fpgaGetNumMetrics`: how many metrics the handle's card has (0 without sensors).
@@ -204,24 +226,20 @@ pub unsafe extern "C" fn fpgaGetMetricsByIndex(
                 "num_metric_indexes",
             )
         }?;
-        non_null(metrics, "metrics")?;
-        let all = metrics_of(&device)?;
-        for (i, &num) in wanted.iter().enumerate() {
-            let metric = usize::try_from(num)
+        let by_index = |all: &[Metric], &num: &u64| {
+            usize::try_from(num)
                 .ok()
-                .and_then(|n| all.get(n))
+                .filter(|&n| n < all.len())
                 .ok_or_else(|| {
                     CapiError::NotFound(format!(
                         "{} has {} metrics; there is no number {num}",
-                        device.id(),
+                        device_name(&device),
                         all.len()
                     ))
-                })?;
-            let value = read(&device, metric, num)?;
-            // SAFETY: `i < num_metric_indexes`, valid for writes by the caller's contract.
-            unsafe { metrics.add(i).write(value) };
-        }
-        Ok(())
+                })
+        };
+        // SAFETY: NULL or valid for `count` writes by the caller's contract.
+        unsafe { read_picked(&device, wanted, metrics, by_index) }
     })
 }
 
@@ -251,9 +269,7 @@ pub unsafe extern "C" fn fpgaGetMetricsByName(
                 "num_metric_names",
             )
         }?;
-        non_null(metrics, "metrics")?;
-        let all = metrics_of(&device)?;
-        for (i, &name) in names.iter().enumerate() {
+        let by_name = |all: &[Metric], &name: &*mut c_char| {
             non_null(name, "a metric name")?;
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
             let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
@@ -261,14 +277,15 @@ pub unsafe extern "C" fn fpgaGetMetricsByName(
                 m.name.eq_ignore_ascii_case(&name)
                     || format!("{}:{}", m.group, m.name).eq_ignore_ascii_case(&name)
             });
-            let num = found.ok_or_else(|| {
-                CapiError::NotFound(format!("{} has no metric named {name:?}", device.id()))
-            })?;
-            let value = read(&device, &all[num], num as u64)?;
-            // SAFETY: `i < num_metric_names`, valid for writes by the caller's contract.
-            unsafe { metrics.add(i).write(value) };
-        }
-        Ok(())
+            found.ok_or_else(|| {
+                CapiError::NotFound(format!(
+                    "{} has no metric named {name:?}",
+                    device_name(&device)
+                ))
+            })
+        };
+        // SAFETY: NULL or valid for `count` writes by the caller's contract.
+        unsafe { read_picked(&device, names, metrics, by_name) }
     })
 }
 

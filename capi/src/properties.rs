@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use accelhost::{AcceleratorState, Filter, Guid, ObjectType, Properties, Token};
 
+use crate::attributes::optional_number;
 use crate::ffi::{c_str, copy_str, guard, lock, non_null, write_out};
 use crate::registry::{self, Object};
 use crate::result::{CapiError, CapiResult, invalid};
@@ -108,37 +109,23 @@ impl PropsData {
             Err(err) if err.code() == accelhost::ErrorCode::Unsupported => return Ok(data),
             Err(err) => return Err(err.into()),
         };
-        data.num_errors = Some(crate::device_errors::registers(token)?.len() as u32);
-        let number = |t: &Token, name: &str| -> CapiResult<Option<u64>> {
-            if t.attributes()?.iter().any(|a| a.name == name) {
-                crate::attributes::read_number(t, name).map(Some)
-            } else {
-                Ok(None)
-            }
-        };
+        data.num_errors = Some(crate::device_errors::registers_in(attributes).len() as u32);
         if token.properties().object_type == ObjectType::Device {
-            let has = |name: &str| attributes.iter().any(|a| a.name == name);
-            if has("ports_num") {
-                data.num_slots = number(token, "ports_num")?.map(|n| n as u32);
-            }
-            if has("bitstream_id") {
-                let id = number(token, "bitstream_id")?;
-                data.bbs_id = id;
-                data.bbs_version = id.map(|v| fpga_version {
-                    major: ((v >> 56) & 0xF) as u8,
-                    minor: ((v >> 52) & 0xF) as u8,
-                    patch: ((v >> 48) & 0xF) as u16,
-                });
-            }
+            data.num_slots = optional_number(token, "ports_num")?.map(|n| n as u32);
+            data.bbs_id = optional_number(token, "bitstream_id")?;
+            data.bbs_version = data.bbs_id.map(|v| fpga_version {
+                major: ((v >> 56) & 0xF) as u8,
+                minor: ((v >> 52) & 0xF) as u8,
+                patch: ((v >> 48) & 0xF) as u16,
+            });
         }
-        let card = match (&data.parent, token.properties().object_type) {
-            (_, ObjectType::Device) => Some(token.clone()),
-            (Some(parent), _) => Some(parent.clone()),
-            (None, _) => None,
+        let card = match token.properties().object_type {
+            ObjectType::Device => Some(token),
+            ObjectType::Accelerator => data.parent.as_ref(),
         };
         if let Some(card) = card {
-            data.subsystem_vendor_id = number(&card, "subsystem_vendor")?.map(|v| v as u16);
-            data.subsystem_device_id = number(&card, "subsystem_device")?.map(|v| v as u16);
+            data.subsystem_vendor_id = optional_number(card, "subsystem_vendor")?.map(|v| v as u16);
+            data.subsystem_device_id = optional_number(card, "subsystem_device")?.map(|v| v as u16);
         }
         Ok(data)
     }

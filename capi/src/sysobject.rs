@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use accelhost::{AttributeInfo, Token};
 
-use crate::attributes::{attributes_of, read_number};
+use crate::attributes::{device_name, read_number};
 use crate::ffi::{c_str, copy_str, guard, non_null, write_out};
 use crate::handle::handle_of;
 use crate::registry::{self, Object};
@@ -82,16 +82,12 @@ fn make(token: Token, path: String, flags: c_int, call: &str) -> CapiResult<SysO
             "{call}: FPGA_OBJECT_GLOB: names are taken literally"
         )));
     }
-    if path.is_empty() || accelhost::attributes::check_name(&path).is_err() {
-        return Err(invalid(format!(
-            "{call}: {path:?} is not a relative path of plain names"
-        )));
-    }
-    let list = attributes_of(&token)?;
+    accelhost::attributes::check_name(&path).map_err(|why| invalid(format!("{call}: {why}")))?;
+    let list = token.attributes()?;
     let container = kind_of(&list, &path).ok_or_else(|| {
         CapiError::NotFound(format!(
             "{call}: the device {} has no object {path:?}",
-            token.id()
+            device_name(&token)
         ))
     })?;
     Ok(SysObject {
@@ -105,15 +101,20 @@ fn object_of(object: fpga_object) -> CapiResult<Arc<SysObject>> {
     registry::get::<SysObject>(object)
 }
 
-/// Reads the value of attribute object `object`.
-fn value_of(object: &SysObject, call: &str) -> CapiResult<String> {
+/// The attribute `object` stands for; a container is refused, having no value.
+fn attribute_of<'a>(object: &'a SysObject, call: &str) -> CapiResult<&'a str> {
     if object.container {
         return Err(invalid(format!(
             "{call}: {:?} is a container, which has no value",
             object.path
         )));
     }
-    Ok(object.token.read_attribute(&object.path)?)
+    Ok(&object.path)
+}
+
+/// Reads the value of attribute object `object`.
+fn value_of(object: &SysObject, call: &str) -> CapiResult<String> {
+    Ok(object.token.read_attribute(attribute_of(object, call)?)?)
 }
 
 /// OPAE's `fpgaTokenGetObject`: the object `name` (such as `errors/errors`) of the token's
@@ -210,7 +211,7 @@ pub unsafe extern "C" fn fpgaObjectGetObjectAt(
                 parent.path
             )));
         }
-        let list = attributes_of(&parent.token)?;
+        let list = parent.token.attributes()?;
         let all = children(&list, &parent.path);
         let (name, container) = all.get(idx).ok_or_else(|| {
             invalid(format!(
@@ -283,7 +284,7 @@ pub unsafe extern "C" fn fpgaObjectGetSize(
         let object = object_of(obj)?;
         non_null(value, "value")?;
         let size = if object.container {
-            children(&attributes_of(&object.token)?, &object.path).len()
+            children(&object.token.attributes()?, &object.path).len()
         } else {
             value_of(&object, "fpgaObjectGetSize")?.len()
         };
@@ -338,10 +339,7 @@ pub unsafe extern "C" fn fpgaObjectRead64(
     guard("fpgaObjectRead64", || {
         let object = object_of(obj)?;
         non_null(value, "value")?;
-        if object.container {
-            value_of(&object, "fpgaObjectRead64")?;
-        }
-        let number = read_number(&object.token, &object.path)?;
+        let number = read_number(&object.token, attribute_of(&object, "fpgaObjectRead64")?)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(value, number, "value") }
     })
@@ -352,12 +350,10 @@ pub unsafe extern "C" fn fpgaObjectRead64(
 pub extern "C" fn fpgaObjectWrite64(obj: fpga_object, value: u64, _flags: c_int) -> fpga_result {
     guard("fpgaObjectWrite64", || {
         let object = object_of(obj)?;
-        if object.container {
-            value_of(&object, "fpgaObjectWrite64")?;
-        }
+        let name = attribute_of(&object, "fpgaObjectWrite64")?;
         Ok(object
             .token
-            .write_attribute(&object.path, &format!("0x{value:x}"))?)
+            .write_attribute(name, &format!("0x{value:x}"))?)
     })
 }
 

@@ -2,7 +2,7 @@
 //! AFU's high clock in kHz (the low clock is half of it), as the emulated DFL card and the
 //! plugin interface express it. Frequencies cross the C API in MHz, as in OPAE.
 
-use crate::attributes::{attributes_of, read_number};
+use crate::attributes::{device_name, optional_number};
 use crate::ffi::{guard, non_null, write_out};
 use crate::handle::handle_of;
 use crate::result::{CapiError, CapiResult, invalid};
@@ -11,15 +11,16 @@ use crate::types::*;
 /// The attribute holding the user clock.
 const USER_CLOCK: &str = "userclk/frequency";
 
-fn user_clock_token(handle: fpga_handle) -> CapiResult<accelhost::Token> {
+/// The handle's device and its user clock in kHz; `FPGA_NOT_SUPPORTED` for a device
+/// without one.
+fn user_clock(handle: fpga_handle) -> CapiResult<(accelhost::Token, u64)> {
     let token = handle_of(handle)?.handle.token().clone();
-    if attributes_of(&token)?.iter().any(|a| a.name == USER_CLOCK) {
-        Ok(token)
-    } else {
-        Err(CapiError::NotSupported(format!(
+    match optional_number(&token, USER_CLOCK)? {
+        Some(khz) => Ok((token, khz)),
+        None => Err(CapiError::NotSupported(format!(
             "{} has no user clock (no attribute {USER_CLOCK})",
-            token.id()
-        )))
+            device_name(&token)
+        ))),
     }
 }
 
@@ -37,8 +38,7 @@ pub unsafe extern "C" fn fpgaGetUserClock(
     guard("fpgaGetUserClock", || {
         non_null(high_clk, "high_clk")?;
         non_null(low_clk, "low_clk")?;
-        let token = user_clock_token(handle)?;
-        let khz = read_number(&token, USER_CLOCK)?;
+        let (_, khz) = user_clock(handle)?;
         // SAFETY: non-NULL, valid for one write each by the caller's contract.
         unsafe {
             write_out(high_clk, khz / 1000, "high_clk")?;
@@ -57,7 +57,7 @@ pub extern "C" fn fpgaSetUserClock(
     _flags: std::ffi::c_int,
 ) -> fpga_result {
     guard("fpgaSetUserClock", || {
-        let token = user_clock_token(handle)?;
+        let (token, _) = user_clock(handle)?;
         if high_clk == 0 {
             return Err(invalid("high_clk is 0 MHz"));
         }
