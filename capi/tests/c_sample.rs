@@ -1,7 +1,8 @@
 //! The C side, end to end: install the library, headers and pkg-config file into a prefix
 //! with capi/install.sh, build examples/opae-hello-fpga and tests/c/api_check.c with `cc`
 //! and only the flags `pkg-config --cflags --libs opae` gives, and run them on the embedded
-//! default config; then the sample again, built with AddressSanitizer (and its leak check).
+//! default config; then the sample again, built with AddressSanitizer (and its leak check),
+//! and tests/c/devices_check.c under it too, compared with `accelhost info`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -9,17 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define EXPECT(call, want)                                                              \
-	do {                                                                            \
-		fpga_result got_ = (call);                                              \
-		if (got_ != (want)) {                                                   \
-			fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d\n",    \
-				__FILE__, __LINE__, #call, got_, fpgaErrStr(got_), want); \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
+#include "expect.h"
 
 int main(void)
 {
