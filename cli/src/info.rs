@@ -81,10 +81,13 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     }
     // Device objects (a DFL card's FME), which plugins list only when asked for, are
     // looked for when no listed device has the name.
-    let devices = host.enumerate(&[Filter::new().object_type(ObjectType::Device)]);
+    let devices;
     let token = match select(&found.tokens, &args.device) {
         Ok(token) => token,
-        Err(err) => select(&devices.tokens, &args.device).map_err(|_| err)?,
+        Err(err) => {
+            devices = host.enumerate(&[Filter::new().object_type(ObjectType::Device)]);
+            select(&devices.tokens, &args.device).map_err(|_| err)?
+        }
     };
     let missing = crate::exit::missing(&host, &found.failures);
     if args.json {
