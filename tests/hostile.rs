@@ -220,6 +220,9 @@ fn call_export(host: &Host, export: &str) -> Result<(), Error> {
         "release-buffer" => handle.prepare_buffer(4096)?.release(),
         "reset" => handle.reset(),
         "describe" => token.refresh().map(drop),
+        "list-attributes" => token.attributes().map(drop),
+        "read-attribute" => token.read_attribute("errors/errors").map(drop),
+        "write-attribute" => token.write_attribute("errors/errors", "0x0"),
         "reconfigure" => handle.reconfigure(0, b"image"),
         "register-event" => handle.register_event(EventKind::Interrupt, 0).map(drop),
         "mem-alloc" => handle.alloc(MemoryKind::Host, 4096).map(drop),
@@ -485,6 +488,16 @@ fn other_attacks() -> Vec<Attack> {
         ),
         deadline("infinite loop in open", r#"{"hang_in": "open"}"#, "open"),
         deadline(
+            "infinite loop in read-attribute",
+            r#"{"hang_in": "read-attribute"}"#,
+            "read-attribute",
+        ),
+        deadline(
+            "std::thread::sleep for an hour in write-attribute",
+            r#"{"sleep_in": "write-attribute"}"#,
+            "write-attribute",
+        ),
+        deadline(
             "std::thread::sleep for an hour in enumerate",
             r#"{"sleep_in": "enumerate"}"#,
             "enumerate",
@@ -615,6 +628,91 @@ fn other_attacks() -> Vec<Attack> {
                     chaos_token(host)?.refresh(),
                     ErrorCode::PluginFaulted,
                     "the property host is 8388608 bytes long",
+                )
+            }),
+        },
+        Attack {
+            name: "huge list from list-attributes".into(),
+            config: r#"{"huge_in": "list-attributes", "huge": "list"}"#.into(),
+            granted: vec![],
+            policy: "",
+            neighbours: &[],
+            provoke: Box::new(|host| {
+                expect(
+                    chaos_token(host)?.attributes(),
+                    ErrorCode::PluginFaulted,
+                    "10000 attributes (at most 1024)",
+                )
+            }),
+        },
+        Attack {
+            name: "huge attribute name from list-attributes".into(),
+            config: r#"{"huge_in": "list-attributes", "huge": "string"}"#.into(),
+            granted: vec![],
+            policy: "",
+            neighbours: &[],
+            provoke: Box::new(|host| {
+                expect(
+                    chaos_token(host)?.attributes(),
+                    ErrorCode::PluginFaulted,
+                    "an attribute name is 8388608 bytes long",
+                )
+            }),
+        },
+        Attack {
+            name: "an attribute name that leaves the tree".into(),
+            config: r#"{"attributes": ["errors/errors", "../../etc/passwd"]}"#.into(),
+            granted: vec![],
+            policy: "",
+            neighbours: &[],
+            provoke: Box::new(|host| {
+                expect(
+                    chaos_token(host)?.attributes(),
+                    ErrorCode::PluginFaulted,
+                    "is not a relative path of plain names",
+                )
+            }),
+        },
+        Attack {
+            name: "an attribute name of terminal control sequences".into(),
+            // C1 CSI and DEL: the config file may not hold C0 characters raw.
+            config: "{\"attributes\": [\"errors/\u{9b}2J\u{7f}\"]}".into(),
+            granted: vec![],
+            policy: "",
+            neighbours: &[],
+            provoke: Box::new(|host| {
+                expect(
+                    chaos_token(host)?.attributes(),
+                    ErrorCode::PluginFaulted,
+                    "holds a control character",
+                )
+            }),
+        },
+        Attack {
+            name: "attribute listed twice".into(),
+            config: r#"{"attributes": ["errors/errors", "errors/errors"]}"#.into(),
+            granted: vec![],
+            policy: "",
+            neighbours: &[],
+            provoke: Box::new(|host| {
+                expect(
+                    chaos_token(host)?.attributes(),
+                    ErrorCode::PluginFaulted,
+                    "is listed twice",
+                )
+            }),
+        },
+        Attack {
+            name: "huge value from read-attribute".into(),
+            config: r#"{"huge_in": "read-attribute"}"#.into(),
+            granted: vec![],
+            policy: "",
+            neighbours: &[],
+            provoke: Box::new(|host| {
+                expect(
+                    chaos_token(host)?.read_attribute("errors/errors"),
+                    ErrorCode::PluginFaulted,
+                    "an attribute value of 8388608 bytes (at most 65536)",
                 )
             }),
         },

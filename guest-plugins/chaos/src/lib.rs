@@ -10,8 +10,11 @@
 //! - `block_in`: wait forever in host waits (an event that never fires, a word that never
 //!   changes).
 //! - `refuse_in`: return an error (with `huge`, a 4 MiB message).
-//! - `huge_in` with `huge`: answer `enumerate` with `"list"` (10,000 devices, over the host's bound) or
-//!   `"string"` (an 8 MiB name), or `describe` with `"string"`.
+//! - `huge_in` with `huge`: answer `enumerate` or `list-attributes` with `"list"` (10,000
+//!   devices or attributes, over the host's bounds) or `"string"` (an 8 MiB name), or
+//!   `describe` or `read-attribute` with `"string"` (an 8 MiB host name or value).
+//! - `attributes` (a list of names): what `list-attributes` answers (default
+//!   `["errors/errors"]`); each reads `0x0` and takes any write.
 //! - `attack_in` with `attack` (and `target`, a device path): call the imports with bad
 //!   arguments (see [`attacks`]); the host's refusal comes back as the export's error.
 //! - `log_flood` (a line count): log that many 1 KiB lines, and print as many, at `enumerate`.
@@ -50,8 +53,8 @@ use accelhost_sdk::host::cxl::{Context, ContextKind};
 use accelhost_sdk::host::dfl::Port;
 use accelhost_sdk::host::{dma, events, image, xocl};
 use accelhost_sdk::{
-    Discovered, Error, EventKind, Filter, Guid, ObjectType, OpenMode, Plugin, Properties, Result,
-    filter_matches, log,
+    AttributeInfo, Discovered, Error, EventKind, Filter, Guid, ObjectType, OpenMode, Plugin,
+    Properties, Result, filter_matches, log,
 };
 
 /// The fake accelerator's GUID.
@@ -397,6 +400,42 @@ impl Plugin for Chaos {
             })
             .into_iter()
             .collect())
+    }
+
+    fn list_attributes(&mut self, _token: u64) -> Result<Vec<AttributeInfo>> {
+        self.misbehave("list-attributes")?;
+        let info = |name: String| AttributeInfo {
+            name,
+            writable: true,
+        };
+        if self.setting("huge_in") == Some("list-attributes") {
+            return Ok(match self.setting("huge") {
+                Some("string") => vec![info("n".repeat(8 << 20))],
+                _ => (0..10_000).map(|i| info(format!("a{i}"))).collect(),
+            });
+        }
+        let names: Vec<String> = match self.config.get("attributes") {
+            Some(list) => serde_json::from_value(list.clone())
+                .map_err(|e| Error::invalid_argument(format!("bad chaos attributes: {e}")))?,
+            None => vec!["errors/errors".into()],
+        };
+        Ok(names.into_iter().map(info).collect())
+    }
+
+    fn read_attribute(&mut self, _token: u64, _name: &str) -> Result<String> {
+        self.misbehave("read-attribute")?;
+        if self.setting("huge_in") == Some("read-attribute") {
+            return Ok("v".repeat(8 << 20));
+        }
+        Ok(if self.evil() {
+            format!("0x0{EVIL}")
+        } else {
+            "0x0".into()
+        })
+    }
+
+    fn write_attribute(&mut self, _token: u64, _name: &str, _value: &str) -> Result<()> {
+        self.misbehave("write-attribute")
     }
 
     fn describe(&mut self, token: u64) -> Result<Properties> {
