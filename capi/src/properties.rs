@@ -158,7 +158,7 @@ impl PropsData {
         // The device's fields as C sees them (a socket id over 255 is unset, so no u8
         // filter matches it).
         let mut have = PropsData::from_device(p);
-        have.object_id = Some(object_id(token));
+        have.object_id = self.object_id.map(|_| object_id(token));
         let from_attributes = self.num_slots.is_some()
             || self.bbs_id.is_some()
             || self.bbs_version.is_some()
