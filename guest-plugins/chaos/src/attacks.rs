@@ -3,7 +3,7 @@
 //! returns `Ok`, which the tests treat as a failure.
 
 use accelhost_sdk::host::cxl::{Context, ContextKind};
-use accelhost_sdk::host::dfl::Port;
+use accelhost_sdk::host::dfl::{self, Port};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::events::Event;
 use accelhost_sdk::host::mmio::{AccessWidth, Region, RegisterWrite};
@@ -59,6 +59,15 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
         }
         "open-not-granted" => {
             Port::open(target, true)?;
+        }
+        "attribute-escape" => {
+            dfl::read_attribute(target, "../../../../etc/passwd")?;
+        }
+        "attribute-huge-write" => {
+            dfl::write_attribute(target, "errors/errors", &"0".repeat(1 << 20))?;
+        }
+        "attribute-not-granted" => {
+            dfl::list_attributes(target)?;
         }
         "open-dev-nodes" => return open_dev_nodes(),
         "escape-sandbox" => return escape_sandbox(),

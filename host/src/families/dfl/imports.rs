@@ -67,7 +67,8 @@ impl dfl::Host for PluginState {
     }
 
     fn list_attributes(&mut self, path: String) -> Result<Vec<dfl::AttributeInfo>, ImportError> {
-        let device = self.granted_device::<dyn DflDevice>("list the attributes of", &path)?;
+        let device =
+            self.granted_device::<dyn DflDevice>("list the attributes of a dfl port", &path)?;
         let found = device
             .attributes()
             .map_err(|e| device_error("dfl list-attributes", &path, e))?;
@@ -82,7 +83,8 @@ impl dfl::Host for PluginState {
 
     fn read_attribute(&mut self, path: String, name: String) -> Result<String, ImportError> {
         checked_name(&name)?;
-        let device = self.granted_device::<dyn DflDevice>("read an attribute of", &path)?;
+        let device =
+            self.granted_device::<dyn DflDevice>("read an attribute of a dfl port", &path)?;
         device
             .read_attribute(&name)
             .map_err(|e| device_error(&format!("dfl read-attribute {name}"), &path, e))
@@ -101,7 +103,8 @@ impl dfl::Host for PluginState {
                 format!("dfl write-attribute {name}: {why}"),
             )
         })?;
-        let device = self.granted_device::<dyn DflDevice>("write an attribute of", &path)?;
+        let device =
+            self.granted_device::<dyn DflDevice>("write an attribute of a dfl port", &path)?;
         device
             .write_attribute(&name, &value)
             .map_err(|e| device_error(&format!("dfl write-attribute {name}"), &path, e))
