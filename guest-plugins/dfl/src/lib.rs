@@ -28,6 +28,9 @@ struct DflPlugin {
     tokens: BTreeMap<String, u64>,
     /// The key of each token (tokens count up from 0).
     paths: Vec<String>,
+    /// The FME token of each port token, by index (`None` for an FME's own), kept so that an
+    /// enumeration does not rebuild each port's card key.
+    fme_of: Vec<Option<u64>>,
     open: BTreeMap<u64, OpenPort>,
     next_handle: u64,
 }
@@ -57,6 +60,20 @@ impl DflPlugin {
         self.tokens.insert(path.to_string(), token);
         self.paths.push(path.to_string());
         token
+    }
+
+    /// The token of the FME of the card of `port` (whose description is `desc`).
+    fn fme_token(&mut self, port: u64, desc: &dfl::PortDesc) -> u64 {
+        let index = port as usize;
+        if let Some(&Some(fme)) = self.fme_of.get(index) {
+            return fme;
+        }
+        let fme = self.token_for(&card_key(desc));
+        if self.fme_of.len() <= index {
+            self.fme_of.resize(index + 1, None);
+        }
+        self.fme_of[index] = Some(fme);
+        fme
     }
 
     fn path_for_token(&self, token: u64) -> Result<&str> {
@@ -185,9 +202,8 @@ impl Plugin for DflPlugin {
         for probe in dfl::probe_ports() {
             // The port's token first: ports keep the numbers they had before FMEs were listed.
             let port = self.token_for(&probe.desc.path);
-            let card = card_key(&probe.desc);
-            let fme = self.token_for(&card);
-            if wants_devices && cards_seen.insert(card) {
+            let fme = self.fme_token(port, &probe.desc);
+            if wants_devices && cards_seen.insert(fme) {
                 let properties = Self::fme_properties(&probe.desc);
                 if matches(&properties) {
                     found.push(Discovered {
@@ -213,7 +229,7 @@ impl Plugin for DflPlugin {
             Device::Fme(desc) => Ok(Self::fme_properties(&desc)),
             Device::Port(path) => {
                 let probe = Self::probe_for_path(&path)?;
-                let fme = self.token_for(&card_key(&probe.desc));
+                let fme = self.fme_token(token, &probe.desc);
                 Ok(Self::port_properties(&probe, Some(fme)))
             }
         }
