@@ -1,4 +1,4 @@
-//! Shared buffers: prepare, release, IO address. The application reads and writes a
+//! Shared buffers: prepare, release, IO address (shared virtual addressing is refused). The application reads and writes a
 //! prepared buffer through the pointer it gets, as in OPAE: the memory is the host memory
 //! the device reaches by DMA, so data never passes through a plugin.
 
@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use crate::ffi::{guard, lock, non_null};
 use crate::handle::handle_of;
-use crate::result::{CapiError, invalid};
+use crate::result::{CapiError, invalid, not_supported};
 use crate::types::*;
 
 /// OPAE's `fpgaPrepareBuffer`: a buffer of at least `len` bytes the device reaches by DMA;
@@ -97,5 +97,22 @@ pub unsafe extern "C" fn fpgaGetIOAddress(
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { ioaddr.write(iova) };
         Ok(())
+    })
+}
+
+/// OPAE's `fpgaBindSVA`: not supported. OPAE answers `FPGA_NOT_SUPPORTED` itself where the
+/// platform lacks PASID, ATS and PRS; accelhost devices reach host memory only through the
+/// DMA buffers their plugin prepares, never through the process's own addresses.
+///
+/// # Safety
+/// `pasid` is never written.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaBindSVA(handle: fpga_handle, _pasid: *mut u32) -> fpga_result {
+    guard("fpgaBindSVA", || {
+        handle_of(handle)?;
+        Err(not_supported(
+            "fpgaBindSVA",
+            "shared virtual addressing: devices reach host memory only through buffers prepared by their plugin",
+        ))
     })
 }

@@ -9,7 +9,7 @@ use accelhost::{DmaBuffer, Handle, MmioRegion, OpenMode};
 use crate::ffi::{guard, lock, non_null, write_out};
 use crate::properties::{PropsData, new_properties};
 use crate::registry::{self, Object};
-use crate::result::{CapiError, CapiResult, invalid};
+use crate::result::{CapiError, CapiResult, invalid, not_supported};
 use crate::state::host;
 use crate::token::token_of;
 use crate::types::*;
@@ -72,7 +72,8 @@ impl HandleObject {
 }
 
 /// OPAE's `fpgaOpen`: opens the accelerator behind `token`, exclusively unless `flags` has
-/// `FPGA_OPEN_SHARED`.
+/// `FPGA_OPEN_SHARED`. `FPGA_OPEN_HAS_PARENT_AFU` (opening a child AFU) is not supported:
+/// accelhost devices have no child AFUs.
 ///
 /// # Safety
 /// `handle` must be NULL or valid for one write.
@@ -84,10 +85,13 @@ pub unsafe extern "C" fn fpgaOpen(
 ) -> fpga_result {
     guard("fpgaOpen", || {
         non_null(handle, "handle")?;
-        if flags & !FPGA_OPEN_SHARED != 0 {
+        if flags & !(FPGA_OPEN_SHARED | FPGA_OPEN_HAS_PARENT_AFU) != 0 {
             return Err(invalid(format!("unknown open flags {flags:#x}")));
         }
         let token = token_of(token)?;
+        if flags & FPGA_OPEN_HAS_PARENT_AFU != 0 {
+            return Err(not_supported("fpgaOpen", NO_CHILD_AFUS));
+        }
         let mode = if flags & FPGA_OPEN_SHARED != 0 {
             OpenMode::Shared
         } else {
@@ -100,6 +104,29 @@ pub unsafe extern "C" fn fpgaOpen(
         });
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(handle, object, "handle") }
+    })
+}
+
+/// Why child-AFU calls have nothing to do.
+const NO_CHILD_AFUS: &str = "FPGA_OPEN_HAS_PARENT_AFU: accelhost devices have no child AFUs (each accelerator is opened by its own token)";
+
+/// OPAE's `fpgaGetChildren`: the child AFU handles of `handle`. accelhost accelerators have
+/// none, so `*num_children` is always 0 and `children` is left untouched.
+///
+/// # Safety
+/// `num_children` must be NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgaGetChildren(
+    handle: fpga_handle,
+    _max_children: u32,
+    _children: *mut fpga_handle,
+    num_children: *mut u32,
+) -> fpga_result {
+    guard("fpgaGetChildren", || {
+        handle_of(handle)?;
+        non_null(num_children, "num_children")?;
+        // SAFETY: non-NULL, valid for one write by the caller's contract.
+        unsafe { write_out(num_children, 0, "num_children") }
     })
 }
 
@@ -166,5 +193,58 @@ pub unsafe extern "C" fn fpgaReconfigureSlot(
             }
             Err(err) => Err(err.into()),
         }
+    })
+}
+
+/// Why the SR-IOV port assignment calls are not supported.
+const PORT_ASSIGNMENT: &str = "assigning a port to a host interface (a virtual function) is managed outside accelhost: the plugin interface has no call for it, and a plugin sees only the ports its grants name";
+
+/// Checks the arguments of a port assignment call as OPAE does, then refuses it.
+fn assignment_refused(
+    call: &str,
+    fpga: fpga_handle,
+    accelerator: Option<fpga_token>,
+) -> CapiResult {
+    handle_of(fpga)?;
+    if let Some(accelerator) = accelerator {
+        token_of(accelerator)?;
+    }
+    Err(not_supported(call, PORT_ASSIGNMENT))
+}
+
+/// OPAE's `fpgaAssignPortToInterface`: not supported (see `PORT_ASSIGNMENT`).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaAssignPortToInterface(
+    fpga: fpga_handle,
+    _interface_num: u32,
+    _slot_num: u32,
+    _flags: i32,
+) -> fpga_result {
+    guard("fpgaAssignPortToInterface", || {
+        assignment_refused("fpgaAssignPortToInterface", fpga, None)
+    })
+}
+
+/// OPAE's `fpgaAssignToInterface`: not supported (see `PORT_ASSIGNMENT`).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaAssignToInterface(
+    fpga: fpga_handle,
+    accelerator: fpga_token,
+    _host_interface: u32,
+    _flags: i32,
+) -> fpga_result {
+    guard("fpgaAssignToInterface", || {
+        assignment_refused("fpgaAssignToInterface", fpga, Some(accelerator))
+    })
+}
+
+/// OPAE's `fpgaReleaseFromInterface`: not supported (see `PORT_ASSIGNMENT`).
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaReleaseFromInterface(
+    fpga: fpga_handle,
+    accelerator: fpga_token,
+) -> fpga_result {
+    guard("fpgaReleaseFromInterface", || {
+        assignment_refused("fpgaReleaseFromInterface", fpga, Some(accelerator))
     })
 }

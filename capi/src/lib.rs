@@ -17,6 +17,7 @@ pub mod errors;
 pub mod event;
 pub mod ffi;
 pub mod handle;
+pub mod hash_map;
 mod last_error;
 pub mod log;
 pub mod metrics;

@@ -1,10 +1,12 @@
-//! MMIO: map, unmap, 32- and 64-bit reads and writes. Every access goes through the host's
+//! MMIO: map, unmap, 32- and 64-bit reads and writes (512-bit writes are refused). Every access goes through the host's
 //! bounds- and alignment-checked region (no call into wasm), so `fpgaMapMMIO` hands out no
 //! pointer: pass NULL as `mmio_ptr` and use the read and write calls.
 
+use std::ffi::c_void;
+
 use crate::ffi::{guard, lock, non_null, write_out};
 use crate::handle::handle_of;
-use crate::result::{CapiError, invalid};
+use crate::result::{CapiError, invalid, not_supported};
 use crate::types::*;
 
 /// OPAE's `fpgaMapMMIO`: maps region `mmio_num`. The read and write calls also map on first
@@ -109,5 +111,32 @@ pub extern "C" fn fpgaWriteMMIO64(
         Ok(handle_of(handle)?
             .region(mmio_num)?
             .write64(offset, value)?)
+    })
+}
+
+/// Why `fpgaWriteMMIO512` is not supported.
+const WIDE_WRITE: &str = "a 512-bit MMIO write is one 64-byte store (AVX-512 or MOVDIR64B), which accelhost's MMIO regions do not offer; OPAE documents that platforms may lack it. Write the eight 64-bit registers with fpgaWriteMMIO64";
+
+/// OPAE's `fpgaWriteMMIO512`: checks its arguments (a mapped region, a 64-byte aligned
+/// offset inside it, a value), then answers `FPGA_NOT_SUPPORTED`.
+#[unsafe(no_mangle)]
+pub extern "C" fn fpgaWriteMMIO512(
+    handle: fpga_handle,
+    mmio_num: u32,
+    offset: u64,
+    value: *const c_void,
+) -> fpga_result {
+    guard("fpgaWriteMMIO512", || {
+        let region = handle_of(handle)?.region(mmio_num)?;
+        non_null(value, "value")?;
+        if !offset.is_multiple_of(64)
+            || offset.checked_add(64).is_none_or(|end| end > region.size())
+        {
+            return Err(invalid(format!(
+                "offset {offset:#x} is not a 64-byte aligned offset inside MMIO region {mmio_num} ({} bytes)",
+                region.size()
+            )));
+        }
+        Err(not_supported("fpgaWriteMMIO512", WIDE_WRITE))
     })
 }

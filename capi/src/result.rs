@@ -17,6 +17,9 @@ pub enum CapiError {
     /// Something this library does not implement.
     #[error("not supported: {0}")]
     NotSupported(String),
+    /// An allocation of this library failed.
+    #[error("out of memory: {0}")]
+    NoMemory(String),
     /// The resource is in use.
     #[error("busy: {0}")]
     Busy(String),
@@ -38,6 +41,7 @@ impl CapiError {
             CapiError::InvalidParam(_) => FPGA_INVALID_PARAM,
             CapiError::NotFound(_) => FPGA_NOT_FOUND,
             CapiError::NotSupported(_) => FPGA_NOT_SUPPORTED,
+            CapiError::NoMemory(_) => FPGA_NO_MEMORY,
             CapiError::Busy(_) => FPGA_BUSY,
             CapiError::Panic(_) => FPGA_EXCEPTION,
             CapiError::Reconfigure(_) => FPGA_RECONF_ERROR,
@@ -77,6 +81,13 @@ pub fn result_of(code: ErrorCode) -> fpga_result {
 
 /// The result of a call body.
 pub type CapiResult<T = ()> = Result<T, CapiError>;
+
+/// `call` is not supported, for `why`: logged at info level (OPAE logs what it cannot do),
+/// and kept as the thread's last error by the call's guard.
+pub(crate) fn not_supported(call: &str, why: &str) -> CapiError {
+    tracing::info!("{call}: not supported: {why}");
+    CapiError::NotSupported(format!("{call}: {why}"))
+}
 
 /// Shorthand for an invalid-parameter error.
 pub(crate) fn invalid(message: impl Into<String>) -> CapiError {

@@ -75,15 +75,92 @@ fn join(parent: &str, name: &str) -> String {
     }
 }
 
-/// Makes the object for `path` under `token`, checking that it exists.
-fn make(token: Token, path: String, flags: c_int, call: &str) -> CapiResult<SysObject> {
-    if flags & FPGA_OBJECT_GLOB != 0 {
-        return Err(CapiError::NotSupported(format!(
-            "{call}: FPGA_OBJECT_GLOB: names are taken literally"
-        )));
+/// Whether `name` matches the shell pattern `pattern` (`*`, `?` and `[...]` with ranges and
+/// `!` or `^`), as `fnmatch(3)` without flags matches one path level.
+fn glob_matches(pattern: &[char], name: &[char]) -> bool {
+    match pattern.first() {
+        None => name.is_empty(),
+        Some('*') => (0..=name.len()).any(|skip| glob_matches(&pattern[1..], &name[skip..])),
+        Some('?') => !name.is_empty() && glob_matches(&pattern[1..], &name[1..]),
+        Some('[') => match (bracket(&pattern[1..]), name.first()) {
+            (Some((set, rest)), Some(&c)) => set(c) && glob_matches(rest, &name[1..]),
+            // An unclosed bracket is an ordinary character.
+            (None, Some('[')) => glob_matches(&pattern[1..], &name[1..]),
+            _ => false,
+        },
+        Some(&c) => name.first() == Some(&c) && glob_matches(&pattern[1..], &name[1..]),
     }
+}
+
+/// A bracket expression after its `[`: the set it matches and the pattern after its `]`.
+fn bracket(pattern: &[char]) -> Option<(impl Fn(char) -> bool + '_, &[char])> {
+    let negated = matches!(pattern.first(), Some('!' | '^'));
+    let body_start = usize::from(negated);
+    // A `]` right after `[` or `[!` is a member, not the end.
+    let end = body_start
+        + 1
+        + pattern
+            .get(body_start + 1..)?
+            .iter()
+            .position(|&c| c == ']')?;
+    let body = &pattern[body_start..end];
+    let set = move |c: char| {
+        let mut i = 0;
+        let mut hit = false;
+        while i < body.len() {
+            if i + 2 < body.len() && body[i + 1] == '-' {
+                hit |= (body[i]..=body[i + 2]).contains(&c);
+                i += 3;
+            } else {
+                hit |= body[i] == c;
+                i += 1;
+            }
+        }
+        hit != negated
+    };
+    Some((set, &pattern[end + 1..]))
+}
+
+/// The first path of the tree (in byte order, as `glob(3)` sorts) that `pattern` matches
+/// level by level.
+fn resolve_glob(list: &[AttributeInfo], pattern: &str) -> Option<String> {
+    let levels: Vec<Vec<char>> = pattern.split('/').map(|l| l.chars().collect()).collect();
+    let mut paths: Vec<&str> = Vec::new();
+    for attribute in list {
+        let name = attribute.name.as_str();
+        paths.push(name);
+        paths.extend(name.match_indices('/').map(|(at, _)| &name[..at]));
+    }
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+        .into_iter()
+        .find(|path| {
+            let parts: Vec<&str> = path.split('/').collect();
+            parts.len() == levels.len()
+                && parts
+                    .iter()
+                    .zip(&levels)
+                    .all(|(part, level)| glob_matches(level, &part.chars().collect::<Vec<_>>()))
+        })
+        .map(str::to_string)
+}
+
+/// Makes the object for `path` under `token`, checking that it exists. With
+/// `FPGA_OBJECT_GLOB`, `path` is a pattern and the object is its first match.
+fn make(token: Token, path: String, flags: c_int, call: &str) -> CapiResult<SysObject> {
     accelhost::attributes::check_name(&path).map_err(|why| invalid(format!("{call}: {why}")))?;
     let list = token.attributes()?;
+    let path = if flags & FPGA_OBJECT_GLOB != 0 {
+        resolve_glob(&list, &path).ok_or_else(|| {
+            CapiError::NotFound(format!(
+                "{call}: nothing of the device {} matches {path:?}",
+                device_name(&token)
+            ))
+        })?
+    } else {
+        path
+    };
     let container = kind_of(&list, &path).ok_or_else(|| {
         CapiError::NotFound(format!(
             "{call}: the device {} has no object {path:?}",
@@ -394,5 +471,51 @@ mod tests {
         let root: Vec<String> = children(&l, "").into_iter().map(|(n, _)| n).collect();
         assert_eq!(root, ["afu_id", "errors", "id"]);
         assert_eq!(children(&l, "errors").len(), 2);
+    }
+
+    fn matches(pattern: &str, name: &str) -> bool {
+        let p: Vec<char> = pattern.chars().collect();
+        let n: Vec<char> = name.chars().collect();
+        glob_matches(&p, &n)
+    }
+
+    #[test]
+    fn glob_patterns_match_as_fnmatch_does() {
+        assert!(matches("*", "errors"));
+        assert!(matches("*", ""));
+        assert!(matches("err*", "errors"));
+        assert!(matches("*_error", "first_error"));
+        assert!(!matches("*_error", "first_errors"));
+        assert!(matches("e?rors", "errors"));
+        assert!(!matches("e?rors", "erors"));
+        assert!(matches("temp[0-9]", "temp1"));
+        assert!(!matches("temp[!0-9]", "temp1"));
+        assert!(matches("temp[^a]", "temp1"));
+        assert!(matches("[]]x", "]x"));
+        assert!(matches("a[b", "a[b"), "an unclosed bracket is literal");
+        assert!(!matches("a[b", "ab"));
+        assert!(!matches("errors", "errors2"));
+    }
+
+    #[test]
+    fn a_glob_resolves_to_its_first_match_level_by_level() {
+        let l = list(&[
+            "errors/first_error",
+            "errors/errors",
+            "hwmon/hwmon3/temp1_input",
+            "id",
+        ]);
+        assert_eq!(
+            resolve_glob(&l, "errors/*").as_deref(),
+            Some("errors/errors")
+        );
+        assert_eq!(
+            resolve_glob(&l, "hwmon/hwmon*/temp1_input").as_deref(),
+            Some("hwmon/hwmon3/temp1_input")
+        );
+        assert_eq!(resolve_glob(&l, "hwmon/*").as_deref(), Some("hwmon/hwmon3"));
+        assert_eq!(resolve_glob(&l, "e*").as_deref(), Some("errors"));
+        assert_eq!(resolve_glob(&l, "*/nothing"), None);
+        assert_eq!(resolve_glob(&l, "i?/x"), None);
     }
 }

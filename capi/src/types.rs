@@ -67,6 +67,8 @@ pub const FPGA_EVENT_POWER_THERMAL: fpga_event_type = 2;
 
 /// `fpgaOpen` flag: open shared rather than exclusive.
 pub const FPGA_OPEN_SHARED: c_int = 1 << 0;
+/// `fpgaOpen` flag: the resource is a child AFU whose parent is open in this process.
+pub const FPGA_OPEN_HAS_PARENT_AFU: c_int = 1 << 1;
 /// `fpgaPrepareBuffer` flag: the caller supplies the memory (not supported).
 pub const FPGA_BUF_PREALLOCATED: c_int = 1 << 0;
 /// `fpgaPrepareBuffer` flag: no error message on failure (accepted, no effect).

@@ -5,14 +5,13 @@
 
 use crate::ffi::{guard, non_null};
 use crate::handle::handle_of;
-use crate::result::{CapiError, CapiResult};
+use crate::result::{CapiResult, not_supported};
 use crate::types::*;
 
 const UMSG: &str = "UMsgs: no accelhost device family has them";
 
 fn unsupported(call: &str) -> CapiResult {
-    tracing::info!("{call}: not supported: {UMSG}");
-    Err(CapiError::NotSupported(format!("{call}: {UMSG}")))
+    Err(not_supported(call, UMSG))
 }
 
 /// OPAE's `fpgaGetNumUmsg`: not supported.

@@ -306,6 +306,30 @@ fn every_function_answers_bad_arguments_from_c() {
     assert!(report.contains("api_check: PASS"), "{report}");
 }
 
+#[test]
+fn opae_hash_map_works_from_c_without_leaks() {
+    if !c_tools_present() {
+        return;
+    }
+    let source = crate_dir().join("tests/c/hash_map_check.c");
+    let binary = build(
+        &source,
+        "hash_map_check",
+        &["-pedantic", "-fsanitize=address", "-fno-omit-frame-pointer"],
+    );
+    let out = run_program(
+        &binary,
+        &[],
+        &[(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:exitcode=23",
+        )],
+    );
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("hash_map_check: PASS"), "{report}");
+}
+
 /// The functions `include/opae/*.h` declare (a line that starts with a return type and
 /// names a function of the API).
 fn declared_functions() -> Vec<String> {

@@ -14,6 +14,10 @@ fpga_result fpgaOpen(fpga_token token, fpga_handle *handle, int flags);
 fpga_result fpgaClose(fpga_handle handle);
 fpga_result fpgaReset(fpga_handle handle);
 
+/* The child AFU handles of handle: accelhost accelerators have none, so *num_children is 0. */
+fpga_result fpgaGetChildren(fpga_handle handle, uint32_t max_children,
+			    fpga_handle *children, uint32_t *num_children);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,8 @@ fpga_result fpgaPrepareBuffer(fpga_handle handle, uint64_t len, void **buf_addr,
 			      uint64_t *wsid, int flags);
 fpga_result fpgaReleaseBuffer(fpga_handle handle, uint64_t wsid);
 fpga_result fpgaGetIOAddress(fpga_handle handle, uint64_t wsid, uint64_t *ioaddr);
+/* FPGA_NOT_SUPPORTED: devices reach host memory only through prepared buffers. */
+fpga_result fpgaBindSVA(fpga_handle handle, uint32_t *pasid);
 
 #ifdef __cplusplus
 }

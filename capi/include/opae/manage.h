@@ -12,6 +12,13 @@ extern "C" {
 fpga_result fpgaReconfigureSlot(fpga_handle fpga, uint32_t slot, const uint8_t *bitstream,
 				size_t bitstream_len, int flags);
 
+/* SR-IOV port assignment: FPGA_NOT_SUPPORTED (ports are assigned outside accelhost). */
+fpga_result fpgaAssignPortToInterface(fpga_handle fpga, uint32_t interface_num,
+				      uint32_t slot_num, int flags);
+fpga_result fpgaAssignToInterface(fpga_handle fpga, fpga_token accelerator,
+				  uint32_t host_interface, int flags);
+fpga_result fpgaReleaseFromInterface(fpga_handle fpga, fpga_token accelerator);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,9 @@ fpga_result fpgaWriteMMIO32(fpga_handle handle, uint32_t mmio_num, uint64_t offs
 fpga_result fpgaReadMMIO32(fpga_handle handle, uint32_t mmio_num, uint64_t offset,
 			   uint32_t *value);
 /* With a non-NULL mmio_ptr: *mmio_ptr = NULL and FPGA_NOT_SUPPORTED. */
+/* Checks its arguments, then FPGA_NOT_SUPPORTED: accelhost's regions have no 64-byte store. */
+fpga_result fpgaWriteMMIO512(fpga_handle handle, uint32_t mmio_num, uint64_t offset,
+			     const void *value);
 fpga_result fpgaMapMMIO(fpga_handle handle, uint32_t mmio_num, uint64_t **mmio_ptr);
 fpga_result fpgaUnmapMMIO(fpga_handle handle, uint32_t mmio_num);
 

@@ -1,6 +1,7 @@
 /* accelhost's OPAE-compatible C API: the device's attribute tree (the sysfs attributes its
  * plugin answers, such as "afu_id" or "errors/errors"); values are read afresh on every call.
- * FPGA_OBJECT_GLOB is not supported (capi/README.md). */
+ * With FPGA_OBJECT_GLOB a name is a shell pattern per level ("hwmon/hwmon* /temp1_input"
+ * without the space) naming the first match in byte order, as glob(3) sorts. */
 #ifndef __FPGA_SYSOBJECT_H__
 #define __FPGA_SYSOBJECT_H__
 

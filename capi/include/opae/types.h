@@ -24,6 +24,33 @@ typedef struct {
 	uint16_t patch;
 } fpga_version;
 
+/* The header OPAE's own plugins put first in their tokens. accelhost's tokens are opaque
+ * registry values, never pointers to one: do not cast an fpga_token to it. Declared, with
+ * fpga_is_parent_child, for code that builds such headers itself. */
+typedef struct _fpga_token_header {
+	uint64_t magic;
+	uint16_t vendor_id;
+	uint16_t device_id;
+	uint16_t segment;
+	uint8_t bus;
+	uint8_t device;
+	uint8_t function;
+	fpga_interface interface;
+	fpga_objtype objtype;
+	uint64_t object_id;
+	fpga_guid guid;
+	uint16_t subsystem_vendor_id;
+	uint16_t subsystem_device_id;
+} fpga_token_header;
+
+/* Whether the header at __parent_hdr is the device object of the accelerator at __child_hdr. */
+#define fpga_is_parent_child(__parent_hdr, __child_hdr) \
+	(((__parent_hdr)->objtype == FPGA_DEVICE) && \
+	 ((__child_hdr)->objtype == FPGA_ACCELERATOR) && \
+	 ((__parent_hdr)->segment == (__child_hdr)->segment) && \
+	 ((__parent_hdr)->bus == (__child_hdr)->bus) && \
+	 ((__parent_hdr)->device == (__child_hdr)->device))
+
 /* A sysobject: a node of the device's attribute tree (sysobject.h). Opaque. */
 typedef void *fpga_object;
 

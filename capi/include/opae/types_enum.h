@@ -38,7 +38,9 @@ typedef enum {
 
 /* fpgaOpen flags. */
 enum fpga_open_flags {
-	FPGA_OPEN_SHARED = (1u << 0)
+	FPGA_OPEN_SHARED = (1u << 0),
+	/* A child AFU whose parent is open in this process (not supported: no child AFUs). */
+	FPGA_OPEN_HAS_PARENT_AFU = (1u << 1)
 };
 
 /* fpgaPrepareBuffer flags. */

@@ -178,6 +178,7 @@ int main(void)
 		char *names[1] = {metric_name};
 		enum fpga_sysobject_type type;
 		uint8_t bytes[8];
+		uint64_t wide[8] = {0};
 
 		EXPECT(fpgaReadError(NULL, 0, &u64), FPGA_INVALID_PARAM);
 		EXPECT(fpgaReadError(token, 0, NULL), FPGA_INVALID_PARAM);
@@ -190,8 +191,25 @@ int main(void)
 		EXPECT(fpgaGetErrorInfo(token, 0, &info), FPGA_OK);
 		EXPECT(fpgaTokenGetObject(token, NULL, &object, 0), FPGA_INVALID_PARAM);
 		EXPECT(fpgaTokenGetObject(token, "errors/errors", NULL, 0), FPGA_INVALID_PARAM);
-		EXPECT(fpgaTokenGetObject(token, "errors/errors", &object, FPGA_OBJECT_GLOB),
-		       FPGA_NOT_SUPPORTED);
+		/* The FME's error registers: a glob names the first match in byte order. */
+		EXPECT(fpgaTokenGetObject(token, "errors/*_errors", &object, FPGA_OBJECT_GLOB),
+		       FPGA_OK);
+		EXPECT(fpgaObjectGetName(object, text, sizeof(text)), FPGA_OK);
+		if (strcmp(text, "catfatal_errors") != 0) {
+			fprintf(stderr, "errors/*_errors resolved to %s, not catfatal_errors\n", text);
+			failures++;
+		}
+		EXPECT(fpgaDestroyObject(&object), FPGA_OK);
+		EXPECT(fpgaTokenGetObject(token, "err?rs/[!c-f]*", &object, FPGA_OBJECT_GLOB), FPGA_OK);
+		EXPECT(fpgaObjectGetName(object, text, sizeof(text)), FPGA_OK);
+		if (strcmp(text, "inject_errors") != 0) {
+			fprintf(stderr, "err?rs/[!c-f]* resolved to %s, not inject_errors\n", text);
+			failures++;
+		}
+		EXPECT(fpgaDestroyObject(&object), FPGA_OK);
+		EXPECT(fpgaTokenGetObject(token, "errors/*_errors", &object, 0), FPGA_NOT_FOUND);
+		EXPECT(fpgaTokenGetObject(token, "nothing*/x", &object, FPGA_OBJECT_GLOB),
+		       FPGA_NOT_FOUND);
 		EXPECT(fpgaObjectGetObject(forged, "x", &object, 0), FPGA_INVALID_PARAM);
 		EXPECT(fpgaObjectGetObjectAt(NULL, 0, &object), FPGA_INVALID_PARAM);
 		EXPECT(fpgaObjectGetType(forged, &type), FPGA_INVALID_PARAM);
@@ -231,7 +249,30 @@ int main(void)
 			EXPECT(fpgaTriggerUmsg(open, 0), FPGA_NOT_SUPPORTED);
 			EXPECT(fpgaGetUmsgPtr(open, NULL), FPGA_INVALID_PARAM);
 			EXPECT(fpgaGetUmsgPtr(open, &umsg), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaGetChildren(forged, 0, NULL, &count32), FPGA_INVALID_PARAM);
+			EXPECT(fpgaGetChildren(open, 0, NULL, NULL), FPGA_INVALID_PARAM);
+			count32 = 7;
+			EXPECT(fpgaGetChildren(open, 0, NULL, &count32), FPGA_OK);
+			if (count32 != 0) {
+				fprintf(stderr, "fpgaGetChildren: %u children, not 0\n", count32);
+				failures++;
+			}
+			EXPECT(fpgaWriteMMIO512(forged, 0, 0, wide), FPGA_INVALID_PARAM);
+			EXPECT(fpgaWriteMMIO512(open, 0, 0, NULL), FPGA_INVALID_PARAM);
+			EXPECT(fpgaWriteMMIO512(open, 0, 8, wide), FPGA_INVALID_PARAM);
+			EXPECT(fpgaWriteMMIO512(open, 0, 64, wide), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaBindSVA(forged, &count32), FPGA_INVALID_PARAM);
+			EXPECT(fpgaBindSVA(open, &count32), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaBindSVA(open, NULL), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaAssignPortToInterface(forged, 1, 0, 0), FPGA_INVALID_PARAM);
+			EXPECT(fpgaAssignPortToInterface(open, 1, 0, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaAssignToInterface(open, forged, 1, 0), FPGA_INVALID_PARAM);
+			EXPECT(fpgaAssignToInterface(open, token, 1, 0), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaReleaseFromInterface(NULL, token), FPGA_INVALID_PARAM);
+			EXPECT(fpgaReleaseFromInterface(open, token), FPGA_NOT_SUPPORTED);
 			EXPECT(fpgaClose(open), FPGA_OK);
+			EXPECT(fpgaOpen(accelerator, &open, FPGA_OPEN_HAS_PARENT_AFU), FPGA_NOT_SUPPORTED);
+			EXPECT(fpgaOpen(accelerator, &open, 1 << 5), FPGA_INVALID_PARAM);
 			EXPECT(fpgaDestroyToken(&accelerator), FPGA_OK);
 		} else {
 			fprintf(stderr, "could not open the first accelerator shared\n");

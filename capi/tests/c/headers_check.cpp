@@ -6,6 +6,7 @@
 #include <opae/access.h>
 #include <opae/buffer.h>
 #include <opae/enum.h>
+#include <opae/hash_map.h>
 #include <opae/event.h>
 #include <opae/init.h>
 #include <opae/log.h>
