@@ -358,6 +358,40 @@ fn declared_functions() -> Vec<String> {
 }
 
 #[test]
+fn the_readme_has_a_row_for_every_function_of_the_opae_headers() {
+    let readme = std::fs::read_to_string(crate_dir().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Every function of OPAE 2.14"))
+        .expect("README.md has the section 'Every function of OPAE 2.14's public headers'");
+    let rows: Vec<(String, String)> = section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            let status = cells.get(3)?;
+            Some((name.to_string(), status.to_string()))
+        })
+        .collect();
+    let declared: Vec<String> = declared_functions()
+        .into_iter()
+        .filter(|name| !name.starts_with("accelhost"))
+        .collect();
+    let listed: Vec<String> = rows.iter().map(|(name, _)| name.clone()).collect();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), listed.len(), "a function has two rows");
+    assert_eq!(sorted, declared, "README rows and declared functions differ");
+    for (name, status) in &rows {
+        assert!(
+            status == "implemented" || status == "not supported",
+            "{name}: status {status:?}"
+        );
+    }
+}
+
+#[test]
 fn every_function_the_headers_declare_is_exported() {
     if !c_tools_present() {
         return;
