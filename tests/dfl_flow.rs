@@ -36,6 +36,60 @@ fn the_embedded_default_lists_the_emulated_port() {
 }
 
 #[test]
+fn every_emulated_card_has_an_address_and_a_device_object_as_its_accelerators_parent() {
+    let host = default_host();
+    let devices = host.enumerate(&[Filter::new().object_type(ObjectType::Device)]);
+    assert!(devices.failures.is_empty(), "{:?}", devices.failures);
+    let names: Vec<String> = devices.tokens.iter().map(|t| t.id()).collect();
+    assert_eq!(
+        names,
+        [
+            "dfl/fme.0000:3b:00.0",
+            "cxl/emu:card0",
+            "xocl/mgmt.0000:3d:00.0"
+        ]
+    );
+    let accelerators = host.enumerate(&[]);
+    assert!(
+        accelerators.failures.is_empty(),
+        "{:?}",
+        accelerators.failures
+    );
+    for accelerator in &accelerators.tokens {
+        let p = accelerator.properties();
+        assert_eq!(p.object_type, ObjectType::Accelerator);
+        let address = p.bus_address.expect("every emulated card has an address");
+        let parent = accelerator
+            .parent()
+            .unwrap()
+            .unwrap_or_else(|| panic!("{} has no parent", accelerator.id()));
+        assert!(parent.is_parent_of(accelerator), "{}", accelerator.id());
+        assert_eq!(parent.properties().object_type, ObjectType::Device);
+        assert_eq!(parent.properties().bus_address, Some(address));
+        assert!(
+            names.contains(&parent.id()),
+            "{} -> {}",
+            accelerator.id(),
+            parent.id()
+        );
+        // A device object does not open.
+        let err = host.open(&parent, OpenMode::Shared).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Unsupported, "{err}");
+    }
+    // The CAPI card's three nodes share one adapter, its address and its parent.
+    let cxl: Vec<_> = accelerators
+        .tokens
+        .iter()
+        .filter(|t| t.id().starts_with("cxl/"))
+        .collect();
+    assert_eq!(cxl.len(), 3);
+    assert!(
+        cxl.iter()
+            .all(|t| t.parent().unwrap().unwrap().id() == "cxl/emu:card0")
+    );
+}
+
+#[test]
 fn filters_select_by_guid_host_and_device_type() {
     // Two plugins, one device each: the NLB0 port and an XRT card.
     let host = host(&format!(
@@ -65,8 +119,9 @@ fn filters_select_by_guid_host_and_device_type() {
         1
     );
     assert_eq!(count(&[Filter::new().device_type("gpu")]), 0);
-    // The card's FME, listed only to a filter that asks for device objects.
-    assert_eq!(count(&[Filter::new().object_type(ObjectType::Device)]), 1);
+    // Each card's device object (the FME, the XRT management function), listed only to a
+    // filter that asks for device objects.
+    assert_eq!(count(&[Filter::new().object_type(ObjectType::Device)]), 2);
     assert_eq!(
         count(&[
             Filter::new().device_type("gpu"),

@@ -382,7 +382,10 @@ fn the_readme_has_a_row_for_every_function_of_the_opae_headers() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), listed.len(), "a function has two rows");
-    assert_eq!(sorted, declared, "README rows and declared functions differ");
+    assert_eq!(
+        sorted, declared,
+        "README rows and declared functions differ"
+    );
     for (name, status) in &rows {
         assert!(
             status == "implemented" || status == "not supported",

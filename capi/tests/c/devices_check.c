@@ -27,7 +27,8 @@
 static fpga_guid NLB0_AFU_ID = {0xd8, 0x42, 0x4d, 0xc4, 0xa4, 0xa3, 0xc4, 0x13,
 				0xf8, 0x9e, 0x43, 0x36, 0x83, 0xf9, 0x04, 0x0b};
 
-/* The one device of `type` (for accelerators: the NLB0 port). */
+/* The one DFL device of `type` (for accelerators: the NLB0 port); the other families' cards
+ * have device objects too, with other vendor ids. */
 static fpga_token enumerate_one(fpga_objtype type)
 {
 	fpga_properties filter = NULL;
@@ -35,6 +36,7 @@ static fpga_token enumerate_one(fpga_objtype type)
 	uint32_t matches = 0;
 	EXPECT(fpgaGetProperties(NULL, &filter), FPGA_OK);
 	EXPECT(fpgaPropertiesSetObjectType(filter, type), FPGA_OK);
+	EXPECT(fpgaPropertiesSetVendorID(filter, 0x8086), FPGA_OK);
 	if (type == FPGA_ACCELERATOR)
 		EXPECT(fpgaPropertiesSetGUID(filter, NLB0_AFU_ID), FPGA_OK);
 	EXPECT(fpgaEnumerate(&filter, 1, &token, 1, &matches), FPGA_OK);
@@ -78,7 +80,30 @@ int main(void)
 
 	EXPECT(fpgaInitialize(NULL), FPGA_OK);
 
-	/* The device object and its accelerator. */
+	/* Every emulated card (DFL, CAPI, XRT) has a device object, and every accelerator
+	 * (five) has one of them as its parent. */
+	{
+		fpga_properties filter = NULL, accel_prop = NULL;
+		fpga_token accelerators[8] = {NULL}, parent = NULL;
+		uint32_t i;
+		EXPECT(fpgaGetProperties(NULL, &filter), FPGA_OK);
+		EXPECT(fpgaPropertiesSetObjectType(filter, FPGA_DEVICE), FPGA_OK);
+		EXPECT(fpgaEnumerate(&filter, 1, NULL, 0, &matches), FPGA_OK);
+		CHECK(matches == 3);
+		EXPECT(fpgaPropertiesSetObjectType(filter, FPGA_ACCELERATOR), FPGA_OK);
+		EXPECT(fpgaEnumerate(&filter, 1, accelerators, 8, &matches), FPGA_OK);
+		CHECK(matches == 5);
+		for (i = 0; i < matches && i < 8; i++) {
+			EXPECT(fpgaGetProperties(accelerators[i], &accel_prop), FPGA_OK);
+			EXPECT(fpgaPropertiesGetParent(accel_prop, &parent), FPGA_OK);
+			EXPECT(fpgaDestroyToken(&parent), FPGA_OK);
+			EXPECT(fpgaDestroyProperties(&accel_prop), FPGA_OK);
+			EXPECT(fpgaDestroyToken(&accelerators[i]), FPGA_OK);
+		}
+		EXPECT(fpgaDestroyProperties(&filter), FPGA_OK);
+	}
+
+	/* The DFL device object and its accelerator. */
 	fme = enumerate_one(FPGA_DEVICE);
 	port = enumerate_one(FPGA_ACCELERATOR);
 	EXPECT(fpgaGetProperties(fme, &prop), FPGA_OK);
@@ -138,7 +163,8 @@ int main(void)
 	EXPECT(fpgaPropertiesSetBus(filter, bus), FPGA_OK);
 	EXPECT(fpgaEnumerate(&filter, 1, NULL, 0, &matches), FPGA_OK);
 	CHECK(matches == 2);
-	EXPECT(fpgaPropertiesSetBus(filter, (uint8_t)(bus + 1)), FPGA_OK);
+	/* The emulated cards count buses up from the DFL card's: none is below it. */
+	EXPECT(fpgaPropertiesSetBus(filter, (uint8_t)(bus - 1)), FPGA_OK);
 	EXPECT(fpgaEnumerate(&filter, 1, NULL, 0, &matches), FPGA_OK);
 	CHECK(matches == 0);
 	EXPECT(fpgaDestroyProperties(&filter), FPGA_OK);

@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use accelhost_sdk::host::cxl::{AfuDesc, AfuMode, Context, ContextKind, Work, list_afus};
+use accelhost_sdk::host::cxl::{
+    AfuDesc, AfuMode, CardDesc, Context, ContextKind, Work, list_afus, list_cards,
+};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::events::Event;
 use accelhost_sdk::host::image::Image;
@@ -17,6 +19,11 @@ use accelhost_sdk::{
     LaunchSize, MemoryKind, ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result,
     filter_matches,
 };
+
+/// The node code of a card's token key (AFU nodes use `m`, `s` and `d`).
+const CARD_CODE: u8 = b'c';
+/// The slice a card's GUID carries in place of an AFU's.
+const CARD_SLICE: u64 = 0xffff;
 
 /// The device type every CAPI AFU reports.
 const DEVICE_TYPE: &str = "fpga";
@@ -82,6 +89,33 @@ fn kind_code(kind: ContextKind) -> u8 {
     }
 }
 
+/// What a token stands for: a context node of an AFU, or a card (OPAE's device object).
+enum Node {
+    Afu(AfuDesc, ContextKind),
+    Card(CardDesc),
+}
+
+/// The token key of a card: emulated and real adapters may share a number.
+fn card_key(card: &CardDesc) -> String {
+    format!("card {} {}", card.emulated, card.card)
+}
+
+/// A card's device name: `cxl/cardC` as sysfs names it, `emu:cardC` on the emulator.
+fn card_name(card: &CardDesc) -> String {
+    if card.emulated {
+        format!("emu:card{}", card.card)
+    } else {
+        format!("cxl/card{}", card.card)
+    }
+}
+
+/// The card an AFU is on, among `cards`.
+fn card_of<'a>(cards: &'a [CardDesc], afu: &AfuDesc) -> Option<&'a CardDesc> {
+    cards
+        .iter()
+        .find(|c| c.card == afu.card && c.emulated == afu.emulated)
+}
+
 /// The nodes an AFU offers.
 fn nodes(afu: &AfuDesc) -> Vec<ContextKind> {
     match afu.mode {
@@ -105,12 +139,31 @@ impl CxlPlugin {
             .or_insert(next)
     }
 
-    fn node_for_token(&self, token: u64) -> Result<(AfuDesc, ContextKind)> {
+    /// The token of `afu`'s card, if the host knows the card.
+    fn card_token(&mut self, cards: &[CardDesc], afu: &AfuDesc) -> Option<u64> {
+        let card = card_of(cards, afu)?;
+        let next = self.tokens.len() as u64;
+        Some(
+            *self
+                .tokens
+                .entry((card_key(card), CARD_CODE))
+                .or_insert(next),
+        )
+    }
+
+    fn node_for_token(&self, token: u64) -> Result<Node> {
         let (path, code) = self
             .tokens
             .iter()
             .find_map(|(key, t)| (*t == token).then_some(key))
             .ok_or_else(|| Error::not_found(format!("no cxl token {token}")))?;
+        if *code == CARD_CODE {
+            return list_cards()
+                .into_iter()
+                .find(|c| &card_key(c) == path)
+                .map(Node::Card)
+                .ok_or_else(|| Error::not_found(format!("no granted cxl AFU is on {path}")));
+        }
         let afu = list_afus()
             .into_iter()
             .find(|a| &a.path == path)
@@ -119,10 +172,61 @@ impl CxlPlugin {
             .into_iter()
             .find(|k| kind_code(*k) == *code)
             .ok_or_else(|| Error::not_found(format!("cxl AFU {path} changed its mode")))?;
-        Ok((afu, kind))
+        Ok(Node::Afu(afu, kind))
     }
 
-    fn properties(afu: &AfuDesc, kind: ContextKind) -> Properties {
+    /// The AFU context node `token` stands for; a card cannot be opened.
+    fn afu_for_token(&self, token: u64) -> Result<(AfuDesc, ContextKind)> {
+        match self.node_for_token(token)? {
+            Node::Afu(afu, kind) => Ok((afu, kind)),
+            Node::Card(card) => Err(Error::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "{} is a CAPI card (a device object), which has no context: open one of its AFUs",
+                    card_name(&card)
+                ),
+            )),
+        }
+    }
+
+    /// A card as OPAE describes a device object; vendor and device ids are its first AFU's
+    /// (on the emulator, the card's PCI ids).
+    fn card_properties(card: &CardDesc, first_afu: Option<&AfuDesc>) -> Properties {
+        let (vendor_id, device_id) = first_afu.map_or((0, 0), |a| (a.vendor_id, a.device_id));
+        Properties {
+            object_type: ObjectType::Device,
+            name: card_name(card),
+            guid: Guid {
+                high: (u64::from(vendor_id) << 48)
+                    | (u64::from(device_id) << 32)
+                    | (u64::from(card.card) << 16)
+                    | CARD_SLICE,
+                low: 0,
+            },
+            vendor_id,
+            device_id,
+            bus_address: card.bus_address,
+            socket_id: None,
+            device_type: DEVICE_TYPE.to_string(),
+            host: "localhost".to_string(),
+            num_mmio: 0,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: None,
+            extras: vec![
+                ("interface".into(), "cxl".into()),
+                ("card".into(), card.card.to_string()),
+                ("emulated".into(), card.emulated.to_string()),
+            ],
+        }
+    }
+
+    fn properties(
+        afu: &AfuDesc,
+        kind: ContextKind,
+        card: Option<&CardDesc>,
+        parent: Option<u64>,
+    ) -> Properties {
         let node = format!("{}{}", afu.path, kind_code(kind) as char);
         let mode: u64 = match afu.mode {
             Some(AfuMode::Dedicated) => 1,
@@ -142,14 +246,14 @@ impl CxlPlugin {
             },
             vendor_id: afu.vendor_id,
             device_id: afu.device_id,
-            bus_address: None,
+            bus_address: card.and_then(|c| c.bus_address),
             socket_id: None,
             device_type: DEVICE_TYPE.to_string(),
             host: "localhost".to_string(),
             num_mmio: 1,
             num_interrupts: afu.irqs_max,
             accelerator_state: None,
-            parent: None,
+            parent,
             extras: vec![
                 ("interface".into(), "cxl".into()),
                 ("path".into(), afu.path.clone()),
@@ -259,12 +363,37 @@ impl Plugin for CxlPlugin {
         if !self.initialized {
             return Err(Error::not_initialized("the cxl plugin was not initialized"));
         }
+        // Cards are listed only to a filter that asks for device objects (as the C API does,
+        // and `accelhost info`): everything else lists what can be opened.
+        let wants_devices = filters
+            .iter()
+            .any(|f| f.object_type == Some(ObjectType::Device));
+        let matches =
+            |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
+        let cards = list_cards();
+        let mut cards_seen = Vec::new();
         let mut found = Vec::new();
         for afu in list_afus() {
             for kind in nodes(&afu) {
-                let properties = Self::properties(&afu, kind);
-                if filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties)) {
-                    let token = self.token_for(&afu.path, kind);
+                // The node's token first: nodes keep the numbers they had before cards were
+                // listed.
+                let token = self.token_for(&afu.path, kind);
+                let parent = self.card_token(&cards, &afu);
+                let card = card_of(&cards, &afu);
+                if let (true, Some(card), Some(card_token)) = (wants_devices, card, parent)
+                    && !cards_seen.contains(&card_token)
+                {
+                    cards_seen.push(card_token);
+                    let properties = Self::card_properties(card, Some(&afu));
+                    if matches(&properties) {
+                        found.push(Discovered {
+                            token: card_token,
+                            properties,
+                        });
+                    }
+                }
+                let properties = Self::properties(&afu, kind, card, parent);
+                if matches(&properties) {
                     found.push(Discovered { token, properties });
                 }
             }
@@ -273,12 +402,24 @@ impl Plugin for CxlPlugin {
     }
 
     fn describe(&mut self, token: u64) -> Result<Properties> {
-        let (afu, kind) = self.node_for_token(token)?;
-        Ok(Self::properties(&afu, kind))
+        match self.node_for_token(token)? {
+            Node::Card(card) => {
+                let afus = list_afus();
+                let first = afus
+                    .iter()
+                    .find(|a| card_of(std::slice::from_ref(&card), a).is_some());
+                Ok(Self::card_properties(&card, first))
+            }
+            Node::Afu(afu, kind) => {
+                let cards = list_cards();
+                let parent = self.card_token(&cards, &afu);
+                Ok(Self::properties(&afu, kind, card_of(&cards, &afu), parent))
+            }
+        }
     }
 
     fn open(&mut self, token: u64, _mode: OpenMode) -> Result<u64> {
-        let (afu, kind) = self.node_for_token(token)?;
+        let (afu, kind) = self.afu_for_token(token)?;
         let context = Context::open(&afu.path, kind)?;
         let handle = self.fresh_id();
         self.contexts.insert(

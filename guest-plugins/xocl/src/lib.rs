@@ -22,6 +22,28 @@ use accelhost_sdk::{
 
 /// The device type every XRT card reports.
 const DEVICE_TYPE: &str = "fpga";
+/// What a card's token key starts with (its management function), before the user
+/// function's path.
+const MGMT_KEY: &str = "mgmt@";
+
+/// What a token stands for.
+enum Node {
+    /// The user function: the accelerator, opened for buffers and compute units.
+    User(DeviceDesc),
+    /// The card's management function: OPAE's device object, the user function's parent.
+    Mgmt(DeviceDesc),
+}
+
+/// The name of a card's device object: `mgmt.<bus address>`, or `<name>.mgmt` without one.
+fn mgmt_name(desc: &DeviceDesc) -> String {
+    match desc.bus_address {
+        Some(bus) => format!(
+            "mgmt.{:04x}:{:02x}:{:02x}.{}",
+            bus.segment, bus.bus, bus.device, bus.function
+        ),
+        None => format!("{}.mgmt", desc.path.trim_start_matches("/dev/")),
+    }
+}
 
 #[derive(Default)]
 struct XoclPlugin {
@@ -51,19 +73,70 @@ impl XoclPlugin {
         *self.tokens.entry(path.to_string()).or_insert(next)
     }
 
-    fn desc_for_token(&self, token: u64) -> Result<DeviceDesc> {
-        let path = self
+    fn node_for_token(&self, token: u64) -> Result<Node> {
+        let key = self
             .tokens
             .iter()
-            .find_map(|(path, t)| (*t == token).then_some(path))
+            .find_map(|(key, t)| (*t == token).then_some(key))
             .ok_or_else(|| not_found("xocl device token", token))?;
-        list_devices()
+        let (path, mgmt) = match key.strip_prefix(MGMT_KEY) {
+            Some(path) => (path, true),
+            None => (key.as_str(), false),
+        };
+        let desc = list_devices()
             .into_iter()
-            .find(|d| &d.path == path)
-            .ok_or_else(|| Error::not_found(format!("xocl device {path} is no longer granted")))
+            .find(|d| d.path == path)
+            .ok_or_else(|| Error::not_found(format!("xocl device {path} is no longer granted")))?;
+        Ok(if mgmt {
+            Node::Mgmt(desc)
+        } else {
+            Node::User(desc)
+        })
     }
 
-    fn properties(&self, desc: &DeviceDesc) -> Properties {
+    /// The user function `token` stands for; a card's management function is not opened.
+    fn desc_for_token(&self, token: u64) -> Result<DeviceDesc> {
+        match self.node_for_token(token)? {
+            Node::User(desc) => Ok(desc),
+            Node::Mgmt(desc) => Err(Error::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "{} is an XRT card's management function (a device object): open its user \
+                     function {} for buffers and compute units",
+                    mgmt_name(&desc),
+                    desc.path.trim_start_matches("/dev/")
+                ),
+            )),
+        }
+    }
+
+    /// A card's management function as OPAE describes a device object. Its ids and address
+    /// are the user function's: the shim does not read the management function. The GUID is
+    /// zero: the shell's interface id is not exported by the shim.
+    fn mgmt_properties(desc: &DeviceDesc) -> Properties {
+        Properties {
+            object_type: ObjectType::Device,
+            name: mgmt_name(desc),
+            guid: Guid { high: 0, low: 0 },
+            vendor_id: desc.vendor_id,
+            device_id: desc.device_id,
+            bus_address: desc.bus_address,
+            socket_id: None,
+            device_type: DEVICE_TYPE.to_string(),
+            host: "localhost".to_string(),
+            num_mmio: 0,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: None,
+            extras: vec![
+                ("interface".into(), "xocl".into()),
+                ("board".into(), desc.board_name.clone()),
+                ("emulated".into(), desc.emulated.to_string()),
+            ],
+        }
+    }
+
+    fn properties(&self, desc: &DeviceDesc, parent: Option<u64>) -> Properties {
         let holders: Vec<&OpenDevice> = self
             .handles
             .values()
@@ -90,7 +163,7 @@ impl XoclPlugin {
             } else {
                 AcceleratorState::Unassigned
             }),
-            parent: None,
+            parent,
             extras: vec![
                 ("interface".into(), "xocl".into()),
                 ("path".into(), desc.path.clone()),
@@ -206,11 +279,30 @@ impl Plugin for XoclPlugin {
                 "the xocl plugin was not initialized",
             ));
         }
+        // Device objects are listed only to a filter that asks for them (as the C API does,
+        // and `accelhost info`): everything else lists what can be opened.
+        let wants_devices = filters
+            .iter()
+            .any(|f| f.object_type == Some(ObjectType::Device));
+        let matches =
+            |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
         let mut found = Vec::new();
         for desc in list_devices() {
-            let properties = self.properties(&desc);
-            if filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties)) {
-                let token = self.token_for(&desc.path);
+            // The user function's token first: it keeps the number it had before device
+            // objects were listed.
+            let token = self.token_for(&desc.path);
+            let mgmt = self.token_for(&format!("{MGMT_KEY}{}", desc.path));
+            if wants_devices {
+                let properties = Self::mgmt_properties(&desc);
+                if matches(&properties) {
+                    found.push(Discovered {
+                        token: mgmt,
+                        properties,
+                    });
+                }
+            }
+            let properties = self.properties(&desc, Some(mgmt));
+            if matches(&properties) {
                 found.push(Discovered { token, properties });
             }
         }
@@ -218,8 +310,13 @@ impl Plugin for XoclPlugin {
     }
 
     fn describe(&mut self, token: u64) -> Result<Properties> {
-        let desc = self.desc_for_token(token)?;
-        Ok(self.properties(&desc))
+        match self.node_for_token(token)? {
+            Node::Mgmt(desc) => Ok(Self::mgmt_properties(&desc)),
+            Node::User(desc) => {
+                let mgmt = self.token_for(&format!("{MGMT_KEY}{}", desc.path));
+                Ok(self.properties(&desc, Some(mgmt)))
+            }
+        }
     }
 
     fn open(&mut self, token: u64, mode: OpenMode) -> Result<u64> {

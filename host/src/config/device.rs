@@ -23,6 +23,9 @@ pub struct DeviceDecl {
     pub bus_address: Option<BusAddress>,
     /// The CPU socket reported for the card, if any.
     pub socket_id: Option<u32>,
+    /// Set by the family when several devices are functions of one card (the AFUs of one
+    /// CAPI adapter): devices of one group share the card's bus address.
+    pub card_group: Option<String>,
     /// The fields only this family's cards take.
     pub settings: CardSettings,
 }

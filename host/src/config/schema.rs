@@ -1,6 +1,6 @@
 //! The JSON schema of the plugin list and its validation.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -337,6 +337,7 @@ impl RawDevice {
             device_id: self.device_id.unwrap_or(family.default_ids.1),
             bus_address: self.bus_address,
             socket_id: self.socket_id,
+            card_group: None,
             settings,
         })
     }
@@ -347,7 +348,9 @@ pub const FIRST_EMULATED_BUS: u8 = 0x3b;
 
 /// Gives every emulated card without a `bus_address` one, as a real card has: `0000:bb:00.0`
 /// with `bb` counting up from [`FIRST_EMULATED_BUS`] in config order, skipping the buses of
-/// the addresses the config gives. Past bus `ff` cards stay without one.
+/// the addresses the config gives. Past bus `ff` cards stay without one. Devices of one
+/// [`card_group`](DeviceDecl::card_group) are one card: they take the address one of them
+/// was given, or share the one the first is given.
 fn give_bus_addresses(devices: &mut [DeviceDecl]) {
     let taken: BTreeSet<u8> = devices
         .iter()
@@ -355,14 +358,25 @@ fn give_bus_addresses(devices: &mut [DeviceDecl]) {
         .filter(|a| a.segment == 0)
         .map(|a| a.bus)
         .collect();
+    let mut cards: BTreeMap<String, BusAddress> = devices
+        .iter()
+        .filter_map(|d| Some((d.card_group.clone()?, d.bus_address?)))
+        .collect();
     let mut free = (FIRST_EMULATED_BUS..=u8::MAX).filter(|bus| !taken.contains(bus));
     for device in devices.iter_mut().filter(|d| d.bus_address.is_none()) {
+        if let Some(address) = device.card_group.as_ref().and_then(|g| cards.get(g)) {
+            device.bus_address = Some(*address);
+            continue;
+        }
         device.bus_address = free.next().map(|bus| BusAddress {
             segment: 0,
             bus,
             device: 0,
             function: 0,
         });
+        if let (Some(group), Some(address)) = (&device.card_group, device.bus_address) {
+            cards.insert(group.clone(), address);
+        }
     }
 }
 

@@ -388,6 +388,47 @@ fn cxl_slices_are_unique_per_card_and_free_ones_are_given_out_lowest_first() {
 }
 
 #[test]
+fn the_afus_of_one_capi_card_share_its_bus_address() {
+    let config = parse(
+        r#"{"devices": [
+            {"id": "a", "family": "cxl", "card": 0},
+            {"id": "b", "family": "dfl"},
+            {"id": "c", "family": "cxl", "card": 0},
+            {"id": "d", "family": "cxl", "card": 1, "bus_address": "0000:70:00.0"},
+            {"id": "e", "family": "cxl", "card": 1}
+        ], "plugins": []}"#,
+    )
+    .unwrap();
+    let addresses: Vec<String> = config
+        .devices
+        .iter()
+        .map(|d| d.bus_address.unwrap().to_string())
+        .collect();
+    assert_eq!(
+        addresses,
+        [
+            "0000:3b:00.0",
+            "0000:3c:00.0",
+            "0000:3b:00.0",
+            "0000:70:00.0",
+            "0000:70:00.0"
+        ]
+    );
+    let err = error(
+        r#"{"devices": [
+            {"id": "a", "family": "cxl", "bus_address": "0000:70:00.0"},
+            {"id": "b", "family": "cxl", "bus_address": "0000:71:00.0"}
+        ], "plugins": []}"#,
+    );
+    assert_eq!(err.path, "devices[1].bus_address");
+    assert!(
+        err.message
+            .contains("card 0 is at 0000:70:00.0 ('a' says so)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_family_is_told_apart_from_an_unknown_field() {
     let err = error(r#"{"devices": [{"id": "c", "family": "xocl", "slice": 1}], "plugins": []}"#);
     assert_eq!(err.path, "devices[0].slice");

@@ -414,6 +414,8 @@ pub const MASTER_ATTR_PP_MMIO_OFF: &str = "pp_mmio_off";
 pub const MASTER_ATTR_PP_MMIO_LEN: &str = "pp_mmio_len";
 /// Card attribute: the CAIA version, `major.minor` (1.x = POWER8, 2.x = POWER9).
 pub const CARD_ATTR_CAIA_VERSION: &str = "caia_version";
+/// The link from a card's directory to its PCI function, named by its address.
+pub const CARD_DEVICE_LINK: &str = "device";
 
 /// Mode name of [`AfuMode::Dedicated`].
 pub const MODE_NAME_DEDICATED: &str = "dedicated_process";

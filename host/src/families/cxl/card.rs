@@ -4,6 +4,7 @@ use serde::Deserialize;
 
 use crate::config::{CardSettings, DeviceDecl};
 use crate::families::{CardError, CardsError, parse_fields};
+use crate::types::BusAddress;
 
 /// The AFUs the emulator carries.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -116,7 +117,9 @@ pub(crate) fn parse(
 }
 
 /// Gives each AFU without a `slice` the lowest slice of its card that no other AFU takes,
-/// and refuses two AFUs on one slice (they would share a name and an AFU id).
+/// and refuses two AFUs on one slice (they would share a name and an AFU id). The AFUs of a
+/// card are functions of one adapter: they share its bus address, so two different ones on
+/// one card are refused.
 pub(crate) fn resolve(cards: &mut [&mut DeviceDecl]) -> Result<(), CardsError> {
     let mut taken: std::collections::BTreeMap<(u32, u32), &str> = Default::default();
     let ids: Vec<String> = cards.iter().map(|d| d.id.clone()).collect();
@@ -157,6 +160,33 @@ pub(crate) fn resolve(cards: &mut [&mut DeviceDecl]) -> Result<(), CardsError> {
         };
         decl.settings = CardSettings::new(resolved, decl.settings.json().clone());
     }
+    let mut addresses: std::collections::BTreeMap<u32, (BusAddress, &str)> = Default::default();
+    for (i, decl) in cards.iter_mut().enumerate() {
+        let Some(card) = decl.settings.get::<CxlCard>().map(|c| c.card) else {
+            continue;
+        };
+        decl.card_group = Some(format!("cxl card {card}"));
+        let Some(address) = decl.bus_address else {
+            continue;
+        };
+        match addresses.get(&card) {
+            Some((other, id)) if *other != address => {
+                return Err((
+                    i,
+                    CardError::new(
+                        "bus_address",
+                        format!(
+                            "card {card} is at {other} ('{id}' says so): the AFUs of one card \
+                             share its bus address"
+                        ),
+                    ),
+                ));
+            }
+            _ => {
+                addresses.insert(card, (address, &ids[i]));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -170,6 +200,7 @@ pub(crate) fn decl(id: &str, card: CxlCard) -> DeviceDecl {
         device_id: super::abi::CAPI_DEVICE_ID,
         bus_address: None,
         socket_id: None,
+        card_group: None,
         settings: CardSettings::new(card, Default::default()),
     }
 }

@@ -113,6 +113,7 @@ impl EmulatedAfu {
                 caia_version: (1, 2),
                 vendor_id: decl.vendor_id,
                 device_id: decl.device_id,
+                bus_address: decl.bus_address,
                 emulated: true,
             },
             afu,

@@ -60,6 +60,19 @@ impl wit::Host for PluginState {
             .map(|afu| desc(afu.desc()))
             .collect())
     }
+
+    fn list_cards(&mut self) -> wasmtime::Result<Vec<wit::CardDesc>> {
+        let mut cards = std::collections::BTreeMap::new();
+        for afu in self.granted_devices::<dyn CxlAfu>() {
+            let d = afu.desc();
+            cards.entry((d.emulated, d.card)).or_insert(wit::CardDesc {
+                card: d.card,
+                bus_address: d.bus_address.map(Into::into),
+                emulated: d.emulated,
+            });
+        }
+        Ok(cards.into_values().collect())
+    }
 }
 
 impl wit::HostContext for PluginState {

@@ -177,6 +177,9 @@ fn read_desc(paths: &AfuPaths) -> Result<AfuDesc, BadAttribute> {
             "a 0x-prefixed u16",
         )?
         .unwrap_or(0),
+        bus_address: fs::read_link(paths.card_dir.join(abi::CARD_DEVICE_LINK))
+            .ok()
+            .and_then(|target| target.file_name()?.to_str()?.parse().ok()),
         emulated: false,
     })
 }
@@ -727,6 +730,15 @@ mod tests {
         };
         s.write(&format!("{CLASS}/card0/caia_version"), "1.2\n");
         s.write(&format!("{CLASS}/card1/caia_version"), "2.0\n");
+        s.write(
+            "sys/devices/pci0006:00/0006:00:00.0/0006:01:00.0/vendor",
+            "0x1014\n",
+        );
+        std::os::unix::fs::symlink(
+            "../../../devices/pci0006:00/0006:00:00.0/0006:01:00.0",
+            s.0.join(format!("{CLASS}/card0/device")),
+        )
+        .unwrap();
         attrs(
             "afu0.0",
             "afu_directed\n",
@@ -789,9 +801,11 @@ mod tests {
                 caia_version: (1, 2),
                 vendor_id: 0x1014,
                 device_id: 0x0601,
+                bus_address: Some("0006:01:00.0".parse().unwrap()),
                 emulated: false,
             }
         );
+        assert_eq!(afus[2].desc().bus_address, None, "card1 has no device link");
         let none = afus[1].desc();
         assert_eq!((none.mode, none.max_contexts), (None, 0));
         let dedicated = afus[2].desc();

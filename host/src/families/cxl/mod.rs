@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::devices::{Completion, DmaMemory, MmioWindow, Owner};
+use crate::types::BusAddress;
 pub(crate) use family::FAMILY;
 
 /// How an AFU shares itself between processes (sysfs `mode`).
@@ -86,6 +87,8 @@ pub struct AfuDesc {
     pub vendor_id: u16,
     /// Configuration record 0's device id.
     pub device_id: u16,
+    /// The PCI function of the AFU's card, if known.
+    pub bus_address: Option<BusAddress>,
     /// Whether the AFU is emulated.
     pub emulated: bool,
 }

@@ -45,6 +45,7 @@ pub(crate) fn decl(id: &str) -> DeviceDecl {
         device_id: super::abi::ASE_DEVICE_ID,
         bus_address: None,
         socket_id: None,
+        card_group: None,
         settings: CardSettings::new(DflCard::default(), Default::default()),
     }
 }

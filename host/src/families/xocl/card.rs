@@ -40,6 +40,7 @@ pub(crate) fn decl(id: &str) -> DeviceDecl {
         device_id: super::abi::PCI_DEVICE_U200_USER,
         bus_address: None,
         socket_id: None,
+        card_group: None,
         settings: CardSettings::new(XoclCard::default(), Default::default()),
     }
 }

@@ -7,7 +7,13 @@ declare module 'accel:plugin/cxl@0.2.0' {
    * The AFUs this plugin was granted.
    */
   export function listAfus(): Array<AfuDesc>;
+  /**
+   * The adapters the granted AFUs are on, each once, in (emulated, card) order.
+   * (Added in 0.2.0.)
+   */
+  export function listCards(): Array<CardDesc>;
   export type Error = import('accel:plugin/types@0.2.0').Error;
+  export type BusAddress = import('accel:plugin/types@0.2.0').BusAddress;
   export type Region = import('accel:plugin/mmio@0.2.0').Region;
   export type Buffer = import('accel:plugin/dma@0.2.0').Buffer;
   export type Event = import('accel:plugin/events@0.2.0').Event;
@@ -114,6 +120,24 @@ declare module 'accel:plugin/cxl@0.2.0' {
   export interface AfuEventAfuError {
     tag: 'afu-error',
     val: bigint,
+  }
+  /**
+   * A CAPI adapter that granted AFUs are on.
+   * (Added in 0.2.0.)
+   */
+  export interface CardDesc {
+    /**
+     * The adapter number (`cardC`), as the AFUs' `card`.
+     */
+    card: number,
+    /**
+     * The adapter's PCI function (`cardC/device` in sysfs, or the emulator's config).
+     */
+    busAddress?: BusAddress,
+    /**
+     * Whether the adapter is emulated (an emulated and a real adapter may share a number).
+     */
+    emulated: boolean,
   }
   
   export class Context implements Disposable {
