@@ -54,7 +54,7 @@ use accelhost_sdk::host::dfl::Port;
 use accelhost_sdk::host::{dma, events, image, xocl};
 use accelhost_sdk::{
     AttributeInfo, Discovered, Error, EventKind, Filter, Guid, ObjectType, OpenMode, Plugin,
-    Properties, Result, filter_matches, log,
+    Properties, Result, filters_match, log,
 };
 
 /// The fake accelerator's GUID.
@@ -392,7 +392,7 @@ impl Plugin for Chaos {
             return Ok(Self::impostors(count, self.setting("impersonate_name")));
         }
         let properties = Self::properties();
-        let matched = filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties));
+        let matched = filters_match(&filters, &properties);
         Ok(matched
             .then_some(Discovered {
                 token: TOKEN,

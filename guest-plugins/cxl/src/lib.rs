@@ -17,7 +17,7 @@ use accelhost_sdk::host::mmio;
 use accelhost_sdk::{
     Allocation, BufferFlags, Discovered, Error, ErrorCode, EventKind, Filter, Guid, KernelArgument,
     LaunchSize, MemoryKind, ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result,
-    filter_matches,
+    filters_match, wants_device_objects,
 };
 
 /// The node code of a card's token key (AFU nodes use `m`, `s` and `d`).
@@ -194,8 +194,6 @@ impl CxlPlugin {
     fn card_properties(card: &CardDesc, first_afu: Option<&AfuDesc>) -> Properties {
         let (vendor_id, device_id) = first_afu.map_or((0, 0), |a| (a.vendor_id, a.device_id));
         Properties {
-            object_type: ObjectType::Device,
-            name: card_name(card),
             guid: Guid {
                 high: (u64::from(vendor_id) << 48)
                     | (u64::from(device_id) << 32)
@@ -206,18 +204,15 @@ impl CxlPlugin {
             vendor_id,
             device_id,
             bus_address: card.bus_address,
-            socket_id: None,
-            device_type: DEVICE_TYPE.to_string(),
-            host: "localhost".to_string(),
-            num_mmio: 0,
-            num_interrupts: 0,
-            accelerator_state: None,
-            parent: None,
-            extras: vec![
-                ("interface".into(), "cxl".into()),
-                ("card".into(), card.card.to_string()),
-                ("emulated".into(), card.emulated.to_string()),
-            ],
+            ..Properties::device_object(
+                card_name(card),
+                DEVICE_TYPE,
+                vec![
+                    ("interface".into(), "cxl".into()),
+                    ("card".into(), card.card.to_string()),
+                    ("emulated".into(), card.emulated.to_string()),
+                ],
+            )
         }
     }
 
@@ -365,11 +360,8 @@ impl Plugin for CxlPlugin {
         }
         // Cards are listed only to a filter that asks for device objects (as the C API does,
         // and `accelhost info`): everything else lists what can be opened.
-        let wants_devices = filters
-            .iter()
-            .any(|f| f.object_type == Some(ObjectType::Device));
-        let matches =
-            |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
+        let wants_devices = wants_device_objects(&filters);
+        let matches = |p: &Properties| filters_match(&filters, p);
         let cards = list_cards();
         let mut cards_seen = Vec::new();
         let mut found = Vec::new();

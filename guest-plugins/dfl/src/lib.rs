@@ -10,7 +10,8 @@ use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::{dfl, mmio};
 use accelhost_sdk::{
     AcceleratorState, AttributeInfo, BufferFlags, BusAddress, Discovered, Error, ErrorCode, Filter,
-    Guid, ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result, filter_matches,
+    Guid, ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result, filters_match,
+    wants_device_objects,
 };
 
 /// The device type every DFL port reports.
@@ -112,23 +113,19 @@ impl DflPlugin {
             .and_then(|text| parse_guid(&text))
             .unwrap_or(Guid { high: 0, low: 0 });
         Properties {
-            object_type: ObjectType::Device,
-            name: fme_name(desc),
             guid,
             vendor_id: desc.vendor_id,
             device_id: desc.device_id,
             bus_address: desc.bus_address,
             socket_id: desc.socket_id,
-            device_type: DEVICE_TYPE.to_string(),
-            host: "localhost".to_string(),
-            num_mmio: 0,
-            num_interrupts: 0,
-            accelerator_state: None,
-            parent: None,
-            extras: vec![
-                ("interface".to_string(), "dfl".to_string()),
-                ("emulated".to_string(), desc.emulated.to_string()),
-            ],
+            ..Properties::device_object(
+                fme_name(desc),
+                DEVICE_TYPE,
+                vec![
+                    ("interface".to_string(), "dfl".to_string()),
+                    ("emulated".to_string(), desc.emulated.to_string()),
+                ],
+            )
         }
     }
 
@@ -192,11 +189,8 @@ impl Plugin for DflPlugin {
         self.require_initialized()?;
         // The FMEs are listed only to a filter that asks for device objects (as the C API
         // does, and `accelhost info`): everything else lists what can be opened.
-        let wants_devices = filters
-            .iter()
-            .any(|f| f.object_type == Some(ObjectType::Device));
-        let matches =
-            |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
+        let wants_devices = wants_device_objects(&filters);
+        let matches = |p: &Properties| filters_match(&filters, p);
         let mut found = Vec::new();
         let mut cards_seen = BTreeSet::new();
         for probe in dfl::probe_ports() {

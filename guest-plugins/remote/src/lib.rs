@@ -18,7 +18,7 @@ use accelhost_sdk::host::remote::{
 use accelhost_sdk::{
     Allocation, BufferFlags, Discovered, Error, ErrorCode, EventKind, Filter, KernelArgument,
     LaunchSize, MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer, Properties, Result,
-    filter_matches, log,
+    filters_match, log,
 };
 
 /// The first wait before a failed node is tried again; it doubles up to [`MAX_BACKOFF_NS`].
@@ -338,7 +338,7 @@ impl Plugin for RemotePlugin {
                     }
                 };
                 let properties = Self::properties(&self.nodes[n], device);
-                if filters.is_empty() || filters.iter().any(|f| filter_matches(f, &properties)) {
+                if filters_match(&filters, &properties) {
                     found.push(Discovered { token, properties });
                 }
             }

@@ -17,7 +17,7 @@ use state::{AllocationState, KernelState, OpenDevice, ProgramState, QueueState};
 use accelhost_sdk::{
     AcceleratorState, Allocation, Discovered, Error, ErrorCode, Filter, Guid, KernelArgument,
     LaunchSize, MemoryKind, MemoryRange, ObjectType, OpenMode, Plugin, Properties, Result,
-    filter_matches,
+    filters_match, wants_device_objects,
 };
 
 /// The device type every XRT card reports.
@@ -115,24 +115,18 @@ impl XoclPlugin {
     /// zero: the shell's interface id is not exported by the shim.
     fn mgmt_properties(desc: &DeviceDesc) -> Properties {
         Properties {
-            object_type: ObjectType::Device,
-            name: mgmt_name(desc),
-            guid: Guid { high: 0, low: 0 },
             vendor_id: desc.vendor_id,
             device_id: desc.device_id,
             bus_address: desc.bus_address,
-            socket_id: None,
-            device_type: DEVICE_TYPE.to_string(),
-            host: "localhost".to_string(),
-            num_mmio: 0,
-            num_interrupts: 0,
-            accelerator_state: None,
-            parent: None,
-            extras: vec![
-                ("interface".into(), "xocl".into()),
-                ("board".into(), desc.board_name.clone()),
-                ("emulated".into(), desc.emulated.to_string()),
-            ],
+            ..Properties::device_object(
+                mgmt_name(desc),
+                DEVICE_TYPE,
+                vec![
+                    ("interface".into(), "xocl".into()),
+                    ("board".into(), desc.board_name.clone()),
+                    ("emulated".into(), desc.emulated.to_string()),
+                ],
+            )
         }
     }
 
@@ -281,11 +275,8 @@ impl Plugin for XoclPlugin {
         }
         // Device objects are listed only to a filter that asks for them (as the C API does,
         // and `accelhost info`): everything else lists what can be opened.
-        let wants_devices = filters
-            .iter()
-            .any(|f| f.object_type == Some(ObjectType::Device));
-        let matches =
-            |p: &Properties| filters.is_empty() || filters.iter().any(|f| filter_matches(f, p));
+        let wants_devices = wants_device_objects(&filters);
+        let matches = |p: &Properties| filters_match(&filters, p);
         let mut found = Vec::new();
         for desc in list_devices() {
             // The user function's token first: it keeps the number it had before device

@@ -7,6 +7,15 @@ fn parse(text: &str) -> Result<Config, ConfigError> {
     )
 }
 
+/// Every device's bus address, as text.
+fn bus_addresses(config: &Config) -> Vec<String> {
+    config
+        .devices
+        .iter()
+        .map(|d| d.bus_address.unwrap().to_string())
+        .collect()
+}
+
 fn error(text: &str) -> ConfigError {
     parse(text).expect_err("the config should be refused")
 }
@@ -262,13 +271,8 @@ fn emulated_cards_without_an_address_get_one_around_the_given_ones() {
             "plugins": []}"#,
     )
     .unwrap();
-    let addresses: Vec<String> = config
-        .devices
-        .iter()
-        .map(|d| d.bus_address.unwrap().to_string())
-        .collect();
     assert_eq!(
-        addresses,
+        bus_addresses(&config),
         [
             "0000:3b:00.0",
             "0000:3c:00.0",
@@ -399,13 +403,8 @@ fn the_afus_of_one_capi_card_share_its_bus_address() {
         ], "plugins": []}"#,
     )
     .unwrap();
-    let addresses: Vec<String> = config
-        .devices
-        .iter()
-        .map(|d| d.bus_address.unwrap().to_string())
-        .collect();
     assert_eq!(
-        addresses,
+        bus_addresses(&config),
         [
             "0000:3b:00.0",
             "0000:3c:00.0",

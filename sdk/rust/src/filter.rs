@@ -1,6 +1,6 @@
 //! The filter semantics every plugin and the host share.
 
-use crate::{BusAddress, Filter, Guid, Properties};
+use crate::{BusAddress, Filter, Guid, ObjectType, Properties};
 
 /// Does a device on `device_host` match the host filter `filter`?
 ///
@@ -34,6 +34,44 @@ pub fn filter_matches(filter: &Filter, properties: &Properties) -> bool {
             .host
             .as_deref()
             .is_none_or(|h| host_matches(h, &properties.host))
+}
+
+/// Does a device with `properties` match `filters`? No filter matches everything; otherwise
+/// any one filter must match (as `enumerate` receives them).
+pub fn filters_match(filters: &[Filter], properties: &Properties) -> bool {
+    filters.is_empty() || filters.iter().any(|f| filter_matches(f, properties))
+}
+
+/// Does any of `filters` ask for device objects (OPAE's `FPGA_DEVICE`)? The shipped plugins
+/// list their cards' device objects only then: a filter that names no object type asks for
+/// what can be opened, as the C API and `accelhost info` expect.
+pub fn wants_device_objects(filters: &[Filter]) -> bool {
+    filters
+        .iter()
+        .any(|f| f.object_type == Some(ObjectType::Device))
+}
+
+impl Properties {
+    /// A card's device object: named `name`, with no MMIO, interrupts, state or parent, on
+    /// this machine; the caller fills in what the card reports.
+    pub fn device_object(name: String, device_type: &str, extras: Vec<(String, String)>) -> Self {
+        Properties {
+            object_type: ObjectType::Device,
+            name,
+            guid: Guid { high: 0, low: 0 },
+            vendor_id: 0,
+            device_id: 0,
+            bus_address: None,
+            socket_id: None,
+            device_type: device_type.to_string(),
+            host: "localhost".to_string(),
+            num_mmio: 0,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: None,
+            extras,
+        }
+    }
 }
 
 fn same_guid(a: Guid, b: Guid) -> bool {

@@ -45,7 +45,7 @@ pub use bindings::exports::accel::plugin::fpga::{BufferFlags, EventKind, Prepare
 pub use bindings::exports::accel::plugin::offload::{
     Allocation, KernelArgument, LaunchSize, MemoryKind, MemoryRange,
 };
-pub use filter::{filter_matches, host_matches};
+pub use filter::{filter_matches, filters_match, host_matches, wants_device_objects};
 pub use plugin::{Plugin, Result};
 
 /// The services the host offers a plugin: each one checks the plugin's grants.
