@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the toolchains that build C, JavaScript and Python plugins, from the package
-# registries only: Debian's clang, lld and wasi-libc; jco and TypeScript from npm into
-# sdk/js/node_modules (package-lock.json pins them); componentize-py from PyPI into
-# sdk/python/.venv (requirements.txt pins it). Give languages to install only those:
+# registries only: Debian's clang, lld and wasi-libc; jco and TypeScript from npm
+# (sdk/js/package-lock.json pins them) and componentize-py from PyPI
+# (sdk/python/requirements.txt pins it), both through `accelhost-sdk toolchains --install`
+# into the tool's per-user directory. Give languages to install only those:
 #   sdk/install-toolchains.sh [c] [js] [python]
 # Each step is skipped when what it installs is already there.
 set -euo pipefail
@@ -26,24 +27,10 @@ for language in "${languages[@]}"; do
             DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}"
         fi
         ;;
-    js)
-        if [ -f "$sdk/js/node_modules/.package-lock.json" ] &&
-            [ "$sdk/js/node_modules/.package-lock.json" -nt "$sdk/js/package-lock.json" ]; then
-            echo "js: sdk/js/node_modules is up to date"
-        else
-            # The lock pins every version. Not `npm ci`: it refuses a lock that lacks optional
-            # packages of other platforms the registry does not carry (win32-arm64, musl, ...).
-            echo "js: npm install in sdk/js (package-lock.json)"
-            npm install --prefix "$sdk/js" --no-save --no-audit --no-fund --loglevel=error
-        fi
-        ;;
-    python)
-        if [ ! -x "$sdk/python/.venv/bin/pip" ]; then
-            echo "python: creating sdk/python/.venv"
-            python3 -m venv "$sdk/python/.venv"
-        fi
-        echo "python: pip install -r sdk/python/requirements.txt"
-        "$sdk/python/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$sdk/python/requirements.txt"
+    js | python)
+        # The SDK tool installs them into its per-user directory ($ACCELHOST_SDK_HOME, else
+        # ~/.cache/accelhost-sdk), where every checkout and the installed tool find them.
+        (cd "$sdk/.." && cargo run --quiet -p accelhost-sdk-tool -- toolchains --install "$language")
         ;;
     *)
         echo "unknown language '$language': expected c, js or python" >&2

@@ -136,7 +136,7 @@ fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome
         Language::Python => ("app.py", PYTHON, "ValueError: boom (at app.py:7)"),
         Language::C => unreachable!("C has no exceptions"),
     };
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, language) {
         Ok(toolchain) => toolchain,
         Err(skipped) => return skipped,
@@ -171,7 +171,7 @@ fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome
 /// Rebuilding a copy of the template in place keeps its component, bytes and all (so the host's
 /// compile cache still has it, whatever the toolchain's reproducibility), until a source changes.
 fn an_unchanged_plugin_keeps_its_component(language: Language, entry: &str, edit: &str) -> Outcome {
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, language) {
         Ok(toolchain) => toolchain,
         Err(skipped) => return skipped,
@@ -204,7 +204,7 @@ fn an_unchanged_plugin_keeps_its_component(language: Language, entry: &str, edit
 /// bytes, so the host's compile cache (keyed by them) still has the component after a rebuild.
 /// A toolchain the SDK tool says is not reproducible is skipped with its reason, unbuilt.
 fn rebuilds_are_byte_identical(language: Language) -> Outcome {
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, language) {
         Ok(toolchain) => toolchain,
         Err(skipped) => return skipped,
@@ -240,7 +240,7 @@ fn rebuilds_are_byte_identical(language: Language) -> Outcome {
 }
 
 fn the_checked_in_typescript_types_match_the_wit() -> Outcome {
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let jco = match toolchain(&sdk, Language::Js) {
         Ok(Toolchain::Js(jco)) => jco,
         Ok(_) => unreachable!("the JavaScript probe finds jco"),
@@ -265,7 +265,7 @@ fn the_checked_in_typescript_types_match_the_wit() -> Outcome {
 }
 
 fn a_failing_build_names_the_file_and_the_tool() -> Outcome {
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, Language::C) {
         Ok(toolchain) => toolchain,
         Err(skipped) => return skipped,
@@ -287,7 +287,7 @@ fn a_failing_build_names_the_file_and_the_tool() -> Outcome {
 }
 
 fn empty_plugin_directory(language: Language, needle: &str) -> Outcome {
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, language) {
         Ok(toolchain) => toolchain,
         Err(skipped) => return skipped,
@@ -330,7 +330,7 @@ struct LoadTimes {
 }
 
 fn run_language(language: Language) -> Outcome {
-    let sdk = Sdk::in_repository();
+    let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, language) {
         Ok(toolchain) => toolchain,
         Err(skipped) => return skipped,

@@ -26,6 +26,9 @@ pub struct Clang {
     pub version: String,
 }
 
+/// The system packages the C toolchain is (Debian's names).
+pub const INSTALL_HINT: &str = "apt-get install clang lld wasi-libc libclang-rt-dev-wasm32 (sdk/install-toolchains.sh c does it)";
+
 impl Clang {
     /// Finds clang (`$ACCELHOST_CLANG`, else `clang` on PATH) and checks that it links a
     /// `wasm32-wasi` reactor against wasi-libc; `Err` says what is missing.
@@ -50,8 +53,7 @@ impl Clang {
         command.arg(&source).arg("-o").arg(&module);
         run(&mut command, "building a wasm32-wasi test module").map_err(|err| {
             format!(
-                "{} cannot build wasm32-wasi reactors (install clang lld wasi-libc \
-                 libclang-rt-dev-wasm32): {err:#}",
+                "{} cannot build wasm32-wasi reactors ({INSTALL_HINT}): {err:#}",
                 clang.version
             )
         })?;

@@ -1,9 +1,11 @@
-//! The accelhost checkout the SDK lives in, and the languages it builds.
+//! The SDK tree a build reads (the one embedded in the tool, or the checkout), and the
+//! languages it builds.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use sha2::Digest;
 use wit_bindgen_core::wit_parser::{Resolve, WorldId};
 
 /// The world every plugin targets.
@@ -56,27 +58,73 @@ impl fmt::Display for Language {
     }
 }
 
-/// The accelhost checkout the SDK lives in: `wit/`, `sdk/<language>/` and `examples/`.
+/// An SDK tree (`wit/`, `sdk/<language>/`, `examples/`) and the per-user directory its
+/// toolchains and intermediate files live in.
 #[derive(Clone, Debug)]
 pub struct Sdk {
     root: PathBuf,
+    home: PathBuf,
 }
 
 impl Sdk {
-    /// The checkout this tool was built from.
-    pub fn in_repository() -> Sdk {
+    /// The SDK embedded in this tool, unpacked into the per-user directory
+    /// ([`home`](crate::home)): what an installed tool builds with, from any directory.
+    pub fn installed() -> anyhow::Result<Sdk> {
+        let home = crate::home::home()?;
+        let root = crate::home::unpacked_sdk(&home)?;
+        Ok(Sdk { root, home })
+    }
+
+    /// The checkout this tool was built from, for the commands that regenerate its files.
+    pub fn in_repository() -> anyhow::Result<Sdk> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        Sdk::at(std::fs::canonicalize(&root).unwrap_or(root))
+        Ok(Sdk {
+            root: std::fs::canonicalize(&root).unwrap_or(root),
+            home: crate::home::home()?,
+        })
     }
 
-    /// The checkout at `root`.
-    pub fn at(root: impl Into<PathBuf>) -> Sdk {
-        Sdk { root: root.into() }
+    /// The SDK tree at `root`, with toolchains and work files below `home`.
+    pub fn at(root: impl Into<PathBuf>, home: impl Into<PathBuf>) -> Sdk {
+        Sdk {
+            root: root.into(),
+            home: home.into(),
+        }
     }
 
-    /// The repository root.
+    /// The root of the SDK tree.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The per-user directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// Where the npm packages of the JavaScript toolchain are installed (`node_modules/`).
+    pub fn js_toolchain(&self) -> PathBuf {
+        self.home.join("toolchains").join("js")
+    }
+
+    /// The Python virtual environment componentize-py is installed in.
+    pub fn python_venv(&self) -> PathBuf {
+        self.home.join("toolchains").join("python").join("venv")
+    }
+
+    /// Scratch space for probing toolchains.
+    pub fn probe_dir(&self, language: Language) -> PathBuf {
+        self.home.join("probe").join(language.key())
+    }
+
+    /// Where the intermediate files of building `plugin_dir` go (one directory per plugin
+    /// directory, so a plugin's own directory gets only its component).
+    pub fn work_dir(&self, plugin_dir: &Path) -> PathBuf {
+        let absolute = std::path::absolute(plugin_dir).unwrap_or_else(|_| plugin_dir.into());
+        let digest = sha2::Sha256::digest(absolute.as_os_str().as_encoded_bytes());
+        self.home
+            .join("work")
+            .join(crate::inputs::hex(&digest[..8]))
     }
 
     /// The `accel:plugin` WIT package.
@@ -114,21 +162,5 @@ impl Sdk {
         self.root
             .join("examples")
             .join(format!("{}-nlb0", language.key()))
-    }
-
-    /// Where builds go unless told otherwise: `accelhost-sdk/` in the cargo target directory
-    /// (`$CARGO_TARGET_DIR`, else `target/` of the checkout).
-    pub fn default_out_dir(&self) -> PathBuf {
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .map(|dir| {
-                if dir.is_relative() {
-                    self.root.join(dir)
-                } else {
-                    dir
-                }
-            })
-            .unwrap_or_else(|| self.root.join("target"))
-            .join("accelhost-sdk")
     }
 }

@@ -1,8 +1,9 @@
 //! JavaScript plugins: `plugin.js` is type-checked by TypeScript against the types jco
 //! generated from `wit/` (`sdk/js/generated`), then bundled with the SDK helpers
 //! (`sdk/js/accelhost.js`, imported as `accelhost-sdk`) and componentized by `jco componentize`
-//! (componentize-js, StarlingMonkey). Every tool comes from `sdk/js/node_modules`, which
-//! `sdk/install-toolchains.sh js` installs from the pinned `package-lock.json`.
+//! (componentize-js, StarlingMonkey). Every tool comes from the per-user toolchain directory
+//! ([`Sdk::js_toolchain`]), which `accelhost-sdk toolchains --install js` fills from the pinned
+//! `package-lock.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,7 +35,7 @@ const NODE_RANDOM_SEED: &str = "--random-seed=1";
 /// next to it keeps concurrent builds from sharing the directory.
 const COMPONENTIZE_TMPDIR: &str = "accelhost-sdk-js";
 
-/// node and the jco, componentize-js and TypeScript of `sdk/js/node_modules`.
+/// node and the jco, componentize-js and TypeScript of the per-user toolchain directory.
 #[derive(Clone, Debug)]
 pub struct Jco {
     node: PathBuf,
@@ -45,21 +46,21 @@ pub struct Jco {
 }
 
 impl Jco {
-    /// Finds node (`$ACCELHOST_NODE`, else `node`) and the npm packages installed in
-    /// `sdk/js/node_modules`, checking they are the versions `sdk/js/package.json` pins.
+    /// Finds node (`$ACCELHOST_NODE`, else `node`) and the npm packages installed in the
+    /// toolchain directory, checking they are the versions `sdk/js/package.json` pins.
     pub fn probe(sdk: &Sdk) -> Result<Jco, String> {
         let node = std::env::var_os("ACCELHOST_NODE")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("node"));
         let node_version = process::version_line(&node, &["--version"])?;
         let js = sdk.js_dir();
+        let modules = sdk.js_toolchain().join("node_modules");
         let installed = |package: &str| -> Result<String, String> {
-            let manifest = js.join("node_modules").join(package).join("package.json");
+            let manifest = modules.join(package).join("package.json");
             if !manifest.is_file() {
                 return Err(format!(
-                    "{package} is not installed in {}: run `sdk/install-toolchains.sh js` (npm install --prefix {})",
-                    js.join("node_modules").display(),
-                    js.display()
+                    "{package} is not installed in {}: run `accelhost-sdk toolchains --install js`",
+                    modules.display(),
                 ));
             }
             json_field(&read_json(&manifest)?, &["version"])
@@ -81,10 +82,9 @@ impl Jco {
                 .ok_or_else(|| format!("{} does not pin {package}", manifest.display()))?;
             if &wanted != found {
                 return Err(format!(
-                    "{package} {found} is installed in {}, but {} pins {wanted}: run `sdk/install-toolchains.sh js` (npm install --prefix {})",
-                    js.join("node_modules").display(),
+                    "{package} {found} is installed in {}, but {} pins {wanted}: run `accelhost-sdk toolchains --install js`",
+                    modules.display(),
                     manifest.display(),
-                    js.display()
                 ));
             }
         }
@@ -112,6 +112,7 @@ impl Jco {
     pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<()> {
         process::fresh_dir(work)?;
         let js = absolute(&sdk.js_dir())?;
+        let modules = absolute(&sdk.js_toolchain().join("node_modules"))?;
         let entry = absolute(&plugin_dir.join(ENTRY))
             .with_context(|| format!("a JavaScript plugin needs {ENTRY}"))?;
         let helpers = js.join("accelhost.js");
@@ -141,7 +142,7 @@ impl Jco {
         )?;
         let mut check = Command::new(&self.node);
         check
-            .arg(js.join("node_modules/typescript/bin/tsc"))
+            .arg(modules.join("typescript/bin/tsc"))
             .arg("--pretty")
             .arg("false")
             .arg("-p")
@@ -173,7 +174,7 @@ impl Jco {
         let mut componentize = Command::new(&self.node);
         componentize
             .arg(NODE_RANDOM_SEED)
-            .arg(js.join("node_modules/@bytecodealliance/jco/dist/jco.js"))
+            .arg(modules.join("@bytecodealliance/jco/dist/jco.js"))
             .arg("componentize")
             .arg(&entry)
             .arg("--wit")
@@ -201,10 +202,10 @@ impl Jco {
 /// Regenerates the TypeScript types of `wit/` into `sdk/js/generated` (what `npm run types`
 /// does), into `out_dir` instead when given.
 pub fn generate_types(sdk: &Sdk, jco: &Jco, out_dir: &Path) -> Result<()> {
-    let js = absolute(&sdk.js_dir())?;
+    let modules = absolute(&sdk.js_toolchain().join("node_modules"))?;
     let mut command = Command::new(&jco.node);
     command
-        .arg(js.join("node_modules/@bytecodealliance/jco/dist/jco.js"))
+        .arg(modules.join("@bytecodealliance/jco/dist/jco.js"))
         .arg("guest-types")
         .arg(absolute(&sdk.wit_dir())?)
         .args(["--world-name", WORLD, "--quiet", "-o"])
@@ -266,3 +267,38 @@ fn absolute_new(path: &Path) -> Result<PathBuf> {
     };
     Ok(dir.join(path.file_name().context("the output needs a file name")?))
 }
+
+/// Installs the npm packages `sdk/js/package-lock.json` pins into the toolchain directory,
+/// unless the same lock was installed there already.
+pub fn install(sdk: &Sdk) -> Result<()> {
+    let dir = sdk.js_toolchain();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let lock = std::fs::read(sdk.js_dir().join("package-lock.json"))
+        .context("reading the SDK's package-lock.json")?;
+    let installed = dir.join(INSTALLED_LOCK);
+    if std::fs::read(&installed).is_ok_and(|done| done == lock)
+        && dir.join("node_modules/.package-lock.json").is_file()
+    {
+        println!("js: {} is up to date", dir.display());
+        return Ok(());
+    }
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(sdk.js_dir().join(file), dir.join(file))
+            .with_context(|| format!("copying {file} into {}", dir.display()))?;
+    }
+    println!("js: npm install in {} (package-lock.json)", dir.display());
+    // Not `npm ci`: it refuses a lock that lacks optional packages of other platforms the
+    // registry does not carry (win32-arm64, musl, ...).
+    let mut npm = Command::new("npm");
+    npm.arg("install").arg("--prefix").arg(&dir).args([
+        "--no-save",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+    ]);
+    run(&mut npm, "installing the JavaScript toolchain with npm")?;
+    process::write(&installed, &lock)
+}
+
+/// The copy of the lock the toolchain directory was last installed from.
+const INSTALLED_LOCK: &str = ".installed-package-lock.json";

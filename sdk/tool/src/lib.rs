@@ -21,10 +21,12 @@
 pub mod c;
 mod checkout;
 pub mod exports;
+pub mod home;
 mod inputs;
 pub mod js;
 mod process;
 pub mod python;
+pub mod scaffold;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -178,6 +180,24 @@ pub struct Built {
     pub took: Duration,
     /// Whether the component was kept from the last build, nothing it reads having changed.
     pub kept: bool,
+}
+
+/// Installs the toolchain of `language` into the per-user directory (JavaScript: npm
+/// packages; Python: a virtual environment). C's comes from the system's packages: this
+/// checks it is there and says which to install if not.
+pub fn install(sdk: &Sdk, language: Language) -> Result<()> {
+    match language {
+        Language::C => c::Clang::probe(&sdk.probe_dir(language))
+            .map(drop)
+            .map_err(|why| {
+                anyhow::anyhow!(
+                    "{why} (the C toolchain comes from the system: {})",
+                    c::INSTALL_HINT
+                )
+            }),
+        Language::Js => js::install(sdk),
+        Language::Python => python::install(sdk),
+    }
 }
 
 /// Finds the toolchain of `language` and checks that it works, using `scratch` for test

@@ -1,10 +1,11 @@
-//! `accelhost-sdk`: builds accelhost plugins written in C, JavaScript and Python into
-//! components (`cargo run -p accelhost-sdk-tool -- build c`), and shows what each language's
-//! toolchain is.
+//! `accelhost-sdk`: scaffolds accelhost plugins in C, JavaScript and Python, builds them
+//! into components next to their sources, and installs and shows each language's toolchain.
+//! The SDK it builds with is embedded in it, so it works from any directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use accelhost_sdk_tool::scaffold::{self, Starter};
 use accelhost_sdk_tool::{Language, Sdk, probe};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -12,7 +13,15 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     version,
-    about = "Build accelhost plugins written in C, JavaScript and Python"
+    about = "Write accelhost plugins in C, JavaScript and Python: scaffold, build, install toolchains",
+    after_help = "A plugin in four steps:\n  \
+        accelhost-sdk toolchains --install js     # once: the language's toolchain\n  \
+        accelhost-sdk new js my-plugin            # a plugin that builds and loads as it is\n  \
+        cd my-plugin && accelhost-sdk build       # my-plugin.wasm, next to plugin.js\n  \
+        accelhost list                            # ./accelhost.json loads it\n\n\
+        The SDK (WIT, helpers, templates) is inside this tool; it unpacks, with the toolchains \
+        it installs and its build files, into $ACCELHOST_SDK_HOME (default \
+        $XDG_CACHE_HOME/accelhost-sdk, else ~/.cache/accelhost-sdk)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -21,28 +30,52 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build plugins into components: the language's template and NLB0 example when no
-    /// directory is given. Each DIR becomes OUT_DIR/<language>/<DIR's name>.wasm. A plugin
-    /// whose sources, SDK and toolchain did not change since its last build keeps its
-    /// component (delete the .wasm to force a build).
-    Build {
+    /// Create a plugin directory that builds and loads as it is: the language's template (one
+    /// device to open and close) or the NLB0 example (MMIO, buffers and reset on the emulated
+    /// NLB0 card), with an accelhost.json that loads what `build` writes.
+    New {
         /// c, js or python.
         language: Language,
-        /// Plugin directories (C: its *.c files; JavaScript: plugin.js; Python: app.py).
-        dirs: Vec<PathBuf>,
-        /// Where components go (default: accelhost-sdk/ in the cargo target directory).
-        #[arg(long)]
-        out_dir: Option<PathBuf>,
+        /// The directory to create (it must not exist, or be empty); its name names the plugin.
+        dir: PathBuf,
+        /// What to start from.
+        #[arg(long, value_enum, default_value = "template")]
+        from: Starter,
     },
-    /// Show each language's toolchain and version, or what is missing.
-    Toolchains,
-    /// Write the C bindings wit-bindgen generates from wit/ (the builds generate their own).
+    /// Build plugins into components: each DIR (default: the current directory) becomes
+    /// DIR/<DIR's name>.wasm. The language comes from the files (plugin.js, app.py, *.c). Before
+    /// building, it lists the exports the plugin overrides and warns about near misses. A
+    /// plugin whose sources, SDK and toolchain did not change keeps its component (the same
+    /// bytes: the host's compile cache still has it); delete the .wasm to force a build.
+    Build {
+        /// Plugin directories.
+        dirs: Vec<PathBuf>,
+        /// The language, when the files do not say.
+        #[arg(long)]
+        lang: Option<Language>,
+        /// Where to write the component (only with one DIR).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Show each language's toolchain and version, or what is missing; with --install, install
+    /// the given languages' (default: all) into the per-user directory first.
+    Toolchains {
+        /// Install the toolchains: npm packages for JavaScript, a virtual environment with
+        /// componentize-py for Python (from the package registries only); C's come from the
+        /// system (apt), which this checks.
+        #[arg(long)]
+        install: bool,
+        /// Which languages (default: all).
+        languages: Vec<Language>,
+    },
+    /// Write the C bindings wit-bindgen generates from the WIT (the builds generate their own).
     CBindings {
         /// The directory to write plugin.h, plugin.c and plugin_component_type.o into.
         #[arg(short, long)]
         out_dir: PathBuf,
     },
-    /// Regenerate the TypeScript types of wit/ in sdk/js/generated (as `npm run types`).
+    /// In an accelhost checkout: regenerate the TypeScript types of wit/ in sdk/js/generated
+    /// (as `npm run types`).
     JsTypes,
 }
 
@@ -57,76 +90,57 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let sdk = Sdk::in_repository();
-    let scratch = sdk.default_out_dir().join("probe");
     match cli.command {
-        Command::Build {
+        Command::New {
             language,
-            dirs,
-            out_dir,
+            dir,
+            from,
         } => {
-            let toolchain = probe(&sdk, language, &scratch.join(language.key()))
-                .map_err(|why| anyhow::anyhow!("the {language} toolchain is missing: {why}"))?;
+            let sdk = Sdk::installed()?;
+            let written = scaffold::new_plugin(&sdk, language, from, &dir)?;
+            for file in &written {
+                println!("{}", file.display());
+            }
             println!(
-                "{language}: {}\n  {}",
-                toolchain.versions(),
-                toolchain.reproducibility()
+                "next: cd {} && accelhost-sdk build && accelhost list",
+                dir.display()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Build { dirs, lang, out } => {
+            let sdk = Sdk::installed()?;
             let dirs = if dirs.is_empty() {
-                vec![sdk.template_dir(language), sdk.example_dir(language)]
+                vec![PathBuf::from(".")]
             } else {
                 dirs
             };
-            let out_dir = out_dir
-                .unwrap_or_else(|| sdk.default_out_dir())
-                .join(language.key());
-            let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
-            for dir in dirs {
-                let name = std::fs::canonicalize(&dir)
-                    .with_context(|| format!("{} does not exist", dir.display()))?
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "plugin".into());
-                let report = accelhost_sdk_tool::exports::check(language, &dir, &exports)?;
-                println!(
-                    "  {}: overrides {} (the other exports answer unsupported)",
-                    dir.display(),
-                    if report.defined.is_empty() {
-                        "no export".to_string()
-                    } else {
-                        let wit: Vec<&str> = exports
-                            .iter()
-                            .filter(|e| report.defined.contains(&e.name))
-                            .map(|e| e.wit.as_str())
-                            .collect();
-                        wit.join(", ")
-                    }
-                );
-                for finding in &report.findings {
-                    eprintln!("warning: {finding}");
-                }
-                let out = out_dir.join(format!("{name}.wasm"));
-                let work = out_dir.join("work").join(&name);
-                let built = toolchain.build(&sdk, &dir, &out, &work)?;
-                println!(
-                    "  {} -> {} ({} bytes, sha256 {}, {})",
-                    dir.display(),
-                    built.component.display(),
-                    built.bytes,
-                    built.sha256,
-                    if built.kept {
-                        "unchanged since its last build: kept".to_string()
-                    } else {
-                        format!("built in {:.1} s", built.took.as_secs_f64())
-                    }
-                );
+            if out.is_some() && dirs.len() > 1 {
+                anyhow::bail!("--out names one component: give one directory with it");
+            }
+            for dir in &dirs {
+                let language = match lang {
+                    Some(language) => language,
+                    None => scaffold::detect_language(dir)?,
+                };
+                build(&sdk, language, dir, out.as_deref())?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Toolchains => {
+        Command::Toolchains { install, languages } => {
+            let sdk = Sdk::installed()?;
+            let languages = if languages.is_empty() {
+                Language::ALL.to_vec()
+            } else {
+                languages
+            };
             let mut missing = false;
-            for language in Language::ALL {
-                match probe(&sdk, language, &scratch.join(language.key())) {
+            for language in languages {
+                if install && let Err(err) = accelhost_sdk_tool::install(&sdk, language) {
+                    eprintln!("error: {language}: {err:#}");
+                    missing = true;
+                    continue;
+                }
+                match probe(&sdk, language, &sdk.probe_dir(language)) {
                     Ok(toolchain) => println!(
                         "{language}: {}\n  {}",
                         toolchain.versions(),
@@ -145,12 +159,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Command::CBindings { out_dir } => {
+            let sdk = Sdk::installed()?;
             for file in accelhost_sdk_tool::c::generate_bindings(&sdk.wit_dir(), &out_dir)? {
                 println!("{}", file.display());
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::JsTypes => {
+            let sdk = Sdk::in_repository()?;
+            if !sdk.js_dir().join("package.json").is_file() {
+                anyhow::bail!(
+                    "js-types regenerates the checkout this tool was built from, and {} is gone",
+                    sdk.root().display()
+                );
+            }
             let jco = accelhost_sdk_tool::js::Jco::probe(&sdk)
                 .map_err(|why| anyhow::anyhow!("jco is missing: {why}"))?;
             let out = sdk.js_dir().join("generated");
@@ -159,4 +181,66 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Builds the plugin in `dir` into `out` (default: `dir/<name>.wasm`), printing what it
+/// overrides, the component and the config entry that loads it.
+fn build(sdk: &Sdk, language: Language, dir: &Path, out: Option<&Path>) -> anyhow::Result<()> {
+    let toolchain = probe(sdk, language, &sdk.probe_dir(language))
+        .map_err(|why| anyhow::anyhow!("the {language} toolchain is missing: {why}"))?;
+    println!(
+        "{language}: {}\n  {}",
+        toolchain.versions(),
+        toolchain.reproducibility()
+    );
+    let dir =
+        std::fs::canonicalize(dir).with_context(|| format!("{} does not exist", dir.display()))?;
+    let name = scaffold::plugin_name(&dir)?;
+    let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
+    let report = accelhost_sdk_tool::exports::check(language, &dir, &exports)?;
+    println!(
+        "  {}: overrides {} (the other exports answer unsupported)",
+        dir.display(),
+        if report.defined.is_empty() {
+            "no export".to_string()
+        } else {
+            let wit: Vec<&str> = exports
+                .iter()
+                .filter(|e| report.defined.contains(&e.name))
+                .map(|e| e.wit.as_str())
+                .collect();
+            wit.join(", ")
+        }
+    );
+    for finding in &report.findings {
+        eprintln!("warning: {finding}");
+    }
+    let out = match out {
+        Some(out) => std::path::absolute(out).context("the output path")?,
+        None => dir.join(format!("{name}.wasm")),
+    };
+    let built = toolchain.build(sdk, &dir, &out, &sdk.work_dir(&dir))?;
+    println!(
+        "  -> {} ({} bytes, sha256 {}, {})",
+        built.component.display(),
+        built.bytes,
+        built.sha256,
+        if built.kept {
+            "unchanged since its last build: kept".to_string()
+        } else {
+            format!("built in {:.1} s", built.took.as_secs_f64())
+        }
+    );
+    println!(
+        "  load it with this entry in a config's \"plugins\":\n    {}",
+        scaffold::config_entry(&name, &built.component)
+    );
+    if dir.join(scaffold::CONFIG).is_file() && out.parent() == Some(dir.as_path()) {
+        println!(
+            "  {} loads it: run `accelhost list` in {}",
+            scaffold::CONFIG,
+            dir.display()
+        );
+    }
+    Ok(())
 }

@@ -36,19 +36,17 @@ pub struct ComponentizePy {
 }
 
 impl ComponentizePy {
-    /// Finds componentize-py: `$ACCELHOST_COMPONENTIZE_PY`, else the virtual environment
-    /// `sdk/python/.venv`, else `componentize-py` on PATH; checks it is the pinned version.
+    /// Finds componentize-py: `$ACCELHOST_COMPONENTIZE_PY`, else the per-user virtual
+    /// environment ([`Sdk::python_venv`]), else `componentize-py` on PATH; checks it is the
+    /// pinned version.
     pub fn probe(sdk: &Sdk) -> Result<ComponentizePy, String> {
-        let venv = sdk.python_dir().join(".venv/bin/componentize-py");
+        let venv = sdk.python_venv().join("bin/componentize-py");
         let program = std::env::var_os(COMPONENTIZE_PY_ENV)
             .map(PathBuf::from)
             .or_else(|| venv.is_file().then_some(venv))
             .unwrap_or_else(|| PathBuf::from("componentize-py"));
         let version = process::version_line(&program, &["--version"]).map_err(|why| {
-            format!(
-                "{why}; install it with `python3 -m venv {0}/.venv && {0}/.venv/bin/pip install -r {0}/requirements.txt`",
-                sdk.python_dir().display()
-            )
+            format!("{why}; install it with `accelhost-sdk toolchains --install python`")
         })?;
         let requirements = sdk.python_dir().join("requirements.txt");
         let text = std::fs::read_to_string(&requirements)
@@ -122,3 +120,32 @@ impl ComponentizePy {
         Ok(())
     }
 }
+
+/// Installs componentize-py as `sdk/python/requirements.txt` pins it into the per-user
+/// virtual environment, unless the same requirements were installed there already.
+pub fn install(sdk: &Sdk) -> Result<()> {
+    let venv = sdk.python_venv();
+    let requirements = sdk.python_dir().join("requirements.txt");
+    let wanted = std::fs::read(&requirements)
+        .with_context(|| format!("reading {}", requirements.display()))?;
+    let installed = venv.join(INSTALLED_REQUIREMENTS);
+    if std::fs::read(&installed).is_ok_and(|done| done == wanted) {
+        println!("python: {} is up to date", venv.display());
+        return Ok(());
+    }
+    if !venv.join("bin/pip").is_file() {
+        println!("python: creating {}", venv.display());
+        let mut create = Command::new("python3");
+        create.args(["-m", "venv"]).arg(&venv);
+        run(&mut create, "creating the Python virtual environment")?;
+    }
+    println!("python: pip install -r {}", requirements.display());
+    let mut pip = Command::new(venv.join("bin/pip"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements);
+    run(&mut pip, "installing componentize-py with pip")?;
+    process::write(&installed, &wanted)
+}
+
+/// The copy of the requirements the virtual environment was last installed from.
+const INSTALLED_REQUIREMENTS: &str = ".installed-requirements.txt";

@@ -1,0 +1,85 @@
+//! Embeds the SDK a plugin build reads (the WIT package, each language's helpers and
+//! template, the NLB0 examples) into the tool, so an installed `accelhost-sdk` works from any
+//! directory without the checkout it was built from.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The WIT package plugins build against: the `.wit` files of this directory (not the older
+/// versions the host keeps in its subdirectories).
+const WIT: &str = "wit";
+
+/// What else is embedded, relative to the repository root: directories are taken whole
+/// (minus [`SKIPPED`]), files one by one.
+const EMBEDDED: &[&str] = &[
+    "sdk/c/include",
+    "sdk/c/src",
+    "sdk/c/template",
+    "sdk/js/accelhost.js",
+    "sdk/js/package.json",
+    "sdk/js/package-lock.json",
+    "sdk/js/generated",
+    "sdk/js/template",
+    "sdk/python/accelhost.py",
+    "sdk/python/requirements.txt",
+    "sdk/python/template",
+    "examples/c-nlb0",
+    "examples/js-nlb0",
+    "examples/python-nlb0",
+];
+
+/// Names never embedded: toolchains, caches and build outputs that may sit in a checkout.
+const SKIPPED: &[&str] = &["node_modules", ".venv", "__pycache__"];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest.join("../..");
+    let mut files = Vec::new();
+    println!("cargo:rerun-if-changed={}", root.join(WIT).display());
+    for entry in std::fs::read_dir(root.join(WIT)).unwrap() {
+        let name = PathBuf::from(entry.unwrap().file_name());
+        if name.extension().is_some_and(|e| e == "wit") {
+            collect(&root, &Path::new(WIT).join(name), &mut files);
+        }
+    }
+    for entry in EMBEDDED {
+        collect(&root, Path::new(entry), &mut files);
+    }
+    files.sort();
+    let mut code =
+        String::from("/// The embedded SDK files: path relative to the SDK root, and contents.\n");
+    code.push_str("pub static FILES: &[(&str, &[u8])] = &[\n");
+    for relative in &files {
+        let absolute = std::fs::canonicalize(root.join(relative)).unwrap();
+        writeln!(
+            code,
+            "    ({:?}, include_bytes!({:?})),",
+            relative.to_str().unwrap(),
+            absolute.to_str().unwrap()
+        )
+        .unwrap();
+    }
+    code.push_str("];\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("embedded.rs");
+    std::fs::write(out, code).unwrap();
+}
+
+/// Adds `relative` (a file, or every file below a directory) to `files`, and tells cargo to
+/// rerun when it changes.
+fn collect(root: &Path, relative: &Path, files: &mut Vec<PathBuf>) {
+    let path = root.join(relative);
+    println!("cargo:rerun-if-changed={}", path.display());
+    let name = relative.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if SKIPPED.contains(&name) || name.ends_with(".wasm") || name.ends_with(".inputs") {
+        return;
+    }
+    let metadata =
+        std::fs::symlink_metadata(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    if metadata.is_dir() {
+        for entry in std::fs::read_dir(&path).unwrap() {
+            collect(root, &relative.join(entry.unwrap().file_name()), files);
+        }
+    } else if metadata.is_file() {
+        files.push(relative.to_path_buf());
+    }
+}

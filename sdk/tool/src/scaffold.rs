@@ -1,0 +1,186 @@
+//! `accelhost-sdk new`: a plugin directory that builds and loads as it is, and the config
+//! that loads what `build` writes there.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::{Language, Sdk};
+
+/// What a new plugin starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Starter {
+    /// The language's template: one device with no hardware behind it, to open and close.
+    Template,
+    /// The NLB0 example: a plugin for the emulated NLB0 card (MMIO, buffers, reset).
+    Nlb0,
+}
+
+/// The config file `new` writes into the plugin directory: `accelhost` finds
+/// `./accelhost.json` when run there.
+pub const CONFIG: &str = "accelhost.json";
+
+/// Creates `dir` (which must not exist or be empty) with the starter's sources and a config
+/// that loads the component `build` will write; returns the files written.
+pub fn new_plugin(
+    sdk: &Sdk,
+    language: Language,
+    starter: Starter,
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
+    if dir.exists() {
+        let mut entries = std::fs::read_dir(dir)
+            .with_context(|| format!("{} exists and is not a directory", dir.display()))?;
+        if entries.next().is_some() {
+            bail!(
+                "{} exists and is not empty: give a new directory",
+                dir.display()
+            );
+        }
+    }
+    let name = plugin_name(dir)?;
+    let from = match starter {
+        Starter::Template => sdk.template_dir(language),
+        Starter::Nlb0 => sdk.example_dir(language),
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    for entry in std::fs::read_dir(&from).with_context(|| format!("reading {}", from.display()))? {
+        let source = entry?.path();
+        let file_name = source.file_name().unwrap_or_default();
+        if !source.is_file() || file_name == CONFIG {
+            continue;
+        }
+        let target = dir.join(file_name);
+        std::fs::copy(&source, &target)
+            .with_context(|| format!("copying {} to {}", source.display(), target.display()))?;
+        written.push(target);
+    }
+    let entry = config_entry(&name, Path::new(&format!("{name}.wasm")));
+    let text = match starter {
+        // The template's device has no hardware: the plugin needs no grant.
+        Starter::Template => format!("{{\n  \"plugins\": [\n    {entry}\n  ]\n}}\n"),
+        // The example's config, loading this plugin: its name and module are the example's
+        // directory name.
+        Starter::Nlb0 => {
+            let path = from.join(CONFIG);
+            let example = from.file_name().unwrap_or_default().to_string_lossy();
+            std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .replace(&format!("{example}.wasm"), &format!("{name}.wasm"))
+                .replace(
+                    &format!("\"{example}\""),
+                    &serde_json::Value::from(name.as_str()).to_string(),
+                )
+        }
+    };
+    serde_json::from_str::<serde_json::Value>(&text).context("the new config is not JSON")?;
+    let target = dir.join(CONFIG);
+    std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+    written.push(target);
+    Ok(written)
+}
+
+/// The plugin's name in configs and in the component's file name: the directory's name,
+/// with what a plugin name may not hold (letters, digits, `-`, `_` and `.`, up to 64) made
+/// `-`.
+pub fn plugin_name(dir: &Path) -> Result<String> {
+    let absolute = std::path::absolute(dir).with_context(|| format!("{}", dir.display()))?;
+    let base = absolute
+        .components()
+        .next_back()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty() && n != "/")
+        .unwrap_or_else(|| "plugin".into());
+    let name: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(64)
+        .collect();
+    Ok(name)
+}
+
+/// The language of the plugin in `dir`, by its entry file: `plugin.js`, `app.py`, or `.c`
+/// files.
+pub fn detect_language(dir: &Path) -> Result<Language> {
+    if dir.join(crate::js::ENTRY).is_file() {
+        return Ok(Language::Js);
+    }
+    if dir
+        .join(format!("{}.py", crate::python::APP_MODULE))
+        .is_file()
+    {
+        return Ok(Language::Python);
+    }
+    let has_c = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .any(|e| e.path().extension().is_some_and(|x| x == "c"));
+    if has_c {
+        return Ok(Language::C);
+    }
+    bail!(
+        "{} holds no plugin: a JavaScript plugin has {}, a Python one {}.py, a C one .c files \
+         (`accelhost-sdk new` makes one)",
+        dir.display(),
+        crate::js::ENTRY,
+        crate::python::APP_MODULE
+    )
+}
+
+/// The `plugins` entry that loads `component`, as `build` prints it.
+pub fn config_entry(name: &str, component: &Path) -> String {
+    format!(
+        "{{ \"name\": {}, \"module\": {} }}",
+        serde_json::Value::from(name),
+        serde_json::Value::from(component.to_string_lossy())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_come_from_the_directory() {
+        assert_eq!(
+            plugin_name(Path::new("/tmp/my plugin")).unwrap(),
+            "my-plugin"
+        );
+        assert_eq!(plugin_name(Path::new("/tmp/echo.v2/")).unwrap(), "echo.v2");
+        assert_eq!(plugin_name(Path::new("/tmp/ünï")).unwrap(), "-n-");
+    }
+
+    #[test]
+    fn a_new_plugin_refuses_a_directory_in_use_and_loads_from_its_config() {
+        let home = std::env::temp_dir().join(format!("accelhost-sdk-new-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let sdk = Sdk::at(crate::home::unpacked_sdk(&home).unwrap(), &home);
+        let dir = home.join("echo");
+        let written = new_plugin(&sdk, Language::C, Starter::Template, &dir).unwrap();
+        assert!(dir.join("plugin.c").is_file(), "{written:?}");
+        let config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(CONFIG)).unwrap()).unwrap();
+        assert_eq!(config["plugins"][0]["module"], "echo.wasm");
+        assert_eq!(detect_language(&dir).unwrap(), Language::C);
+        let err = new_plugin(&sdk, Language::C, Starter::Template, &dir).unwrap_err();
+        assert!(err.to_string().contains("is not empty"), "{err}");
+
+        let nlb0 = home.join("nlb0-py");
+        new_plugin(&sdk, Language::Python, Starter::Nlb0, &nlb0).unwrap();
+        let config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(nlb0.join(CONFIG)).unwrap()).unwrap();
+        assert_eq!(config["plugins"][0]["name"], "nlb0-py");
+        assert_eq!(config["devices"][0]["family"], "dfl");
+        assert_eq!(detect_language(&nlb0).unwrap(), Language::Python);
+        let err = detect_language(&home).unwrap_err();
+        assert!(err.to_string().contains("holds no plugin"), "{err}");
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+}

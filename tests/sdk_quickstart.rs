@@ -1,0 +1,193 @@
+//! The SDK quickstart as a new plugin author runs it, per language, outside the checkout: a
+//! temporary directory holding only the two installed binaries (`accelhost-sdk` and
+//! `accelhost`), then `new` → `build` → `accelhost list` → `accelhost poke` (open, MMIO read
+//! and write, reset) through the plugin, and a rebuild that keeps the component. The
+//! toolchains are the per-user ones `accelhost-sdk toolchains --install` put in place; a
+//! language whose toolchain is missing is reported `ignored` with the reason (failed under
+//! `ACCELHOST_REQUIRE_TOOLCHAINS=1`, as in CI).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::harness::{Outcome, Trial};
+
+/// Set to `1` to make a missing toolchain fail the test instead of skipping it.
+const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_TOOLCHAINS";
+
+fn main() -> std::process::ExitCode {
+    support::harness::run(&[
+        Trial {
+            name: "c_quickstart_runs_outside_the_checkout",
+            run: || quickstart("c", "plugin.c"),
+        },
+        Trial {
+            name: "javascript_quickstart_runs_outside_the_checkout",
+            run: || quickstart("js", "plugin.js"),
+        },
+        Trial {
+            name: "python_quickstart_runs_outside_the_checkout",
+            run: || quickstart("python", "app.py"),
+        },
+    ])
+}
+
+/// The `accelhost-sdk` binary of this build, built first if this test target was built alone.
+fn sdk_tool() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let tool = profile_dir.join("accelhost-sdk");
+    if !tool.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "accelhost-sdk-tool",
+                "--bin",
+                "accelhost-sdk",
+            ])
+            .status()
+            .expect("running cargo build");
+        assert!(status.success(), "building accelhost-sdk failed");
+    }
+    tool
+}
+
+/// Runs `program` in `dir` with `bin` first on the PATH and no config of the user's.
+fn run(bin: &Path, dir: &Path, program: &str, args: &[&str]) -> Output {
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    Command::new(bin.join(program))
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env_remove("ACCELHOST_CONFIG")
+        .env_remove("ACCELHOST_ENDPOINT")
+        .env("XDG_CONFIG_HOME", dir.join(".config"))
+        .env("ACCELHOST_CACHE_DIR", support::cache_dir())
+        .output()
+        .unwrap_or_else(|err| panic!("running {program}: {err}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn quickstart(language: &str, entry: &str) -> Outcome {
+    let root = std::env::temp_dir().join(format!(
+        "accelhost-quickstart-{language}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(sdk_tool(), bin.join("accelhost-sdk")).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_accelhost"), bin.join("accelhost")).unwrap();
+
+    // 1. The toolchain (installed per user, once).
+    let toolchain = run(&bin, &root, "accelhost-sdk", &["toolchains", language]);
+    if !toolchain.status.success() {
+        let why = String::from_utf8_lossy(&toolchain.stdout)
+            .trim()
+            .to_string();
+        if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
+            panic!("{REQUIRE_ENV}=1 but the {language} toolchain is missing: {why}");
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        return Outcome::Skipped(format!("the {language} toolchain is missing: {why}"));
+    }
+
+    // 2. A new plugin from the NLB0 example, and one from the template.
+    let out = run(
+        &bin,
+        &root,
+        "accelhost-sdk",
+        &["new", language, "my-nlb0", "--from", "nlb0"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let plugin = root.join("my-nlb0");
+    assert!(plugin.join(entry).is_file(), "{}", text(&out));
+    let out = run(
+        &bin,
+        &root,
+        "accelhost-sdk",
+        &["new", language, "my-template"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(&bin, &root, "accelhost-sdk", &["new", language, "my-nlb0"]);
+    assert!(!out.status.success(), "new over a plugin: {}", text(&out));
+    assert!(text(&out).contains("is not empty"), "{}", text(&out));
+
+    // 3. Build: the component lands next to the sources, with the entry that loads it.
+    let out = run(&bin, &plugin, "accelhost-sdk", &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let component = plugin.join("my-nlb0.wasm");
+    assert!(component.is_file(), "{}", text(&out));
+    let entry_line = format!(
+        "{{ \"name\": \"my-nlb0\", \"module\": \"{}\" }}",
+        component.display()
+    );
+    assert!(text(&out).contains(&entry_line), "{}", text(&out));
+    let out = run(&bin, &root.join("my-template"), "accelhost-sdk", &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // 4. Load: `accelhost` finds ./accelhost.json in the plugin's directory.
+    let out = run(&bin, &plugin, "accelhost", &["list"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("my-nlb0/emu:card0"), "{}", text(&out));
+    let out = run(&bin, &root.join("my-template"), "accelhost", &["list"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("my-template/template0"),
+        "{}",
+        text(&out)
+    );
+
+    // 5. Poke: open, MMIO through the plugin's region, reset.
+    let out = run(
+        &bin,
+        &plugin,
+        "accelhost",
+        &[
+            "poke",
+            "--exclusive",
+            "my-nlb0/emu:card0",
+            "read64:0x0",
+            "write64:0x108=0x5a5a",
+            "read64:0x108",
+            "reset",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = text(&out);
+    let result = |step: &str| -> Vec<&str> {
+        report
+            .lines()
+            .find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some(step)).then(|| words.collect())
+            })
+            .unwrap_or_else(|| panic!("no {step} line in {report}"))
+    };
+    assert_eq!(result("read64:0x108"), ["0x0000000000005a5a"], "{report}");
+    assert_eq!(result("reset"), ["ok"], "{report}");
+
+    // 6. Rebuilding unchanged sources keeps the component: the same bytes, still cached.
+    let before = std::fs::read(&component).unwrap();
+    let out = run(&bin, &plugin, "accelhost-sdk", &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("kept"), "{}", text(&out));
+    assert_eq!(std::fs::read(&component).unwrap(), before);
+
+    std::fs::remove_dir_all(&root).unwrap();
+    Outcome::Passed
+}
