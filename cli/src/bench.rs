@@ -34,6 +34,40 @@ pub struct Args {
     /// Print the table as Markdown.
     #[arg(long)]
     markdown: bool,
+    /// The regression guard: run the suite three times and exit 1 if a row's median ratio
+    /// misses its target by more than the spread of its three ratios (a miss within the
+    /// spread is noise, reported but not failed). With --full, three full runs.
+    #[arg(long)]
+    check: bool,
+}
+
+/// How many runs `--check` compares.
+const CHECK_RUNS: usize = 3;
+
+/// Which side of its bound a row's ratio must be on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Target {
+    /// The ratio is a cost: at most this.
+    AtMost(f64),
+    /// The ratio is a rate or a share: at least this.
+    AtLeast(f64),
+}
+
+impl Target {
+    fn met(self, ratio: f64) -> bool {
+        match self {
+            Target::AtMost(bound) => ratio <= bound,
+            Target::AtLeast(bound) => ratio >= bound,
+        }
+    }
+
+    /// How far `ratio` is on the wrong side of the bound, as a share of the bound (0 when met).
+    fn miss(self, ratio: f64) -> f64 {
+        match self {
+            Target::AtMost(bound) => ((ratio - bound) / bound).max(0.0),
+            Target::AtLeast(bound) => ((bound - ratio) / bound).max(0.0),
+        }
+    }
 }
 
 /// One line of the table.
@@ -42,9 +76,9 @@ struct Row {
     measured: String,
     native: String,
     baseline: String,
-    ratio: String,
     target: String,
-    met: Option<bool>,
+    /// The ratio to the row's baseline (or to its absolute target), and how it is judged.
+    judged: Option<(f64, Option<Target>)>,
 }
 
 impl Row {
@@ -54,9 +88,8 @@ impl Row {
             measured,
             native: "-".into(),
             baseline: "-".into(),
-            ratio: "-".into(),
             target: target.into(),
-            met: None,
+            judged: None,
         }
     }
 
@@ -70,18 +103,26 @@ impl Row {
         self
     }
 
+    /// A ratio shown without a target.
     fn ratio(mut self, ratio: f64) -> Row {
-        self.ratio = format!("{ratio:.2}×");
+        self.judged = Some((ratio, None));
         self
     }
 
-    fn met(mut self, met: bool) -> Row {
-        self.met = Some(met);
+    /// The ratio and the target it is judged by.
+    fn judge(mut self, ratio: f64, target: Target) -> Row {
+        self.judged = Some((ratio, Some(target)));
         self
+    }
+
+    /// Whether the target is met; `None` for a row without one.
+    fn met(&self) -> Option<bool> {
+        let (ratio, target) = self.judged?;
+        Some(target?.met(ratio))
     }
 
     fn cells(self) -> Vec<String> {
-        let met = match self.met {
+        let met = match self.met() {
             Some(true) => "met",
             Some(false) => "NOT MET",
             None => "-",
@@ -91,7 +132,7 @@ impl Row {
             self.measured,
             self.native,
             self.baseline,
-            self.ratio,
+            self.judged.map_or("-".into(), |(r, _)| format!("{r:.2}×")),
             self.target,
             met.into(),
         ]
@@ -116,6 +157,21 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("note: {why}; the native columns stay empty");
     }
     let native = native.ok();
+    if args.check {
+        let verdict = check(&settings, &cache, native.as_ref(), args.markdown);
+        eprint!("\r\x1b[2K");
+        let _ = std::fs::remove_dir_all(&cache);
+        let regressed = verdict?;
+        println!(
+            "{regressed} targets missed beyond the spread, in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(if regressed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let rows = suite(&settings, &cache, native.as_ref());
     let scaling = if args.scaling && rows.is_ok() {
         Some(scaling_table(&settings, &cache, native.as_ref()))
@@ -125,8 +181,8 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     eprint!("\r\x1b[2K");
     let _ = std::fs::remove_dir_all(&cache);
     let rows = rows?;
-    let met = rows.iter().filter(|r| r.met == Some(true)).count();
-    let judged = rows.iter().filter(|r| r.met.is_some()).count();
+    let met = rows.iter().filter(|r| r.met() == Some(true)).count();
+    let judged = rows.iter().filter(|r| r.met().is_some()).count();
 
     println!(
         "accelhost bench ({}, {} samples per figure, median); instances: {}",
@@ -164,6 +220,99 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--check` says of a row.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Met,
+    /// Missed by this share of the bound, no more than the runs' spread.
+    Noise(f64),
+    /// Missed by this share of the bound, more than the runs' spread.
+    Regressed(f64),
+}
+
+/// The median of one row's `ratios` over the runs, their spread ((max - min) / median) and
+/// the verdict against `target`.
+fn judge_runs(ratios: &mut [f64], target: Target) -> (f64, f64, Verdict) {
+    let median = median(ratios);
+    let spread = (ratios[ratios.len() - 1] - ratios[0]) / median.abs().max(f64::MIN_POSITIVE);
+    let miss = target.miss(median);
+    let verdict = if target.met(median) {
+        Verdict::Met
+    } else if miss <= spread {
+        Verdict::Noise(miss)
+    } else {
+        Verdict::Regressed(miss)
+    };
+    (median, spread, verdict)
+}
+
+/// `--check`: the suite [`CHECK_RUNS`] times, then each judged row's ratios, their median
+/// and spread, and the verdict. Returns how many rows regressed: missed their target by more
+/// than the spread of their own ratios.
+fn check(
+    settings: &Settings,
+    cache: &Path,
+    native: Option<&NativePlugin>,
+    markdown: bool,
+) -> anyhow::Result<usize> {
+    let mut runs = Vec::with_capacity(CHECK_RUNS);
+    for run in 1..=CHECK_RUNS {
+        eprint!("\r\x1b[2Krun {run} of {CHECK_RUNS}:");
+        eprintln!();
+        runs.push(suite(settings, cache, native)?);
+    }
+    let first = &runs[0];
+    if runs.iter().any(|rows| rows.len() != first.len()) {
+        anyhow::bail!("the runs measured different rows");
+    }
+    let mut regressed = 0;
+    let mut cells = Vec::new();
+    for (j, row) in first.iter().enumerate() {
+        let Some((_, Some(target))) = row.judged else {
+            continue;
+        };
+        let mut ratios: Vec<f64> = runs
+            .iter()
+            .filter_map(|rows| rows[j].judged.map(|(ratio, _)| ratio))
+            .collect();
+        let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        let (median, spread, verdict) = judge_runs(&mut ratios, target);
+        let verdict = match verdict {
+            Verdict::Met => "met".to_string(),
+            Verdict::Noise(miss) => format!("missed by {:.0} %, within the spread", miss * 100.0),
+            Verdict::Regressed(miss) => {
+                regressed += 1;
+                format!(
+                    "NOT MET: missed by {:.0} %, beyond the spread",
+                    miss * 100.0
+                )
+            }
+        };
+        cells.push(vec![
+            row.what.clone(),
+            shown.join(" "),
+            format!("{median:.2}×"),
+            format!("{:.0} %", spread * 100.0),
+            row.target.clone(),
+            verdict,
+        ]);
+    }
+    println!(
+        "accelhost bench --check ({CHECK_RUNS} {} runs; a row regresses when its median ratio misses the target by more than the spread of its ratios)",
+        if settings.samples > 5 {
+            "full"
+        } else {
+            "quick"
+        }
+    );
+    print_table(
+        &["WHAT", "RATIOS", "MEDIAN", "SPREAD", "TARGET", "VERDICT"],
+        &cells,
+        markdown,
+    );
+    Ok(regressed)
 }
 
 fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
@@ -227,8 +376,7 @@ fn suite(
         )
         .native(native_properties.map(ns))
         .baseline(format!("ioctl {}", ns(ioctl_ns)))
-        .ratio(properties / 50.0)
-        .met(properties <= 50.0),
+        .judge(properties / 50.0, Target::AtMost(1.0)),
     );
 
     progress("open + close, reset");
@@ -267,8 +415,7 @@ fn suite(
             ns(raw_ns),
             ns(raw_open_close)
         ))
-        .ratio(open_close / raw_ns)
-        .met(open_close <= 2.5 * raw_ns),
+        .judge(open_close / raw_ns, Target::AtMost(2.5)),
     );
     let handle = host.open(token, OpenMode::Exclusive)?;
     let reset = ns_per_call(settings, || handle.reset().unwrap());
@@ -290,8 +437,7 @@ fn suite(
             ns(raw_ns),
             ns(raw_reset)
         ))
-        .ratio(reset / raw_ns)
-        .met(reset <= 2.5 * raw_ns),
+        .judge(reset / raw_ns, Target::AtMost(2.5)),
     );
 
     progress("MMIO");
@@ -332,8 +478,7 @@ fn suite(
             Row::new(what, ns(value), "≤ 1.5× direct emulator call")
                 .native(native.map(ns))
                 .baseline(format!("emulator {}", ns(floor)))
-                .ratio(value / floor)
-                .met(value <= 1.5 * floor),
+                .judge(value / floor, Target::AtMost(1.5)),
         );
     }
     drop(mmio);
@@ -354,11 +499,10 @@ fn suite(
         Row::new(
             "NLB0 loopback, 64 MiB",
             format!("{nlb:.2} GB/s"),
-            "≥ 0.90× memcpy",
+            "≥ 0.95× memcpy",
         )
         .baseline(format!("memcpy {memcpy:.2} GB/s"))
-        .ratio(nlb / memcpy)
-        .met(nlb >= 0.9 * memcpy),
+        .judge(nlb / memcpy, Target::AtLeast(0.95)),
     );
     handle.close()?;
 
@@ -380,11 +524,10 @@ fn suite(
         Row::new(
             "vadd 16 Mi elements, copies included",
             format!("{:.1} ms", vadd_s * 1e3),
-            "≥ 0.90× native loop",
+            "≥ 0.95× native loop",
         )
         .baseline(format!("native loop {:.1} ms", native_s * 1e3))
-        .ratio(native_s / vadd_s)
-        .met(native_s / vadd_s >= 0.9),
+        .judge(native_s / vadd_s, Target::AtLeast(0.95)),
     );
 
     progress("tiny launches");
@@ -404,8 +547,7 @@ fn suite(
             format!("{:.0}/s", rate),
             "≥ 250,000/s",
         )
-        .ratio(rate / 250_000.0)
-        .met(rate >= 250_000.0),
+        .judge(rate / 250_000.0, Target::AtLeast(1.0)),
     );
     rows.push(
         Row::new(
@@ -413,8 +555,7 @@ fn suite(
             ns(p50),
             "≤ 5 µs",
         )
-        .ratio(p50 / 5000.0)
-        .met(p50 <= 5000.0),
+        .judge(p50 / 5000.0, Target::AtMost(1.0)),
     );
     drop(kernel);
     xocl.close()?;
@@ -433,16 +574,13 @@ fn suite(
     let mut row = Row::new(
         "plugin start from the on-disk cache (load + instantiate + configure)",
         ns(start_ns),
-        "≤ 1 ms and ≤ 5× dlopen + init",
+        "≤ 3× dlopen + init",
     )
     .native(native_start.map(ns));
     if let Some(native_start) = native_start {
         row = row
             .baseline(format!("dlopen + init {}", ns(native_start)))
-            .ratio(start_ns / native_start)
-            .met(start_ns <= 1e6 && start_ns <= 5.0 * native_start);
-    } else {
-        row = row.met(false);
+            .judge(start_ns / native_start, Target::AtMost(3.0));
     }
     rows.push(row);
 
@@ -459,8 +597,7 @@ fn suite(
             "≤ 20 µs",
         )
         .baseline(format!("allocator: {}", short_allocator()))
-        .ratio(instantiate / 20_000.0)
-        .met(instantiate <= 20_000.0),
+        .judge(instantiate / 20_000.0, Target::AtMost(1.0)),
     );
 
     progress("1,000 live plugin instances");
@@ -472,47 +609,43 @@ fn suite(
             "≤ 256 MiB",
         )
         .baseline(format!("{:.1} KiB per instance", mib * 1024.0 / 1000.0))
-        .ratio(mib / 256.0)
-        .met(mib <= 256.0),
+        .judge(mib / 256.0, Target::AtMost(1.0)),
     );
     drop(plugin);
     drop(bench);
 
     progress("enumerate 10,000 devices across 10 plugins");
     let (enumerate_ns, native_enumerate) = enumerate_devices(settings, cache, native, 10, 1000)?;
-    let mut row = Row::new(
+    let row = Row::new(
         "enumerate 10,000 emulated devices across 10 plugins",
         format!("{:.2} ms", enumerate_ns / 1e6),
-        "≤ 50 ms",
+        "≤ 100× native plugin",
     )
-    .native(native_enumerate.map(|v| format!("{:.2} ms", v / 1e6)))
-    .ratio(enumerate_ns / 50e6)
-    .met(enumerate_ns <= 50e6);
-    if let Some(native) = native_enumerate {
-        row = row.baseline(format!("native {:.2} ms", native / 1e6));
-    }
-    rows.push(row);
+    .native(native_enumerate.map(|v| format!("{:.2} ms", v / 1e6)));
+    rows.push(match native_enumerate {
+        Some(native) => row
+            .baseline(format!("native {:.2} ms", native / 1e6))
+            .judge(enumerate_ns / native, Target::AtMost(100.0)),
+        None => row,
+    });
 
     progress("the node's metrics (a scrape of 10,000 devices, per-call counting on and off)");
     let metrics_rows = std::iter::once(crate::bench_metrics::scrape(settings, cache)?)
         .chain(crate::bench_metrics::counting(settings, cache)?);
     for figure in metrics_rows {
-        rows.push(
-            Row::new(figure.what, figure.measured, figure.target)
-                .baseline(figure.baseline)
-                .ratio(figure.ratio)
-                .met(figure.met.unwrap_or(false)),
-        );
+        let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
+        rows.push(match figure.bound {
+            Some(bound) => row.judge(figure.ratio, Target::AtMost(bound)),
+            None => row.ratio(figure.ratio),
+        });
     }
 
     progress("the node service (remote MMIO, 64 MiB round trips, 8 serving processes)");
     for figure in crate::bench_remote::figures(settings, cache)? {
-        let row = Row::new(figure.what, figure.measured, figure.target)
-            .baseline(figure.baseline)
-            .ratio(figure.ratio);
-        rows.push(match figure.met {
-            Some(met) => row.met(met),
-            None => row,
+        let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
+        rows.push(match figure.bound {
+            Some(bound) => row.judge(figure.ratio, Target::AtMost(bound)),
+            None => row.ratio(figure.ratio),
         });
     }
     Ok(rows)
@@ -686,4 +819,34 @@ fn scaling_table(
         ]);
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_miss_within_the_runs_spread_is_noise_and_beyond_it_a_regression() {
+        // At most 2.5x: a median of 2.6 over ratios spread by 20 % is noise.
+        let (median, spread, verdict) = judge_runs(&mut [2.4, 2.6, 2.9], Target::AtMost(2.5));
+        assert_eq!(median, 2.6);
+        assert!((spread - 0.5 / 2.6).abs() < 1e-9);
+        assert!(matches!(verdict, Verdict::Noise(m) if (m - 0.04).abs() < 1e-9));
+        // The same miss with tight runs, and a halved share: regressions.
+        let (_, _, verdict) = judge_runs(&mut [2.6, 2.6, 2.61], Target::AtMost(2.5));
+        assert!(matches!(verdict, Verdict::Regressed(_)));
+        let (_, _, verdict) = judge_runs(&mut [0.47, 0.48, 0.5], Target::AtLeast(0.95));
+        assert!(matches!(verdict, Verdict::Regressed(m) if m > 0.4));
+        let (_, _, verdict) = judge_runs(&mut [0.96, 1.2, 0.97], Target::AtLeast(0.95));
+        assert_eq!(verdict, Verdict::Met);
+    }
+
+    #[test]
+    fn targets_say_which_side_passes() {
+        assert!(Target::AtMost(1.5).met(1.5));
+        assert!(!Target::AtMost(1.5).met(1.6));
+        assert!(Target::AtLeast(0.95).met(0.95));
+        assert!(!Target::AtLeast(0.95).met(0.9));
+        assert_eq!(Target::AtLeast(0.95).miss(1.2), 0.0);
+    }
 }

@@ -30,8 +30,8 @@ pub struct RemoteFigure {
     pub ratio: f64,
     /// The target, for people.
     pub target: &'static str,
-    /// Whether the ratio meets it; `None` for a row that only shows a cost.
-    pub met: Option<bool>,
+    /// The most `ratio` may be to meet the target; `None` for a row that only shows a cost.
+    pub bound: Option<f64>,
 }
 
 fn serve_config(dir: &Path, socket: &Path) -> String {
@@ -140,7 +140,7 @@ async fn in_process(
         baseline: format!("gRPC no-op {}", us(noop_p50)),
         ratio: read_p50 / noop_p50,
         target: "≤ 1.5× a gRPC no-op",
-        met: Some(read_p50 <= 1.5 * noop_p50),
+        bound: Some(1.5),
     }];
 
     figures.push(proxy_read(socket.clone(), cache.to_path_buf(), calls, read_p50).await?);
@@ -195,7 +195,8 @@ async fn in_process(
         baseline: format!("gRPC stream {:.2} GB/s", gbps(floor_s)),
         ratio: node_s / floor_s,
         target: "≥ 80 % of a gRPC stream",
-        met: Some(floor_s / node_s >= 0.8),
+        // At least 80 % of the stream's rate: at most 1 / 0.8 of its time.
+        bound: Some(1.0 / 0.8),
     });
 
     drop(client);
@@ -295,7 +296,7 @@ async fn proxy_read(
         baseline: format!("node client {}", us(client_p50)),
         ratio: proxy_p50 / client_p50,
         target: "none: what the proxy adds",
-        met: None,
+        bound: None,
     })
 }
 
@@ -344,6 +345,6 @@ async fn eight_processes(
         baseline: format!("1 process {}", ms(one)),
         ratio: eight / one,
         target: "≤ 2× one",
-        met: Some(eight <= 2.0 * one),
+        bound: Some(2.0),
     })
 }
