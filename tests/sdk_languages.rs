@@ -86,6 +86,10 @@ fn main() -> std::process::ExitCode {
             run: a_failing_build_names_the_file_and_the_tool,
         },
         Trial {
+            name: "a_python_syntax_error_names_the_authors_file_and_line_at_once",
+            run: a_python_syntax_error_names_the_authors_file_and_line_at_once,
+        },
+        Trial {
             name: "an_empty_c_plugin_directory_names_what_it_lacks",
             run: || empty_plugin_directory(Language::C, "has no .c file to build"),
         },
@@ -283,6 +287,33 @@ fn a_failing_build_names_the_file_and_the_tool() -> Outcome {
     assert!(text.contains("broken.c"), "{text}");
     assert!(text.contains("missing"), "the compiler's message: {text}");
     assert!(text.contains("clang"), "{text}");
+    Outcome::Passed
+}
+
+/// A syntax error is found before componentize-py runs (which takes seconds and names its own
+/// copy, `/0/app.py`), naming the author's file, line and column.
+fn a_python_syntax_error_names_the_authors_file_and_line_at_once() -> Outcome {
+    let sdk = Sdk::installed().unwrap();
+    let toolchain = match toolchain(&sdk, Language::Python) {
+        Ok(toolchain) => toolchain,
+        Err(skipped) => return skipped,
+    };
+    let dir = scratch_dir("python-syntax");
+    std::fs::write(
+        dir.join("app.py"),
+        "import accelhost\n\n\ndef broken(:\n    pass\n",
+    )
+    .unwrap();
+    let err = toolchain
+        .build(&sdk, &dir, &dir.join("out.wasm"), &dir.join("work"))
+        .unwrap_err();
+    let text = format!("{err:#}");
+    let app = dir.join("app.py").display().to_string();
+    assert!(text.contains(&format!("{app}:4:12: SyntaxError")), "{text}");
+    assert!(
+        !text.contains("componentize-py"),
+        "found before componentize-py runs: {text}"
+    );
     Outcome::Passed
 }
 

@@ -132,6 +132,11 @@ fn quickstart(language: &str, entry: &str) -> Outcome {
     assert!(out.status.success(), "{}", text(&out));
     let component = plugin.join("my-nlb0.wasm");
     assert!(component.is_file(), "{}", text(&out));
+    assert!(
+        text(&out).contains("precompiled into the host's compile cache"),
+        "{}",
+        text(&out)
+    );
     let entry_line = format!(
         "{{ \"name\": \"my-nlb0\", \"module\": \"{}\" }}",
         component.display()
