@@ -639,6 +639,45 @@ fn poke_writes_the_nlb0_scratchpad_and_reads_it_back() {
 }
 
 #[test]
+fn poke_with_trace_shows_each_call_through_the_plugin() {
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "--trace", "emu:dfl0", "read64:0x0", "reset"],
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for call in [
+        "call=\"open\"",
+        "call=\"map-mmio\"",
+        "call=\"reset\"",
+        "call=\"close\"",
+    ] {
+        assert!(
+            stderr.lines().any(|l| l.contains("plugin=\"dfl\"")
+                && l.contains(call)
+                && l.contains("returned")),
+            "no traced {call}: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("port.open"),
+        "the plugin's import: {stderr}"
+    );
+    // Without it, nothing is traced.
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "emu:dfl0", "read64:0x0"],
+        &[],
+    );
+    assert!(
+        !text(&out.stderr).contains("TRACE"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn poke_resets_the_port() {
     let scratchpad = accelhost::families::dfl::abi::nlb0::CSR_SCRATCHPAD2;
     let write = format!("write64:{scratchpad:#x}=7");

@@ -39,7 +39,7 @@ Environment:
                          (default 2048; 'off' instantiates on demand)
   ACCELHOST_LOG          log filter, such as 'accelhost=debug' (default: warnings, and a
                          line when a plugin's first compile takes more than 2 s)
-  ACCELHOST_TRACE=1      trace every call between the host and the plugins
+  ACCELHOST_TRACE=1      trace every call between the host and the plugins (as --trace)
 
 Exit status:
   0  success
@@ -58,6 +58,11 @@ struct Cli {
     /// The plugin list to use (see the lookup order below).
     #[arg(long, short = 'c', global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+
+    /// Trace every call between the host and the plugins on stderr: plugin, call, arguments,
+    /// result and duration, and each host import the plugin makes (as ACCELHOST_TRACE=1).
+    #[arg(long, global = true)]
+    trace: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -100,12 +105,12 @@ enum Command {
 }
 
 /// Sets up logging from `ACCELHOST_LOG` (default `warn`, and the progress of long plugin
-/// compiles); `ACCELHOST_TRACE` adds the boundary trace.
-fn init_logging() {
+/// compiles); `--trace` or `ACCELHOST_TRACE` adds the boundary trace.
+fn init_logging(trace: bool) {
     use tracing_subscriber::EnvFilter;
     let mut filter = EnvFilter::try_from_env("ACCELHOST_LOG")
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,{}=info", accelhost::PROGRESS_TARGET)));
-    if accelhost::trace_enabled_by_env() {
+    if trace || accelhost::trace_enabled_by_env() {
         for target in accelhost::TRACE_TARGETS {
             if let Ok(directive) = format!("{target}=trace").parse() {
                 filter = filter.add_directive(directive);
@@ -124,7 +129,7 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(cli.trace);
     let result = match cli.command {
         Command::List(args) => list::run(cli.config, args),
         Command::Info(args) => info::run(cli.config, args),
