@@ -138,7 +138,7 @@ fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome
     let (entry, source, says) = match language {
         Language::Js => ("plugin.js", JS, "Error: boom (in enumerate)"),
         Language::Python => ("app.py", PYTHON, "ValueError: boom (at app.py:7)"),
-        Language::C => unreachable!("C has no exceptions"),
+        Language::C | Language::Rust => unreachable!("{language} has no exceptions"),
     };
     let sdk = Sdk::installed().unwrap();
     let toolchain = match toolchain(&sdk, language) {
@@ -656,5 +656,6 @@ fn language_extra(language: Language) -> &'static str {
         Language::C => "c",
         Language::Js => "javascript",
         Language::Python => "python",
+        Language::Rust => unreachable!("the Rust NLB0 plugin is the shipped dfl plugin"),
     }
 }

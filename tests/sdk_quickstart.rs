@@ -1,4 +1,5 @@
-//! The SDK quickstart as a new plugin author runs it, per language, outside the checkout: a
+//! The SDK quickstart as a new plugin author runs it, per language (Rust, C, JavaScript,
+//! Python), outside the checkout: a
 //! temporary directory holding only the two installed binaries (`accelhost-sdk` and
 //! `accelhost`), then `new` → `build` → `accelhost list` → `accelhost poke` (open, MMIO read
 //! and write, reset) through the plugin, and a rebuild that keeps the component. The
@@ -18,6 +19,10 @@ const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_TOOLCHAINS";
 
 fn main() -> std::process::ExitCode {
     support::harness::run(&[
+        Trial {
+            name: "rust_quickstart_runs_outside_the_checkout",
+            run: || quickstart("rust", "src/lib.rs"),
+        },
         Trial {
             name: "c_quickstart_runs_outside_the_checkout",
             run: || quickstart("c", "plugin.c"),

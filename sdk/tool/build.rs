@@ -12,6 +12,10 @@ const WIT: &str = "wit";
 /// What else is embedded, relative to the repository root: directories are taken whole
 /// (minus [`SKIPPED`]), files one by one.
 const EMBEDDED: &[&str] = &[
+    "rust-toolchain.toml",
+    "sdk/rust/Cargo.toml",
+    "sdk/rust/src",
+    "sdk/rust/template",
     "sdk/c/include",
     "sdk/c/src",
     "sdk/c/template",
@@ -27,6 +31,10 @@ const EMBEDDED: &[&str] = &[
     "examples/js-nlb0",
     "examples/python-nlb0",
 ];
+
+/// Files embedded under another path: (in the repository, in the SDK). The shipped dfl
+/// plugin is the Rust NLB0 example.
+const RENAMED: &[(&str, &str)] = &[("guest-plugins/dfl/src/lib.rs", "examples/rust-nlb0/lib.rs")];
 
 /// Names never embedded: toolchains, caches and build outputs that may sit in a checkout.
 const SKIPPED: &[&str] = &["node_modules", ".venv", "__pycache__"];
@@ -45,16 +53,21 @@ fn main() {
     for entry in EMBEDDED {
         collect(&root, Path::new(entry), &mut files);
     }
-    files.sort();
+    let mut files: Vec<(PathBuf, PathBuf)> = files.into_iter().map(|f| (f.clone(), f)).collect();
+    for (from, to) in RENAMED {
+        println!("cargo:rerun-if-changed={}", root.join(from).display());
+        files.push((PathBuf::from(from), PathBuf::from(to)));
+    }
+    files.sort_by(|a, b| a.1.cmp(&b.1));
     let mut code =
         String::from("/// The embedded SDK files: path relative to the SDK root, and contents.\n");
     code.push_str("pub static FILES: &[(&str, &[u8])] = &[\n");
-    for relative in &files {
-        let absolute = std::fs::canonicalize(root.join(relative)).unwrap();
+    for (from, to) in &files {
+        let absolute = std::fs::canonicalize(root.join(from)).unwrap();
         writeln!(
             code,
             "    ({:?}, include_bytes!({:?})),",
-            relative.to_str().unwrap(),
+            to.to_str().unwrap(),
             absolute.to_str().unwrap()
         )
         .unwrap();

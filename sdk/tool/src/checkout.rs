@@ -26,6 +26,8 @@ pub fn plugin_world(wit_dir: &Path) -> anyhow::Result<(Resolve, WorldId)> {
 /// The languages this tool builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Language {
+    /// Rust, with cargo and the `wasm32-wasip2` target.
+    Rust,
     /// C, with clang + wasi-libc.
     C,
     /// JavaScript, with jco componentize (componentize-js, StarlingMonkey).
@@ -36,11 +38,12 @@ pub enum Language {
 
 impl Language {
     /// Every language, in the order the docs list them.
-    pub const ALL: [Language; 3] = [Language::C, Language::Js, Language::Python];
+    pub const ALL: [Language; 4] = [Language::Rust, Language::C, Language::Js, Language::Python];
 
-    /// The name used on the command line and in directory names (`c`, `js`, `python`).
+    /// The name used on the command line and in directory names (`rust`, `c`, `js`, `python`).
     pub fn key(self) -> &'static str {
         match self {
+            Language::Rust => "rust",
             Language::C => "c",
             Language::Js => "js",
             Language::Python => "python",
@@ -51,6 +54,7 @@ impl Language {
 impl fmt::Display for Language {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Language::Rust => "Rust",
             Language::C => "C",
             Language::Js => "JavaScript",
             Language::Python => "Python",
@@ -132,7 +136,7 @@ impl Sdk {
         self.root.join("wit")
     }
 
-    /// The SDK of one language: `sdk/c`, `sdk/js` or `sdk/python`.
+    /// The SDK of one language: `sdk/rust`, `sdk/c`, `sdk/js` or `sdk/python`.
     pub fn language_dir(&self, language: Language) -> PathBuf {
         self.root.join("sdk").join(language.key())
     }

@@ -42,7 +42,7 @@ pub fn exports(wit_dir: &Path, language: Language) -> Result<Vec<Export>> {
                         interface_name.replace('-', "_")
                     ),
                     Language::Js => lower_camel(name),
-                    Language::Python => snake,
+                    Language::Rust | Language::Python => snake,
                 },
                 params: function.params.iter().map(|p| p.name.clone()).collect(),
             });
@@ -109,6 +109,9 @@ pub fn check(language: Language, plugin_dir: &Path, exports: &[Export]) -> Resul
                         export.params.join(", ")
                     )));
                 }
+            } else if language == Language::Rust {
+                // A near miss in a Rust impl of `Plugin` does not compile; a helper of
+                // another name is the author's own.
             } else if let Some(meant) = exports.iter().find(|e| looks_like(&name, &e.name)) {
                 report.findings.push(finding(format!(
                     "`{name}` is not an export, so the host never calls it; did you mean `{}` \
@@ -124,10 +127,17 @@ pub fn check(language: Language, plugin_dir: &Path, exports: &[Export]) -> Resul
 /// The files of the plugin a build reads its exports from.
 fn sources(language: Language, plugin_dir: &Path) -> Result<Vec<PathBuf>> {
     let wanted = |path: &Path| match language {
+        Language::Rust => path.extension().is_some_and(|e| e == "rs"),
         Language::C => path.extension().is_some_and(|e| e == "c"),
         Language::Js => path.file_name().is_some_and(|n| n == "plugin.js"),
         Language::Python => path.extension().is_some_and(|e| e == "py"),
     };
+    // A crate's sources are in src/ (a template's lib.rs sits alone).
+    let dir = match language {
+        Language::Rust if plugin_dir.join("src").is_dir() => plugin_dir.join("src"),
+        _ => plugin_dir.to_path_buf(),
+    };
+    let plugin_dir = dir.as_path();
     let mut files: Vec<PathBuf> = std::fs::read_dir(plugin_dir)
         .with_context(|| format!("reading {}", plugin_dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -143,6 +153,17 @@ fn definition(language: Language, line: &str) -> Option<(String, Option<Vec<Stri
     let indented = line.starts_with([' ', '\t']);
     let code = line.trim();
     match language {
+        // A method of the `Plugin` impl: `    fn open(&mut self, ...`. The compiler refuses a
+        // misspelled one, so only the names matter.
+        Language::Rust => {
+            let rest = code
+                .strip_prefix("pub ")
+                .unwrap_or(code)
+                .strip_prefix("fn ")?;
+            let name = identifier_at_start(rest)?;
+            (indented && rest[name.len()..].trim_start().starts_with(['(', '<']))
+                .then_some((name, None))
+        }
         // A top-level function definition: `bool exports_..._open(...) {`, not a declaration.
         Language::C => {
             if indented || code.ends_with(';') || code.starts_with(['#', '/', '*']) {
@@ -369,7 +390,7 @@ mod tests {
 
     #[test]
     fn the_templates_and_examples_check_clean() {
-        let sdk = Sdk::in_repository().unwrap();
+        let sdk = Sdk::installed().unwrap();
         for language in Language::ALL {
             let exports = exports(&sdk.wit_dir(), language).unwrap();
             for dir in [sdk.template_dir(language), sdk.example_dir(language)] {

@@ -1,8 +1,10 @@
-//! Builds accelhost plugins written in C, JavaScript and Python into WebAssembly components.
+//! Builds accelhost plugins written in Rust, C, JavaScript and Python into WebAssembly
+//! components.
 //!
 //! Each language has a [`Toolchain`]: [`probe`] finds it (or says what is missing) and
 //! [`Toolchain::build`] turns a plugin directory into a component the host loads:
 //!
+//! - **Rust**: a cdylib crate on `sdk/rust`, built by cargo for `wasm32-wasip2` ([`rust`]).
 //! - **C**: `*.c` files, built with clang + wasi-libc against bindings that wit-bindgen's C
 //!   generator writes from `wit/` at build time, then made a component with wasmtime's WASI
 //!   preview1 reactor adapter ([`c`]).
@@ -26,6 +28,7 @@ mod inputs;
 pub mod js;
 mod process;
 pub mod python;
+pub mod rust;
 pub mod scaffold;
 
 use std::path::{Path, PathBuf};
@@ -61,6 +64,8 @@ impl std::fmt::Display for Reproducibility {
 /// A language's toolchain, found and checked by [`probe`].
 #[derive(Clone, Debug)]
 pub enum Toolchain {
+    /// cargo and rustc with the `wasm32-wasip2` target.
+    Rust(rust::Cargo),
     /// clang + wasi-libc, with the generator and adapter built into this tool.
     C(c::Clang),
     /// node with the jco of `sdk/js/node_modules`.
@@ -73,6 +78,7 @@ impl Toolchain {
     /// The language it builds.
     pub fn language(&self) -> Language {
         match self {
+            Toolchain::Rust(_) => Language::Rust,
             Toolchain::C(_) => Language::C,
             Toolchain::Js(_) => Language::Js,
             Toolchain::Python(_) => Language::Python,
@@ -82,6 +88,7 @@ impl Toolchain {
     /// The tools and their versions, for reports.
     pub fn versions(&self) -> String {
         match self {
+            Toolchain::Rust(cargo) => format!("{}, target {}", cargo.rustc_version, rust::TARGET),
             Toolchain::C(clang) => format!(
                 "{}, wasi-libc, wit-bindgen-c {}, wasi reactor adapter of wasmtime {}",
                 clang.version,
@@ -96,7 +103,7 @@ impl Toolchain {
     /// Whether this toolchain's builds are byte-reproducible, and why not.
     pub fn reproducibility(&self) -> Reproducibility {
         match self {
-            Toolchain::C(_) => Reproducibility::Reproducible,
+            Toolchain::Rust(_) | Toolchain::C(_) => Reproducibility::Reproducible,
             Toolchain::Js(_) => Reproducibility::NotReproducible(js::NOT_REPRODUCIBLE),
             Toolchain::Python(_) => Reproducibility::NotReproducible(python::NOT_REPRODUCIBLE),
         }
@@ -108,6 +115,10 @@ impl Toolchain {
     /// build left it, `out` is kept: the same bytes, so the host's compile cache still has it.
     pub fn build(&self, sdk: &Sdk, plugin_dir: &Path, out: &Path, work: &Path) -> Result<Built> {
         let started = Instant::now();
+        if let Toolchain::Rust(cargo) = self {
+            // The lock file is an input: made before the digest, not by the build.
+            cargo.lock(plugin_dir)?;
+        }
         let record = inputs::Record::of(out);
         let sdk_trees = [sdk.wit_dir(), sdk.language_dir(self.language())];
         let digest = || {
@@ -134,6 +145,7 @@ impl Toolchain {
         }
         record.remove();
         match self {
+            Toolchain::Rust(cargo) => cargo.build(plugin_dir, out, work),
             Toolchain::C(clang) => c::build(sdk, clang, plugin_dir, out, work),
             Toolchain::Js(jco) => jco.build(sdk, plugin_dir, out, work),
             Toolchain::Python(py) => py.build(sdk, plugin_dir, out, work),
@@ -183,10 +195,12 @@ pub struct Built {
 }
 
 /// Installs the toolchain of `language` into the per-user directory (JavaScript: npm
-/// packages; Python: a virtual environment). C's comes from the system's packages: this
-/// checks it is there and says which to install if not.
+/// packages; Python: a virtual environment; Rust: the `wasm32-wasip2` target, with rustup).
+/// C's comes from the system's packages: this checks it is there and says which to install
+/// if not.
 pub fn install(sdk: &Sdk, language: Language) -> Result<()> {
     match language {
+        Language::Rust => rust::install(sdk),
         Language::C => c::Clang::probe(&sdk.probe_dir(language))
             .map(drop)
             .map_err(|why| {
@@ -204,6 +218,7 @@ pub fn install(sdk: &Sdk, language: Language) -> Result<()> {
 /// builds. `Err` says what is missing and how to install it.
 pub fn probe(sdk: &Sdk, language: Language, scratch: &Path) -> Result<Toolchain, String> {
     match language {
+        Language::Rust => rust::Cargo::probe(sdk).map(Toolchain::Rust),
         Language::C => c::Clang::probe(scratch).map(Toolchain::C),
         Language::Js => js::Jco::probe(sdk).map(Toolchain::Js),
         Language::Python => python::ComponentizePy::probe(sdk).map(Toolchain::Python),

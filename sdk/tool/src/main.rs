@@ -1,4 +1,4 @@
-//! `accelhost-sdk`: scaffolds accelhost plugins in C, JavaScript and Python, builds them
+//! `accelhost-sdk`: scaffolds accelhost plugins in Rust, C, JavaScript and Python, builds them
 //! into components next to their sources, and installs and shows each language's toolchain.
 //! The SDK it builds with is embedded in it, so it works from any directory.
 
@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     version,
-    about = "Write accelhost plugins in C, JavaScript and Python: scaffold, build, install toolchains",
+    about = "Write accelhost plugins in Rust, C, JavaScript and Python: scaffold, build, install toolchains",
     after_help = "A plugin in four steps:\n  \
         accelhost-sdk toolchains --install js     # once: the language's toolchain\n  \
         accelhost-sdk new js my-plugin            # a plugin that builds and loads as it is\n  \
@@ -34,7 +34,7 @@ enum Command {
     /// device to open and close) or the NLB0 example (MMIO, buffers and reset on the emulated
     /// NLB0 card), with an accelhost.json that loads what `build` writes.
     New {
-        /// c, js or python.
+        /// rust, c, js or python.
         language: Language,
         /// The directory to create (it must not exist, or be empty); its name names the plugin.
         dir: PathBuf,
@@ -43,7 +43,8 @@ enum Command {
         from: Starter,
     },
     /// Build plugins into components: each DIR (default: the current directory) becomes
-    /// DIR/<DIR's name>.wasm. The language comes from the files (plugin.js, app.py, *.c). Before
+    /// DIR/<DIR's name>.wasm. The language comes from the files (Cargo.toml, plugin.js, app.py,
+    /// *.c). Before
     /// building, it lists the exports the plugin overrides and warns about near misses. A
     /// plugin whose sources, SDK and toolchain did not change keeps its component (the same
     /// bytes: the host's compile cache still has it); delete the .wasm to force a build.
@@ -60,9 +61,9 @@ enum Command {
     /// Show each language's toolchain and version, or what is missing; with --install, install
     /// the given languages' (default: all) into the per-user directory first.
     Toolchains {
-        /// Install the toolchains: npm packages for JavaScript, a virtual environment with
-        /// componentize-py for Python (from the package registries only); C's come from the
-        /// system (apt), which this checks.
+        /// Install the toolchains: the pinned Rust with wasm32-wasip2 (rustup), npm packages
+        /// for JavaScript, a virtual environment with componentize-py for Python (from the
+        /// package registries only); C's come from the system (apt), which this checks.
         #[arg(long)]
         install: bool,
         /// Which languages (default: all).

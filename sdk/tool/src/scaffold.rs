@@ -43,7 +43,12 @@ pub fn new_plugin(
         Starter::Template => sdk.template_dir(language),
         Starter::Nlb0 => sdk.example_dir(language),
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // A Rust plugin is a crate: its sources go to src/, beside the manifest.
+    let sources = match language {
+        Language::Rust => dir.join("src"),
+        _ => dir.to_path_buf(),
+    };
+    std::fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
     let mut written = Vec::new();
     for entry in std::fs::read_dir(&from).with_context(|| format!("reading {}", from.display()))? {
         let source = entry?.path();
@@ -51,34 +56,46 @@ pub fn new_plugin(
         if !source.is_file() || file_name == CONFIG {
             continue;
         }
-        let target = dir.join(file_name);
+        let target = sources.join(file_name);
         std::fs::copy(&source, &target)
             .with_context(|| format!("copying {} to {}", source.display(), target.display()))?;
         written.push(target);
     }
-    let entry = config_entry(&name, Path::new(&format!("{name}.wasm")));
-    let text = match starter {
-        // The template's device has no hardware: the plugin needs no grant.
-        Starter::Template => format!("{{\n  \"plugins\": [\n    {entry}\n  ]\n}}\n"),
-        // The example's config, loading this plugin: its name and module are the example's
-        // directory name.
-        Starter::Nlb0 => {
-            let path = from.join(CONFIG);
-            let example = from.file_name().unwrap_or_default().to_string_lossy();
-            std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?
-                .replace(&format!("{example}.wasm"), &format!("{name}.wasm"))
-                .replace(
-                    &format!("\"{example}\""),
-                    &serde_json::Value::from(name.as_str()).to_string(),
-                )
-        }
-    };
-    serde_json::from_str::<serde_json::Value>(&text).context("the new config is not JSON")?;
+    if language == Language::Rust {
+        let manifest = dir.join("Cargo.toml");
+        std::fs::write(&manifest, crate::rust::manifest(sdk, &name))
+            .with_context(|| format!("writing {}", manifest.display()))?;
+        written.push(manifest);
+        let toolchain = dir.join(crate::rust::TOOLCHAIN_FILE);
+        std::fs::copy(sdk.root().join(crate::rust::TOOLCHAIN_FILE), &toolchain)
+            .with_context(|| format!("writing {}", toolchain.display()))?;
+        written.push(toolchain);
+    }
     let target = dir.join(CONFIG);
-    std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+    std::fs::write(&target, config(starter, &name))
+        .with_context(|| format!("writing {}", target.display()))?;
     written.push(target);
     Ok(written)
+}
+
+/// The config that loads plugin `name` from `<name>.wasm` beside it: the template's device
+/// needs no grant; the NLB0 example is granted one emulated NLB0 card, as the examples' configs
+/// are.
+fn config(starter: Starter, name: &str) -> String {
+    let entry = |grants: &str| {
+        format!(
+            "{{ \"name\": {}, \"module\": {}{grants} }}",
+            serde_json::Value::from(name),
+            serde_json::Value::from(format!("{name}.wasm"))
+        )
+    };
+    match starter {
+        Starter::Template => format!("{{\n  \"plugins\": [\n    {}\n  ]\n}}\n", entry("")),
+        Starter::Nlb0 => format!(
+            "{{\n  \"devices\": [\n    {{ \"id\": \"card0\", \"family\": \"dfl\", \"accelerator\": \"nlb0\" }}\n  ],\n  \"plugins\": [\n    {}\n  ]\n}}\n",
+            entry(", \"grants\": { \"devices\": [\"emu:card0\"], \"dma_memory_mib\": 256 }")
+        ),
+    }
 }
 
 /// The plugin's name in configs and in the component's file name: the directory's name,
@@ -106,9 +123,12 @@ pub fn plugin_name(dir: &Path) -> Result<String> {
     Ok(name)
 }
 
-/// The language of the plugin in `dir`, by its entry file: `plugin.js`, `app.py`, or `.c`
-/// files.
+/// The language of the plugin in `dir`, by its entry file: `Cargo.toml`, `plugin.js`,
+/// `app.py`, or `.c` files.
 pub fn detect_language(dir: &Path) -> Result<Language> {
+    if dir.join("Cargo.toml").is_file() {
+        return Ok(Language::Rust);
+    }
     if dir.join(crate::js::ENTRY).is_file() {
         return Ok(Language::Js);
     }
@@ -126,8 +146,8 @@ pub fn detect_language(dir: &Path) -> Result<Language> {
         return Ok(Language::C);
     }
     bail!(
-        "{} holds no plugin: a JavaScript plugin has {}, a Python one {}.py, a C one .c files \
-         (`accelhost-sdk new` makes one)",
+        "{} holds no plugin: a Rust plugin has Cargo.toml, a JavaScript one {}, a Python one \
+         {}.py, a C one .c files (`accelhost-sdk new` makes one)",
         dir.display(),
         crate::js::ENTRY,
         crate::python::APP_MODULE
