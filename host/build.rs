@@ -81,13 +81,25 @@ fn main() {
     let out_dir = PathBuf::from(env("OUT_DIR")).join("guests");
     std::fs::create_dir_all(&out_dir).expect("creating OUT_DIR/guests");
     let built = target_dir.join(WASM_TARGET).join("guest");
+    // The sha256 of each plugin, the compile cache's key: an embedded plugin then starts
+    // without hashing its bytes first.
+    let mut digests = String::from("&[\n");
     for (package, _) in &guests {
         let file = format!("{}.wasm", package.replace('-', "_"));
         let from = built.join(&file);
         let to = out_dir.join(&file);
         std::fs::copy(&from, &to)
             .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
+        let bytes = std::fs::read(&to).unwrap_or_else(|e| panic!("reading {}: {e}", to.display()));
+        let digest: [u8; 32] = sha2::Digest::finalize(sha2::Digest::chain_update(
+            <sha2::Sha256 as sha2::Digest>::new(),
+            &bytes,
+        ))
+        .into();
+        digests.push_str(&format!("    ({file:?}, {digest:?}),\n"));
     }
+    digests.push_str("]\n");
+    std::fs::write(out_dir.join("digests.rs"), digests).expect("writing the plugin digests");
     println!("cargo:rustc-env=ACCELHOST_GUEST_DIR={}", out_dir.display());
 }
 

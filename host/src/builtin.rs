@@ -31,6 +31,19 @@ pub fn module(name: &str) -> Option<&'static [u8]> {
         .map(|family| family.builtin)
 }
 
+/// The sha256 of each embedded plugin file, computed when it was built (host/build.rs).
+const DIGESTS: &[(&str, [u8; 32])] = include!(concat!(env!("ACCELHOST_GUEST_DIR"), "/digests.rs"));
+
+/// The sha256 of the built-in plugin `name`'s bytes, known since the build: what the compile
+/// cache is keyed by, without hashing the bytes at every start.
+pub(crate) fn digest(name: &str) -> Option<[u8; 32]> {
+    let file = format!("accelhost_plugin_{name}.wasm");
+    DIGESTS
+        .iter()
+        .find(|(f, _)| *f == file)
+        .map(|(_, digest)| *digest)
+}
+
 /// The names of every built-in plugin.
 pub fn names() -> Vec<&'static str> {
     let mut names: Vec<&str> = FAMILIES.iter().map(|family| family.name).collect();
@@ -39,4 +52,19 @@ pub fn names() -> Vec<&'static str> {
         names.push("chaos");
     }
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use sha2::{Digest, Sha256};
+
+    #[test]
+    fn every_builtin_has_the_digest_of_its_bytes() {
+        for name in super::names() {
+            let bytes = super::module(name).unwrap();
+            let digest: [u8; 32] = Sha256::digest(bytes).into();
+            assert_eq!(super::digest(name), Some(digest), "{name}");
+        }
+        assert_eq!(super::digest("nothing"), None);
+    }
 }

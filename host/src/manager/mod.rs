@@ -583,20 +583,26 @@ pub(crate) fn load_module(
         module: entry.module_text.clone(),
         reason,
     };
-    let wasm: Cow<'static, [u8]> = match &entry.module {
-        ModuleSource::Builtin(name) => Cow::Borrowed(
-            crate::builtin::module(name)
-                .ok_or_else(|| load_error(format!("no built-in plugin '{name}'")))?,
+    let (wasm, sha256): (Cow<'static, [u8]>, _) = match &entry.module {
+        ModuleSource::Builtin(name) => (
+            Cow::Borrowed(
+                crate::builtin::module(name)
+                    .ok_or_else(|| load_error(format!("no built-in plugin '{name}'")))?,
+            ),
+            crate::builtin::digest(name),
         ),
-        ModuleSource::File(path) => Cow::Owned(
-            std::fs::read(path)
-                .map_err(|err| load_error(format!("cannot read {}: {err}", path.display())))?,
+        ModuleSource::File(path) => (
+            Cow::Owned(
+                std::fs::read(path)
+                    .map_err(|err| load_error(format!("cannot read {}: {err}", path.display())))?,
+            ),
+            None,
         ),
     };
     let runtime = runtime().map_err(Error::Internal)?;
     let metered = entry.load_policy.fuel.is_some();
     runtime
-        .load(&wasm, &entry.name, cache, metered)
+        .load(&wasm, sha256, &entry.name, cache, metered)
         .map_err(|err| match err {
             LoadError::Unusable(reason) => load_error(reason),
             LoadError::Incompatible { found } => Error::IncompatibleInterface {

@@ -245,16 +245,18 @@ impl Runtime {
 
     /// Compiles (or finds in the caches) and links `wasm`, the module of `plugin`, checking
     /// that it is a component built for a compatible `accel:plugin` version. `metered`
-    /// compiles it to count fuel.
+    /// compiles it to count fuel. `sha256` is the bytes' digest where it is known already
+    /// (an embedded plugin's, from its build), else it is computed.
     pub fn load(
         &self,
         wasm: &[u8],
+        sha256: Option<[u8; 32]>,
         plugin: &str,
         cache: &ComponentCache,
         metered: bool,
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
-        let sha: [u8; 32] = Sha256::digest(wasm).into();
+        let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(wasm).into());
         if let Some(loaded) = lock(&self.loaded).get(&(sha, metered)) {
             return Ok(loaded.clone());
         }
