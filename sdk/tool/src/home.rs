@@ -62,7 +62,9 @@ pub fn unpacked_sdk(home: &Path) -> Result<PathBuf> {
     if root.join(COMPLETE).is_file() {
         return Ok(root);
     }
-    let staging = home.join(format!(".unpacking-{}", std::process::id()));
+    static UNPACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = UNPACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staging = home.join(format!(".unpacking-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     for (path, contents) in embedded_files() {
         let file = staging.join(path);
@@ -72,8 +74,10 @@ pub fn unpacked_sdk(home: &Path) -> Result<PathBuf> {
     }
     std::fs::write(staging.join(COMPLETE), "")
         .with_context(|| format!("writing {}", staging.display()))?;
-    if root.exists() {
-        // Left half-written by a process that was killed before it finished.
+    if root.exists() && !root.join(COMPLETE).is_file() {
+        // A directory without the mark was not made by a rename of a whole staging
+        // directory (each is marked before it is renamed): damaged, so replaced. One with the
+        // mark is another process's, which may be building from it now.
         let _ = std::fs::remove_dir_all(&root);
     }
     if let Err(err) = std::fs::rename(&staging, &root) {
@@ -114,6 +118,33 @@ mod tests {
         std::fs::remove_file(root.join(COMPLETE)).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(unpacked_sdk(&home).unwrap(), root);
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    #[test]
+    fn concurrent_unpacks_agree_and_leave_one_whole_sdk() {
+        let home =
+            std::env::temp_dir().join(format!("accelhost-sdk-home-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let roots: Vec<PathBuf> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| unpacked_sdk(&home).unwrap()))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert!(roots.iter().all(|r| r == &roots[0]), "{roots:?}");
+        for (path, contents) in embedded_files() {
+            assert_eq!(
+                &std::fs::read(roots[0].join(path)).unwrap(),
+                contents,
+                "{path}"
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(&home)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 1, "staging directories left behind: {left:?}");
         std::fs::remove_dir_all(&home).unwrap();
     }
 }
