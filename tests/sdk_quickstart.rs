@@ -38,26 +38,24 @@ fn main() -> std::process::ExitCode {
     ])
 }
 
-/// The `accelhost-sdk` binary of this build, built first if this test target was built alone.
+/// The `accelhost-sdk` binary of this checkout: another package's binary, which cargo builds
+/// for this test only when the whole workspace is tested, so it is brought up to date here
+/// (a no-op when it is).
 fn sdk_tool() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let tool = profile_dir.join("accelhost-sdk");
-    if !tool.is_file() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "accelhost-sdk-tool",
-                "--bin",
-                "accelhost-sdk",
-            ])
-            .status()
-            .expect("running cargo build");
-        assert!(status.success(), "building accelhost-sdk failed");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .args(["build", "--quiet", "-p", "accelhost-sdk-tool"])
+        .args(["--bin", "accelhost-sdk", "--target-dir"])
+        .arg(profile_dir.parent().unwrap());
+    if profile_dir.ends_with("release") {
+        build.arg("--release");
     }
-    tool
+    let status = build.status().expect("running cargo build");
+    assert!(status.success(), "building accelhost-sdk failed");
+    profile_dir.join("accelhost-sdk")
 }
 
 /// Runs `program` in `dir` with `bin` first on the PATH and no config of the user's.

@@ -145,7 +145,7 @@ impl Toolchain {
         }
         record.remove();
         match self {
-            Toolchain::Rust(cargo) => cargo.build(plugin_dir, out, work),
+            Toolchain::Rust(cargo) => cargo.build(plugin_dir, out),
             Toolchain::C(clang) => c::build(sdk, clang, plugin_dir, out, work),
             Toolchain::Js(jco) => jco.build(sdk, plugin_dir, out, work),
             Toolchain::Python(py) => py.build(sdk, plugin_dir, out, work),

@@ -73,13 +73,13 @@ impl Cargo {
         Ok(())
     }
 
-    /// Builds the crate in `plugin_dir` in release mode for [`TARGET`] (its target directory
-    /// in `work`, kept between builds so cargo rebuilds only what changed) and copies the
-    /// component to `out`.
-    pub fn build(&self, plugin_dir: &Path, out: &Path, work: &Path) -> Result<()> {
+    /// Builds the crate in `plugin_dir` in release mode for [`TARGET`] and copies the
+    /// component to `out`. The target directory is the crate's own `target/`, as cargo has
+    /// it: kept between builds so cargo rebuilds only what changed, and gone with the crate.
+    pub fn build(&self, plugin_dir: &Path, out: &Path) -> Result<()> {
         let manifest = plugin_dir.join("Cargo.toml");
         let crate_name = package_name(&manifest)?.replace('-', "_");
-        let target_dir = work.join("target");
+        let target_dir = plugin_dir.join("target");
         let mut cargo = Command::new("cargo");
         cargo
             .args(["build", "--release", "--target", TARGET, "--manifest-path"])
