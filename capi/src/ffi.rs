@@ -15,7 +15,12 @@ pub fn guard(name: &'static str, f: impl FnOnce() -> CapiResult) -> fpga_result 
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => FPGA_OK,
         Ok(Err(err)) => {
-            tracing::debug!("{name}: {err}");
+            // OPAE logs what it does not do; other failures are the caller's to report.
+            if matches!(err, CapiError::NotSupported(_)) {
+                tracing::info!(call = name, "{err}");
+            } else {
+                tracing::debug!("{name}: {err}");
+            }
             last_error::record(&err);
             err.code()
         }

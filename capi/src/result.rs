@@ -82,10 +82,9 @@ pub fn result_of(code: ErrorCode) -> fpga_result {
 /// The result of a call body.
 pub type CapiResult<T = ()> = Result<T, CapiError>;
 
-/// `call` is not supported, for `why`: logged at info level (OPAE logs what it cannot do),
-/// and kept as the thread's last error by the call's guard.
+/// `call` is not supported, for `why` (the call's guard logs it at info level, as it logs
+/// every `NotSupported`, and keeps it as the thread's last error).
 pub(crate) fn not_supported(call: &str, why: &str) -> CapiError {
-    tracing::info!("{call}: not supported: {why}");
     CapiError::NotSupported(format!("{call}: {why}"))
 }
 
