@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use accelhost_sdk_tool::exports::Export;
 use accelhost_sdk_tool::scaffold::{self, Starter};
-use accelhost_sdk_tool::{Language, Sdk, probe};
+use accelhost_sdk_tool::{Language, Sdk, Toolchain, probe};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
@@ -118,12 +119,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if out.is_some() && dirs.len() > 1 {
                 anyhow::bail!("--out names one component: give one directory with it");
             }
+            // Each language's toolchain is probed, and its exports read, once for all dirs.
+            let mut ready = std::collections::HashMap::new();
             for dir in &dirs {
                 let language = match lang {
                     Some(language) => language,
                     None => scaffold::detect_language(dir)?,
                 };
-                build(&sdk, language, dir, out.as_deref())?;
+                let (toolchain, exports) = match ready.entry(language) {
+                    std::collections::hash_map::Entry::Occupied(found) => found.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(prepare(&sdk, language)?)
+                    }
+                };
+                build(&sdk, toolchain, exports, dir, out.as_deref())?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -184,9 +193,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Builds the plugin in `dir` into `out` (default: `dir/<name>.wasm`), printing what it
-/// overrides, the component and the config entry that loads it.
-fn build(sdk: &Sdk, language: Language, dir: &Path, out: Option<&Path>) -> anyhow::Result<()> {
+/// The toolchain of `language`, found and reported, and the exports a plugin of it may define.
+fn prepare(sdk: &Sdk, language: Language) -> anyhow::Result<(Toolchain, Vec<Export>)> {
     let toolchain = probe(sdk, language, &sdk.probe_dir(language))
         .map_err(|why| anyhow::anyhow!("the {language} toolchain is missing: {why}"))?;
     println!(
@@ -194,11 +202,24 @@ fn build(sdk: &Sdk, language: Language, dir: &Path, out: Option<&Path>) -> anyho
         toolchain.versions(),
         toolchain.reproducibility()
     );
+    let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
+    Ok((toolchain, exports))
+}
+
+/// Builds the plugin in `dir` into `out` (default: `dir/<name>.wasm`), printing what it
+/// overrides, the component and the config entry that loads it.
+fn build(
+    sdk: &Sdk,
+    toolchain: &Toolchain,
+    exports: &[Export],
+    dir: &Path,
+    out: Option<&Path>,
+) -> anyhow::Result<()> {
+    let language = toolchain.language();
     let dir =
         std::fs::canonicalize(dir).with_context(|| format!("{} does not exist", dir.display()))?;
     let name = scaffold::plugin_name(&dir)?;
-    let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
-    let report = accelhost_sdk_tool::exports::check(language, &dir, &exports)?;
+    let report = accelhost_sdk_tool::exports::check(language, &dir, exports)?;
     println!(
         "  {}: overrides {} (the other exports answer unsupported)",
         dir.display(),
