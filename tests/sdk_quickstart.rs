@@ -148,6 +148,21 @@ fn quickstart(language: &str, entry: &str) -> Outcome {
     let out = run(&bin, &root.join("my-template"), "accelhost-sdk", &["build"]);
     assert!(out.status.success(), "{}", text(&out));
 
+    // A build told to write two plugins into one file is refused before it builds anything.
+    let out = run(
+        &bin,
+        &root,
+        "accelhost-sdk",
+        &["build", "my-nlb0", "my-template", "--out", "both.wasm"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("--out names one component: give one directory with it"),
+        "{}",
+        text(&out)
+    );
+    assert!(!root.join("both.wasm").exists());
+
     // 4. Load: `accelhost` finds ./accelhost.json in the plugin's directory.
     let out = run(&bin, &plugin, "accelhost", &["list"]);
     assert!(out.status.success(), "{}", text(&out));
