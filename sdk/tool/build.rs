@@ -73,6 +73,23 @@ fn main() {
         .unwrap();
     }
     code.push_str("];\n");
+    // Which unpacked SDK directory is this one's: decided here, not at every run.
+    let mut digest = <sha2::Sha256 as sha2::Digest>::new();
+    for (from, to) in &files {
+        let contents = std::fs::read(root.join(from)).unwrap();
+        let path = to.to_str().unwrap();
+        for part in [path.as_bytes(), &contents] {
+            sha2::Digest::update(&mut digest, (part.len() as u64).to_le_bytes());
+            sha2::Digest::update(&mut digest, part);
+        }
+    }
+    let digest = sha2::Digest::finalize(digest);
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    writeln!(
+        code,
+        "/// The first 8 bytes of the sha256 of the files, in hex.\npub const DIGEST: &str = {hex:?};"
+    )
+    .unwrap();
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("embedded.rs");
     std::fs::write(out, code).unwrap();
 }

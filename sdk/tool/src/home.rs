@@ -12,7 +12,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
@@ -39,25 +38,14 @@ pub fn embedded_files() -> &'static [(&'static str, &'static [u8])] {
     embedded::FILES
 }
 
-/// The digest of the embedded files: a changed SDK unpacks into a directory of its own.
-fn embedded_digest() -> String {
-    let mut hash = Sha256::new();
-    for (path, contents) in embedded_files() {
-        hash.update((path.len() as u64).to_le_bytes());
-        hash.update(path.as_bytes());
-        hash.update((contents.len() as u64).to_le_bytes());
-        hash.update(contents);
-    }
-    crate::inputs::hex(&hash.finalize()[..8])
-}
-
-/// The embedded SDK unpacked below `home`, unpacking it first if this version is not there.
+/// The embedded SDK unpacked below `home` (in a directory named by the files' digest, so a
+/// changed SDK unpacks apart), unpacking it first if this version is not there.
 /// Concurrent calls are safe: each unpacks into a directory of its own and renames it.
 pub fn unpacked_sdk(home: &Path) -> Result<PathBuf> {
     let root = home.join(format!(
         "sdk-{}-{}",
         env!("CARGO_PKG_VERSION"),
-        embedded_digest()
+        embedded::DIGEST
     ));
     if root.join(COMPLETE).is_file() {
         return Ok(root);
