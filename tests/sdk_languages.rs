@@ -70,7 +70,7 @@ fn main() -> std::process::ExitCode {
             run: || an_unchanged_plugin_keeps_its_component(Language::Python, "app.py", "# edit"),
         },
         Trial {
-            name: "a_javascript_exception_is_an_internal_error_naming_its_function",
+            name: "a_javascript_exception_is_an_internal_error_naming_its_file_and_line",
             run: || an_exception_is_an_internal_error_saying_where(Language::Js),
         },
         Trial {
@@ -110,16 +110,17 @@ fn main() -> std::process::ExitCode {
 }
 
 /// A plugin whose `enumerate` throws what the SDK does not know (a plain `Error`, a
-/// `ValueError`): its call fails as `internal`, saying what was thrown and where (Python: the
-/// file and line; JavaScript: the function, as the plugin runs bundled), and the plugin goes
-/// on running.
+/// `ValueError`): its call fails as `internal`, saying what was thrown and at which of the
+/// author's files and lines (in JavaScript, a second module of the plugin, bundled with the
+/// first and the SDK), and the plugin goes on running.
 fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome {
     const JS: &str = "import { exportPlugin } from 'accelhost-sdk';\n\
+                      import { check } from './check.js';\n\
                       \n\
                       class Throwing {\n\
                       \x20 /** @returns {never} */\n\
                       \x20 enumerate() {\n\
-                      \x20   throw new Error('boom');\n\
+                      \x20   return check();\n\
                       \x20 }\n\
                       }\n\
                       \n\
@@ -136,7 +137,7 @@ fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome
                           \n\
                           accelhost.export_plugin(Throwing())\n";
     let (entry, source, says) = match language {
-        Language::Js => ("plugin.js", JS, "Error: boom (in enumerate)"),
+        Language::Js => ("plugin.js", JS, "Error: boom (at check.js:3)"),
         Language::Python => ("app.py", PYTHON, "ValueError: boom (at app.py:7)"),
         Language::C | Language::Rust => unreachable!("{language} has no exceptions"),
     };
@@ -149,6 +150,13 @@ fn an_exception_is_an_internal_error_saying_where(language: Language) -> Outcome
     let plugin = dir.join("plugin");
     std::fs::create_dir_all(&plugin).unwrap();
     std::fs::write(plugin.join(entry), source).unwrap();
+    if language == Language::Js {
+        std::fs::write(
+            plugin.join("check.js"),
+            "/** @returns {never} */\nexport function check() {\n  throw new Error('boom');\n}\n",
+        )
+        .unwrap();
+    }
     let built = toolchain
         .build(&sdk, &plugin, &dir.join("throwing.wasm"), &dir.join("work"))
         .unwrap_or_else(|err| panic!("{err:#}"));

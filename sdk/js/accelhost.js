@@ -36,7 +36,7 @@ import { log as hostLog } from 'accel:plugin/log@0.2.0';
  * turns a thrown value with a `payload` into the call's `err`.) Errors thrown by host imports
  * carry the same `payload`, so rethrowing one passes the host's code and message on. Anything
  * else thrown from an export (a plain `Error`, a string) fails the call as `internal`, with its
- * message and the function that threw it: `Error: boom (in enumerate)`.
+ * message and the author's file and line that threw it: `Error: boom (at plugin.js:42)`.
  */
 export class PluginError extends Error {
   /**
@@ -175,21 +175,60 @@ export function anyFilterMatches(filters, properties) {
  */
 
 /**
- * The function `thrown` was thrown in: the innermost named frame of its stack (SpiderMonkey
- * writes frames as `function@path:line:column`). Not the line: the plugin runs bundled with
- * this module, so a line would count in the bundle, not in the plugin's file.
+ * The table `accelhost-sdk build` appends to the bundle (sdk/js/source-lines.mjs): from runs of
+ * the bundle's lines to the author's files and lines.
+ * @typedef {{bundle: string, files: string[], runs: number[][]}} SourceLines
+ */
+
+/**
+ * The author's `file:line` a bundle line came from, or '' when it is not the author's code.
+ * @param {SourceLines | undefined} table
+ * @param {string} file the frame's file
+ * @param {number} line the frame's line in that file
+ * @returns {string}
+ */
+function authorLine(table, file, line) {
+  if (!table || file !== table.bundle) {
+    return '';
+  }
+  let found = null;
+  for (const run of table.runs) {
+    if (run[0] > line) {
+      break;
+    }
+    found = run;
+  }
+  if (!found || found[1] < 0) {
+    return '';
+  }
+  return `${table.files[found[1]]}:${found[2] + (line - found[0])}`;
+}
+
+/**
+ * Where `thrown` was thrown, from its stack (SpiderMonkey writes frames as
+ * `function@file:line:column`): `at plugin.js:42`, the innermost frame in the author's code,
+ * else `in enumerate`, the innermost named frame; '' when the stack says neither.
  * @param {unknown} thrown
  * @returns {string}
  */
-function thrownIn(thrown) {
+function thrownAt(thrown) {
   const stack = thrown instanceof Error ? String(thrown.stack ?? '') : '';
+  const table = /** @type {SourceLines | undefined} */ (
+    /** @type {any} */ (globalThis)[Symbol.for('accelhost-sdk.source-lines')]
+  );
+  let named = '';
   for (const frame of stack.split('\n')) {
-    const name = frame.slice(0, Math.max(frame.lastIndexOf('@'), 0));
-    if (name !== '') {
-      return name;
+    const at = frame.lastIndexOf('@');
+    const place = /^(.*):(\d+):\d+$/.exec(frame.slice(at + 1));
+    const line = place ? authorLine(table, place[1], Number(place[2])) : '';
+    if (line !== '') {
+      return `at ${line}`;
+    }
+    if (named === '' && at > 0) {
+      named = `in ${frame.slice(0, at)}`;
     }
   }
-  return '';
+  return named;
 }
 
 /**
@@ -205,8 +244,8 @@ function asPluginError(thrown) {
   }
   const what =
     thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : `threw ${String(thrown)}`;
-  const where = thrownIn(thrown);
-  return new PluginError('internal', where ? `${what} (in ${where})` : what);
+  const where = thrownAt(thrown);
+  return new PluginError('internal', where ? `${what} (${where})` : what);
 }
 
 /**

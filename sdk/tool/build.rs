@@ -20,6 +20,7 @@ const EMBEDDED: &[&str] = &[
     "sdk/c/src",
     "sdk/c/template",
     "sdk/js/accelhost.js",
+    "sdk/js/source-lines.mjs",
     "sdk/js/package.json",
     "sdk/js/package-lock.json",
     "sdk/js/generated",

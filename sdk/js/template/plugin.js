@@ -11,7 +11,7 @@
  *
  * Every method you leave out answers `unsupported`. Throw `errors.notFound(...)` (or any
  * `PluginError`) to fail a call with its code; anything else thrown fails it as `internal`,
- * with its message and the function that threw it.
+ * with its message and the file and line that threw it.
  */
 
 import { anyFilterMatches, errors, exportPlugin, log } from 'accelhost-sdk';

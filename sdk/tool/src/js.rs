@@ -153,14 +153,23 @@ impl Jco {
         )?;
 
         // The bundler resolves `accelhost-sdk` to the helpers and leaves the WIT imports to
-        // componentize-js.
+        // componentize-js; `sourceLines` appends the table by which the helpers report an
+        // exception at the author's file and line, not the bundle's.
         let bundle_config = work.join("bundle.config.mjs");
         process::write(
             &bundle_config,
             format!(
-                "export default {{ resolve: {{ alias: {{ {}: {} }} }}, external: [/^accel:/] }};\n",
-                json_string_str(SDK_MODULE),
-                json_string(&helpers)
+                "import {{ sourceLines }} from {source_lines};\n\
+                 export default {{\n\
+                 \x20 resolve: {{ alias: {{ {module}: {helpers} }} }},\n\
+                 \x20 external: [/^accel:/],\n\
+                 \x20 output: {{ sourcemap: 'hidden' }},\n\
+                 \x20 plugins: [sourceLines({plugin_dir})],\n\
+                 }};\n",
+                source_lines = json_string(&js.join("source-lines.mjs")),
+                module = json_string_str(SDK_MODULE),
+                helpers = json_string(&helpers),
+                plugin_dir = json_string(&absolute(plugin_dir)?),
             )
             .as_bytes(),
         )?;
