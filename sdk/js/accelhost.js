@@ -140,6 +140,46 @@ export function anyFilterMatches(filters, properties) {
 }
 
 /**
+ * An accelerator (what applications open) named `name` with the interface `guid`: an `fpga`
+ * on this machine with no ids, bus address, MMIO regions, interrupts, state or parent; spread
+ * it and set the fields the device has.
+ * @param {string} name
+ * @param {{high: bigint, low: bigint}} guid
+ * @returns {Properties}
+ */
+export function accelerator(name, guid) {
+  return {
+    objectType: 'accelerator',
+    name,
+    guid,
+    vendorId: 0,
+    deviceId: 0,
+    busAddress: undefined,
+    socketId: undefined,
+    deviceType: 'fpga',
+    host: 'localhost',
+    numMmio: 0,
+    numInterrupts: 0,
+    acceleratorState: undefined,
+    parent: undefined,
+    extras: [],
+  };
+}
+
+/**
+ * What `enumerate` answers for a fixed list of devices: those of `devices` that match
+ * `filters`, each with its index in `devices` as its token.
+ * @param {Filter[]} filters
+ * @param {Properties[]} devices
+ * @returns {Discovered[]}
+ */
+export function discover(filters, devices) {
+  return devices.flatMap((properties, index) =>
+    anyFilterMatches(filters, properties) ? [{ token: BigInt(index), properties }] : [],
+  );
+}
+
+/**
  * What a plugin object may implement; each method is one export of the `accel:plugin` world
  * (camelCase of the WIT name). Leave out what the device does not do.
  *
@@ -152,7 +192,7 @@ export function anyFilterMatches(filters, properties) {
  * @property {(filters: Filter[]) => Discovered[]} [enumerate]
  * @property {(token: bigint) => Properties} [describe]
  * @property {(token: bigint, mode: OpenMode) => bigint} [open]
- * @property {(handle: bigint) => void} [close]
+ * @property {(handle: bigint) => void} [close] default: succeeds (nothing kept per handle)
  * @property {(handle: bigint, index: number) => Region} [mapMmio]
  * @property {(handle: bigint, size: bigint, options: BufferFlags) => PreparedBuffer} [prepareBuffer]
  * @property {(handle: bigint, id: bigint) => void} [releaseBuffer]
@@ -290,7 +330,9 @@ function method(plugin, name, witName) {
 
 /**
  * The exports of a component made from `plugin`:
- * `export const { lifecycle, discovery, fpga, offload, attributes } = exportPlugin(new MyPlugin());`
+ * `export const { lifecycle, discovery, fpga, offload, attributes } = exportPlugin(plugin);`, where
+ * `plugin` is an object literal with the methods (its parameters typed by {@link Plugin}) or an
+ * instance of a class.
  * @param {Plugin} plugin
  */
 export function exportPlugin(plugin) {
@@ -317,7 +359,7 @@ export function exportPlugin(plugin) {
     },
     fpga: {
       open: method(plugin, 'open', 'open'),
-      close: method(plugin, 'close', 'close'),
+      close: plugin.close ? reported(plugin.close.bind(plugin)) : () => {},
       mapMmio: method(plugin, 'mapMmio', 'map-mmio'),
       prepareBuffer: method(plugin, 'prepareBuffer', 'prepare-buffer'),
       releaseBuffer: method(plugin, 'releaseBuffer', 'release-buffer'),

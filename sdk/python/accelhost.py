@@ -1,7 +1,8 @@
 """The Python SDK for accelhost plugins.
 
 A plugin subclasses `Plugin`, overriding only the calls its devices support (every other call
-answers `unsupported`, like the defaults of the Rust SDK's `Plugin` trait), and exports one
+answers `unsupported` and `close` succeeds, like the defaults of the Rust SDK's `Plugin`
+trait), and exports one
 instance from its `app.py`:
 
     from accelhost import Plugin, export_plugin
@@ -49,6 +50,8 @@ __all__ = [
     "host_matches",
     "filter_matches",
     "any_filter_matches",
+    "accelerator",
+    "discover",
     "Lifecycle",
     "Discovery",
     "Fpga",
@@ -124,6 +127,38 @@ def any_filter_matches(filters: List[discovery.Filter], p: discovery.Properties)
     return not filters or any(filter_matches(f, p) for f in filters)
 
 
+def accelerator(name: str, guid_high: int, guid_low: int) -> discovery.Properties:
+    """An accelerator (what applications open) named `name` with the interface GUID
+    `guid_high`, `guid_low`: an `fpga` on this machine with no ids, bus address, MMIO regions,
+    interrupts, state or parent; set the fields the device has."""
+    return discovery.Properties(
+        object_type=types.ObjectType.ACCELERATOR,
+        name=name,
+        guid=types.Guid(high=guid_high, low=guid_low),
+        vendor_id=0,
+        device_id=0,
+        bus_address=None,
+        socket_id=None,
+        device_type="fpga",
+        host="localhost",
+        num_mmio=0,
+        num_interrupts=0,
+        accelerator_state=None,
+        parent=None,
+        extras=[],
+    )
+
+
+def discover(filters: List[discovery.Filter], devices: List[discovery.Properties]) -> List[discovery.Discovered]:
+    """What `enumerate` answers for a fixed list of devices: those of `devices` that match
+    `filters`, each with its index in `devices` as its token."""
+    return [
+        discovery.Discovered(token=index, properties=p)
+        for index, p in enumerate(devices)
+        if any_filter_matches(filters, p)
+    ]
+
+
 def _bus(b: types.BusAddress) -> tuple:
     return (b.segment, b.bus, b.device, b.function)
 
@@ -160,7 +195,7 @@ class Plugin:
         raise unsupported("open")
 
     def close(self, handle: int) -> None:
-        raise unsupported("close")
+        """The default succeeds: a plugin that keeps nothing per handle has nothing to close."""
 
     def map_mmio(self, handle: int, index: int) -> mmio.Region:
         raise unsupported("map-mmio")

@@ -8,9 +8,10 @@
 // This header adds what every plugin needs on top:
 //
 // - Every export has a default in accelhost.c, defined weak: `configure` accepts only an empty
-//   config, `initialize` / `finalize` succeed, `supports-device` says yes, `supports-host`
-//   matches local devices, and every other call fails with `unsupported`. A plugin defines
-//   only the exports its devices do; its definitions replace the defaults at link time.
+//   config, `initialize` / `finalize` / `close` succeed, `supports-device` says yes,
+//   `supports-host` matches local devices, and every other call fails with `unsupported`. A
+//   plugin defines only the exports its devices do; its definitions replace the defaults at
+//   link time.
 // - Error helpers that fill the WIT `error` record.
 // - The filter semantics every plugin shares, and string helpers.
 //
@@ -43,6 +44,8 @@ typedef accel_plugin_types_error_code_t accelhost_error_code_t;
 typedef exports_accel_plugin_discovery_filter_t accelhost_filter_t;
 typedef exports_accel_plugin_discovery_list_filter_t accelhost_filter_list_t;
 typedef exports_accel_plugin_discovery_properties_t accelhost_properties_t;
+typedef exports_accel_plugin_discovery_list_discovered_t accelhost_discovered_list_t;
+typedef exports_accel_plugin_fpga_open_mode_t accelhost_open_mode_t;
 
 // Fills `*err` with `code` and a printf-style message (allocated, as the bindings free it) and
 // returns false, so a failing export reads `return accelhost_fail(err, CODE, "...", ...);`.
@@ -72,6 +75,17 @@ bool accelhost_filter_matches(const accelhost_filter_t *filter, const accelhost_
 // Whether `properties` match `filters`: any one of them, or all devices when there are none.
 bool accelhost_any_filter_matches(const accelhost_filter_list_t *filters,
                                   const accelhost_properties_t *properties);
+
+// An accelerator (what applications open) named `name` with the interface GUID `guid_high`,
+// `guid_low`: an `fpga` on this machine with no ids, bus address, MMIO regions, interrupts,
+// state or parent. Its strings are allocated; set the fields the device has.
+accelhost_properties_t accelhost_accelerator(const char *name, uint64_t guid_high, uint64_t guid_low);
+
+// What `enumerate` answers for a fixed list of devices: fills `*ret` with those of the `count`
+// `devices` that match `filters`, each with its index as its token, and frees the others and
+// `filters` (so an export ends with `return accelhost_discover(filters, devices, n, ret, err);`).
+bool accelhost_discover(accelhost_filter_list_t *filters, accelhost_properties_t *devices, size_t count,
+                        accelhost_discovered_list_t *ret, accelhost_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -132,6 +132,41 @@ bool accelhost_any_filter_matches(const accelhost_filter_list_t *filters, const 
     return false;
 }
 
+accelhost_properties_t accelhost_accelerator(const char *name, uint64_t guid_high, uint64_t guid_low) {
+    accelhost_properties_t p = {0};
+    p.object_type = ACCEL_PLUGIN_TYPES_OBJECT_TYPE_ACCELERATOR;
+    plugin_string_dup(&p.name, name);
+    p.guid = (accel_plugin_types_guid_t){.high = guid_high, .low = guid_low};
+    plugin_string_dup(&p.device_type, "fpga");
+    plugin_string_dup(&p.host, "localhost");
+    return p;
+}
+
+bool accelhost_discover(accelhost_filter_list_t *filters, accelhost_properties_t *devices, size_t count,
+                        accelhost_discovered_list_t *ret, accelhost_error_t *err) {
+    ret->len = 0;
+    ret->ptr = count > 0 ? malloc(count * sizeof *ret->ptr) : NULL;
+    bool allocated = count == 0 || ret->ptr != NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (allocated && accelhost_any_filter_matches(filters, &devices[i])) {
+            ret->ptr[ret->len++] =
+                (exports_accel_plugin_discovery_discovered_t){.token = i, .properties = devices[i]};
+        } else {
+            exports_accel_plugin_discovery_properties_free(&devices[i]);
+        }
+    }
+    exports_accel_plugin_discovery_list_filter_free(filters);
+    if (ret->len == 0) {
+        free(ret->ptr);
+        ret->ptr = NULL;
+    }
+    if (!allocated) {
+        return accelhost_fail(err, ACCEL_PLUGIN_TYPES_ERROR_CODE_OUT_OF_MEMORY, "out of memory listing %zu devices",
+                              count);
+    }
+    return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The defaults of the exports. Each frees what it receives, as every export must.
 
@@ -193,8 +228,9 @@ ACCELHOST_DEFAULT bool exports_accel_plugin_fpga_open(uint64_t token, exports_ac
     return accelhost_unsupported(err, "open");
 }
 
+// A plugin that keeps nothing per handle has nothing to close.
 ACCELHOST_DEFAULT bool exports_accel_plugin_fpga_close(uint64_t handle, accelhost_error_t *err) {
-    return accelhost_unsupported(err, "close");
+    return true;
 }
 
 ACCELHOST_DEFAULT bool exports_accel_plugin_fpga_map_mmio(uint64_t handle, uint32_t index,

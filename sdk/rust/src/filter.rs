@@ -51,29 +51,6 @@ pub fn wants_device_objects(filters: &[Filter]) -> bool {
         .any(|f| f.object_type == Some(ObjectType::Device))
 }
 
-impl Properties {
-    /// A card's device object: named `name`, with no MMIO, interrupts, state or parent, on
-    /// this machine; the caller fills in what the card reports.
-    pub fn device_object(name: String, device_type: &str, extras: Vec<(String, String)>) -> Self {
-        Properties {
-            object_type: ObjectType::Device,
-            name,
-            guid: Guid { high: 0, low: 0 },
-            vendor_id: 0,
-            device_id: 0,
-            bus_address: None,
-            socket_id: None,
-            device_type: device_type.to_string(),
-            host: "localhost".to_string(),
-            num_mmio: 0,
-            num_interrupts: 0,
-            accelerator_state: None,
-            parent: None,
-            extras,
-        }
-    }
-}
-
 fn same_guid(a: Guid, b: Guid) -> bool {
     a.high == b.high && a.low == b.low
 }

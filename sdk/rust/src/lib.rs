@@ -26,6 +26,7 @@ extern crate self as accelhost_sdk;
 
 mod adapter;
 pub mod bindings;
+mod devices;
 mod error;
 mod filter;
 mod plugin;
@@ -45,6 +46,7 @@ pub use bindings::exports::accel::plugin::fpga::{BufferFlags, EventKind, Prepare
 pub use bindings::exports::accel::plugin::offload::{
     Allocation, KernelArgument, LaunchSize, MemoryKind, MemoryRange,
 };
+pub use devices::discover;
 pub use filter::{filter_matches, filters_match, host_matches, wants_device_objects};
 pub use plugin::{Plugin, Result};
 

@@ -1,56 +1,23 @@
-//! The starting point of a Rust plugin: one device with no hardware behind it, which
-//! applications can find and open. Replace the device with yours: `enumerate` reports your
-//! devices (the host keeps the properties: queries never call you), `open` / `close` hand out
-//! and take back handle numbers, and any other method of `Plugin` your device supports
-//! (`map_mmio` and `prepare_buffer` for FPGA-style devices, the offload calls for kernel
-//! launches). Every method you leave out answers `unsupported`.
+//! A plugin with one device, which applications find and open. The SDK's defaults cover the
+//! rest: every `Plugin` method left out answers `unsupported` (`close` succeeds). Add your
+//! device's calls (`map_mmio`, `prepare_buffer`, the offload calls); `--from nlb0` starts from
+//! a plugin that drives a real card.
 
-use accelhost_sdk::{
-    Discovered, Error, Filter, Guid, ObjectType, OpenMode, Plugin, Properties, Result,
-    filters_match, log,
-};
+use accelhost_sdk::{Discovered, Filter, Guid, OpenMode, Plugin, Properties, Result, discover};
+
+const GUID: Guid = Guid::new(0x1234, 0x5678);
 
 #[derive(Default)]
-struct Template {
-    opened: u64,
-}
+struct Template;
 
 impl Plugin for Template {
     fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {
-        let properties = Properties {
-            object_type: ObjectType::Accelerator,
-            name: "template0".into(),
-            guid: Guid { high: 0x1234, low: 0x5678 },
-            vendor_id: 0x1234,
-            device_id: 0x0001,
-            bus_address: None,
-            socket_id: None,
-            device_type: "fpga".into(),
-            host: "localhost".into(),
-            num_mmio: 0,
-            num_interrupts: 0,
-            accelerator_state: None,
-            parent: None,
-            extras: Vec::new(),
-        };
-        let wanted = filters_match(&filters, &properties);
-        Ok(wanted
-            .then_some(Discovered { token: 0, properties })
-            .into_iter()
-            .collect())
+        let device = Properties::accelerator("template0", GUID);
+        Ok(discover(&filters, [device]))
     }
 
     fn open(&mut self, token: u64, _mode: OpenMode) -> Result<u64> {
-        if token != 0 {
-            return Err(Error::not_found(format!("no token {token}")));
-        }
-        self.opened += 1;
-        log!(Info, "opened template0 ({} times)", self.opened);
-        Ok(self.opened)
-    }
-
-    fn close(&mut self, _handle: u64) -> Result<()> {
-        Ok(())
+        Ok(token + 1)
     }
 }
 

@@ -203,4 +203,48 @@ mod tests {
         assert!(err.to_string().contains("holds no plugin"), "{err}");
         std::fs::remove_dir_all(&home).unwrap();
     }
+
+    /// The lines of `source` that are code: not blank, not a comment, not a docstring.
+    fn code_lines(source: &str) -> usize {
+        let mut in_docstring = false;
+        source
+            .lines()
+            .map(str::trim)
+            .filter(|line| {
+                let quotes = line.matches("\"\"\"").count();
+                let docstring = in_docstring || quotes > 0;
+                if quotes % 2 == 1 {
+                    in_docstring = !in_docstring;
+                }
+                !(line.is_empty()
+                    || docstring
+                    || line.starts_with("//")
+                    || line.starts_with('#') && !line.starts_with("#include")
+                    || line.starts_with("/*")
+                    || line.starts_with('*'))
+            })
+            .count()
+    }
+
+    #[test]
+    fn each_template_is_a_plugin_of_at_most_15_lines_of_code() {
+        let sdk = Sdk::installed().unwrap();
+        for language in Language::ALL {
+            let dir = sdk.template_dir(language);
+            let mut total = 0;
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                total += code_lines(&std::fs::read_to_string(&path).unwrap());
+            }
+            assert!(
+                (5..=15).contains(&total),
+                "{}: {total} lines of code",
+                dir.display()
+            );
+        }
+        assert_eq!(
+            code_lines("\"\"\"doc\nmore\"\"\"\n# c\n\nx = 1\n// c\n#include <a.h>\n"),
+            2
+        );
+    }
 }
