@@ -638,6 +638,48 @@ fn poke_writes_the_nlb0_scratchpad_and_reads_it_back() {
     );
 }
 
+/// Events through the plugin path: the dfl plugin has none (the NLB0 port raises no
+/// interrupts), and a CAPI slave context registers an interrupt that no work raises, so the
+/// wait ends at its timeout, naming the event.
+#[test]
+fn poke_registers_events_and_waits_for_them() {
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &["poke", "emu:dfl0", "event:interrupt", "wait"],
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("step 1 'event:interrupt' failed") && stderr.contains("register-event"),
+        "{stderr}"
+    );
+
+    let out = accelhost(
+        &scratch_dir("empty"),
+        &[
+            "poke",
+            "--timeout-ms",
+            "50",
+            "cxl/emu:capi0.0s",
+            "event@1:interrupt",
+            "wait",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        step_line(&stdout, "event@1:interrupt").ends_with("event 1 registered"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("step 2 'wait' failed")
+            && stderr.contains("Interrupt 1 on cxl/emu:capi0.0s"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn poke_with_trace_shows_each_call_through_the_plugin() {
     let out = accelhost(

@@ -1,5 +1,6 @@
 //! `accelhost poke DEVICE STEP...`: single operations through the plugin path on one device,
-//! in order, on one handle: MMIO reads, writes and polls, reset, a DMA buffer, reconfigure.
+//! in order, on one handle: MMIO reads, writes and polls, reset, a DMA buffer, reconfigure,
+//! events.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use accelhost::text::inert;
-use accelhost::{DmaBuffer, Handle, MmioRegion, OpenMode};
+use accelhost::{DmaBuffer, Event, EventKind, Handle, MmioRegion, OpenMode};
 use anyhow::{Context, bail};
 
 const STEPS_HELP: &str = "\
@@ -23,14 +24,17 @@ Steps (numbers are decimal or 0x-hex; each step prints one line, dump then its b
   put:OFF=HEX                   write bytes (HEX digits, such as deadbeef) at OFF in it
   dump  dump:OFF:LEN            show the last buffer, or LEN bytes of it from OFF, as hex
   reconfigure:FILE              load an image file (an xclbin for XRT cards) into slot 0
-The MMIO steps take @N after their name for MMIO region N (default 0), and reconfigure takes
-@N for slot N.
+  event:KIND                    register an event: interrupt, error or power (register-event)
+  wait                          wait for the last event registered (--timeout-ms)
+The MMIO steps take @N after their name for MMIO region N (default 0), reconfigure takes @N
+for slot N, and event takes @N for interrupt vector N (default 0; 1-based on CAPI cards).
 
 Examples:
   accelhost poke emu:dfl0 write64:0x108=0xdeadbeef read64:0x108
   accelhost poke emu:dfl0 read64@0:0x0 reset poll64:0x138:0x1=0
   accelhost poke emu:dfl0 alloc:4096 fill:0xaa put:0x10=deadbeef dump:0:32
-  accelhost poke --exclusive xocl/emu:xocl0 reconfigure:vadd.xclbin";
+  accelhost poke --exclusive xocl/emu:xocl0 reconfigure:vadd.xclbin
+  accelhost poke my-plugin/dev0 event@1:interrupt write64:0x20=1 wait";
 
 /// The arguments of `accelhost poke`.
 #[derive(clap::Args)]
@@ -44,7 +48,7 @@ pub struct Args {
     /// Open the device exclusively (default: shared).
     #[arg(long)]
     exclusive: bool,
-    /// How long each poll64 step waits, in milliseconds.
+    /// How long each poll64 and wait step waits, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     timeout_ms: u64,
 }
@@ -94,6 +98,11 @@ enum Op {
         slot: u32,
         file: PathBuf,
     },
+    Event {
+        kind: EventKind,
+        vector: u32,
+    },
+    Wait,
 }
 
 impl Op {
@@ -125,6 +134,11 @@ const STEPS: &[(&str, &str)] = &[
     ("put", "put:OFFSET=HEXBYTES"),
     ("dump", "dump or dump:OFFSET:LENGTH"),
     ("reconfigure", "reconfigure[@SLOT]:FILE"),
+    (
+        "event",
+        "event[@VECTOR]:interrupt, event:error or event:power",
+    ),
+    ("wait", "wait"),
 ];
 
 /// A decimal or `0x` hexadecimal number; `_` may separate digits.
@@ -188,10 +202,12 @@ fn parse(step: &str) -> Result<Op, String> {
         None => 0,
     };
     let arg = match arg {
-        None if name != "reset" && name != "dump" => {
+        None if !matches!(name, "reset" | "dump" | "wait") => {
             return Err(expected(&format!("'{name}' needs an argument")));
         }
-        Some(_) if name == "reset" => return Err(expected("reset takes no argument")),
+        Some(_) if matches!(name, "reset" | "wait") => {
+            return Err(expected(&format!("{name} takes no argument")));
+        }
         arg => arg.unwrap_or(""),
     };
     let assignment = || {
@@ -276,13 +292,25 @@ fn parse(step: &str) -> Result<Op, String> {
             slot: index,
             file: PathBuf::from(arg),
         },
+        "event" => Op::Event {
+            kind: match arg {
+                "interrupt" => EventKind::Interrupt,
+                "error" => EventKind::Error,
+                "power" => EventKind::PowerThermal,
+                other => return Err(expected(&format!("'{other}' is not an event kind"))),
+            },
+            vector: index,
+        },
+        "wait" => Op::Wait,
         _ => unreachable!("every name of STEPS is parsed above"),
     })
 }
 
-/// Parses every step, and checks that each buffer step comes after an `alloc`.
+/// Parses every step, and checks that each buffer step comes after an `alloc` and each
+/// `wait` after an `event`.
 fn parse_all(steps: &[String]) -> anyhow::Result<Vec<Op>> {
     let mut allocated = false;
+    let mut registered = false;
     let mut ops = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
         let op = parse(step).map_err(|why| {
@@ -295,7 +323,15 @@ fn parse_all(steps: &[String]) -> anyhow::Result<Vec<Op>> {
                 inert(step)
             );
         }
+        if op == Op::Wait && !registered {
+            bail!(
+                "step {} '{}' waits for an event, and no event:KIND step comes before it",
+                i + 1,
+                inert(step)
+            );
+        }
         allocated |= matches!(op, Op::Alloc { .. });
+        registered |= matches!(op, Op::Event { .. });
         ops.push(op);
     }
     Ok(ops)
@@ -333,6 +369,7 @@ struct Session<'a> {
     regions: HashMap<u32, MmioRegion>,
     buffers: Vec<DmaBuffer>,
     images: HashMap<PathBuf, Vec<u8>>,
+    events: Vec<Event>,
     timeout: Duration,
 }
 
@@ -443,6 +480,24 @@ impl Session<'_> {
                     image.len()
                 )
             }
+            Op::Event { kind, vector } => {
+                self.events
+                    .push(self.handle.register_event(*kind, *vector)?);
+                format!("event {} registered", self.events.len())
+            }
+            Op::Wait => {
+                let started = Instant::now();
+                let event = self
+                    .events
+                    .last()
+                    .expect("parse_all puts an event before every wait");
+                event.wait_timeout(self.timeout)?;
+                format!(
+                    "event {} fired after {} ms",
+                    self.events.len(),
+                    started.elapsed().as_millis()
+                )
+            }
         })
     }
 }
@@ -493,6 +548,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         regions: HashMap::new(),
         buffers: Vec::new(),
         images,
+        events: Vec::new(),
         timeout: Duration::from_millis(args.timeout_ms),
     };
     let mut failed = None;
@@ -581,6 +637,21 @@ mod tests {
         );
         assert_eq!(parse("dump"), Ok(Op::Dump { range: None }));
         assert_eq!(
+            parse("event@3:interrupt"),
+            Ok(Op::Event {
+                kind: EventKind::Interrupt,
+                vector: 3
+            })
+        );
+        assert_eq!(
+            parse("event:power"),
+            Ok(Op::Event {
+                kind: EventKind::PowerThermal,
+                vector: 0
+            })
+        );
+        assert_eq!(parse("wait"), Ok(Op::Wait));
+        assert_eq!(
             parse("dump:0x10:32"),
             Ok(Op::Dump {
                 range: Some((16, 32))
@@ -618,6 +689,9 @@ mod tests {
             ("alloc:0", "a buffer of 0 bytes"),
             ("dump:16", "'16' has no ':'"),
             ("reconfigure:", "no file named"),
+            ("event:irq", "'irq' is not an event kind"),
+            ("event", "needs an argument"),
+            ("wait:5", "wait takes no argument"),
         ] {
             let why = parse(step).expect_err(step);
             assert!(why.contains(says), "{step}: {why}");
@@ -629,6 +703,8 @@ mod tests {
         );
         let err = parse_all(&["fill:1".into()]).unwrap_err();
         assert!(err.to_string().contains("no alloc:SIZE step"), "{err}");
+        let err = parse_all(&["wait".into()]).unwrap_err();
+        assert!(err.to_string().contains("no event:KIND step"), "{err}");
     }
 
     #[test]
