@@ -2,10 +2,11 @@
 /**
  * The JavaScript SDK for accelhost plugins: errors the host understands, the filter semantics
  * every plugin shares, and `exportPlugin`, which turns a plugin object into the five exported
- * interfaces with an `unsupported` answer for every call the object leaves out (like the
- * defaults of the Rust SDK's `Plugin` trait).
+ * interfaces with an `unsupported` answer for every call the object leaves out but the
+ * lifecycle calls and `close`, which succeed (like the defaults of the Rust SDK's `Plugin`
+ * trait).
  *
- * A plugin imports it as `accelhost-sdk`; `accelhost-sdk build js` bundles it in. The types
+ * A plugin imports it as `accelhost-sdk`; `accelhost-sdk build` bundles it in. The types
  * come from `generated/`, which `jco guest-types` writes from `wit/` (`npm run types`).
  */
 

@@ -165,7 +165,7 @@ def _bus(b: types.BusAddress) -> tuple:
 
 class Plugin:
     """A device plugin: one method per export of the `accel:plugin` world. The defaults answer
-    `unsupported` (or accept, for the lifecycle calls that need no work)."""
+    `unsupported` (or succeed, for the lifecycle calls and `close`, which need no work)."""
 
     def configure(self, config: str) -> None:
         """Receives the plugin's `config` object as JSON text; the default accepts only an

@@ -1,7 +1,7 @@
 // The C SDK for accelhost plugins.
 //
 // `plugin.h` is the binding wit-bindgen's C generator writes from wit/ at build time
-// (`accelhost-sdk build c` does it; `accelhost-sdk c-bindings -o DIR` writes a copy to read).
+// (`accelhost-sdk build` does it; `accelhost-sdk c-bindings -o DIR` writes a copy to read).
 // It declares one `exports_accel_plugin_*` function per export of the `accel:plugin` world and
 // one `accel_plugin_*` function per host import.
 //

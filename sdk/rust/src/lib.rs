@@ -2,7 +2,8 @@
 //!
 //! A plugin is a WebAssembly component that exports the `accel:plugin` interfaces. With this
 //! crate a plugin author implements the [`Plugin`] trait, overriding only the calls the device
-//! supports (every other call answers [`ErrorCode::Unsupported`]), and exports it:
+//! supports (every other call answers [`ErrorCode::Unsupported`], but the lifecycle calls and
+//! `close`, which succeed), and exports it:
 //!
 //! ```ignore
 //! use accelhost_sdk::{Plugin, Result, Filter, Discovered};

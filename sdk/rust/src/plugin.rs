@@ -10,8 +10,8 @@ use crate::{
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// A device plugin. Each method is one export of the `accel:plugin` world; the defaults answer
-/// `unsupported` (or accept, for the lifecycle calls that need no work), so a plugin overrides
-/// only what its devices do.
+/// `unsupported` (or succeed, for the lifecycle calls and `close`, which need no work), so a
+/// plugin overrides only what its devices do.
 ///
 /// One value of the type lives for the life of the plugin instance; it is created with
 /// [`Default`] before the first call.

@@ -12,7 +12,7 @@
 //!   `wit/` and componentized by `jco componentize` (componentize-js) from `sdk/js` ([`js`]).
 //! - **Python**: `app.py`, componentized by `componentize-py` ([`python`]).
 //!
-//! Rebuilding unchanged C sources gives a byte-identical component, so the host's compile cache
+//! Rebuilding unchanged Rust or C sources gives a byte-identical component, so the host's compile cache
 //! (keyed by the component's bytes) still has it. The JavaScript and Python toolchains snapshot
 //! an interpreter they ran with the build machine's clocks and randomness, so each of their
 //! builds differs; [`Toolchain::reproducibility`] says which and why.

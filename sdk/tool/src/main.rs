@@ -221,7 +221,7 @@ fn build(
     let name = scaffold::plugin_name(&dir)?;
     let report = accelhost_sdk_tool::exports::check(language, &dir, exports)?;
     println!(
-        "  {}: overrides {} (the other exports answer unsupported)",
+        "  {}: overrides {} (the SDK's defaults answer the other exports)",
         dir.display(),
         if report.defined.is_empty() {
             "no export".to_string()

@@ -219,7 +219,7 @@ mod tests {
                 !(line.is_empty()
                     || docstring
                     || line.starts_with("//")
-                    || line.starts_with('#') && !line.starts_with("#include")
+                    || line.starts_with("# ")
                     || line.starts_with("/*")
                     || line.starts_with('*'))
             })
