@@ -5,80 +5,68 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The SDK as this crate carries it: in a checkout, symlinks to the files of the repository
+/// (the WIT package, `rust-toolchain.toml`, each language's SDK directory, the NLB0 examples,
+/// the shipped dfl plugin as the Rust NLB0 example); in a packaged crate, `cargo package` has
+/// put the files themselves there.
+const EMBEDDED: &str = "embedded";
+
 /// The WIT package plugins build against: the `.wit` files of this directory (not the older
 /// versions the host keeps in its subdirectories).
 const WIT: &str = "wit";
 
-/// What else is embedded, relative to the repository root: directories are taken whole
-/// (minus [`SKIPPED`]), files one by one.
-const EMBEDDED: &[&str] = &[
-    "rust-toolchain.toml",
-    "sdk/rust/Cargo.toml",
-    "sdk/rust/src",
-    "sdk/rust/template",
-    "sdk/c/include",
-    "sdk/c/src",
-    "sdk/c/template",
-    "sdk/js/accelhost.js",
-    "sdk/js/source-lines.mjs",
-    "sdk/js/package.json",
-    "sdk/js/package-lock.json",
-    "sdk/js/generated",
-    "sdk/js/template",
-    "sdk/python/accelhost.py",
-    "sdk/python/requirements.txt",
-    "sdk/python/template",
-    "examples/c-nlb0",
-    "examples/js-nlb0",
-    "examples/python-nlb0",
-];
-
-/// Files embedded under another path: (in the repository, in the SDK). The shipped dfl
-/// plugin is the Rust NLB0 example.
-const RENAMED: &[(&str, &str)] = &[("guest-plugins/dfl/src/lib.rs", "examples/rust-nlb0/lib.rs")];
+/// Files embedded under another name: (in `embedded/`, in the SDK). `cargo package` leaves
+/// out a directory that holds a `Cargo.toml`, as another package's.
+const RENAMED: &[(&str, &str)] = &[("sdk/rust/manifest.toml", "sdk/rust/Cargo.toml")];
 
 /// Names never embedded: toolchains, caches and build outputs that may sit in a checkout.
-const SKIPPED: &[&str] = &["node_modules", ".venv", "__pycache__"];
+const SKIPPED: &[&str] = &["node_modules", ".venv", "__pycache__", "target"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    let root = manifest.join("../..");
+    let root = manifest.join(EMBEDDED);
     let mut files = Vec::new();
-    println!("cargo:rerun-if-changed={}", root.join(WIT).display());
+    rerun_if_changed(&root.join(WIT));
     for entry in std::fs::read_dir(root.join(WIT)).unwrap() {
         let name = PathBuf::from(entry.unwrap().file_name());
         if name.extension().is_some_and(|e| e == "wit") {
             collect(&root, &Path::new(WIT).join(name), &mut files);
         }
     }
-    for entry in EMBEDDED {
-        collect(&root, Path::new(entry), &mut files);
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let name = PathBuf::from(entry.unwrap().file_name());
+        if name != Path::new(WIT) {
+            collect(&root, &name, &mut files);
+        }
     }
-    let mut files: Vec<(PathBuf, PathBuf)> = files.into_iter().map(|f| (f.clone(), f)).collect();
-    for (from, to) in RENAMED {
-        println!("cargo:rerun-if-changed={}", root.join(from).display());
-        files.push((PathBuf::from(from), PathBuf::from(to)));
-    }
-    files.sort_by(|a, b| a.1.cmp(&b.1));
+    files.sort();
     let mut code =
         String::from("/// The embedded SDK files: path relative to the SDK root, and contents.\n");
     code.push_str("pub static FILES: &[(&str, &[u8])] = &[\n");
-    for (from, to) in &files {
-        let absolute = std::fs::canonicalize(root.join(from)).unwrap();
+    for file in &files {
+        let absolute = std::fs::canonicalize(root.join(file)).unwrap();
         writeln!(
             code,
             "    ({:?}, include_bytes!({:?})),",
-            to.to_str().unwrap(),
+            sdk_path(file),
             absolute.to_str().unwrap()
         )
         .unwrap();
     }
     code.push_str("];\n");
+    code.push_str(
+        "/// Where each of [`FILES`] comes from, relative to the crate's `embedded/` (what \
+         `cargo package` must carry).\n#[cfg(test)]\npub static SOURCES: &[&str] = &[\n",
+    );
+    for file in &files {
+        writeln!(code, "    {:?},", file.to_str().unwrap()).unwrap();
+    }
+    code.push_str("];\n");
     // Which unpacked SDK directory is this one's: decided here, not at every run.
     let mut digest = <sha2::Sha256 as sha2::Digest>::new();
-    for (from, to) in &files {
-        let contents = std::fs::read(root.join(from)).unwrap();
-        let path = to.to_str().unwrap();
+    for file in &files {
+        let contents = std::fs::read(root.join(file)).unwrap();
+        let path = sdk_path(file);
         for part in [path.as_bytes(), &contents] {
             sha2::Digest::update(&mut digest, (part.len() as u64).to_le_bytes());
             sha2::Digest::update(&mut digest, part);
@@ -95,17 +83,26 @@ fn main() {
     std::fs::write(out, code).unwrap();
 }
 
-/// Adds `relative` (a file, or every file below a directory) to `files`, and tells cargo to
-/// rerun when it changes.
+/// Where `file` (relative to `embedded/`) goes in the unpacked SDK.
+fn sdk_path(file: &Path) -> &str {
+    let file = file.to_str().unwrap();
+    RENAMED
+        .iter()
+        .find(|(from, _)| *from == file)
+        .map_or(file, |(_, to)| to)
+}
+
+/// Adds `relative` (a file, or every file below a directory, symlinks followed) to `files`,
+/// and tells cargo to rerun when it changes.
 fn collect(root: &Path, relative: &Path, files: &mut Vec<PathBuf>) {
     let path = root.join(relative);
-    println!("cargo:rerun-if-changed={}", path.display());
     let name = relative.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if SKIPPED.contains(&name) || name.ends_with(".wasm") || name.ends_with(".inputs") {
         return;
     }
+    rerun_if_changed(&path);
     let metadata =
-        std::fs::symlink_metadata(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        std::fs::metadata(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     if metadata.is_dir() {
         for entry in std::fs::read_dir(&path).unwrap() {
             collect(root, &relative.join(entry.unwrap().file_name()), files);
@@ -113,4 +110,11 @@ fn collect(root: &Path, relative: &Path, files: &mut Vec<PathBuf>) {
     } else if metadata.is_file() {
         files.push(relative.to_path_buf());
     }
+}
+
+/// Cargo compares the modification time of the path it is given, so a symlink is named by
+/// what it points at.
+fn rerun_if_changed(path: &Path) {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    println!("cargo:rerun-if-changed={}", target.display());
 }

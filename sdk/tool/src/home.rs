@@ -85,6 +85,36 @@ const COMPLETE: &str = ".complete";
 mod tests {
     use super::*;
 
+    /// `embedded/` holds symlinks into the checkout; `cargo package` must put every file they
+    /// reach in the crate (it leaves out, for one, a directory holding a `Cargo.toml`), and
+    /// none of the toolchains a checkout may hold.
+    #[test]
+    fn the_packaged_crate_carries_every_embedded_file() {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args(["package", "--list", "--allow-dirty", "--offline"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "cargo package --list: {stderr}");
+        let listed: std::collections::HashSet<&str> =
+            std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+        assert_eq!(embedded::SOURCES.len(), embedded::FILES.len());
+        for source in embedded::SOURCES {
+            let packaged = format!("embedded/{source}");
+            assert!(
+                listed.contains(packaged.as_str()),
+                "{packaged} is not packaged"
+            );
+        }
+        assert!(
+            !listed
+                .iter()
+                .any(|l| l.contains("node_modules") || l.ends_with(".wasm")),
+            "{listed:?}"
+        );
+    }
+
     #[test]
     fn the_sdk_unpacks_once_and_whole() {
         let home = std::env::temp_dir().join(format!("accelhost-sdk-home-{}", std::process::id()));

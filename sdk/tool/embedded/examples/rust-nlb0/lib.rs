@@ -1,0 +1,1 @@
+../../../../../guest-plugins/dfl/src/lib.rs
