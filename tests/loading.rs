@@ -168,3 +168,59 @@ fn check_module_validates_without_running_plugin_code() {
         );
     }
 }
+
+/// A plugin loaded from the on-disk compile cache does not depend on the cache file once it
+/// runs: the entry is copied into a sealed memory file before wasmtime maps it, so an entry
+/// truncated under a running host (by a cache cleaner, a full disk) cannot fault the host with
+/// SIGBUS; the next start finds the damaged entry and compiles again.
+#[test]
+fn a_plugin_from_the_cache_outlives_its_cache_entry_being_truncated() {
+    // Made by the host, private to this user, as the cache must be.
+    let cache = scratch_dir("truncated-cache").join("cache");
+    let start = || {
+        accelhost::Host::builder()
+            .config(accelhost::Config::embedded_default())
+            .cache_dir(&cache)
+            .build()
+            .unwrap()
+    };
+    drop(start());
+    accelhost::perf::forget_loaded();
+    let host = start();
+    let entries: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    assert!(!entries.is_empty(), "the first host filled the cache");
+    for entry in &entries {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(entry)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+    }
+    let found = host.enumerate(&[]);
+    assert!(found.failures.is_empty(), "{:?}", found.failures);
+    let mut read = 0;
+    for token in &found.tokens {
+        let handle = host.open(token, accelhost::OpenMode::Shared).unwrap();
+        if token.plugin() == "dfl" {
+            handle.map_mmio(0).unwrap().read64(0).unwrap();
+            read += 1;
+        }
+        handle.close().unwrap();
+    }
+    assert!(read > 0, "an NLB0 register was read");
+    drop(host);
+    accelhost::perf::forget_loaded();
+    let again = start();
+    assert!(again.enumerate(&[]).failures.is_empty());
+    assert!(
+        entries
+            .iter()
+            .all(|e| std::fs::metadata(e).unwrap().len() > 0),
+        "the damaged entries were compiled and stored again"
+    );
+}

@@ -7,6 +7,9 @@
 //! file, so whoever could rewrite the entry could rewrite it too, and trust comes from the
 //! ownership and permission checks alone. A CRC-32 does that job in a fraction of the time of
 //! the SHA-256 it replaced, which took ~250 µs of every plugin start from the cache.
+//!
+//! A verified payload goes to wasmtime as a sealed memory file that it maps, rather than as
+//! bytes it copies into fresh memory: ~180 µs less per start (BENCHMARKS.md, round two).
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -71,7 +74,16 @@ impl ComponentCache {
         // SAFETY: `payload` was produced by `Component::serialize` of this same engine
         // configuration (the file name carries its compatibility hash), written by this user
         // into a directory only this user can write, and its checksum matches.
-        match unsafe { Component::deserialize(engine, payload) } {
+        let mapped = sealed_copy(payload).and_then(|sealed| {
+            unsafe { Component::deserialize_file(engine, sealed.path()) }
+                .inspect_err(|err| tracing::debug!("mapping a cache entry failed: {err:#}"))
+                .ok()
+        });
+        let deserialized = match mapped {
+            Some(component) => Ok(component),
+            None => unsafe { Component::deserialize(engine, payload) },
+        };
+        match deserialized {
             Ok(component) => Some(component),
             Err(err) => {
                 tracing::debug!(path = %path.display(), "ignoring a cache entry: {err}");
@@ -117,6 +129,47 @@ impl ComponentCache {
     }
 }
 
+/// A copy of a cache entry's payload in a sealed memory file, for wasmtime to map in place of
+/// copying it into fresh anonymous memory (about a third of a plugin start from the cache).
+/// The cache file itself is never mapped: a mapping of a file that shrinks under it faults
+/// with SIGBUS, and the seals forbid that to the copy. `None` where memory files, their seals
+/// or `/proc/self/fd` are not available; the caller then deserializes from the bytes.
+struct SealedCopy {
+    file: std::fs::File,
+}
+
+impl SealedCopy {
+    /// The path wasmtime opens the copy by.
+    fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
+    }
+}
+
+fn sealed_copy(payload: &[u8]) -> Option<SealedCopy> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a NUL-terminated string; the result is a new descriptor or -1.
+    let fd = unsafe {
+        libc::memfd_create(
+            c"accelhost-cwasm".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is a descriptor this function just opened and owns alone.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(payload).ok()?;
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+    // SAFETY: F_ADD_SEALS on a memory file this function owns.
+    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } != 0 {
+        return None;
+    }
+    let copy = SealedCopy { file };
+    copy.path().exists().then_some(copy)
+}
+
 /// Owned by this user, and not writable by group or others (a directory: not even readable).
 fn trusted(path: &Path, is_dir: bool) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
@@ -157,6 +210,16 @@ mod tests {
         file[last] ^= 1;
         assert_eq!(verified_payload(&file), None);
         assert_eq!(verified_payload(b"short"), None);
+    }
+
+    #[test]
+    fn the_sealed_copy_holds_the_payload_and_cannot_change() {
+        let payload = vec![7u8; 10_000];
+        let copy = sealed_copy(&payload).expect("memory files and /proc/self/fd work here");
+        assert_eq!(std::fs::read(copy.path()).unwrap(), payload);
+        assert!(copy.file.set_len(1).is_err(), "shrinking is sealed");
+        assert!(copy.file.set_len(20_000).is_err(), "growing is sealed");
+        assert!((&copy.file).write_all(b"x").is_err(), "writing is sealed");
     }
 
     #[test]
