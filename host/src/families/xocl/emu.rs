@@ -37,8 +37,6 @@ const BO_ALIGN: u64 = 4096;
 const MAX_BANK_BYTES: u64 = 64 << 30;
 /// The most dependencies one command may name (`MAX_DEPENT_CMD_BO`).
 pub const MAX_DEPS: usize = 8;
-/// Elements the vadd unit processes per step.
-const VADD_CHUNK: usize = 16 * 1024;
 /// A launch of at most this many vadd elements runs on the thread that dispatches it.
 const INLINE_ELEMENTS: u64 = 16 * 1024;
 /// A copy of at most this many bytes runs on the thread that dispatches it.
@@ -1106,35 +1104,9 @@ impl ComputeUnit {
         let (a, a_off) = resolve("in1", in1)?;
         let (b, b_off) = resolve("in2", in2)?;
         let (c, c_off) = resolve("out_r", out)?;
-        let chunk = VADD_CHUNK.min(size as usize);
-        let mut x = vec![0u32; chunk];
-        let mut y = vec![0u32; chunk];
-        let mut done = 0u64;
-        while done < bytes {
-            let n = (chunk as u64).min((bytes - done) / 4) as usize;
-            let (xs, ys) = (&mut x[..n], &mut y[..n]);
-            a.read(a_off + done, words_as_bytes(xs))
-                .map_err(|e| e.to_string())?;
-            b.read(b_off + done, words_as_bytes(ys))
-                .map_err(|e| e.to_string())?;
-            // Device memory is little-endian; on a little-endian host these are no-ops.
-            for (x, y) in xs.iter_mut().zip(ys.iter()) {
-                *x = u32::from_le(*x).wrapping_add(u32::from_le(*y)).to_le();
-            }
-            c.write(c_off + done, words_as_bytes(xs))
-                .map_err(|e| e.to_string())?;
-            done += n as u64 * 4;
-        }
+        c.zip_words_from(c_off, (&a, a_off), (&b, b_off), size, u32::wrapping_add)
+            .map_err(|e| e.to_string())?;
         Ok(())
-    }
-}
-
-/// The bytes of `words`, to copy device memory into and out of.
-fn words_as_bytes(words: &mut [u32]) -> &mut [u8] {
-    // SAFETY: u32 has no padding and every byte pattern is a valid u32; the length covers
-    // exactly the words' bytes and the borrow is carried over.
-    unsafe {
-        std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words))
     }
 }
 
