@@ -43,8 +43,19 @@ pub fn poll_until<E>(
         } else if attempts < 128 {
             std::thread::yield_now();
         } else {
+            precise_sleeps();
             std::thread::sleep(sleep.min(deadline - now));
             sleep = (sleep * 2).min(MAX_SLEEP);
         }
+    }
+}
+
+/// Asks the kernel to end this thread's sleeps within 1 µs of their time instead of its
+/// default 50 µs of slack, which would double the 50 µs sleeps of a poll; once per thread.
+fn precise_sleeps() {
+    thread_local!(static PRECISE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    if !PRECISE.replace(true) {
+        // SAFETY: PR_SET_TIMERSLACK takes a value in nanoseconds and touches only this thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     }
 }
