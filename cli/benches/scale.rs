@@ -17,7 +17,15 @@ fn enumerate(c: &mut Criterion) {
     let native = measure::NativePlugin::find(None).ok();
     let mut group = c.benchmark_group("enumerate");
     group.sample_size(10);
-    for (plugins, ports) in [(1usize, 1usize), (1, 100), (1, 1000), (10, 100), (10, 1000)] {
+    for (plugins, ports) in [
+        (1usize, 1usize),
+        (1, 6),
+        (3, 2),
+        (1, 100),
+        (1, 1000),
+        (10, 100),
+        (10, 1000),
+    ] {
         let devices = plugins * ports;
         let id = format!("{plugins} plugins x {ports}");
         let host = measure::enumeration_host(&cache, plugins, ports).unwrap();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::handle::{Handle, Target};
 use super::inner::HostInner;
 use super::token::Token;
+use super::workers::Workers;
 use crate::config::{Config, ConfigOrigin};
 use crate::error::{Error, Result};
 use crate::manager::lease::Lease;
@@ -117,6 +118,7 @@ impl HostBuilder {
                 manager,
                 config,
                 origin,
+                workers: Workers::default(),
             }),
         })
     }
@@ -184,16 +186,18 @@ impl Host {
         let answers: Vec<Result<Vec<Token>>> = match running.as_slice() {
             [] => Vec::new(),
             [only] => vec![enumerate_one(only, filters)],
-            several => std::thread::scope(|scope| {
-                let asked: Vec<_> = several
-                    .iter()
-                    .map(|slot| scope.spawn(|| enumerate_one(slot, filters)))
-                    .collect();
-                asked
+            several => {
+                let filters: Arc<[Filter]> = filters.into();
+                let jobs = several.iter().map(|slot| {
+                    let (slot, filters) = (Arc::clone(slot), filters.clone());
+                    move || enumerate_one(&slot, &filters)
+                });
+                let answers = self.inner.workers.run_all(jobs);
+                answers
                     .into_iter()
                     .zip(several)
-                    .map(|(asked, slot)| {
-                        asked.join().unwrap_or_else(|_| {
+                    .map(|(answer, slot)| {
+                        answer.unwrap_or_else(|| {
                             Err(Error::Internal(format!(
                                 "enumerating plugin '{}' panicked",
                                 slot.name()
@@ -201,7 +205,7 @@ impl Host {
                         })
                     })
                     .collect()
-            }),
+            }
         };
         let mut found = Enumeration::default();
         for answer in answers {

@@ -1,5 +1,6 @@
 //! The state a host and its handles share.
 
+use super::workers::Workers;
 use crate::config::{Config, ConfigOrigin};
 use crate::manager::Manager;
 
@@ -9,6 +10,8 @@ pub(crate) struct HostInner {
     pub manager: Manager,
     pub config: Config,
     pub origin: ConfigOrigin,
+    /// The threads that ask the plugins for their devices at once.
+    pub workers: Workers,
 }
 
 impl Drop for HostInner {

@@ -7,6 +7,7 @@ mod host;
 mod inner;
 mod offload;
 mod token;
+mod workers;
 
 pub use handle::{DmaBuffer, Handle, MmioRegion};
 pub use host::{Enumeration, Host, HostBuilder};
