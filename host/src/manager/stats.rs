@@ -79,12 +79,9 @@ type ByName<T> = HashMap<&'static str, T, BuildHasherDefault<NameHasher>>;
 /// has 28); names past them are counted in `overflow`, behind a lock.
 const SLOTS: usize = 48;
 
-/// A call name and its figures; the name is set by the first call of that name.
-#[derive(Default)]
-struct Slot {
-    call: OnceLock<&'static str>,
-    counters: Counters,
-}
+/// A call name and its figures, set by the first call of that name (the figures are boxed, so
+/// that the slots no call took cost a pointer each, not a set of counters).
+type Slot = OnceLock<(&'static str, Box<Counters>)>;
 
 /// The counts of one plugin, by call.
 pub(crate) struct CallStats {
@@ -159,15 +156,15 @@ impl CallStats {
         let named = || {
             self.slots
                 .iter()
-                .map_while(|s| Some((*s.call.get()?, &s.counters)))
+                .map_while(|s| s.get().map(|(name, counters)| (*name, &**counters)))
         };
         if let Some((_, counters)) = named().find(|(name, _)| std::ptr::eq(*name, call)) {
             return self.count(counters, took, ended);
         }
         for slot in &self.slots {
-            let name = *slot.call.get_or_init(|| call);
-            if name == call {
-                return self.count(&slot.counters, took, ended);
+            let (name, counters) = slot.get_or_init(|| (call, Box::default()));
+            if *name == call {
+                return self.count(counters, took, ended);
             }
         }
         {
@@ -224,7 +221,7 @@ impl CallStats {
         let named = self
             .slots
             .iter()
-            .map_while(|slot| Some((*slot.call.get()?, &slot.counters)))
+            .map_while(|slot| slot.get().map(|(name, counters)| (*name, &**counters)))
             .chain(overflow.iter().map(|(call, c)| (*call, c)));
         let mut figures: Vec<CallFigures> = named
             .map(|(call, c)| CallFigures {
