@@ -239,16 +239,17 @@ impl DmaMemory {
         Ok(())
     }
 
-    /// Sets `words` little-endian 32-bit words at `offset` here to `f(a, b)` of the words at
-    /// `a_offset` in `a` and `b_offset` in `b`, in order, working on the mappings themselves
-    /// as a device's compute unit does (no staging copies). The ranges may be the same.
+    /// Sets `words` 4-byte words at `offset` here to `f(a, b)` of the words at `a_offset` in
+    /// `a` and `b_offset` in `b` (as bytes: `f` reads them in the device's byte order), in
+    /// order, working on the mappings themselves as a device's compute unit does (no staging
+    /// copies). The ranges may be the same.
     pub fn zip_words_from(
         &self,
         offset: u64,
         (a, a_offset): (&DmaMemory, u64),
         (b, b_offset): (&DmaMemory, u64),
         words: u64,
-        f: impl Fn(u32, u32) -> u32,
+        f: impl Fn([u8; 4], [u8; 4]) -> [u8; 4],
     ) -> Result<(), RangeError> {
         let len = words.checked_mul(4).ok_or(RangeError {
             offset,
@@ -262,13 +263,12 @@ impl DmaMemory {
         // an unaligned read or write of one word through a raw pointer, so ranges that overlap
         // only change which values are read, as they would on a device.
         unsafe {
-            let out = self.ptr.as_ptr().add(out).cast::<u32>();
-            let a = a.ptr.as_ptr().add(a_start).cast::<u32>();
-            let b = b.ptr.as_ptr().add(b_start).cast::<u32>();
+            let out = self.ptr.as_ptr().add(out).cast::<[u8; 4]>();
+            let a = a.ptr.as_ptr().add(a_start).cast::<[u8; 4]>();
+            let b = b.ptr.as_ptr().add(b_start).cast::<[u8; 4]>();
             for i in 0..words as usize {
-                let x = u32::from_le(a.add(i).read_unaligned());
-                let y = u32::from_le(b.add(i).read_unaligned());
-                out.add(i).write_unaligned(f(x, y).to_le());
+                let (x, y) = (a.add(i).read_unaligned(), b.add(i).read_unaligned());
+                out.add(i).write_unaligned(f(x, y));
             }
         }
         Ok(())
@@ -353,6 +353,12 @@ mod tests {
         assert_eq!(budget.used(), 0);
     }
 
+    fn add_le(a: [u8; 4], b: [u8; 4]) -> [u8; 4] {
+        u32::from_le_bytes(a)
+            .wrapping_add(u32::from_le_bytes(b))
+            .to_le_bytes()
+    }
+
     #[test]
     fn words_are_zipped_on_the_mappings_in_place_and_checked() {
         let budget = Budget::new(BudgetKind::Dma, 1 << 20);
@@ -363,8 +369,7 @@ mod tests {
         let words: Vec<u8> = (0u32..8).flat_map(|i| (i * 3).to_le_bytes()).collect();
         a.write(4, &words).unwrap();
         b.write(8, &[1, 0, 0, 0].repeat(8)).unwrap();
-        b.zip_words_from(100, (&a, 4), (&b, 8), 8, u32::wrapping_add)
-            .unwrap();
+        b.zip_words_from(100, (&a, 4), (&b, 8), 8, add_le).unwrap();
         let mut out = [0u8; 32];
         b.read(100, &mut out).unwrap();
         let sums: Vec<u32> = out
@@ -375,20 +380,13 @@ mod tests {
             .collect();
         assert_eq!(sums, (0u32..8).map(|i| i * 3 + 1).collect::<Vec<_>>());
         // In place: the output is one of the inputs.
-        a.zip_words_from(4, (&a, 4), (&a, 4), 8, u32::wrapping_add)
-            .unwrap();
+        a.zip_words_from(4, (&a, 4), (&a, 4), 8, add_le).unwrap();
         a.read(4, &mut out).unwrap();
         assert_eq!(u32::from_le_bytes(out[28..32].try_into().unwrap()), 42);
+        assert!(a.zip_words_from(4092, (&a, 0), (&b, 0), 2, add_le).is_err());
+        assert!(a.zip_words_from(0, (&a, 0), (&b, 4092), 2, add_le).is_err());
         assert!(
-            a.zip_words_from(4092, (&a, 0), (&b, 0), 2, u32::wrapping_add)
-                .is_err()
-        );
-        assert!(
-            a.zip_words_from(0, (&a, 0), (&b, 4092), 2, u32::wrapping_add)
-                .is_err()
-        );
-        assert!(
-            a.zip_words_from(0, (&a, 0), (&b, 0), u64::MAX, u32::wrapping_add)
+            a.zip_words_from(0, (&a, 0), (&b, 0), u64::MAX, add_le)
                 .is_err()
         );
     }

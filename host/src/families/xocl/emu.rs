@@ -1104,7 +1104,13 @@ impl ComputeUnit {
         let (a, a_off) = resolve("in1", in1)?;
         let (b, b_off) = resolve("in2", in2)?;
         let (c, c_off) = resolve("out_r", out)?;
-        c.zip_words_from(c_off, (&a, a_off), (&b, b_off), size, u32::wrapping_add)
+        // Device memory is little-endian.
+        let add = |x: [u8; 4], y: [u8; 4]| {
+            u32::from_le_bytes(x)
+                .wrapping_add(u32::from_le_bytes(y))
+                .to_le_bytes()
+        };
+        c.zip_words_from(c_off, (&a, a_off), (&b, b_off), size, add)
             .map_err(|e| e.to_string())?;
         Ok(())
     }
