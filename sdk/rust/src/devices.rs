@@ -69,13 +69,8 @@ mod tests {
 
     fn by_guid(low: u64) -> Filter {
         Filter {
-            object_type: None,
             guid: Some(guid(low)),
-            vendor_id: None,
-            device_id: None,
-            bus_address: None,
-            device_type: None,
-            host: None,
+            ..crate::filter::tests::empty()
         }
     }
 

@@ -60,7 +60,7 @@ fn same_bus(a: BusAddress, b: BusAddress) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ObjectType;
 
@@ -83,7 +83,8 @@ mod tests {
         }
     }
 
-    fn empty() -> Filter {
+    /// A filter that sets no field.
+    pub(crate) fn empty() -> Filter {
         Filter {
             object_type: None,
             guid: None,
