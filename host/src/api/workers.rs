@@ -80,9 +80,17 @@ impl Workers {
             .name("accelhost-enumerate".into())
             .spawn(move || work(&shared));
         if let Err(err) = spawned {
-            // The job stays queued for a worker that frees up.
             lock(&self.shared.state).threads -= 1;
-            tracing::warn!("cannot start an enumerate worker: {err}");
+            tracing::warn!("cannot start an enumerate worker: {err}; answering on this thread");
+            // No worker may ever come for what is queued: the caller runs it.
+            loop {
+                let Some(job) = lock(&self.shared.state).jobs.pop_front() else {
+                    break;
+                };
+                if let Ok(deliver) = catch_unwind(AssertUnwindSafe(job)) {
+                    deliver();
+                }
+            }
         }
     }
 }
