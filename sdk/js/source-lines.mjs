@@ -39,17 +39,15 @@ function decodeSegment(segment) {
 }
 
 /**
- * For each line of the generated code that starts a run from one source line: `[generated
- * line, source index, source line]`, lines counted from 1 (source index -1: generated code).
+ * For each line of the generated code, where its first mapped segment comes from: `[source
+ * index, source line]`, lines counted from 1 (`[-1, 0]`: generated code).
  * @param {string} mappings
  * @returns {number[][]}
  */
-export function lineRuns(mappings) {
-  const runs = [];
+function lineSources(mappings) {
   let source = 0;
   let sourceLine = 0;
-  let previous = '';
-  mappings.split(';').forEach((line, index) => {
+  return mappings.split(';').map((line) => {
     let first = null;
     for (const segment of line.split(',')) {
       if (segment === '') {
@@ -63,13 +61,8 @@ export function lineRuns(mappings) {
       }
     }
     const [at, row] = first ?? [-1, 0];
-    const key = `${at}:${row}`;
-    if (key !== previous) {
-      runs.push([index + 1, at, row + 1]);
-      previous = key;
-    }
+    return [at, row + 1];
   });
-  return runs;
 }
 
 /**
@@ -97,19 +90,25 @@ export function sourceLines(pluginDir) {
           const outside = path.startsWith('..') || isAbsolute(path);
           return outside || path.split(/[\\/]/).includes('node_modules') ? null : path;
         });
+        // Runs of `[first generated line, file index, its source line]`: a line belongs to the
+        // last run that starts at or before it, one source line further per generated line
+        // (how `accelhost.js` reads the table); a line that the run does not predict starts
+        // the next one. File index -1: not the author's code.
         const known = [];
         const runs = [];
-        for (const [line, source, row] of lineRuns(map.mappings)) {
+        lineSources(map.mappings).forEach(([source, row], index) => {
+          const line = index + 1;
           const file = source >= 0 ? files[source] : null;
           if (file !== null && !known.includes(file)) {
             known.push(file);
           }
-          const run = file === null ? [line, -1, 0] : [line, known.indexOf(file), row];
+          const at = file === null ? -1 : known.indexOf(file);
           const last = runs[runs.length - 1];
-          if (!last || last[1] !== run[1] || (run[1] >= 0 && last[2] !== run[2])) {
-            runs.push(run);
+          const predicted = last && last[1] === at && (at < 0 || last[2] + (line - last[0]) === row);
+          if (!predicted) {
+            runs.push([line, at, at < 0 ? 0 : row]);
           }
-        }
+        });
         const table = JSON.stringify({ bundle: name, files: known, runs });
         // Appended, so that no line of the bundle moves.
         item.code += `\nglobalThis[Symbol.for(${JSON.stringify(TABLE_KEY)})] = ${table};\n`;
