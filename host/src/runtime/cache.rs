@@ -12,7 +12,7 @@
 //! bytes it copies into fresh memory: ~180 µs less per start (BENCHMARKS.md, round two).
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -66,22 +66,34 @@ impl ComponentCache {
     pub fn load(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<Component> {
         let dir = self.dir.as_ref()?;
         let path = self.entry(engine, wasm_sha)?;
-        if !trusted(dir, true) || !trusted(&path, false) {
+        if !trusted(dir, true) {
             return None;
         }
-        let bytes = std::fs::read(&path).ok()?;
-        let payload = verified_payload(&bytes)?;
-        // SAFETY: `payload` was produced by `Component::serialize` of this same engine
-        // configuration (the file name carries its compatibility hash), written by this user
-        // into a directory only this user can write, and its checksum matches.
-        let mapped = sealed_copy(payload).and_then(|sealed| {
-            unsafe { Component::deserialize_file(engine, sealed.path()) }
-                .inspect_err(|err| tracing::debug!("mapping a cache entry failed: {err:#}"))
-                .ok()
-        });
-        let deserialized = match mapped {
-            Some(component) => Ok(component),
-            None => unsafe { Component::deserialize(engine, payload) },
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        if !trusted_metadata(&meta, false) {
+            return None;
+        }
+        // SAFETY (both deserializations): the payload was produced by `Component::serialize`
+        // of this same engine configuration (the file name carries its compatibility hash),
+        // written by this user into a directory only this user can write, and its checksum
+        // matches.
+        let deserialized = match SealedCopy::of_payload(&file, meta.len()) {
+            Some(sealed) => {
+                if !sealed.checksum_matches {
+                    return None;
+                }
+                unsafe { Component::deserialize_file(engine, sealed.path()) }
+            }
+            None => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes).ok()?;
+                unsafe { Component::deserialize(engine, verified_payload(&bytes)?) }
+            }
         };
         match deserialized {
             Ok(component) => Some(component),
@@ -131,14 +143,50 @@ impl ComponentCache {
 
 /// A copy of a cache entry's payload in a sealed memory file, for wasmtime to map in place of
 /// copying it into fresh anonymous memory (about a third of a plugin start from the cache).
-/// The cache file itself is never mapped: a mapping of a file that shrinks under it faults
-/// with SIGBUS, and the seals forbid that to the copy. `None` where memory files, their seals
-/// or `/proc/self/fd` are not available; the caller then deserializes from the bytes.
+/// The checksum is taken of the very chunks written to it, so what is checked is what
+/// wasmtime maps. The cache file itself is never mapped: a mapping of a file that shrinks
+/// under it faults with SIGBUS, and the seals forbid that to the copy. `None` where memory files, their seals or
+/// `/proc/self/fd` are not available; the caller then deserializes from the bytes.
 struct SealedCopy {
     file: std::fs::File,
+    /// Whether the bytes copied carry the checksum of the entry's header.
+    checksum_matches: bool,
 }
 
 impl SealedCopy {
+    /// Copies the payload of the cache entry `entry` (`len` bytes in all, header included).
+    fn of_payload(entry: &std::fs::File, len: u64) -> Option<SealedCopy> {
+        use std::os::unix::fs::FileExt;
+        let header = (MAGIC.len() + 4) as u64;
+        let mut head = [0u8; MAGIC.len() + 4];
+        entry.read_exact_at(&mut head, 0).ok()?;
+        let (magic, sum) = head.split_at(MAGIC.len());
+        if magic != MAGIC || len <= header {
+            return None;
+        }
+        let expected = u32::from_le_bytes(sum.try_into().ok()?);
+        let mut file = memory_file()?;
+        let mut chunk = vec![0u8; 64 << 10];
+        let mut crc = crc32fast::Hasher::new();
+        let mut offset = header;
+        while offset < len {
+            let want = chunk.len().min((len - offset) as usize);
+            let got = entry.read_at(&mut chunk[..want], offset).ok()?;
+            if got == 0 {
+                return None;
+            }
+            crc.update(&chunk[..got]);
+            file.write_all(&chunk[..got]).ok()?;
+            offset += got as u64;
+        }
+        seal(&file)?;
+        let copy = SealedCopy {
+            file,
+            checksum_matches: crc.finalize() == expected,
+        };
+        copy.path().exists().then_some(copy)
+    }
+
     /// The path wasmtime opens the copy by.
     fn path(&self) -> PathBuf {
         use std::os::fd::AsRawFd;
@@ -146,7 +194,8 @@ impl SealedCopy {
     }
 }
 
-fn sealed_copy(payload: &[u8]) -> Option<SealedCopy> {
+/// A new memory file that can be sealed.
+fn memory_file() -> Option<std::fs::File> {
     use std::os::fd::FromRawFd;
     // SAFETY: the name is a NUL-terminated string; the result is a new descriptor or -1.
     let fd = unsafe {
@@ -155,26 +204,25 @@ fn sealed_copy(payload: &[u8]) -> Option<SealedCopy> {
             libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
         )
     };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: `fd` is a descriptor this function just opened and owns alone.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(payload).ok()?;
+    // SAFETY: `fd` is a descriptor just opened and owned alone.
+    (fd >= 0).then(|| unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Seals `file` against shrinking, growing and writing.
+fn seal(file: &std::fs::File) -> Option<()> {
+    use std::os::fd::AsRawFd;
     let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
-    // SAFETY: F_ADD_SEALS on a memory file this function owns.
-    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } != 0 {
-        return None;
-    }
-    let copy = SealedCopy { file };
-    copy.path().exists().then_some(copy)
+    // SAFETY: F_ADD_SEALS on a memory file the caller owns.
+    (unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } == 0).then_some(())
 }
 
 /// Owned by this user, and not writable by group or others (a directory: not even readable).
 fn trusted(path: &Path, is_dir: bool) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
+    std::fs::symlink_metadata(path).is_ok_and(|meta| trusted_metadata(&meta, is_dir))
+}
+
+/// [`trusted`] for metadata already read.
+fn trusted_metadata(meta: &std::fs::Metadata, is_dir: bool) -> bool {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let closed = if is_dir { 0o077 } else { 0o022 };
@@ -212,14 +260,50 @@ mod tests {
         assert_eq!(verified_payload(b"short"), None);
     }
 
+    /// An entry file in a fresh temporary directory: the header, then `payload`.
+    fn entry_file(name: &str, payload: &[u8]) -> (PathBuf, std::fs::File) {
+        let path = std::env::temp_dir().join(format!("accelhost-{name}-{}", std::process::id()));
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        bytes.extend_from_slice(payload);
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        (path, file)
+    }
+
     #[test]
     fn the_sealed_copy_holds_the_payload_and_cannot_change() {
-        let payload = vec![7u8; 10_000];
-        let copy = sealed_copy(&payload).expect("memory files and /proc/self/fd work here");
+        let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let (path, entry) = entry_file("sealed", &payload);
+        let len = entry.metadata().unwrap().len();
+        let copy =
+            SealedCopy::of_payload(&entry, len).expect("memory files and /proc/self/fd work here");
+        std::fs::remove_file(&path).unwrap();
         assert_eq!(std::fs::read(copy.path()).unwrap(), payload);
+        assert!(copy.checksum_matches);
         assert!(copy.file.set_len(1).is_err(), "shrinking is sealed");
-        assert!(copy.file.set_len(20_000).is_err(), "growing is sealed");
+        assert!(copy.file.set_len(200_000).is_err(), "growing is sealed");
         assert!((&copy.file).write_all(b"x").is_err(), "writing is sealed");
+    }
+
+    #[test]
+    fn a_damaged_payload_fails_the_checksum_of_its_sealed_copy() {
+        let (path, entry) = entry_file("damaged", b"compiled bytes");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"!")
+            .unwrap();
+        let len = entry.metadata().unwrap().len();
+        let copy = SealedCopy::of_payload(&entry, len).expect("memory files work here");
+        std::fs::remove_file(&path).unwrap();
+        assert!(!copy.checksum_matches);
+        let header_only = (MAGIC.len() + 4) as u64;
+        assert!(
+            SealedCopy::of_payload(&entry, header_only).is_none(),
+            "no payload"
+        );
     }
 
     #[test]
