@@ -14,7 +14,7 @@ bench() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
 
 declare -A rows=(
     [reset]="control|accelhost/reset"
-    [open-close]="control|accelhost/open+close"
+    [open-close]="control|accelhost/open\\+close"
     [plugin-start]="control|accelhost/plugin start from disk cache"
     [vadd]="data|vadd 16 Mi/xocl emulator"
     [enumerate]="scale|enumerate/accelhost/10 plugins x 1000"

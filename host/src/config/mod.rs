@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 pub use device::{CardSettings, DeviceDecl};
 pub use discover::{ConfigOrigin, discover};
-pub use policy::{Grants, LoadPolicy, OnFault, OnLoadError};
+pub use policy::{DevicePattern, Grants, LoadPolicy, OnFault, OnLoadError};
 pub use schema::{LinuxSettings, ModuleSource, PluginEntry};
 pub use source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV};
 

@@ -2,7 +2,10 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
+
+use crate::config::DevicePattern;
 
 /// Every device the host can hand to plugins, by the name grants use: `emu:<id>` for the
 /// emulated cards the config declares, the `/dev` path for real ones. Each device is kept as
@@ -34,16 +37,35 @@ impl DeviceRegistry {
         self.devices.get(name)?.downcast_ref::<Arc<T>>().cloned()
     }
 
-    /// The devices of type `T` whose names `granted` accepts, in name order.
-    pub fn all<T: ?Sized + Send + Sync + 'static>(
-        &self,
-        granted: impl Fn(&str) -> bool,
-    ) -> Vec<Arc<T>> {
-        self.devices
-            .iter()
-            .filter(|(name, _)| granted(name))
-            .filter_map(|(_, device)| device.downcast_ref::<Arc<T>>().cloned())
-            .collect()
+    /// The devices of type `T` that `grants` name, in name order: each grant is a device
+    /// name, or a prefix ending in `*`. Each grant is looked up in the ordered map, so the
+    /// cost follows the devices granted, not all the devices the host has.
+    pub fn granted<T: ?Sized + Send + Sync + 'static>(&self, grants: &[String]) -> Vec<Arc<T>> {
+        type Entry<'a> = (&'a String, &'a Box<dyn Any + Send + Sync>);
+        fn typed<'a, T: ?Sized + 'static>(
+            (name, device): Entry<'a>,
+        ) -> Option<(&'a String, Arc<T>)> {
+            Some((name, device.downcast_ref::<Arc<T>>()?.clone()))
+        }
+        let mut found: Vec<(&String, Arc<T>)> = Vec::new();
+        for grant in grants {
+            match DevicePattern::of(grant) {
+                DevicePattern::Prefix(prefix) => found.extend(
+                    self.devices
+                        .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                        .take_while(|(name, _)| name.starts_with(prefix))
+                        .filter_map(typed),
+                ),
+                DevicePattern::Exact(name) => {
+                    found.extend(self.devices.get_key_value(name).and_then(typed))
+                }
+            }
+        }
+        if grants.len() > 1 {
+            found.sort_by(|a, b| a.0.cmp(b.0));
+            found.dedup_by(|a, b| a.0 == b.0);
+        }
+        found.into_iter().map(|(_, device)| device).collect()
     }
 
     /// Lets plugins with `remote` grants reach nodes through `connector`.
@@ -93,14 +115,28 @@ mod tests {
             "a port is not a card"
         );
         assert!(registry.get::<dyn Port>("emu:x").is_none());
-        let ids: Vec<u32> = registry
-            .all::<dyn Port>(|_| true)
-            .iter()
-            .map(|p| p.id())
-            .collect();
-        assert_eq!(ids, [0, 1], "in name order, cards left out");
-        assert_eq!(registry.all::<dyn Port>(|n| n.ends_with('1')).len(), 1);
-        assert_eq!(registry.all::<dyn Card>(|_| true).len(), 1);
+        let ids = |grants: &[&str]| -> Vec<u32> {
+            let grants: Vec<String> = grants.iter().map(|g| g.to_string()).collect();
+            registry
+                .granted::<dyn Port>(&grants)
+                .iter()
+                .map(|p| p.id())
+                .collect()
+        };
+        assert_eq!(ids(&["*"]), [0, 1], "in name order, cards left out");
+        assert_eq!(ids(&["emu:p1"]), [1]);
+        assert_eq!(
+            ids(&["emu:p"]),
+            [] as [u32; 0],
+            "an exact name is not a prefix"
+        );
+        assert_eq!(
+            ids(&["emu:p1", "emu:*", "emu:p0"]),
+            [0, 1],
+            "overlaps once each"
+        );
+        assert_eq!(ids(&["emu:c*", "x*"]), [] as [u32; 0]);
+        assert_eq!(registry.granted::<dyn Card>(&["emu:*".into()]).len(), 1);
         registry.add::<dyn Card>("/dev/c".into(), Arc::new(C), true);
         assert!(registry.has_real_devices());
     }

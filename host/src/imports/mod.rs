@@ -88,8 +88,7 @@ impl PluginState {
 
     /// Every device of type `D` a grant covers, in name order.
     pub(crate) fn granted_devices<D: ?Sized + Send + Sync + 'static>(&self) -> Vec<Arc<D>> {
-        let grants = &self.ctx.grants;
-        self.ctx.devices.all::<D>(|name| grants.allows_device(name))
+        self.ctx.devices.granted::<D>(&self.ctx.grants.devices)
     }
 }
 

@@ -49,7 +49,7 @@ unsafe extern "C" fn init(config: *const u8, len: usize) -> *mut c_void {
     };
     let registry = accelhost::families::registry(&config.devices, &roots);
     let devices = registry
-        .all::<dyn DflDevice>(|name| name.starts_with("emu:"))
+        .granted::<dyn DflDevice>(&["emu:*".to_string()])
         .into_iter()
         .map(|port| {
             let desc = port.desc();
