@@ -3,7 +3,7 @@
 # criterion benches that measure the same code, and writes each as text beside this script:
 # the command, then perf's flat report (self time, entries of 1 % and more).
 #   host/benches/profiles/record.sh          # all of them (about two minutes)
-#   host/benches/profiles/record.sh reset    # one: reset, open-close, plugin-start, vadd, enumerate
+#   host/benches/profiles/record.sh reset    # one: reset, open-close, plugin-start, vadd, nlb0, enumerate
 # Needs perf (`apt-get install linux-perf`); `cpu-clock` sampling works without hardware
 # counters. Builds the benches with the bench profile first.
 set -euo pipefail
@@ -17,10 +17,11 @@ declare -A rows=(
     [open-close]="control|accelhost/open\\+close"
     [plugin-start]="control|accelhost/plugin start from disk cache"
     [vadd]="data|vadd 16 Mi/xocl emulator"
+    [nlb0]="data|nlb0 64 MiB/loopback"
     [enumerate]="scale|enumerate/accelhost/10 plugins x 1000"
 )
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(reset open-close plugin-start vadd enumerate)
+[ ${#names[@]} -eq 0 ] && names=(reset open-close plugin-start vadd nlb0 enumerate)
 for name in "${names[@]}"; do
     IFS='|' read -r target filter <<<"${rows[$name]:?unknown row '$name'}"
     binary="$(bench "$target")"
