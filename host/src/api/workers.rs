@@ -28,7 +28,8 @@ struct State {
     threads: usize,
     /// Workers running a job.
     busy: usize,
-    /// Workers woken (or started) for the queue that have not yet looked at it.
+    /// Workers woken (or started) for the queue that have not yet looked at it. Counted
+    /// down by any worker that looks, so it may err low (an extra wake), never stay high.
     coming: usize,
     closed: bool,
 }
@@ -120,8 +121,10 @@ impl Drop for Workers {
 
 fn work(shared: &Arc<Shared>) {
     let mut state = lock(&shared.state);
-    state.coming = state.coming.saturating_sub(1);
     loop {
+        // Any worker that looks at the queue answers the call for one: counting the one that
+        // was woken, a new one, and one back from a job whose wake found nobody waiting.
+        state.coming = state.coming.saturating_sub(1);
         if let Some(job) = state.jobs.pop_front() {
             state.busy += 1;
             send_for_the_rest(shared, &mut state);
@@ -144,7 +147,6 @@ fn work(shared: &Arc<Shared>) {
             .wait_timeout(state, IDLE_EXIT)
             .unwrap_or_else(PoisonError::into_inner);
         state = next;
-        state.coming = state.coming.saturating_sub(1);
         if waited.timed_out() && state.jobs.is_empty() {
             state.threads -= 1;
             return;
