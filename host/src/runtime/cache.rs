@@ -23,6 +23,8 @@ use wasmtime::component::Component;
 pub const CACHE_ENV: &str = "ACCELHOST_CACHE_DIR";
 /// Version 2: a CRC-32 instead of a SHA-256 (version 1 entries are compiled again, once).
 const MAGIC: &[u8; 16] = b"accelhost-cwasm2";
+/// An entry's header: the magic, then the CRC-32 of the payload (little-endian).
+const HEADER: usize = MAGIC.len() + 4;
 
 /// Where compiled plugins are kept between runs.
 #[derive(Clone, Debug)]
@@ -145,8 +147,9 @@ impl ComponentCache {
 /// copying it into fresh anonymous memory (about a third of a plugin start from the cache).
 /// The checksum is taken of the very chunks written to it, so what is checked is what
 /// wasmtime maps. The cache file itself is never mapped: a mapping of a file that shrinks
-/// under it faults with SIGBUS, and the seals forbid that to the copy. `None` where memory files, their seals or
-/// `/proc/self/fd` are not available; the caller then deserializes from the bytes.
+/// under it faults with SIGBUS, and the seals forbid that to the copy. `None` where memory
+/// files, their seals or `/proc/self/fd` are not available; the caller then deserializes
+/// from the bytes.
 struct SealedCopy {
     file: std::fs::File,
     /// Whether the bytes copied carry the checksum of the entry's header.
@@ -157,14 +160,13 @@ impl SealedCopy {
     /// Copies the payload of the cache entry `entry` (`len` bytes in all, header included).
     fn of_payload(entry: &std::fs::File, len: u64) -> Option<SealedCopy> {
         use std::os::unix::fs::FileExt;
-        let header = (MAGIC.len() + 4) as u64;
-        let mut head = [0u8; MAGIC.len() + 4];
+        let header = HEADER as u64;
+        let mut head = [0u8; HEADER];
         entry.read_exact_at(&mut head, 0).ok()?;
-        let (magic, sum) = head.split_at(MAGIC.len());
-        if magic != MAGIC || len <= header {
+        let expected = header_checksum(&head)?;
+        if len <= header {
             return None;
         }
-        let expected = u32::from_le_bytes(sum.try_into().ok()?);
         let mut file = memory_file()?;
         let mut chunk = vec![0u8; 64 << 10];
         let mut crc = crc32fast::Hasher::new();
@@ -229,13 +231,15 @@ fn trusted_metadata(meta: &std::fs::Metadata, is_dir: bool) -> bool {
     meta.uid() == me && meta.mode() & closed == 0 && (meta.is_dir() == is_dir)
 }
 
+/// The checksum an entry's header gives for its payload, if `bytes` start with a header.
+fn header_checksum(bytes: &[u8]) -> Option<u32> {
+    let sum = bytes.strip_prefix(MAGIC.as_slice())?.get(..4)?;
+    Some(u32::from_le_bytes(sum.try_into().ok()?))
+}
+
 fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
-    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
-    if rest.len() < 4 {
-        return None;
-    }
-    let (sum, payload) = rest.split_at(4);
-    (crc32fast::hash(payload).to_le_bytes() == sum).then_some(payload)
+    let payload = bytes.get(HEADER..)?;
+    (crc32fast::hash(payload) == header_checksum(bytes)?).then_some(payload)
 }
 
 /// Lower-case hex of `bytes`.
@@ -299,7 +303,7 @@ mod tests {
         let copy = SealedCopy::of_payload(&entry, len).expect("memory files work here");
         std::fs::remove_file(&path).unwrap();
         assert!(!copy.checksum_matches);
-        let header_only = (MAGIC.len() + 4) as u64;
+        let header_only = HEADER as u64;
         assert!(
             SealedCopy::of_payload(&entry, header_only).is_none(),
             "no payload"
