@@ -485,24 +485,23 @@ fn suite(
 
     progress("NLB0 loopback 64 MiB");
     let bytes = 64u64 << 20;
-    let memcpy = measure::memcpy_gbps(
-        &Settings {
-            samples: settings.workload_samples,
-            ..*settings
-        },
-        bytes,
+    let memcpy = measure::Memcpy::new(bytes);
+    memcpy.copy();
+    let nlb = measure::paired(
+        settings.workload_samples,
+        || memcpy.gbps(),
+        || measure::nlb0_gbps(&handle, bytes),
+        |nlb, memcpy| nlb / memcpy,
     );
-    let nlb = median_of(settings.workload_samples, || {
-        measure::nlb0_gbps(&handle, bytes)
-    });
+    drop(memcpy);
     rows.push(
         Row::new(
             "NLB0 loopback, 64 MiB",
-            format!("{nlb:.2} GB/s"),
+            format!("{:.2} GB/s", nlb.measured),
             "≥ 0.95× memcpy",
         )
-        .baseline(format!("memcpy {memcpy:.2} GB/s"))
-        .judge(nlb / memcpy, Target::AtLeast(0.95)),
+        .baseline(format!("memcpy {:.2} GB/s", nlb.baseline))
+        .judge(nlb.ratio, Target::AtLeast(0.95)),
     );
     handle.close()?;
 
@@ -511,23 +510,27 @@ fn suite(
     let kernel = measure::vadd_kernel(&xocl);
     let elements = 16u32 << 20;
     let _warm = vadd::run(&xocl, &kernel, elements)?;
-    let vadd_s = median_of(settings.workload_samples, || {
-        let report = vadd::run(&xocl, &kernel, elements).expect("vadd");
-        assert!(report.verified(), "vadd did not verify");
-        report.elapsed.as_secs_f64()
-    });
     let mut native_vadd = measure::NativeVadd::new(elements as usize);
     native_vadd.run();
-    let native_s = median_of(settings.workload_samples, || native_vadd.run());
+    let vadd = measure::paired(
+        settings.workload_samples,
+        || native_vadd.run(),
+        || {
+            let report = vadd::run(&xocl, &kernel, elements).expect("vadd");
+            assert!(report.verified(), "vadd did not verify");
+            report.elapsed.as_secs_f64()
+        },
+        |vadd_s, native_s| native_s / vadd_s,
+    );
     drop(native_vadd);
     rows.push(
         Row::new(
             "vadd 16 Mi elements, copies included",
-            format!("{:.1} ms", vadd_s * 1e3),
+            format!("{:.1} ms", vadd.measured * 1e3),
             "≥ 0.95× native loop",
         )
-        .baseline(format!("native loop {:.1} ms", native_s * 1e3))
-        .judge(native_s / vadd_s, Target::AtLeast(0.95)),
+        .baseline(format!("native loop {:.1} ms", vadd.baseline * 1e3))
+        .judge(vadd.ratio, Target::AtLeast(0.95)),
     );
 
     progress("tiny launches");

@@ -105,6 +105,48 @@ pub fn median_of(samples: usize, mut f: impl FnMut() -> f64) -> f64 {
     median(&mut values)
 }
 
+/// A workload and its baseline measured in turns, so that both see the same machine: the
+/// memory bandwidth of a shared machine drifts by a third within seconds, more than the gap a
+/// ratio row judges. Each of `samples` rounds measures both, the baseline first in every other
+/// round; the result is the median of each and the median of the rounds' `ratio`s.
+pub fn paired(
+    samples: usize,
+    mut baseline: impl FnMut() -> f64,
+    mut measured: impl FnMut() -> f64,
+    ratio: impl Fn(f64, f64) -> f64,
+) -> Paired {
+    let rounds = samples.max(1);
+    let (mut baselines, mut values, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (b, m) = if round % 2 == 0 {
+            let b = baseline();
+            (b, measured())
+        } else {
+            let m = measured();
+            (baseline(), m)
+        };
+        baselines.push(b);
+        values.push(m);
+        ratios.push(ratio(m, b));
+    }
+    Paired {
+        baseline: median(&mut baselines),
+        measured: median(&mut values),
+        ratio: median(&mut ratios),
+    }
+}
+
+/// What [`paired`] found: the median of each side and of the per-round ratios.
+#[derive(Debug, Clone, Copy)]
+pub struct Paired {
+    /// The baseline's median.
+    pub baseline: f64,
+    /// The workload's median.
+    pub measured: f64,
+    /// The median of the ratios of rounds (not the ratio of the medians).
+    pub ratio: f64,
+}
+
 // ---------------------------------------------------------------------------------------------
 // The native baseline plugin.
 
@@ -486,6 +528,13 @@ impl Memcpy {
         src.fill(0, bytes, 0xAF).expect("fill");
         dst.fill(0, bytes, 0xBE).expect("fill");
         Memcpy { src, dst, bytes }
+    }
+
+    /// GB/s of one timed copy; meant for buffers of megabytes, where one copy is a sample.
+    pub fn gbps(&self) -> f64 {
+        let started = Instant::now();
+        self.copy();
+        self.bytes as f64 / started.elapsed().as_nanos() as f64
     }
 
     /// One copy of every byte.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::inner::HostInner;
 use super::token::Token;
-use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_until};
+use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_memory_until};
 use crate::error::{Error, Result};
 use crate::manager::PluginSlot;
 use crate::manager::handles::HandleKey;
@@ -439,7 +439,7 @@ impl DmaBuffer {
     ) -> Result<u64> {
         self.live()?;
         let deadline = Instant::now() + timeout;
-        match poll_until(deadline, mask, expected, || {
+        match poll_memory_until(&self.memory, deadline, mask, expected, || {
             self.live()?;
             self.memory.load_u64(offset).map_err(|e| self.range(e))
         })? {

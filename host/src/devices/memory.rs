@@ -3,11 +3,13 @@
 
 use std::io;
 use std::ptr::NonNull;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use super::budget::{Budget, Charge, OwnerId};
 use super::errno;
+use super::sync::{lock, wait_timeout};
 
 /// A range that does not fit in a buffer or is misaligned for the access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -37,6 +39,49 @@ pub struct DmaMemory {
     /// The bytes held against the owner's budget, given back when the memory is unmapped.
     _charge: Charge,
     io_address: AtomicU64,
+    stores: Stores,
+}
+
+/// Word stores into a memory, counted, with a way to sleep until the next one: a poller of a
+/// completion word an emulated device writes wakes when it is written, not at the end of its
+/// sleep. Memory a real device writes is never counted; its pollers sleep their time out.
+#[derive(Debug, Default)]
+struct Stores {
+    count: AtomicU64,
+    sleepers: AtomicU32,
+    lock: Mutex<()>,
+    stored: Condvar,
+}
+
+impl Stores {
+    fn note(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        // Paired with `wait`: a sleeper counted itself before it read the count, so either it
+        // saw this store or it is seen here and woken under the lock.
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _held = lock(&self.lock);
+            self.stored.notify_all();
+        }
+    }
+
+    fn wait(&self, seen: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut held = lock(&self.lock);
+        let stored = loop {
+            if self.count.load(Ordering::SeqCst) != seen {
+                break true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break false;
+            }
+            held = wait_timeout(&self.stored, held, left);
+        };
+        drop(held);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        stored
+    }
 }
 
 // SAFETY: the mapping is plain memory owned by this value; all access goes through methods
@@ -90,6 +135,7 @@ impl DmaMemory {
                 owner,
                 _charge: charge,
                 io_address: AtomicU64::new(NO_IO_ADDRESS),
+                stores: Stores::default(),
             })),
             Err(err) => Err(err),
         }
@@ -122,6 +168,7 @@ impl DmaMemory {
             owner,
             _charge: charge,
             io_address: AtomicU64::new(NO_IO_ADDRESS),
+            stores: Stores::default(),
         }))
     }
 
@@ -289,9 +336,23 @@ impl DmaMemory {
 
     /// Writes the little-endian 64-bit word at `offset` (8-byte aligned), ordered after every
     /// earlier write: a device writes its completion word this way.
+    /// Wakes whoever [waits](Self::wait_for_store) on the memory.
     pub fn store_u64(&self, offset: u64, value: u64) -> Result<(), RangeError> {
         self.word(offset)?.store(value.to_le(), Ordering::Release);
+        self.stores.note();
         Ok(())
+    }
+
+    /// How many words [`store_u64`](Self::store_u64) has written: read before a poll's read,
+    /// then passed to [`wait_for_store`](Self::wait_for_store).
+    pub fn stores_seen(&self) -> u64 {
+        self.stores.count.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps up to `timeout`, or until a word is stored after `seen` was read; returns whether
+    /// one was.
+    pub fn wait_for_store(&self, seen: u64, timeout: Duration) -> bool {
+        self.stores.wait(seen, timeout)
     }
 }
 
@@ -338,6 +399,27 @@ mod tests {
 
     fn memory(len: u64, budget: &Arc<Budget>) -> io::Result<Arc<DmaMemory>> {
         DmaMemory::allocate(len, OwnerId::fresh(), budget, false)
+    }
+
+    #[test]
+    fn a_store_wakes_a_waiter_before_its_timeout() {
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
+        let mem = memory(4096, &budget).unwrap();
+        let seen = mem.stores_seen();
+        assert!(!mem.wait_for_store(seen, Duration::from_millis(1)));
+        let waiter = {
+            let mem = mem.clone();
+            // A lost wake would show as this wait running out its minute and returning false.
+            std::thread::spawn(move || mem.wait_for_store(seen, Duration::from_secs(60)))
+        };
+        while mem.stores.sleepers.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        mem.store_u64(8, 7).unwrap();
+        assert!(waiter.join().unwrap());
+        // A store already made ends a wait at once, whether or not anyone slept through it.
+        assert!(mem.wait_for_store(seen, Duration::from_secs(60)));
+        assert_eq!(mem.stores_seen(), seen + 1);
     }
 
     #[test]

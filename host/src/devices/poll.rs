@@ -1,7 +1,10 @@
 //! Host-side polling, so a plugin or application waiting on a register or a status word in
 //! DMA memory never spins in wasm.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+use super::DmaMemory;
 
 /// The longest sleep between two reads. A completion is seen at most this late (plus the
 /// timer's slack): at 1 ms, a 64 MiB NLB0 loopback (two runs of ~2 ms) lost up to a third of
@@ -24,7 +27,43 @@ pub fn poll_until<E>(
     deadline: Instant,
     mask: u64,
     expected: u64,
+    read: impl FnMut() -> Result<u64, E>,
+) -> Result<PollOutcome, E> {
+    poll_sleeping(deadline, mask, expected, read, std::thread::sleep)
+}
+
+/// [`poll_until`] on a word `read` takes from `memory`, whose sleeps end early when something
+/// stores a word into it (an emulated device's completion).
+pub fn poll_memory_until<E>(
+    memory: &DmaMemory,
+    deadline: Instant,
+    mask: u64,
+    expected: u64,
     mut read: impl FnMut() -> Result<u64, E>,
+) -> Result<PollOutcome, E> {
+    // The count is taken before each read, so a store after the read ends the next sleep.
+    let seen = Cell::new(0);
+    poll_sleeping(
+        deadline,
+        mask,
+        expected,
+        || {
+            seen.set(memory.stores_seen());
+            read()
+        },
+        |sleep| {
+            memory.wait_for_store(seen.get(), sleep);
+        },
+    )
+}
+
+/// The loop of both polls; `pause` sleeps for the time it is given (or less).
+fn poll_sleeping<E>(
+    deadline: Instant,
+    mask: u64,
+    expected: u64,
+    mut read: impl FnMut() -> Result<u64, E>,
+    mut pause: impl FnMut(Duration),
 ) -> Result<PollOutcome, E> {
     let mut attempts: u32 = 0;
     let mut sleep = Duration::from_micros(10);
@@ -44,7 +83,7 @@ pub fn poll_until<E>(
             std::thread::yield_now();
         } else {
             precise_sleeps();
-            std::thread::sleep(sleep.min(deadline - now));
+            pause(sleep.min(deadline - now));
             sleep = (sleep * 2).min(MAX_SLEEP);
         }
     }

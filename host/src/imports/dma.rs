@@ -5,7 +5,7 @@ use wasmtime::component::Resource;
 use super::MAX_TRANSFER;
 use crate::bindings::accel::plugin::dma;
 use crate::devices::watch::WatchError;
-use crate::devices::{DmaMemory, PollOutcome, poll_until};
+use crate::devices::{DmaMemory, PollOutcome, poll_memory_until};
 use crate::error::ErrorCode;
 use crate::state::{BufferResource, EventResource, ImportError, PluginState, guest_error};
 
@@ -101,7 +101,7 @@ impl dma::HostBuffer for PluginState {
         let memory = self.memory(&buffer)?;
         let mut last = 0;
         let matched = self.wait_sliced(deadline, |slice| {
-            match poll_until(slice, mask, expected, || memory.load_u64(offset)) {
+            match poll_memory_until(memory, slice, mask, expected, || memory.load_u64(offset)) {
                 Ok(PollOutcome::Matched(value)) => Ok(Some(value)),
                 Ok(PollOutcome::TimedOut(value)) => {
                     last = value;
