@@ -25,7 +25,7 @@ pub use budget::{Budget, BudgetKind, Charge, OverBudget, Owner, OwnerId};
 pub use completion::{Completion, CompletionState};
 pub use memory::{DmaMemory, RangeError, page_size};
 pub use mmio::{AccessWidth, ByteSwapped, CheckedMmio, MmioFault, MmioWindow};
-pub use poll::{PollOutcome, poll_memory_until, poll_until};
+pub use poll::{PollOutcome, poll_memory_until};
 pub use registry::DeviceRegistry;
 pub use sync::{lock, wait, wait_timeout};
 

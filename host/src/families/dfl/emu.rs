@@ -611,7 +611,7 @@ impl MmioWindow for EmulatedMmio {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::{CheckedMmio, Owner, PollOutcome, poll_until};
+    use crate::devices::{CheckedMmio, Owner, PollOutcome, poll_memory_until};
     use std::time::Duration;
 
     fn port() -> EmulatedPort {
@@ -638,7 +638,8 @@ mod tests {
         mmio.write32(nlb0::CSR_CTL, nlb0::CTL_RESET_N | nlb0::CTL_START)
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
-        let outcome = poll_until(deadline, 1, 1, || dsm.load_u64(nlb0::DSM_STATUS)).unwrap();
+        let outcome =
+            poll_memory_until(dsm, deadline, 1, 1, || dsm.load_u64(nlb0::DSM_STATUS)).unwrap();
         let PollOutcome::Matched(status) = outcome else {
             panic!("the test did not complete");
         };
