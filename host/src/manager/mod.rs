@@ -12,18 +12,20 @@ use stats::{CallStats, Ended};
 
 use std::borrow::Cow;
 use std::fmt;
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
 use crate::devices::{DeviceRegistry, Owner, lock};
 use crate::error::{Error, ErrorCode, FaultCause, TrapKind};
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
-    CallFailure, ComponentCache, LoadError, LoadedComponent, PluginInstance, runtime,
+    CallFailure, ComponentCache, FileIdentity, LoadError, LoadedComponent, PluginInstance, runtime,
 };
 use crate::state::{CallControl, LogBudget, PluginContext, Usage};
 use crate::text::cut_to;
@@ -583,35 +585,54 @@ pub(crate) fn load_module(
         module: entry.module_text.clone(),
         reason,
     };
-    let (wasm, sha256): (Cow<'static, [u8]>, _) = match &entry.module {
+    let runtime = runtime().map_err(Error::Internal)?;
+    let metered = entry.load_policy.fuel.is_some();
+    let incompatible = |err| match err {
+        LoadError::Unusable(reason) => load_error(reason),
+        LoadError::Incompatible { found } => Error::IncompatibleInterface {
+            plugin: entry.name.clone(),
+            module: entry.module_text.clone(),
+            plugin_version: found,
+            host_versions: crate::runtime::served_versions(),
+        },
+    };
+    let (wasm, sha256, file): (Cow<'static, [u8]>, _, _) = match &entry.module {
         ModuleSource::Builtin(name) => (
             Cow::Borrowed(
                 crate::builtin::module(name)
                     .ok_or_else(|| load_error(format!("no built-in plugin '{name}'")))?,
             ),
             crate::builtin::digest(name),
-        ),
-        ModuleSource::File(path) => (
-            Cow::Owned(
-                std::fs::read(path)
-                    .map_err(|err| load_error(format!("cannot read {}: {err}", path.display())))?,
-            ),
             None,
         ),
+        ModuleSource::File(path) => {
+            let cannot_read = |err| load_error(format!("cannot read {}: {err}", path.display()));
+            let mut file = std::fs::File::open(path).map_err(cannot_read)?;
+            let identity = FileIdentity::of(&file.metadata().map_err(cannot_read)?);
+            if let Some(sha) = cache.known_digest(&identity)
+                && let Some(loaded) = runtime
+                    .load_compiled(&sha, cache, metered)
+                    .map_err(incompatible)?
+            {
+                return Ok(loaded);
+            }
+            let mut wasm = Vec::with_capacity(identity.size() as usize);
+            file.read_to_end(&mut wasm).map_err(cannot_read)?;
+            // Remembered only if nothing wrote the file while it was read.
+            let unchanged = file
+                .metadata()
+                .is_ok_and(|meta| FileIdentity::of(&meta) == identity);
+            (Cow::Owned(wasm), None, unchanged.then_some(identity))
+        }
     };
-    let runtime = runtime().map_err(Error::Internal)?;
-    let metered = entry.load_policy.fuel.is_some();
-    runtime
-        .load(&wasm, sha256, &entry.name, cache, metered)
-        .map_err(|err| match err {
-            LoadError::Unusable(reason) => load_error(reason),
-            LoadError::Incompatible { found } => Error::IncompatibleInterface {
-                plugin: entry.name.clone(),
-                module: entry.module_text.clone(),
-                plugin_version: found,
-                host_versions: crate::runtime::served_versions(),
-            },
-        })
+    let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(&wasm).into());
+    let loaded = runtime
+        .load(&wasm, Some(sha), &entry.name, cache, metered)
+        .map_err(incompatible)?;
+    if let Some(identity) = file {
+        cache.remember_digest(&identity, &sha);
+    }
+    Ok(loaded)
 }
 
 /// Checks that the module of `entry` is a plugin this host can load (a component, built for a

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
+pub(crate) use cache::FileIdentity;
 pub use cache::{CACHE_ENV, ComponentCache};
 pub use compile::PROGRESS_TARGET;
 pub(crate) use instance::{CallFailure, PluginInstance};
@@ -257,19 +258,42 @@ impl Runtime {
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
         let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(wasm).into());
-        if let Some(loaded) = lock(&self.loaded).get(&(sha, metered)) {
-            return Ok(loaded.clone());
+        if let Some(loaded) = self.load_compiled(&sha, cache, metered)? {
+            return Ok(loaded);
         }
+        let Flavor { engine, .. } = self.flavor(metered)?;
+        let component = compile::compile(engine, wasm, plugin)
+            .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
+        cache.store(engine, &sha, &component);
+        self.link(component, sha, metered)
+    }
+
+    /// The plugin whose wasm has the digest `sha`, if it is compiled already (in memory or in
+    /// the on-disk cache): what [`load`](Self::load) does without the wasm.
+    pub fn load_compiled(
+        &self,
+        sha: &[u8; 32],
+        cache: &ComponentCache,
+        metered: bool,
+    ) -> Result<Option<Arc<LoadedComponent>>, LoadError> {
+        if let Some(loaded) = lock(&self.loaded).get(&(*sha, metered)) {
+            return Ok(Some(loaded.clone()));
+        }
+        let Flavor { engine, .. } = self.flavor(metered)?;
+        match cache.load(engine, sha) {
+            Some(component) => self.link(component, *sha, metered).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks `component`'s interface and links it, and keeps it for the next load of `sha`.
+    fn link(
+        &self,
+        component: wasmtime::component::Component,
+        sha: [u8; 32],
+        metered: bool,
+    ) -> Result<Arc<LoadedComponent>, LoadError> {
         let Flavor { engine, linker, .. } = self.flavor(metered)?;
-        let component = match cache.load(engine, &sha) {
-            Some(component) => component,
-            None => {
-                let component = compile::compile(engine, wasm, plugin)
-                    .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
-                cache.store(engine, &sha, &component);
-                component
-            }
-        };
         let wit_version = wit_version(engine, &component)?;
         let exports = ExportIndex::find(&component, &wit_version).map_err(LoadError::Unusable)?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
