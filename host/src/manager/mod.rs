@@ -616,7 +616,8 @@ pub(crate) fn load_module(
             {
                 return Ok(loaded);
             }
-            let mut wasm = Vec::with_capacity(identity.size() as usize);
+            // Sized by the file's length, reserved fallibly: a huge file is an error, not an abort.
+            let mut wasm = Vec::new();
             file.read_to_end(&mut wasm).map_err(cannot_read)?;
             // Remembered only if nothing wrote the file while it was read.
             let unchanged = file

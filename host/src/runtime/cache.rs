@@ -63,11 +63,6 @@ impl FileIdentity {
         }
     }
 
-    /// The file's size in bytes.
-    pub(crate) fn size(&self) -> u64 {
-        self.size
-    }
-
     /// Whether the file last changed at least [`SETTLED`] before `now`.
     fn settled_at(&self, now: SystemTime) -> bool {
         let Ok(now) = now.duration_since(UNIX_EPOCH) else {
