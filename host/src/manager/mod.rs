@@ -608,7 +608,7 @@ pub(crate) fn load_module(
         ModuleSource::File(path) => {
             let cannot_read = |err| load_error(format!("cannot read {}: {err}", path.display()));
             let mut file = std::fs::File::open(path).map_err(cannot_read)?;
-            let identity = FileIdentity::of(&file.metadata().map_err(cannot_read)?);
+            let identity = FileIdentity::of(path, &file.metadata().map_err(cannot_read)?);
             if let Some(sha) = cache.known_digest(&identity)
                 && let Some(loaded) = runtime
                     .load_compiled(&sha, cache, metered)
@@ -622,7 +622,7 @@ pub(crate) fn load_module(
             // Remembered only if nothing wrote the file while it was read.
             let unchanged = file
                 .metadata()
-                .is_ok_and(|meta| FileIdentity::of(&meta) == identity);
+                .is_ok_and(|meta| FileIdentity::of(path, &meta) == identity);
             (Cow::Owned(wasm), None, unchanged.then_some(identity))
         }
     };

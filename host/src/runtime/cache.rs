@@ -11,8 +11,9 @@
 //! A verified payload goes to wasmtime as a sealed memory file that it maps, rather than as
 //! bytes it copies into fresh memory: ~180 µs less per start (BENCHMARKS.md, round two).
 //!
-//! Beside the entries, `files/` remembers the digest of each plugin file loaded from disk
-//! under the file's identity (device, inode, size, modification and change times), so that
+//! Beside the entries, `files/` remembers the digest of each plugin file loaded from disk, one
+//! record per path (a rebuilt plugin replaces its record), with the file's identity (device,
+//! inode, size, modification and change times) when the digest was taken, so that
 //! starting a plugin file that has not been written since needs no reading or hashing of it
 //! (a 15 MiB JavaScript plugin: ~12 ms of every start). Any write changes the change time,
 //! which nobody can set; a digest is remembered only once its file's change time lies
@@ -40,10 +41,12 @@ const DIGEST_MAGIC: &str = "accelhost-file-digest1";
 /// timestamp granularity of any filesystem a plugin is likely to sit on.
 const SETTLED: Duration = Duration::from_secs(2);
 
-/// What a plugin file is, as far as its metadata tells: writing it changes at least its
-/// change time, so an unchanged identity means unchanged bytes.
+/// What a plugin file is, as far as its path and metadata tell: writing it changes at least
+/// its change time, so an unchanged identity means unchanged bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FileIdentity {
+    /// The start of the sha256 of the path the file was opened by: its record's name.
+    path: [u8; 16],
     device: u64,
     inode: u64,
     size: u64,
@@ -52,9 +55,13 @@ pub(crate) struct FileIdentity {
 }
 
 impl FileIdentity {
-    /// The identity of the file `meta` describes.
-    pub(crate) fn of(meta: &std::fs::Metadata) -> FileIdentity {
+    /// The identity of the file at `path`, which `meta` describes.
+    pub(crate) fn of(path: &Path, meta: &std::fs::Metadata) -> FileIdentity {
+        use sha2::{Digest, Sha256};
+        use std::os::unix::ffi::OsStrExt;
+        let digest = Sha256::digest(path.as_os_str().as_bytes());
         FileIdentity {
+            path: digest[..16].try_into().expect("a sha256 has 32 bytes"),
             device: meta.dev(),
             inode: meta.ino(),
             size: meta.size(),
@@ -131,7 +138,7 @@ impl ComponentCache {
 
     fn digest_file(&self, identity: &FileIdentity) -> Option<(&Path, PathBuf)> {
         let files = self.dir.as_ref()?.join("files");
-        let name = format!("{:x}-{:x}", identity.device, identity.inode);
+        let name = hex(&identity.path);
         Some((self.dir.as_deref()?, files.join(name)))
     }
 
@@ -481,7 +488,7 @@ mod tests {
     }
 
     fn identity(path: &Path) -> FileIdentity {
-        FileIdentity::of(&std::fs::metadata(path).unwrap())
+        FileIdentity::of(path, &std::fs::metadata(path).unwrap())
     }
 
     /// A time when `file` has long been settled.
@@ -510,6 +517,23 @@ mod tests {
             ..before
         };
         assert_eq!(cache.known_digest(&moved), None);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_rebuilt_file_replaces_the_record_of_its_path() {
+        let (cache, file, base) = cache_and_file("digest-rebuilt");
+        cache.remember_digest_at(&identity(&file), &[1u8; 32], later());
+        // A build writes a new file and renames it over the old one: a new inode.
+        let next = base.join("plugin.wasm.new");
+        write_old(&next, b"\0asm rebuilt plugin");
+        std::fs::rename(&next, &file).unwrap();
+        let rebuilt = identity(&file);
+        assert_eq!(cache.known_digest(&rebuilt), None);
+        cache.remember_digest_at(&rebuilt, &[2u8; 32], later());
+        assert_eq!(cache.known_digest(&rebuilt), Some([2u8; 32]));
+        let records = std::fs::read_dir(base.join("cache/files")).unwrap().count();
+        assert_eq!(records, 1, "one record per path");
         std::fs::remove_dir_all(&base).unwrap();
     }
 
