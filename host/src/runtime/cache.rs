@@ -15,7 +15,7 @@
 //! record per path (a rebuilt plugin replaces its record), with the file's identity (device,
 //! inode, size, modification and change times) when the digest was taken, so that
 //! starting a plugin file that has not been written since needs no reading or hashing of it
-//! (a 15 MiB JavaScript plugin: ~12 ms of every start). Any write changes the change time,
+//! (a 15 MiB JavaScript plugin: ~24 ms of every start). Any write changes the change time,
 //! which nobody can set; a digest is remembered only once its file's change time lies
 //! [`SETTLED`] in the past, so a write within the timestamps' granularity of the last one
 //! cannot go unseen.
