@@ -149,14 +149,7 @@ impl ComponentCache {
         if !trusted(dir, true) || !trusted(path.parent()?, true) {
             return None;
         }
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .ok()?;
-        if !trusted_metadata(&file.metadata().ok()?, false) {
-            return None;
-        }
+        let (mut file, _) = open_trusted(&path)?;
         let mut text = String::new();
         Read::by_ref(&mut file)
             .take(512)
@@ -210,15 +203,7 @@ impl ComponentCache {
         if !trusted(dir, true) {
             return None;
         }
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .ok()?;
-        let meta = file.metadata().ok()?;
-        if !trusted_metadata(&meta, false) {
-            return None;
-        }
+        let (mut file, meta) = open_trusted(&path)?;
         // SAFETY (both deserializations): the payload was produced by `Component::serialize`
         // of this same engine configuration (the file name carries its compatibility hash),
         // written by this user into a directory only this user can write, and its checksum
@@ -368,6 +353,18 @@ fn seal(file: &std::fs::File) -> Option<()> {
     let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
     // SAFETY: F_ADD_SEALS on a memory file the caller owns.
     (unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } == 0).then_some(())
+}
+
+/// Opens the file at `path` for reading, not through a link, if it is [`trusted`] by the
+/// metadata of what was opened.
+fn open_trusted(path: &Path) -> Option<(std::fs::File, std::fs::Metadata)> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    trusted_metadata(&meta, false).then_some((file, meta))
 }
 
 /// Owned by this user, and not writable by group or others (a directory: not even readable).
