@@ -162,16 +162,25 @@ pub(crate) fn runtime() -> Result<&'static Runtime, String> {
         .map_err(Clone::clone)
 }
 
+/// The engine configuration of the plain (`metered: false`) or fuel-metering flavor, without
+/// its instance allocator. The one place it is made: a compile worker builds its engine from
+/// it too, so that the code it compiles is what the host's engine loads. The allocator is left
+/// out because it does not change compiled code (the engines' compatibility hashes agree).
+pub(crate) fn engine_config(metered: bool) -> wasmtime::Config {
+    let mut config = wasmtime::Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(metered)
+        .concurrency_support(false)
+        .cranelift_opt_level(OptLevel::Speed)
+        .parallel_compilation(true);
+    config
+}
+
 impl Flavor {
     fn new(metered: bool) -> wasmtime::Result<Flavor> {
-        let mut config = wasmtime::Config::new();
-        config
-            .wasm_component_model(true)
-            .epoch_interruption(true)
-            .consume_fuel(metered)
-            .concurrency_support(false)
-            .cranelift_opt_level(OptLevel::Speed)
-            .parallel_compilation(true);
+        let config = engine_config(metered);
         // The pooling allocator reserves address space for every slot up front (about 4 GiB
         // per memory); where that fails (a `ulimit -v`, a small address space), instances are
         // allocated on demand instead, which only costs instantiation time.
@@ -262,7 +271,7 @@ impl Runtime {
             return Ok(loaded);
         }
         let Flavor { engine, .. } = self.flavor(metered)?;
-        let component = compile::compile(engine, wasm, plugin)
+        let component = compile::in_process(engine, wasm, plugin)
             .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
         cache.store(engine, &sha, &component);
         self.link(component, sha, metered)
@@ -372,7 +381,30 @@ fn wit_version(
 
 #[cfg(test)]
 mod tests {
+    use std::hash::{Hash, Hasher};
+
     use super::*;
+
+    fn compatibility(engine: &Engine) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        hasher.finish()
+    }
+
+    #[test]
+    fn a_worker_engine_without_the_pool_makes_code_the_pooled_engine_loads() {
+        let mut pooled = engine_config(false);
+        pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(4)));
+        let pooled = Engine::new(&pooled).unwrap();
+        let worker = Engine::new(&engine_config(false)).unwrap();
+        assert_eq!(compatibility(&pooled), compatibility(&worker));
+        let metered = Engine::new(&engine_config(true)).unwrap();
+        assert_ne!(compatibility(&metered), compatibility(&worker));
+        // And the code itself: compiled by one, loaded by the other.
+        let code = worker.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
+        // SAFETY: the code was just compiled by this process, for this configuration.
+        unsafe { wasmtime::component::Component::deserialize(&pooled, &code) }.unwrap();
+    }
 
     #[test]
     fn the_pool_size_comes_from_the_environment_value() {
