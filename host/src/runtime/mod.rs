@@ -273,8 +273,10 @@ impl Runtime {
         let Flavor { engine, .. } = self.flavor(metered)?;
         let component = compile::in_process(engine, wasm, plugin)
             .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
-        cache.store(engine, &sha, &component);
-        self.link(component, sha, metered)
+        // Linked first: a component the linker refuses leaves no compiled code behind.
+        let loaded = self.link(component, sha, metered)?;
+        cache.store(engine, &sha, loaded.pre.component());
+        Ok(loaded)
     }
 
     /// The plugin whose wasm has the digest `sha`, if it is compiled already (in memory or in
@@ -404,6 +406,56 @@ mod tests {
         let code = worker.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
         // SAFETY: the code was just compiled by this process, for this configuration.
         unsafe { wasmtime::component::Component::deserialize(&pooled, &code) }.unwrap();
+    }
+
+    /// A component that compiles but is no plugin (it exports nothing), made unique by a
+    /// custom section named `tag`, so that no other test has its digest.
+    fn no_plugin(tag: &str) -> Vec<u8> {
+        let mut wasm = b"\0asm\x0d\0\x01\0".to_vec();
+        let name = [&[tag.len() as u8][..], tag.as_bytes()].concat();
+        wasm.push(0);
+        wasm.push(name.len() as u8);
+        wasm.extend_from_slice(&name);
+        wasm
+    }
+
+    fn fresh_cache(name: &str) -> (ComponentCache, std::path::PathBuf) {
+        let base =
+            std::env::temp_dir().join(format!("accelhost-runtime-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        (ComponentCache::at(Some(base.join("cache"))), base)
+    }
+
+    fn files_in(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_refused_component_leaves_no_cache_entry() {
+        let (cache, base) = fresh_cache("refused");
+        let runtime = runtime().unwrap();
+        let wasm = no_plugin("refused-once");
+        let Err(LoadError::Unusable(reason)) = runtime.load(&wasm, None, "p", &cache, false) else {
+            panic!("a component without exports is no plugin")
+        };
+        assert!(
+            reason.contains("exports no accel:plugin interface"),
+            "{reason}"
+        );
+        let dir = cache.dir().unwrap();
+        assert!(
+            !files_in(dir).iter().any(|f| f.ends_with(".cwasm")),
+            "compiled code of a refused component was cached: {:?}",
+            files_in(dir)
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]
