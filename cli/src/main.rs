@@ -128,6 +128,8 @@ fn init_logging(trace: bool) {
 }
 
 fn main() -> ExitCode {
+    // First of all: this very binary is the worker that compiles plugin files, bounded.
+    accelhost::compile_worker::serve_if_asked();
     let cli = Cli::parse();
     init_logging(cli.trace);
     let result = match cli.command {

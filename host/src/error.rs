@@ -238,6 +238,50 @@ impl FaultCause {
     }
 }
 
+/// What ended the compile of a plugin's component. A compile of a plugin file runs in a
+/// worker process bounded by `load_policy.compile_timeout_ms` and `compile_memory_mib`
+/// (see [`compile_worker`](crate::compile_worker)); every message names the limit that ended
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum CompileFailure {
+    /// The compile ran past `load_policy.compile_timeout_ms`; its worker was killed.
+    #[error("compile ran past {limit_ms} ms (load_policy.compile_timeout_ms)")]
+    TimedOut {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The compile needed more memory than `load_policy.compile_memory_mib`.
+    #[error("compile needed more than {limit_mib} MiB (load_policy.compile_memory_mib)")]
+    OutOfMemory {
+        /// The limit, in MiB.
+        limit_mib: u64,
+    },
+    /// wasmtime refused the component: it is not valid WebAssembly, or uses what the host's
+    /// engine does not support.
+    #[error("it does not compile: {}", inert(message))]
+    Invalid {
+        /// wasmtime's error, for people.
+        message: String,
+    },
+    /// The compile worker was killed by a signal that no limit explains.
+    #[error("compile worker crashed (signal {signal}): {}", inert(stderr))]
+    Crashed {
+        /// The signal that ended it.
+        signal: i32,
+        /// The end of what it printed on stderr.
+        stderr: String,
+    },
+    /// The compile worker could not be started, or did not answer as a worker does: the
+    /// reason says what happened and names the worker's path.
+    #[error("{}", inert(reason))]
+    Worker {
+        /// What went wrong, naming the worker.
+        reason: String,
+    },
+}
+
 /// Everything that can go wrong in the embedding API.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -278,6 +322,18 @@ pub enum Error {
         plugin_version: String,
         /// The versions this host serves, for people, the latest last: `0.1.0 and 0.2.0`.
         host_versions: String,
+    },
+
+    /// Compiling a plugin's component failed, or ran past a limit of its load policy (its
+    /// compile worker was killed). Nothing of it was kept in the compile cache.
+    #[error("plugin '{plugin}' ({}) cannot be loaded: {cause}", inert(module))]
+    Compile {
+        /// The plugin's name in the config.
+        plugin: String,
+        /// The `module` field as the config wrote it.
+        module: String,
+        /// What ended the compile.
+        cause: CompileFailure,
     },
 
     /// A call into a plugin returned an error (the host also raises it, with `no-space`, when
@@ -400,6 +456,7 @@ impl Error {
             Error::Config(_) => ErrorCode::Config,
             Error::Load { .. } => ErrorCode::LoadFailed,
             Error::IncompatibleInterface { .. } => ErrorCode::IncompatibleInterface,
+            Error::Compile { .. } => ErrorCode::LoadFailed,
             Error::Plugin { code, .. } => *code,
             Error::Faulted { .. } => ErrorCode::PluginFaulted,
             Error::PluginUnavailable { .. } => ErrorCode::PluginUnavailable,
@@ -426,11 +483,20 @@ impl Error {
         }
     }
 
+    /// What ended a plugin's compile, for [`Error::Compile`].
+    pub fn compile_failure(&self) -> Option<&CompileFailure> {
+        match self {
+            Error::Compile { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
+
     /// The plugin the error concerns, if it concerns one.
     pub fn plugin(&self) -> Option<&str> {
         match self {
             Error::Load { plugin, .. }
             | Error::IncompatibleInterface { plugin, .. }
+            | Error::Compile { plugin, .. }
             | Error::Plugin { plugin, .. }
             | Error::Faulted { plugin, .. }
             | Error::PluginUnavailable { plugin, .. } => Some(plugin),

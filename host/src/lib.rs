@@ -61,13 +61,14 @@ pub use api::{
 };
 pub use attributes::AttributeInfo;
 pub use config::{Config, ConfigError, ConfigOrigin};
-pub use error::{Error, ErrorCode, FaultCause, Result, TrapKind};
+pub use error::{CompileFailure, Error, ErrorCode, FaultCause, Result, TrapKind};
 pub use manager::{
     CallFigures, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
 };
 pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
 };
+pub use runtime::worker as compile_worker;
 pub use runtime::{
     CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, INSTANCE_BYTES, POOL_ENV, PROGRESS_TARGET,
     WASI_RESOURCE_BYTES, WIT_PACKAGE, WIT_VERSION, instance_allocator, worst_case_host_memory,

@@ -62,6 +62,18 @@ pub struct LoadPolicy {
     /// `busy_window_ms × busy_percent / 100` (at least one whole `call_timeout_ms`) is allowed.
     #[serde(default = "default_busy_window_ms")]
     pub busy_window_ms: u64,
+    /// How long compiling the plugin's component may take, in milliseconds; past it the
+    /// compile worker is killed and the plugin fails to load. A plugin file compiles in a
+    /// worker process only where the host has one (see `accelhost::compile_worker`). The
+    /// default, 120 s, is several times the 13-34 s the JavaScript and Python SDK plugins
+    /// took here.
+    #[serde(default = "default_compile_timeout_ms")]
+    pub compile_timeout_ms: u64,
+    /// The memory compiling the plugin's component may take, in MiB (the compile worker's
+    /// data limit); past it the compile fails and the plugin fails to load. The default,
+    /// 1536 MiB, is three times the most an SDK plugin's compile needed here (under 512 MiB).
+    #[serde(default = "default_compile_memory_mib")]
+    pub compile_memory_mib: u64,
 }
 
 fn default_max_restarts() -> u32 {
@@ -100,6 +112,12 @@ fn default_busy_percent() -> u32 {
 fn default_busy_window_ms() -> u64 {
     10_000
 }
+fn default_compile_timeout_ms() -> u64 {
+    120_000
+}
+fn default_compile_memory_mib() -> u64 {
+    1536
+}
 
 impl Default for LoadPolicy {
     fn default() -> Self {
@@ -119,6 +137,8 @@ impl Default for LoadPolicy {
             host_memory_mib: default_host_memory_mib(),
             busy_percent: default_busy_percent(),
             busy_window_ms: default_busy_window_ms(),
+            compile_timeout_ms: default_compile_timeout_ms(),
+            compile_memory_mib: default_compile_memory_mib(),
         }
     }
 }

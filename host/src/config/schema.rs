@@ -464,6 +464,13 @@ fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
         ("host_memory_mib", policy.host_memory_mib, 1, 4096),
         ("busy_percent", u64::from(policy.busy_percent), 1, 100),
         ("busy_window_ms", policy.busy_window_ms, 100, 3_600_000),
+        (
+            "compile_timeout_ms",
+            policy.compile_timeout_ms,
+            100,
+            3_600_000,
+        ),
+        ("compile_memory_mib", policy.compile_memory_mib, 64, 65_536),
     ])
 }
 

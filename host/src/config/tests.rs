@@ -210,6 +210,21 @@ fn load_policy_fields_are_checked() {
             "log_bytes_per_second",
             "invalid value",
         ),
+        (
+            r#""compile_timeout_ms": 50"#,
+            "compile_timeout_ms",
+            "50 is out of range: expected 100 to 3600000",
+        ),
+        (
+            r#""compile_memory_mib": 32"#,
+            "compile_memory_mib",
+            "32 is out of range: expected 64 to 65536",
+        ),
+        (
+            r#""compile_memory_mib": "lots""#,
+            "compile_memory_mib",
+            "invalid type",
+        ),
     ];
     for (policy, field, message) in cases {
         let err = error(&with_policy(policy));
@@ -231,6 +246,18 @@ fn load_policy_fields_are_checked() {
     assert_eq!(
         policy.max_restarts, 3,
         "the other fields keep their defaults"
+    );
+    let limits = r#""compile_timeout_ms": 1500, "compile_memory_mib": 256"#;
+    let policy = parse(&with_policy(limits)).unwrap().plugins[0].load_policy;
+    assert_eq!(
+        (policy.compile_timeout_ms, policy.compile_memory_mib),
+        (1500, 256)
+    );
+    let defaults = LoadPolicy::default();
+    assert_eq!(
+        (defaults.compile_timeout_ms, defaults.compile_memory_mib),
+        (120_000, 1536),
+        "room for the JavaScript and Python plugins' compiles on a slower machine"
     );
 }
 

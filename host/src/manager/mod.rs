@@ -25,7 +25,8 @@ use crate::devices::{DeviceRegistry, Owner, lock};
 use crate::error::{Error, ErrorCode, FaultCause, TrapKind};
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
-    CallFailure, ComponentCache, FileIdentity, LoadError, LoadedComponent, PluginInstance, runtime,
+    CallFailure, CompileLimits, ComponentCache, FileIdentity, LoadError, LoadedComponent,
+    PluginInstance, runtime,
 };
 use crate::state::{CallControl, LogBudget, PluginContext, Usage};
 use crate::text::cut_to;
@@ -571,6 +572,7 @@ impl PluginSlot {
 fn reason_of(err: &Error) -> String {
     match err {
         Error::Load { reason, .. } => reason.clone(),
+        Error::Compile { cause, .. } => cause.to_string(),
         other => other.to_string(),
     }
 }
@@ -587,14 +589,11 @@ pub(crate) fn load_module(
     };
     let runtime = runtime().map_err(Error::Internal)?;
     let metered = entry.load_policy.fuel.is_some();
-    let incompatible = |err| match err {
-        LoadError::Unusable(reason) => load_error(reason),
-        LoadError::Incompatible { found } => Error::IncompatibleInterface {
-            plugin: entry.name.clone(),
-            module: entry.module_text.clone(),
-            plugin_version: found,
-            host_versions: crate::runtime::served_versions(),
-        },
+    let refused = |err| refusal_error(entry, err);
+    // Built-in plugins ship inside the host and compile in its process; files are bounded.
+    let limits = match &entry.module {
+        ModuleSource::Builtin(_) => None,
+        ModuleSource::File(_) => Some(CompileLimits::of(&entry.load_policy)),
     };
     let (wasm, sha256, file): (Cow<'static, [u8]>, _, _) = match &entry.module {
         ModuleSource::Builtin(name) => (
@@ -612,7 +611,7 @@ pub(crate) fn load_module(
             if let Some(sha) = cache.known_digest(&identity)
                 && let Some(loaded) = runtime
                     .load_compiled(&sha, cache, metered)
-                    .map_err(incompatible)?
+                    .map_err(refused)?
             {
                 return Ok(loaded);
             }
@@ -628,12 +627,36 @@ pub(crate) fn load_module(
     };
     let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(&wasm).into());
     let loaded = runtime
-        .load(&wasm, Some(sha), &entry.name, cache, metered)
-        .map_err(incompatible)?;
+        .load(&wasm, Some(sha), &entry.name, cache, metered, limits)
+        .map_err(refused)?;
     if let Some(identity) = file {
         cache.remember_digest(&identity, &sha);
     }
     Ok(loaded)
+}
+
+/// The error of `entry`'s refusal `err`.
+fn refusal_error(entry: &PluginEntry, err: LoadError) -> Error {
+    let plugin = entry.name.clone();
+    let module = entry.module_text.clone();
+    match err {
+        LoadError::Unusable(reason) | LoadError::Runtime(reason) => Error::Load {
+            plugin,
+            module,
+            reason,
+        },
+        LoadError::Incompatible { found } => Error::IncompatibleInterface {
+            plugin,
+            module,
+            plugin_version: found,
+            host_versions: crate::runtime::served_versions(),
+        },
+        LoadError::Compile(cause) => Error::Compile {
+            plugin,
+            module,
+            cause,
+        },
+    }
 }
 
 /// Checks that the module of `entry` is a plugin this host can load (a component, built for a

@@ -190,9 +190,7 @@ impl ComponentCache {
     }
 
     fn entry(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<PathBuf> {
-        let mut hasher = std::hash::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let name = format!("{}-{:016x}.cwasm", hex(wasm_sha), hasher.finish());
+        let name = format!("{}.cwasm", keyed_name(engine, wasm_sha));
         self.dir.as_ref().map(|d| d.join(name))
     }
 
@@ -232,6 +230,18 @@ impl ComponentCache {
 
     /// Stores a compilation; failures only cost the next start a recompile.
     pub fn store(&self, engine: &Engine, wasm_sha: &[u8; 32], component: &Component) {
+        if self.dir.is_none() {
+            return;
+        }
+        match component.serialize() {
+            Ok(payload) => self.store_serialized(engine, wasm_sha, &payload),
+            Err(err) => tracing::warn!("cannot serialize a compiled plugin for the cache: {err}"),
+        }
+    }
+
+    /// Stores a compilation serialized already (as `Component::serialize` or
+    /// `Engine::precompile_component` makes it), as it is.
+    pub(crate) fn store_serialized(&self, engine: &Engine, wasm_sha: &[u8; 32], payload: &[u8]) {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha)) else {
             return;
         };
@@ -245,11 +255,10 @@ impl ComponentCache {
                     "the cache directory is not owned by this user or is open to others",
                 ));
             }
-            let payload = component.serialize().map_err(std::io::Error::other)?;
             let mut bytes = Vec::with_capacity(HEADER + payload.len());
             bytes.extend_from_slice(MAGIC);
-            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-            bytes.extend_from_slice(&payload);
+            bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+            bytes.extend_from_slice(payload);
             write_replacing(&path, &bytes)
         })();
         if let Err(err) = result {
@@ -258,9 +267,17 @@ impl ComponentCache {
     }
 }
 
+/// The name of what the cache keeps for the wasm with hash `wasm_sha` compiled by `engine`:
+/// the hash and the engine's compatibility hash.
+pub(super) fn keyed_name(engine: &Engine, wasm_sha: &[u8; 32]) -> String {
+    let mut hasher = std::hash::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    format!("{}-{:016x}", hex(wasm_sha), hasher.finish())
+}
+
 /// Writes `bytes` to a private file beside `path`, then renames it over `path`: a reader sees
 /// the old file or the whole new one.
-fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_extension(format!("{}-{n}.tmp", std::process::id()));
@@ -357,7 +374,7 @@ fn seal(file: &std::fs::File) -> Option<()> {
 
 /// Opens the file at `path` for reading, not through a link, if it is [`trusted`] by the
 /// metadata of what was opened.
-fn open_trusted(path: &Path) -> Option<(std::fs::File, std::fs::Metadata)> {
+pub(super) fn open_trusted(path: &Path) -> Option<(std::fs::File, std::fs::Metadata)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
@@ -368,7 +385,7 @@ fn open_trusted(path: &Path) -> Option<(std::fs::File, std::fs::Metadata)> {
 }
 
 /// Owned by this user, and not writable by group or others (a directory: not even readable).
-fn trusted(path: &Path, is_dir: bool) -> bool {
+pub(super) fn trusted(path: &Path, is_dir: bool) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|meta| trusted_metadata(&meta, is_dir))
 }
 

@@ -11,6 +11,7 @@ mod instance;
 pub(crate) mod plugin;
 mod stdio;
 mod versions;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -25,8 +26,10 @@ pub use compile::PROGRESS_TARGET;
 pub(crate) use instance::{CallFailure, PluginInstance};
 pub use versions::LATEST as WIT_VERSION;
 pub(crate) use versions::served as served_versions;
+pub(crate) use worker::CompileLimits;
 
 use crate::devices::lock;
+use crate::error::CompileFailure;
 use crate::state::{EPOCH_TICK, PluginState};
 use plugin::ExportIndex;
 
@@ -78,12 +81,16 @@ pub(crate) struct LoadedComponent {
 }
 
 /// Why a module could not become a plugin.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum LoadError {
     /// Not a plugin at all; the text says why and what to do.
     Unusable(String),
     /// Built against an incompatible `accel:plugin` version.
     Incompatible { found: String },
+    /// Its compile failed or ran past a limit.
+    Compile(CompileFailure),
+    /// The host could not make the engine to compile it for.
+    Runtime(String),
 }
 
 pub(crate) struct Runtime {
@@ -244,7 +251,7 @@ impl Runtime {
                     .map_err(|e| format!("cannot start the fuel-metering engine: {e:#}"))
             })
             .as_ref()
-            .map_err(|e| LoadError::Unusable(e.clone()))
+            .map_err(|e| LoadError::Runtime(e.clone()))
     }
 
     /// Forgets the compiled plugins held in memory (for benchmarks of a cold start).
@@ -256,7 +263,9 @@ impl Runtime {
     /// Compiles (or finds in the caches) and links `wasm`, the module of `plugin`, checking
     /// that it is a component built for a compatible `accel:plugin` version. `metered`
     /// compiles it to count fuel. `sha256` is the bytes' digest where it is known already
-    /// (an embedded plugin's, from its build), else it is computed.
+    /// (an embedded plugin's, from its build), else it is computed. A plugin file has its
+    /// compile `limits` and compiles in a worker process if there is one; a built-in plugin
+    /// (`None`) compiles in this process. Nothing refused is stored in the cache.
     pub fn load(
         &self,
         wasm: &[u8],
@@ -264,19 +273,66 @@ impl Runtime {
         plugin: &str,
         cache: &ComponentCache,
         metered: bool,
+        limits: Option<CompileLimits>,
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
         let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(wasm).into());
         if let Some(loaded) = self.load_compiled(&sha, cache, metered)? {
             return Ok(loaded);
         }
-        let Flavor { engine, .. } = self.flavor(metered)?;
-        let component = compile::in_process(engine, wasm, plugin)
-            .map_err(|e| LoadError::Unusable(format!("it does not compile: {e:#}")))?;
+        let flavor = self.flavor(metered)?;
+        let (component, serialized) = self.compile(flavor, wasm, plugin, metered, limits)?;
         // Linked first: a component the linker refuses leaves no compiled code behind.
-        let loaded = self.link(component, sha, metered)?;
-        cache.store(engine, &sha, loaded.pre.component());
+        let loaded = self.link(flavor, component, sha, metered)?;
+        match serialized {
+            Some(code) => cache.store_serialized(&flavor.engine, &sha, &code),
+            None => cache.store(&flavor.engine, &sha, loaded.pre.component()),
+        }
         Ok(loaded)
+    }
+
+    /// Compiles `wasm` for `flavor`: in a worker within `limits` where there is a worker and
+    /// limits, else in this process. Gives the worker's serialized code too, to be cached as
+    /// it is.
+    fn compile(
+        &self,
+        flavor: &Flavor,
+        wasm: &[u8],
+        plugin: &str,
+        metered: bool,
+        limits: Option<CompileLimits>,
+    ) -> Result<(wasmtime::component::Component, Option<Vec<u8>>), LoadError> {
+        let (Some(limits), Some(program)) = (limits, worker::program()) else {
+            return compile::in_process(&flavor.engine, wasm, plugin)
+                .map(|component| (component, None))
+                .map_err(|e| {
+                    LoadError::Compile(CompileFailure::Invalid {
+                        message: format!("{e:#}"),
+                    })
+                });
+        };
+        let code = compile::announced(plugin, wasm.len(), || {
+            worker::compile(&program, wasm, metered, limits)
+        })
+        .map_err(LoadError::Compile)?;
+        // SAFETY: the code was made by `Engine::precompile_component` in a compile worker:
+        // the executable this host trusts to be its own build (this very executable, or the
+        // one `ACCELHOST_COMPILE_WORKER` names, which whoever set the environment vouches
+        // for), with this engine's configuration (`engine_config`); wasmtime refuses code of
+        // another version or configuration. The worker bounds the compile's time and memory,
+        // not the trust: the compiler's output is trusted as it is when it runs in process.
+        let component =
+            unsafe { wasmtime::component::Component::deserialize(&flavor.engine, &code) }.map_err(
+                |e| {
+                    LoadError::Compile(CompileFailure::Worker {
+                        reason: format!(
+                            "the compile worker {} made code this host cannot load: {e:#}",
+                            program.display()
+                        ),
+                    })
+                },
+            )?;
+        Ok((component, Some(code)))
     }
 
     /// The plugin whose wasm has the digest `sha`, if it is compiled already (in memory or in
@@ -290,9 +346,9 @@ impl Runtime {
         if let Some(loaded) = lock(&self.loaded).get(&(*sha, metered)) {
             return Ok(Some(loaded.clone()));
         }
-        let Flavor { engine, .. } = self.flavor(metered)?;
-        match cache.load(engine, sha) {
-            Some(component) => self.link(component, *sha, metered).map(Some),
+        let flavor = self.flavor(metered)?;
+        match cache.load(&flavor.engine, sha) {
+            Some(component) => self.link(flavor, component, *sha, metered).map(Some),
             None => Ok(None),
         }
     }
@@ -300,11 +356,12 @@ impl Runtime {
     /// Checks `component`'s interface and links it, and keeps it for the next load of `sha`.
     fn link(
         &self,
+        flavor: &Flavor,
         component: wasmtime::component::Component,
         sha: [u8; 32],
         metered: bool,
     ) -> Result<Arc<LoadedComponent>, LoadError> {
-        let Flavor { engine, linker, .. } = self.flavor(metered)?;
+        let Flavor { engine, linker, .. } = flavor;
         let wit_version = wit_version(engine, &component)?;
         let exports = ExportIndex::find(&component, &wit_version).map_err(LoadError::Unusable)?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
@@ -442,7 +499,8 @@ mod tests {
         let (cache, base) = fresh_cache("refused");
         let runtime = runtime().unwrap();
         let wasm = no_plugin("refused-once");
-        let Err(LoadError::Unusable(reason)) = runtime.load(&wasm, None, "p", &cache, false) else {
+        let Err(LoadError::Unusable(reason)) = runtime.load(&wasm, None, "p", &cache, false, None)
+        else {
             panic!("a component without exports is no plugin")
         };
         assert!(
