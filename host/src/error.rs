@@ -282,6 +282,44 @@ pub enum CompileFailure {
     },
 }
 
+impl CompileFailure {
+    /// Whether the same component fails the same way every time it is compiled under the
+    /// same limits, so that the failure can be remembered by its digest: an invalid
+    /// component or a limit does; a crash or a missing worker may be the machine's doing.
+    pub(crate) fn is_the_components(&self) -> bool {
+        matches!(
+            self,
+            CompileFailure::TimedOut { .. }
+                | CompileFailure::OutOfMemory { .. }
+                | CompileFailure::Invalid { .. }
+        )
+    }
+
+    /// What a remembered failure adds to its message: when it is tried again.
+    pub(crate) fn remembered_note(&self, remembered: bool) -> &'static str {
+        match self {
+            _ if !remembered => "",
+            CompileFailure::TimedOut { .. } => {
+                " (remembered from an earlier attempt; it is tried again when the file changes \
+                 or load_policy.compile_timeout_ms is raised)"
+            }
+            CompileFailure::OutOfMemory { .. } => {
+                " (remembered from an earlier attempt; it is tried again when the file changes \
+                 or load_policy.compile_memory_mib is raised)"
+            }
+            _ => REMEMBERED,
+        }
+    }
+}
+
+/// What a refusal remembered from an earlier load adds to its message.
+pub(crate) const REMEMBERED: &str =
+    " (remembered from an earlier attempt; it is tried again when the file changes)";
+
+fn remembered_note(remembered: bool) -> &'static str {
+    if remembered { REMEMBERED } else { "" }
+}
+
 /// Everything that can go wrong in the embedding API.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -309,9 +347,10 @@ pub enum Error {
     /// A plugin was built for a version of the WIT interface this host does not serve.
     #[error(
         "plugin '{plugin}' ({}) was built for accel:plugin@{}, but this host serves \
-         accel:plugin@{host_versions}; rebuild the plugin against one of them",
+         accel:plugin@{host_versions}; rebuild the plugin against one of them{}",
         inert(module),
-        inert(plugin_version)
+        inert(plugin_version),
+        remembered_note(*remembered)
     )]
     IncompatibleInterface {
         /// The plugin's name in the config.
@@ -322,11 +361,18 @@ pub enum Error {
         plugin_version: String,
         /// The versions this host serves, for people, the latest last: `0.1.0 and 0.2.0`.
         host_versions: String,
+        /// The refusal was remembered from an earlier load of the same file (by its
+        /// digest), so the module was not compiled again.
+        remembered: bool,
     },
 
     /// Compiling a plugin's component failed, or ran past a limit of its load policy (its
     /// compile worker was killed). Nothing of it was kept in the compile cache.
-    #[error("plugin '{plugin}' ({}) cannot be loaded: {cause}", inert(module))]
+    #[error(
+        "plugin '{plugin}' ({}) cannot be loaded: {cause}{}",
+        inert(module),
+        cause.remembered_note(*remembered)
+    )]
     Compile {
         /// The plugin's name in the config.
         plugin: String,
@@ -334,6 +380,9 @@ pub enum Error {
         module: String,
         /// What ended the compile.
         cause: CompileFailure,
+        /// The failure was remembered from an earlier load of the same file (by its digest),
+        /// so the module was not compiled again.
+        remembered: bool,
     },
 
     /// A call into a plugin returned an error (the host also raises it, with `no-space`, when

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
 use crate::devices::{DeviceRegistry, Owner, lock};
-use crate::error::{Error, ErrorCode, FaultCause, TrapKind};
+use crate::error::{Error, ErrorCode, FaultCause, REMEMBERED, TrapKind};
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
     CallFailure, CompileLimits, ComponentCache, FileIdentity, LoadError, LoadedComponent,
@@ -572,7 +572,9 @@ impl PluginSlot {
 fn reason_of(err: &Error) -> String {
     match err {
         Error::Load { reason, .. } => reason.clone(),
-        Error::Compile { cause, .. } => cause.to_string(),
+        Error::Compile {
+            cause, remembered, ..
+        } => format!("{cause}{}", cause.remembered_note(*remembered)),
         other => other.to_string(),
     }
 }
@@ -589,7 +591,7 @@ pub(crate) fn load_module(
     };
     let runtime = runtime().map_err(Error::Internal)?;
     let metered = entry.load_policy.fuel.is_some();
-    let refused = |err| refusal_error(entry, err);
+    let refused = |err| refusal_error(entry, err, false);
     // Built-in plugins ship inside the host and compile in its process; files are bounded.
     let limits = match &entry.module {
         ModuleSource::Builtin(_) => None,
@@ -610,7 +612,7 @@ pub(crate) fn load_module(
             let identity = FileIdentity::of(path, &file.metadata().map_err(cannot_read)?);
             if let Some(sha) = cache.known_digest(&identity)
                 && let Some(loaded) = runtime
-                    .load_compiled(&sha, cache, metered)
+                    .load_compiled(&sha, cache, metered, limits)
                     .map_err(refused)?
             {
                 return Ok(loaded);
@@ -626,36 +628,44 @@ pub(crate) fn load_module(
         }
     };
     let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(&wasm).into());
-    let loaded = runtime
-        .load(&wasm, Some(sha), &entry.name, cache, metered, limits)
-        .map_err(refused)?;
-    if let Some(identity) = file {
+    let loaded = runtime.load(&wasm, Some(sha), &entry.name, cache, metered, limits);
+    // A refused file is remembered by its digest too, so that its next load need not read it.
+    if let Some(identity) = file
+        && loaded.as_ref().err().is_none_or(LoadError::is_remembered)
+    {
         cache.remember_digest(&identity, &sha);
     }
-    Ok(loaded)
+    loaded.map_err(refused)
 }
 
-/// The error of `entry`'s refusal `err`.
-fn refusal_error(entry: &PluginEntry, err: LoadError) -> Error {
+/// The error of `entry`'s refusal `err`; `remembered` when it comes from an earlier attempt.
+fn refusal_error(entry: &PluginEntry, err: LoadError, remembered: bool) -> Error {
     let plugin = entry.name.clone();
     let module = entry.module_text.clone();
     match err {
         LoadError::Unusable(reason) | LoadError::Runtime(reason) => Error::Load {
             plugin,
             module,
-            reason,
+            reason: if remembered {
+                format!("{reason}{REMEMBERED}")
+            } else {
+                reason
+            },
         },
         LoadError::Incompatible { found } => Error::IncompatibleInterface {
             plugin,
             module,
             plugin_version: found,
             host_versions: crate::runtime::served_versions(),
+            remembered,
         },
         LoadError::Compile(cause) => Error::Compile {
             plugin,
             module,
             cause,
+            remembered,
         },
+        LoadError::Remembered(err) => refusal_error(entry, *err, true),
     }
 }
 

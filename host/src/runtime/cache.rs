@@ -265,6 +265,16 @@ impl ComponentCache {
             tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}");
         }
     }
+
+    /// Removes the entry of the wasm with hash `wasm_sha`, if there is one (the linker
+    /// refused it: an entry stored before the refusal by an earlier version of the host).
+    pub(crate) fn forget(&self, engine: &Engine, wasm_sha: &[u8; 32]) {
+        if let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha))
+            && trusted(dir, true)
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The name of what the cache keeps for the wasm with hash `wasm_sha` compiled by `engine`:

@@ -9,6 +9,7 @@ mod compile;
 mod fault;
 mod instance;
 pub(crate) mod plugin;
+mod refusals;
 mod stdio;
 mod versions;
 pub mod worker;
@@ -91,12 +92,30 @@ pub(crate) enum LoadError {
     Compile(CompileFailure),
     /// The host could not make the engine to compile it for.
     Runtime(String),
+    /// A refusal remembered from an earlier attempt at the same digest.
+    Remembered(Box<LoadError>),
+}
+
+impl LoadError {
+    /// Whether the refusal is remembered by the component's digest: it is the component's
+    /// own doing, the same at every attempt (or it was remembered already).
+    pub fn is_remembered(&self) -> bool {
+        match self {
+            LoadError::Unusable(_) | LoadError::Incompatible { .. } | LoadError::Remembered(_) => {
+                true
+            }
+            LoadError::Compile(failure) => failure.is_the_components(),
+            LoadError::Runtime(_) => false,
+        }
+    }
 }
 
 pub(crate) struct Runtime {
     plain: Flavor,
     metered: OnceLock<Result<Flavor, String>>,
     loaded: Mutex<HashMap<LoadKey, Arc<LoadedComponent>>>,
+    /// What was refused, by the same key (the cache's `refused/` keeps it across runs).
+    refused: Mutex<HashMap<LoadKey, LoadError>>,
 }
 
 /// A compiled plugin is found again by the sha256 of its wasm and whether it meters fuel.
@@ -238,6 +257,7 @@ impl Runtime {
             plain: Flavor::new(false)?,
             metered: OnceLock::new(),
             loaded: Mutex::default(),
+            refused: Mutex::default(),
         })
     }
 
@@ -254,10 +274,12 @@ impl Runtime {
             .map_err(|e| LoadError::Runtime(e.clone()))
     }
 
-    /// Forgets the compiled plugins held in memory (for benchmarks of a cold start).
+    /// Forgets the compiled and refused plugins held in memory (for benchmarks of a cold
+    /// start).
     #[cfg(feature = "internals")]
     pub fn forget_loaded(&self) {
         lock(&self.loaded).clear();
+        lock(&self.refused).clear();
     }
 
     /// Compiles (or finds in the caches) and links `wasm`, the module of `plugin`, checking
@@ -265,7 +287,8 @@ impl Runtime {
     /// compiles it to count fuel. `sha256` is the bytes' digest where it is known already
     /// (an embedded plugin's, from its build), else it is computed. A plugin file has its
     /// compile `limits` and compiles in a worker process if there is one; a built-in plugin
-    /// (`None`) compiles in this process. Nothing refused is stored in the cache.
+    /// (`None`) compiles in this process. A refusal is remembered by the digest, and nothing
+    /// refused is stored in the cache.
     pub fn load(
         &self,
         wasm: &[u8],
@@ -277,18 +300,28 @@ impl Runtime {
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
         let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(wasm).into());
-        if let Some(loaded) = self.load_compiled(&sha, cache, metered)? {
+        if let Some(loaded) = self.load_compiled(&sha, cache, metered, limits)? {
             return Ok(loaded);
         }
         let flavor = self.flavor(metered)?;
-        let (component, serialized) = self.compile(flavor, wasm, plugin, metered, limits)?;
-        // Linked first: a component the linker refuses leaves no compiled code behind.
-        let loaded = self.link(flavor, component, sha, metered)?;
-        match serialized {
-            Some(code) => cache.store_serialized(&flavor.engine, &sha, &code),
-            None => cache.store(&flavor.engine, &sha, loaded.pre.component()),
+        let loaded = self
+            .compile(flavor, wasm, plugin, metered, limits)
+            .and_then(|(component, serialized)| {
+                let loaded = self.link(flavor, component, sha, metered)?;
+                match serialized {
+                    Some(code) => cache.store_serialized(&flavor.engine, &sha, &code),
+                    None => cache.store(&flavor.engine, &sha, loaded.pre.component()),
+                }
+                Ok(loaded)
+            });
+        match &loaded {
+            Ok(_) => self.forget_refusal(flavor, &sha, metered, cache),
+            Err(refusal) if refusal.is_remembered() => {
+                self.remember_refusal(flavor, &sha, metered, cache, refusal);
+            }
+            Err(_) => {}
         }
-        Ok(loaded)
+        loaded
     }
 
     /// Compiles `wasm` for `flavor`: in a worker within `limits` where there is a worker and
@@ -336,20 +369,69 @@ impl Runtime {
     }
 
     /// The plugin whose wasm has the digest `sha`, if it is compiled already (in memory or in
-    /// the on-disk cache): what [`load`](Self::load) does without the wasm.
+    /// the on-disk cache), or its refusal if it was refused and that still holds for
+    /// `limits`: what [`load`](Self::load) does without the wasm.
     pub fn load_compiled(
         &self,
         sha: &[u8; 32],
         cache: &ComponentCache,
         metered: bool,
+        limits: Option<CompileLimits>,
     ) -> Result<Option<Arc<LoadedComponent>>, LoadError> {
-        if let Some(loaded) = lock(&self.loaded).get(&(*sha, metered)) {
+        let key = (*sha, metered);
+        if let Some(loaded) = lock(&self.loaded).get(&key) {
             return Ok(Some(loaded.clone()));
         }
+        let remembered = |refusal: &LoadError| {
+            refusals::holds(refusal, limits)
+                .then(|| LoadError::Remembered(Box::new(refusal.clone())))
+        };
+        if let Some(refusal) = lock(&self.refused).get(&key).and_then(remembered) {
+            return Err(refusal);
+        }
         let flavor = self.flavor(metered)?;
-        match cache.load(&flavor.engine, sha) {
-            Some(component) => self.link(flavor, component, *sha, metered).map(Some),
-            None => Ok(None),
+        if let Some(component) = cache.load(&flavor.engine, sha) {
+            return match self.link(flavor, component, *sha, metered) {
+                Ok(loaded) => Ok(Some(loaded)),
+                Err(refusal) => {
+                    // Stored by a host that cached before linking: refused, and gone.
+                    cache.forget(&flavor.engine, sha);
+                    self.remember_refusal(flavor, sha, metered, cache, &refusal);
+                    Err(refusal)
+                }
+            };
+        }
+        if let Some(refusal) = refusals::read(cache, &flavor.engine, sha) {
+            let still = remembered(&refusal);
+            lock(&self.refused).insert(key, refusal);
+            if let Some(refusal) = still {
+                return Err(refusal);
+            }
+        }
+        Ok(None)
+    }
+
+    fn remember_refusal(
+        &self,
+        flavor: &Flavor,
+        sha: &[u8; 32],
+        metered: bool,
+        cache: &ComponentCache,
+        refusal: &LoadError,
+    ) {
+        lock(&self.refused).insert((*sha, metered), refusal.clone());
+        refusals::write(cache, &flavor.engine, sha, refusal);
+    }
+
+    fn forget_refusal(
+        &self,
+        flavor: &Flavor,
+        sha: &[u8; 32],
+        metered: bool,
+        cache: &ComponentCache,
+    ) {
+        if lock(&self.refused).remove(&(*sha, metered)).is_some() {
+            refusals::remove(cache, &flavor.engine, sha);
         }
     }
 
@@ -495,10 +577,11 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_component_leaves_no_cache_entry() {
+    fn a_refused_component_leaves_no_cache_entry_and_is_remembered() {
         let (cache, base) = fresh_cache("refused");
         let runtime = runtime().unwrap();
         let wasm = no_plugin("refused-once");
+        let sha: [u8; 32] = Sha256::digest(&wasm).into();
         let Err(LoadError::Unusable(reason)) = runtime.load(&wasm, None, "p", &cache, false, None)
         else {
             panic!("a component without exports is no plugin")
@@ -513,7 +596,40 @@ mod tests {
             "compiled code of a refused component was cached: {:?}",
             files_in(dir)
         );
-        let _ = std::fs::remove_dir_all(&base);
+        assert_eq!(files_in(&dir.join("refused")).len(), 1);
+        let remembered = LoadError::Remembered(Box::new(LoadError::Unusable(reason)));
+        let again = runtime.load(&wasm, None, "p", &cache, false, None);
+        assert_eq!(again.err(), Some(remembered.clone()));
+        // A process that did not see it learns it from the cache.
+        lock(&runtime.refused).remove(&(sha, false));
+        let from_disk = runtime.load_compiled(&sha, &cache, false, None);
+        assert_eq!(from_disk.err(), Some(remembered));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_refusal_by_a_limit_is_tried_again_under_a_larger_limit() {
+        let (cache, base) = fresh_cache("limit");
+        let runtime = runtime().unwrap();
+        let sha = [0x5au8; 32];
+        let timed_out = LoadError::Compile(CompileFailure::TimedOut { limit_ms: 1500 });
+        refusals::write(&cache, &runtime.plain.engine, &sha, &timed_out);
+        let limits = |timeout_ms| {
+            Some(CompileLimits {
+                timeout_ms,
+                memory_mib: 1024,
+            })
+        };
+        let same = runtime.load_compiled(&sha, &cache, false, limits(1500));
+        assert_eq!(
+            same.err(),
+            Some(LoadError::Remembered(Box::new(timed_out.clone())))
+        );
+        let larger = runtime.load_compiled(&sha, &cache, false, limits(3000));
+        assert!(matches!(larger, Ok(None)), "to be compiled again");
+        let same = runtime.load_compiled(&sha, &cache, false, limits(1500));
+        assert_eq!(same.err(), Some(LoadError::Remembered(Box::new(timed_out))));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
