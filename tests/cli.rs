@@ -1,6 +1,8 @@
 //! The `accelhost` binary as an operator runs it: in an empty directory with no config, on
 //! config files with mistakes, and with tracing on.
 
+#[path = "support/crafted.rs"]
+mod crafted;
 mod support;
 
 use support::{scratch_dir, text, write_config};
@@ -946,5 +948,181 @@ fn poke_reconfigures_through_the_plugin() {
         text(&out.stderr).contains("step 1 'reconfigure@1:vadd.xclbin' failed: plugin 'xocl'"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// A directory with the crafted component `wasm` as `name`, a config loading it as plugin
+/// `crafted` (with `load_policy` members `policy`) beside the dfl plugin, and a compile
+/// cache of its own (a refusal remembered there is this test's alone).
+fn crafted_beside_dfl(name: &str, wasm: &[u8], policy: &str) -> (std::path::PathBuf, String) {
+    let entry =
+        format!(r#"{{"name": "crafted", "module": "{name}", "load_policy": {{{policy}}}}}"#);
+    let config = dfl_and(&[&entry]);
+    let dir = config.parent().unwrap().to_path_buf();
+    std::fs::write(dir.join(name), wasm).unwrap();
+    let cache = dir.join("cache").display().to_string();
+    (dir, cache)
+}
+
+/// A tag for the environment of the `accelhost` runs of one test, which its compile workers
+/// inherit: the processes carrying it are that test's.
+fn process_tag(test: &str) -> String {
+    format!("{test}-{}", std::process::id())
+}
+
+/// The processes whose environment carries `tag` (as ACCELHOST_TEST_TAG).
+fn tagged_processes(tag: &str) -> Vec<String> {
+    let wanted = format!("ACCELHOST_TEST_TAG={tag}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|entry| {
+            std::fs::read(entry.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn list_shows_the_other_plugins_devices_within_the_compile_limit() {
+    let policy = r#""compile_timeout_ms": 1500"#;
+    let (dir, cache) = crafted_beside_dfl("huge.wasm", &crafted::one_huge_function(), policy);
+    let tag = process_tag("list-compile-limit");
+    let env = [
+        ("ACCELHOST_CACHE_DIR", cache.as_str()),
+        ("ACCELHOST_TEST_TAG", tag.as_str()),
+    ];
+    let began = std::time::Instant::now();
+    let out = accelhost(&dir, &["list"], &env);
+    let took = began.elapsed();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(PARTIAL), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("dfl/emu:dfl0"),
+        "the other devices: {stdout}"
+    );
+    assert!(
+        stderr.contains("plugin 'crafted'")
+            && stderr.contains("compile ran past 1500 ms (load_policy.compile_timeout_ms)"),
+        "{stderr}"
+    );
+    assert!(
+        took >= std::time::Duration::from_millis(1500),
+        "the limit ended it: {took:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(60),
+        "the host did not wait for the compile: {took:?}"
+    );
+    assert_eq!(
+        tagged_processes(&tag),
+        Vec::<String>::new(),
+        "no worker is left"
+    );
+
+    // Another process learns it from the cache, without compiling.
+    let out = accelhost(&dir, &["plugins"], &env);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "failed to load: compile ran past 1500 ms (load_policy.compile_timeout_ms) \
+             (remembered from an earlier attempt"
+        ),
+        "{stdout}"
+    );
+    assert!(tagged_processes(&tag).is_empty());
+}
+
+#[test]
+fn check_config_names_the_plugin_whose_compile_failed() {
+    let (dir, cache) = crafted_beside_dfl("many.wasm", &crafted::tiny_functions(200_000), {
+        r#""compile_memory_mib": 256"#
+    });
+    let out = accelhost(
+        &dir,
+        &["check-config", "accelhost.json"],
+        &[("ACCELHOST_CACHE_DIR", cache.as_str())],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("plugin 'dfl' (builtin:dfl): ok"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("plugin 'crafted' (many.wasm) cannot be loaded: compile needed more than 256 MiB (load_policy.compile_memory_mib)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_host_killed_while_compiling_leaves_no_worker() {
+    let policy = r#""compile_timeout_ms": 600000"#;
+    let (dir, cache) = crafted_beside_dfl("huge.wasm", &crafted::one_huge_function(), policy);
+    let tag = process_tag("killed-host");
+    let home = scratch_dir("home");
+    let mut host = std::process::Command::new(env!("CARGO_BIN_EXE_accelhost"))
+        .arg("list")
+        .current_dir(&dir)
+        .env_remove("ACCELHOST_CONFIG")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("ACCELHOST_CACHE_DIR", &cache)
+        .env("ACCELHOST_TEST_TAG", &tag)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let bounded = |what: &str, done: &dyn Fn() -> bool| {
+        let began = std::time::Instant::now();
+        while !done() {
+            assert!(
+                began.elapsed() < std::time::Duration::from_secs(60),
+                "{what} within 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let host_pid = host.id().to_string();
+    bounded("the worker starts", &|| {
+        tagged_processes(&tag).iter().any(|pid| *pid != host_pid)
+    });
+    host.kill().unwrap();
+    host.wait().unwrap();
+    bounded("the worker ends with its host", &|| {
+        tagged_processes(&tag).is_empty()
+    });
+}
+
+#[test]
+fn the_compile_worker_can_be_named_by_the_environment() {
+    let (dir, cache) = crafted_beside_dfl("other.wasm", &crafted::exporting_something_else(), "");
+    let env = |worker: &'static str| {
+        [
+            ("ACCELHOST_CACHE_DIR", cache.clone()),
+            ("ACCELHOST_COMPILE_WORKER", worker.to_string()),
+        ]
+    };
+    let plugins = |worker| {
+        let env = env(worker);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        text(&accelhost(&dir, &["plugins"], &env).stdout)
+    };
+    // A worker that cannot run is the machine's fault: said, and not remembered.
+    for _ in 0..2 {
+        let stdout = plugins("/nonexistent/accelhost-worker");
+        assert!(
+            stdout.contains(
+                "failed to load: cannot run the compile worker /nonexistent/accelhost-worker"
+            ) && !stdout.contains("remembered"),
+            "{stdout}"
+        );
+    }
+    let stdout = plugins(env!("CARGO_BIN_EXE_accelhost"));
+    assert!(
+        stdout.contains("failed to load: it is not an accelhost plugin: it exports no accel:plugin interface (exports: f)"),
+        "{stdout}"
     );
 }
