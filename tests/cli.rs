@@ -422,6 +422,7 @@ fn help_explains_the_lookup_order_and_environment() {
         "ACCELHOST_ENDPOINT",
         "ACCELHOST_CONFIG",
         "ACCELHOST_PLUGIN_PATH",
+        "ACCELHOST_COMPILE_WORKER",
         "ACCELHOST_TRACE",
         "demo",
         "check-config",

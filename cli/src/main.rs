@@ -35,6 +35,8 @@ Environment:
   ACCELHOST_CONFIG       config file to use when --config is not given
   ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
+  ACCELHOST_COMPILE_WORKER  the executable that compiles plugin files, bounded by their
+                         load_policy (default: this accelhost itself)
   ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
                          (default 2048; 'off' instantiates on demand)
   ACCELHOST_LOG          log filter, such as 'accelhost=debug' (default: warnings, and a

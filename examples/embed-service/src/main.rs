@@ -2,6 +2,9 @@
 //! ADDRESS (default 127.0.0.1:7878), with the host's usual config lookup.
 
 fn main() -> anyhow::Result<()> {
+    // This binary compiles the config's plugin files in children of itself, bounded by their
+    // load_policy, rather than in the service's own process.
+    accelhost::compile_worker::serve_if_asked();
     let address = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:7878".into());
