@@ -40,6 +40,10 @@ fn main() -> std::process::ExitCode {
             run: a_component_that_is_no_plugin_leaves_nothing_compiled,
         },
         Trial {
+            name: "a_plugin_file_compiled_by_the_worker_runs_plain_and_metered",
+            run: a_plugin_file_compiled_by_the_worker_runs_plain_and_metered,
+        },
+        Trial {
             name: "hosts_starting_side_by_side_each_end_their_compile_at_the_limit",
             run: hosts_starting_side_by_side_each_end_their_compile_at_the_limit,
         },
@@ -342,6 +346,39 @@ fn hosts_starting_side_by_side_each_end_their_compile_at_the_limit() -> Outcome 
         "every worker was reaped: {:?}",
         children()
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+fn a_plugin_file_compiled_by_the_worker_runs_plain_and_metered() -> Outcome {
+    // The shipped dfl plugin as a file, under a digest of its own: nothing has it compiled.
+    let dfl = std::fs::read(support::guest("accelhost_plugin_dfl")).unwrap();
+    let tag = format!("worker-{}", std::process::id());
+    let (dir, file, cache) = dir_with("dfl-file.wasm", &crafted::tagged(dfl, &tag));
+    let entry = |name: &str, fuel: &str| {
+        format!(
+            r#"{{"name": "{name}", "module": "{}", "grants": {{"devices": ["emu:dfl0"]}},
+                "load_policy": {{"compile_timeout_ms": 60000 {fuel}}}}}"#,
+            json_path(&file)
+        )
+    };
+    let plugins = [
+        entry("plain", ""),
+        entry("metered", r#", "fuel": 100000000"#),
+    ];
+    let (host, _) = start(config_beside_dfl(&dir, &plugins), &cache);
+    let host = host.expect("the plugin files load");
+    for plugin in ["plain", "metered"] {
+        assert_eq!(status_of(&host, plugin), PluginStatus::Running, "{plugin}");
+    }
+    let found = host.enumerate(&[]);
+    let ids: Vec<String> = found.tokens.iter().map(|t| t.id().to_string()).collect();
+    for id in ["plain/emu:dfl0", "metered/emu:dfl0", "dfl/emu:dfl0"] {
+        assert!(ids.iter().any(|i| i == id), "{id} in {ids:?}");
+    }
+    assert!(children().is_empty());
+    // The worker's code, plain and metered, is cached for the next start.
+    assert_eq!(compiled_entries_but_dfls(&cache).len(), 2);
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

@@ -426,12 +426,13 @@ fn outcome(
 }
 
 /// Whether a worker's stderr says an allocation failed: Rust's message before it aborts,
-/// or an `ENOMEM` from a mapping wasmtime asked for.
+/// an `ENOMEM` from a mapping wasmtime asked for, or no room for the wasm itself.
 fn says_out_of_memory(stderr: &str) -> bool {
     [
         "memory allocation of",
         "Cannot allocate memory",
         "os error 12",
+        "out of memory",
     ]
     .iter()
     .any(|sign| stderr.contains(sign))
@@ -687,6 +688,8 @@ mod tests {
             ),
             oom
         );
+        let no_room = "reading the component from stdin: out of memory";
+        assert_eq!(end(exited(EXIT_BAD_REQUEST), no_frame(), no_room), oom);
         assert_eq!(
             end(exited(EXIT_INVALID), no_frame(), "invalid function body\n"),
             Err(CompileFailure::Invalid {
