@@ -5,7 +5,8 @@
 //! cache's entries, in `refused/` (one small record per digest and engine, written and read
 //! under the cache's trust rules). A changed file has another digest and is tried afresh; a
 //! refusal by a limit is tried again once the plugin's limit is larger than the one that
-//! ended it.
+//! ended it. What the linker refuses depends on the host as well as the engine, so a record
+//! names the host version and the WIT versions it serves, and another host ignores it.
 
 use std::io::Read;
 use std::os::unix::fs::DirBuilderExt;
@@ -20,6 +21,15 @@ use crate::error::CompileFailure;
 
 /// The first line of a refusal record.
 const MAGIC: &str = "accelhost-refused1";
+
+/// The second line of a refusal record: the host that refused, as far as linking goes.
+fn host_line() -> String {
+    format!(
+        "host {} serving accel:plugin@{}",
+        env!("CARGO_PKG_VERSION"),
+        super::served_versions()
+    )
+}
 /// The most of a record that is read: the cause's text is a worker's stderr tail at most.
 const MAX_RECORD: u64 = 8 << 10;
 
@@ -105,7 +115,8 @@ pub(super) fn remove(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32]) {
     }
 }
 
-/// A refusal as its record says it: the magic, the kind with its limit, then the text.
+/// A refusal as its record says it: the magic, the host, the kind with its limit, then the
+/// text.
 fn format(refusal: &LoadError) -> Option<String> {
     let (kind, text): (String, &str) = match refusal {
         LoadError::Compile(CompileFailure::TimedOut { limit_ms }) => {
@@ -119,12 +130,16 @@ fn format(refusal: &LoadError) -> Option<String> {
         LoadError::Incompatible { found } => ("incompatible".into(), found),
         _ => return None,
     };
-    Some(format!("{MAGIC}\n{kind}\n{text}"))
+    Some(format!("{MAGIC}\n{}\n{kind}\n{text}", host_line()))
 }
 
-/// The refusal a record's `text` says, if it is well formed.
+/// The refusal a record's `text` says, if it is well formed and this host's.
 fn parse(text: &str) -> Option<LoadError> {
     let rest = text.strip_prefix(MAGIC)?.strip_prefix('\n')?;
+    let (host, rest) = rest.split_once('\n')?;
+    if host != host_line() {
+        return None;
+    }
     let (kind, text) = rest.split_once('\n')?;
     let (kind, limit) = match kind.split_once(' ') {
         Some((kind, limit)) => (kind, Some(limit.parse::<u64>().ok()?)),
@@ -182,11 +197,24 @@ mod tests {
             text.replace("timed-out 1500", "timed-out many"),
             text.replace("timed-out 1500", "timed-out"),
             text.replace("timed-out", "bored"),
+            format!("{MAGIC}\ntimed-out 1500\n"),
             "invalid 12\ntext".into(),
             String::new(),
         ] {
             assert_eq!(parse(&damaged), None, "{damaged:?}");
         }
+    }
+
+    #[test]
+    fn another_hosts_refusal_is_not_believed() {
+        // A host serving other WIT versions may link what this one refused.
+        let text = format(&every_kind()[4]).unwrap();
+        assert!(text.contains(&format!(
+            "serving accel:plugin@{}",
+            super::super::served_versions()
+        )));
+        let other = text.replace(&host_line(), "host 0.9.0 serving accel:plugin@1.0.0");
+        assert_eq!(parse(&other), None, "{other}");
     }
 
     #[test]
