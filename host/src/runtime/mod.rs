@@ -6,8 +6,10 @@
 mod busy;
 mod cache;
 mod compile;
+mod engine;
 mod fault;
 mod instance;
+mod load_error;
 pub(crate) mod plugin;
 mod refusals;
 mod stdio;
@@ -19,12 +21,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{InstancePre, Linker};
-use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub(crate) use cache::FileIdentity;
 pub use cache::{CACHE_ENV, ComponentCache};
 pub use compile::PROGRESS_TARGET;
+pub(crate) use engine::engine_config;
 pub(crate) use instance::{CallFailure, PluginInstance};
+pub(crate) use load_error::LoadError;
 pub use versions::LATEST as WIT_VERSION;
 pub(crate) use versions::served as served_versions;
 pub(crate) use worker::CompileLimits;
@@ -79,35 +83,6 @@ pub(crate) struct LoadedComponent {
     pub exports: ExportIndex,
     /// The `accel:plugin` version the component was built against.
     pub wit_version: String,
-}
-
-/// Why a module could not become a plugin.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum LoadError {
-    /// Not a plugin at all; the text says why and what to do.
-    Unusable(String),
-    /// Built against an incompatible `accel:plugin` version.
-    Incompatible { found: String },
-    /// Its compile failed or ran past a limit.
-    Compile(CompileFailure),
-    /// The host could not make the engine to compile it for.
-    Runtime(String),
-    /// A refusal remembered from an earlier attempt at the same digest.
-    Remembered(Box<LoadError>),
-}
-
-impl LoadError {
-    /// Whether the refusal is remembered by the component's digest: it is the component's
-    /// own doing, the same at every attempt (or it was remembered already).
-    pub fn is_remembered(&self) -> bool {
-        match self {
-            LoadError::Unusable(_) | LoadError::Incompatible { .. } | LoadError::Remembered(_) => {
-                true
-            }
-            LoadError::Compile(failure) => failure.is_the_components(),
-            LoadError::Runtime(_) => false,
-        }
-    }
 }
 
 pub(crate) struct Runtime {
@@ -186,22 +161,6 @@ pub(crate) fn runtime() -> Result<&'static Runtime, String> {
         .get_or_init(|| Runtime::new().map_err(|e| format!("cannot start the wasm runtime: {e:#}")))
         .as_ref()
         .map_err(Clone::clone)
-}
-
-/// The engine configuration of the plain (`metered: false`) or fuel-metering flavor, without
-/// its instance allocator. The one place it is made: a compile worker builds its engine from
-/// it too, so that the code it compiles is what the host's engine loads. The allocator is left
-/// out because it does not change compiled code (the engines' compatibility hashes agree).
-pub(crate) fn engine_config(metered: bool) -> wasmtime::Config {
-    let mut config = wasmtime::Config::new();
-    config
-        .wasm_component_model(true)
-        .epoch_interruption(true)
-        .consume_fuel(metered)
-        .concurrency_support(false)
-        .cranelift_opt_level(OptLevel::Speed)
-        .parallel_compilation(true);
-    config
 }
 
 impl Flavor {

@@ -4,14 +4,14 @@
 //!
 //! A binary becomes able to serve as a worker by calling [`serve_if_asked`] first thing in its
 //! `main` (the `accelhost` command does). The host runs `<worker> __accelhost-compile-worker
-//! <plain|metered>`, the worker found by [`program`]: `ACCELHOST_COMPILE_WORKER`, else the
+//! <plain|metered>`, the worker being `ACCELHOST_COMPILE_WORKER` if set, else the
 //! host's own executable if it serves, else none, and then the file compiles in the host's
 //! process, unbounded, as built-in plugins always do.
 //!
 //! The exchange: the host writes the wasm on the worker's stdin as one frame (its length as
 //! 8 little-endian bytes, then the bytes) and keeps stdin open; the worker compiles it with an
 //! engine made by the host's own engine configuration and writes the compiled code on stdout
-//! as one frame, or wasmtime's error on stderr with exit status [`EXIT_INVALID`]. A worker
+//! as one frame, or wasmtime's error on stderr with an exit status of its own. A worker
 //! whose stdin ends (the host died or gave up) exits at once. The host reads at most
 //! `compile_memory_mib` of output, kills and reaps the worker at the deadline (or when the
 //! waiting thread unwinds), and tells a limit from a crash by how the worker ended.
@@ -202,7 +202,7 @@ fn serve(flavor: Option<&str>) -> i32 {
         eprintln!("accelhost compile worker: cannot start its watchdog: {err}");
         return EXIT_NO_ENGINE;
     }
-    let engine = match wasmtime::Engine::new(&super::engine_config(metered)) {
+    let engine = match wasmtime::Engine::new(&super::engine::engine_config(metered)) {
         Ok(engine) => engine,
         Err(err) => {
             eprintln!("accelhost compile worker: cannot make its engine: {err:#}");

@@ -1,0 +1,33 @@
+//! Why a module could not become a plugin, apart from the runtime that loads modules: the
+//! refusals remembered by digest are these.
+
+use crate::error::CompileFailure;
+
+/// Why a module could not become a plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LoadError {
+    /// Not a plugin at all; the text says why and what to do.
+    Unusable(String),
+    /// Built against an incompatible `accel:plugin` version.
+    Incompatible { found: String },
+    /// Its compile failed or ran past a limit.
+    Compile(CompileFailure),
+    /// The host could not make the engine to compile it for.
+    Runtime(String),
+    /// A refusal remembered from an earlier attempt at the same digest.
+    Remembered(Box<LoadError>),
+}
+
+impl LoadError {
+    /// Whether the refusal is remembered by the component's digest: it is the component's
+    /// own doing, the same at every attempt (or it was remembered already).
+    pub fn is_remembered(&self) -> bool {
+        match self {
+            LoadError::Unusable(_) | LoadError::Incompatible { .. } | LoadError::Remembered(_) => {
+                true
+            }
+            LoadError::Compile(failure) => failure.is_the_components(),
+            LoadError::Runtime(_) => false,
+        }
+    }
+}
