@@ -62,6 +62,10 @@ pub struct LoadPolicy {
     /// `busy_window_ms × busy_percent / 100` (at least one whole `call_timeout_ms`) is allowed.
     #[serde(default = "default_busy_window_ms")]
     pub busy_window_ms: u64,
+    /// Cap on the size of the plugin's module file, in MiB, checked before any of it is read:
+    /// a plugin path naming a huge file must not fill the host's memory.
+    #[serde(default = "default_max_module_mib")]
+    pub max_module_mib: u64,
 }
 
 fn default_max_restarts() -> u32 {
@@ -100,6 +104,11 @@ fn default_busy_percent() -> u32 {
 fn default_busy_window_ms() -> u64 {
     10_000
 }
+/// Seven times the largest SDK plugin measured (the Python SDK's NLB0 plugin, 17.9 MiB; the
+/// JavaScript one is 14 MiB), for larger plugins in those languages.
+fn default_max_module_mib() -> u64 {
+    128
+}
 
 impl Default for LoadPolicy {
     fn default() -> Self {
@@ -119,6 +128,7 @@ impl Default for LoadPolicy {
             host_memory_mib: default_host_memory_mib(),
             busy_percent: default_busy_percent(),
             busy_window_ms: default_busy_window_ms(),
+            max_module_mib: default_max_module_mib(),
         }
     }
 }

@@ -464,6 +464,7 @@ fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
         ("host_memory_mib", policy.host_memory_mib, 1, 4096),
         ("busy_percent", u64::from(policy.busy_percent), 1, 100),
         ("busy_window_ms", policy.busy_window_ms, 100, 3_600_000),
+        ("max_module_mib", policy.max_module_mib, 1, 4096),
     ])
 }
 
@@ -507,7 +508,9 @@ fn resolve_module(text: &str, base: &Path) -> Result<ModuleSource, String> {
         candidates.extend(std::env::split_paths(&dirs).map(|d| d.join(path)));
     }
     for candidate in candidates {
-        if candidate.is_file() {
+        // Whatever is there is found: loading refuses a directory, FIFO or device by what it
+        // is, which says more than "not found" would.
+        if candidate.exists() {
             return Ok(ModuleSource::File(candidate));
         }
         tried.push(candidate.display().to_string());

@@ -611,4 +611,30 @@ mod tests {
         assert!(!trusted(&dir, true));
         std::fs::remove_dir(&dir).unwrap();
     }
+
+    #[test]
+    fn a_remembered_digest_does_not_let_a_file_past_its_limits() {
+        use crate::config::{Config, ConfigSource};
+        let (cache, file, base) = cache_and_file("digest-limits");
+        // One byte over 1 MiB, and remembered as the dfl plugin: a load that believed the
+        // record before measuring the file would start the dfl plugin.
+        write_old(&file, &vec![0u8; (1 << 20) + 1]);
+        let dfl_sha = crate::builtin::digest("dfl").unwrap();
+        cache.remember_digest_at(&identity(&file), &dfl_sha, later());
+        assert_eq!(cache.known_digest(&identity(&file)), Some(dfl_sha));
+        let text = format!(
+            r#"{{"plugins": [{{"name": "p", "module": "{}", "load_policy": {{"max_module_mib": 1}}}}]}}"#,
+            file.display()
+        );
+        let config = Config::parse(&text, ConfigSource::Embedded).unwrap();
+        let err = match crate::manager::load_module(&config.plugins[0], &cache) {
+            Ok(_) => panic!("the remembered digest let a file over the limit in"),
+            Err(err) => err.to_string(),
+        };
+        assert!(
+            err.contains("over the 1 MiB limit (load_policy.max_module_mib)"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
