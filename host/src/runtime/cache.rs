@@ -2,6 +2,7 @@
 //! engine's compatibility hash, and carries a CRC-32 of its own bytes. Only files this host
 //! wrote are deserialized: the directory must be owned by this user and closed to others, the
 //! entry must be owned by this user and not writable by others, and its checksum must match.
+//! Nothing is created in a folder of the cache before the folder has passed the same check.
 //!
 //! The checksum only catches a damaged entry (a torn or corrupted file): it sits in the same
 //! file, so whoever could rewrite the entry could rewrite it too, and trust comes from the
@@ -171,19 +172,10 @@ impl ComponentCache {
         if !identity.settled_at(now) || self.known_digest(identity) == Some(*sha) {
             return;
         }
-        let result = (|| -> std::io::Result<()> {
-            let files = path.parent().expect("the digest file is in files/");
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(files)?;
-            if !trusted(dir, true) || !trusted(files, true) {
-                return Err(std::io::Error::other(
-                    "the cache directory is not owned by this user or is open to others",
-                ));
-            }
-            write_replacing(&path, identity.record(sha).as_bytes())
-        })();
+        let files = path.parent().expect("the digest file is in files/");
+        let result = trusted_folder(dir)
+            .and_then(|()| trusted_folder(files))
+            .and_then(|()| write_replacing(&path, identity.record(sha).as_bytes()));
         if let Err(err) = result {
             tracing::warn!(dir = %dir.display(), "cannot remember a plugin file's digest: {err}");
         }
@@ -235,26 +227,43 @@ impl ComponentCache {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha)) else {
             return;
         };
-        let result = (|| -> std::io::Result<()> {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-            if !trusted(dir, true) {
-                return Err(std::io::Error::other(
-                    "the cache directory is not owned by this user or is open to others",
-                ));
-            }
+        let result = trusted_folder(dir).and_then(|()| {
             let payload = component.serialize().map_err(std::io::Error::other)?;
             let mut bytes = Vec::with_capacity(HEADER + payload.len());
             bytes.extend_from_slice(MAGIC);
             bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
             bytes.extend_from_slice(&payload);
             write_replacing(&path, &bytes)
-        })();
+        });
         if let Err(err) = result {
             tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}");
         }
+    }
+}
+
+/// Makes the cache folder `path` if it is absent (private, with any parents it lacks), then
+/// checks that it can be trusted: a directory, not a link, owned by this user and closed to
+/// others. Every writer goes through this before it creates anything inside the folder.
+fn trusted_folder(path: &Path) -> std::io::Result<()> {
+    let private = || {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700);
+        builder
+    };
+    match private().create(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            private().recursive(true).create(path)?
+        }
+        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(path)?;
+    match distrust(&meta, true) {
+        None => Ok(()),
+        Some(why) => Err(std::io::Error::other(format!(
+            "{} {why}: the compile cache keeps nothing there",
+            path.display()
+        ))),
     }
 }
 
@@ -374,10 +383,37 @@ fn trusted(path: &Path, is_dir: bool) -> bool {
 
 /// [`trusted`] for metadata already read.
 fn trusted_metadata(meta: &std::fs::Metadata, is_dir: bool) -> bool {
+    distrust(meta, is_dir).is_none()
+}
+
+/// Why the cache folder (`is_dir`) or file that `meta` describes is not trusted, if it is not:
+/// it must be of that kind (a link is neither), owned by this user, and not writable by group
+/// or others (a folder: not even readable).
+fn distrust(meta: &std::fs::Metadata, is_dir: bool) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let closed = if is_dir { 0o077 } else { 0o022 };
-    meta.uid() == me && meta.mode() & closed == 0 && (meta.is_dir() == is_dir)
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        Some("is a link".into())
+    } else if (is_dir && !kind.is_dir()) || (!is_dir && !kind.is_file()) {
+        Some(format!(
+            "is not a {}",
+            if is_dir { "folder" } else { "regular file" }
+        ))
+    } else if meta.uid() != me {
+        Some(format!(
+            "is owned by uid {}, not by this user (uid {me})",
+            meta.uid()
+        ))
+    } else if meta.mode() & closed != 0 {
+        Some(format!(
+            "is open to others (mode {:o})",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    }
 }
 
 /// The checksum an entry's header gives for its payload, if `bytes` start with a header.
@@ -635,6 +671,110 @@ mod tests {
             err.contains("over the 1 MiB limit (load_policy.max_module_mib)"),
             "{err}"
         );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// The smallest component: a component binary's header and no sections.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    fn engine_and_component() -> (Engine, Component) {
+        let engine = Engine::default();
+        let component = Component::from_binary(&engine, EMPTY_COMPONENT).unwrap();
+        (engine, component)
+    }
+
+    /// A fresh base directory for test `name`, with a private `cache` folder path in it (not
+    /// made).
+    fn fresh_base(name: &str) -> (PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!("accelhost-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let cache = base.join("cache");
+        (base, cache)
+    }
+
+    fn private_dir(path: &Path) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+            .unwrap();
+    }
+
+    /// Stores an entry and remembers a digest through `cache`, whose folder is untrusted.
+    fn write_both(cache: &ComponentCache, plugin: &Path) {
+        let (engine, component) = engine_and_component();
+        cache.store(&engine, &[1; 32], &component);
+        cache.remember_digest_at(&identity(plugin), &[1; 32], later());
+        assert!(cache.load(&engine, &[1; 32]).is_none());
+        assert_eq!(cache.known_digest(&identity(plugin)), None);
+    }
+
+    fn listing(dir: &Path) -> Vec<PathBuf> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_cache_folder_open_to_others_or_behind_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_, file, base) = cache_and_file("untrusted-folder");
+        let dir = base.join("cache");
+        for mode in [0o777, 0o750, 0o701] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            write_both(&ComponentCache::at(Some(dir.clone())), &file);
+            assert_eq!(listing(&dir), Vec::<PathBuf>::new(), "mode {mode:o}");
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        write_both(&ComponentCache::at(Some(link)), &file);
+        assert_eq!(listing(&dir), Vec::<PathBuf>::new(), "through a link");
+        // A private cache folder with an open `files/`: entries are kept, records are not.
+        private_dir(&dir.join("files"));
+        std::fs::set_permissions(dir.join("files"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        ComponentCache::at(Some(dir.clone())).remember_digest_at(
+            &identity(&file),
+            &[1; 32],
+            later(),
+        );
+        assert_eq!(listing(&dir.join("files")), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_cache_folder_of_another_user() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: giving a folder to another user (uid 65534) needs root");
+            return;
+        }
+        let (_, file, base) = cache_and_file("foreign-folder");
+        let dir = base.join("cache");
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+        write_both(&ComponentCache::at(Some(dir.clone())), &file);
+        assert_eq!(listing(&dir), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_missing_cache_folder_is_made_private_with_its_parents() {
+        use std::os::unix::fs::PermissionsExt;
+        let (engine, component) = engine_and_component();
+        let (base, _) = fresh_base("missing-folder");
+        let dir = base.join("a/b/cache");
+        let cache = ComponentCache::at(Some(dir.clone()));
+        cache.store(&engine, &[1; 32], &component);
+        assert!(cache.load(&engine, &[1; 32]).is_some());
+        for folder in [base.join("a"), base.join("a/b"), dir.clone()] {
+            let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", folder.display());
+        }
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
