@@ -13,16 +13,21 @@
 //! bytes it copies into fresh memory: ~180 µs less per start (BENCHMARKS.md, round two).
 //!
 //! Beside the entries, `files/` remembers the digest of each plugin file loaded from disk, one
-//! record per path (a rebuilt plugin replaces its record), with the file's identity (device,
-//! inode, size, modification and change times) when the digest was taken, so that
-//! starting a plugin file that has not been written since needs no reading or hashing of it
-//! (a 15 MiB JavaScript plugin: ~24 ms of every start). Any write changes the change time,
+//! record per path (a rebuilt plugin replaces its record), with the path and the file's
+//! identity (device, inode, size, modification and change times) when the digest was taken, so
+//! that starting a plugin file that has not been written since needs no reading or hashing of
+//! it (a 15 MiB JavaScript plugin: ~24 ms of every start). Any write changes the change time,
 //! which nobody can set; a digest is remembered only once its file's change time lies
 //! [`SETTLED`] in the past, so a write within the timestamps' granularity of the last one
 //! cannot go unseen.
+//!
+//! After every write, the records of plugin files whose path is gone or that went unused for
+//! [`UNUSED_RECORD`] (a use sets a record's modification time) are removed, and so are
+//! temporary files that crashed writers left.
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,18 +41,27 @@ pub const CACHE_ENV: &str = "ACCELHOST_CACHE_DIR";
 const MAGIC: &[u8; 16] = b"accelhost-cwasm2";
 /// An entry's header: the magic, then the CRC-32 of the payload (little-endian).
 const HEADER: usize = MAGIC.len() + 4;
-/// The first word of a remembered digest.
-const DIGEST_MAGIC: &str = "accelhost-file-digest1";
+/// The first word of a remembered digest. Version 2 carries the path, so that the record of
+/// a path that is gone can be found; version 1 records are removed.
+const DIGEST_MAGIC: &str = "accelhost-file-digest2";
+/// The folder of the remembered digests, inside the cache.
+const FILES: &str = "files";
+/// The longest digest record: room for a path of 4096 bytes in hex, and the fields.
+const MAX_RECORD: usize = 16 << 10;
 /// How long a file must have gone unchanged before its digest is remembered: more than the
 /// timestamp granularity of any filesystem a plugin is likely to sit on.
 const SETTLED: Duration = Duration::from_secs(2);
+/// A digest record not used for this long is removed even if its file is still there.
+const UNUSED_RECORD: Duration = Duration::from_secs(90 * 24 * 3600);
+/// A temporary file this old is a crashed writer's: no write of the cache takes that long.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
 
 /// What a plugin file is, as far as its path and metadata tell: writing it changes at least
 /// its change time, so an unchanged identity means unchanged bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FileIdentity {
-    /// The start of the sha256 of the path the file was opened by: its record's name.
-    path: [u8; 16],
+    /// The path the file was opened by, made absolute.
+    path: PathBuf,
     device: u64,
     inode: u64,
     size: u64,
@@ -56,19 +70,24 @@ pub(crate) struct FileIdentity {
 }
 
 impl FileIdentity {
-    /// The identity of the file at `path`, which `meta` describes.
+    /// The identity of the file at `path`, which `meta` describes. A relative path is taken
+    /// from the current directory, so that a record names the same file for every host that
+    /// reads it, whatever its own current directory.
     pub(crate) fn of(path: &Path, meta: &std::fs::Metadata) -> FileIdentity {
-        use sha2::{Digest, Sha256};
-        use std::os::unix::ffi::OsStrExt;
-        let digest = Sha256::digest(path.as_os_str().as_bytes());
         FileIdentity {
-            path: digest[..16].try_into().expect("a sha256 has 32 bytes"),
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             device: meta.dev(),
             inode: meta.ino(),
             size: meta.size(),
             modified: (meta.mtime(), meta.mtime_nsec()),
             changed: (meta.ctime(), meta.ctime_nsec()),
         }
+    }
+
+    /// The name of its path's record: the start of the sha256 of the path.
+    fn record_name(&self) -> String {
+        use sha2::{Digest, Sha256};
+        hex(&Sha256::digest(self.path.as_os_str().as_bytes())[..16])
     }
 
     /// Whether the file last changed at least [`SETTLED`] before `now`.
@@ -81,11 +100,13 @@ impl FileIdentity {
         now.checked_sub(changed).is_some_and(|age| age >= SETTLED)
     }
 
-    /// The identity as a digest file states it, before the digest.
+    /// The identity as a digest record states it, before the digest: the path in hex (any
+    /// bytes a path may hold come back as they were), then the numbers.
     fn fields(&self) -> String {
+        let path = hex(self.path.as_os_str().as_bytes());
         let (device, inode, size) = (self.device, self.inode, self.size);
         let ((ms, mn), (cs, cn)) = (self.modified, self.changed);
-        format!("{DIGEST_MAGIC} {device} {inode} {size} {ms} {mn} {cs} {cn}")
+        format!("{DIGEST_MAGIC} {path} {device} {inode} {size} {ms} {mn} {cs} {cn}")
     }
 
     fn record(&self, sha: &[u8; 32]) -> String {
@@ -95,15 +116,29 @@ impl FileIdentity {
     /// The digest `text` remembers for this identity, if it remembers one for it.
     fn digest_in(&self, text: &str) -> Option<[u8; 32]> {
         let (recorded, sha) = text.strip_suffix('\n')?.rsplit_once(' ')?;
-        if sha.len() != 64 || recorded != self.fields() {
+        if recorded != self.fields() {
             return None;
         }
-        let mut digest = [0u8; 32];
-        for (byte, pair) in digest.iter_mut().zip(sha.as_bytes().chunks(2)) {
-            *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-        }
-        Some(digest)
+        unhex(sha)?.try_into().ok()
     }
+}
+
+/// The plugin file path a digest record of this version names, if `text` is one.
+fn recorded_path(text: &str) -> Option<PathBuf> {
+    let fields: Vec<&str> = text.strip_suffix('\n')?.split(' ').collect();
+    let [magic, path, numbers @ .., sha] = fields.as_slice() else {
+        return None;
+    };
+    let well_formed = *magic == DIGEST_MAGIC
+        && numbers.len() == 7
+        && numbers
+            .iter()
+            .all(|n| n.parse::<i64>().is_ok() || n.parse::<u64>().is_ok())
+        && unhex(sha).is_some_and(|sha| sha.len() == 32);
+    if !well_formed {
+        return None;
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(unhex(path)?)))
 }
 
 /// Where compiled plugins are kept between runs.
@@ -137,26 +172,19 @@ impl ComponentCache {
         self.dir.as_deref()
     }
 
-    fn digest_file(&self, identity: &FileIdentity) -> Option<(&Path, PathBuf)> {
-        let files = self.dir.as_ref()?.join("files");
-        let name = hex(&identity.path);
-        Some((self.dir.as_deref()?, files.join(name)))
-    }
-
     /// The sha256 remembered for the plugin file of `identity`, if that file has not been
-    /// written since it was taken.
+    /// written since it was taken. A record found is marked used.
     pub(crate) fn known_digest(&self, identity: &FileIdentity) -> Option<[u8; 32]> {
-        let (dir, path) = self.digest_file(identity)?;
-        if !trusted(dir, true) || !trusted(path.parent()?, true) {
+        let dir = self.dir.as_deref()?;
+        let files = dir.join(FILES);
+        if !trusted(dir, true) || !trusted(&files, true) {
             return None;
         }
-        let (mut file, _) = open_trusted(&path)?;
-        let mut text = String::new();
-        Read::by_ref(&mut file)
-            .take(512)
-            .read_to_string(&mut text)
-            .ok()?;
-        identity.digest_in(&text)
+        let (file, _) = open_trusted(&files.join(identity.record_name()))?;
+        let text = read_record(&file)?;
+        let digest = identity.digest_in(&text)?;
+        mark_used(&file);
+        Some(digest)
     }
 
     /// Remembers `sha` as the digest of the plugin file of `identity`, once the file has gone
@@ -166,18 +194,25 @@ impl ComponentCache {
     }
 
     fn remember_digest_at(&self, identity: &FileIdentity, sha: &[u8; 32], now: SystemTime) {
-        let Some((dir, path)) = self.digest_file(identity) else {
+        let Some(dir) = self.dir.as_deref() else {
             return;
         };
-        if !identity.settled_at(now) || self.known_digest(identity) == Some(*sha) {
+        let record = identity.record(sha);
+        if !identity.settled_at(now)
+            || record.len() > MAX_RECORD
+            || self.known_digest(identity) == Some(*sha)
+        {
             return;
         }
-        let files = path.parent().expect("the digest file is in files/");
+        let files = dir.join(FILES);
         let result = trusted_folder(dir)
-            .and_then(|()| trusted_folder(files))
-            .and_then(|()| write_replacing(&path, identity.record(sha).as_bytes()));
-        if let Err(err) = result {
-            tracing::warn!(dir = %dir.display(), "cannot remember a plugin file's digest: {err}");
+            .and_then(|()| trusted_folder(&files))
+            .and_then(|()| write_replacing(&files.join(identity.record_name()), record.as_bytes()));
+        match result {
+            Ok(()) => self.evict(),
+            Err(err) => {
+                tracing::warn!(dir = %dir.display(), "cannot remember a plugin file's digest: {err}")
+            }
         }
     }
 
@@ -235,9 +270,114 @@ impl ComponentCache {
             bytes.extend_from_slice(&payload);
             write_replacing(&path, &bytes)
         });
-        if let Err(err) = result {
-            tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}");
+        match result {
+            Ok(()) => self.evict(),
+            Err(err) => {
+                tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}")
+            }
         }
+    }
+
+    /// Removes temporary files of crashed writers, and the digest records of paths that are
+    /// gone, unused for [`UNUSED_RECORD`], or of an older format. Other hosts may be doing the
+    /// same in the same cache: a file that vanishes here was removed by another, which is fine.
+    fn evict(&self) {
+        let Some(dir) = self.dir.as_deref() else {
+            return;
+        };
+        if !trusted(dir, true) {
+            return;
+        }
+        let now = SystemTime::now();
+        for (path, meta) in regular_files(dir) {
+            remove_if_stale_temp(&path, &meta, now);
+        }
+        let files = dir.join(FILES);
+        if trusted(&files, true) {
+            evict_records(&files, now);
+        }
+    }
+}
+
+/// Removes from the digest folder `files` the records that will not be used again (see
+/// [`ComponentCache::evict`]).
+fn evict_records(files: &Path, now: SystemTime) {
+    for (path, meta) in regular_files(files) {
+        if remove_if_stale_temp(&path, &meta, now) || path.extension().is_some() {
+            continue;
+        }
+        let unused = meta
+            .modified()
+            .ok()
+            .and_then(|used| now.duration_since(used).ok())
+            .is_some_and(|age| age > UNUSED_RECORD);
+        let Some((file, _)) = open_trusted(&path) else {
+            continue;
+        };
+        let gone = match read_record(&file).as_deref().and_then(recorded_path) {
+            Some(plugin) => std::fs::metadata(plugin)
+                .is_err_and(|err| matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR))),
+            None => true,
+        };
+        if unused || gone {
+            remove_quietly(&path);
+        }
+    }
+}
+
+/// The regular files directly in `dir` and their metadata (links are not followed), leaving
+/// out any that vanish while they are listed.
+fn regular_files(dir: &Path) -> impl Iterator<Item = (PathBuf, std::fs::Metadata)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|item| Some((item.path(), item.metadata().ok()?)))
+        .filter(|(_, meta)| meta.is_file())
+}
+
+/// Removes `path` if it is a temporary file older than [`STALE_TEMP`]; whether it was one.
+fn remove_if_stale_temp(path: &Path, meta: &std::fs::Metadata, now: SystemTime) -> bool {
+    if path.extension().is_none_or(|e| e != "tmp") {
+        return false;
+    }
+    let stale = meta
+        .modified()
+        .ok()
+        .and_then(|written| now.duration_since(written).ok())
+        .is_some_and(|age| age > STALE_TEMP);
+    if stale {
+        remove_quietly(path);
+    }
+    true
+}
+
+/// Removes `path`; whether it is gone, by this call or another host's.
+fn remove_quietly(path: &Path) -> bool {
+    match std::fs::remove_file(path) {
+        Ok(()) => true,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => true,
+        Err(err) => {
+            tracing::debug!(path = %path.display(), "cannot evict from the compile cache: {err}");
+            false
+        }
+    }
+}
+
+/// The text of a digest record, if it is one of at most [`MAX_RECORD`] bytes.
+fn read_record(file: &std::fs::File) -> Option<String> {
+    let mut text = String::new();
+    file.take(MAX_RECORD as u64 + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    (text.len() <= MAX_RECORD).then_some(text)
+}
+
+/// Marks the cache file open as `file` used now, for eviction by least recent use. Its owner
+/// may set its times through a read-only descriptor; a failure only makes it look older.
+fn mark_used(file: &std::fs::File) {
+    if let Err(err) = file.set_modified(SystemTime::now()) {
+        tracing::debug!("cannot mark a compile cache file used: {err}");
     }
 }
 
@@ -432,6 +572,17 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The bytes that `text`, lower- or upper-case hex, stands for.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -547,7 +698,7 @@ mod tests {
         // A record naming the same file by another identity is not taken either.
         let moved = FileIdentity {
             modified: (before.modified.0 + 1, before.modified.1),
-            ..before
+            ..before.clone()
         };
         assert_eq!(cache.known_digest(&moved), None);
         std::fs::remove_dir_all(&base).unwrap();
@@ -591,7 +742,7 @@ mod tests {
         let id = identity(&file);
         let sha = [9u8; 32];
         cache.remember_digest_at(&id, &sha, later());
-        let (_, record) = cache.digest_file(&id).unwrap();
+        let record = base.join("cache/files").join(id.record_name());
         let text = std::fs::read_to_string(&record).unwrap();
         for damaged in [
             text.replace(&hex(&sha), &hex(&sha)[..63]),
@@ -701,6 +852,115 @@ mod tests {
             .unwrap();
     }
 
+    /// Sets the last use (modification time) of `path` to `ago` before now.
+    fn used_ago(path: &Path, ago: Duration) {
+        std::fs::File::open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - ago)
+            .unwrap();
+    }
+
+    #[test]
+    fn temporary_files_of_crashed_writers_are_removed_once_stale() {
+        let (engine, component) = engine_and_component();
+        let (base, dir) = fresh_base("cache-tmp");
+        private_dir(&dir.join(FILES));
+        let stale = [dir.join("abc.1-0.tmp"), dir.join(FILES).join("def.2-0.tmp")];
+        let fresh = [dir.join("ghi.3-0.tmp"), dir.join(FILES).join("jkl.4-0.tmp")];
+        for path in stale.iter().chain(&fresh) {
+            std::fs::write(path, b"half an entry").unwrap();
+        }
+        for path in &stale {
+            used_ago(path, STALE_TEMP + Duration::from_secs(60));
+        }
+        ComponentCache::at(Some(dir.clone())).store(&engine, &[1; 32], &component);
+        for path in &stale {
+            assert!(!path.exists(), "{} was left", path.display());
+        }
+        for path in &fresh {
+            assert!(path.exists(), "{} may be a write under way", path.display());
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn records_of_plugin_files_gone_unused_or_of_another_format_are_evicted() {
+        let (engine, component) = engine_and_component();
+        let (cache, file, base) = cache_and_file("records-evicted");
+        let [gone, unused] = ["gone.wasm", "unused.wasm"].map(|name| base.join(name));
+        for path in [&gone, &unused] {
+            write_old(path, b"\0asm another plugin");
+        }
+        for (path, sha) in [(&file, 1u8), (&gone, 2), (&unused, 3)] {
+            cache.remember_digest_at(&identity(path), &[sha; 32], later());
+        }
+        let files = base.join("cache").join(FILES);
+        let record = |path: &Path| files.join(identity(path).record_name());
+        let unused_record = record(&unused);
+        let gone_record = record(&gone);
+        std::fs::remove_file(&gone).unwrap();
+        used_ago(&unused_record, UNUSED_RECORD + Duration::from_secs(3600));
+        let version_one = files.join("00112233445566778899aabbccddeeff");
+        let old = format!("accelhost-file-digest1 1 2 3 4 5 6 7 {}\n", hex(&[4; 32]));
+        std::fs::write(&version_one, old).unwrap();
+        cache.store(&engine, &[1; 32], &component);
+        assert!(
+            !gone_record.exists(),
+            "the record of a removed path is kept"
+        );
+        assert!(
+            !unused_record.exists(),
+            "a record unused for 90 days is kept"
+        );
+        assert!(!version_one.exists(), "a record of the old format is kept");
+        assert_eq!(cache.known_digest(&identity(&file)), Some([1; 32]));
+        assert_eq!(std::fs::read_dir(&files).unwrap().count(), 1);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_record_carries_any_path_and_refuses_damage() {
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(b"/p/a plugin\n\xff%.wasm"));
+        let id = FileIdentity {
+            path: path.clone(),
+            device: 1,
+            inode: 2,
+            size: 3,
+            modified: (-4, 5),
+            changed: (6, 7),
+        };
+        let text = id.record(&[9; 32]);
+        assert_eq!(text.matches('\n').count(), 1, "{text}");
+        assert_eq!(recorded_path(&text), Some(path));
+        assert_eq!(id.digest_in(&text), Some([9; 32]));
+        for damaged in [
+            text.replace(DIGEST_MAGIC, "accelhost-file-digest1"),
+            text.replacen(" 1 2 ", " 1 ", 1),
+            text.replace(&hex(&[9; 32]), &hex(&[9; 31])),
+            text.replacen("2f70", "2f7", 1),
+            text.trim_end().to_string(),
+        ] {
+            assert_eq!(recorded_path(&damaged), None, "{damaged}");
+            assert_eq!(id.digest_in(&damaged), None, "{damaged}");
+        }
+        // A path too long for a record is not remembered, and nothing is written for it.
+        let (cache, file, base) = cache_and_file("record-long");
+        let relative = FileIdentity::of(Path::new("plugin.wasm"), &file.metadata().unwrap());
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            relative.path,
+            cwd.join("plugin.wasm"),
+            "every host reads it alike"
+        );
+        let long = FileIdentity {
+            path: base.join("p".repeat(MAX_RECORD / 2)),
+            ..identity(&file)
+        };
+        cache.remember_digest_at(&long, &[1; 32], later());
+        assert!(!base.join("cache").join(FILES).exists());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
     /// Stores an entry and remembers a digest through `cache`, whose folder is untrusted.
     fn write_both(cache: &ComponentCache, plugin: &Path) {
         let (engine, component) = engine_and_component();
@@ -735,15 +995,14 @@ mod tests {
         write_both(&ComponentCache::at(Some(link)), &file);
         assert_eq!(listing(&dir), Vec::<PathBuf>::new(), "through a link");
         // A private cache folder with an open `files/`: entries are kept, records are not.
-        private_dir(&dir.join("files"));
-        std::fs::set_permissions(dir.join("files"), std::fs::Permissions::from_mode(0o777))
-            .unwrap();
+        private_dir(&dir.join(FILES));
+        std::fs::set_permissions(dir.join(FILES), std::fs::Permissions::from_mode(0o777)).unwrap();
         ComponentCache::at(Some(dir.clone())).remember_digest_at(
             &identity(&file),
             &[1; 32],
             later(),
         );
-        assert_eq!(listing(&dir.join("files")), Vec::<PathBuf>::new());
+        assert_eq!(listing(&dir.join(FILES)), Vec::<PathBuf>::new());
         std::fs::remove_dir_all(&base).unwrap();
     }
 
