@@ -1,6 +1,7 @@
-//! Plugin module files the host must not trust: what is not a regular file is refused by what
-//! it is, without waiting on it, and a file over `load_policy.max_module_mib` by its size,
-//! without reading it. The plugin beside each refused one starts and serves its card.
+//! The files a host reads and writes for its plugins. Module files it must not trust: what is
+//! not a regular file is refused by what it is, without waiting on it, and a file over
+//! `load_policy.max_module_mib` by its size, without reading it; the plugin beside each refused
+//! one starts and serves its card. And the compile cache, which stays under its cap.
 
 mod support;
 
@@ -10,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use accelhost::families::dfl::abi::nlb0;
-use accelhost::{ErrorCode, Host, OpenMode, PluginStatus};
+use accelhost::{ComponentCache, Config, ErrorCode, Host, OpenMode, PluginStatus};
 use support::{dfl_devices, dfl_plugin, guest, host, json_path, scratch_dir};
 
 /// Far longer than a host start takes here, short enough to report a blocked one.
@@ -166,4 +167,26 @@ fn a_file_over_a_small_max_module_mib_is_refused_and_one_within_it_loads() {
     );
     let host = start_within_bound(with_dfl("big", &over, r#""max_module_mib": 2"#)).unwrap();
     assert!(refused_beside_working_dfl(&host, "big").contains("over the 2 MiB limit"));
+}
+
+#[test]
+fn a_hosts_compile_cache_keeps_within_its_cap() {
+    let dir = scratch_dir("capped-cache").join("cache");
+    // Compiled afresh (the cxl and xocl plugins at least: no other test here loads them),
+    // each stored in turn under a cap that only the entry written last may exceed.
+    accelhost::perf::forget_loaded();
+    let host = Host::builder()
+        .config(Config::embedded_default())
+        .compile_cache(ComponentCache::at(Some(dir.clone())).with_max_bytes(1))
+        .build()
+        .unwrap();
+    for plugin in host.plugins() {
+        assert_eq!(plugin.status, PluginStatus::Running, "{}", plugin.name);
+    }
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
 }

@@ -35,6 +35,8 @@ Environment:
   ACCELHOST_CONFIG       config file to use when --config is not given
   ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
+  ACCELHOST_CACHE_MAX_MIB  the cache's cap; least recently used entries go first
+                         (default 2048)
   ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
                          (default 2048; 'off' instantiates on demand)
   ACCELHOST_LOG          log filter, such as 'accelhost=debug' (default: warnings, and a

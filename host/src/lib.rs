@@ -69,8 +69,9 @@ pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
 };
 pub use runtime::{
-    CACHE_ENV, ComponentCache, DEFAULT_POOL_INSTANCES, INSTANCE_BYTES, POOL_ENV, PROGRESS_TARGET,
-    WASI_RESOURCE_BYTES, WIT_PACKAGE, WIT_VERSION, instance_allocator, worst_case_host_memory,
+    CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB, DEFAULT_POOL_INSTANCES,
+    INSTANCE_BYTES, POOL_ENV, PROGRESS_TARGET, WASI_RESOURCE_BYTES, WIT_PACKAGE, WIT_VERSION,
+    instance_allocator, worst_case_host_memory,
 };
 pub use trace::{TRACE_ENV, TRACE_TARGETS, enabled_by_env as trace_enabled_by_env};
 pub use types::{BusAddress, EventKind, Guid, MemoryKind};

@@ -18,7 +18,8 @@ pub fn guest(name: &str) -> PathBuf {
     path
 }
 
-/// A compile cache shared by every test of this run.
+/// A compile cache shared by every test of this run, kept under `ACCELHOST_CACHE_MAX_MIB`'s
+/// default cap (least recently used entries go first), as every cache is.
 pub fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
 }

@@ -21,9 +21,10 @@
 //! [`SETTLED`] in the past, so a write within the timestamps' granularity of the last one
 //! cannot go unseen.
 //!
-//! After every write, the records of plugin files whose path is gone or that went unused for
-//! [`UNUSED_RECORD`] (a use sets a record's modification time) are removed, and so are
-//! temporary files that crashed writers left.
+//! The cache is bounded: after every write, entries are removed least recently used first
+//! (a use sets an entry's modification time) until they fit under the cap
+//! ([`CACHE_MAX_ENV`]), and so are the records of plugin files whose path is gone or that went
+//! unused for [`UNUSED_RECORD`], and temporary files that crashed writers left.
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -37,6 +38,13 @@ use wasmtime::component::Component;
 
 /// Environment variable that moves the cache (`off` disables it).
 pub const CACHE_ENV: &str = "ACCELHOST_CACHE_DIR";
+/// Environment variable with the cap on the compiled entries of the cache, in MiB (default
+/// [`DEFAULT_CACHE_MAX_MIB`]; `0` or unset: the default).
+pub const CACHE_MAX_ENV: &str = "ACCELHOST_CACHE_MAX_MIB";
+/// The cache's cap when [`CACHE_MAX_ENV`] does not give one: thousands of entries the size
+/// of the shipped plugins' (0.5–0.7 MiB compiled), where the test suite's cache, unbounded,
+/// had grown to 5.3 GB.
+pub const DEFAULT_CACHE_MAX_MIB: u64 = 2048;
 /// Version 2: a CRC-32 instead of a SHA-256 (version 1 entries are compiled again, once).
 const MAGIC: &[u8; 16] = b"accelhost-cwasm2";
 /// An entry's header: the magic, then the CRC-32 of the payload (little-endian).
@@ -141,14 +149,16 @@ fn recorded_path(text: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(unhex(path)?)))
 }
 
-/// Where compiled plugins are kept between runs.
+/// Where compiled plugins are kept between runs, and how much of them.
 #[derive(Clone, Debug)]
 pub struct ComponentCache {
     dir: Option<PathBuf>,
+    max_bytes: u64,
 }
 
 impl ComponentCache {
-    /// `ACCELHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/accelhost`, else `~/.cache/accelhost`.
+    /// `ACCELHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/accelhost`, else `~/.cache/accelhost`,
+    /// capped by `ACCELHOST_CACHE_MAX_MIB`.
     pub fn from_env() -> Self {
         let dir = match std::env::var_os(CACHE_ENV) {
             Some(v) if v == "off" => None,
@@ -159,17 +169,34 @@ impl ComponentCache {
                 .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
                 .map(|d| d.join("accelhost")),
         };
-        ComponentCache { dir }
+        ComponentCache::at(dir)
     }
 
-    /// A cache in `dir`, or none.
+    /// A cache in `dir`, or none, capped by `ACCELHOST_CACHE_MAX_MIB`.
     pub fn at(dir: Option<PathBuf>) -> Self {
-        ComponentCache { dir }
+        let mib = max_mib(std::env::var(CACHE_MAX_ENV).ok().as_deref());
+        ComponentCache {
+            dir,
+            max_bytes: mib.saturating_mul(1 << 20),
+        }
+    }
+
+    /// The same cache with its compiled entries capped at `max_bytes` in all, for embedders
+    /// that do not configure through the environment. The entry written last is kept even if
+    /// it alone is larger.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     /// The cache directory, or `None` when nothing is kept on disk.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    /// The cap on the compiled entries, in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The sha256 remembered for the plugin file of `identity`, if that file has not been
@@ -209,7 +236,7 @@ impl ComponentCache {
             .and_then(|()| trusted_folder(&files))
             .and_then(|()| write_replacing(&files.join(identity.record_name()), record.as_bytes()));
         match result {
-            Ok(()) => self.evict(),
+            Ok(()) => self.evict(None),
             Err(err) => {
                 tracing::warn!(dir = %dir.display(), "cannot remember a plugin file's digest: {err}")
             }
@@ -223,7 +250,8 @@ impl ComponentCache {
         self.dir.as_ref().map(|d| d.join(name))
     }
 
-    /// The cached compilation of the wasm with hash `wasm_sha`, if a trusted one exists.
+    /// The cached compilation of the wasm with hash `wasm_sha`, if a trusted one exists. An
+    /// entry found is marked used, which keeps it from eviction longest.
     pub fn load(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<Component> {
         let dir = self.dir.as_ref()?;
         let path = self.entry(engine, wasm_sha)?;
@@ -249,7 +277,10 @@ impl ComponentCache {
             }
         };
         match deserialized {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                mark_used(&file);
+                Some(component)
+            }
             Err(err) => {
                 tracing::debug!(path = %path.display(), "ignoring a cache entry: {err}");
                 None
@@ -257,7 +288,8 @@ impl ComponentCache {
         }
     }
 
-    /// Stores a compilation; failures only cost the next start a recompile.
+    /// Stores a compilation, then evicts what the cap leaves no room for; failures only cost
+    /// the next start a recompile.
     pub fn store(&self, engine: &Engine, wasm_sha: &[u8; 32], component: &Component) {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha)) else {
             return;
@@ -271,17 +303,19 @@ impl ComponentCache {
             write_replacing(&path, &bytes)
         });
         match result {
-            Ok(()) => self.evict(),
+            Ok(()) => self.evict(Some(&path)),
             Err(err) => {
                 tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}")
             }
         }
     }
 
-    /// Removes temporary files of crashed writers, and the digest records of paths that are
-    /// gone, unused for [`UNUSED_RECORD`], or of an older format. Other hosts may be doing the
-    /// same in the same cache: a file that vanishes here was removed by another, which is fine.
-    fn evict(&self) {
+    /// Removes the least recently used entries until the entries fit under the cap (never
+    /// `keep`, the one just written), temporary files of crashed writers, and the digest
+    /// records of paths that are gone, unused for [`UNUSED_RECORD`], or of an older format.
+    /// Other hosts may be reading and evicting the same cache: a reader keeps the entry it
+    /// opened, and a file that vanishes here was removed by another host, which is fine.
+    fn evict(&self, keep: Option<&Path>) {
         let Some(dir) = self.dir.as_deref() else {
             return;
         };
@@ -289,8 +323,29 @@ impl ComponentCache {
             return;
         }
         let now = SystemTime::now();
+        let mut total = 0u64;
+        let mut candidates = Vec::new();
         for (path, meta) in regular_files(dir) {
-            remove_if_stale_temp(&path, &meta, now);
+            if remove_if_stale_temp(&path, &meta, now) {
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "cwasm") {
+                continue;
+            }
+            total = total.saturating_add(meta.len());
+            if Some(path.as_path()) != keep {
+                let used = meta.modified().unwrap_or(UNIX_EPOCH);
+                candidates.push((used, path, meta.len()));
+            }
+        }
+        candidates.sort();
+        for (_, path, len) in candidates {
+            if total <= self.max_bytes {
+                break;
+            }
+            if remove_quietly(&path) {
+                total -= len;
+            }
         }
         let files = dir.join(FILES);
         if trusted(&files, true) {
@@ -378,6 +433,25 @@ fn read_record(file: &std::fs::File) -> Option<String> {
 fn mark_used(file: &std::fs::File) {
     if let Err(err) = file.set_modified(SystemTime::now()) {
         tracing::debug!("cannot mark a compile cache file used: {err}");
+    }
+}
+
+/// The cap `ACCELHOST_CACHE_MAX_MIB` gives, in MiB: its value, or the default when it is
+/// unset, empty or `0`; a value that is not a number is warned about and the default used.
+fn max_mib(value: Option<&str>) -> u64 {
+    match value.map(str::trim) {
+        None | Some("") => DEFAULT_CACHE_MAX_MIB,
+        Some(text) => match text.parse::<u64>() {
+            Ok(0) => DEFAULT_CACHE_MAX_MIB,
+            Ok(mib) => mib,
+            Err(_) => {
+                tracing::warn!(
+                    "{CACHE_MAX_ENV}={text:?} is not a number of MiB; the compile cache keeps \
+                     up to the default {DEFAULT_CACHE_MAX_MIB} MiB"
+                );
+                DEFAULT_CACHE_MAX_MIB
+            }
+        },
     }
 }
 
@@ -852,12 +926,81 @@ mod tests {
             .unwrap();
     }
 
+    /// The compiled entries in `dir`, and their total size.
+    fn entries(dir: &Path) -> (Vec<PathBuf>, u64) {
+        let mut found: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .map(|e| (e.path(), e.metadata().unwrap().len()))
+            .collect();
+        found.sort();
+        let total = found.iter().map(|(_, len)| len).sum();
+        (found.into_iter().map(|(path, _)| path).collect(), total)
+    }
+
+    /// The size of the entry of the empty component.
+    fn entry_len(engine: &Engine, component: &Component) -> u64 {
+        let (base, dir) = fresh_base("entry-len");
+        ComponentCache::at(Some(dir.clone())).store(engine, &[0; 32], component);
+        let (_, total) = entries(&dir);
+        std::fs::remove_dir_all(&base).unwrap();
+        assert!(total > HEADER as u64);
+        total
+    }
+
     /// Sets the last use (modification time) of `path` to `ago` before now.
     fn used_ago(path: &Path, ago: Duration) {
         std::fs::File::open(path)
             .unwrap()
             .set_modified(SystemTime::now() - ago)
             .unwrap();
+    }
+
+    #[test]
+    fn the_entries_stay_under_the_cap_however_many_are_stored() {
+        let (engine, component) = engine_and_component();
+        let len = entry_len(&engine, &component);
+        let (base, dir) = fresh_base("cache-cap");
+        let cap = 3 * len + len / 2;
+        let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(cap);
+        for i in 1..=12u8 {
+            cache.store(&engine, &[i; 32], &component);
+            let (found, total) = entries(&dir);
+            assert!(total <= cap, "{total} bytes in {} entries", found.len());
+            assert!(found.contains(&cache.entry(&engine, &[i; 32]).unwrap()));
+        }
+        assert_eq!(entries(&dir).0.len(), 3);
+        // An entry larger than the cap on its own is kept while it is the newest.
+        let tiny = ComponentCache::at(Some(dir.clone())).with_max_bytes(1);
+        tiny.store(&engine, &[13; 32], &component);
+        assert_eq!(
+            entries(&dir).0,
+            vec![tiny.entry(&engine, &[13; 32]).unwrap()]
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_recently_loaded_entry_outlives_older_ones() {
+        let (engine, component) = engine_and_component();
+        let len = entry_len(&engine, &component);
+        let (base, dir) = fresh_base("cache-lru");
+        let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(3 * len + len / 2);
+        let entry = |i: u8| cache.entry(&engine, &[i; 32]).unwrap();
+        for i in 1..=3u8 {
+            cache.store(&engine, &[i; 32], &component);
+            used_ago(&entry(i), Duration::from_secs(3600 - 10 * u64::from(i)));
+        }
+        // The oldest, but loaded just now.
+        assert!(cache.load(&engine, &[1; 32]).is_some());
+        cache.store(&engine, &[4; 32], &component);
+        assert_eq!(entries(&dir).0, {
+            let mut kept = vec![entry(1), entry(3), entry(4)];
+            kept.sort();
+            kept
+        });
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
@@ -1035,5 +1178,57 @@ mod tests {
             assert_eq!(mode & 0o777, 0o700, "{}", folder.display());
         }
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn hosts_sharing_a_cache_store_load_and_evict_at_once() {
+        let (engine, component) = engine_and_component();
+        let len = entry_len(&engine, &component);
+        let (base, dir) = fresh_base("cache-shared");
+        let cap = 3 * len + len / 2;
+        std::thread::scope(|scope| {
+            for host in 0..4u8 {
+                let (engine, component, dir) = (&engine, &component, &dir);
+                scope.spawn(move || {
+                    // Each thread is a host of its own, with its own handle on the folder.
+                    let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(cap);
+                    for round in 0..20u8 {
+                        cache.store(engine, &[host * 20 + round; 32], component);
+                        for earlier in 0..=round {
+                            // Present or evicted by another host meanwhile; never broken.
+                            let _ = cache.load(engine, &[host * 20 + earlier; 32]);
+                        }
+                    }
+                });
+            }
+        });
+        let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(cap);
+        cache.store(&engine, &[200; 32], &component);
+        let (found, total) = entries(&dir);
+        assert!(total <= cap, "{total} bytes in {} entries", found.len());
+        for path in &found {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let sha: [u8; 32] = unhex(&name[..64]).unwrap().try_into().unwrap();
+            assert!(cache.load(&engine, &sha).is_some(), "{name} is damaged");
+        }
+        let temporary = listing(&dir)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
+            .count();
+        assert_eq!(temporary, 0, "a writer left its temporary file");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn the_cap_comes_from_the_environment_value() {
+        let default = DEFAULT_CACHE_MAX_MIB;
+        assert_eq!(max_mib(None), default);
+        assert_eq!(max_mib(Some("")), default);
+        assert_eq!(max_mib(Some("0")), default);
+        assert_eq!(max_mib(Some("lots")), default);
+        assert_eq!(max_mib(Some("-5")), default);
+        assert_eq!(max_mib(Some(" 64 ")), 64);
+        assert_eq!(max_mib(Some("18446744073709551615")), u64::MAX);
+        assert_eq!(ComponentCache::at(None).with_max_bytes(5).max_bytes(), 5);
     }
 }

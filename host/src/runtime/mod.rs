@@ -20,7 +20,7 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub(crate) use cache::FileIdentity;
-pub use cache::{CACHE_ENV, ComponentCache};
+pub use cache::{CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB};
 pub use compile::PROGRESS_TARGET;
 pub(crate) use instance::{CallFailure, PluginInstance};
 pub use versions::LATEST as WIT_VERSION;
