@@ -42,8 +42,9 @@ pub const CACHE_ENV: &str = "ACCELHOST_CACHE_DIR";
 /// [`DEFAULT_CACHE_MAX_MIB`]; `0` or unset: the default).
 pub const CACHE_MAX_ENV: &str = "ACCELHOST_CACHE_MAX_MIB";
 /// The cache's cap when [`CACHE_MAX_ENV`] does not give one: thousands of entries the size
-/// of the shipped plugins' (0.5–0.7 MiB compiled), where the test suite's cache, unbounded,
-/// had grown to 5.3 GB.
+/// of the shipped plugins' (0.5–0.7 MiB compiled), or some fifty JavaScript or Python ones
+/// (35–38 MiB compiled). Unbounded, the test suite's cache had grown to 5.3 GB, mostly of
+/// JavaScript and Python builds, which differ at every build.
 pub const DEFAULT_CACHE_MAX_MIB: u64 = 2048;
 /// Version 2: a CRC-32 instead of a SHA-256 (version 1 entries are compiled again, once).
 const MAGIC: &[u8; 16] = b"accelhost-cwasm2";
