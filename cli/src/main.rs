@@ -2,6 +2,7 @@
 //! serve. Each subcommand is a thin layer over the `accelhost` library.
 
 mod bench;
+mod bench_ledger;
 mod bench_metrics;
 mod bench_remote;
 mod check_config;
@@ -22,6 +23,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// Host memory is charged to the plugin the host works for where it is allocated
+/// (`accelhost::ledger`): the CLI and the node service run with the ledger.
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
 
 const AFTER_HELP: &str = "\
 Config lookup order: --config, then $ACCELHOST_ENDPOINT, then $ACCELHOST_CONFIG, then

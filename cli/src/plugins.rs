@@ -67,5 +67,19 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             &rows
         )
     );
+    println!(
+        "holds at most: {} (a plugin's linear memory and tables; its host memory, and as much \
+         again lifted from it or copied for it between two safe points; one import's copy; its \
+         DMA memory; WASI's objects; its instance's output buffers)",
+        accelhost::WORST_CASE_FORMULA
+    );
+    println!(
+        "host memory: {}",
+        if accelhost::ledger::is_installed() {
+            "every block the host allocates for a plugin, counted by the ledger"
+        } else {
+            "what the imports charge at their call sites (the ledger is off: ACCELHOST_LEDGER)"
+        }
+    );
     Ok(crate::exit::found(&missing))
 }

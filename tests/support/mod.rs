@@ -11,6 +11,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use accelhost::{Config, Host};
 
+/// The end-to-end tests run as the `accelhost` binary does: with the host-memory ledger as the
+/// allocator, so that what a plugin makes the host hold is charged where it is allocated.
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+
 /// The compiled wasm of a guest crate (underscored package name), as the build left it.
 pub fn guest(name: &str) -> PathBuf {
     let path = Path::new(accelhost::perf::GUEST_DIR).join(format!("{name}.wasm"));

@@ -1,6 +1,12 @@
 //! `accelhost-example-service [ADDRESS]`: serves the line protocol of the library docs on
 //! ADDRESS (default 127.0.0.1:7878), with the host's usual config lookup.
 
+/// The service charges the host memory each plugin makes it hold to that plugin, where it is
+/// allocated, as the `accelhost` binary does (`accelhost::ledger`); without these two lines
+/// the host falls back on the charges its call sites make.
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+
 fn main() -> anyhow::Result<()> {
     let address = std::env::args()
         .nth(1)
