@@ -19,7 +19,9 @@
 //!
 //! Every block carries a 16-byte header (the account, or none), so a free finds its account
 //! without a lookup; blocks allocated with no account entered cost the header and nothing
-//! else. The ledger never refuses an allocation (a null would abort the process, not end the
+//! else. A thread keeps what it charges to its current account in a count of its own, added
+//! to the account's shared count when it passes 256 KiB either way and when the thread leaves
+//! the account: a block allocated and freed within one call costs no atomic operation. The ledger never refuses an allocation (a null would abort the process, not end the
 //! plugin): it counts, and the host decides at safe points whether an account is over its
 //! limit.
 
@@ -52,9 +54,79 @@ const UNKNOWN: u8 = 0;
 const YES: u8 = 1;
 const NO: u8 = 2;
 
+/// How far the bytes a thread charged to its current account may run ahead of (or behind)
+/// the account's shared count before they are added to it: an allocation freed in the same
+/// call costs no atomic operation at all.
+const BATCH: i64 = 256 << 10;
+
 thread_local! {
     /// The account this thread's allocations are charged to, if any.
     static CURRENT: Cell<*const Cell64> = const { Cell::new(ptr::null()) };
+    /// Bytes charged (or credited, below zero) to `CURRENT` by this thread and not yet in its
+    /// shared count.
+    static PENDING: Cell<i64> = const { Cell::new(0) };
+}
+
+/// Adds what this thread has pending to its current account's shared count.
+fn flush_pending() {
+    let account = current();
+    let pending = PENDING.with(|p| p.replace(0));
+    if account.is_null() || pending == 0 {
+        return;
+    }
+    // SAFETY: the current account is live (its owner is inside `charge_while`), and with its
+    // owner there its count keeps the OPEN bit: adding this thread's share cannot free it.
+    unsafe {
+        if pending > 0 {
+            (*account).held.fetch_add(pending as u64, Ordering::Relaxed);
+        } else {
+            (*account)
+                .held
+                .fetch_sub(pending.unsigned_abs(), Ordering::AcqRel);
+        }
+    }
+}
+
+/// Adds `delta` to this thread's pending count for its current account, flushing it when it
+/// passes [`BATCH`] either way.
+#[inline]
+fn add_pending(delta: i64) {
+    let pending = PENDING.with(|p| {
+        let next = p.get() + delta;
+        p.set(next);
+        next
+    });
+    if !(-BATCH..=BATCH).contains(&pending) {
+        flush_pending();
+    }
+}
+
+/// Charges `bytes` to `account`.
+///
+/// # Safety
+/// `account` is live.
+#[inline]
+unsafe fn charge(account: *const Cell64, bytes: u64) {
+    if account == current() {
+        add_pending(bytes as i64);
+    } else {
+        // SAFETY: live by the caller's promise.
+        unsafe { (*account).held.fetch_add(bytes, Ordering::Relaxed) };
+    }
+}
+
+/// Credits `bytes` to `account`, which they were charged to.
+///
+/// # Safety
+/// `account` is live and `bytes` were charged to it.
+#[inline]
+unsafe fn discharge(account: *const Cell64, bytes: u64) {
+    if account == current() {
+        add_pending(-(bytes as i64));
+    } else {
+        // SAFETY: as the caller promised.
+        unsafe { credit(account, bytes) };
+    }
 }
 
 /// Whether the process's global allocator is a [`Ledger`]: found out once, by charging a
@@ -173,7 +245,12 @@ impl Account {
     /// included).
     pub fn held(&self) -> u64 {
         // SAFETY: the cell lives while its owner does.
-        unsafe { self.cell.as_ref() }.held.load(Ordering::Relaxed) & !OPEN
+        let shared = unsafe { self.cell.as_ref() }.held.load(Ordering::Relaxed) & !OPEN;
+        if current() == self.cell.as_ptr() as *const Cell64 {
+            shared.saturating_add_signed(PENDING.with(Cell::get))
+        } else {
+            shared
+        }
     }
 
     /// Runs `f`, charging what this thread allocates meanwhile to this account (the account
@@ -182,9 +259,11 @@ impl Account {
         struct Restore(*const Cell64);
         impl Drop for Restore {
             fn drop(&mut self) {
+                flush_pending();
                 CURRENT.with(|current| current.set(self.0));
             }
         }
+        flush_pending();
         let previous = CURRENT.with(|current| current.replace(self.cell.as_ptr()));
         let _restore = Restore(previous);
         f()
@@ -226,13 +305,21 @@ impl<A> Ledger<A> {
 }
 
 /// The header size and the layout the inner allocator sees for a block of `layout`.
+#[inline]
 fn outer(layout: Layout) -> Option<(usize, Layout)> {
     let header = layout.align().max(HEADER);
-    let size = layout.size().checked_add(header)?;
-    Some((header, Layout::from_size_align(size, header).ok()?))
+    if layout.size() > isize::MAX as usize - header {
+        return None;
+    }
+    // SAFETY: `header` is a power of two (an alignment, or 16), and the size, rounded up to
+    // it, stays within `isize::MAX` since the block's own size did with its alignment.
+    Some((header, unsafe {
+        Layout::from_size_align_unchecked(layout.size() + header, header)
+    }))
 }
 
 /// Whether this process's ledger passes blocks straight through ([`LEDGER_ENV`] is `off`).
+#[inline]
 fn passing_through() -> bool {
     match MODE.load(Ordering::Relaxed) {
         YES => false,
@@ -250,8 +337,9 @@ fn passing_through() -> bool {
 }
 
 /// The current thread's account (null when none, or when its thread-local is gone).
+#[inline]
 fn current() -> *const Cell64 {
-    CURRENT.try_with(Cell::get).unwrap_or(ptr::null())
+    CURRENT.with(Cell::get)
 }
 
 impl<A: GlobalAlloc> Ledger<A> {
@@ -259,6 +347,7 @@ impl<A: GlobalAlloc> Ledger<A> {
     ///
     /// # Safety
     /// As `GlobalAlloc::alloc`; `account` is null or a live cell.
+    #[inline]
     unsafe fn alloc_for(&self, layout: Layout, account: *const Cell64, zeroed: bool) -> *mut u8 {
         let Some((header, outer)) = outer(layout) else {
             return ptr::null_mut();
@@ -280,9 +369,7 @@ impl<A: GlobalAlloc> Ledger<A> {
             let block = base.add(header);
             (block.sub(8) as *mut *const Cell64).write(account);
             if !account.is_null() {
-                (*account)
-                    .held
-                    .fetch_add(block_cost(layout.size()), Ordering::Relaxed);
+                charge(account, block_cost(layout.size()));
             }
             block
         }
@@ -292,6 +379,7 @@ impl<A: GlobalAlloc> Ledger<A> {
 // SAFETY: every block handed out is `layout.size()` bytes at `layout.align()`, inside a larger
 // block of the inner allocator that is freed with the layout it was allocated with.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Ledger<A> {
+    #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if passing_through() {
             // SAFETY: as the caller promised.
@@ -302,6 +390,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Ledger<A> {
         unsafe { self.alloc_for(layout, current(), false) }
     }
 
+    #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if passing_through() {
             // SAFETY: as the caller promised.
@@ -311,6 +400,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Ledger<A> {
         unsafe { self.alloc_for(layout, current(), true) }
     }
 
+    #[inline]
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
         if passing_through() {
             // SAFETY: the block came from the inner allocator with this layout.
@@ -322,12 +412,13 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Ledger<A> {
         unsafe {
             let account = (block.sub(8) as *const *const Cell64).read();
             if !account.is_null() {
-                credit(account, block_cost(layout.size()));
+                discharge(account, block_cost(layout.size()));
             }
             self.inner.dealloc(block.sub(header), outer);
         }
     }
 
+    #[inline]
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if passing_through() {
             // SAFETY: the block came from the inner allocator with this layout.
@@ -368,10 +459,8 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Ledger<A> {
             // through zero while the block lives.
             // SAFETY: the account is live while this block is charged to it.
             unsafe {
-                (*account)
-                    .held
-                    .fetch_add(block_cost(new_size), Ordering::Relaxed);
-                credit(account, block_cost(layout.size()));
+                charge(account, block_cost(new_size));
+                discharge(account, block_cost(layout.size()));
             }
         }
         // SAFETY: the new inner block holds the header, then `new_size` bytes.

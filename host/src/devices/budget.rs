@@ -55,8 +55,8 @@ pub struct Budget {
     account: Option<Account>,
 }
 
-/// A plugin holds more host memory than its budget allows: found at a safe point (an import's
-/// entry or exit, a call's return), after the allocations that took it there.
+/// A plugin holds more host memory than its budget allows: found at a safe point (an epoch
+/// tick while its wasm runs, a call's return), after the allocations that took it there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "it made the host hold {held} bytes of {}, over its limit of {limit} bytes ({})",

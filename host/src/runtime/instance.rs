@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::{CallHook, Store, UpdateDeadline};
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtx;
 
 use super::LoadedComponent;
@@ -77,22 +77,9 @@ impl PluginInstance {
         // table: the plugin meets `max_resources` whichever counts first.
         let max_resources = store.data().ctx.policy.max_resources as usize;
         store.set_max_component_handles(max_resources);
-        // An import's entry and exit are safe points: a plugin whose imports made the host
-        // hold more than its host-memory budget is stopped there. (Without the ledger, the
-        // imports' charges refuse before the budget is passed: nothing to look at.)
-        if store.data().ctx.owner.host.is_ledgered() {
-            store.call_hook(|state, hook| match hook {
-                CallHook::CallingHost | CallHook::ReturningFromHost => state
-                    .data()
-                    .ctx
-                    .owner
-                    .host
-                    .check_held()
-                    .map_err(|over| HostLimit::from(over).into()),
-                CallHook::CallingWasm | CallHook::ReturningFromWasm => Ok(()),
-            });
-        }
-        // Every tick, while wasm runs: stop on a cancel or at the deadline, else go on.
+        // Every tick, while wasm runs: stop on a cancel, at the deadline, or when the host
+        // holds more for the plugin than its host-memory budget allows (a safe point between
+        // the imports that check what they take and the call's return), else go on.
         store.epoch_deadline_callback(|store| {
             let state = store.data();
             if state.ctx.control.is_cancelled(state.call) {
@@ -100,6 +87,7 @@ impl PluginInstance {
             } else if Instant::now() >= state.deadline() {
                 Err(Interrupted::Deadline.into())
             } else {
+                state.ctx.owner.host.check_held().map_err(HostLimit::from)?;
                 Ok(UpdateDeadline::Continue(1))
             }
         });
