@@ -246,7 +246,7 @@ impl Account {
     pub fn held(&self) -> u64 {
         // SAFETY: the cell lives while its owner does.
         let shared = unsafe { self.cell.as_ref() }.held.load(Ordering::Relaxed) & !OPEN;
-        if current() == self.cell.as_ptr() as *const Cell64 {
+        if std::ptr::eq(current(), self.cell.as_ptr()) {
             shared.saturating_add_signed(PENDING.with(Cell::get))
         } else {
             shared
