@@ -217,6 +217,35 @@ fn plugins_shows_module_version_state_grants_and_policy() {
 }
 
 #[test]
+fn plugins_states_the_worst_case_and_who_counts_host_memory() {
+    let dir = scratch_dir("ledger");
+    let out = accelhost(&dir, &["plugins"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("holds at most: {}", accelhost::WORST_CASE_FORMULA)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("counted by the ledger"), "{stdout}");
+    assert!(
+        stdout.contains("compiling: plugin files in a worker process"),
+        "the binary is its own compile worker: {stdout}"
+    );
+    // The binary installs the ledger: a running plugin's instance is charged to it.
+    let out = accelhost(&dir, &["plugins", "--json"], &[]);
+    let plugins: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dfl = &plugins.as_array().unwrap()[0];
+    let held = dfl["memory"]["host_bytes"].as_u64().unwrap();
+    assert!(held > 0, "its store and instance are counted: {dfl}");
+    let out = accelhost(&dir, &["plugins"], &[("ACCELHOST_LEDGER", "off")]);
+    assert!(
+        text(&out.stdout).contains("the ledger is off"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn the_instance_allocator_follows_accelhost_pool_instances() {
     let dir = scratch_dir("pool");
     let out = accelhost(&dir, &["plugins"], &[("ACCELHOST_POOL_INSTANCES", "off")]);

@@ -13,16 +13,16 @@
 mod support;
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use accelhost::perf::trimmed_resident_bytes;
+use accelhost::perf::{peak_resident_bytes, restart_peak, trimmed_resident_bytes};
 use accelhost::workloads::nlb0::loopback;
 use accelhost::workloads::{capi, vadd};
 use accelhost::{
     Error, ErrorCode, EventKind, FaultCause, Filter, Handle, Host, MemoryKind, OpenMode,
 };
-use accelhost::{PluginStatus, Token};
+use accelhost::{PluginStatus, Token, worst_case_host_memory};
 use support::{chaos_plugin_with, dfl_plugin, host};
 
 /// What an attack does and what it must come to.
@@ -176,6 +176,29 @@ fn expect_fault<T: std::fmt::Debug>(
             "expected a fault of another cause, got {}: {err}",
             err.code()
         )),
+    }
+}
+
+/// `Ok` if `result` was stopped by the plugin's host-memory budget: refused with
+/// `out-of-memory` by an import that checks before it takes memory, or faulted at a safe point
+/// where the ledger found more held than the budget allows (what amortized growth, such as a
+/// table doubling, takes past an import's check).
+fn expect_host_memory<T: std::fmt::Debug>(result: Result<T, Error>) -> Result<String, String> {
+    match result {
+        Err(err) if err.code() == ErrorCode::OutOfMemory => expect(
+            Err::<T, _>(err),
+            ErrorCode::OutOfMemory,
+            "load_policy.host_memory_mib",
+        ),
+        other => expect_fault(other, |c| {
+            matches!(
+                c,
+                FaultCause::ResourceLimit {
+                    field: "load_policy.host_memory_mib",
+                    ..
+                }
+            )
+        }),
     }
 }
 
@@ -958,11 +981,27 @@ fn other_attacks() -> Vec<Attack> {
 fn own_host(chaos: &[String]) -> Result<Host, String> {
     let mut plugins = vec![dfl_plugin(&["w0"])];
     plugins.extend_from_slice(chaos);
-    host(&format!(
+    let host = host(&format!(
         r#"{{"devices": [{{"id": "w0", "family": "dfl"}}, {{"id": "c0", "family": "cxl", "accelerator": "vadd"}}], "plugins": [{}]}}"#,
         plugins.join(", ")
     ))
-    .map_err(|e| format!("the host did not start: {e}"))
+    .map_err(|e| format!("the host did not start: {e}"))?;
+    ATTACKERS_WORST_CASE.fetch_add(attackers_worst_case(&host), Ordering::AcqRel);
+    Ok(host)
+}
+
+/// The worst case (`accelhost::worst_case_host_memory`) of every plugin of the hosts an attack
+/// runs that is not a well-behaved neighbour: what the attack may make the process hold.
+static ATTACKERS_WORST_CASE: AtomicU64 = AtomicU64::new(0);
+
+/// The sum of the worst cases of `host`'s plugins other than the shipped ones.
+fn attackers_worst_case(host: &Host) -> u64 {
+    host.config()
+        .plugins
+        .iter()
+        .filter(|p| !p.module_text.starts_with("builtin:") || p.module_text == "builtin:chaos")
+        .map(worst_case_host_memory)
+        .sum()
 }
 
 /// The status of plugin `name` in `host`.
@@ -1229,56 +1268,90 @@ fn containment_attacks() -> Vec<Attack> {
             })
         },
     ));
+    attacks.push(attack(
+        "failed events with 256 KiB messages cut to 1 KiB, all kept",
+        r#"{"attack_in": "open", "attack": "event-messages-256k"}"#,
+        r#""call_timeout_ms": 10000"#,
+        &[],
+        |host| {
+            expect_fault(call_export(host, "open"), |c| {
+                matches!(
+                    c,
+                    FaultCause::ResourceLimit {
+                        field: "load_policy.host_memory_mib",
+                        ..
+                    }
+                )
+            })
+        },
+    ));
+    attacks.push(attack(
+        "4096 devices whose 28672 extras share one 4 KiB string",
+        r#"{"huge_in": "enumerate", "huge": "aliased"}"#,
+        r#""host_memory_mib": 4"#,
+        &[],
+        |host| {
+            let found = host.enumerate(&[Filter::new().vendor_id(0x1234)]);
+            if !found.tokens.is_empty() {
+                return Err(format!(
+                    "the host kept {} aliased devices",
+                    found.tokens.len()
+                ));
+            }
+            let err = found
+                .failures
+                .into_iter()
+                .next()
+                .ok_or("the enumeration reported no failure")?;
+            expect_host_memory(Err::<(), _>(err))
+        },
+    ));
+    attacks.push(attack(
+        "120 attribute names over one 1 MiB string",
+        r#"{"huge_in": "list-attributes", "huge": "aliased"}"#,
+        r#""host_memory_mib": 4"#,
+        &[],
+        |host| expect_host_memory(chaos_token(host)?.attributes()),
+    ));
     attacks.push(Attack {
         name: "commands queued behind an event that never fires, their events dropped".into(),
         config: r#"{"attack_in": "open", "attack": "queued-commands", "target": "emu:x1"}"#.into(),
         granted: vec!["emu:x1"],
         policy: r#""host_memory_mib": 4"#,
         neighbours: &[Neighbour::Xocl],
-        provoke: Box::new(|host| {
-            expect(
-                call_export(host, "open"),
-                ErrorCode::OutOfMemory,
-                "load_policy.host_memory_mib",
-            )
-        }),
+        provoke: Box::new(|host| expect_host_memory(call_export(host, "open"))),
     });
     attacks.push(attack(
         "memory watches on words that never change, all kept",
         r#"{"attack_in": "open", "attack": "watches"}"#,
         r#""host_memory_mib": 4"#,
         &[Neighbour::Cxl],
-        |host| {
-            expect(
-                call_export(host, "open"),
-                ErrorCode::OutOfMemory,
-                "load_policy.host_memory_mib",
-            )
-        },
+        |host| expect_host_memory(call_export(host, "open")),
     ));
     attacks.push(attack(
-        "two plugins fill the watch table with 2 x 65536 watches; a CAPI vadd beside them",
+        "two plugins fill the watch table with 2 x 70000 watches; a CAPI vadd beside them",
         "{}",
         "",
         &[],
         |_| {
             let config = r#"{"attack_in": "open", "attack": "watches"}"#;
             let policy =
-                r#""host_memory_mib": 64, "max_resources": 100000, "call_timeout_ms": 20000"#;
+                r#""host_memory_mib": 64, "max_resources": 70000, "call_timeout_ms": 20000"#;
             let host = own_host(&[
                 Neighbour::Cxl.plugin().to_string(),
                 own("filler1", config, policy),
                 own("filler2", config, policy),
             ])?;
             for filler in host.enumerate(&[Filter::new().vendor_id(0x1234)]).tokens {
-                expect(
-                    host.open(&filler, OpenMode::Shared),
-                    ErrorCode::OutOfMemory,
-                    "load_policy.host_memory_mib",
-                )?;
+                expect_fault(host.open(&filler, OpenMode::Shared), |c| {
+                    *c == FaultCause::ResourceLimit {
+                        field: "load_policy.max_resources",
+                        limit: 70000,
+                    }
+                })?;
             }
             Neighbour::Cxl.workload(&host)?;
-            Ok("each filler stopped at its own budget; the CAPI vadd verified".into())
+            Ok("each filler stopped at its own max_resources; the CAPI vadd verified".into())
         },
     ));
     attacks.push(attack(
@@ -1365,10 +1438,36 @@ struct Outcome {
     result: Result<String, String>,
     during: u32,
     rss_delta: i64,
+    /// How far resident memory peaked above where it was before the attack.
+    peak: u64,
 }
 
 /// The allowed growth of resident memory over one attack.
 const RSS_SLACK: i64 = 16 << 20;
+/// What the process's resident memory may peak at during an attack beyond the attackers'
+/// worst cases: the neighbours' workloads, hosts started by the attack, the allocator's slack.
+const PEAK_CONSTANT: u64 = 32 << 20;
+
+/// The chaos plugin's entry of an attack: a DMA grant smaller than the default (16 MiB), so
+/// that its worst case is a tighter bound.
+fn attacker_entry(attack: &Attack) -> String {
+    let entry = chaos_plugin_with(
+        "chaos",
+        &attack.config,
+        &attack.granted,
+        &format!(
+            r#""on_fault": "restart", "restart_backoff_ms": 10{}"#,
+            if attack.policy.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", attack.policy)
+            }
+        ),
+    );
+    let mut entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+    entry["grants"]["dma_memory_mib"] = 16.into();
+    entry.to_string()
+}
 
 /// The emulated cards and plugins of an attack's run, as JSON lists: dfl's ports `w0` and
 /// `w1`, the chaos plugin's own cards (`v0`, a port; `x1`, an XRT card), and the neighbours'.
@@ -1391,26 +1490,16 @@ fn run(attack: &Attack) -> Outcome {
     let (devices, plugins) = members(attack);
     let config = format!(
         r#"{{"devices": [{devices}], "plugins": [{plugins}, {}]}}"#,
-        chaos_plugin_with(
-            "chaos",
-            &attack.config,
-            &attack.granted,
-            &format!(
-                r#""on_fault": "restart", "restart_backoff_ms": 10{}"#,
-                if attack.policy.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {}", attack.policy)
-                }
-            )
-        )
+        attacker_entry(attack)
     );
     let host = host(&config).expect("the host starts whatever the chaos plugin does");
+    ATTACKERS_WORST_CASE.store(attackers_worst_case(&host), Ordering::Release);
     let mut outcome = Outcome {
         name: attack.name.clone(),
         result: Ok(String::new()),
         during: 0,
         rss_delta: 0,
+        peak: 0,
     };
     // The workload's tokens come from one enumeration before the attack; enumerating during
     // it would call into the attacker as well.
@@ -1420,7 +1509,7 @@ fn run(attack: &Attack) -> Outcome {
         outcome.result = Err(format!("the workload failed before the attack: {err}"));
         return outcome;
     }
-    let before = trimmed_resident_bytes();
+    let before = restart_peak().expect("the kernel resets the peak resident memory");
     let done = AtomicBool::new(false);
     let runs = AtomicU32::new(0);
     let (result, during) = std::thread::scope(|scope| {
@@ -1450,6 +1539,17 @@ fn run(attack: &Attack) -> Outcome {
             Err(e) => Err(format!("the workload failed after the attack: {e}")),
         },
     };
+    outcome.peak = peak_resident_bytes().saturating_sub(before);
+    let bound = ATTACKERS_WORST_CASE.load(Ordering::Acquire) + PEAK_CONSTANT;
+    if outcome.result.is_ok() && outcome.peak > bound {
+        outcome.result = Err(format!(
+            "resident memory peaked {} MiB above where it was, past the attackers' worst case \
+             and {} MiB ({} MiB in all)",
+            outcome.peak >> 20,
+            PEAK_CONSTANT >> 20,
+            bound >> 20
+        ));
+    }
     let after = trimmed_resident_bytes();
     outcome.rss_delta = after as i64 - before as i64;
     if outcome.result.is_ok() && outcome.rss_delta > RSS_SLACK {
@@ -1488,8 +1588,8 @@ fn main() {
     let mut report = String::from("\nhostile-plugin suite\n");
     let _ = writeln!(
         report,
-        "{:<52} {:<6} {:>6} {:>8}  OUTCOME",
-        "ATTACK", "RESULT", "DURING", "RSS Δ"
+        "{:<52} {:<6} {:>6} {:>8} {:>8}  OUTCOME",
+        "ATTACK", "RESULT", "DURING", "RSS Δ", "PEAK Δ"
     );
     for o in &outcomes {
         let (mark, text) = match &o.result {
@@ -1498,11 +1598,12 @@ fn main() {
         };
         let _ = writeln!(
             report,
-            "{:<52} {:<6} {:>6} {:>6}KiB  {text}",
+            "{:<52} {:<6} {:>6} {:>6}KiB {:>6}MiB  {text}",
             o.name,
             mark,
             o.during,
-            o.rss_delta >> 10
+            o.rss_delta >> 10,
+            o.peak >> 20
         );
     }
     let failed = outcomes.iter().filter(|o| o.result.is_err()).count();

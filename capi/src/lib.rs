@@ -9,6 +9,12 @@
 //! every call, never dereferenced, so a NULL, destroyed, forged or wrong-kind value is
 //! `FPGA_INVALID_PARAM`. `capi/README.md` has the details.
 
+/// The library charges host memory to the plugin it works for where it is allocated
+/// (`accelhost::ledger`), as the `accelhost` binary does: the C program's own `malloc` is
+/// untouched; the library's Rust allocations go through the ledger.
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+
 mod attributes;
 pub mod buffer;
 pub mod device_errors;

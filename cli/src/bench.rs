@@ -39,6 +39,10 @@ pub struct Args {
     /// spread is noise, reported but not failed). With --full, three full runs.
     #[arg(long)]
     check: bool,
+    /// One side of the ledger rows, in a process of its own, with the compile cache at this
+    /// path (the suite runs it; not for people).
+    #[arg(long, hide = true, value_name = "CACHE")]
+    ledger_side: Option<PathBuf>,
 }
 
 /// How many runs `--check` compares.
@@ -150,6 +154,10 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Settings::quick()
     };
+    if let Some(cache) = &args.ledger_side {
+        crate::bench_ledger::side(&settings, cache)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let started = Instant::now();
     let cache = measure::bench_cache_dir();
     let native = NativePlugin::find(args.native_plugin.as_deref());
@@ -439,6 +447,15 @@ fn suite(
         ))
         .judge(reset / raw_ns, Target::AtMost(2.5)),
     );
+
+    progress("the host-memory ledger (open + close, reset, MMIO; with it and without it)");
+    for figure in crate::bench_ledger::figures(settings, cache)? {
+        let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
+        rows.push(match figure.bound {
+            Some(bound) => row.judge(figure.ratio, Target::AtMost(bound)),
+            None => row.ratio(figure.ratio),
+        });
+    }
 
     progress("MMIO");
     let mmio = handle.map_mmio(0)?;

@@ -2,6 +2,7 @@
 //! serve. Each subcommand is a thin layer over the `accelhost` library.
 
 mod bench;
+mod bench_ledger;
 mod bench_metrics;
 mod bench_remote;
 mod check_config;
@@ -23,6 +24,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Host memory is charged to the plugin the host works for where it is allocated
+/// (`accelhost::ledger`): the CLI and the node service run with the ledger.
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+
 const AFTER_HELP: &str = "\
 Config lookup order: --config, then $ACCELHOST_ENDPOINT, then $ACCELHOST_CONFIG, then
 ./accelhost.json, then $XDG_CONFIG_HOME/accelhost/config.json, then
@@ -37,6 +43,8 @@ Environment:
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
   ACCELHOST_COMPILE_WORKER  the executable that compiles plugin files, bounded by their
                          load_policy (default: this accelhost itself)
+  ACCELHOST_CACHE_MAX_MIB  the cache's cap; least recently used entries go first
+                         (default 2048)
   ACCELHOST_POOL_INSTANCES  plugin instances the pooling allocator keeps slots for
                          (default 2048; 'off' instantiates on demand)
   ACCELHOST_LOG          log filter, such as 'accelhost=debug' (default: warnings, and a

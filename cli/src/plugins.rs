@@ -67,5 +67,33 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             &rows
         )
     );
+    println!(
+        "holds at most: {} (a plugin's linear memory and tables; its host memory, and as much \
+         again lifted from it or copied for it between two safe points; one import's copy; its \
+         DMA memory; WASI's objects; its instance's output buffers)",
+        accelhost::WORST_CASE_FORMULA
+    );
+    println!(
+        "compiling: {}",
+        match accelhost::compile_worker::program() {
+            Some(_) => "plugin files in a worker process, each within its \
+                        load_policy.compile_timeout_ms and compile_memory_mib; built-in plugins \
+                        in this process"
+                .to_string(),
+            None => format!(
+                "plugin files and built-in plugins in this process, unbounded (no compile \
+                 worker: {})",
+                accelhost::compile_worker::WORKER_ENV
+            ),
+        }
+    );
+    println!(
+        "host memory: {}",
+        if accelhost::ledger::is_installed() {
+            "every block the host allocates for a plugin, counted by the ledger"
+        } else {
+            "what the imports charge at their call sites (the ledger is off: ACCELHOST_LEDGER)"
+        }
+    );
     Ok(crate::exit::found(&missing))
 }

@@ -42,6 +42,26 @@ pub fn trimmed_resident_bytes() -> u64 {
     resident_bytes()
 }
 
+/// The most resident memory this process held since the last [`restart_peak`] (or its start),
+/// in bytes (`VmHWM` of `/proc/self/status`; 0 where it cannot be read).
+pub fn peak_resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib << 10)
+}
+
+/// Hands free memory back to the system and starts [`peak_resident_bytes`] over from the
+/// resident memory now (`5` into `/proc/self/clear_refs`). Returns the resident memory now,
+/// or an error where the kernel refuses the reset.
+pub fn restart_peak() -> std::io::Result<u64> {
+    let now = trimmed_resident_bytes();
+    std::fs::write("/proc/self/clear_refs", "5")?;
+    Ok(now)
+}
+
 /// One plugin of a config, ready to be instantiated or started again and again.
 pub struct PluginBench {
     entry: PluginEntry,

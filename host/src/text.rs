@@ -64,11 +64,13 @@ pub fn inert_json(json: String) -> String {
     out
 }
 
-/// `text` cut to at most `max` bytes (on a character boundary), marked ` [cut]` if it was.
+/// `text` cut to at most `max` bytes (on a character boundary), marked ` [cut]` if it was. A
+/// cut text gives back the capacity it no longer uses: a kept message costs what it says.
 pub fn cut_to(mut text: String, max: usize) -> String {
     if text.len() > max {
         text.truncate(text.floor_char_boundary(max));
         text.push_str(" [cut]");
+        text.shrink_to_fit();
     }
     text
 }
@@ -86,6 +88,19 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&json).unwrap(),
             value
         );
+    }
+
+    #[test]
+    fn a_cut_text_keeps_no_more_than_it_says() {
+        let cut = cut_to("é".repeat(1 << 20), 1025);
+        assert_eq!(
+            cut.len(),
+            1024 + " [cut]".len(),
+            "cut on a character boundary"
+        );
+        assert!(cut.capacity() < 2048, "capacity {} kept", cut.capacity());
+        let short = cut_to("short".to_string(), 1024);
+        assert_eq!(short, "short");
     }
 
     #[test]

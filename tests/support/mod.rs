@@ -11,6 +11,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use accelhost::{Config, Host};
 
+/// The end-to-end tests run as the `accelhost` binary does: with the host-memory ledger as the
+/// allocator, so that what a plugin makes the host hold is charged where it is allocated.
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+
 /// The compiled wasm of a guest crate (underscored package name), as the build left it.
 pub fn guest(name: &str) -> PathBuf {
     let path = Path::new(accelhost::perf::GUEST_DIR).join(format!("{name}.wasm"));
@@ -18,7 +23,8 @@ pub fn guest(name: &str) -> PathBuf {
     path
 }
 
-/// A compile cache shared by every test of this run.
+/// A compile cache shared by every test of this run, kept under `ACCELHOST_CACHE_MAX_MIB`'s
+/// default cap (least recently used entries go first), as every cache is.
 pub fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
 }

@@ -94,18 +94,10 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
         "exhaust-resources" => loop {
             std::mem::forget(Event::completed());
         },
-        "event-messages" => {
-            // Failed events, each with a long message, all kept: only the host-memory budget
-            // stops this (the import has no error to return, so it ends the instance).
-            let message = "m".repeat(4 << 10);
-            let mut kept = Vec::new();
-            loop {
-                kept.push(Event::failed(&Error::new(
-                    ErrorCode::Internal,
-                    message.clone(),
-                )));
-            }
-        }
+        "event-messages" => failed_events(4 << 10),
+        // The host cuts each message to 1 KiB: what it keeps must be the 1 KiB, not the
+        // capacity of the 256 KiB it lifted.
+        "event-messages-256k" => failed_events(256 << 10),
         "queued-commands" => {
             // Commands queued behind an event that never fires, their events dropped: the
             // device queue grows until the host-memory budget refuses.
@@ -139,6 +131,19 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Failed events, each with a message of `bytes`, all kept: only the host-memory budget stops
+/// this (the import has no error to return, so it ends the instance).
+fn failed_events(bytes: usize) -> ! {
+    let message = "m".repeat(bytes);
+    let mut kept = Vec::new();
+    loop {
+        kept.push(Event::failed(&Error::new(
+            ErrorCode::Internal,
+            message.clone(),
+        )));
+    }
 }
 
 /// Opens real device nodes of each family, none of them granted: every open must be refused.

@@ -11,8 +11,10 @@
 //!   changes).
 //! - `refuse_in`: return an error (with `huge`, a 4 MiB message).
 //! - `huge_in` with `huge`: answer `enumerate` or `list-attributes` with `"list"` (10,000
-//!   devices or attributes, over the host's bounds) or `"string"` (an 8 MiB name), or
-//!   `describe` or `read-attribute` with `"string"` (an 8 MiB host name or value).
+//!   devices or attributes, over the host's bounds), `"string"` (an 8 MiB name) or
+//!   `"aliased"` (strings that share one buffer: 4096 devices with 7 extras of 4 KiB each, or
+//!   120 attribute names of 1 MiB), or `describe` or `read-attribute` with `"string"` (an
+//!   8 MiB host name or value).
 //! - `attributes` (a list of names): what `list-attributes` answers (default
 //!   `["errors/errors"]`); each reads `0x0` and takes any write.
 //! - `attack_in` with `attack` (and `target`, a device path): call the imports with bad
@@ -113,6 +115,11 @@ impl Chaos {
 
     fn number(&self, key: &str) -> Option<u64> {
         self.config.get(key).and_then(|v| v.as_u64())
+    }
+
+    /// The aliased answer the last script asked for, if any.
+    fn aliased_answer(&self) -> Option<(usize, usize)> {
+        self.kept.last().and_then(|made| made.aliased_answer)
     }
 
     fn evil(&self) -> bool {
@@ -240,6 +247,20 @@ impl Chaos {
 /// shift out / in, and a line that looks like the host's own error log.
 pub const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{1b}[8m\u{9b}31m\rOK\u{e}\u{f}\nERROR accelhost: forged line";
 
+/// `count` strings of `len` bytes that all share one buffer, each with capacity = length so
+/// that nothing on the way out reallocates it: the plugin pays for one, the host for every
+/// one it lifts. (After the call the plugin frees the buffer once per string; a hostile
+/// plugin does not care what that does to its own heap.)
+fn aliased(count: usize, len: usize, byte: u8) -> Vec<String> {
+    let mut one = std::mem::ManuallyDrop::new(vec![byte; len]);
+    one.shrink_to_fit();
+    let (ptr, len) = (one.as_mut_ptr(), one.len());
+    (0..count)
+        // SAFETY (of the plugin, not the host): deliberately aliased; the bytes are ASCII.
+        .map(|_| unsafe { String::from_raw_parts(ptr, len, len) })
+        .collect()
+}
+
 /// Milliseconds since the Unix epoch, from WASI's wall clock.
 fn unix_ms() -> u64 {
     let now = wasip2::clocks::wall_clock::now();
@@ -320,6 +341,25 @@ impl Plugin for Chaos {
 
     fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {
         self.misbehave("enumerate")?;
+        if let Some((count, len)) = self.aliased_answer() {
+            // Devices whose extras all share one string (and whose names share another).
+            let mut extras = aliased(count, len.min(256), b'k')
+                .into_iter()
+                .zip(aliased(count, len, b'v'));
+            let names = aliased(count.div_ceil(64).max(1), len.clamp(1, 256), b'n');
+            return Ok(names
+                .into_iter()
+                .enumerate()
+                .map(|(token, name)| Discovered {
+                    token: token as u64,
+                    properties: Properties {
+                        name,
+                        extras: extras.by_ref().take(64).collect(),
+                        ..Self::properties()
+                    },
+                })
+                .collect());
+        }
         if self.evil() {
             log!(Error, "log line{EVIL}");
             println!("stdout line{EVIL}");
@@ -368,6 +408,26 @@ impl Plugin for Chaos {
         }
         if self.setting("huge_in") == Some("enumerate") {
             return Ok(match self.setting("huge") {
+                // 4096 devices (the most the host takes), each with 7 extras whose keys and
+                // values all share one string of each: a few KiB of the plugin's memory, and
+                // within every bound the host sets on one answer.
+                Some("aliased") => {
+                    let keys = aliased(4096 * 7, 200, b'k');
+                    let mut values = aliased(4096 * 7, 4000, b'v').into_iter();
+                    let mut keys = keys.into_iter();
+                    (0..4096)
+                        .map(|token| Discovered {
+                            token,
+                            properties: Properties {
+                                name: format!("chaos{token}"),
+                                extras: (0..7)
+                                    .filter_map(|_| Some((keys.next()?, values.next()?)))
+                                    .collect(),
+                                ..Self::properties()
+                            },
+                        })
+                        .collect()
+                }
                 Some("string") => vec![Discovered {
                     token: TOKEN,
                     properties: Properties {
@@ -408,9 +468,14 @@ impl Plugin for Chaos {
             name,
             writable: true,
         };
+        if let Some((count, len)) = self.aliased_answer() {
+            return Ok(aliased(count, len, b'a').into_iter().map(info).collect());
+        }
         if self.setting("huge_in") == Some("list-attributes") {
             return Ok(match self.setting("huge") {
                 Some("string") => vec![info("n".repeat(8 << 20))],
+                // 120 names of 1 MiB over one buffer of 1 MiB.
+                Some("aliased") => aliased(120, 1 << 20, b'n').into_iter().map(info).collect(),
                 _ => (0..10_000).map(|i| info(format!("a{i}"))).collect(),
             });
         }

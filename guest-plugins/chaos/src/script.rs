@@ -81,6 +81,9 @@ pub struct Objects {
     contexts: Vec<cxl::Context>,
     pollables: Vec<wasip2::io::poll::Pollable>,
     memory: Vec<Vec<u8>>,
+    /// What the export that ran the script answers with, when it answers with strings
+    /// (`enumerate`, `list-attributes`): `count` strings of `len` bytes over one buffer.
+    pub aliased_answer: Option<(usize, usize)>,
 }
 
 fn pick<T>(items: &[T], index: u8) -> Option<&T> {
@@ -494,15 +497,50 @@ fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
             let _ = xocl::list_devices();
             let _ = cxl::list_afus();
         }
-        _ => match r.u8() % 5 {
+        _ => match r.u8() % 8 {
             0 => drop(o.pollables.pop()),
             1 => drop(o.bos.pop()),
             2 => drop(o.contexts.pop()),
             3 => drop(o.devices.pop()),
-            _ => {
+            4 => {
                 // Linear memory, touched and kept: past memory_mib the instance ends.
                 let bytes = (r.size() % (128 << 20)) as usize;
                 o.memory.push(vec![0x5a; bytes]);
+            }
+            5 => {
+                // A failed event with a message of up to 12 MiB, kept: the host cuts it to
+                // 1 KiB, and must not keep the rest.
+                let len = (r.size() % (12 << 20)) as usize;
+                o.events.push(Event::failed(&accelhost_sdk::Error::new(
+                    accelhost_sdk::ErrorCode::Internal,
+                    "e".repeat(len),
+                )));
+                let len = (r.size() % (12 << 20)) as usize;
+                log::log(log::Level::Trace, &"l".repeat(len));
+            }
+            6 => {
+                // One event lent again and again in one list: a few bytes of the plugin's
+                // memory each, a host object each.
+                let (d, b, times) = (r.u8(), r.u8(), (r.size() % (2 << 20)) as usize);
+                if let (Some(device), Some(bo), Some(event)) = (
+                    pick(&o.devices, d),
+                    pick(&o.bos, b),
+                    pick(&o.events, r.u8()),
+                ) {
+                    let after = vec![event; times];
+                    o.events.push(device.sync_bo(
+                        bo,
+                        xocl::SyncDirection::ToDevice,
+                        0,
+                        64,
+                        &after,
+                    )?);
+                }
+            }
+            _ => {
+                // The export answers with strings that share one buffer.
+                let (count, len) = (r.size() % 200_000, r.size() % (4 << 20));
+                o.aliased_answer = Some((count as usize, len as usize));
             }
         },
     }

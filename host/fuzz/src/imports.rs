@@ -11,8 +11,9 @@
 //! 1. the host never panics or aborts (libFuzzer sees both);
 //! 2. every API call that reaches the plugin returns within its deadline plus one epoch tick
 //!    (plus [`SCHEDULING_SLACK`] for a loaded machine);
-//! 3. while the plugin holds what the script took, the process's resident memory stays within
-//!    the plugin's budgets (linear memory, host memory, DMA) plus [`RSS_CONSTANT`];
+//! 3. the process's resident memory never peaks (`VmHWM`, reset before each input) higher
+//!    above where it was than the chaos plugin's worst case
+//!    (`accelhost::worst_case_host_memory`) plus [`PEAK_CONSTANT`];
 //! 4. the neighbour's NLB0 loopback verifies byte for byte after the script;
 //! 5. once the host is dropped, the process's file descriptors are what they were before the
 //!    input, and its resident memory is back within [`RSS_CONSTANT`] of where it was;
@@ -76,8 +77,12 @@ pub const MEMORY_MIB: u64 = 16;
 pub const HOST_MEMORY_MIB: u64 = 4;
 /// See [`MEMORY_MIB`].
 pub const DMA_MEMORY_MIB: u64 = 16;
-/// What the process may hold beyond the budgets: the host's objects, the neighbour's buffers,
-/// allocator slack.
+/// The chaos plugin's cap on host resources (`max_resources`): its WASI term in the worst case.
+pub const MAX_RESOURCES: u32 = 16384;
+/// What the process may peak at beyond the chaos plugin's worst case: the host and its two
+/// instances, the neighbour's loopback buffers, allocator slack.
+pub const PEAK_CONSTANT: u64 = 24 << 20;
+/// What the process may still hold once the host is dropped.
 pub const RSS_CONSTANT: u64 = 48 << 20;
 
 /// Set to anything to have every outcome other than `Ok` printed to stderr.
@@ -101,7 +106,8 @@ pub fn config(export: &str, target: &str, script: &[u8]) -> String {
      "config": {{"script_in": "{export}", "target": "{target}", "script": "{hex}"}},
      "grants": {{"devices": ["emu:d0", "emu:m0", "emu:x0"], "dma_memory_mib": {DMA_MEMORY_MIB}}},
      "load_policy": {{"call_timeout_ms": {}, "memory_mib": {MEMORY_MIB},
-                      "host_memory_mib": {HOST_MEMORY_MIB}, "on_fault": "disable"}}}}
+                      "host_memory_mib": {HOST_MEMORY_MIB}, "max_resources": {MAX_RESOURCES},
+                      "on_fault": "disable"}}}}
   ]
 }}"#,
         CALL_TIMEOUT.as_millis()
@@ -120,9 +126,17 @@ pub fn run(data: &[u8]) {
     let export = EXPORTS[usize::from(*export) % EXPORTS.len()];
     let target = TARGETS[usize::from(*target) % TARGETS.len()];
     let before = Figures::now();
+    let peak_from = accelhost::perf::restart_peak().expect("the kernel resets the peak");
 
     let started = Instant::now();
     let host = start(&config(export, target, script));
+    let worst_case = host
+        .config()
+        .plugins
+        .iter()
+        .find(|p| p.name == "chaos")
+        .map(accelhost::worst_case_host_memory)
+        .expect("the chaos plugin is in the config");
     timed(export, "starting the host", started, 2);
     let started = Instant::now();
     let neighbour = port(&host);
@@ -135,14 +149,14 @@ pub fn run(data: &[u8]) {
     }
     check(outcome, export, script);
 
-    let held = Figures::now();
-    let bound = (MEMORY_MIB + HOST_MEMORY_MIB + DMA_MEMORY_MIB) * (1 << 20) + RSS_CONSTANT;
+    let peak = accelhost::perf::peak_resident_bytes().saturating_sub(peak_from);
     assert!(
-        held.rss.saturating_sub(before.rss) <= bound,
-        "{export}: resident memory grew by {} MiB while the plugin ran, past its budgets \
-         ({MEMORY_MIB} + {HOST_MEMORY_MIB} + {DMA_MEMORY_MIB} MiB) and {} MiB",
-        (held.rss - before.rss) >> 20,
-        RSS_CONSTANT >> 20
+        peak <= worst_case + PEAK_CONSTANT,
+        "{export}: resident memory peaked {} MiB above where it was while the plugin ran, \
+         past its worst case of {} MiB and {} MiB",
+        peak >> 20,
+        worst_case >> 20,
+        PEAK_CONSTANT >> 20
     );
     let report = host
         .open(&neighbour, OpenMode::Exclusive)

@@ -10,6 +10,11 @@
 //! found something: a panic inside the host library, or an answer that breaks a property the
 //! target checks (a decode that does not survive an encode, an error the host must not give).
 
+/// The targets run as the `accelhost` binary does: with the host-memory ledger as the
+/// allocator (the `imports` oracle holds a plugin to the formula that assumes it).
+#[global_allocator]
+static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+
 pub mod config;
 pub mod cxl;
 pub mod ert;

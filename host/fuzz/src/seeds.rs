@@ -488,7 +488,38 @@ fn imports() -> Vec<Seed> {
         .u8(0)
         .wasi(1)
         .size64(u64::MAX);
+    // Large sizes: kept messages far over the 1 KiB cut, answers whose strings share one
+    // buffer, one event lent a million times in one list.
+    let big_messages = Script::in_export("register-event", dfl)
+        .repeat(64)
+        .wasi(23)
+        .u8(5)
+        .size64(3 << 20)
+        .size64(3 << 20);
+    let aliased_answer = Script::in_export("enumerate", dfl)
+        .wasi(23)
+        .u8(7)
+        .size64(28_672)
+        .size64(4000);
+    let lent_events = Script::in_export("queue-create", xocl)
+        .op(15) // the xocl card
+        .u8(0)
+        .op(16) // a host BO
+        .u8(0)
+        .size(4096)
+        .u8(0)
+        .wasi(14) // an event
+        .u8(0)
+        .wasi(23) // a sync after that event, lent 1 Mi times
+        .u8(6)
+        .u8(0)
+        .u8(0)
+        .size64(1 << 20)
+        .u8(0);
     vec![
+        ("big-messages", big_messages.0),
+        ("aliased-answer", aliased_answer.0),
+        ("lent-events", lent_events.0),
         ("dfl-port-mmio", dfl_port.0),
         ("dma-buffer", dma.0),
         ("xocl-bo-exec", xocl_exec.0),

@@ -82,6 +82,13 @@ impl HostBuilder {
         self
     }
 
+    /// Keep compiled plugins in `cache`, for a cap of its own
+    /// ([`ComponentCache::with_max_bytes`]) rather than `ACCELHOST_CACHE_MAX_MIB`'s.
+    pub fn compile_cache(mut self, cache: ComponentCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
     /// Compile every plugin afresh and keep nothing on disk.
     pub fn no_cache(mut self) -> Self {
         self.cache = Some(ComponentCache::at(None));

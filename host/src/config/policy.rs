@@ -74,6 +74,10 @@ pub struct LoadPolicy {
     /// 1536 MiB, is three times the most an SDK plugin's compile needed here (under 512 MiB).
     #[serde(default = "default_compile_memory_mib")]
     pub compile_memory_mib: u64,
+    /// Cap on the size of the plugin's module file, in MiB, checked before any of it is read:
+    /// a plugin path naming a huge file must not fill the host's memory.
+    #[serde(default = "default_max_module_mib")]
+    pub max_module_mib: u64,
 }
 
 fn default_max_restarts() -> u32 {
@@ -118,6 +122,11 @@ fn default_compile_timeout_ms() -> u64 {
 fn default_compile_memory_mib() -> u64 {
     1536
 }
+/// Seven times the largest SDK plugin measured (the Python SDK's NLB0 plugin, 17.9 MiB; the
+/// JavaScript one is 14 MiB), for larger plugins in those languages.
+fn default_max_module_mib() -> u64 {
+    128
+}
 
 impl Default for LoadPolicy {
     fn default() -> Self {
@@ -139,6 +148,7 @@ impl Default for LoadPolicy {
             busy_window_ms: default_busy_window_ms(),
             compile_timeout_ms: default_compile_timeout_ms(),
             compile_memory_mib: default_compile_memory_mib(),
+            max_module_mib: default_max_module_mib(),
         }
     }
 }

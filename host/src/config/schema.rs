@@ -471,6 +471,7 @@ fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
             3_600_000,
         ),
         ("compile_memory_mib", policy.compile_memory_mib, 64, 65_536),
+        ("max_module_mib", policy.max_module_mib, 1, 4096),
     ])
 }
 
@@ -514,7 +515,9 @@ fn resolve_module(text: &str, base: &Path) -> Result<ModuleSource, String> {
         candidates.extend(std::env::split_paths(&dirs).map(|d| d.join(path)));
     }
     for candidate in candidates {
-        if candidate.is_file() {
+        // Whatever is there is found: loading refuses a directory, FIFO or device by what it
+        // is, which says more than "not found" would.
+        if candidate.exists() {
             return Ok(ModuleSource::File(candidate));
         }
         tried.push(candidate.display().to_string());

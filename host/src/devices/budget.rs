@@ -1,10 +1,18 @@
 //! Byte budgets: what one plugin instance may make the host hold. A [`Budget`] is charged where
 //! the memory is taken, and each [`Charge`] gives its bytes back when it is dropped, so what a
 //! faulted plugin held is freed with the objects that held it.
+//!
+//! A host-memory budget in a process whose allocator is the [`ledger`](crate::ledger) counts
+//! what the allocator charged to its account instead: every block allocated while the host
+//! works for the plugin, at its real size. Its call sites' charges then only check that the
+//! bytes they are about to take fit, so that an import can refuse with `out-of-memory` before
+//! it allocates; nothing is counted twice.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::ledger::{self, Account};
 
 /// Which budget a charge counts against; refusals name it and the config field that sets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +50,26 @@ pub struct Budget {
     kind: BudgetKind,
     limit: u64,
     used: AtomicU64,
+    /// The ledger account that counts a host-memory budget's bytes, where the ledger is
+    /// installed.
+    account: Option<Account>,
+}
+
+/// A plugin holds more host memory than its budget allows: found at a safe point (an epoch
+/// tick while its wasm runs, a call's return), after the allocations that took it there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "it made the host hold {held} bytes of {}, over its limit of {limit} bytes ({})",
+    kind.what(),
+    kind.field()
+)]
+pub struct OverLimit {
+    /// The budget it is over.
+    pub kind: BudgetKind,
+    /// The bytes held when it was found.
+    pub held: u64,
+    /// The budget's limit.
+    pub limit: u64,
 }
 
 /// A charge would take a budget past its limit.
@@ -75,6 +103,17 @@ impl Budget {
             kind,
             limit,
             used: AtomicU64::new(0),
+            account: None,
+        })
+    }
+
+    /// A host-memory budget of `limit` bytes, counted by the ledger where it is installed.
+    pub fn host(limit: u64) -> Arc<Self> {
+        Arc::new(Budget {
+            kind: BudgetKind::Host,
+            limit,
+            used: AtomicU64::new(0),
+            account: ledger::is_installed().then(Account::new),
         })
     }
 
@@ -85,10 +124,63 @@ impl Budget {
 
     /// The bytes held now.
     pub fn used(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
+        match &self.account {
+            Some(account) => account.held(),
+            None => self.used.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The budget's limit, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The bytes left before the limit.
+    pub fn left(&self) -> u64 {
+        self.limit.saturating_sub(self.used())
+    }
+
+    /// Whether the ledger counts this budget (else its call sites' charges do).
+    pub fn is_ledgered(&self) -> bool {
+        self.account.is_some()
+    }
+
+    /// Runs `f` with what this thread allocates meanwhile charged to this budget (where the
+    /// ledger counts it).
+    pub fn charge_while<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.account {
+            Some(account) => account.charge_while(f),
+            None => f(),
+        }
+    }
+
+    /// Refuses when more is held than the limit allows: the check at a safe point.
+    pub fn check_held(&self) -> Result<(), OverLimit> {
+        let held = self.used();
+        if held <= self.limit {
+            return Ok(());
+        }
+        Err(OverLimit {
+            kind: self.kind,
+            held,
+            limit: self.limit,
+        })
     }
 
     fn reserve(&self, bytes: u64) -> Result<(), OverBudget> {
+        if self.account.is_some() {
+            // The ledger counts the allocation itself; this only checks that it fits.
+            let used = self.used();
+            return match used.checked_add(bytes) {
+                Some(total) if total <= self.limit => Ok(()),
+                _ => Err(OverBudget {
+                    kind: self.kind,
+                    bytes,
+                    limit: self.limit,
+                    used,
+                }),
+            };
+        }
         self.used
             .try_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(bytes).filter(|&total| total <= self.limit)
@@ -107,7 +199,7 @@ impl Budget {
         self.reserve(bytes)?;
         Ok(Charge {
             budget: self.clone(),
-            bytes,
+            bytes: if self.account.is_some() { 0 } else { bytes },
         })
     }
 }
@@ -155,7 +247,7 @@ impl Owner {
         Owner {
             id: OwnerId::fresh(),
             dma: Budget::new(BudgetKind::Dma, dma),
-            host: Budget::new(BudgetKind::Host, host),
+            host: Budget::host(host),
         }
     }
 

@@ -21,7 +21,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub use address_map::AddressMap;
-pub use budget::{Budget, BudgetKind, Charge, OverBudget, Owner, OwnerId};
+pub use budget::{Budget, BudgetKind, Charge, OverBudget, OverLimit, Owner, OwnerId};
 pub use completion::{Completion, CompletionState};
 pub use memory::{DmaMemory, RangeError, page_size};
 pub use mmio::{AccessWidth, ByteSwapped, CheckedMmio, MmioFault, MmioWindow};

@@ -5,6 +5,7 @@
 
 pub(crate) mod handles;
 pub(crate) mod lease;
+mod module_file;
 mod stats;
 
 pub use stats::{CallFigures, DURATION_BUCKETS};
@@ -12,7 +13,6 @@ use stats::{CallStats, Ended};
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -607,9 +607,12 @@ pub(crate) fn load_module(
             None,
         ),
         ModuleSource::File(path) => {
-            let cannot_read = |err| load_error(format!("cannot read {}: {err}", path.display()));
-            let mut file = std::fs::File::open(path).map_err(cannot_read)?;
-            let identity = FileIdentity::of(path, &file.metadata().map_err(cannot_read)?);
+            let limit_mib = entry.load_policy.max_module_mib;
+            let unreadable = |err: module_file::ModuleFileError| load_error(err.to_string());
+            // What the file is and how large come from the one look at the opened file that
+            // the remembered digest is checked against, so the digest cannot skip them.
+            let (file, meta) = module_file::open(path, limit_mib).map_err(unreadable)?;
+            let identity = FileIdentity::of(path, &meta);
             if let Some(sha) = cache.known_digest(&identity)
                 && let Some(loaded) = runtime
                     .load_compiled(&sha, cache, metered, limits)
@@ -617,9 +620,7 @@ pub(crate) fn load_module(
             {
                 return Ok(loaded);
             }
-            // Sized by the file's length, reserved fallibly: a huge file is an error, not an abort.
-            let mut wasm = Vec::new();
-            file.read_to_end(&mut wasm).map_err(cannot_read)?;
+            let wasm = module_file::read(path, &file, meta.len(), limit_mib).map_err(unreadable)?;
             // Remembered only if nothing wrote the file while it was read.
             let unchanged = file
                 .metadata()

@@ -2,6 +2,7 @@
 //! engine's compatibility hash, and carries a CRC-32 of its own bytes. Only files this host
 //! wrote are deserialized: the directory must be owned by this user and closed to others, the
 //! entry must be owned by this user and not writable by others, and its checksum must match.
+//! Nothing is created in a folder of the cache before the folder has passed the same check.
 //!
 //! The checksum only catches a damaged entry (a torn or corrupted file): it sits in the same
 //! file, so whoever could rewrite the entry could rewrite it too, and trust comes from the
@@ -12,16 +13,22 @@
 //! bytes it copies into fresh memory: ~180 µs less per start (BENCHMARKS.md, round two).
 //!
 //! Beside the entries, `files/` remembers the digest of each plugin file loaded from disk, one
-//! record per path (a rebuilt plugin replaces its record), with the file's identity (device,
-//! inode, size, modification and change times) when the digest was taken, so that
-//! starting a plugin file that has not been written since needs no reading or hashing of it
-//! (a 15 MiB JavaScript plugin: ~24 ms of every start). Any write changes the change time,
+//! record per path (a rebuilt plugin replaces its record), with the path and the file's
+//! identity (device, inode, size, modification and change times) when the digest was taken, so
+//! that starting a plugin file that has not been written since needs no reading or hashing of
+//! it (a 15 MiB JavaScript plugin: ~24 ms of every start). Any write changes the change time,
 //! which nobody can set; a digest is remembered only once its file's change time lies
 //! [`SETTLED`] in the past, so a write within the timestamps' granularity of the last one
 //! cannot go unseen.
+//!
+//! The cache is bounded: after every write, entries are removed least recently used first
+//! (a use sets an entry's modification time) until they fit under the cap
+//! ([`CACHE_MAX_ENV`]), and so are the records of plugin files whose path is gone or that went
+//! unused for [`UNUSED_RECORD`], and temporary files that crashed writers left.
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,22 +38,41 @@ use wasmtime::component::Component;
 
 /// Environment variable that moves the cache (`off` disables it).
 pub const CACHE_ENV: &str = "ACCELHOST_CACHE_DIR";
+/// Environment variable with the cap on the compiled entries of the cache, in MiB (default
+/// [`DEFAULT_CACHE_MAX_MIB`]; `0` or unset: the default).
+pub const CACHE_MAX_ENV: &str = "ACCELHOST_CACHE_MAX_MIB";
+/// The cache's cap when [`CACHE_MAX_ENV`] does not give one: thousands of entries the size
+/// of the shipped plugins' (0.5–0.7 MiB compiled), or some fifty JavaScript or Python ones
+/// (35–38 MiB compiled). Unbounded, the test suite's cache had grown to 5.3 GB, mostly of
+/// JavaScript and Python builds, which differ at every build.
+pub const DEFAULT_CACHE_MAX_MIB: u64 = 2048;
 /// Version 2: a CRC-32 instead of a SHA-256 (version 1 entries are compiled again, once).
 const MAGIC: &[u8; 16] = b"accelhost-cwasm2";
 /// An entry's header: the magic, then the CRC-32 of the payload (little-endian).
 const HEADER: usize = MAGIC.len() + 4;
-/// The first word of a remembered digest.
-const DIGEST_MAGIC: &str = "accelhost-file-digest1";
+/// The first word of a remembered digest. Version 2 carries the path, so that the record of
+/// a path that is gone can be found; version 1 records are removed.
+const DIGEST_MAGIC: &str = "accelhost-file-digest2";
+/// The folder of the remembered digests, inside the cache.
+const FILES: &str = "files";
+/// The folder of the remembered refusals, inside the cache (see `runtime::refusals`).
+pub(super) const REFUSED: &str = "refused";
+/// The longest digest record: room for a path of 4096 bytes in hex, and the fields.
+const MAX_RECORD: usize = 16 << 10;
 /// How long a file must have gone unchanged before its digest is remembered: more than the
 /// timestamp granularity of any filesystem a plugin is likely to sit on.
 const SETTLED: Duration = Duration::from_secs(2);
+/// A digest record not used for this long is removed even if its file is still there.
+const UNUSED_RECORD: Duration = Duration::from_secs(90 * 24 * 3600);
+/// A temporary file this old is a crashed writer's: no write of the cache takes that long.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
 
 /// What a plugin file is, as far as its path and metadata tell: writing it changes at least
 /// its change time, so an unchanged identity means unchanged bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FileIdentity {
-    /// The start of the sha256 of the path the file was opened by: its record's name.
-    path: [u8; 16],
+    /// The path the file was opened by, made absolute.
+    path: PathBuf,
     device: u64,
     inode: u64,
     size: u64,
@@ -55,19 +81,24 @@ pub(crate) struct FileIdentity {
 }
 
 impl FileIdentity {
-    /// The identity of the file at `path`, which `meta` describes.
+    /// The identity of the file at `path`, which `meta` describes. A relative path is taken
+    /// from the current directory, so that a record names the same file for every host that
+    /// reads it, whatever its own current directory.
     pub(crate) fn of(path: &Path, meta: &std::fs::Metadata) -> FileIdentity {
-        use sha2::{Digest, Sha256};
-        use std::os::unix::ffi::OsStrExt;
-        let digest = Sha256::digest(path.as_os_str().as_bytes());
         FileIdentity {
-            path: digest[..16].try_into().expect("a sha256 has 32 bytes"),
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             device: meta.dev(),
             inode: meta.ino(),
             size: meta.size(),
             modified: (meta.mtime(), meta.mtime_nsec()),
             changed: (meta.ctime(), meta.ctime_nsec()),
         }
+    }
+
+    /// The name of its path's record: the start of the sha256 of the path.
+    fn record_name(&self) -> String {
+        use sha2::{Digest, Sha256};
+        hex(&Sha256::digest(self.path.as_os_str().as_bytes())[..16])
     }
 
     /// Whether the file last changed at least [`SETTLED`] before `now`.
@@ -80,11 +111,13 @@ impl FileIdentity {
         now.checked_sub(changed).is_some_and(|age| age >= SETTLED)
     }
 
-    /// The identity as a digest file states it, before the digest.
+    /// The identity as a digest record states it, before the digest: the path in hex (any
+    /// bytes a path may hold come back as they were), then the numbers.
     fn fields(&self) -> String {
+        let path = hex(self.path.as_os_str().as_bytes());
         let (device, inode, size) = (self.device, self.inode, self.size);
         let ((ms, mn), (cs, cn)) = (self.modified, self.changed);
-        format!("{DIGEST_MAGIC} {device} {inode} {size} {ms} {mn} {cs} {cn}")
+        format!("{DIGEST_MAGIC} {path} {device} {inode} {size} {ms} {mn} {cs} {cn}")
     }
 
     fn record(&self, sha: &[u8; 32]) -> String {
@@ -94,25 +127,41 @@ impl FileIdentity {
     /// The digest `text` remembers for this identity, if it remembers one for it.
     fn digest_in(&self, text: &str) -> Option<[u8; 32]> {
         let (recorded, sha) = text.strip_suffix('\n')?.rsplit_once(' ')?;
-        if sha.len() != 64 || recorded != self.fields() {
+        if recorded != self.fields() {
             return None;
         }
-        let mut digest = [0u8; 32];
-        for (byte, pair) in digest.iter_mut().zip(sha.as_bytes().chunks(2)) {
-            *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-        }
-        Some(digest)
+        unhex(sha)?.try_into().ok()
     }
 }
 
-/// Where compiled plugins are kept between runs.
+/// The plugin file path a digest record of this version names, if `text` is one.
+fn recorded_path(text: &str) -> Option<PathBuf> {
+    let fields: Vec<&str> = text.strip_suffix('\n')?.split(' ').collect();
+    let [magic, path, numbers @ .., sha] = fields.as_slice() else {
+        return None;
+    };
+    let well_formed = *magic == DIGEST_MAGIC
+        && numbers.len() == 7
+        && numbers
+            .iter()
+            .all(|n| n.parse::<i64>().is_ok() || n.parse::<u64>().is_ok())
+        && unhex(sha).is_some_and(|sha| sha.len() == 32);
+    if !well_formed {
+        return None;
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(unhex(path)?)))
+}
+
+/// Where compiled plugins are kept between runs, and how much of them.
 #[derive(Clone, Debug)]
 pub struct ComponentCache {
     dir: Option<PathBuf>,
+    max_bytes: u64,
 }
 
 impl ComponentCache {
-    /// `ACCELHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/accelhost`, else `~/.cache/accelhost`.
+    /// `ACCELHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/accelhost`, else `~/.cache/accelhost`,
+    /// capped by `ACCELHOST_CACHE_MAX_MIB`.
     pub fn from_env() -> Self {
         let dir = match std::env::var_os(CACHE_ENV) {
             Some(v) if v == "off" => None,
@@ -123,12 +172,24 @@ impl ComponentCache {
                 .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
                 .map(|d| d.join("accelhost")),
         };
-        ComponentCache { dir }
+        ComponentCache::at(dir)
     }
 
-    /// A cache in `dir`, or none.
+    /// A cache in `dir`, or none, capped by `ACCELHOST_CACHE_MAX_MIB`.
     pub fn at(dir: Option<PathBuf>) -> Self {
-        ComponentCache { dir }
+        let mib = max_mib(std::env::var(CACHE_MAX_ENV).ok().as_deref());
+        ComponentCache {
+            dir,
+            max_bytes: mib.saturating_mul(1 << 20),
+        }
+    }
+
+    /// The same cache with its compiled entries capped at `max_bytes` in all, for embedders
+    /// that do not configure through the environment. The entry written last is kept even if
+    /// it alone is larger.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     /// The cache directory, or `None` when nothing is kept on disk.
@@ -136,26 +197,24 @@ impl ComponentCache {
         self.dir.as_deref()
     }
 
-    fn digest_file(&self, identity: &FileIdentity) -> Option<(&Path, PathBuf)> {
-        let files = self.dir.as_ref()?.join("files");
-        let name = hex(&identity.path);
-        Some((self.dir.as_deref()?, files.join(name)))
+    /// The cap on the compiled entries, in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The sha256 remembered for the plugin file of `identity`, if that file has not been
-    /// written since it was taken.
+    /// written since it was taken. A record found is marked used.
     pub(crate) fn known_digest(&self, identity: &FileIdentity) -> Option<[u8; 32]> {
-        let (dir, path) = self.digest_file(identity)?;
-        if !trusted(dir, true) || !trusted(path.parent()?, true) {
+        let dir = self.dir.as_deref()?;
+        let files = dir.join(FILES);
+        if !trusted(dir, true) || !trusted(&files, true) {
             return None;
         }
-        let (mut file, _) = open_trusted(&path)?;
-        let mut text = String::new();
-        Read::by_ref(&mut file)
-            .take(512)
-            .read_to_string(&mut text)
-            .ok()?;
-        identity.digest_in(&text)
+        let (file, _) = open_trusted(&files.join(identity.record_name()))?;
+        let text = read_record(&file)?;
+        let digest = identity.digest_in(&text)?;
+        mark_used(&file);
+        Some(digest)
     }
 
     /// Remembers `sha` as the digest of the plugin file of `identity`, once the file has gone
@@ -165,27 +224,25 @@ impl ComponentCache {
     }
 
     fn remember_digest_at(&self, identity: &FileIdentity, sha: &[u8; 32], now: SystemTime) {
-        let Some((dir, path)) = self.digest_file(identity) else {
+        let Some(dir) = self.dir.as_deref() else {
             return;
         };
-        if !identity.settled_at(now) || self.known_digest(identity) == Some(*sha) {
+        let record = identity.record(sha);
+        if !identity.settled_at(now)
+            || record.len() > MAX_RECORD
+            || self.known_digest(identity) == Some(*sha)
+        {
             return;
         }
-        let result = (|| -> std::io::Result<()> {
-            let files = path.parent().expect("the digest file is in files/");
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(files)?;
-            if !trusted(dir, true) || !trusted(files, true) {
-                return Err(std::io::Error::other(
-                    "the cache directory is not owned by this user or is open to others",
-                ));
+        let files = dir.join(FILES);
+        let result = trusted_folder(dir)
+            .and_then(|()| trusted_folder(&files))
+            .and_then(|()| write_replacing(&files.join(identity.record_name()), record.as_bytes()));
+        match result {
+            Ok(()) => self.evict(None),
+            Err(err) => {
+                tracing::warn!(dir = %dir.display(), "cannot remember a plugin file's digest: {err}")
             }
-            write_replacing(&path, identity.record(sha).as_bytes())
-        })();
-        if let Err(err) = result {
-            tracing::warn!(dir = %dir.display(), "cannot remember a plugin file's digest: {err}");
         }
     }
 
@@ -194,7 +251,8 @@ impl ComponentCache {
         self.dir.as_ref().map(|d| d.join(name))
     }
 
-    /// The cached compilation of the wasm with hash `wasm_sha`, if a trusted one exists.
+    /// The cached compilation of the wasm with hash `wasm_sha`, if a trusted one exists. An
+    /// entry found is marked used, which keeps it from eviction longest.
     pub fn load(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<Component> {
         let dir = self.dir.as_ref()?;
         let path = self.entry(engine, wasm_sha)?;
@@ -220,7 +278,10 @@ impl ComponentCache {
             }
         };
         match deserialized {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                mark_used(&file);
+                Some(component)
+            }
             Err(err) => {
                 tracing::debug!(path = %path.display(), "ignoring a cache entry: {err}");
                 None
@@ -228,7 +289,8 @@ impl ComponentCache {
         }
     }
 
-    /// Stores a compilation; failures only cost the next start a recompile.
+    /// Stores a compilation, then evicts what the cap leaves no room for; failures only cost
+    /// the next start a recompile.
     pub fn store(&self, engine: &Engine, wasm_sha: &[u8; 32], component: &Component) {
         if self.dir.is_none() {
             return;
@@ -245,24 +307,18 @@ impl ComponentCache {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha)) else {
             return;
         };
-        let result = (|| -> std::io::Result<()> {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-            if !trusted(dir, true) {
-                return Err(std::io::Error::other(
-                    "the cache directory is not owned by this user or is open to others",
-                ));
-            }
+        let result = trusted_folder(dir).and_then(|()| {
             let mut bytes = Vec::with_capacity(HEADER + payload.len());
             bytes.extend_from_slice(MAGIC);
             bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
             bytes.extend_from_slice(payload);
             write_replacing(&path, &bytes)
-        })();
-        if let Err(err) = result {
-            tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}");
+        });
+        match result {
+            Ok(()) => self.evict(Some(&path)),
+            Err(err) => {
+                tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {err}")
+            }
         }
     }
 
@@ -275,6 +331,53 @@ impl ComponentCache {
             let _ = std::fs::remove_file(path);
         }
     }
+
+    /// Removes the least recently used entries until the entries fit under the cap (never
+    /// `keep`, the one just written), temporary files of crashed writers, and the digest
+    /// records of paths that are gone, unused for [`UNUSED_RECORD`], or of an older format.
+    /// Other hosts may be reading and evicting the same cache: a reader keeps the entry it
+    /// opened, and a file that vanishes here was removed by another host, which is fine.
+    fn evict(&self, keep: Option<&Path>) {
+        let Some(dir) = self.dir.as_deref() else {
+            return;
+        };
+        if !trusted(dir, true) {
+            return;
+        }
+        let now = SystemTime::now();
+        let mut total = 0u64;
+        let mut candidates = Vec::new();
+        for (path, meta) in regular_files(dir) {
+            if remove_if_stale_temp(&path, &meta, now) {
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "cwasm") {
+                continue;
+            }
+            total = total.saturating_add(meta.len());
+            if Some(path.as_path()) != keep {
+                let used = meta.modified().unwrap_or(UNIX_EPOCH);
+                candidates.push((used, path, meta.len()));
+            }
+        }
+        candidates.sort();
+        for (_, path, len) in candidates {
+            if total <= self.max_bytes {
+                break;
+            }
+            if remove_quietly(&path) {
+                total -= len;
+            }
+        }
+        let files = dir.join(FILES);
+        if trusted(&files, true) {
+            evict_records(&files, now);
+        }
+        let refused = dir.join(REFUSED);
+        if trusted(&refused, true) {
+            evict_unused(&refused, now);
+        }
+    }
 }
 
 /// The name of what the cache keeps for the wasm with hash `wasm_sha` compiled by `engine`:
@@ -283,6 +386,151 @@ pub(super) fn keyed_name(engine: &Engine, wasm_sha: &[u8; 32]) -> String {
     let mut hasher = std::hash::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     format!("{}-{:016x}", hex(wasm_sha), hasher.finish())
+}
+
+/// Removes from `folder` the files not used for [`UNUSED_RECORD`] and the temporary files of
+/// crashed writers: the refusals remembered of components nobody loads any more.
+fn evict_unused(folder: &Path, now: SystemTime) {
+    for (path, meta) in regular_files(folder) {
+        if remove_if_stale_temp(&path, &meta, now) {
+            continue;
+        }
+        let unused = meta
+            .modified()
+            .ok()
+            .and_then(|used| now.duration_since(used).ok())
+            .is_some_and(|age| age > UNUSED_RECORD);
+        if unused {
+            remove_quietly(&path);
+        }
+    }
+}
+
+/// Removes from the digest folder `files` the records that will not be used again (see
+/// [`ComponentCache::evict`]).
+fn evict_records(files: &Path, now: SystemTime) {
+    for (path, meta) in regular_files(files) {
+        if remove_if_stale_temp(&path, &meta, now) || path.extension().is_some() {
+            continue;
+        }
+        let unused = meta
+            .modified()
+            .ok()
+            .and_then(|used| now.duration_since(used).ok())
+            .is_some_and(|age| age > UNUSED_RECORD);
+        let Some((file, _)) = open_trusted(&path) else {
+            continue;
+        };
+        let gone = match read_record(&file).as_deref().and_then(recorded_path) {
+            Some(plugin) => std::fs::metadata(plugin)
+                .is_err_and(|err| matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR))),
+            None => true,
+        };
+        if unused || gone {
+            remove_quietly(&path);
+        }
+    }
+}
+
+/// The regular files directly in `dir` and their metadata (links are not followed), leaving
+/// out any that vanish while they are listed.
+fn regular_files(dir: &Path) -> impl Iterator<Item = (PathBuf, std::fs::Metadata)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|item| Some((item.path(), item.metadata().ok()?)))
+        .filter(|(_, meta)| meta.is_file())
+}
+
+/// Removes `path` if it is a temporary file older than [`STALE_TEMP`]; whether it was one.
+fn remove_if_stale_temp(path: &Path, meta: &std::fs::Metadata, now: SystemTime) -> bool {
+    if path.extension().is_none_or(|e| e != "tmp") {
+        return false;
+    }
+    let stale = meta
+        .modified()
+        .ok()
+        .and_then(|written| now.duration_since(written).ok())
+        .is_some_and(|age| age > STALE_TEMP);
+    if stale {
+        remove_quietly(path);
+    }
+    true
+}
+
+/// Removes `path`; whether it is gone, by this call or another host's.
+fn remove_quietly(path: &Path) -> bool {
+    match std::fs::remove_file(path) {
+        Ok(()) => true,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => true,
+        Err(err) => {
+            tracing::debug!(path = %path.display(), "cannot evict from the compile cache: {err}");
+            false
+        }
+    }
+}
+
+/// The text of a digest record, if it is one of at most [`MAX_RECORD`] bytes.
+fn read_record(file: &std::fs::File) -> Option<String> {
+    let mut text = String::new();
+    file.take(MAX_RECORD as u64 + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    (text.len() <= MAX_RECORD).then_some(text)
+}
+
+/// Marks the cache file open as `file` used now, for eviction by least recent use. Its owner
+/// may set its times through a read-only descriptor; a failure only makes it look older.
+pub(super) fn mark_used(file: &std::fs::File) {
+    if let Err(err) = file.set_modified(SystemTime::now()) {
+        tracing::debug!("cannot mark a compile cache file used: {err}");
+    }
+}
+
+/// The cap `ACCELHOST_CACHE_MAX_MIB` gives, in MiB: its value, or the default when it is
+/// unset, empty or `0`; a value that is not a number is warned about and the default used.
+fn max_mib(value: Option<&str>) -> u64 {
+    match value.map(str::trim) {
+        None | Some("") => DEFAULT_CACHE_MAX_MIB,
+        Some(text) => match text.parse::<u64>() {
+            Ok(0) => DEFAULT_CACHE_MAX_MIB,
+            Ok(mib) => mib,
+            Err(_) => {
+                tracing::warn!(
+                    "{CACHE_MAX_ENV}={text:?} is not a number of MiB; the compile cache keeps \
+                     up to the default {DEFAULT_CACHE_MAX_MIB} MiB"
+                );
+                DEFAULT_CACHE_MAX_MIB
+            }
+        },
+    }
+}
+
+/// Makes the cache folder `path` if it is absent (private, with any parents it lacks), then
+/// checks that it can be trusted: a directory, not a link, owned by this user and closed to
+/// others. Every writer goes through this before it creates anything inside the folder.
+pub(super) fn trusted_folder(path: &Path) -> std::io::Result<()> {
+    let private = || {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700);
+        builder
+    };
+    match private().create(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            private().recursive(true).create(path)?
+        }
+        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(path)?;
+    match distrust(&meta, true) {
+        None => Ok(()),
+        Some(why) => Err(std::io::Error::other(format!(
+            "{} {why}: the compile cache keeps nothing there",
+            path.display()
+        ))),
+    }
 }
 
 /// Writes `bytes` to a private file beside `path`, then renames it over `path`: a reader sees
@@ -401,10 +649,37 @@ pub(super) fn trusted(path: &Path, is_dir: bool) -> bool {
 
 /// [`trusted`] for metadata already read.
 fn trusted_metadata(meta: &std::fs::Metadata, is_dir: bool) -> bool {
+    distrust(meta, is_dir).is_none()
+}
+
+/// Why the cache folder (`is_dir`) or file that `meta` describes is not trusted, if it is not:
+/// it must be of that kind (a link is neither), owned by this user, and not writable by group
+/// or others (a folder: not even readable).
+fn distrust(meta: &std::fs::Metadata, is_dir: bool) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let closed = if is_dir { 0o077 } else { 0o022 };
-    meta.uid() == me && meta.mode() & closed == 0 && (meta.is_dir() == is_dir)
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        Some("is a link".into())
+    } else if (is_dir && !kind.is_dir()) || (!is_dir && !kind.is_file()) {
+        Some(format!(
+            "is not a {}",
+            if is_dir { "folder" } else { "regular file" }
+        ))
+    } else if meta.uid() != me {
+        Some(format!(
+            "is owned by uid {}, not by this user (uid {me})",
+            meta.uid()
+        ))
+    } else if meta.mode() & closed != 0 {
+        Some(format!(
+            "is open to others (mode {:o})",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    }
 }
 
 /// The checksum an entry's header gives for its payload, if `bytes` start with a header.
@@ -421,6 +696,17 @@ fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes that `text`, lower- or upper-case hex, stands for.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -538,7 +824,7 @@ mod tests {
         // A record naming the same file by another identity is not taken either.
         let moved = FileIdentity {
             modified: (before.modified.0 + 1, before.modified.1),
-            ..before
+            ..before.clone()
         };
         assert_eq!(cache.known_digest(&moved), None);
         std::fs::remove_dir_all(&base).unwrap();
@@ -582,7 +868,7 @@ mod tests {
         let id = identity(&file);
         let sha = [9u8; 32];
         cache.remember_digest_at(&id, &sha, later());
-        let (_, record) = cache.digest_file(&id).unwrap();
+        let record = base.join("cache/files").join(id.record_name());
         let text = std::fs::read_to_string(&record).unwrap();
         for damaged in [
             text.replace(&hex(&sha), &hex(&sha)[..63]),
@@ -637,5 +923,364 @@ mod tests {
             .unwrap();
         assert!(!trusted(&dir, true));
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_remembered_digest_does_not_let_a_file_past_its_limits() {
+        use crate::config::{Config, ConfigSource};
+        let (cache, file, base) = cache_and_file("digest-limits");
+        // One byte over 1 MiB, and remembered as the dfl plugin: a load that believed the
+        // record before measuring the file would start the dfl plugin.
+        write_old(&file, &vec![0u8; (1 << 20) + 1]);
+        let dfl_sha = crate::builtin::digest("dfl").unwrap();
+        cache.remember_digest_at(&identity(&file), &dfl_sha, later());
+        assert_eq!(cache.known_digest(&identity(&file)), Some(dfl_sha));
+        let text = format!(
+            r#"{{"plugins": [{{"name": "p", "module": "{}", "load_policy": {{"max_module_mib": 1}}}}]}}"#,
+            file.display()
+        );
+        let config = Config::parse(&text, ConfigSource::Embedded).unwrap();
+        let err = match crate::manager::load_module(&config.plugins[0], &cache) {
+            Ok(_) => panic!("the remembered digest let a file over the limit in"),
+            Err(err) => err.to_string(),
+        };
+        assert!(
+            err.contains("over the 1 MiB limit (load_policy.max_module_mib)"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// The smallest component: a component binary's header and no sections.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    fn engine_and_component() -> (Engine, Component) {
+        let engine = Engine::default();
+        let component = Component::from_binary(&engine, EMPTY_COMPONENT).unwrap();
+        (engine, component)
+    }
+
+    /// A fresh base directory for test `name`, with a private `cache` folder path in it (not
+    /// made).
+    fn fresh_base(name: &str) -> (PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!("accelhost-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let cache = base.join("cache");
+        (base, cache)
+    }
+
+    fn private_dir(path: &Path) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+            .unwrap();
+    }
+
+    /// The compiled entries in `dir`, and their total size.
+    fn entries(dir: &Path) -> (Vec<PathBuf>, u64) {
+        let mut found: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .map(|e| (e.path(), e.metadata().unwrap().len()))
+            .collect();
+        found.sort();
+        let total = found.iter().map(|(_, len)| len).sum();
+        (found.into_iter().map(|(path, _)| path).collect(), total)
+    }
+
+    /// The size of the entry of the empty component.
+    fn entry_len(engine: &Engine, component: &Component) -> u64 {
+        let (base, dir) = fresh_base("entry-len");
+        ComponentCache::at(Some(dir.clone())).store(engine, &[0; 32], component);
+        let (_, total) = entries(&dir);
+        std::fs::remove_dir_all(&base).unwrap();
+        assert!(total > HEADER as u64);
+        total
+    }
+
+    /// Sets the last use (modification time) of `path` to `ago` before now.
+    fn used_ago(path: &Path, ago: Duration) {
+        std::fs::File::open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - ago)
+            .unwrap();
+    }
+
+    #[test]
+    fn the_entries_stay_under_the_cap_however_many_are_stored() {
+        let (engine, component) = engine_and_component();
+        let len = entry_len(&engine, &component);
+        let (base, dir) = fresh_base("cache-cap");
+        let cap = 3 * len + len / 2;
+        let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(cap);
+        for i in 1..=12u8 {
+            cache.store(&engine, &[i; 32], &component);
+            let (found, total) = entries(&dir);
+            assert!(total <= cap, "{total} bytes in {} entries", found.len());
+            assert!(found.contains(&cache.entry(&engine, &[i; 32]).unwrap()));
+        }
+        assert_eq!(entries(&dir).0.len(), 3);
+        // An entry larger than the cap on its own is kept while it is the newest.
+        let tiny = ComponentCache::at(Some(dir.clone())).with_max_bytes(1);
+        tiny.store(&engine, &[13; 32], &component);
+        assert_eq!(
+            entries(&dir).0,
+            vec![tiny.entry(&engine, &[13; 32]).unwrap()]
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_recently_loaded_entry_outlives_older_ones() {
+        let (engine, component) = engine_and_component();
+        let len = entry_len(&engine, &component);
+        let (base, dir) = fresh_base("cache-lru");
+        let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(3 * len + len / 2);
+        let entry = |i: u8| cache.entry(&engine, &[i; 32]).unwrap();
+        for i in 1..=3u8 {
+            cache.store(&engine, &[i; 32], &component);
+            used_ago(&entry(i), Duration::from_secs(3600 - 10 * u64::from(i)));
+        }
+        // The oldest, but loaded just now.
+        assert!(cache.load(&engine, &[1; 32]).is_some());
+        cache.store(&engine, &[4; 32], &component);
+        assert_eq!(entries(&dir).0, {
+            let mut kept = vec![entry(1), entry(3), entry(4)];
+            kept.sort();
+            kept
+        });
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn temporary_files_of_crashed_writers_are_removed_once_stale() {
+        let (engine, component) = engine_and_component();
+        let (base, dir) = fresh_base("cache-tmp");
+        private_dir(&dir.join(FILES));
+        let stale = [dir.join("abc.1-0.tmp"), dir.join(FILES).join("def.2-0.tmp")];
+        let fresh = [dir.join("ghi.3-0.tmp"), dir.join(FILES).join("jkl.4-0.tmp")];
+        for path in stale.iter().chain(&fresh) {
+            std::fs::write(path, b"half an entry").unwrap();
+        }
+        for path in &stale {
+            used_ago(path, STALE_TEMP + Duration::from_secs(60));
+        }
+        ComponentCache::at(Some(dir.clone())).store(&engine, &[1; 32], &component);
+        for path in &stale {
+            assert!(!path.exists(), "{} was left", path.display());
+        }
+        for path in &fresh {
+            assert!(path.exists(), "{} may be a write under way", path.display());
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn records_of_plugin_files_gone_unused_or_of_another_format_are_evicted() {
+        let (engine, component) = engine_and_component();
+        let (cache, file, base) = cache_and_file("records-evicted");
+        let [gone, unused] = ["gone.wasm", "unused.wasm"].map(|name| base.join(name));
+        for path in [&gone, &unused] {
+            write_old(path, b"\0asm another plugin");
+        }
+        for (path, sha) in [(&file, 1u8), (&gone, 2), (&unused, 3)] {
+            cache.remember_digest_at(&identity(path), &[sha; 32], later());
+        }
+        let files = base.join("cache").join(FILES);
+        let record = |path: &Path| files.join(identity(path).record_name());
+        let unused_record = record(&unused);
+        let gone_record = record(&gone);
+        std::fs::remove_file(&gone).unwrap();
+        used_ago(&unused_record, UNUSED_RECORD + Duration::from_secs(3600));
+        let version_one = files.join("00112233445566778899aabbccddeeff");
+        let old = format!("accelhost-file-digest1 1 2 3 4 5 6 7 {}\n", hex(&[4; 32]));
+        std::fs::write(&version_one, old).unwrap();
+        cache.store(&engine, &[1; 32], &component);
+        assert!(
+            !gone_record.exists(),
+            "the record of a removed path is kept"
+        );
+        assert!(
+            !unused_record.exists(),
+            "a record unused for 90 days is kept"
+        );
+        assert!(!version_one.exists(), "a record of the old format is kept");
+        assert_eq!(cache.known_digest(&identity(&file)), Some([1; 32]));
+        assert_eq!(std::fs::read_dir(&files).unwrap().count(), 1);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_record_carries_any_path_and_refuses_damage() {
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(b"/p/a plugin\n\xff%.wasm"));
+        let id = FileIdentity {
+            path: path.clone(),
+            device: 1,
+            inode: 2,
+            size: 3,
+            modified: (-4, 5),
+            changed: (6, 7),
+        };
+        let text = id.record(&[9; 32]);
+        assert_eq!(text.matches('\n').count(), 1, "{text}");
+        assert_eq!(recorded_path(&text), Some(path));
+        assert_eq!(id.digest_in(&text), Some([9; 32]));
+        for damaged in [
+            text.replace(DIGEST_MAGIC, "accelhost-file-digest1"),
+            text.replacen(" 1 2 ", " 1 ", 1),
+            text.replace(&hex(&[9; 32]), &hex(&[9; 31])),
+            text.replacen("2f70", "2f7", 1),
+            text.trim_end().to_string(),
+        ] {
+            assert_eq!(recorded_path(&damaged), None, "{damaged}");
+            assert_eq!(id.digest_in(&damaged), None, "{damaged}");
+        }
+        // A path too long for a record is not remembered, and nothing is written for it.
+        let (cache, file, base) = cache_and_file("record-long");
+        let relative = FileIdentity::of(Path::new("plugin.wasm"), &file.metadata().unwrap());
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            relative.path,
+            cwd.join("plugin.wasm"),
+            "every host reads it alike"
+        );
+        let long = FileIdentity {
+            path: base.join("p".repeat(MAX_RECORD / 2)),
+            ..identity(&file)
+        };
+        cache.remember_digest_at(&long, &[1; 32], later());
+        assert!(!base.join("cache").join(FILES).exists());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// Stores an entry and remembers a digest through `cache`, whose folder is untrusted.
+    fn write_both(cache: &ComponentCache, plugin: &Path) {
+        let (engine, component) = engine_and_component();
+        cache.store(&engine, &[1; 32], &component);
+        cache.remember_digest_at(&identity(plugin), &[1; 32], later());
+        assert!(cache.load(&engine, &[1; 32]).is_none());
+        assert_eq!(cache.known_digest(&identity(plugin)), None);
+    }
+
+    fn listing(dir: &Path) -> Vec<PathBuf> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_cache_folder_open_to_others_or_behind_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_, file, base) = cache_and_file("untrusted-folder");
+        let dir = base.join("cache");
+        for mode in [0o777, 0o750, 0o701] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            write_both(&ComponentCache::at(Some(dir.clone())), &file);
+            assert_eq!(listing(&dir), Vec::<PathBuf>::new(), "mode {mode:o}");
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        write_both(&ComponentCache::at(Some(link)), &file);
+        assert_eq!(listing(&dir), Vec::<PathBuf>::new(), "through a link");
+        // A private cache folder with an open `files/`: entries are kept, records are not.
+        private_dir(&dir.join(FILES));
+        std::fs::set_permissions(dir.join(FILES), std::fs::Permissions::from_mode(0o777)).unwrap();
+        ComponentCache::at(Some(dir.clone())).remember_digest_at(
+            &identity(&file),
+            &[1; 32],
+            later(),
+        );
+        assert_eq!(listing(&dir.join(FILES)), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_cache_folder_of_another_user() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: giving a folder to another user (uid 65534) needs root");
+            return;
+        }
+        let (_, file, base) = cache_and_file("foreign-folder");
+        let dir = base.join("cache");
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+        write_both(&ComponentCache::at(Some(dir.clone())), &file);
+        assert_eq!(listing(&dir), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_missing_cache_folder_is_made_private_with_its_parents() {
+        use std::os::unix::fs::PermissionsExt;
+        let (engine, component) = engine_and_component();
+        let (base, _) = fresh_base("missing-folder");
+        let dir = base.join("a/b/cache");
+        let cache = ComponentCache::at(Some(dir.clone()));
+        cache.store(&engine, &[1; 32], &component);
+        assert!(cache.load(&engine, &[1; 32]).is_some());
+        for folder in [base.join("a"), base.join("a/b"), dir.clone()] {
+            let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", folder.display());
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn hosts_sharing_a_cache_store_load_and_evict_at_once() {
+        let (engine, component) = engine_and_component();
+        let len = entry_len(&engine, &component);
+        let (base, dir) = fresh_base("cache-shared");
+        let cap = 3 * len + len / 2;
+        std::thread::scope(|scope| {
+            for host in 0..4u8 {
+                let (engine, component, dir) = (&engine, &component, &dir);
+                scope.spawn(move || {
+                    // Each thread is a host of its own, with its own handle on the folder.
+                    let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(cap);
+                    for round in 0..20u8 {
+                        cache.store(engine, &[host * 20 + round; 32], component);
+                        for earlier in 0..=round {
+                            // Present or evicted by another host meanwhile; never broken.
+                            let _ = cache.load(engine, &[host * 20 + earlier; 32]);
+                        }
+                    }
+                });
+            }
+        });
+        let cache = ComponentCache::at(Some(dir.clone())).with_max_bytes(cap);
+        cache.store(&engine, &[200; 32], &component);
+        let (found, total) = entries(&dir);
+        assert!(total <= cap, "{total} bytes in {} entries", found.len());
+        for path in &found {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let sha: [u8; 32] = unhex(&name[..64]).unwrap().try_into().unwrap();
+            assert!(cache.load(&engine, &sha).is_some(), "{name} is damaged");
+        }
+        let temporary = listing(&dir)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
+            .count();
+        assert_eq!(temporary, 0, "a writer left its temporary file");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn the_cap_comes_from_the_environment_value() {
+        let default = DEFAULT_CACHE_MAX_MIB;
+        assert_eq!(max_mib(None), default);
+        assert_eq!(max_mib(Some("")), default);
+        assert_eq!(max_mib(Some("0")), default);
+        assert_eq!(max_mib(Some("lots")), default);
+        assert_eq!(max_mib(Some("-5")), default);
+        assert_eq!(max_mib(Some(" 64 ")), 64);
+        assert_eq!(max_mib(Some("18446744073709551615")), u64::MAX);
+        assert_eq!(ComponentCache::at(None).with_max_bytes(5).max_bytes(), 5);
     }
 }

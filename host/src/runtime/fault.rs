@@ -8,6 +8,14 @@ use crate::config::LoadPolicy;
 use crate::error::{FaultCause, TrapKind};
 use crate::state::{HostLimit, Interrupted};
 
+/// How wasmtime says that lifting a call's data from the plugin took more bytes than the
+/// store's hostcall fuel allows (its error type is private, so only its text tells it).
+const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+
+/// How wasmtime says that a store holds as many component handles as it may (its limit is
+/// set to `max_resources`; the error is a message only).
+const HANDLE_LIMIT_EXCEEDED: &str = "store handle limit exceeded";
+
 /// The cause of a failed call, and what happened for people (naming the limit and the
 /// `load_policy` field when one was hit).
 pub(crate) fn classify(err: &wasmtime::Error, policy: &LoadPolicy) -> (FaultCause, String) {
@@ -38,6 +46,10 @@ pub(crate) fn classify(err: &wasmtime::Error, policy: &LoadPolicy) -> (FaultCaus
                 field: over.kind.field(),
                 limit: over.limit,
             },
+            HostLimit::HostMemoryHeld(over) => FaultCause::ResourceLimit {
+                field: over.kind.field(),
+                limit: over.limit,
+            },
             HostLimit::Memory { limit_mib, .. } => FaultCause::MemoryLimit {
                 limit_mib: *limit_mib,
             },
@@ -64,6 +76,31 @@ pub(crate) fn classify(err: &wasmtime::Error, policy: &LoadPolicy) -> (FaultCaus
         );
     }
     let root = err.root_cause().to_string();
+    if root.contains(HANDLE_LIMIT_EXCEEDED) {
+        return (
+            FaultCause::ResourceLimit {
+                field: "load_policy.max_resources",
+                limit: u64::from(policy.max_resources),
+            },
+            format!(
+                "it holds more than {} resource handles (load_policy.max_resources)",
+                policy.max_resources
+            ),
+        );
+    }
+    if root.contains(HOSTCALL_FUEL_EXHAUSTED) {
+        return (
+            FaultCause::ResourceLimit {
+                field: "load_policy.host_memory_mib",
+                limit: policy.host_memory_mib << 20,
+            },
+            format!(
+                "it handed the host more data in one call than its host memory had room \
+                 for (load_policy.host_memory_mib is {} MiB)",
+                policy.host_memory_mib
+            ),
+        );
+    }
     match err.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => (
             FaultCause::Fuel {
@@ -162,6 +199,38 @@ mod tests {
         assert_eq!(
             cause_of(wasmtime_wasi::I32Exit(3)),
             FaultCause::Exited { status: 3 }
+        );
+        assert_eq!(
+            cause_of(HostLimit::HostMemoryHeld(crate::devices::OverLimit {
+                kind: crate::devices::BudgetKind::Host,
+                held: 5 << 20,
+                limit: 4 << 20,
+            })),
+            FaultCause::ResourceLimit {
+                field: "load_policy.host_memory_mib",
+                limit: 4 << 20
+            }
+        );
+        // wasmtime's own limits come as messages; the end-to-end tests meet the real ones
+        // (hostile.rs: aliased strings, 2 x 70000 watches).
+        assert_eq!(
+            cause_of(wasmtime::Error::msg(format!(
+                "too much data is being copied between the host and the guest: \
+                 {HOSTCALL_FUEL_EXHAUSTED}"
+            ))),
+            FaultCause::ResourceLimit {
+                field: "load_policy.host_memory_mib",
+                limit: 16 << 20
+            }
+        );
+        assert_eq!(
+            cause_of(wasmtime::Error::msg(format!(
+                "cannot lend resource: {HANDLE_LIMIT_EXCEEDED}"
+            ))),
+            FaultCause::ResourceLimit {
+                field: "load_policy.max_resources",
+                limit: 65536
+            }
         );
         let (cause, reason) = classify(
             &wasmtime::Error::msg("exceeds limit, count too high"),

@@ -15,7 +15,7 @@ use super::fault::classify;
 use super::plugin::{Calls, Exports};
 use super::stdio::OutputCapture;
 use crate::error::FaultCause;
-use crate::state::{EPOCH_TICK, Interrupted, PluginContext, PluginLimits, PluginState};
+use crate::state::{EPOCH_TICK, HostLimit, Interrupted, PluginContext, PluginLimits, PluginState};
 
 /// The most of a plugin's last output a failure report quotes, in bytes.
 const MAX_TAIL: usize = 600;
@@ -56,9 +56,30 @@ impl PluginInstance {
             .build();
         let limits = PluginLimits::new(&ctx.policy);
         let busy = BusyBudget::new(&ctx.policy, Instant::now());
+        let budget = ctx.owner.host.clone();
+        // The store, its instance and whatever the plugin's start code asks for are host
+        // memory the plugin occupies.
+        budget.charge_while(|| Self::instantiate(loaded, ctx, wasi, limits, busy, stdout, stderr))
+    }
+
+    fn instantiate(
+        loaded: &LoadedComponent,
+        ctx: Arc<PluginContext>,
+        wasi: WasiCtx,
+        limits: PluginLimits,
+        busy: BusyBudget,
+        stdout: OutputCapture,
+        stderr: OutputCapture,
+    ) -> Result<Self, CallFailure> {
         let mut store = Store::new(loaded.pre.engine(), PluginState::new(ctx, wasi, limits));
         store.limiter(|state| state.limiter());
-        // Every tick, while wasm runs: stop on a cancel or at the deadline, else go on.
+        // wasmtime's own count of the handles the plugin holds matches the host's resource
+        // table: the plugin meets `max_resources` whichever counts first.
+        let max_resources = store.data().ctx.policy.max_resources as usize;
+        store.set_max_component_handles(max_resources);
+        // Every tick, while wasm runs: stop on a cancel, at the deadline, or when the host
+        // holds more for the plugin than its host-memory budget allows (a safe point between
+        // the imports that check what they take and the call's return), else go on.
         store.epoch_deadline_callback(|store| {
             let state = store.data();
             if state.ctx.control.is_cancelled(state.call) {
@@ -66,6 +87,7 @@ impl PluginInstance {
             } else if Instant::now() >= state.deadline() {
                 Err(Interrupted::Deadline.into())
             } else {
+                state.ctx.owner.host.check_held().map_err(HostLimit::from)?;
                 Ok(UpdateDeadline::Continue(1))
             }
         });
@@ -73,7 +95,12 @@ impl PluginInstance {
         let instantiated = loaded
             .pre
             .instantiate(&mut store)
-            .and_then(|instance| Exports::new(&loaded.exports, &instance, &mut store));
+            .and_then(|instance| Exports::new(&loaded.exports, &instance, &mut store))
+            .and_then(|exports| {
+                let host = &store.data().ctx.owner.host;
+                host.check_held().map_err(HostLimit::from)?;
+                Ok(exports)
+            });
         match instantiated {
             Ok(exports) => Ok(PluginInstance {
                 store,
@@ -108,9 +135,17 @@ impl PluginInstance {
     ) -> Result<R, CallFailure> {
         let started = arm(&mut self.store);
         let id = self.store.data().call;
-        let outcome = f(&mut Calls {
-            exports: &self.exports,
-            store: &mut self.store,
+        let budget = self.store.data().ctx.owner.host.clone();
+        let outcome = budget.charge_while(|| {
+            f(&mut Calls {
+                exports: &self.exports,
+                store: &mut self.store,
+            })
+            // The call's return is the last safe point: what it answered is lifted by now.
+            .and_then(|value| {
+                budget.check_held().map_err(HostLimit::from)?;
+                Ok(value)
+            })
         });
         self.store.data().ctx.control.end(id);
         let ended = Instant::now();
@@ -170,14 +205,18 @@ impl PluginInstance {
     }
 }
 
-/// Starts a call: numbers it, sets its fuel, and fixes its deadline `call_timeout_ms` from
-/// now. Returns when it started.
+/// Starts a call: numbers it, sets its fuel and its hostcall fuel, and fixes its deadline
+/// `call_timeout_ms` from now. Returns when it started.
 fn arm(store: &mut Store<PluginState>) -> Instant {
     if let Some(fuel) = store.data().ctx.policy.fuel {
         // Only a metered engine counts fuel; `load` made this instance's engine so.
         let _ = store.set_fuel(fuel);
     }
     store.set_epoch_deadline(1);
+    // Data lifted from the plugin in one go (an import's arguments, the call's answer) fits
+    // in what its host-memory budget has left.
+    let left = store.data().ctx.owner.host.left();
+    store.set_hostcall_fuel(usize::try_from(left).unwrap_or(usize::MAX));
     let now = Instant::now();
     let state = store.data_mut();
     let call = state.ctx.control.begin();

@@ -24,7 +24,7 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub(crate) use cache::FileIdentity;
-pub use cache::{CACHE_ENV, ComponentCache};
+pub use cache::{CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB};
 pub use compile::PROGRESS_TARGET;
 pub(crate) use engine::engine_config;
 pub(crate) use instance::{CallFailure, PluginInstance};
@@ -57,20 +57,32 @@ pub const WASI_RESOURCE_BYTES: u64 = 256;
 /// records, its stdout and stderr line and tail buffers.
 pub const INSTANCE_BYTES: u64 = 1 << 20;
 
+/// [`worst_case_host_memory`] written out, for people.
+pub const WORST_CASE_FORMULA: &str = "memory_mib + 8 B x max_table_elements \
+    + 2 x host_memory_mib + 1 MiB + dma_memory_mib + 256 B x max_resources + 1 MiB";
+
 /// The most host memory one instance of `entry` can make the host hold at once, in bytes:
 ///
-/// `2 × memory_mib + 8 B × max_table_elements + host_memory_mib + dma_memory_mib
-///  + WASI_RESOURCE_BYTES × max_resources + INSTANCE_BYTES`
+/// `memory_mib + 8 B × max_table_elements + 2 × host_memory_mib + MAX_TRANSFER
+///  + dma_memory_mib + WASI_RESOURCE_BYTES × max_resources + INSTANCE_BYTES`
 ///
-/// Its linear memories count twice: once as themselves, once for a call's arguments, which
-/// the host copies out of them (a string or list a plugin passes is at most that large).
-/// Compiled code is shared by every instance of a module and not counted.
+/// Its linear memories and tables; what the host keeps for it (its host-memory budget), and as
+/// much again between two safe points: the data the host lifts from it in one go is bounded
+/// by what its budget has left (wasmtime's hostcall fuel), and an import's own copies by
+/// [`MAX_TRANSFER`](crate::imports::MAX_TRANSFER); its DMA memory; WASI's own resources
+/// (pollables, stream handles) on the threads that serve them; the instance's output
+/// buffers. With the ledger installed (`crate::ledger`) the host-memory budget counts every
+/// block the host allocates for the plugin, the store and instance included; without it, only
+/// what the imports' call sites charge. Compiling is not counted: a component from a file
+/// compiles in a worker process with limits of its own, and compiled code is shared by every
+/// instance of a module.
 pub fn worst_case_host_memory(entry: &crate::config::PluginEntry) -> u64 {
     let policy = &entry.load_policy;
     let mib = 1u64 << 20;
-    2 * policy.memory_mib * mib
+    policy.memory_mib * mib
         + 8 * u64::from(policy.max_table_elements)
-        + policy.host_memory_mib * mib
+        + 2 * policy.host_memory_mib * mib
+        + crate::imports::MAX_TRANSFER
         + entry.grants.dma_memory_mib * mib
         + WASI_RESOURCE_BYTES * u64::from(policy.max_resources)
         + INSTANCE_BYTES

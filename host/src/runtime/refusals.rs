@@ -9,13 +9,15 @@
 //! names the host version and the WIT versions it serves, and another host ignores it.
 
 use std::io::Read;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 use wasmtime::Engine;
 
 use super::LoadError;
-use super::cache::{ComponentCache, keyed_name, open_trusted, trusted, write_replacing};
+use super::cache::{
+    ComponentCache, REFUSED, keyed_name, mark_used, open_trusted, trusted, trusted_folder,
+    write_replacing,
+};
 use super::worker::CompileLimits;
 use crate::error::CompileFailure;
 
@@ -49,7 +51,7 @@ pub(super) fn holds(refusal: &LoadError, limits: Option<CompileLimits>) -> bool 
 
 /// The record of the wasm with hash `sha` refused for `engine`, in the cache's `refused/`.
 fn record_path(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32]) -> Option<PathBuf> {
-    Some(cache.dir()?.join("refused").join(keyed_name(engine, sha)))
+    Some(cache.dir()?.join(REFUSED).join(keyed_name(engine, sha)))
 }
 
 /// The refusal the cache remembers for the wasm with hash `sha` and `engine`, if a trusted,
@@ -62,8 +64,14 @@ pub(super) fn read(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32]) -> O
     }
     let (file, _) = open_trusted(&path)?;
     let mut text = String::new();
-    file.take(MAX_RECORD).read_to_string(&mut text).ok()?;
-    parse(&text)
+    Read::by_ref(&mut &file)
+        .take(MAX_RECORD)
+        .read_to_string(&mut text)
+        .ok()?;
+    let refusal = parse(&text)?;
+    // A record still used is kept by the cache's eviction (see `ComponentCache::evict`).
+    mark_used(&file);
+    Some(refusal)
 }
 
 /// Remembers `refusal` of the wasm with hash `sha` for `engine` in the cache; a failure only
@@ -76,31 +84,10 @@ pub(super) fn write(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32], ref
     ) else {
         return;
     };
-    let result = (|| -> std::io::Result<()> {
-        let closed = || {
-            std::io::Error::other(
-                "the cache directory is not owned by this user or is open to others",
-            )
-        };
-        if !dir.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-        }
-        if !trusted(dir, true) {
-            return Err(closed());
-        }
-        let folder = path.parent().expect("the record is in refused/");
-        match std::fs::DirBuilder::new().mode(0o700).create(folder) {
-            Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
-            _ => {}
-        }
-        if !trusted(folder, true) {
-            return Err(closed());
-        }
-        write_replacing(&path, text.as_bytes())
-    })();
+    let folder = path.parent().expect("the record is in refused/");
+    let result = trusted_folder(dir)
+        .and_then(|()| trusted_folder(folder))
+        .and_then(|()| write_replacing(&path, text.as_bytes()));
     if let Err(err) = result {
         tracing::warn!(dir = %dir.display(), "cannot remember a refused plugin: {err}");
     }

@@ -81,9 +81,10 @@ pub fn serve_if_asked() {
     }
 }
 
-/// The executable to run compile workers from: `ACCELHOST_COMPILE_WORKER`, else this
-/// executable if it called [`serve_if_asked`], else none (plugin files compile in process).
-pub(crate) fn program() -> Option<PathBuf> {
+/// The executable plugin files compile in, as worker processes: `ACCELHOST_COMPILE_WORKER`,
+/// else this executable if it called [`serve_if_asked`], else none (they compile in this
+/// process, unbounded).
+pub fn program() -> Option<PathBuf> {
     match std::env::var_os(WORKER_ENV) {
         Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
         _ => THIS_EXECUTABLE.get().cloned(),

@@ -4,7 +4,7 @@
 use wasmtime::ResourceLimiter;
 
 use crate::config::LoadPolicy;
-use crate::devices::OverBudget;
+use crate::devices::{OverBudget, OverLimit};
 
 /// A limit host code enforced by ending the call: the import it hit has no way to return an
 /// error to the plugin, or the store itself hit it.
@@ -21,6 +21,10 @@ pub(crate) enum HostLimit {
     /// What it asked the host to keep would exceed its host-memory budget.
     #[error("{0}")]
     HostMemory(#[from] OverBudget),
+    /// What the host holds for it is over its host-memory budget, as the ledger found at a
+    /// safe point.
+    #[error("{0}")]
+    HostMemoryHeld(#[from] OverLimit),
     /// Its linear memories would grow past `load_policy.memory_mib` in all.
     #[error(
         "its linear memories would hold {wanted} bytes, over its limit of {limit_mib} MiB \

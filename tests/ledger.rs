@@ -1,0 +1,86 @@
+//! The host-memory ledger as a real process's allocator (the tests' support installs it, as the
+//! `accelhost` binary does): blocks charged where they are allocated and credited where they
+//! are freed, an import's charge that only checks, and a plugin whose instance, store and kept
+//! objects are counted while they live.
+
+mod support;
+
+use accelhost::OpenMode;
+use accelhost::devices::Budget;
+use accelhost::ledger::{Account, block_cost, is_installed};
+use support::host;
+
+#[test]
+fn the_tests_allocate_through_the_ledger() {
+    assert!(is_installed());
+    let account = Account::new();
+    let kept: Vec<u8> = account.charge_while(|| vec![7; 100_000]);
+    assert_eq!(account.held(), block_cost(100_000));
+    let moved = std::thread::spawn(move || drop(kept));
+    moved.join().unwrap();
+    assert_eq!(account.held(), 0, "freed on another thread, credited here");
+}
+
+#[test]
+fn with_the_ledger_an_imports_charge_only_checks_and_the_ledger_counts() {
+    let budget = Budget::host(1 << 20);
+    assert!(budget.is_ledgered());
+    let estimate = budget.charge(4096).unwrap();
+    assert_eq!(
+        budget.used(),
+        0,
+        "the estimate is not counted on top of the real blocks"
+    );
+    let kept: Vec<u8> = budget.charge_while(|| Vec::with_capacity(600_000));
+    assert_eq!(
+        budget.used(),
+        block_cost(600_000),
+        "the capacity, not the length, is what the host holds"
+    );
+    let refused = budget.charge(500_000).unwrap_err();
+    assert_eq!(refused.used, block_cost(600_000));
+    assert!(budget.check_held().is_ok());
+    let over: Vec<u8> = budget.charge_while(|| Vec::with_capacity(600_000));
+    let found = budget.check_held().unwrap_err();
+    assert_eq!(found.held, 2 * block_cost(600_000));
+    assert!(
+        found.to_string().contains("load_policy.host_memory_mib"),
+        "{found}"
+    );
+    drop((kept, over, estimate));
+    assert_eq!(budget.used(), 0);
+}
+
+#[test]
+fn a_plugins_instance_and_what_it_keeps_are_counted_while_they_live() {
+    let config = format!(
+        r#"{{"devices": [{{"id": "w0", "family": "dfl"}}],
+            "plugins": [{}]}}"#,
+        support::dfl_plugin(&["w0"])
+    );
+    let host = host(&config).unwrap();
+    let held = || {
+        host.plugins()
+            .into_iter()
+            .find(|p| p.name == "dfl")
+            .unwrap()
+            .memory
+            .host_bytes
+    };
+    let started = held();
+    assert!(started > 0, "its store and instance are the host's memory");
+    let tokens = host.enumerate(&[]).tokens;
+    let with_tokens = held();
+    assert!(
+        with_tokens > started,
+        "the properties the host keeps for its devices: {started} -> {with_tokens}"
+    );
+    let handle = host.open(&tokens[0], OpenMode::Exclusive).unwrap();
+    handle.close().unwrap();
+    drop(tokens);
+    assert!(
+        held() < with_tokens,
+        "the tokens' properties are credited when they go: {} after {with_tokens}",
+        held()
+    );
+}
