@@ -38,6 +38,11 @@ use crate::error::CompileFailure;
 use crate::state::{EPOCH_TICK, PluginState};
 use plugin::ExportIndex;
 
+/// How wasmtime says a component's memories, tables or instance do not fit the pooling
+/// allocator's slots: a refusal of the component (a compile in process gives the same), not a
+/// fault of the worker that compiled it.
+const POOL_REFUSAL: &str = "does not fit in pooling allocator requirements";
+
 /// The WIT package plugins are built against; [`WIT_VERSION`] is its latest version.
 pub const WIT_PACKAGE: &str = "accel:plugin";
 /// Environment variable with the number of plugin instances the pooling allocator keeps
@@ -328,12 +333,19 @@ impl Runtime {
         let component =
             unsafe { wasmtime::component::Component::deserialize(&flavor.engine, &code) }.map_err(
                 |e| {
-                    LoadError::Compile(CompileFailure::Worker {
-                        reason: format!(
-                            "the compile worker {} made code this host cannot load: {e:#}",
-                            program.display()
-                        ),
-                    })
+                    let message = format!("{e:#}");
+                    if message.contains(POOL_REFUSAL) {
+                        // The component's own shape, as a compile in process would find it.
+                        LoadError::Compile(CompileFailure::Invalid { message })
+                    } else {
+                        LoadError::Compile(CompileFailure::Worker {
+                            reason: format!(
+                                "the compile worker {} made code this host cannot load: \
+                                 {message}",
+                                program.display()
+                            ),
+                        })
+                    }
                 },
             )?;
         Ok((component, Some(code)))
