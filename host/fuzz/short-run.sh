@@ -13,7 +13,11 @@ cargo install cargo-fuzz --version 0.13.2 --locked
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cargo fuzz build --dev --sanitizer none
-for target in config xclbin ert cxl imports; do
+# The compile target's plugin files compile in a worker: the workspace's accelhost binary.
+cargo build --workspace --bins --quiet
+target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)"
+export ACCELHOST_COMPILE_WORKER="$target_dir/debug/accelhost"
+for target in config xclbin ert cxl imports compile; do
     mkdir -p "$scratch/$target"
     log="$scratch/$target.log"
     if cargo fuzz run --dev --sanitizer none "$target" "$scratch/$target" "fuzz/corpus/$target" -- \

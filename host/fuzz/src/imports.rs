@@ -231,7 +231,7 @@ fn start(config: &str) -> Host {
 
 /// Compiled plugins are kept beside the running executable (in the cargo target directory),
 /// so that only the first start of a fuzz or test binary compiles them.
-fn default_cache_dir() -> PathBuf {
+pub(crate) fn default_cache_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("accelhost-fuzz-cache")))

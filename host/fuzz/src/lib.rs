@@ -15,6 +15,7 @@
 #[global_allocator]
 static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
 
+pub mod compile;
 pub mod config;
 pub mod cxl;
 pub mod ert;
@@ -22,6 +23,7 @@ pub mod imports;
 pub mod mutate;
 pub mod replay;
 pub mod seeds;
+pub mod smoke;
 pub mod xclbin;
 
 /// One fuzz target: its name (as in `fuzz_targets/` and `corpus/`) and its entry point.
@@ -34,7 +36,7 @@ pub struct Target {
 }
 
 /// Every target, in the order the smoke test runs them.
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     Target {
         name: "config",
         run: config::run,
@@ -55,6 +57,10 @@ pub const TARGETS: [Target; 5] = [
         name: "imports",
         run: imports::run,
     },
+    Target {
+        name: "compile",
+        run: compile::run,
+    },
 ];
 
 /// The checked-in seed corpus of `target`: `host/fuzz/corpus/<target>`.
@@ -63,6 +69,3 @@ pub fn corpus_dir(target: &str) -> std::path::PathBuf {
         .join("corpus")
         .join(target)
 }
-
-#[cfg(test)]
-mod smoke;

@@ -22,6 +22,7 @@ pub fn seeds(target: &str) -> Vec<Seed> {
         "ert" => ert(),
         "cxl" => cxl(),
         "imports" => imports(),
+        "compile" => compile(),
         _ => Vec::new(),
     }
 }
@@ -543,5 +544,24 @@ fn imports() -> Vec<Seed> {
         ("stdio-control-characters", stdio.0),
         ("exit", exit.0),
         ("ready-spin", spin.0),
+    ]
+}
+
+/// The compile target's recipes (see `crate::compile::component`): each shape at a size that
+/// takes a compile to a limit or close to it, and a small one of each kind.
+fn compile() -> Vec<Seed> {
+    let recipe = |shape: u8, scale: u16, rest: &[u8]| {
+        let mut data = vec![shape];
+        data.extend_from_slice(&scale.to_le_bytes());
+        data.extend_from_slice(rest);
+        data
+    };
+    vec![
+        ("huge-function", recipe(0, 0xc000, &[3, 5, 7])),
+        ("many-functions", recipe(1, 0xffff, &[1, 2, 3, 4])),
+        ("big-data", recipe(2, 0xffff, &[0x5a])),
+        ("big-table", recipe(3, 0xffff, &[])),
+        ("raw-body", recipe(4, 0, &[0x41, 0x00, 0x1a, 0x0b])),
+        ("small-function", recipe(1, 0, &[9])),
     ]
 }
