@@ -36,8 +36,10 @@ const HEADER: usize = 16;
 /// Blocks this large come from their own `mmap` in glibc's allocator: they cost whole pages.
 const MMAP_THRESHOLD: usize = 128 << 10;
 const PAGE: usize = 4096;
-/// The top bit of an account's count: its owner still holds it.
-const OPEN: u64 = 1 << 63;
+/// Added to an account's count while its owner holds it. A bias, not a flag bit: while the
+/// owner is there, credits from other threads may run ahead of charges a thread still has
+/// pending, so the count proper can dip below zero for a moment.
+const OPEN: u64 = 1 << 62;
 
 /// The environment variable that turns the ledger off for a process (`off`), read once at its
 /// first allocation: every block then goes straight to the inner allocator, with no header
@@ -75,7 +77,7 @@ fn flush_pending() {
         return;
     }
     // SAFETY: the current account is live (its owner is inside `charge_while`), and with its
-    // owner there its count keeps the OPEN bit: adding this thread's share cannot free it.
+    // owner there its count keeps the OPEN bias: adding this thread's share cannot free it.
     unsafe {
         if pending > 0 {
             (*account).held.fetch_add(pending as u64, Ordering::Relaxed);
@@ -167,7 +169,7 @@ pub fn block_cost(size: usize) -> u64 {
     block as u64
 }
 
-/// The shared count behind an [`Account`]: bytes charged, plus [`OPEN`] while the account's
+/// The shared count behind an [`Account`]: bytes charged, plus the [`OPEN`] bias while the account's
 /// owner holds it. It is freed by whoever brings it to zero with the owner gone, so blocks
 /// may outlive the account's owner and still credit it.
 #[repr(align(64))]
@@ -192,7 +194,7 @@ unsafe fn credit(cell: *const Cell64, bytes: u64) {
     // SAFETY: live by the caller's promise.
     let before = unsafe { (*cell).held.fetch_sub(bytes, Ordering::AcqRel) };
     if before == bytes {
-        // The owner had gone (OPEN was clear) and this was the last charged block.
+        // The owner had gone (the OPEN bias was taken off) and this was the last charged block.
         // SAFETY: no owner, nothing charged: no one else can reach it.
         unsafe { free_cell(cell) }
     }
@@ -244,13 +246,15 @@ impl Account {
     /// The bytes charged to the account now (blocks still live, header and rounding
     /// included).
     pub fn held(&self) -> u64 {
-        // SAFETY: the cell lives while its owner does.
-        let shared = unsafe { self.cell.as_ref() }.held.load(Ordering::Relaxed) & !OPEN;
-        if std::ptr::eq(current(), self.cell.as_ptr()) {
-            shared.saturating_add_signed(PENDING.with(Cell::get))
+        // SAFETY: the cell lives while its owner does, and with its owner it carries OPEN.
+        let raw = unsafe { self.cell.as_ref() }.held.load(Ordering::Relaxed);
+        let shared = raw.wrapping_sub(OPEN) as i64;
+        let pending = if std::ptr::eq(current(), self.cell.as_ptr()) {
+            PENDING.with(Cell::get)
         } else {
-            shared
-        }
+            0
+        };
+        shared.saturating_add(pending).max(0) as u64
     }
 
     /// Runs `f`, charging what this thread allocates meanwhile to this account (the account
@@ -272,11 +276,12 @@ impl Account {
 
 impl Drop for Account {
     fn drop(&mut self) {
-        // SAFETY: the cell lives until this clears OPEN, and after that only while blocks
-        // are charged to it.
+        // SAFETY: the cell lives until this takes OPEN off, and after that only while blocks
+        // are charged to it. No thread has charges pending for it now (they flush on leaving
+        // `charge_while`, which borrows the owner), so what remains is what live blocks hold.
         let before = unsafe { self.cell.as_ref() }
             .held
-            .fetch_and(!OPEN, Ordering::AcqRel);
+            .fetch_sub(OPEN, Ordering::AcqRel);
         if before == OPEN {
             // SAFETY: nothing charged and no owner now.
             unsafe { free_cell(self.cell.as_ptr()) }
@@ -528,6 +533,31 @@ mod tests {
             0,
             "not credited to the freeing thread's account"
         );
+    }
+
+    #[test]
+    fn a_free_elsewhere_before_the_charge_is_flushed_reads_as_nothing_held() {
+        // The charge sits in this thread's pending count while another thread's free
+        // credits the shared count: for a moment the shared count is below zero.
+        let account = Account::new();
+        let layout = Layout::from_size_align(1000, 16).unwrap();
+        account.charge_while(|| {
+            // SAFETY: allocated and freed with the same layout.
+            let block = unsafe { LEDGER.alloc(layout) } as usize;
+            std::thread::scope(|scope| {
+                scope.spawn(|| unsafe { LEDGER.dealloc(block as *mut u8, layout) });
+            });
+            assert_eq!(
+                account.held(),
+                0,
+                "charged here, credited there: nothing held"
+            );
+        });
+        assert_eq!(account.held(), 0);
+        // SAFETY: as above; the account's owner goes while the block still lives.
+        let block = account.charge_while(|| unsafe { LEDGER.alloc(layout) });
+        drop(account);
+        unsafe { LEDGER.dealloc(block, layout) };
     }
 
     #[test]
