@@ -274,6 +274,23 @@ impl Account {
     }
 }
 
+/// Runs `f` with what this thread allocates charged to no account (the account that was
+/// current before is current again afterwards, also if `f` unwinds): for memory the host
+/// keeps for a plugin but charges to another of its budgets, such as a remote buffer's shadow
+/// copy, which its DMA grant pays for.
+pub fn uncharged<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(*const Cell64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|current| current.set(self.0));
+        }
+    }
+    flush_pending();
+    let previous = CURRENT.with(|current| current.replace(ptr::null()));
+    let _restore = Restore(previous);
+    f()
+}
+
 impl Drop for Account {
     fn drop(&mut self) {
         // SAFETY: the cell lives until this takes OPEN off, and after that only while blocks
@@ -558,6 +575,24 @@ mod tests {
         let block = account.charge_while(|| unsafe { LEDGER.alloc(layout) });
         drop(account);
         unsafe { LEDGER.dealloc(block, layout) };
+    }
+
+    #[test]
+    fn uncharged_blocks_are_nobody_s_and_the_account_resumes_after() {
+        let account = Account::new();
+        let layout = Layout::from_size_align(2000, 16).unwrap();
+        account.charge_while(|| {
+            // SAFETY: each block is freed with the layout it was allocated with.
+            let free = unsafe { crate::ledger::uncharged(|| LEDGER.alloc(layout)) };
+            assert_eq!(account.held(), 0, "allocated outside the account");
+            let charged = unsafe { LEDGER.alloc(layout) };
+            assert_eq!(account.held(), block_cost(2000), "charged again after");
+            unsafe {
+                LEDGER.dealloc(free, layout);
+                LEDGER.dealloc(charged, layout);
+            }
+        });
+        assert_eq!(account.held(), 0);
     }
 
     #[test]

@@ -90,7 +90,8 @@ impl Mirrors {
                 object,
                 handle,
                 memory: Arc::downgrade(memory),
-                shadow: vec![0; memory.len() as usize],
+                // Paid by `charge` (the DMA grant), not by the host-memory budget.
+                shadow: crate::ledger::uncharged(|| vec![0; memory.len() as usize]),
                 _charge: charge,
             });
             set.interval = Some(FAST);
