@@ -60,8 +60,8 @@ without authentication: bind it to an address only the scraper reaches.
 
 The plugins served are those of host_config (relative to the serve config), else --config,
 else the usual lookup order. Relative paths in the serve config are relative to its folder.
-SIGTERM or SIGINT: stop accepting, end every session, let calls in flight finish, finalize
-the plugins and remove the socket. SIGHUP: re-read the serve config; the sessions of clients
+SIGTERM or SIGINT: stop accepting, end every session, give calls and streams in flight 5 s
+to finish (then cut them), finalize the plugins and remove the socket. SIGHUP: re-read the serve config; the sessions of clients
 whose entry did not change go on, the others end. Clients, grants, node_name and limits take
 effect at once; listen, limits.max_message_kib and host_config at the next start. A config
 that does not load is reported and the running one kept. `accelhost check-config FILE`
@@ -113,7 +113,9 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         reloading.abort();
         anyhow::Ok(())
     })?;
-    drop(runtime);
+    // Connections still open after the drain are cut here; a plugin call that does not return
+    // is left to its deadline (the runtime does not wait past this).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     // The last reference: dropping the host finalizes the plugins.
     drop(host);
     eprintln!("accelhost serve: stopped");
@@ -129,9 +131,24 @@ async fn reload_on_hangup(file: PathBuf, service: Arc<accelhost_node::service::N
         return;
     };
     while hangups.recv().await.is_some() {
-        match ServeConfig::load(&file) {
-            Ok(config) => {
-                let reloaded = service.reload(config);
+        // A reader that panics on some input must not end this loop: later SIGHUPs (a revoked
+        // client, a fixed file) still have to be read.
+        let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ServeConfig::load(&file).map(|config| service.reload(config))
+        }));
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(_) => {
+                eprintln!(
+                    "accelhost serve: not reloaded, the running config stays: reading {} failed \
+                     inside accelhost (a bug; the panic is above)",
+                    file.display()
+                );
+                continue;
+            }
+        };
+        match loaded {
+            Ok(reloaded) => {
                 eprintln!(
                     "accelhost serve: reloaded {}; {} session(s) kept, {} ended{}{}",
                     file.display(),

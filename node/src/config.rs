@@ -140,7 +140,7 @@ fn matches_any(patterns: &[String], id: &str) -> bool {
 
 /// Is `pattern` a device id or a prefix ending in `*`?
 fn is_device_pattern(pattern: &str) -> bool {
-    !pattern.is_empty() && !pattern[..pattern.len() - 1].contains('*')
+    !pattern.is_empty() && !pattern.strip_suffix('*').unwrap_or(pattern).contains('*')
 }
 
 /// A Unix socket listener: local clients, identified by the peer's uid and gid.
@@ -404,6 +404,44 @@ fn no_grants() -> ClientGrants {
     }
 }
 
+/// The longest resource domain the kubelet takes: 253 characters with `requests.` in front.
+const MAX_RESOURCE_DOMAIN: usize = 253 - "requests.".len();
+/// The longest path a Unix socket can be bound at (`sun_path` without its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+/// The socket's name in a Kubernetes allocation's folder.
+pub const ALLOCATION_SOCKET: &str = "node.sock";
+/// The longest name of a resource's socket in the device-plugin folder:
+/// `accelhost-af-<32 hex digits>.sock`.
+const LONGEST_RESOURCE_SOCKET: usize = "accelhost-af-.sock".len() + 32;
+/// The longest path of an allocation's socket below `allocation_dir`: `<32 hex>/node.sock`.
+const LONGEST_ALLOCATION_SOCKET: usize = 32 + 1 + ALLOCATION_SOCKET.len();
+
+/// Why `dir` cannot be where containers find their allocation (mounted over), if it cannot.
+fn unfit_container_dir(dir: &Path) -> Option<&'static str> {
+    use std::path::Component;
+    if !dir.is_absolute() {
+        return Some("is a path in the container and must be absolute");
+    }
+    if dir
+        .components()
+        .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+    {
+        return Some("must not contain '.' or '..'");
+    }
+    if dir.parent().is_none() {
+        return Some("is the container's root: the mount would hide its whole file system");
+    }
+    for kept in ["/proc", "/sys", "/dev"] {
+        if dir.starts_with(kept) {
+            return Some(
+                "is a kernel file system the runtime mounts in every container (/proc, /sys, \
+                 /dev): choose a folder of its own, such as /run/accelhost",
+            );
+        }
+    }
+    None
+}
+
 /// Checks the `kubernetes` section; an error is the field (below `kubernetes.`) and why.
 fn kubernetes_settings(
     raw: RawKubernetes,
@@ -419,6 +457,39 @@ fn kubernetes_settings(
             ),
         ));
     }
+    // The kubelet takes `<domain>/<name>` as an extended resource only outside the
+    // `kubernetes.io` namespace, not starting with `requests.`, and only if `requests.` in
+    // front of it still makes a qualified name (a prefix of at most 253 characters).
+    if raw.resource_domain.ends_with("kubernetes.io") {
+        return Err((
+            "resource_domain".into(),
+            format!(
+                "'{}' is in the kubernetes.io namespace, which the kubelet keeps for its own \
+                 resources",
+                raw.resource_domain
+            ),
+        ));
+    }
+    if raw.resource_domain.starts_with("requests.") {
+        return Err((
+            "resource_domain".into(),
+            format!(
+                "'{}' starts with 'requests.', which the kubelet keeps for quotas",
+                raw.resource_domain
+            ),
+        ));
+    }
+    if raw.resource_domain.len() > MAX_RESOURCE_DOMAIN {
+        return Err((
+            "resource_domain".into(),
+            format!(
+                "'{}' has {} characters; the kubelet takes at most {MAX_RESOURCE_DOMAIN} \
+                 (with 'requests.' in front it must stay a DNS subdomain of 253)",
+                raw.resource_domain,
+                raw.resource_domain.len()
+            ),
+        ));
+    }
     for (j, device) in raw.devices.iter().enumerate() {
         if !is_device_pattern(device) {
             return Err((
@@ -429,12 +500,44 @@ fn kubernetes_settings(
             ));
         }
     }
-    if !raw.container_dir.is_absolute() {
+    if let Some(why) = unfit_container_dir(&raw.container_dir) {
         return Err((
             "container_dir".into(),
+            format!("'{}' {why}", raw.container_dir.display()),
+        ));
+    }
+    let device_plugin_dir = resolve(&raw.device_plugin_dir);
+    let allocation_dir = resolve(&raw.allocation_dir);
+    for (field, dir, longest_name) in [
+        (
+            "device_plugin_dir",
+            &device_plugin_dir,
+            LONGEST_RESOURCE_SOCKET,
+        ),
+        ("allocation_dir", &allocation_dir, LONGEST_ALLOCATION_SOCKET),
+    ] {
+        let longest = dir.as_os_str().len() + 1 + longest_name;
+        if longest > MAX_SOCKET_PATH {
+            return Err((
+                field.into(),
+                format!(
+                    "'{}' is too long for the sockets the node makes in it: their paths reach \
+                     {longest} bytes, and a Unix socket's path holds at most {MAX_SOCKET_PATH} \
+                     (keep it within {} bytes)",
+                    dir.display(),
+                    MAX_SOCKET_PATH - 1 - longest_name
+                ),
+            ));
+        }
+    }
+    if allocation_dir.starts_with(&device_plugin_dir) {
+        return Err((
+            "allocation_dir".into(),
             format!(
-                "'{}' is a path in the container and must be absolute",
-                raw.container_dir.display()
+                "'{}' is inside device_plugin_dir '{}', which the kubelet empties when it \
+                 starts: the allocations would be lost",
+                allocation_dir.display(),
+                device_plugin_dir.display()
             ),
         ));
     }
@@ -451,10 +554,10 @@ fn kubernetes_settings(
         ));
     }
     Ok(KubernetesSettings {
-        device_plugin_dir: resolve(&raw.device_plugin_dir),
+        device_plugin_dir,
         resource_domain: raw.resource_domain,
         devices: raw.devices,
-        allocation_dir: resolve(&raw.allocation_dir),
+        allocation_dir,
         container_dir: raw.container_dir,
         dma_memory_mib: raw.dma_memory_mib,
         raw_device_nodes: raw.raw_device_nodes,
@@ -752,6 +855,54 @@ mod tests {
     }
 
     #[test]
+    fn resource_domains_keep_to_what_the_kubelet_takes() {
+        let domain = |length: usize| {
+            let label = "a".repeat(61);
+            let mut domain = [label.as_str(); 5].join(".");
+            domain.truncate(length);
+            domain
+        };
+        for (length, valid) in [
+            (MAX_RESOURCE_DOMAIN, true),
+            (MAX_RESOURCE_DOMAIN + 1, false),
+        ] {
+            let text = format!(
+                r#"{{"listen": {{"unix": {{"path": "s"}}}}, "kubernetes": {{"resource_domain": "{}"}}}}"#,
+                domain(length)
+            );
+            let parsed = parse(&text);
+            assert_eq!(parsed.is_ok(), valid, "{length}: {parsed:?}");
+        }
+        assert_eq!(MAX_RESOURCE_DOMAIN, 244);
+    }
+
+    #[test]
+    fn device_patterns_may_end_in_any_character() {
+        for (devices, valid) in [
+            (r#"["dfl/é"]"#, true),
+            (r#"["dfl/é*"]"#, true),
+            (r#"["é*é"]"#, false),
+            (r#"["d*é"]"#, false),
+            (r#"["日本"]"#, true),
+        ] {
+            for text in [
+                format!(
+                    r#"{{"listen": {{"unix": {{"path": "s"}}}}, "clients": [{{"name": "a", "unix_uid": 1, "grants": {{"devices": {devices}}}}}]}}"#
+                ),
+                format!(
+                    r#"{{"listen": {{"unix": {{"path": "s"}}}}, "kubernetes": {{"devices": {devices}}}}}"#
+                ),
+            ] {
+                let parsed = parse(&text);
+                assert_eq!(parsed.is_ok(), valid, "{text}: {parsed:?}");
+                if let Err(err) = parsed {
+                    assert!(err.contains("is not a device id"), "{err}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn bad_input_names_the_file_and_field() {
         for (text, expected) in [
             (r#"{}"#, "serve.json: listen: names no listener"),
@@ -818,6 +969,46 @@ mod tests {
             (
                 r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"kubelet": "x"}}"#,
                 "kubernetes.kubelet: unknown field",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"resource_domain": "kubernetes.io"}}"#,
+                "kubernetes.resource_domain: 'kubernetes.io' is in the kubernetes.io namespace",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"resource_domain": "fpga.kubernetes.io"}}"#,
+                "kubernetes.resource_domain: 'fpga.kubernetes.io' is in the kubernetes.io namespace",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"resource_domain": "requests.example.com"}}"#,
+                "kubernetes.resource_domain: 'requests.example.com' starts with 'requests.'",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"container_dir": "/"}}"#,
+                "kubernetes.container_dir: '/' is the container's root",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"container_dir": "/proc"}}"#,
+                "kubernetes.container_dir: '/proc' is a kernel file system",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"container_dir": "/dev/accel"}}"#,
+                "kubernetes.container_dir: '/dev/accel' is a kernel file system",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"container_dir": "/run/../proc"}}"#,
+                "kubernetes.container_dir: '/run/../proc' must not contain '.' or '..'",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"allocation_dir": "/var/lib/accelhost/allocations/of/this/node/kept/across/restarts/x"}}"#,
+                "kubernetes.allocation_dir: '/var/lib/accelhost/allocations/of/this/node/kept/across/restarts/x' is too long for the sockets the node makes in it: their paths reach 109 bytes",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"device_plugin_dir": "/var/lib/kubelet/device-plugins/of/a/kubelet/somewhere/else"}}"#,
+                "kubernetes.device_plugin_dir: '/var/lib/kubelet/device-plugins/of/a/kubelet/somewhere/else' is too long",
+            ),
+            (
+                r#"{"listen": {"unix": {"path": "s"}}, "kubernetes": {"allocation_dir": "/var/lib/kubelet/device-plugins/accelhost"}}"#,
+                "kubernetes.allocation_dir: '/var/lib/kubelet/device-plugins/accelhost' is inside device_plugin_dir",
             ),
         ] {
             let err = parse(text).unwrap_err();

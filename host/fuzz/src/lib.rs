@@ -23,6 +23,7 @@ pub mod imports;
 pub mod mutate;
 pub mod replay;
 pub mod seeds;
+pub mod serve_config;
 pub mod smoke;
 pub mod xclbin;
 
@@ -36,7 +37,7 @@ pub struct Target {
 }
 
 /// Every target, in the order the smoke test runs them.
-pub const TARGETS: [Target; 6] = [
+pub const TARGETS: [Target; 7] = [
     Target {
         name: "config",
         run: config::run,
@@ -60,6 +61,10 @@ pub const TARGETS: [Target; 6] = [
     Target {
         name: "compile",
         run: compile::run,
+    },
+    Target {
+        name: "serve_config",
+        run: serve_config::run,
     },
 ];
 

@@ -23,6 +23,7 @@ pub fn seeds(target: &str) -> Vec<Seed> {
         "cxl" => cxl(),
         "imports" => imports(),
         "compile" => compile(),
+        "serve_config" => serve_config(),
         _ => Vec::new(),
     }
 }
@@ -31,6 +32,44 @@ const UUID: Guid = Guid {
     high: 0x0123_4567_89AB_CDEF,
     low: 0xFEDC_BA98_7654_3210,
 };
+
+fn serve_config() -> Vec<Seed> {
+    vec![
+        (
+            "example.json",
+            include_str!("../../../examples/node/serve.json").into(),
+        ),
+        (
+            "kubernetes.json",
+            br#"{"node_name": "n", "listen": {"unix": {"path": "node.sock", "mode": "0600"},
+                 "metrics": {"address": "127.0.0.1:0"}},
+                 "health_interval_ms": 200,
+                 "clients": [{"name": "ops", "unix_uid": 0, "grants": {"devices": ["*"]}}],
+                 "kubernetes": {"device_plugin_dir": "plugins", "allocation_dir": "allocations",
+                 "container_dir": "/run/accelhost", "resource_domain": "example.org",
+                 "devices": ["dfl/*"], "dma_memory_mib": 64, "raw_device_nodes": true,
+                 "cdi_spec_dir": "cdi"}}"#
+                .to_vec(),
+        ),
+        (
+            "tls-and-limits.json",
+            br#"{"listen": {"tcp": {"address": "127.0.0.1:0", "certificate": "c.pem",
+                 "key": "k.pem", "client_ca": "ca.pem"}},
+                 "limits": {"max_message_kib": 4096, "max_sessions": 8},
+                 "clients": [{"name": "a", "certificate_san": "a.example",
+                 "grants": {"devices": ["xocl/emu:xocl0"], "dma_memory_mib": 64,
+                 "reconfigure": true}}]}"#
+                .to_vec(),
+        ),
+        (
+            "multibyte-patterns.json",
+            r#"{"listen": {"unix": {"path": "s"}},
+                "clients": [{"name": "é", "unix_uid": 1, "grants": {"devices": ["dfl/é", "é*", "d*é"]}}],
+                "kubernetes": {"devices": ["日本*"]}}"#
+                .into(),
+        ),
+    ]
+}
 
 fn config() -> Vec<Seed> {
     vec![

@@ -16,7 +16,7 @@ fn mutations(target: &str) -> usize {
         "imports" => 24,
         // Every input is a host start whose compile may run to its limit.
         "compile" => 4,
-        "config" | "xclbin" => 1500,
+        "config" | "xclbin" | "serve_config" => 1500,
         _ => 5000,
     }
 }
@@ -119,6 +119,11 @@ mod tests {
     #[test]
     fn cxl_survives_its_seeds_and_mutations() {
         smoke("cxl");
+    }
+
+    #[test]
+    fn serve_config_survives_its_seeds_and_mutations() {
+        smoke("serve_config");
     }
 
     #[test]
