@@ -317,12 +317,29 @@ fn in_pod(allocated: &v1beta1::ContainerAllocateResponse, args: &[&str]) -> Outp
 
 #[test]
 fn a_pod_runs_nlb0_on_its_allocated_device_and_is_refused_every_other() {
+    use std::os::unix::fs::PermissionsExt;
     let scratch = Scratch::new("alloc");
     let dir = &scratch.0;
     write_configs(dir);
+    // As a DaemonSet's `DirectoryOrCreate` leaves it: open to everyone. The node closes it.
+    std::fs::create_dir(dir.join("allocations")).unwrap();
+    std::fs::set_permissions(
+        dir.join("allocations"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     let rt = runtime();
     let mut kubelet = rt.block_on(async { RunningKubelet::start(&dir.join("plugins")) });
     let (mut node, _) = start_node(dir);
+    assert_eq!(
+        std::fs::metadata(dir.join("allocations"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700,
+        "the node makes the allocation folder its own at start"
+    );
     rt.block_on(async {
         let endpoints = kubelet.registered(&[NLB0, CHAOS]).await;
         let mut nlb0 = plugin(&dir.join("plugins"), &endpoints[NLB0]).await;
@@ -460,6 +477,39 @@ fn a_pod_runs_nlb0_on_its_allocated_device_and_is_refused_every_other() {
         assert_eq!(refused.grpc, tonic::Code::PermissionDenied, "{refused:?}");
         assert!(refused.message.contains("dfl/emu:d1"), "{refused:?}");
 
+        // A pod whose init container and app container both ask for d1: the kubelet calls
+        // Allocate for each before either starts. Both allocations work, one after the other,
+        // and the init container's ends once the app container has used its own.
+        let init = allocate(&mut nlb0, &[&["dfl/emu:d1"]]).await.unwrap();
+        let app = allocate(&mut nlb0, &[&["dfl/emu:d1"]]).await.unwrap();
+        let init = init.container_responses[0].clone();
+        let app = app.container_responses[0].clone();
+        let init_folder = PathBuf::from(&init.mounts[0].host_path);
+        assert!(
+            init_folder.join("node.sock").exists(),
+            "the init container's allocation stays until it has run"
+        );
+        for container in [&init, &app] {
+            let listed = in_pod(container, &["list", "--host", "*", "--json"]);
+            assert!(listed.status.success(), "{}", text(&listed.stderr));
+            let devices: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+            assert_eq!(devices.len(), 1, "{devices:?}");
+            assert_eq!(devices[0]["extras"]["node-id"], "dfl/emu:d1", "{devices:?}");
+        }
+        let deadline = std::time::Instant::now() + STEP;
+        while init_folder.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the init container's allocation outlived the app container's start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            Path::new(&app.mounts[0].host_path)
+                .join("node.sock")
+                .exists()
+        );
+
         // While the pod is attached its device is not given again; once it is gone, it is.
         let busy = allocate(&mut nlb0, &[&["dfl/emu:d0"]]).await.unwrap_err();
         assert_eq!(busy.code(), tonic::Code::FailedPrecondition, "{busy:?}");
@@ -475,11 +525,28 @@ fn a_pod_runs_nlb0_on_its_allocated_device_and_is_refused_every_other() {
             }
         };
         assert!(
-            !host_socket.exists(),
-            "the earlier allocation's folder is gone"
+            host_socket.exists(),
+            "the earlier allocation is superseded, and stays until the later one is used"
         );
         let second = again.container_responses[0].mounts[0].host_path.clone();
-        assert_eq!(folders(&allocations), 1);
+        assert_eq!(folders(&allocations), 3, "d1's app container, d0 twice");
+        let second_client = Client::connect(
+            &Endpoint::Unix(Path::new(&second).join("node.sock")),
+            ClientOptions::default(),
+        )
+        .await
+        .unwrap();
+        second_client.enumerate(vec![]).await.unwrap();
+        let deadline = std::time::Instant::now() + STEP;
+        while host_socket.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the superseded allocation outlived the use of the one that superseded it"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        drop(second_client);
+        assert_eq!(folders(&allocations), 2);
 
         // The allocation outlives a restart of the node: its socket comes back in its folder.
         node.signal(libc::SIGTERM);

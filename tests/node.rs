@@ -142,6 +142,29 @@ async fn refusals_name_the_client_the_call_and_the_grant() {
     // A misaligned register is the host's refusal, carried with its code.
     let err = client.read64(region, 3).await.unwrap_err();
     assert_eq!(err.code, Some(ErrorCode::InvalidArgument), "{err}");
+    // A batch stops at the first write that fails, and says which one it was.
+    let err = client
+        .write64_batch(
+            region,
+            &[
+                (nlb0::CSR_SCRATCHPAD0, 1),
+                (nlb0::CSR_SCRATCHPAD0, 2),
+                (3, 3),
+                (nlb0::CSR_SCRATCHPAD0, 4),
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::InvalidArgument), "{err}");
+    assert!(
+        err.to_string().contains("MmioWriteBatch: writes[2]: "),
+        "{err}"
+    );
+    assert_eq!(
+        client.read64(region, nlb0::CSR_SCRATCHPAD0).await.unwrap(),
+        2,
+        "the writes before it happened, the one after it did not"
+    );
     drop((client, other));
     node.stop().await;
 }
@@ -361,7 +384,7 @@ fn u32_arg(value: u32) -> Arg {
 /// memory, copied to device memory, launched, copied back and read, every element checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn xrt_vadd_runs_byte_exact_over_the_socket() {
-    let node = start_unix(r#"{"devices": ["xocl/*"]}"#).await;
+    let node = start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true}"#).await;
     let client = connect(&node.unix()).await;
     client.enumerate(vec![]).await.unwrap();
     let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
@@ -778,7 +801,7 @@ async fn the_dma_grant_holds_across_a_clients_sessions() {
     assert_eq!(err.code, Some(ErrorCode::OutOfMemory), "{err}");
     assert!(
         err.to_string()
-            .contains("holds 1048576 bytes of buffers and memory"),
+            .contains("holds 1048576 bytes of its DMA grant; 4096 more would pass its 1 MiB"),
         "{err}"
     );
 
@@ -897,4 +920,88 @@ async fn device_names_a_plugin_chooses_reach_the_metrics_inert() {
         !text.contains('\u{1b}') && !text.contains('\u{9b}') && !text.contains('\r'),
         "no control character reaches the scrape:\n{text}"
     );
+}
+
+/// Makes `method` of the node with an empty message, as any gRPC client in any language could:
+/// the refusal, if the node refuses it before its handler.
+async fn raw_call(channel: tonic::transport::Channel, method: &str) -> tonic::Status {
+    use tonic::codegen::http::uri::PathAndQuery;
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let path = PathAndQuery::try_from(format!("/accelhost.node.v1.Node/{method}")).unwrap();
+    let answer = grpc
+        .unary::<accelhost_node::proto::Empty, accelhost_node::proto::Empty, _>(
+            tonic::Request::new(accelhost_node::proto::Empty {}),
+            path,
+            tonic_prost::ProstCodec::default(),
+        )
+        .await;
+    answer.expect_err(&format!("{method} was refused"))
+}
+
+/// Every call of the proto, made by a caller the config does not name, and each call that
+/// needs a grant, made by a client without it: the node's table refuses each before its
+/// handler runs, naming the call, the client and the grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_is_authorized_in_one_place() {
+    use accelhost_node::authorize::{Needs, RULES};
+    use accelhost_node::client::channel;
+
+    let stranger = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@"}}}},
+            "clients": [{{"name": "someone-else", "unix_uid": {}}}]}}"#,
+        uid().wrapping_add(4242)
+    );
+    let node = start_in(scratch_dir("node"), &stranger).await;
+    let wire = channel(&node.unix(), ClientOptions::default())
+        .await
+        .unwrap();
+    for rule in RULES {
+        let refused = raw_call(wire.clone(), rule.method).await;
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+        assert!(
+            refused.message().starts_with(&format!(
+                "{}: the local process of uid {}",
+                rule.method,
+                uid()
+            )),
+            "{refused:?}"
+        );
+    }
+    node.stop().await;
+
+    let limited = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@"}}}},
+            "clients": [{{"name": "limited", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+        uid()
+    );
+    let node = start_in(scratch_dir("node"), &limited).await;
+    let wire = channel(&node.unix(), ClientOptions::default())
+        .await
+        .unwrap();
+    let needing: Vec<_> = RULES
+        .iter()
+        .filter(|r| r.needs == Needs::Reconfigure)
+        .collect();
+    assert_eq!(needing.len(), 2);
+    for rule in needing {
+        let refused = raw_call(wire.clone(), rule.method).await;
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+        assert_eq!(
+            refused.message(),
+            format!(
+                "{}: client 'limited' may not load images onto a card: its grants do not set \
+                 `reconfigure`",
+                rule.method
+            )
+        );
+    }
+    // Through the client library too: an xclbin is not loaded onto the card.
+    let client = connect(&node.unix()).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+    let err = client.create_program(handle, &[0u8; 64]).await.unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::PermissionDenied), "{err}");
+    drop(client);
+    node.stop().await;
 }

@@ -26,7 +26,8 @@ fn serve_config(dir: &Path) -> PathBuf {
         format!(
             r#"{{"node_name": "cli-node",
                 "listen": {{"unix": {{"path": "{}"}}}},
-                "clients": [{{"name": "operator", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+                "clients": [{{"name": "operator", "unix_uid": {},
+                              "grants": {{"devices": ["*"], "reconfigure": true}}}}]}}"#,
             json_path(&dir.join("node.sock")),
             uid()
         ),
@@ -305,10 +306,23 @@ fn sighup_reloads_the_serve_config() {
         assert_eq!(again.enumerate(vec![]).await.unwrap().len(), 1);
     });
 
-    // A config that does not load leaves the running one in force.
+    // A config that does not load leaves the running one in force, and the next SIGHUP is
+    // still read: device patterns ending in a multi-byte character once panicked the reader.
     std::fs::write(&path, "{ not json").unwrap();
     served.signal(libc::SIGHUP);
     served.wait_for("not reloaded, the running config stays: ");
+    std::fs::write(&path, text.replace(r#"["*"]"#, r#"["dfl/é", "a*é"]"#)).unwrap();
+    served.signal(libc::SIGHUP);
+    served.wait_for("'a*é' is not a device id");
+    std::fs::write(&path, text.replace(r#"["*"]"#, r#"["xocl/é*"]"#)).unwrap();
+    served.signal(libc::SIGHUP);
+    served.wait_for("reloaded serve.json;");
+    runtime.block_on(async {
+        let again = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        assert!(again.enumerate(vec![]).await.unwrap().is_empty());
+    });
     served.signal(libc::SIGTERM);
     assert!(served.wait(Duration::from_secs(30)).success());
 }
@@ -475,7 +489,8 @@ fn top_shows_a_running_node_s_plugins_devices_and_clients() {
         format!(
             r#"{{"node_name": "cli-node",
                 "listen": {{"unix": {{"path": "{}"}}, "metrics": {{"address": "127.0.0.1:{port}"}}}},
-                "clients": [{{"name": "operator", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+                "clients": [{{"name": "operator", "unix_uid": {},
+                              "grants": {{"devices": ["*"], "reconfigure": true}}}}]}}"#,
             json_path(&dir.join("node.sock")),
             uid()
         ),
@@ -533,6 +548,175 @@ fn top_shows_a_running_node_s_plugins_devices_and_clients() {
         "{}",
         text(&out.stdout)
     );
+    node.signal(libc::SIGTERM);
+    assert!(node.wait(Duration::from_secs(30)).success());
+}
+
+/// SIGTERM while a client holds an upload open and silent: the node cuts it after its drain
+/// time instead of waiting for the client.
+#[test]
+fn sigterm_ends_within_the_drain_time_whatever_clients_hold_open() {
+    use accelhost_node::proto::{ProgramChunk, ReconfigureHeader};
+    use tokio_stream::StreamExt;
+
+    let dir = scratch_dir("serve-drain");
+    serve_config(&dir);
+    let endpoint = Endpoint::Unix(dir.join("node.sock"));
+    let runtime = client_runtime();
+    let mut served = start(&dir);
+    runtime.block_on(async {
+        let client = Client::connect(&endpoint, ClientOptions::default())
+            .await
+            .unwrap();
+        client.enumerate(vec![]).await.unwrap();
+        let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+        let first = ProgramChunk {
+            header: Some(ReconfigureHeader {
+                session: client.session().into(),
+                handle,
+                slot: 0,
+                image_bytes: 1 << 20,
+            }),
+            data: vec![0; 4096].into(),
+        };
+        let mut rpc = client.rpc();
+        let silent = tokio::spawn(async move {
+            rpc.create_program(tokio_stream::iter([first]).chain(tokio_stream::pending()))
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let asked = Instant::now();
+        served.signal(libc::SIGTERM);
+        let status = served.wait(accelhost_node::server::DRAIN + Duration::from_secs(20));
+        assert!(status.success(), "{status:?}");
+        eprintln!("stopped {:?} after SIGTERM", asked.elapsed());
+        silent.abort();
+    });
+    served.wait_for("still open after the drain time");
+}
+
+/// A regular file (or folder) where the socket would go is refused by what it is, and kept.
+#[test]
+fn serve_never_removes_what_is_not_a_socket() {
+    let dir = scratch_dir("serve-not-socket");
+    serve_config(&dir);
+    std::fs::write(dir.join("node.sock"), "precious").unwrap();
+    let out = run_accelhost(BIN, &dir, &["serve", "serve.json"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("node.sock: is a regular file, not a socket"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("node.sock")).unwrap(),
+        "precious"
+    );
+    std::fs::remove_file(dir.join("node.sock")).unwrap();
+    std::fs::create_dir(dir.join("node.sock")).unwrap();
+    let out = run_accelhost(BIN, &dir, &["serve", "serve.json"], &[]);
+    assert!(
+        text(&out.stderr).contains("node.sock: is a folder, not a socket"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(dir.join("node.sock").is_dir());
+}
+
+/// CPU time (user + system) the process has used, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and
+    // 13th of them.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// A node out of descriptors backs off accepting instead of spinning, and accepts again once
+/// descriptors come free.
+#[test]
+fn a_node_out_of_descriptors_waits_instead_of_spinning() {
+    let dir = scratch_dir("serve-emfile");
+    serve_config(&dir);
+    let socket = dir.join("node.sock");
+    let served = Served::start(
+        &["prlimit", "--nofile=96:96", BIN],
+        &dir,
+        "accelhost serve: node 'cli-node' on unix://",
+    )
+    .0;
+    let pid = served.child.id();
+    // More connections than the node has descriptors left: it accepts what it can, and the
+    // rest wait in the listen queue.
+    let held: Vec<std::os::unix::net::UnixStream> = (0..160)
+        .map_while(|_| std::os::unix::net::UnixStream::connect(&socket).ok())
+        .collect();
+    served.wait_for("cannot accept connections: out of descriptors");
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: sysconf cannot fail for this name.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    let used = cpu_ticks(pid) - before;
+    assert!(
+        used * 4 < 2 * ticks_per_second,
+        "the node used {used} ticks of CPU in 2 s ({ticks_per_second} a second) while out of \
+         descriptors, with {} connections waiting",
+        held.len()
+    );
+    drop(held);
+    served.wait_for("accepting connections again");
+    let runtime = client_runtime();
+    runtime.block_on(async {
+        let client = Client::connect(&Endpoint::Unix(socket.clone()), ClientOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(client.enumerate(vec![]).await.unwrap().len(), 5);
+    });
+}
+
+/// The serve config the README's example writes (its `printf` template, read from README.md),
+/// for the uid of this process and a socket in `dir`.
+fn readme_serve_config(dir: &Path) -> PathBuf {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme
+        .find("printf '{\"listen\"")
+        .expect("the README's serve example");
+    let template = &readme[start + "printf '".len()..];
+    let template = &template[..template.find("\\n' \\").expect("the template's end")];
+    let config = template
+        .replacen("%s", &dir.display().to_string(), 1)
+        .replacen("%s", &uid().to_string(), 1);
+    let path = dir.join("serve.json");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// The README's first node, as a new user runs it: its serve example, then `accelhost demo`
+/// at its default sizes through `ACCELHOST_ENDPOINT`, every row verified.
+#[test]
+fn the_readme_s_serve_example_runs_the_whole_demo() {
+    let dir = scratch_dir("serve-readme");
+    readme_serve_config(&dir);
+    let out = run_accelhost(BIN, &dir, &["check-config", "serve.json"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut node = Served::start(&[BIN], &dir, "accelhost serve: node '").0;
+    let endpoint = format!("unix://{}", dir.join("node.sock").display());
+    let out = run_accelhost(
+        BIN,
+        &dir,
+        &["demo", "--host", "*"],
+        &[("ACCELHOST_ENDPOINT", endpoint.as_str())],
+    );
+    let table = text(&out.stdout);
+    assert!(out.status.success(), "{table}\n{}", text(&out.stderr));
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("verified") || l.contains("FAILED"))
+        .collect();
+    assert_eq!(rows.len(), 7, "{table}");
+    assert!(rows.iter().all(|r| r.contains("verified")), "{table}");
     node.signal(libc::SIGTERM);
     assert!(node.wait(Duration::from_secs(30)).success());
 }

@@ -34,6 +34,29 @@ pub struct DmaCharge {
     bytes: u64,
 }
 
+impl DmaCharge {
+    /// Grows the charge to `bytes` (for memory that grows as data arrives) if the account's
+    /// total stays within `cap`; else says how much the account holds.
+    pub fn grow_to(&mut self, bytes: u64, cap: u64) -> Result<(), u64> {
+        let more = bytes.saturating_sub(self.bytes);
+        if more == 0 {
+            return Ok(());
+        }
+        self.account
+            .0
+            .try_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(more).filter(|total| *total <= cap)
+            })?;
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    /// The bytes charged.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
 impl Drop for DmaCharge {
     fn drop(&mut self) {
         self.account.0.fetch_sub(self.bytes, Ordering::AcqRel);
@@ -54,6 +77,14 @@ mod tests {
         drop(first);
         assert_eq!(account.held(), 400);
         drop(second);
+        let mut growing = account.reserve(0, 1000).unwrap();
+        growing.grow_to(700, 1000).unwrap();
+        assert_eq!(account.held(), 700);
+        let other = account.reserve(300, 1000).unwrap();
+        assert_eq!(growing.grow_to(701, 1000), Err(1000));
+        assert_eq!(growing.bytes(), 700);
+        drop((growing, other));
+        assert_eq!(account.held(), 0);
         assert_eq!(
             account.reserve(u64::MAX, u64::MAX).map(|c| c.bytes).ok(),
             Some(u64::MAX)

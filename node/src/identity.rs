@@ -5,7 +5,7 @@
 use std::fmt;
 
 use tonic::Request;
-use tonic::transport::server::UdsConnectInfo;
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -46,12 +46,18 @@ pub struct AllocationConnectInfo {
 impl Peer {
     /// The caller of `request`.
     pub fn of<T>(request: &Request<T>) -> Peer {
-        if let Some(info) = request.extensions().get::<AllocationConnectInfo>() {
+        Peer::from_extensions(request.extensions())
+    }
+
+    /// The caller of a request with these extensions (where the transport put what it knows
+    /// of the connection): for checks made before the request reaches a handler.
+    pub fn from_extensions(extensions: &tonic::Extensions) -> Peer {
+        if let Some(info) = extensions.get::<AllocationConnectInfo>() {
             return Peer::Allocation {
                 id: info.allocation.clone(),
             };
         }
-        if let Some(info) = request.extensions().get::<UdsConnectInfo>() {
+        if let Some(info) = extensions.get::<UdsConnectInfo>() {
             return match info.peer_cred {
                 Some(cred) => Peer::Unix {
                     uid: cred.uid(),
@@ -60,7 +66,10 @@ impl Peer {
                 None => Peer::Unknown,
             };
         }
-        match request.peer_certs() {
+        let certificates = extensions
+            .get::<TlsConnectInfo<TcpConnectInfo>>()
+            .and_then(|info| info.peer_certs());
+        match certificates {
             Some(chain) => match chain.first() {
                 Some(leaf) => Peer::Certificate {
                     sans: subject_alt_names(leaf.as_ref()),

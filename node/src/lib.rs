@@ -7,7 +7,9 @@
 //! certificate's SAN), never by what it says; it sees only the devices its grants name; what
 //! its session opened is released when it goes.
 
+pub mod accept;
 pub mod account;
+pub mod authorize;
 pub mod baseline;
 pub mod client;
 pub mod config;

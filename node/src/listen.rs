@@ -1,7 +1,7 @@
 //! What every listener of the node shares: binding a Unix socket safely, the gRPC server
 //! with the node's keepalive, and the node service put on it.
 
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::net::UnixListener;
 use tonic::transport::Server;
 
+use crate::authorize::Authorize;
+use crate::config::MAX_SOCKET_PATH;
 use crate::proto::node_server::NodeServer;
 use crate::service::NodeService;
 
@@ -31,6 +33,17 @@ pub enum ServeError {
         .0.display()
     )]
     AlreadyServing(PathBuf),
+    /// Something other than a socket is where the node would bind one: it is never removed.
+    #[error(
+        "{}: is {kind}, not a socket (the node replaces only a stale socket; give it a path of its own)",
+        path.display()
+    )]
+    NotASocket {
+        /// Where the socket would go.
+        path: PathBuf,
+        /// What is there instead.
+        kind: &'static str,
+    },
     /// The TLS settings were refused.
     #[error("listen.tcp: {0}")]
     Tls(String),
@@ -51,6 +64,19 @@ pub fn node_server(service: &Arc<NodeService>) -> NodeServer<NodeService> {
         .max_encoding_message_size(max)
 }
 
+/// The node service on `server`, behind its authorization table: every listener serves it
+/// this way.
+pub fn node_router(
+    server: Server,
+    service: &Arc<NodeService>,
+) -> tonic::transport::server::Router<
+    tower::layer::util::Stack<Authorize, tower::layer::util::Identity>,
+> {
+    server
+        .layer(Authorize::new(service))
+        .add_service(node_server(service))
+}
+
 /// A gRPC server with the node's keepalive.
 pub fn server() -> Server {
     Server::builder()
@@ -60,7 +86,32 @@ pub fn server() -> Server {
 
 /// Binds the socket at `path` with `mode`, replacing a stale socket file nobody serves on.
 pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
-    if path.exists() {
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(ServeError::Io {
+            what: "binding the socket",
+            path: path.to_owned(),
+            reason: std::io::Error::other(format!(
+                "the path has {} bytes; a Unix socket's path holds at most {MAX_SOCKET_PATH}",
+                path.as_os_str().len()
+            )),
+        });
+    }
+    if let Ok(found) = std::fs::symlink_metadata(path) {
+        let kind = found.file_type();
+        if !kind.is_socket() {
+            return Err(ServeError::NotASocket {
+                path: path.to_owned(),
+                kind: if kind.is_dir() {
+                    "a folder"
+                } else if kind.is_symlink() {
+                    "a symbolic link"
+                } else if kind.is_file() {
+                    "a regular file"
+                } else {
+                    "a device or FIFO"
+                },
+            });
+        }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(ServeError::AlreadyServing(path.to_owned()));
         }
@@ -81,19 +132,15 @@ pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
         }
     };
     let parent = path.parent().unwrap_or(Path::new("."));
-    let staging = parent.join(format!(
-        ".{}.{}.staging",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("socket"),
-        std::process::id()
-    ));
+    // Named short, so that the staged socket's path is no longer than the final one for any
+    // socket name of 9 bytes or more (`node.sock`): a path that fits fits while staged.
+    let staging = parent.join(format!(".{:x}~", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&staging)
         .map_err(io("creating the staging folder", &staging))?;
-    let staged = staging.join("socket");
+    let staged = staging.join("s");
     let bound = UnixListener::bind(&staged)
         .map_err(io("binding the socket", path))
         .and_then(|listener| {
@@ -105,4 +152,63 @@ pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
     let _ = std::fs::remove_dir_all(&staging);
     let listener = bound?;
     Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("accelhost-listen-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn what_is_not_a_socket_is_refused_and_kept() {
+        let dir = scratch("kept");
+        let file = dir.join("node.sock");
+        std::fs::write(&file, "keep me").unwrap();
+        let err = bind_unix(&file, 0o660).unwrap_err().to_string();
+        assert!(err.contains("is a regular file, not a socket"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+        let link = dir.join("link.sock");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let err = bind_unix(&link, 0o660).unwrap_err().to_string();
+        assert!(err.contains("is a symbolic link, not a socket"), "{err}");
+        assert!(std::fs::symlink_metadata(&link).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_path_too_long_for_a_socket_is_named() {
+        let long = PathBuf::from(format!("/tmp/{}", "x".repeat(MAX_SOCKET_PATH)));
+        let err = bind_unix(&long, 0o660).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("binding the socket {}", long.display())),
+            "{err}"
+        );
+        assert!(err.contains("holds at most 107"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_path_that_fits_fits_while_staged() {
+        let dir = scratch("staged");
+        // A path of exactly the most a socket holds, ending in the allocations' socket name.
+        let pad = MAX_SOCKET_PATH - dir.as_os_str().len() - "/node.sock".len() - 1;
+        let folder = dir.join("d".repeat(pad));
+        std::fs::create_dir(&folder).unwrap();
+        let path = folder.join("node.sock");
+        assert_eq!(path.as_os_str().len(), MAX_SOCKET_PATH);
+        bind_unix(&path, 0o600).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_socket()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -13,11 +13,16 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
+use crate::accept::Backoff;
 use crate::config::ServeConfig;
 use crate::kubelet::DevicePlugins;
 pub use crate::listen::{KEEPALIVE, ServeError};
-use crate::listen::{bind_unix, node_server, server};
+use crate::listen::{bind_unix, node_router, server};
 use crate::service::NodeService;
+
+/// How long calls and streams in flight may take to finish once the node is told to stop;
+/// then they are cut, whatever the clients do (a silent upload, a watch never read).
+pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A node with its listeners bound, ready to [`run`](BoundNode::run).
 pub struct BoundNode {
@@ -121,10 +126,10 @@ impl BoundNode {
     }
 
     /// Serves until `shutdown` completes; then ends every session (releasing what the
-    /// clients held), lets calls in flight finish, and removes the socket file.
+    /// clients held), lets calls in flight finish for up to [`DRAIN`], and removes the socket
+    /// file. What is still open then is cut when the caller drops its runtime.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
         let (stop, stopped) = watch::channel(false);
-        let service = || node_server(&self.service);
         let signal = |mut stopped: watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
@@ -132,10 +137,9 @@ impl BoundNode {
         let unix = async {
             match self.unix {
                 Some((listener, _)) => {
-                    server()
-                        .add_service(service())
+                    node_router(server(), &self.service)
                         .serve_with_incoming_shutdown(
-                            UnixListenerStream::new(listener),
+                            Backoff::new(UnixListenerStream::new(listener), "listen.unix"),
                             signal(stopped.clone()),
                         )
                         .await
@@ -146,11 +150,12 @@ impl BoundNode {
         let tcp = async {
             match self.tcp {
                 Some((listener, tls)) => {
-                    server()
-                        .tls_config(tls)?
-                        .add_service(service())
+                    node_router(server().tls_config(tls)?, &self.service)
                         .serve_with_incoming_shutdown(
-                            TcpIncoming::from(listener).with_nodelay(Some(true)),
+                            Backoff::new(
+                                TcpIncoming::from(listener).with_nodelay(Some(true)),
+                                "listen.tcp",
+                            ),
                             signal(stopped.clone()),
                         )
                         .await
@@ -210,19 +215,34 @@ impl BoundNode {
             let _ = stop.send(true);
             Ok::<(), tonic::transport::Error>(())
         };
-        let served = tokio::try_join!(
-            async { unix.await.map_err(ServeError::from) },
-            async { tcp.await.map_err(ServeError::from) },
-            metrics,
-            health,
-            device_plugins,
-            async { trigger.await.map_err(ServeError::from) },
-        );
+        let mut draining = stopped.clone();
+        let drained = async move {
+            let _ = draining.wait_for(|stop| *stop).await;
+            tokio::time::sleep(DRAIN).await;
+        };
+        let served = tokio::select! {
+            served = async {
+                tokio::try_join!(
+                    async { unix.await.map_err(ServeError::from) },
+                    async { tcp.await.map_err(ServeError::from) },
+                    metrics,
+                    health,
+                    device_plugins,
+                    async { trigger.await.map_err(ServeError::from) },
+                )
+            } => served.map(|_| ()),
+            () = drained => {
+                tracing::warn!(
+                    drain_seconds = DRAIN.as_secs(),
+                    "calls or streams still open after the drain time: ending them"
+                );
+                Ok(())
+            }
+        };
         if let Some(path) = unix_path {
             let _ = std::fs::remove_file(path);
         }
-        served?;
-        Ok(())
+        served
     }
 }
 

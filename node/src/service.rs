@@ -139,6 +139,11 @@ impl NodeService {
         }
     }
 
+    /// Whether the client named `client` has attached since the node started.
+    pub fn ever_attached(&self, client: &str) -> bool {
+        self.sessions.ever_attached(client)
+    }
+
     /// How many sessions the client named `client` has open.
     pub fn sessions_of(&self, client: &str) -> usize {
         self.sessions.per_client().get(client).copied().unwrap_or(0)
@@ -230,7 +235,16 @@ impl NodeService {
 
     /// The client entry the transport says the caller is.
     fn client<T>(&self, request: &Request<T>, call: &str) -> Result<Arc<ClientEntry>, Status> {
-        let peer = Peer::of(request);
+        self.client_of(request.extensions(), call)
+    }
+
+    /// The client entry of the caller whose connection put these extensions on its request.
+    pub fn client_of(
+        &self,
+        extensions: &tonic::Extensions,
+        call: &str,
+    ) -> Result<Arc<ClientEntry>, Status> {
+        let peer = Peer::from_extensions(extensions);
         let config = self.config();
         peer.identities()
             .iter()
@@ -450,7 +464,17 @@ fn mmio_write(
         }
         _ => region.write64(offset, value),
     }
-    .map_err(from_host)
+    .map_err(|err| status(err.code(), format!("{call}: {err}")))
+}
+
+/// The granule of the DMA grant: buffers and memory are charged in whole pages.
+const DMA_PAGE: u64 = 4096;
+
+/// A program image received from a client, with what it charges to the client's DMA grant
+/// until it has been loaded.
+struct Image {
+    image: Vec<u8>,
+    _charge: DmaCharge,
 }
 
 #[tonic::async_trait]
@@ -596,24 +620,13 @@ impl node_server::Node for NodeService {
         request: Request<Streaming<proto::ReconfigureChunk>>,
     ) -> Result<Response<proto::Empty>, Status> {
         let client = self.client(&request, "Reconfigure")?;
-        if !client.grants.reconfigure {
-            return Err(self.refuse(
-                &client.name,
-                "Reconfigure",
-                ErrorCode::PermissionDenied,
-                format!(
-                    "Reconfigure: client '{}' may not load images: its grants do not set `reconfigure`",
-                    client.name
-                ),
-            ));
-        }
         let mut chunks = request.into_inner();
         let (session, header, image) = self
             .receive_image(&client, &mut chunks, "Reconfigure", |c| (c.header, c.data))
             .await?;
         let handle = self.handle(&session, header.handle, "Reconfigure")?;
         let slot = header.slot;
-        blocking(move || handle.reconfigure(slot, &image).map_err(from_host)).await?;
+        blocking(move || handle.reconfigure(slot, &image.image).map_err(from_host)).await?;
         self.devices_changed();
         Ok(Response::new(proto::Empty {}))
     }
@@ -986,7 +999,8 @@ impl node_server::Node for NodeService {
             .await?;
         let handle = self.handle(&session, header.handle, "CreateProgram")?;
         self.room_for_object(&session, "CreateProgram")?;
-        let program = blocking(move || handle.create_program(&image).map_err(from_host)).await?;
+        let program =
+            blocking(move || handle.create_program(&image.image).map_err(from_host)).await?;
         let number = session
             .objects()
             .insert(Object::Program(header.handle, program));
@@ -1297,7 +1311,8 @@ fn event_state(event: &Event) -> proto::EventState {
 impl NodeService {
     /// A call its client's grants do not cover: counted, logged for the operator, and
     /// answered with `message`.
-    fn refuse(&self, client: &str, call: &str, code: ErrorCode, message: String) -> Status {
+    /// A refusal of `call` to `client`: counted, logged, and the status to answer with.
+    pub fn refuse(&self, client: &str, call: &str, code: ErrorCode, message: String) -> Status {
         self.metrics.refusal(client, call);
         tracing::warn!(
             client,
@@ -1418,22 +1433,30 @@ impl NodeService {
         self.reserve_dma(session, size, call)
     }
 
-    /// `size` bytes of the client's DMA grant, across all its sessions, until the charge goes.
+    /// `size` bytes of the client's DMA grant, in whole pages (what the node allocates),
+    /// across all its sessions, until the charge goes.
     fn reserve_dma(&self, session: &Session, size: u64, call: &str) -> Result<DmaCharge, Status> {
+        let pages = size.max(1).next_multiple_of(DMA_PAGE);
         session
             .dma
-            .reserve(size, session.client.grants.dma_bytes())
-            .map_err(|held| {
-                self.refuse(
-                    &session.client.name,
-                    call,
-                    ErrorCode::OutOfMemory,
-                    format!(
-                        "{call}: client '{}' holds {held} bytes of buffers and memory; {size} more would pass its grant of {} MiB (grants.dma_memory_mib)",
-                        session.client.name, session.client.grants.dma_memory_mib
-                    ),
-                )
-            })
+            .reserve(pages, session.client.grants.dma_bytes())
+            .map_err(|held| self.over_dma_grant(session, call, held, pages))
+    }
+
+    /// The refusal of `more` bytes over the client's DMA grant, with the rule that counts them.
+    fn over_dma_grant(&self, session: &Session, call: &str, held: u64, more: u64) -> Status {
+        self.refuse(
+            &session.client.name,
+            call,
+            ErrorCode::OutOfMemory,
+            format!(
+                "{call}: client '{}' holds {held} bytes of its DMA grant; {more} more would pass \
+                 its {} MiB (grants.dma_memory_mib). What counts: each buffer and memory in whole \
+                 4 KiB pages, once more for the node's mirror of a buffer a client syncs, and \
+                 program images while they upload",
+                session.client.name, session.client.grants.dma_memory_mib
+            ),
+        )
     }
 
     /// Session `id`, if `client` attached it.
@@ -1463,7 +1486,7 @@ impl NodeService {
         chunks: &mut Streaming<C>,
         call: &str,
         parts: impl Fn(C) -> (Option<proto::ReconfigureHeader>, bytes::Bytes),
-    ) -> Result<(Arc<Session>, proto::ReconfigureHeader, Vec<u8>), Status> {
+    ) -> Result<(Arc<Session>, proto::ReconfigureHeader, Image), Status> {
         let invalid =
             |message: String| status(ErrorCode::InvalidArgument, format!("{call}: {message}"));
         let first = chunks
@@ -1481,7 +1504,19 @@ impl NodeService {
                 header.image_bytes
             )));
         }
+        let cap = session.client.grants.dma_bytes();
+        let mut charge = session
+            .dma
+            .reserve(0, cap)
+            .map_err(|held| self.over_dma_grant(&session, call, held, 0))?;
         let mut image = data.to_vec();
+        let hold = |image: &Vec<u8>, charge: &mut DmaCharge| {
+            let held = image.capacity() as u64;
+            charge
+                .grow_to(held, cap)
+                .map_err(|total| self.over_dma_grant(&session, call, total, held - charge.bytes()))
+        };
+        hold(&image, &mut charge)?;
         while let Some(chunk) = chunks.message().await? {
             let (extra, data) = parts(chunk);
             if extra.is_some() {
@@ -1493,6 +1528,8 @@ impl NodeService {
                     header.image_bytes
                 )));
             }
+            image.reserve(data.len());
+            hold(&image, &mut charge)?;
             image.extend_from_slice(&data);
         }
         if image.len() as u64 != header.image_bytes {
@@ -1502,7 +1539,14 @@ impl NodeService {
                 header.image_bytes
             )));
         }
-        Ok((session, header, image))
+        Ok((
+            session,
+            header,
+            Image {
+                image,
+                _charge: charge,
+            },
+        ))
     }
 
     fn poll_timeout(&self, timeout_ms: u32, call: &str) -> Result<Duration, Status> {

@@ -265,6 +265,8 @@ pub(crate) fn random_id() -> String {
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
     accounts: Mutex<HashMap<String, DmaAccount>>,
+    /// The clients that have attached at least once, by name.
+    attached: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Sessions {
@@ -284,8 +286,20 @@ impl Sessions {
         if map.len() >= max {
             return Err(map.len());
         }
+        self.attached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.client.name.clone());
         map.insert(session.id.clone(), session);
         Ok(())
+    }
+
+    /// Whether the client named `client` has had a session since the node started.
+    pub fn ever_attached(&self, client: &str) -> bool {
+        self.attached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(client)
     }
 
     /// The session `id`, if open.

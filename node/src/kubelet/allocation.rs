@@ -3,6 +3,13 @@
 //! pod, so the pod reaches those devices (through the node's sandbox) and nothing else.
 //! Allocations are kept in `allocations.json` and served again when the node restarts: a pod
 //! keeps its mount of the folder, and the socket reappears in it.
+//!
+//! The kubelet calls `Allocate` for every container of a pod before any of them starts, and
+//! gives a device an init container had to an app container of the same pod again. So a
+//! device given again does not end the allocation that held it: that allocation is
+//! superseded, keeps its folder and socket (its init container may not have run yet), and
+//! ends once it is idle and the allocation that superseded it has been used (the pod's
+//! later container started) or has itself ended.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
@@ -21,11 +28,11 @@ use tonic::transport::server::Connected;
 
 use crate::config::{ClientEntry, ClientGrants, ClientIdentity, KubernetesSettings};
 use crate::identity::AllocationConnectInfo;
-use crate::listen::{ServeError, bind_unix, node_server, server};
+use crate::listen::{ServeError, bind_unix, node_router, server};
 use crate::service::NodeService;
 
 /// The socket's name in an allocation's folder.
-pub const SOCKET: &str = "node.sock";
+pub use crate::config::ALLOCATION_SOCKET as SOCKET;
 /// The file the allocations are kept in, in `allocation_dir`.
 pub const STATE_FILE: &str = "allocations.json";
 
@@ -38,6 +45,9 @@ pub struct Allocation {
     pub resource: String,
     /// The device ids.
     pub devices: Vec<String>,
+    /// The later allocation its devices were given to, if they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 impl Allocation {
@@ -92,6 +102,49 @@ struct Live {
     stop: watch::Sender<bool>,
 }
 
+/// Makes `dir` (the allocation folder) reachable by this process's user alone, whoever made
+/// it and with whatever mode: its allocations' sockets are 0666 and rely on it. A folder
+/// another user owns is refused, since that user could open it again.
+fn keep_private(dir: &Path) -> Result<(), ServeError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let io = |what: &'static str| {
+        move |reason| ServeError::Io {
+            what,
+            path: dir.to_owned(),
+            reason,
+        }
+    };
+    let found = std::fs::symlink_metadata(dir).map_err(io("reading the allocation folder"))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !found.file_type().is_dir() || found.uid() != me {
+        return Err(ServeError::Io {
+            what: "checking the allocation folder",
+            path: dir.to_owned(),
+            reason: std::io::Error::other(format!(
+                "it must be a folder owned by uid {me} (the node's user); it is {} owned by \
+                 uid {}",
+                if found.file_type().is_dir() {
+                    "a folder"
+                } else {
+                    "not a folder"
+                },
+                found.uid()
+            )),
+        });
+    }
+    if found.mode() & 0o777 != 0o700 {
+        tracing::info!(
+            folder = %dir.display(),
+            mode = format!("{:o}", found.mode() & 0o777),
+            "the allocation folder was open to others: setting it to 0700"
+        );
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io("setting the mode of the allocation folder"))?;
+    }
+    Ok(())
+}
+
 /// The node's allocations, each served on its own socket.
 pub struct Allocations {
     settings: Arc<KubernetesSettings>,
@@ -117,6 +170,7 @@ impl Allocations {
                 path: dir.clone(),
                 reason,
             })?;
+        keep_private(dir)?;
         let allocations = Allocations {
             settings,
             service,
@@ -236,17 +290,18 @@ impl Allocations {
         let info = AllocationConnectInfo {
             allocation: allocation.id.as_str().into(),
         };
-        let incoming = UnixListenerStream::new(listener).map(move |stream| {
-            stream.map(|stream| AllocatedStream {
-                stream,
-                info: info.clone(),
-            })
-        });
-        let service = node_server(&self.service);
+        let incoming =
+            crate::accept::Backoff::new(UnixListenerStream::new(listener), "kubernetes allocation")
+                .map(move |stream| {
+                    stream.map(|stream| AllocatedStream {
+                        stream,
+                        info: info.clone(),
+                    })
+                });
+        let router = node_router(server(), &self.service);
         let id = allocation.id.clone();
         tokio::spawn(async move {
-            let served = server()
-                .add_service(service)
+            let served = router
                 .serve_with_incoming_shutdown(incoming, async move {
                     let _ = stopped.wait_for(|stop| *stop).await;
                 })
@@ -282,8 +337,9 @@ impl Allocations {
     }
 
     /// Allocates `devices` (all of `resource`, whose devices are `known`) to one container.
-    /// A device still held by an earlier allocation whose pod is gone (no session attached)
-    /// moves: that earlier allocation ends.
+    /// A device held by an earlier allocation with no session attached is given again: that
+    /// allocation is superseded (see the module's documentation); one with a session
+    /// attached is in use, and the request is refused.
     pub fn allocate(
         &self,
         resource: &str,
@@ -308,37 +364,37 @@ impl Allocations {
             }
         }
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        let mut ending = Vec::new();
+        let mut superseded = Vec::new();
         for device in devices {
-            let holder = live
+            for holder in live
                 .values()
-                .find(|l| l.allocation.devices.contains(device))
-                .map(|l| l.allocation.clone());
-            if let Some(holder) = holder {
-                let sessions = self.service.sessions_of(&holder.client_name());
+                .filter(|l| l.allocation.devices.contains(device))
+            {
+                let sessions = self.service.sessions_of(&holder.allocation.client_name());
                 if sessions > 0 {
                     return Err(AllocateError::InUse {
                         device: device.clone(),
-                        holder: holder.id,
+                        holder: holder.allocation.id.clone(),
                         sessions,
                     });
                 }
-                if !ending.contains(&holder.id) {
-                    ending.push(holder.id);
+                if !superseded.contains(&holder.allocation.id) {
+                    superseded.push(holder.allocation.id.clone());
                 }
-            }
-        }
-        for id in &ending {
-            if let Some(ended) = live.remove(id) {
-                self.end(ended);
             }
         }
         let allocation = Allocation {
             id: crate::session::random_id(),
             resource: resource.to_owned(),
             devices: devices.to_vec(),
+            superseded_by: None,
         };
         let served = self.serve(&allocation)?;
+        for id in &superseded {
+            if let Some(earlier) = live.get_mut(id) {
+                earlier.allocation.superseded_by = Some(allocation.id.clone());
+            }
+        }
         live.insert(allocation.id.clone(), served);
         drop(live);
         self.write_state();
@@ -346,19 +402,56 @@ impl Allocations {
             allocation = %allocation.id,
             resource,
             devices = ?allocation.devices,
-            ended = ?ending,
+            superseded = ?superseded,
             "devices allocated"
         );
+        self.sweep();
         Ok(allocation)
     }
 
-    /// Ends allocation `id` (used when a request that made it fails half-way).
+    /// Ends the superseded allocations that are done with: idle, and the allocation that
+    /// superseded them has been used or has ended. The device plugin calls this as it
+    /// watches the devices (every second at least), and `allocate` after each allocation.
+    pub fn sweep(&self) {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let done: Vec<String> = live
+            .values()
+            .filter(|l| {
+                let Some(successor) = &l.allocation.superseded_by else {
+                    return false;
+                };
+                let successor_used = match live.get(successor) {
+                    Some(s) => self.service.ever_attached(&s.allocation.client_name()),
+                    None => true,
+                };
+                successor_used && self.service.sessions_of(&l.allocation.client_name()) == 0
+            })
+            .map(|l| l.allocation.id.clone())
+            .collect();
+        if done.is_empty() {
+            return;
+        }
+        for id in &done {
+            if let Some(ended) = live.remove(id) {
+                self.end(ended);
+            }
+        }
+        drop(live);
+        self.write_state();
+    }
+
+    /// Ends allocation `id` (used when a request that made it fails half-way); what it
+    /// superseded is no longer superseded.
     pub fn revoke(&self, id: &str) {
-        let ended = self
-            .live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        let ended = {
+            let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            for other in live.values_mut() {
+                if other.allocation.superseded_by.as_deref() == Some(id) {
+                    other.allocation.superseded_by = None;
+                }
+            }
+            live.remove(id)
+        };
         if let Some(ended) = ended {
             self.end(ended);
             self.write_state();

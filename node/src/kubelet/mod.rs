@@ -96,6 +96,7 @@ impl DevicePlugins {
             let mut served: BTreeMap<String, Served> = BTreeMap::new();
             let mut health = self.service.device_book().watch();
             loop {
+                self.allocations.sweep();
                 let devices = health.borrow_and_update().clone();
                 self.write_cdi_spec(&devices);
                 for resource in resource::resources(&self.settings, &devices) {
@@ -170,7 +171,10 @@ impl DevicePlugins {
             };
             let served = server()
                 .add_service(DevicePluginServer::new(plugin))
-                .serve_with_incoming_shutdown(UnixListenerStream::new(listener), ends)
+                .serve_with_incoming_shutdown(
+                    crate::accept::Backoff::new(UnixListenerStream::new(listener), "kubernetes"),
+                    ends,
+                )
                 .await;
             if let Err(err) = served {
                 tracing::error!(resource = %label, error = %err, "a device plugin socket failed");
