@@ -1005,3 +1005,55 @@ async fn every_call_is_authorized_in_one_place() {
     drop(client);
     node.stop().await;
 }
+
+/// Event watches a client dropped give their stream permits back, though the events never
+/// finish: the session can watch again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_event_watch_gives_its_stream_back() {
+    let config = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@"}}}},
+            "limits": {{"max_streams_per_session": 2}},
+            "clients": [{{"name": "watcher", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+        uid()
+    );
+    let node = start_in(scratch_dir("node"), &config).await;
+    let client = connect(&node.unix()).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("cxl/emu:capi0.0s", false).await.unwrap();
+    for round in 0..4 {
+        let mut watches = Vec::new();
+        for _ in 0..2 {
+            // An interrupt the emulated AFU raises only when told to: the event stays pending.
+            let event = client
+                .register_event(handle, accelhost_node::proto::EventKind::Interrupt, 1)
+                .await
+                .unwrap();
+            let mut watch = client.watch_event(event).await.unwrap();
+            let now = watch.message().await.unwrap().unwrap();
+            assert_eq!(now.phase, EventPhase::Pending as i32, "{now:?}");
+            watches.push(watch);
+        }
+        drop(watches);
+        // The node sees the streams go within moments; until then a watch may be refused.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let event = client
+                .register_event(handle, accelhost_node::proto::EventKind::Interrupt, 1)
+                .await
+                .unwrap();
+            match client.watch_event(event).await {
+                Ok(watch) => {
+                    drop(watch);
+                    break;
+                }
+                Err(err) if Instant::now() < deadline => {
+                    assert_eq!(err.code, Some(ErrorCode::NoSpace), "{err}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(err) => panic!("round {round}: the dropped watches kept their permits: {err}"),
+            }
+        }
+    }
+    drop(client);
+    node.stop().await;
+}

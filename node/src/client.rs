@@ -206,7 +206,17 @@ impl Client {
             })
             .await
             .map_err(self.err("Enumerate"))?;
-        Ok(reply.into_inner().devices)
+        let reply = reply.into_inner();
+        for omitted in &reply.omitted {
+            tracing::warn!(
+                node = %self.endpoint,
+                plugin = %accelhost::text::inert(&omitted.plugin),
+                devices = omitted.devices,
+                "the node left devices out of its Enumerate answer to stay within its message \
+                 limit (its limits.max_message_kib); Describe still reaches them"
+            );
+        }
+        Ok(reply.devices)
     }
 
     /// Fresh properties of `device`.

@@ -370,6 +370,69 @@ fn filter_of(proto: &proto::Filter) -> Result<Filter, Status> {
     Ok(filter)
 }
 
+/// What an `Enumerate` answer keeps free of devices within the message limit: the answer's
+/// own framing and its list of what was left out.
+const ENUMERATE_RESERVE: usize = 64 << 10;
+
+/// The devices that fit `budget` bytes of an answer, each plugin getting an equal share and
+/// what a plugin does not use going to the others (a plugin's devices are kept in order
+/// while its share lasts); and, per plugin, how many were left out.
+fn fair_share(
+    devices: Vec<proto::Device>,
+    budget: usize,
+) -> (Vec<proto::Device>, Vec<proto::Omitted>) {
+    use prost::Message;
+    // What each device takes in the answer: its message, its tag and its length.
+    let cost = |device: &proto::Device| {
+        let len = device.encoded_len();
+        len + 1 + prost::encoding::encoded_len_varint(len as u64)
+    };
+    let mut plugins: Vec<(String, usize)> = Vec::new();
+    for device in &devices {
+        match plugins
+            .iter_mut()
+            .find(|(plugin, _)| *plugin == device.plugin)
+        {
+            Some((_, total)) => *total += cost(device),
+            None => plugins.push((device.plugin.clone(), cost(device))),
+        }
+    }
+    // Water-filling: the smallest wants first, each taking at most an equal part of what
+    // is left.
+    let mut by_want: Vec<usize> = (0..plugins.len()).collect();
+    by_want.sort_by_key(|&i| plugins[i].1);
+    let mut shares = vec![0usize; plugins.len()];
+    let mut left = budget;
+    for (served, &i) in by_want.iter().enumerate() {
+        let part = left / (plugins.len() - served);
+        shares[i] = plugins[i].1.min(part);
+        left -= shares[i];
+    }
+    let mut used = vec![0usize; plugins.len()];
+    let mut omitted: Vec<proto::Omitted> = Vec::new();
+    let mut kept = Vec::with_capacity(devices.len());
+    for device in devices {
+        let i = plugins
+            .iter()
+            .position(|(plugin, _)| *plugin == device.plugin)
+            .expect("every device's plugin is counted");
+        let take = cost(&device);
+        if used[i] + take <= shares[i] {
+            used[i] += take;
+            kept.push(device);
+        } else {
+            match omitted.iter_mut().find(|o| o.plugin == device.plugin) {
+                Some(o) => o.devices += 1,
+                None => omitted.push(proto::Omitted {
+                    plugin: device.plugin.clone(),
+                    devices: 1,
+                }),
+            }
+        }
+    }
+    (kept, omitted)
+}
+
 /// The wire form of a device.
 pub fn device_of(token: &Token, properties: &accelhost::Properties) -> proto::Device {
     proto::Device {
@@ -547,12 +610,24 @@ impl node_server::Node for NodeService {
             .map(|token| (token.id(), token))
             .filter(|(id, _)| session.client.grants.allows_device(id))
             .collect();
-        let devices = visible
+        let devices: Vec<proto::Device> = visible
             .iter()
             .map(|(_, token)| device_of(token, token.properties()))
             .collect();
         session.objects().devices = visible.into_iter().collect();
-        Ok(Response::new(proto::EnumerateReply { devices }))
+        let budget = self
+            .limits()
+            .max_message_bytes()
+            .saturating_sub(ENUMERATE_RESERVE);
+        let (devices, omitted) = fair_share(devices, budget);
+        if !omitted.is_empty() {
+            tracing::warn!(
+                client = %session.client.name,
+                omitted = ?omitted.iter().map(|o| (&o.plugin, o.devices)).collect::<Vec<_>>(),
+                "Enumerate: devices left out to keep the answer within limits.max_message_kib"
+            );
+        }
+        Ok(Response::new(proto::EnumerateReply { devices, omitted }))
     }
 
     async fn describe(
@@ -1199,10 +1274,21 @@ impl node_server::Node for NodeService {
         let pending = now.phase == proto::EventPhase::Pending as i32;
         let _ = sender.try_send(Ok(now));
         if pending {
+            // The permit goes when the event finishes or when the client drops the stream,
+            // whichever is first: a watch nobody reads any more must not hold it.
+            let (finished_tx, finished_rx) = tokio::sync::oneshot::channel::<()>();
+            let watcher = sender.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = finished_rx => {}
+                    () = watcher.closed() => {}
+                }
+                drop(permit);
+            });
             let finished = event.clone();
             event.on_finish(move || {
                 let _ = sender.try_send(Ok(event_state(&finished)));
-                drop(permit);
+                let _ = finished_tx.send(());
             });
         }
         Ok(Response::new(ReceiverStream::new(receiver)))
@@ -1560,5 +1646,62 @@ impl NodeService {
             ));
         }
         Ok(Duration::from_millis(timeout_ms.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(plugin: &str, n: usize, extra_bytes: usize) -> proto::Device {
+        proto::Device {
+            id: format!("{plugin}/d{n}"),
+            plugin: plugin.into(),
+            extras: vec![proto::Extra {
+                key: "blob".into(),
+                value: "x".repeat(extra_bytes),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_plugin_with_large_properties_cannot_crowd_out_the_others() {
+        let mut devices: Vec<proto::Device> = (0..100).map(|n| device("big", n, 10_000)).collect();
+        devices.extend((0..3).map(|n| device("dfl", n, 10)));
+        devices.extend((0..2).map(|n| device("xocl", n, 10)));
+        let (kept, omitted) = fair_share(devices, 64 << 10);
+        let of = |plugin: &str| kept.iter().filter(|d| d.plugin == plugin).count();
+        assert_eq!(
+            (of("dfl"), of("xocl")),
+            (3, 2),
+            "the small plugins are whole"
+        );
+        assert_eq!(of("big"), 6, "the big plugin takes what is left");
+        assert_eq!(
+            omitted,
+            vec![proto::Omitted {
+                plugin: "big".into(),
+                devices: 94
+            }]
+        );
+        use prost::Message;
+        let answer = proto::EnumerateReply {
+            devices: kept,
+            omitted,
+        };
+        assert!(answer.encoded_len() <= 64 << 10);
+    }
+
+    #[test]
+    fn an_answer_that_fits_is_whole_and_in_order() {
+        let devices: Vec<proto::Device> = (0..5)
+            .map(|n| device(if n % 2 == 0 { "a" } else { "b" }, n, 100))
+            .collect();
+        let (kept, omitted) = fair_share(devices.clone(), 1 << 20);
+        assert_eq!(kept, devices);
+        assert!(omitted.is_empty());
+        let (kept, omitted) = fair_share(Vec::new(), 0);
+        assert!(kept.is_empty() && omitted.is_empty());
     }
 }
