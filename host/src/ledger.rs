@@ -260,17 +260,7 @@ impl Account {
     /// Runs `f`, charging what this thread allocates meanwhile to this account (the account
     /// that was current before is current again afterwards, also if `f` unwinds).
     pub fn charge_while<R>(&self, f: impl FnOnce() -> R) -> R {
-        struct Restore(*const Cell64);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                flush_pending();
-                CURRENT.with(|current| current.set(self.0));
-            }
-        }
-        flush_pending();
-        let previous = CURRENT.with(|current| current.replace(self.cell.as_ptr()));
-        let _restore = Restore(previous);
-        f()
+        with_current(self.cell.as_ptr(), f)
     }
 }
 
@@ -279,14 +269,22 @@ impl Account {
 /// keeps for a plugin but charges to another of its budgets, such as a remote buffer's shadow
 /// copy, which its DMA grant pays for.
 pub fn uncharged<R>(f: impl FnOnce() -> R) -> R {
+    with_current(ptr::null(), f)
+}
+
+/// Runs `f` with `account` (null: none) as this thread's current account, the one before
+/// current again afterwards, also if `f` unwinds; what the thread had pending is added to
+/// its account's shared count on the way in and out.
+fn with_current<R>(account: *const Cell64, f: impl FnOnce() -> R) -> R {
     struct Restore(*const Cell64);
     impl Drop for Restore {
         fn drop(&mut self) {
+            flush_pending();
             CURRENT.with(|current| current.set(self.0));
         }
     }
     flush_pending();
-    let previous = CURRENT.with(|current| current.replace(ptr::null()));
+    let previous = CURRENT.with(|current| current.replace(account));
     let _restore = Restore(previous);
     f()
 }
