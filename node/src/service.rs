@@ -234,8 +234,13 @@ impl NodeService {
     }
 
     /// The client entry the transport says the caller is.
+    /// The caller's client entry: the one the authorization layer found for this request
+    /// ([`crate::authorize`]), else looked up now.
     fn client<T>(&self, request: &Request<T>, call: &str) -> Result<Arc<ClientEntry>, Status> {
-        self.client_of(request.extensions(), call)
+        match request.extensions().get::<Arc<ClientEntry>>() {
+            Some(client) => Ok(client.clone()),
+            None => self.client_of(request.extensions(), call),
+        }
     }
 
     /// The client entry of the caller whose connection put these extensions on its request.
