@@ -136,6 +136,7 @@ impl NodeService {
             .remove(id);
         if let Some(entry) = removed {
             self.sessions.end_where(|client| *client == *entry);
+            self.sessions.forget_attached(&entry.name);
         }
     }
 

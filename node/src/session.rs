@@ -294,6 +294,15 @@ impl Sessions {
         Ok(())
     }
 
+    /// Forgets that the client named `client` ever attached (a client that will not come
+    /// back, such as an ended allocation, so the set does not grow with every one).
+    pub fn forget_attached(&self, client: &str) {
+        self.attached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(client);
+    }
+
     /// Whether the client named `client` has had a session since the node started.
     pub fn ever_attached(&self, client: &str) -> bool {
         self.attached
