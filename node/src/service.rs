@@ -388,52 +388,59 @@ fn fair_share(
     budget: usize,
 ) -> (Vec<proto::Device>, Vec<proto::Omitted>) {
     use prost::Message;
-    // What each device takes in the answer: its message, its tag and its length.
-    let cost = |device: &proto::Device| {
-        let len = device.encoded_len();
-        len + 1 + prost::encoding::encoded_len_varint(len as u64)
-    };
-    let mut plugins: Vec<(String, usize)> = Vec::new();
-    for device in &devices {
-        match plugins
-            .iter_mut()
-            .find(|(plugin, _)| *plugin == device.plugin)
-        {
-            Some((_, total)) => *total += cost(device),
-            None => plugins.push((device.plugin.clone(), cost(device))),
-        }
+    // What each device takes in the answer (its message, its tag and its length), and the
+    // index of its plugin: both found once.
+    let costs: Vec<usize> = devices
+        .iter()
+        .map(|device| {
+            let len = device.encoded_len();
+            len + 1 + prost::encoding::encoded_len_varint(len as u64)
+        })
+        .collect();
+    if costs.iter().sum::<usize>() <= budget {
+        return (devices, Vec::new());
     }
+    let mut index_of: HashMap<&str, usize> = HashMap::new();
+    let mut wants: Vec<usize> = Vec::new();
+    let plugin_of: Vec<usize> = devices
+        .iter()
+        .zip(&costs)
+        .map(|(device, &cost)| {
+            let next = index_of.len();
+            let i = *index_of.entry(device.plugin.as_str()).or_insert(next);
+            if i == wants.len() {
+                wants.push(0);
+            }
+            wants[i] += cost;
+            i
+        })
+        .collect();
     // Water-filling: the smallest wants first, each taking at most an equal part of what
     // is left.
-    let mut by_want: Vec<usize> = (0..plugins.len()).collect();
-    by_want.sort_by_key(|&i| plugins[i].1);
-    let mut shares = vec![0usize; plugins.len()];
+    let mut by_want: Vec<usize> = (0..wants.len()).collect();
+    by_want.sort_by_key(|&i| wants[i]);
+    let mut shares = vec![0usize; wants.len()];
     let mut left = budget;
     for (served, &i) in by_want.iter().enumerate() {
-        let part = left / (plugins.len() - served);
-        shares[i] = plugins[i].1.min(part);
+        shares[i] = wants[i].min(left / (wants.len() - served));
         left -= shares[i];
     }
-    let mut used = vec![0usize; plugins.len()];
+    let mut used = vec![0usize; wants.len()];
+    let mut omitted_at: Vec<Option<usize>> = vec![None; wants.len()];
     let mut omitted: Vec<proto::Omitted> = Vec::new();
     let mut kept = Vec::with_capacity(devices.len());
-    for device in devices {
-        let i = plugins
-            .iter()
-            .position(|(plugin, _)| *plugin == device.plugin)
-            .expect("every device's plugin is counted");
-        let take = cost(&device);
-        if used[i] + take <= shares[i] {
-            used[i] += take;
+    for ((device, cost), i) in devices.into_iter().zip(costs).zip(plugin_of) {
+        if used[i] + cost <= shares[i] {
+            used[i] += cost;
             kept.push(device);
+        } else if let Some(at) = omitted_at[i] {
+            omitted[at].devices += 1;
         } else {
-            match omitted.iter_mut().find(|o| o.plugin == device.plugin) {
-                Some(o) => o.devices += 1,
-                None => omitted.push(proto::Omitted {
-                    plugin: device.plugin.clone(),
-                    devices: 1,
-                }),
-            }
+            omitted_at[i] = Some(omitted.len());
+            omitted.push(proto::Omitted {
+                plugin: device.plugin,
+                devices: 1,
+            });
         }
     }
     (kept, omitted)
