@@ -542,3 +542,34 @@ impl AsyncWrite for AllocatedStream {
         self.stream.is_write_vectored()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allocation_folder_that_is_not_the_node_s_own_is_refused_by_what_it_is() {
+        let dir = std::env::temp_dir().join(format!("accelhost-alloc-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, "").unwrap();
+        let err = keep_private(&file).unwrap_err().to_string();
+        assert!(err.contains("it is not a folder owned by uid"), "{err}");
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if me == 0 {
+            let foreign = dir.join("foreign");
+            std::fs::create_dir(&foreign).unwrap();
+            std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+            let err = keep_private(&foreign).unwrap_err().to_string();
+            assert!(
+                err.contains("must be a folder owned by uid 0 (the node's user); it is a folder owned by uid 65534"),
+                "{err}"
+            );
+        } else {
+            eprintln!("not checked: giving a folder to another user (uid 65534) needs root");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
