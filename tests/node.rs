@@ -839,6 +839,7 @@ fn plugin_calls_errors_durations_and_faults_are_metrics() {
         host.clone(),
         Arc::new(Sessions::default()),
         Arc::default(),
+        Arc::default(),
     );
     let found = host.enumerate(&[]);
     assert_eq!(found.failures.len(), 1, "the crasher traps in enumerate");
@@ -1056,4 +1057,253 @@ async fn a_dropped_event_watch_gives_its_stream_back() {
     }
     drop(client);
     node.stop().await;
+}
+
+// --- quotas: per client and per peer, and the node's ---
+
+/// Does the node close `stream` (end of file, or a reset) within `within`?
+async fn closed_by_node(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(within, stream.read(&mut byte)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+/// Silent TCP connections from `count` sockets at `from`, each told after `within` whether
+/// the node closed it.
+async fn silent_connections(
+    from: &str,
+    to: std::net::SocketAddr,
+    count: usize,
+    within: Duration,
+) -> Vec<(tokio::net::TcpStream, bool)> {
+    let mut watching = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut stream = socket.connect(to).await.unwrap();
+        watching.spawn(async move {
+            let closed = closed_by_node(&mut stream, within).await;
+            (stream, closed)
+        });
+    }
+    watching.join_all().await
+}
+
+/// A peer that opens hundreds of connections and never speaks holds at most its share of the
+/// node's connections, each for at most the handshake time; another peer is served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_of_one_peer_cannot_lock_out_another() {
+    let pki = Pki::new();
+    let config = r#"{"listen": {"tcp": {"address": "127.0.0.1:0", "certificate": "node.pem",
+                                        "key": "node.key", "client_ca": "client-ca.pem"}},
+                     "limits": {"max_connections_per_peer": 4, "max_connections": 64},
+                     "clients": [{"name": "peer", "certificate_san": "client1.test",
+                                  "grants": {"devices": ["dfl/*"]}}]}"#;
+    let node = start_in(pki.dir.clone(), config).await;
+    let address = node.tcp.unwrap();
+    // 127.0.0.2 is loopback too: another peer, as far as the node can tell.
+    let silent = silent_connections("127.0.0.2", address, 200, Duration::from_secs(5)).await;
+    let held: Vec<_> = silent
+        .into_iter()
+        .filter_map(|(stream, closed)| (!closed).then_some(stream))
+        .collect();
+    assert_eq!(
+        held.len(),
+        4,
+        "the node keeps exactly max_connections_per_peer of the silent peer's connections"
+    );
+
+    let client = connect(&pki.endpoint(address, "good")).await;
+    client.enumerate(vec![]).await.unwrap();
+    hello_fpga(&client, "dfl/emu:dfl0", 1 << 20).await;
+    drop(client);
+
+    // The held ones never start a TLS handshake: the node closes them after its handshake
+    // time, and the peer's share is free again.
+    let mut held = held;
+    let within = accelhost_node::server::HANDSHAKE + Duration::from_secs(5);
+    for stream in &mut held {
+        assert!(
+            closed_by_node(stream, within).await,
+            "a connection that never finished its handshake is kept past the handshake time"
+        );
+    }
+    drop(held);
+    let again = silent_connections("127.0.0.2", address, 1, Duration::from_secs(1)).await;
+    assert!(
+        !again[0].1,
+        "the peer's closed connections still count against it"
+    );
+    node.stop().await;
+}
+
+/// Sessions and DMA memory: a client stays within its own caps, and every client together
+/// within the node's, whoever asks first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_and_memory_have_a_cap_per_client_and_one_for_the_node() {
+    let pki = Pki::new();
+    let config = r#"{"listen": {"tcp": {"address": "127.0.0.1:0", "certificate": "node.pem",
+                                        "key": "node.key", "client_ca": "client-ca.pem"}},
+                     "limits": {"max_sessions": 3, "max_sessions_per_client": 2,
+                                "max_dma_mib": 6},
+                     "clients": [{"name": "greedy", "certificate_san": "client1.test",
+                                  "grants": {"devices": ["*"], "dma_memory_mib": 8}},
+                                 {"name": "modest", "certificate_san": "client9.test",
+                                  "grants": {"devices": ["*"], "dma_memory_mib": 8}}]}"#;
+    let node = start_in(pki.dir.clone(), config).await;
+    let address = node.tcp.unwrap();
+    let greedy = [
+        connect(&pki.endpoint(address, "good")).await,
+        connect(&pki.endpoint(address, "good")).await,
+    ];
+    let err = Client::connect(&pki.endpoint(address, "good"), ClientOptions::default())
+        .await
+        .err()
+        .expect("a third session of one client is refused");
+    assert_eq!(err.code, Some(ErrorCode::NoSpace), "{err}");
+    assert!(
+        err.to_string().contains(
+            "Attach: client 'greedy' already has 2 sessions open (limits.max_sessions_per_client)"
+        ),
+        "{err}"
+    );
+    let modest = connect(&pki.endpoint(address, "stranger")).await;
+    assert_eq!(modest.client_name(), "modest");
+
+    greedy[0].enumerate(vec![]).await.unwrap();
+    let handle = greedy[0].open("xocl/emu:xocl0", true).await.unwrap();
+    greedy[0]
+        .alloc(handle, MemoryKind::Host, 5 << 20, None)
+        .await
+        .unwrap();
+    modest.enumerate(vec![]).await.unwrap();
+    let handle = modest.open("xocl/emu:xocl0", true).await.unwrap();
+    let err = modest
+        .alloc(handle, MemoryKind::Host, 2 << 20, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Some(ErrorCode::OutOfMemory), "{err}");
+    assert!(
+        err.to_string().contains(
+            "the node's clients hold 5242880 bytes of DMA memory together; 2097152 more for \
+             client 'modest' would pass the node's 6 MiB (limits.max_dma_mib)"
+        ),
+        "{err}"
+    );
+    modest
+        .alloc(handle, MemoryKind::Host, 1 << 20, None)
+        .await
+        .unwrap();
+    drop((greedy, modest));
+    wait_for_no_sessions(&node.sessions).await;
+    node.stop().await;
+}
+
+/// On the Unix socket a peer is a uid: past its share, its new connections are closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uid_holds_at_most_its_share_of_the_socket() {
+    use tokio::io::AsyncReadExt;
+    let config = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
+            "limits": {{"max_connections_per_peer": 3}},
+            "clients": [{{"name": "me", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+        uid()
+    );
+    let node = start_in(scratch_dir("node"), &config).await;
+    let mut streams = Vec::new();
+    for _ in 0..10 {
+        streams.push(tokio::net::UnixStream::connect(&node.socket).await.unwrap());
+    }
+    let mut closed = 0;
+    for stream in &mut streams {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_millis(500), stream.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 7, "the socket kept more than the uid's share");
+    drop(streams);
+    // The share comes back as the connections close.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let client = loop {
+        match Client::connect(&node.unix(), ClientOptions::default()).await {
+            Ok(client) => break client,
+            Err(err) if Instant::now() < deadline => {
+                let _ = err;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("the uid's closed connections still count: {err}"),
+        }
+    };
+    client.enumerate(vec![]).await.unwrap();
+    drop(client);
+    node.stop().await;
+}
+
+/// `/metrics` on a Unix socket: only who the socket's mode lets in reads it, and at most
+/// `METRICS_CONNECTIONS` connections are served at once, however many are tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_on_a_socket_serve_a_few_connections_at_once() {
+    use accelhost_node::server::METRICS_CONNECTIONS;
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let config = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}},
+                        "metrics": {{"unix": {{"path": "@DIR@/metrics.sock", "mode": "0600"}}}}}},
+            "clients": [{{"name": "me", "unix_uid": {}, "grants": {{"devices": ["*"]}}}}]}}"#,
+        uid()
+    );
+    let node = start_in(scratch_dir("node"), &config).await;
+    let socket = node.dir.join("metrics.sock");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let scrape = || async {
+        let mut stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
+            .await
+            .map(|read| read.map(|_| answer))
+    };
+    let answer = scrape().await.unwrap().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("accelhost_node_connections "), "{answer}");
+
+    let mut idle = Vec::new();
+    for _ in 0..METRICS_CONNECTIONS + 20 {
+        idle.push(tokio::net::UnixStream::connect(&socket).await.unwrap());
+    }
+    let mut closed = 0;
+    for stream in &mut idle {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_millis(300), stream.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(
+        closed, 20,
+        "the metrics socket served more than its connection cap"
+    );
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match scrape().await {
+            Ok(Ok(answer)) if answer.starts_with("HTTP/1.1 200") => break,
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => panic!("the idle connections' places never came back: {other:?}"),
+        }
+    }
+    node.stop().await;
+    assert!(!socket.exists(), "the metrics socket is removed at stop");
 }

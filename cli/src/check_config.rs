@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use accelhost::text::inert;
 use accelhost::{ComponentCache, Config};
+use accelhost_node::config::MetricsListen;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -91,8 +92,12 @@ fn check_serve_config(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         inert(&serve.node_name),
         serve.clients.len()
     );
-    if let Some(metrics) = serve.metrics {
-        println!("  metrics at http://{metrics}/metrics");
+    match &serve.metrics {
+        Some(MetricsListen::Tcp(address)) => println!("  metrics at http://{address}/metrics"),
+        Some(MetricsListen::Unix(unix)) => {
+            println!("  metrics at unix:{} (/metrics)", unix.path.display())
+        }
+        None => {}
     }
     if let Some(kubernetes) = &serve.kubernetes {
         println!(

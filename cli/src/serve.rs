@@ -20,6 +20,8 @@ The serve config (JSON) names the listeners, the limits and the clients:
       \"metrics\": {\"address\": \"127.0.0.1:9700\"}
     },
     \"limits\": {\"max_message_kib\": 4096, \"max_sessions\": 256,
+               \"max_sessions_per_client\": 64, \"max_connections\": 4096,
+               \"max_connections_per_peer\": 64, \"max_dma_mib\": 16384,
                \"max_objects_per_session\": 4096, \"max_poll_ms\": 60000,
                \"max_image_mib\": 512, \"max_streams_per_session\": 8},
     \"clients\": [
@@ -56,7 +58,18 @@ mounted read-only at container_dir in the container, with ACCELHOST_ENDPOINT poi
 names where to write the spec). Allocations survive a restart of the node.
 
 `listen.metrics` serves Prometheus metrics (OpenMetrics text) at /metrics over plain HTTP,
-without authentication: bind it to an address only the scraper reaches.
+without authentication, to at most 8 connections at once: on `address` (host:port) anyone
+who reaches it reads every client's name and figures, so bind it to an address only the
+scraper reaches; or on `unix` (`{\"path\": ..., \"mode\": \"0600\"}`), readable only by who
+the socket's mode lets in (`accelhost top unix:PATH`, `curl --unix-socket PATH`).
+
+Every connection, on any listener, counts from accept (before the TLS handshake) against
+limits.max_connections (4096) and the peer's limits.max_connections_per_peer (64; a peer is
+an IP address on TCP, a uid on the socket, a pod on an allocation's socket); past either it
+is closed at once. A TCP client has 10 s to finish its handshake. Sessions count against
+limits.max_sessions (256) and the client's limits.max_sessions_per_client (64); DMA memory
+against the client's grants.dma_memory_mib and every client's together against
+limits.max_dma_mib (16384). Raise LimitNOFILE above max_connections plus the plugins' needs.
 
 The plugins served are those of host_config (relative to the serve config), else --config,
 else the usual lookup order. Relative paths in the serve config are relative to its folder.
@@ -95,6 +108,9 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         }
         if let Some(address) = node.metrics_address() {
             listening.push(format!("metrics at http://{address}/metrics"));
+        }
+        if let Some(accelhost_node::config::MetricsListen::Unix(unix)) = &serve.metrics {
+            listening.push(format!("metrics at unix:{}", unix.path.display()));
         }
         if let Some(kubernetes) = &serve.kubernetes {
             listening.push(format!(

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,8 @@ use anyhow::{Context, bail};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+
+use accelhost_node::config::MetricsListen;
 
 use crate::table;
 
@@ -23,12 +25,13 @@ Sections (each shown when the node reports it):
   clients   open sessions, calls, refusals, bytes written and read
   remote    the nodes builtin:remote reaches: reachable, last round trip
 
-The node serves these at the address its serve config's `listen.metrics` names; give that
-address, or the serve config itself with --serve-config.";
+The node serves these at the address or socket its serve config's `listen.metrics` names;
+give that address (unix:PATH for a socket), or the serve config itself with --serve-config.";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The node's metrics address (`host:port` or `http://host:port`).
+    /// The node's metrics address (`host:port`, `http://host:port`, or `unix:PATH` for a
+    /// node serving them on a socket).
     #[arg(
         required_unless_present = "serve_config",
         conflicts_with = "serve_config"
@@ -53,17 +56,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Some(address), _) => metrics_url(address),
         (None, Some(file)) => {
             let config = accelhost_node::ServeConfig::load(file)?;
-            let Some(mut address) = config.metrics else {
-                bail!(
+            match config.metrics {
+                None => bail!(
                     "{}: listen.metrics: the node serves no metrics; add \
                      \"metrics\": {{\"address\": \"127.0.0.1:9700\"}} under listen",
                     file.display()
-                );
-            };
-            if address.ip().is_unspecified() {
-                address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                ),
+                Some(MetricsListen::Tcp(mut address)) => {
+                    if address.ip().is_unspecified() {
+                        address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                    }
+                    metrics_url(&address.to_string())
+                }
+                Some(MetricsListen::Unix(unix)) => format!("unix:{}", unix.path.display()),
             }
-            metrics_url(&address.to_string())
         }
         (None, None) => unreachable!("clap requires one"),
     };
@@ -74,10 +80,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new()).build_http();
     let fetch = || {
         runtime.block_on(async {
-            let uri: hyper::Uri = url
-                .parse()
-                .with_context(|| format!("'{url}' is not a URL"))?;
-            let answer = tokio::time::timeout(FETCH_TIMEOUT, client.get(uri))
+            let answer = async {
+                match url.strip_prefix("unix:") {
+                    Some(socket) => get_over_unix(Path::new(socket)).await,
+                    None => {
+                        let uri: hyper::Uri = url
+                            .parse()
+                            .with_context(|| format!("'{url}' is not a URL"))?;
+                        Ok(client.get(uri).await?)
+                    }
+                }
+            };
+            let answer = tokio::time::timeout(FETCH_TIMEOUT, answer)
                 .await
                 .with_context(|| format!("{url}: no answer within {FETCH_TIMEOUT:?}"))?
                 .with_context(|| format!("{url}: cannot reach the node's metrics"))?;
@@ -122,7 +136,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// `http://address/metrics` for `address` given with or without the scheme.
+/// `GET /metrics` on the node's metrics socket.
+async fn get_over_unix(socket: &Path) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+    let stream = tokio::net::UnixStream::connect(socket).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let request = hyper::Request::get("/metrics")
+        .header(hyper::header::HOST, "localhost")
+        .body(Empty::<bytes::Bytes>::new())?;
+    Ok(sender.send_request(request).await?)
+}
+
+/// The metrics URL of an address as a person gives it (`host:port`, a URL, or
+/// `unix:PATH` for a node serving metrics on a socket).
 fn metrics_url(address: &str) -> String {
+    if let Some(socket) = address.strip_prefix("unix:") {
+        return format!("unix:{}", socket.trim_start_matches("//"));
+    }
     let base = address.trim_end_matches('/');
     let base = base.strip_suffix("/metrics").unwrap_or(base);
     if base.starts_with("http://") || base.starts_with("https://") {
@@ -579,6 +610,10 @@ accelhost_client_transferred_bytes_total{client="ops \"a\"\nb",direction="read"}
         assert_eq!(
             metrics_url("http://n:9700/metrics"),
             "http://n:9700/metrics"
+        );
+        assert_eq!(
+            metrics_url("unix:///run/accelhost/metrics.sock"),
+            "unix:/run/accelhost/metrics.sock"
         );
     }
 }

@@ -944,10 +944,19 @@ fn remote(endpoint: &str, call: &'static str, status: Status) -> RemoteError {
         call,
         grpc: status.code(),
         code: accelhost_code(&status),
-        message: if status.message().is_empty() {
-            format!("{:?}", status.code())
-        } else {
-            accelhost::text::inert(status.message()).to_string()
+        // The node names the call first; the error's display names it once.
+        message: match status.message() {
+            "" => format!("{:?}", status.code()),
+            message => {
+                let message = accelhost::text::inert(message).to_string();
+                match message
+                    .strip_prefix(call)
+                    .and_then(|m| m.strip_prefix(": "))
+                {
+                    Some(rest) => rest.to_owned(),
+                    None => message,
+                }
+            }
         },
     }
 }

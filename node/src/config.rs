@@ -23,7 +23,7 @@ pub struct ServeConfig {
     /// The TCP listener with mutual TLS, if any.
     pub tcp: Option<TcpListen>,
     /// Where Prometheus metrics are served over plain HTTP, if anywhere.
-    pub metrics: Option<SocketAddr>,
+    pub metrics: Option<MetricsListen>,
     /// Bounds on what clients may ask of the node.
     pub limits: Limits,
     /// The clients the node serves; anyone else is refused at `Attach`.
@@ -178,6 +178,21 @@ pub struct Limits {
     /// The most sessions open at once, across every client.
     #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
+    /// The most sessions one client may have open at once.
+    #[serde(default = "default_max_sessions_per_client")]
+    pub max_sessions_per_client: usize,
+    /// The most connections open at once, across every listener and peer (counted from
+    /// accept, before the TLS handshake).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// The most connections one peer may have open at once: one IP address on TCP, one uid
+    /// on the Unix socket, one pod on an allocation's socket.
+    #[serde(default = "default_max_connections_per_peer")]
+    pub max_connections_per_peer: usize,
+    /// Cap on the DMA buffers and offload memory every client holds together, in MiB
+    /// (each client also stays within its own `grants.dma_memory_mib`).
+    #[serde(default = "default_max_dma_mib")]
+    pub max_dma_mib: u64,
     /// The most objects (handles, regions, buffers) one session may hold.
     #[serde(default = "default_max_objects")]
     pub max_objects_per_session: usize,
@@ -199,6 +214,10 @@ impl Default for Limits {
         Limits {
             max_message_kib: default_max_message_kib(),
             max_sessions: default_max_sessions(),
+            max_sessions_per_client: default_max_sessions_per_client(),
+            max_connections: default_max_connections(),
+            max_connections_per_peer: default_max_connections_per_peer(),
+            max_dma_mib: default_max_dma_mib(),
             max_objects_per_session: default_max_objects(),
             max_poll_ms: default_max_poll_ms(),
             max_image_mib: default_max_image_mib(),
@@ -216,6 +235,11 @@ impl Limits {
     /// `max_image_mib` in bytes.
     pub fn max_image_bytes(&self) -> u64 {
         self.max_image_mib << 20
+    }
+
+    /// `max_dma_mib` in bytes.
+    pub fn max_dma_bytes(&self) -> u64 {
+        self.max_dma_mib.saturating_mul(1 << 20)
     }
 }
 
@@ -293,6 +317,18 @@ fn default_max_message_kib() -> u64 {
 }
 fn default_max_sessions() -> usize {
     256
+}
+fn default_max_sessions_per_client() -> usize {
+    64
+}
+fn default_max_connections() -> usize {
+    4096
+}
+fn default_max_connections_per_peer() -> usize {
+    64
+}
+fn default_max_dma_mib() -> u64 {
+    16384
 }
 fn default_max_objects() -> usize {
     4096
@@ -372,14 +408,27 @@ struct RawListen {
     #[serde(default)]
     tcp: Option<TcpListen>,
     #[serde(default)]
-    metrics: Option<MetricsListen>,
+    metrics: Option<RawMetricsListen>,
 }
 
 /// `listen.metrics`: where `/metrics` is served.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct MetricsListen {
-    address: SocketAddr,
+struct RawMetricsListen {
+    #[serde(default)]
+    address: Option<SocketAddr>,
+    #[serde(default)]
+    unix: Option<UnixListen>,
+}
+
+/// Where `/metrics` is served: a TCP address (any local user, or anyone who reaches it, may
+/// read it) or a Unix socket (only who its mode lets in).
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetricsListen {
+    /// Plain HTTP on this address.
+    Tcp(SocketAddr),
+    /// Plain HTTP on this socket.
+    Unix(UnixListen),
 }
 
 #[derive(Deserialize)]
@@ -618,10 +667,46 @@ impl ServeConfig {
                     .into(),
             ));
         }
+        let metrics = match raw.listen.metrics {
+            None => None,
+            Some(RawMetricsListen {
+                address: Some(address),
+                unix: None,
+            }) => Some(MetricsListen::Tcp(address)),
+            Some(RawMetricsListen {
+                address: None,
+                unix: Some(unix),
+            }) => Some(MetricsListen::Unix(UnixListen {
+                path: resolve(&unix.path),
+                mode: unix.mode,
+            })),
+            Some(_) => {
+                return Err(field_error(
+                    "listen.metrics".into(),
+                    "give exactly one of `address` (host:port) or `unix` (a socket path and \
+                     mode)"
+                        .into(),
+                ));
+            }
+        };
         let limits = raw.limits;
         for (field, value, low, high) in [
             ("max_message_kib", limits.max_message_kib, 64, 65536),
             ("max_sessions", limits.max_sessions as u64, 1, 65536),
+            (
+                "max_sessions_per_client",
+                limits.max_sessions_per_client as u64,
+                1,
+                65536,
+            ),
+            ("max_connections", limits.max_connections as u64, 1, 1 << 20),
+            (
+                "max_connections_per_peer",
+                limits.max_connections_per_peer as u64,
+                1,
+                1 << 20,
+            ),
+            ("max_dma_mib", limits.max_dma_mib, 1, 1 << 30),
             (
                 "max_objects_per_session",
                 limits.max_objects_per_session as u64,
@@ -748,6 +833,15 @@ impl ServeConfig {
             ),
             None => None,
         };
+        if let (Some(MetricsListen::Unix(metrics)), Some(unix)) = (&metrics, &raw.listen.unix)
+            && metrics.path == resolve(&unix.path)
+        {
+            return Err(field_error(
+                "listen.metrics.unix.path".into(),
+                "is the node's own socket (listen.unix.path): give metrics a socket of their own"
+                    .into(),
+            ));
+        }
         if let (Some(k), Some(unix)) = (&kubernetes, &raw.listen.unix)
             && resolve(&unix.path).starts_with(&k.allocation_dir)
         {
@@ -772,7 +866,7 @@ impl ServeConfig {
                 key: resolve(&t.key),
                 client_ca: resolve(&t.client_ca),
             }),
-            metrics: raw.listen.metrics.map(|m| m.address),
+            metrics,
             limits,
             clients,
             health_interval: std::time::Duration::from_millis(raw.health_interval_ms),
@@ -818,7 +912,10 @@ mod tests {
         let tcp = config.tcp.as_ref().unwrap();
         assert_eq!(tcp.key, Path::new("/k/n.key"));
         assert_eq!(tcp.client_ca, Path::new("/etc/accelhost/ca.pem"));
-        assert_eq!(config.metrics, Some("127.0.0.1:9700".parse().unwrap()));
+        assert_eq!(
+            config.metrics,
+            Some(MetricsListen::Tcp("127.0.0.1:9700".parse().unwrap()))
+        );
         let peer = config
             .client(&ClientIdentity::CertificateSan("peer.example".into()))
             .unwrap();

@@ -14,6 +14,7 @@ pub mod baseline;
 pub mod client;
 pub mod config;
 pub mod data;
+pub mod gate;
 pub mod health;
 pub mod identity;
 pub mod kubelet;

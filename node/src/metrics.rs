@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use accelhost::{Host, PluginStatus};
 
+use crate::gate::Gate;
 use crate::health::DeviceBook;
 use crate::reach::Reach;
 use crate::session::Sessions;
@@ -77,7 +78,12 @@ pub struct NodeMetrics {
 impl NodeMetrics {
     /// Metrics of a node serving `host` to `sessions`, with its devices' health from
     /// `devices`.
-    pub fn new(host: Arc<Host>, sessions: Arc<Sessions>, devices: Arc<DeviceBook>) -> NodeMetrics {
+    pub fn new(
+        host: Arc<Host>,
+        sessions: Arc<Sessions>,
+        devices: Arc<DeviceBook>,
+        connections: Arc<Gate>,
+    ) -> NodeMetrics {
         let mut registry = Registry::with_prefix("accelhost");
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
@@ -104,6 +110,7 @@ impl NodeMetrics {
             sessions: sessions.clone(),
         }));
         registry.register_collector(Box::new(SessionCollector { sessions }));
+        registry.register_collector(Box::new(ConnectionCollector { connections }));
         let reach = Arc::new(OnceLock::new());
         registry.register_collector(Box::new(ReachCollector {
             reach: reach.clone(),
@@ -487,6 +494,36 @@ fn encode_calls(
         }
     }
     Ok(())
+}
+
+/// The node's connections at each scrape: open, and closed at accept over a limit.
+struct ConnectionCollector {
+    connections: Arc<Gate>,
+}
+
+impl std::fmt::Debug for ConnectionCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConnectionCollector")
+    }
+}
+
+impl Collector for ConnectionCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        ConstGauge::new(self.connections.open() as i64).encode(encoder.encode_descriptor(
+            "node_connections",
+            "Connections open on the node's listeners",
+            None,
+            ConstGauge::new(0i64).metric_type(),
+        )?)?;
+        ConstCounter::new(self.connections.refused()).encode(encoder.encode_descriptor(
+            "node_connections_refused",
+            "Connections closed at accept: over limits.max_connections or the peer's \
+             limits.max_connections_per_peer",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?)?;
+        Ok(())
+    }
 }
 
 /// Counts the open sessions per client at each scrape.

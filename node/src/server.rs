@@ -14,7 +14,8 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use crate::accept::Backoff;
-use crate::config::ServeConfig;
+use crate::config::{MetricsListen, ServeConfig};
+use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey, tcp_peer, unix_peer};
 use crate::kubelet::DevicePlugins;
 pub use crate::listen::{KEEPALIVE, ServeError};
 use crate::listen::{bind_unix, node_router, server};
@@ -24,14 +25,28 @@ use crate::service::NodeService;
 /// then they are cut, whatever the clients do (a silent upload, a watch never read).
 pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long a TCP client has to finish its TLS handshake before the node closes the
+/// connection (a silent peer would otherwise hold a connection and a handshake task).
+pub const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A node with its listeners bound, ready to [`run`](BoundNode::run).
 pub struct BoundNode {
     service: Arc<NodeService>,
     device_plugins: Option<DevicePlugins>,
     unix: Option<(UnixListener, PathBuf)>,
     tcp: Option<(TcpListener, ServerTlsConfig)>,
-    metrics: Option<TcpListener>,
+    metrics: Option<MetricsListener>,
 }
+
+/// The bound listener of `/metrics`.
+enum MetricsListener {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+/// The most connections `/metrics` serves at once, from anyone: a scraper needs one or two,
+/// and what is left of the node's descriptors belongs to its clients.
+pub const METRICS_CONNECTIONS: usize = 8;
 
 fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, ServeError> {
     std::fs::read(path).map_err(|reason| ServeError::Io {
@@ -55,7 +70,8 @@ impl BoundNode {
                 let ca = read("reading the client CA", &tcp.client_ca)?;
                 let tls = ServerTlsConfig::new()
                     .identity(Identity::from_pem(certificate, key))
-                    .client_ca_root(Certificate::from_pem(ca));
+                    .client_ca_root(Certificate::from_pem(ca))
+                    .timeout(HANDSHAKE);
                 let listener =
                     TcpListener::bind(tcp.address)
                         .await
@@ -68,18 +84,20 @@ impl BoundNode {
             }
             None => None,
         };
-        let metrics = match config.metrics {
-            Some(address) => {
-                Some(
-                    TcpListener::bind(address)
-                        .await
-                        .map_err(|reason| ServeError::Io {
-                            what: "listening for metrics on",
-                            path: address.to_string().into(),
-                            reason,
-                        })?,
-                )
-            }
+        let metrics = match &config.metrics {
+            Some(MetricsListen::Tcp(address)) => Some(MetricsListener::Tcp(
+                TcpListener::bind(address)
+                    .await
+                    .map_err(|reason| ServeError::Io {
+                        what: "listening for metrics on",
+                        path: address.to_string().into(),
+                        reason,
+                    })?,
+            )),
+            Some(MetricsListen::Unix(unix)) => Some(MetricsListener::Unix(
+                bind_unix(&unix.path, unix.mode)?,
+                unix.path.clone(),
+            )),
             None => None,
         };
         let service = Arc::new(NodeService::new(host, config.clone()));
@@ -105,9 +123,10 @@ impl BoundNode {
 
     /// The address `/metrics` is served on (with the port the system chose, for port 0).
     pub fn metrics_address(&self) -> Option<SocketAddr> {
-        self.metrics
-            .as_ref()
-            .and_then(|listener| listener.local_addr().ok())
+        match &self.metrics {
+            Some(MetricsListener::Tcp(listener)) => listener.local_addr().ok(),
+            _ => None,
+        }
     }
 
     /// The Kubernetes allocations, when the config turns the device plugin on.
@@ -137,11 +156,13 @@ impl BoundNode {
         let unix = async {
             match self.unix {
                 Some((listener, _)) => {
+                    let incoming = self.service.admit_each(
+                        Backoff::new(UnixListenerStream::new(listener), "listen.unix"),
+                        "listen.unix",
+                        unix_peer,
+                    );
                     node_router(server(), &self.service)
-                        .serve_with_incoming_shutdown(
-                            Backoff::new(UnixListenerStream::new(listener), "listen.unix"),
-                            signal(stopped.clone()),
-                        )
+                        .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
                         .await
                 }
                 None => Ok(()),
@@ -150,41 +171,53 @@ impl BoundNode {
         let tcp = async {
             match self.tcp {
                 Some((listener, tls)) => {
+                    let incoming = self.service.admit_each(
+                        Backoff::new(
+                            TcpIncoming::from(listener).with_nodelay(Some(true)),
+                            "listen.tcp",
+                        ),
+                        "listen.tcp",
+                        tcp_peer,
+                    );
                     node_router(server().tls_config(tls)?, &self.service)
-                        .serve_with_incoming_shutdown(
-                            Backoff::new(
-                                TcpIncoming::from(listener).with_nodelay(Some(true)),
-                                "listen.tcp",
-                            ),
-                            signal(stopped.clone()),
-                        )
+                        .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
                         .await
                 }
                 None => Ok(()),
             }
         };
+        let metrics_socket = match &self.metrics {
+            Some(MetricsListener::Unix(_, path)) => Some(path.clone()),
+            _ => None,
+        };
         let metrics = async {
-            match self.metrics {
-                Some(listener) => {
-                    let node = self.service.metrics();
-                    let app = axum::Router::new().route(
-                        "/metrics",
-                        axum::routing::get(move |headers: axum::http::HeaderMap| {
-                            let node = node.clone();
-                            async move { metrics_answer(&node, &headers) }
-                        }),
-                    );
-                    axum::serve(listener, app)
+            let node = self.service.metrics();
+            let app = axum::Router::new().route(
+                "/metrics",
+                axum::routing::get(move |headers: axum::http::HeaderMap| {
+                    let node = node.clone();
+                    async move { metrics_answer(&node, &headers) }
+                }),
+            );
+            let gate = Arc::new(Gate::default());
+            let served = match self.metrics {
+                Some(MetricsListener::Tcp(listener)) => {
+                    axum::serve(Capped::new(listener, gate), app)
                         .with_graceful_shutdown(signal(stopped.clone()))
                         .await
-                        .map_err(|reason| ServeError::Io {
-                            what: "serving metrics on",
-                            path: "listen.metrics".into(),
-                            reason,
-                        })
+                }
+                Some(MetricsListener::Unix(listener, _)) => {
+                    axum::serve(Capped::new(listener, gate), app)
+                        .with_graceful_shutdown(signal(stopped.clone()))
+                        .await
                 }
                 None => Ok(()),
-            }
+            };
+            served.map_err(|reason| ServeError::Io {
+                what: "serving metrics on",
+                path: "listen.metrics".into(),
+                reason,
+            })
         };
         let health = {
             let service = self.service.clone();
@@ -239,10 +272,51 @@ impl BoundNode {
                 Ok(())
             }
         };
-        if let Some(path) = unix_path {
+        for path in unix_path.into_iter().chain(metrics_socket) {
             let _ = std::fs::remove_file(path);
         }
         served
+    }
+}
+
+/// A listener of `/metrics` that serves at most [`METRICS_CONNECTIONS`] at once; the
+/// connections past it are closed as they come.
+struct Capped<L> {
+    inner: L,
+    gate: Arc<Gate>,
+}
+
+impl<L> Capped<L> {
+    fn new(inner: L, gate: Arc<Gate>) -> Self {
+        Capped { inner, gate }
+    }
+}
+
+impl<L> axum::serve::Listener for Capped<L>
+where
+    L: axum::serve::Listener,
+{
+    type Io = Admitted<L::Io>;
+    type Addr = L::Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let caps = ConnectionCaps {
+            node: METRICS_CONNECTIONS,
+            peer: METRICS_CONNECTIONS,
+        };
+        loop {
+            let (io, address) = self.inner.accept().await;
+            if let Some(admitted) =
+                self.gate
+                    .admit_one(io, PeerKey::Unknown, caps, "listen.metrics")
+            {
+                return (admitted, address);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
     }
 }
 

@@ -16,13 +16,15 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::account::{DmaCaps, OverCap};
 use crate::config::{ClientEntry, ClientIdentity, ServeConfig};
 use crate::data::{Data, Mirrored, Shadow};
+use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey};
 use crate::health::{DeviceBook, DeviceHealth};
 use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
 use crate::proto::{self, node_server};
-use crate::session::{DmaCharge, Object, Session, Sessions};
+use crate::session::{DmaCharge, Object, Session, SessionCaps, Sessions, SessionsFull};
 use crate::status::{from_host, status};
 
 /// The node service: one host, its serve config and its clients' sessions.
@@ -35,6 +37,8 @@ pub struct NodeService {
     devices: Arc<DeviceBook>,
     /// The client entries of Kubernetes allocations, by allocation id.
     allocations: RwLock<HashMap<String, Arc<ClientEntry>>>,
+    /// The connections open on every listener of the node's service, by peer.
+    connections: Arc<Gate>,
 }
 
 /// How long the node answers enumerations from the last one of its host (every plugin asked):
@@ -68,11 +72,13 @@ impl NodeService {
     pub fn new(host: Arc<Host>, config: Arc<ServeConfig>) -> NodeService {
         let sessions = Arc::new(Sessions::default());
         let devices = Arc::new(DeviceBook::default());
+        let connections = Arc::new(Gate::default());
         NodeService {
             metrics: Arc::new(NodeMetrics::new(
                 host.clone(),
                 sessions.clone(),
                 devices.clone(),
+                connections.clone(),
             )),
             host,
             config: RwLock::new(config),
@@ -80,7 +86,43 @@ impl NodeService {
             enumeration: Enumerations::default(),
             devices,
             allocations: RwLock::default(),
+            connections,
         }
+    }
+
+    /// `incoming`'s connections within the node's connection limits (read at each accept):
+    /// every listener of the node's service takes its connections through this.
+    pub fn admit_each<S, IO>(
+        self: &Arc<Self>,
+        incoming: S,
+        listener: &'static str,
+        peer_of: impl Fn(&IO) -> PeerKey + Send + 'static,
+    ) -> impl tokio_stream::Stream<Item = std::io::Result<Admitted<IO>>> + Send + 'static
+    where
+        S: tokio_stream::Stream<Item = std::io::Result<IO>> + Send + 'static,
+        IO: Send + 'static,
+    {
+        let service = Arc::downgrade(self);
+        self.connections.admit_each(
+            incoming,
+            listener,
+            move || match service.upgrade() {
+                Some(service) => {
+                    let limits = service.limits();
+                    ConnectionCaps {
+                        node: limits.max_connections,
+                        peer: limits.max_connections_per_peer,
+                    }
+                }
+                None => ConnectionCaps { node: 0, peer: 0 },
+            },
+            peer_of,
+        )
+    }
+
+    /// The connections open on the node's listeners.
+    pub fn connections(&self) -> &Arc<Gate> {
+        &self.connections
     }
 
     /// The host the node serves.
@@ -570,16 +612,24 @@ impl node_server::Node for NodeService {
             self.limits().max_streams_per_session,
         ));
         let id = session.id.clone();
-        self.sessions
-            .insert(session, self.limits().max_sessions)
-            .map_err(|open| {
-                status(
-                    ErrorCode::NoSpace,
-                    format!(
-                        "Attach: the node already has {open} sessions open (limits.max_sessions)"
-                    ),
-                )
-            })?;
+        let limits = self.limits();
+        let caps = SessionCaps {
+            node: limits.max_sessions,
+            client: limits.max_sessions_per_client,
+        };
+        self.sessions.insert(session, caps).map_err(|full| {
+            let message = match full {
+                SessionsFull::Node(open) => format!(
+                    "Attach: the node already has {open} sessions open (limits.max_sessions)"
+                ),
+                SessionsFull::Client(open) => format!(
+                    "Attach: client '{}' already has {open} sessions open \
+                     (limits.max_sessions_per_client)",
+                    client.name
+                ),
+            };
+            self.refuse(&client.name, "Attach", ErrorCode::NoSpace, message)
+        })?;
         tracing::info!(
             session = %id,
             client = %client.name,
@@ -1538,22 +1588,42 @@ impl NodeService {
         let pages = size.max(1).next_multiple_of(DMA_PAGE);
         session
             .dma
-            .reserve(pages, session.client.grants.dma_bytes())
-            .map_err(|held| self.over_dma_grant(session, call, held, pages))
+            .reserve(pages, self.dma_caps(session))
+            .map_err(|over| self.over_dma_cap(session, call, over, pages))
     }
 
-    /// The refusal of `more` bytes over the client's DMA grant, with the rule that counts them.
-    fn over_dma_grant(&self, session: &Session, call: &str, held: u64, more: u64) -> Status {
+    /// What the session's client may hold of DMA memory, and every client together.
+    fn dma_caps(&self, session: &Session) -> DmaCaps {
+        DmaCaps {
+            client: session.client.grants.dma_bytes(),
+            node: self.limits().max_dma_bytes(),
+        }
+    }
+
+    /// The refusal of `more` bytes over the client's DMA grant or the node's limit, with the
+    /// rule that counts them.
+    fn over_dma_cap(&self, session: &Session, call: &str, over: OverCap, more: u64) -> Status {
+        let client = &session.client.name;
+        let what = match over {
+            OverCap::Client(held) => format!(
+                "client '{client}' holds {held} bytes of its DMA grant; {more} more would pass \
+                 its {} MiB (grants.dma_memory_mib)",
+                session.client.grants.dma_memory_mib
+            ),
+            OverCap::Node(held) => format!(
+                "the node's clients hold {held} bytes of DMA memory together; {more} more for \
+                 client '{client}' would pass the node's {} MiB (limits.max_dma_mib)",
+                self.limits().max_dma_mib
+            ),
+        };
         self.refuse(
-            &session.client.name,
+            client,
             call,
             ErrorCode::OutOfMemory,
             format!(
-                "{call}: client '{}' holds {held} bytes of its DMA grant; {more} more would pass \
-                 its {} MiB (grants.dma_memory_mib). What counts: each buffer and memory in whole \
-                 4 KiB pages, once more for the node's mirror of a buffer a client syncs, and \
-                 program images while they upload",
-                session.client.name, session.client.grants.dma_memory_mib
+                "{call}: {what}. What counts: each buffer and memory in whole 4 KiB pages, once \
+                 more for the node's mirror of a buffer a client syncs, and program images while \
+                 they upload"
             ),
         )
     }
@@ -1603,17 +1673,17 @@ impl NodeService {
                 header.image_bytes
             )));
         }
-        let cap = session.client.grants.dma_bytes();
+        let caps = self.dma_caps(&session);
         let mut charge = session
             .dma
-            .reserve(0, cap)
-            .map_err(|held| self.over_dma_grant(&session, call, held, 0))?;
+            .reserve(0, caps)
+            .map_err(|over| self.over_dma_cap(&session, call, over, 0))?;
         let mut image = data.to_vec();
         let hold = |image: &Vec<u8>, charge: &mut DmaCharge| {
             let held = image.capacity() as u64;
             charge
-                .grow_to(held, cap)
-                .map_err(|total| self.over_dma_grant(&session, call, total, held - charge.bytes()))
+                .grow_to(held, caps)
+                .map_err(|over| self.over_dma_cap(&session, call, over, held - charge.bytes()))
         };
         hold(&image, &mut charge)?;
         while let Some(chunk) = chunks.message().await? {

@@ -260,11 +260,32 @@ pub(crate) fn random_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every open session, bounded by the serve config's `max_sessions`.
+/// How many sessions may be open at once.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionCaps {
+    /// Across every client (`limits.max_sessions`).
+    pub node: usize,
+    /// Of one client (`limits.max_sessions_per_client`).
+    pub client: usize,
+}
+
+/// Which session cap an `Attach` would pass, with how many sessions are open under it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionsFull {
+    /// The node's: this many sessions are open in all.
+    Node(usize),
+    /// The client's: it has this many open.
+    Client(usize),
+}
+
+/// Every open session, bounded by the serve config's `max_sessions` and
+/// `max_sessions_per_client`.
 #[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
     accounts: Mutex<HashMap<String, DmaAccount>>,
+    /// What every client's DMA account holds together.
+    node_dma: Arc<std::sync::atomic::AtomicU64>,
     /// The clients that have attached at least once, by name.
     attached: Mutex<std::collections::HashSet<String>>,
 }
@@ -276,15 +297,27 @@ impl Sessions {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(client.to_owned())
-            .or_default()
+            .or_insert_with(|| DmaAccount::of_client(&self.node_dma))
             .clone()
     }
 
-    /// Adds `session` unless `max` are open already.
-    pub fn insert(&self, session: Arc<Session>, max: usize) -> Result<(), usize> {
+    /// Bytes of DMA buffers and memory every client holds together.
+    pub fn dma_held(&self) -> u64 {
+        self.node_dma.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Adds `session` unless the node has `max.node` open already, or its client `max.client`.
+    pub fn insert(&self, session: Arc<Session>, max: SessionCaps) -> Result<(), SessionsFull> {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= max {
-            return Err(map.len());
+        if map.len() >= max.node {
+            return Err(SessionsFull::Node(map.len()));
+        }
+        let of_client = map
+            .values()
+            .filter(|open| open.client.name == session.client.name)
+            .count();
+        if of_client >= max.client {
+            return Err(SessionsFull::Client(of_client));
         }
         self.attached
             .lock()
@@ -438,33 +471,33 @@ mod tests {
         assert_eq!(objects.count(), 0);
     }
 
+    fn session_of(name: &str) -> Arc<Session> {
+        let mut entry = (*client()).clone();
+        entry.name = name.into();
+        Arc::new(Session::new(
+            Arc::new(entry),
+            DmaAccount::default(),
+            mpsc::channel(1).0,
+            1,
+        ))
+    }
+
     #[test]
-    fn the_session_cap_holds() {
+    fn the_session_caps_hold() {
         let sessions = Sessions::default();
-        sessions
-            .insert(
-                Arc::new(Session::new(
-                    client(),
-                    DmaAccount::default(),
-                    mpsc::channel(1).0,
-                    1,
-                )),
-                1,
-            )
-            .unwrap();
+        let caps = SessionCaps { node: 3, client: 2 };
+        sessions.insert(session_of("a"), caps).unwrap();
+        sessions.insert(session_of("a"), caps).unwrap();
         assert_eq!(
-            sessions.insert(
-                Arc::new(Session::new(
-                    client(),
-                    DmaAccount::default(),
-                    mpsc::channel(1).0,
-                    1
-                )),
-                1
-            ),
-            Err(1)
+            sessions.insert(session_of("a"), caps),
+            Err(SessionsFull::Client(2))
         );
-        assert_eq!(sessions.len(), 1);
+        sessions.insert(session_of("b"), caps).unwrap();
+        assert_eq!(
+            sessions.insert(session_of("c"), caps),
+            Err(SessionsFull::Node(3))
+        );
+        assert_eq!(sessions.len(), 3);
         sessions.end_all();
         assert!(sessions.is_empty());
     }

@@ -124,6 +124,16 @@ pub fn uid() -> u32 {
 /// Starts a node in `dir` whose serve config is `config`, with `@SOCKET@` standing for the
 /// socket path and `@DIR@` for the folder.
 pub async fn start_in(dir: PathBuf, config: &str) -> RunningNode {
+    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
+    start_with_host(dir, config, host).await
+}
+
+/// [`start_in`], serving `host`'s plugins.
+pub async fn start_with_host(
+    dir: PathBuf,
+    config: &str,
+    host: Arc<accelhost::Host>,
+) -> RunningNode {
     let socket = dir.join("node.sock");
     let text = config
         .replace("@SOCKET@", &json_path(&socket))
@@ -131,7 +141,6 @@ pub async fn start_in(dir: PathBuf, config: &str) -> RunningNode {
     let path = dir.join("serve.json");
     std::fs::write(&path, &text).unwrap();
     let serve = Arc::new(ServeConfig::load(&path).unwrap());
-    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
     let node = BoundNode::bind(serve, host).await.unwrap();
     let tcp = node.tcp_address();
     let sessions = node.sessions();

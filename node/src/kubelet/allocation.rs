@@ -27,6 +27,7 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Connected;
 
 use crate::config::{ClientEntry, ClientGrants, ClientIdentity, KubernetesSettings};
+use crate::gate::PeerKey;
 use crate::identity::AllocationConnectInfo;
 use crate::listen::{ServeError, bind_unix, node_router, server};
 use crate::service::NodeService;
@@ -290,14 +291,18 @@ impl Allocations {
         let info = AllocationConnectInfo {
             allocation: allocation.id.as_str().into(),
         };
-        let incoming =
+        let peer = PeerKey::Allocation(info.allocation.clone());
+        let incoming = self.service.admit_each(
             crate::accept::Backoff::new(UnixListenerStream::new(listener), "kubernetes allocation")
                 .map(move |stream| {
                     stream.map(|stream| AllocatedStream {
                         stream,
                         info: info.clone(),
                     })
-                });
+                }),
+            "kubernetes allocation",
+            move |_| peer.clone(),
+        );
         let router = node_router(server(), &self.service);
         let id = allocation.id.clone();
         tokio::spawn(async move {
