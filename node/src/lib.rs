@@ -9,6 +9,7 @@
 
 pub mod accept;
 pub mod account;
+pub mod authority;
 pub mod authorize;
 pub mod baseline;
 pub mod client;

@@ -14,6 +14,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use crate::accept::Backoff;
+use crate::authority::AuthorityFix;
 use crate::config::{MetricsListen, ServeConfig};
 use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey, tcp_peer, unix_peer};
 use crate::kubelet::DevicePlugins;
@@ -161,6 +162,9 @@ impl BoundNode {
                         "listen.unix",
                         unix_peer,
                     );
+                    let incoming = tokio_stream::StreamExt::map(incoming, |accepted| {
+                        accepted.map(AuthorityFix::new)
+                    });
                     node_router(server(), &self.service)
                         .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
                         .await

@@ -26,6 +26,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Connected;
 
+use crate::authority::AuthorityFix;
 use crate::config::{ClientEntry, ClientGrants, ClientIdentity, KubernetesSettings};
 use crate::gate::PeerKey;
 use crate::identity::AllocationConnectInfo;
@@ -296,7 +297,7 @@ impl Allocations {
             crate::accept::Backoff::new(UnixListenerStream::new(listener), "kubernetes allocation")
                 .map(move |stream| {
                     stream.map(|stream| AllocatedStream {
-                        stream,
+                        stream: AuthorityFix::new(stream),
                         info: info.clone(),
                     })
                 }),
@@ -494,9 +495,10 @@ impl Allocations {
 }
 
 /// A connection to an allocation's socket: a Unix stream that tells the service which
-/// allocation it came through.
+/// allocation it came through (and lets a client that sends the socket's path as
+/// `:authority` in).
 struct AllocatedStream {
-    stream: UnixStream,
+    stream: AuthorityFix<UnixStream>,
     info: AllocationConnectInfo,
 }
 
