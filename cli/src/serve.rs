@@ -35,6 +35,7 @@ The serve config (JSON) names the listeners, the limits and the clients:
                    \"resource_domain\": \"accelhost.io\", \"devices\": [\"*\"],
                    \"allocation_dir\": \"/var/lib/accelhost/allocations\",
                    \"container_dir\": \"/run/accelhost\", \"dma_memory_mib\": 256,
+                   \"reconfigure\": true,
                    \"raw_device_nodes\": false}
   }
 
@@ -52,7 +53,8 @@ runs and enumerations show it (metrics: accelhost_device_healthy).
 accelerator the `devices` patterns select is an extended resource, `<resource_domain>/af-<AFU
 id>` (or `<resource_domain>/fpga-<vendor><device>` without one), registered through
 device_plugin_dir/kubelet.sock, again whenever the kubelet restarts. Allocate makes a folder
-in allocation_dir with a socket granted exactly the allocated devices (and dma_memory_mib),
+in allocation_dir with a socket granted exactly the allocated devices (with dma_memory_mib,
+and `reconfigure`, default true: the pod may load images such as an xclbin onto them),
 mounted read-only at container_dir in the container, with ACCELHOST_ENDPOINT pointing at it;
 `raw_device_nodes` also passes the devices' /dev nodes (as CDI devices when cdi_spec_dir
 names where to write the spec). Allocations survive a restart of the node.

@@ -54,6 +54,9 @@ pub struct KubernetesSettings {
     pub container_dir: PathBuf,
     /// The DMA grant of an allocation's sessions, in MiB.
     pub dma_memory_mib: u64,
+    /// Whether an allocation's sessions may load program images onto its devices (an
+    /// xclbin onto an XRT card): the device is the pod's alone, so by default they may.
+    pub reconfigure: bool,
     /// Whether an allocation also passes the devices' `/dev` nodes.
     pub raw_device_nodes: bool,
     /// With `raw_device_nodes`: the folder of CDI specs (such as `/var/run/cdi`); the node
@@ -88,12 +91,17 @@ struct RawKubernetes {
     container_dir: PathBuf,
     #[serde(default = "default_client_dma_mib")]
     dma_memory_mib: u64,
+    #[serde(default = "allocations_reconfigure")]
+    reconfigure: bool,
     #[serde(default)]
     raw_device_nodes: bool,
     #[serde(default)]
     cdi_spec_dir: Option<PathBuf>,
 }
 
+fn allocations_reconfigure() -> bool {
+    true
+}
 fn default_device_plugin_dir() -> PathBuf {
     PathBuf::from("/var/lib/kubelet/device-plugins")
 }
@@ -609,6 +617,7 @@ fn kubernetes_settings(
         allocation_dir,
         container_dir: raw.container_dir,
         dma_memory_mib: raw.dma_memory_mib,
+        reconfigure: raw.reconfigure,
         raw_device_nodes: raw.raw_device_nodes,
         cdi_spec_dir: raw.cdi_spec_dir.as_deref().map(resolve),
     })
@@ -926,6 +935,62 @@ mod tests {
     }
 
     #[test]
+    fn metrics_go_on_an_address_or_a_socket_and_limits_have_bounds() {
+        let config = parse(
+            r#"{"listen": {"unix": {"path": "node.sock"},
+                           "metrics": {"unix": {"path": "metrics.sock", "mode": "0600"}}},
+                "limits": {"max_connections_per_peer": 8, "max_dma_mib": 64}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.metrics,
+            Some(MetricsListen::Unix(UnixListen {
+                path: "/etc/accelhost/metrics.sock".into(),
+                mode: 0o600
+            }))
+        );
+        assert_eq!(config.limits.max_connections_per_peer, 8);
+        assert_eq!(config.limits.max_connections, 4096);
+        assert_eq!(config.limits.max_sessions_per_client, 64);
+        assert_eq!(config.limits.max_dma_bytes(), 64 << 20);
+        for (text, expected) in [
+            (
+                r#""metrics": {"address": "127.0.0.1:9700", "unix": {"path": "m.sock"}}"#,
+                "listen.metrics: give exactly one of `address`",
+            ),
+            (
+                r#""metrics": {}"#,
+                "listen.metrics: give exactly one of `address`",
+            ),
+            (
+                r#""metrics": {"unix": {"path": "node.sock"}}"#,
+                "listen.metrics.unix.path: is the node's own socket",
+            ),
+        ] {
+            let err = parse(&format!(
+                r#"{{"listen": {{"unix": {{"path": "node.sock"}}, {text}}}}}"#
+            ))
+            .unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+        for limit in [
+            "max_connections",
+            "max_connections_per_peer",
+            "max_sessions_per_client",
+            "max_dma_mib",
+        ] {
+            let err = parse(&format!(
+                r#"{{"listen": {{"unix": {{"path": "s"}}}}, "limits": {{"{limit}": 0}}}}"#
+            ))
+            .unwrap_err();
+            assert!(
+                err.contains(&format!("limits.{limit}: 0 is outside 1..=")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn the_kubernetes_section_takes_defaults_and_resolves_paths() {
         let config = parse(
             r#"{"listen": {"unix": {"path": "node.sock"}},
@@ -942,6 +1007,7 @@ mod tests {
         assert_eq!(k.container_dir, Path::new("/run/accelhost"));
         assert!(k.offers("dfl/emu:dfl0") && !k.offers("xocl/emu:xocl0"));
         assert!(!k.raw_device_nodes);
+        assert!(k.reconfigure, "an allocation's devices are the pod's alone");
         assert_eq!(config.health_interval, std::time::Duration::from_secs(2));
         assert!(
             parse(r#"{"listen": {"unix": {"path": "s"}}}"#)

@@ -285,7 +285,7 @@ impl Allocations {
             grants: ClientGrants {
                 devices: allocation.devices.clone(),
                 dma_memory_mib: self.settings.dma_memory_mib,
-                reconfigure: false,
+                reconfigure: self.settings.reconfigure,
             },
         }));
         let (stop, mut stopped) = watch::channel(false);

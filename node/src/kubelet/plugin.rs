@@ -313,6 +313,7 @@ mod tests {
             allocation_dir: "/a".into(),
             container_dir: "/run/accelhost".into(),
             dma_memory_mib: 256,
+            reconfigure: true,
             raw_device_nodes: true,
             cdi_spec_dir: Some("/var/run/cdi".into()),
         };
