@@ -48,21 +48,75 @@ fn rss_and_fds() -> (u64, usize) {
     (rss, fds)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+/// Bytes the process's heap holds in blocks in use (glibc's count; resident memory also
+/// holds what the heap keeps free and the plugins' linear memories).
+fn heap_in_use() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks + info.hblkhd) as u64
+}
+
+/// Call latencies in buckets 1 % wide (from 1 µs to minutes): a fixed size however long the
+/// run, so the measuring does not grow the memory it watches.
+#[derive(Clone)]
+struct Latencies {
+    buckets: Vec<u64>,
+    calls: u64,
+    max: Duration,
+}
+
+const BUCKETS: usize = 2000;
+
+impl Latencies {
+    fn new() -> Self {
+        Latencies {
+            buckets: vec![0; BUCKETS],
+            calls: 0,
+            max: Duration::ZERO,
+        }
+    }
+
+    fn record(&mut self, took: Duration) {
+        let micros = took.as_secs_f64() * 1e6;
+        let bucket = (micros.max(1.0).ln() / 1.01f64.ln()) as usize;
+        self.buckets[bucket.min(BUCKETS - 1)] += 1;
+        self.calls += 1;
+        self.max = self.max.max(took);
+    }
+
+    fn merge(&mut self, other: &Latencies) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        self.calls += other.calls;
+        self.max = self.max.max(other.max);
+    }
+
+    /// The latency below which a fraction `p` of the calls took (within 1 %).
+    fn percentile(&self, p: f64) -> Duration {
+        let rank = (self.calls as f64 * p).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (bucket, count) in self.buckets.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return Duration::from_secs_f64(1.01f64.powi(bucket as i32 + 1) / 1e6);
+            }
+        }
+        self.max
+    }
 }
 
 /// One honest client: rounds of enumerate, open, allocate, write, read back, compare,
-/// release, close, until `stop`; every call's latency goes to the returned list.
-async fn honest(endpoint: Endpoint, index: usize, stop: Arc<AtomicBool>) -> Vec<Duration> {
+/// release, close, until `stop`; returns its calls' latencies.
+async fn honest(endpoint: Endpoint, index: usize, stop: Arc<AtomicBool>) -> Latencies {
     let client = Client::connect(&endpoint, ClientOptions::default())
         .await
         .unwrap_or_else(|err| panic!("honest client {index}: {err}"));
-    let mut latencies = Vec::new();
+    let mut latencies = Latencies::new();
     let mut timed = Instant::now();
-    let mut lap = |latencies: &mut Vec<Duration>| {
+    let mut lap = |latencies: &mut Latencies| {
         let now = Instant::now();
-        latencies.push(now - timed);
+        latencies.record(now - timed);
         timed = now;
     };
     let mut round = 0u64;
@@ -72,7 +126,7 @@ async fn honest(endpoint: Endpoint, index: usize, stop: Arc<AtomicBool>) -> Vec<
         let pattern: Vec<u8> = (0..ROUND_TRIP)
             .map(|i| (i as u64 ^ round.wrapping_mul(0x9E37) ^ index as u64) as u8)
             .collect();
-        lap(&mut Vec::new());
+        lap(&mut Latencies::new());
         let devices = client
             .enumerate(vec![])
             .await
@@ -265,16 +319,18 @@ async fn sixty_four_clients_a_hostile_one_and_a_faulting_plugin() {
     // Resident memory at each tenth of the run: a leak climbs to the end, a heap settling
     // into its working size levels off.
     let mut rss_series = vec![rss_before];
+    let mut heap_series = vec![heap_in_use() >> 10];
     for _ in 0..10 {
         tokio::time::sleep(soak / 10).await;
         rss_series.push(rss_and_fds().0);
+        heap_series.push(heap_in_use() >> 10);
     }
     let (rss_during, fds_during) = rss_and_fds();
     stop.store(true, Ordering::Relaxed);
 
-    let mut latencies: Vec<Duration> = Vec::new();
+    let mut latencies = Latencies::new();
     while let Some(client) = honest_clients.join_next().await {
-        latencies.extend(client.expect("an honest client's call failed or did not verify"));
+        latencies.merge(&client.expect("an honest client's call failed or did not verify"));
     }
     attacker
         .await
@@ -290,23 +346,23 @@ async fn sixty_four_clients_a_hostile_one_and_a_faulting_plugin() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         fds_after = rss_and_fds().1;
     }
-    latencies.sort();
-    let calls = latencies.len();
-    let (p50, p99) = (percentile(&latencies, 0.50), percentile(&latencies, 0.99));
+    let calls = latencies.calls as usize;
+    let (p50, p99) = (latencies.percentile(0.50), latencies.percentile(0.99));
     eprintln!(
         "soak: {} s, {HONEST_CLIENTS} honest clients, {calls} verified calls \
          ({:.0}/s), p50 {p50:?}, p99 {p99:?}, max {:?}; process RSS {} → {} MiB, \
          descriptors {fds_before} → {fds_during} ({fds_idle} → {fds_after} without clients); hostile refusals: {} connections, \
-         {} sessions, {} allocations; RSS by tenths of the run (MiB): {:?}",
+         {} sessions, {} allocations; by tenths of the run, RSS {:?} MiB, heap in use {:?} MiB",
         soak.as_secs(),
         calls as f64 / soak.as_secs_f64(),
-        latencies[calls - 1],
+        latencies.max,
         rss_before / 1024,
         rss_during / 1024,
         refused.connections.load(Ordering::Relaxed),
         refused.sessions.load(Ordering::Relaxed),
         refused.memory.load(Ordering::Relaxed),
         rss_series.iter().map(|kib| kib / 1024).collect::<Vec<_>>(),
+        heap_series.iter().map(|kib| kib / 1024).collect::<Vec<_>>(),
     );
     assert!(
         calls >= HONEST_CLIENTS * 7,
@@ -324,6 +380,10 @@ async fn sixty_four_clients_a_hostile_one_and_a_faulting_plugin() {
     // The hostile client's memory comes and goes (tens of MiB at a time); what a leak does is
     // raise the floor.
     let floor = |samples: &[u64]| *samples.iter().min().unwrap();
+    assert!(
+        floor(&heap_series[6..]) <= floor(&heap_series[1..=5]) + 32 * 1024,
+        "the floor of the heap in use rose through the run: {heap_series:?} KiB"
+    );
     assert!(
         floor(&rss_series[6..]) <= floor(&rss_series[1..=5]) + 64 * 1024,
         "the floor of resident memory rose through the run: {rss_series:?} KiB"
