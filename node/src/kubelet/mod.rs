@@ -172,7 +172,13 @@ impl DevicePlugins {
             let served = server()
                 .add_service(DevicePluginServer::new(plugin))
                 .serve_with_incoming_shutdown(
-                    crate::accept::Backoff::new(UnixListenerStream::new(listener), "kubernetes"),
+                    tokio_stream::StreamExt::map(
+                        crate::accept::Backoff::new(
+                            UnixListenerStream::new(listener),
+                            "kubernetes",
+                        ),
+                        |accepted| accepted.map(crate::authority::AuthorityFix::new),
+                    ),
                     ends,
                 )
                 .await;
