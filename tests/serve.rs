@@ -638,7 +638,13 @@ fn cpu_ticks(pid: u32) -> u64 {
 #[test]
 fn a_node_out_of_descriptors_waits_instead_of_spinning() {
     let dir = scratch_dir("serve-emfile");
-    serve_config(&dir);
+    // A descriptor limit below the connection caps, as when LimitNOFILE was left low: the
+    // caps do not close connections before the descriptors run out.
+    let config = serve_config(&dir);
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["limits"] = serde_json::json!({"max_connections_per_peer": 1024});
+    std::fs::write(&config, json.to_string()).unwrap();
     let socket = dir.join("node.sock");
     let served = Served::start(
         &["prlimit", "--nofile=96:96", BIN],
