@@ -6,9 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::UnixListener;
+use tokio::net::{UnixListener, UnixStream};
+use tokio_stream::wrappers::UnixListenerStream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::transport::Server;
 
+use crate::accept::Backoff;
+use crate::authority::AuthorityFix;
 use crate::authorize::Authorize;
 use crate::config::MAX_SOCKET_PATH;
 use crate::proto::node_server::NodeServer;
@@ -75,6 +79,18 @@ pub fn node_router(
     server
         .layer(Authorize::new(service))
         .add_service(node_server(service))
+}
+
+/// The connections a Unix listener of the node accepts, as every one of them takes them:
+/// accepting with backoff when descriptors run out ([`Backoff`]), and any HTTP/2
+/// `:authority` read as the server can take it ([`AuthorityFix`]). `name` says which listener
+/// in the log.
+pub fn unix_incoming(
+    listener: UnixListener,
+    name: &'static str,
+) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> + Send + 'static {
+    Backoff::new(UnixListenerStream::new(listener), name)
+        .map(|accepted| accepted.map(AuthorityFix::new))
 }
 
 /// A gRPC server with the node's keepalive.

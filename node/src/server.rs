@@ -9,17 +9,15 @@ use std::sync::Arc;
 use accelhost::Host;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
-use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use crate::accept::Backoff;
-use crate::authority::AuthorityFix;
 use crate::config::{MetricsListen, ServeConfig};
 use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey, tcp_peer, unix_peer};
 use crate::kubelet::DevicePlugins;
 pub use crate::listen::{KEEPALIVE, ServeError};
-use crate::listen::{bind_unix, node_router, server};
+use crate::listen::{bind_unix, node_router, server, unix_incoming};
 use crate::service::NodeService;
 
 /// How long calls and streams in flight may take to finish once the node is told to stop;
@@ -158,13 +156,10 @@ impl BoundNode {
             match self.unix {
                 Some((listener, _)) => {
                     let incoming = self.service.admit_each(
-                        Backoff::new(UnixListenerStream::new(listener), "listen.unix"),
+                        unix_incoming(listener, "listen.unix"),
                         "listen.unix",
-                        unix_peer,
+                        |stream| unix_peer(stream.get_ref()),
                     );
-                    let incoming = tokio_stream::StreamExt::map(incoming, |accepted| {
-                        accepted.map(AuthorityFix::new)
-                    });
                     node_router(server(), &self.service)
                         .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
                         .await

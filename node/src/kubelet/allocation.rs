@@ -23,7 +23,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Connected;
 
 use crate::authority::AuthorityFix;
@@ -294,13 +293,12 @@ impl Allocations {
         };
         let peer = PeerKey::Allocation(info.allocation.clone());
         let incoming = self.service.admit_each(
-            crate::accept::Backoff::new(UnixListenerStream::new(listener), "kubernetes allocation")
-                .map(move |stream| {
-                    stream.map(|stream| AllocatedStream {
-                        stream: AuthorityFix::new(stream),
-                        info: info.clone(),
-                    })
-                }),
+            crate::listen::unix_incoming(listener, "kubernetes allocation").map(move |stream| {
+                stream.map(|stream| AllocatedStream {
+                    stream,
+                    info: info.clone(),
+                })
+            }),
             "kubernetes allocation",
             move |_| peer.clone(),
         );

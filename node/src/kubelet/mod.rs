@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio_stream::wrappers::UnixListenerStream;
 
 use crate::client::{ClientOptions, Endpoint, channel};
 use crate::config::KubernetesSettings;
@@ -172,13 +171,7 @@ impl DevicePlugins {
             let served = server()
                 .add_service(DevicePluginServer::new(plugin))
                 .serve_with_incoming_shutdown(
-                    tokio_stream::StreamExt::map(
-                        crate::accept::Backoff::new(
-                            UnixListenerStream::new(listener),
-                            "kubernetes",
-                        ),
-                        |accepted| accepted.map(crate::authority::AuthorityFix::new),
-                    ),
+                    crate::listen::unix_incoming(listener, "kubernetes"),
                     ends,
                 )
                 .await;
