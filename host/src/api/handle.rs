@@ -339,6 +339,17 @@ impl fmt::Debug for MmioRegion {
     }
 }
 
+/// `memory`'s memfd, duplicated, if it has one.
+pub(crate) fn shared_descriptor(memory: &DmaMemory) -> Result<Option<std::os::fd::OwnedFd>> {
+    match memory.share() {
+        Ok(fd) => Ok(Some(fd)),
+        Err(err) if err.raw_os_error() == Some(libc::ENOTSUP) => Ok(None),
+        Err(err) => Err(Error::Internal(format!(
+            "duplicating a shared memory's descriptor: {err}"
+        ))),
+    }
+}
+
 /// Host memory shared with a device (OPAE's prepared buffer). The application reads and
 /// writes it directly; the device reaches it at [`iova`](Self::iova). Released by
 /// [`release`](Self::release) or on drop.
@@ -374,6 +385,16 @@ impl DmaBuffer {
     /// the memory concurrently, as DMA does.
     pub fn host_ptr(&self) -> *mut u8 {
         self.memory.user_address() as usize as *mut u8
+    }
+
+    /// A descriptor of the buffer's memory for another process to map (a sealed memfd whose
+    /// size cannot change), or `None` when the memory cannot be shared: the host was not
+    /// built with [`shareable_memory`](crate::HostBuilder::shareable_memory), or a driver
+    /// mapped it. The mapping stays valid in the other process after the buffer is released;
+    /// the device no longer reaches it then.
+    pub fn share(&self) -> Result<Option<std::os::fd::OwnedFd>> {
+        self.live()?;
+        shared_descriptor(&self.memory)
     }
 
     fn live(&self) -> Result<()> {

@@ -49,6 +49,7 @@ pub struct HostBuilder {
     cache: Option<ComponentCache>,
     remote: Option<Arc<dyn crate::remote::Connector>>,
     count_calls: bool,
+    shareable_memory: bool,
 }
 
 impl Default for HostBuilder {
@@ -58,6 +59,7 @@ impl Default for HostBuilder {
             cache: None,
             remote: None,
             count_calls: true,
+            shareable_memory: false,
         }
     }
 }
@@ -110,6 +112,16 @@ impl HostBuilder {
         self
     }
 
+    /// Whether the DMA memory plugins allocate (buffers, host-visible offload memory) can be
+    /// handed to other processes ([`DmaBuffer::share`](crate::DmaBuffer::share)); off by
+    /// default. A node turns it on so that its local clients map their buffers instead of
+    /// mirroring them; it costs more per allocation (measured in BENCHMARKS.md), and memory
+    /// that a driver maps stays unshareable.
+    pub fn shareable_memory(mut self, shareable: bool) -> Self {
+        self.shareable_memory = shareable;
+        self
+    }
+
     /// Loads every plugin of the config. Fails on a config error, or when a plugin whose
     /// `load_policy.on_error` is `fail` cannot be loaded; other failed plugins are reported
     /// by [`Host::plugins`].
@@ -119,7 +131,14 @@ impl HostBuilder {
             None => crate::config::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
-        let manager = Manager::start(&config, &cache, self.remote, self.count_calls)?;
+        let (remote, shareable) = (self.remote, self.shareable_memory);
+        let set_up = |registry: &mut crate::devices::DeviceRegistry| {
+            if let Some(connector) = remote {
+                registry.set_remote(connector);
+            }
+            registry.set_shares_memory(shareable);
+        };
+        let manager = Manager::start(&config, &cache, set_up, self.count_calls)?;
         Ok(Host {
             inner: Arc::new(HostInner {
                 manager,

@@ -81,6 +81,17 @@ impl Memory {
         }
     }
 
+    /// A descriptor of the host-visible memory for another process to map, as
+    /// [`DmaBuffer::share`](crate::DmaBuffer::share) gives; `None` for device memory and
+    /// memory that cannot be shared.
+    pub fn share(&self) -> Result<Option<std::os::fd::OwnedFd>> {
+        self.inner.handle.check_open()?;
+        match &self.inner.host {
+            Some(memory) => super::handle::shared_descriptor(memory),
+            None => Ok(None),
+        }
+    }
+
     /// Writes `data` at `offset` (host and shared memory only).
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.host("Memory::write")?

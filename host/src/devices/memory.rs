@@ -2,6 +2,7 @@
 //! plugin's DMA grant, and readable by the host without entering wasm.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -40,7 +41,18 @@ pub struct DmaMemory {
     _charge: Charge,
     io_address: AtomicU64,
     stores: Stores,
+    /// The sealed memfd behind a [shareable](Self::allocate_shareable) or
+    /// [mapped](Self::map_shared) memory.
+    memfd: Option<OwnedFd>,
+    /// Whether dropping it frees the pages for every process that maps it: true for the
+    /// memory this process made, never for memory another process shared with it.
+    frees_shared: bool,
 }
+
+/// The seals a shared memory carries before it leaves the process: its size is fixed (a
+/// process that could shrink it would make every other mapping of it fault) and the seals
+/// themselves are final.
+const SHARE_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
 
 /// Word stores into a memory, counted, with a way to sleep until the next one: a poller of a
 /// completion word an emulated device writes wakes when it is written, not at the end of its
@@ -136,6 +148,8 @@ impl DmaMemory {
                 _charge: charge,
                 io_address: AtomicU64::new(NO_IO_ADDRESS),
                 stores: Stores::default(),
+                memfd: None,
+                frees_shared: false,
             })),
             Err(err) => Err(err),
         }
@@ -169,6 +183,95 @@ impl DmaMemory {
             _charge: charge,
             io_address: AtomicU64::new(NO_IO_ADDRESS),
             stores: Stores::default(),
+            memfd: None,
+            frees_shared: false,
+        }))
+    }
+
+    /// Like [`allocate`](Self::allocate), but backed by a sealed memfd that
+    /// [`share`](Self::share) hands to another process (a node's local client maps its
+    /// buffers this way). Shared memory costs more to fault in and has no transparent huge
+    /// pages on most systems, so only hosts that hand memory out use it.
+    pub fn allocate_shareable(
+        len: u64,
+        owner: OwnerId,
+        budget: &Arc<Budget>,
+        huge_pages: bool,
+    ) -> io::Result<Arc<Self>> {
+        if len == 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        let huge = huge_pages && len >= HUGE_PAGE;
+        let granule = if huge { HUGE_PAGE } else { page_size() };
+        let len = len
+            .checked_next_multiple_of(granule)
+            .filter(|&l| l <= isize::MAX as u64)
+            .ok_or_else(|| errno(libc::ENOMEM))?;
+        let charge = budget.charge(len)?;
+        let memfd = create_memfd(len, huge).or_else(|err| {
+            if huge {
+                create_memfd(len, false)
+            } else {
+                Err(err)
+            }
+        })?;
+        let ptr = map_shared_fd(&memfd, len)?;
+        Ok(Arc::new(DmaMemory {
+            ptr,
+            len,
+            owner,
+            _charge: charge,
+            io_address: AtomicU64::new(NO_IO_ADDRESS),
+            stores: Stores::default(),
+            memfd: Some(memfd),
+            frees_shared: true,
+        }))
+    }
+
+    /// A descriptor of this memory for another process to [map](Self::map_shared): a
+    /// duplicate of its sealed memfd. `ENOTSUP` for memory that is not
+    /// [shareable](Self::allocate_shareable).
+    pub fn share(&self) -> io::Result<OwnedFd> {
+        match &self.memfd {
+            Some(memfd) => memfd.try_clone(),
+            None => Err(errno(libc::ENOTSUP)),
+        }
+    }
+
+    /// Maps memory another process [shared](Self::share), for `owner`, charging `budget` its
+    /// size. The memfd must carry the size seals (`EPERM` otherwise): a sender that could
+    /// still shrink it could make this process fault.
+    pub fn map_shared(fd: OwnedFd, owner: OwnerId, budget: &Arc<Budget>) -> io::Result<Arc<Self>> {
+        // SAFETY: F_GET_SEALS on a descriptor we own has no other preconditions.
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if seals & (libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)
+            != libc::F_SEAL_SHRINK | libc::F_SEAL_GROW
+        {
+            return Err(errno(libc::EPERM));
+        }
+        // SAFETY: fstat writes into the zeroed struct we pass.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let len = stat.st_size as u64;
+        if len == 0 || !len.is_multiple_of(page_size()) || len > isize::MAX as u64 {
+            return Err(errno(libc::EINVAL));
+        }
+        let charge = budget.charge(len)?;
+        let ptr = map_shared_fd(&fd, len)?;
+        Ok(Arc::new(DmaMemory {
+            ptr,
+            len,
+            owner,
+            _charge: charge,
+            io_address: AtomicU64::new(NO_IO_ADDRESS),
+            stores: Stores::default(),
+            memfd: Some(fd),
+            frees_shared: false,
         }))
     }
 
@@ -358,10 +461,66 @@ impl DmaMemory {
 
 impl Drop for DmaMemory {
     fn drop(&mut self) {
+        if let Some(memfd) = self.memfd.as_ref().filter(|_| self.frees_shared) {
+            // Whoever else still maps the memory keeps a mapping, not the pages: what they
+            // touch afterwards is new memory of their own.
+            // SAFETY: a punch over the whole of a memfd this value made.
+            unsafe {
+                libc::fallocate(
+                    memfd.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    0,
+                    self.len as libc::off_t,
+                )
+            };
+        }
         // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size (ours in
         // `allocate`, or one whose ownership `from_mapping`'s caller handed over).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len as usize) };
     }
+}
+
+/// A memfd of `len` bytes, sealed against any change of size.
+fn create_memfd(len: u64, huge: bool) -> io::Result<OwnedFd> {
+    let mut flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    if huge {
+        flags |= libc::MFD_HUGETLB;
+    }
+    // SAFETY: the name is a NUL-terminated literal.
+    let raw = unsafe { libc::memfd_create(c"accelhost-dma".as_ptr(), flags) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a descriptor just created and owned by no one else.
+    let memfd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: both calls act on the descriptor we own.
+    unsafe {
+        if libc::ftruncate(raw, len as libc::off_t) != 0
+            || libc::fcntl(raw, libc::F_ADD_SEALS, SHARE_SEALS) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(memfd)
+}
+
+/// Maps all `len` bytes of `fd`, shared, for reading and writing.
+fn map_shared_fd(fd: &OwnedFd, len: u64) -> io::Result<NonNull<u8>> {
+    // SAFETY: a shared mapping of a descriptor we hold, with no address hint.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(ptr.cast()).ok_or_else(|| errno(libc::ENOMEM))
 }
 
 fn map_anonymous(len: u64, huge: bool) -> io::Result<NonNull<u8>> {
@@ -606,5 +765,90 @@ mod tests {
         assert_eq!(mem.io_address(), Some(0x1000));
         mem.set_io_address(None);
         assert_eq!(mem.io_address(), None);
+    }
+
+    #[test]
+    fn shared_memory_is_one_memory_in_both_mappings_and_keeps_its_size() {
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
+        let theirs = Budget::new(BudgetKind::Dma, 1 << 20);
+        let node = DmaMemory::allocate_shareable(5000, OwnerId::fresh(), &budget, false).unwrap();
+        assert_eq!(node.len(), 8192);
+        let fd = node.share().unwrap();
+        let client = DmaMemory::map_shared(fd, OwnerId::fresh(), &theirs).unwrap();
+        assert_eq!((client.len(), theirs.used()), (8192, 8192));
+        client.write(4096, b"from the client").unwrap();
+        let mut seen = [0u8; 15];
+        node.read(4096, &mut seen).unwrap();
+        assert_eq!(&seen, b"from the client");
+        node.store_u64(8, 7).unwrap();
+        assert_eq!(client.load_u64(8).unwrap(), 7);
+        // The receiver cannot change the size under the sender's mapping, nor lift the seals.
+        let fd = client.share().unwrap();
+        // SAFETY: plain calls on a descriptor this test owns.
+        unsafe {
+            assert_ne!(libc::ftruncate(fd.as_raw_fd(), 0), 0);
+            assert_ne!(libc::ftruncate(fd.as_raw_fd(), 1 << 20), 0);
+            assert_ne!(
+                libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, 0),
+                0,
+                "the seals are final"
+            );
+        }
+        drop(node);
+        assert_eq!(budget.used(), 0);
+        // The maker's pages went with it; the receiver's mapping reads fresh zeroes.
+        node_gone_reads_zero(&client);
+        client.write(0, b"still mapped").unwrap();
+        drop(client);
+        assert_eq!(theirs.used(), 0);
+    }
+
+    fn node_gone_reads_zero(memory: &DmaMemory) {
+        let mut seen = [0xffu8; 15];
+        memory.read(4096, &mut seen).unwrap();
+        assert_eq!(seen, [0; 15]);
+        assert_eq!(memory.load_u64(8).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_receiver_dropping_its_mapping_frees_nothing_of_the_makers() {
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
+        let node = DmaMemory::allocate_shareable(4096, OwnerId::fresh(), &budget, false).unwrap();
+        node.write(0, b"kept").unwrap();
+        let client =
+            DmaMemory::map_shared(node.share().unwrap(), OwnerId::fresh(), &budget).unwrap();
+        drop(client);
+        let mut seen = [0u8; 4];
+        node.read(0, &mut seen).unwrap();
+        assert_eq!(&seen, b"kept");
+    }
+
+    #[test]
+    fn private_memory_is_not_shared_and_unsealed_memory_is_not_mapped() {
+        let budget = Budget::new(BudgetKind::Dma, 1 << 20);
+        let private = memory(4096, &budget).unwrap();
+        assert_eq!(
+            private.share().unwrap_err().raw_os_error(),
+            Some(libc::ENOTSUP)
+        );
+        // SAFETY: creates and sizes a memfd this test owns.
+        let fd = unsafe {
+            let raw = libc::memfd_create(c"unsealed".as_ptr(), libc::MFD_CLOEXEC);
+            assert!(raw >= 0);
+            assert_eq!(libc::ftruncate(raw, 4096), 0);
+            OwnedFd::from_raw_fd(raw)
+        };
+        let err = DmaMemory::map_shared(fd, OwnerId::fresh(), &budget).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+        assert_eq!(budget.used(), 4096, "only the private memory is charged");
+    }
+
+    #[test]
+    fn shared_memory_is_charged_before_it_is_made() {
+        let budget = Budget::new(BudgetKind::Dma, 4096);
+        let err =
+            DmaMemory::allocate_shareable(8192, OwnerId::fresh(), &budget, false).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+        assert_eq!(budget.used(), 0);
     }
 }

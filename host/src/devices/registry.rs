@@ -15,6 +15,8 @@ use crate::config::DevicePattern;
 pub struct DeviceRegistry {
     devices: BTreeMap<String, Box<dyn Any + Send + Sync>>,
     real_devices: bool,
+    /// Whether plugins' DMA memory is made shareable with other processes.
+    shares_memory: bool,
     /// How plugins reach nodes running `accelhost serve`, when the application gave a way.
     remote: Option<Arc<dyn crate::remote::Connector>>,
 }
@@ -30,6 +32,17 @@ impl DeviceRegistry {
     ) {
         self.real_devices |= real;
         self.devices.insert(name, Box::new(device));
+    }
+
+    /// Makes the DMA memory plugins allocate shareable with other processes (a node hands
+    /// its local clients their buffers this way).
+    pub fn set_shares_memory(&mut self, shares: bool) {
+        self.shares_memory = shares;
+    }
+
+    /// Whether plugins' DMA memory is shareable with other processes.
+    pub fn shares_memory(&self) -> bool {
+        self.shares_memory
     }
 
     /// The device named `name`, if there is one of type `T`.

@@ -30,7 +30,7 @@ impl dma::HostBuffer for PluginState {
     fn allocate(&mut self, size: u64) -> Result<Resource<BufferResource>, ImportError> {
         let ctx = &self.ctx;
         let huge_pages = ctx.devices.has_real_devices();
-        match DmaMemory::allocate(size, ctx.owner.id, &ctx.owner.dma, huge_pages) {
+        match ctx.owner.allocate_dma(size, huge_pages) {
             Ok(memory) => {
                 // Buffers a plugin allocates are DMA targets: pinned, so populated now.
                 memory.populate();

@@ -694,17 +694,16 @@ pub(crate) struct Manager {
 impl Manager {
     /// Starts every enabled plugin of `config`. A plugin that fails is reported and skipped,
     /// unless its `load_policy.on_error` is `fail`, which fails the whole start.
-    /// `remote`, when given, is how plugins with `remote` grants reach nodes.
+    /// `set_up` finishes the registry of the config's devices (how plugins reach nodes,
+    /// whether their memory is shareable) before any plugin starts.
     pub fn start(
         config: &Config,
         cache: &ComponentCache,
-        remote: Option<Arc<dyn crate::remote::Connector>>,
+        set_up: impl FnOnce(&mut crate::devices::DeviceRegistry),
         count_calls: bool,
     ) -> Result<Manager, Error> {
         let mut registry = crate::families::registry(&config.devices, &config.linux_roots());
-        if let Some(connector) = remote {
-            registry.set_remote(connector);
-        }
+        set_up(&mut registry);
         let devices = Arc::new(registry);
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {

@@ -58,12 +58,14 @@ impl PluginContext {
         control: Arc<CallControl>,
         usage: Arc<Usage>,
     ) -> Arc<Self> {
+        let mut owner = Owner::new(grants.dma_memory_mib << 20, policy.host_memory_mib << 20);
+        owner.shares_memory = devices.shares_memory();
         Arc::new(PluginContext {
             name: name.to_string(),
             grants: grants.clone(),
             policy,
             devices,
-            owner: Owner::new(grants.dma_memory_mib << 20, policy.host_memory_mib << 20),
+            owner,
             log,
             control,
             usage,

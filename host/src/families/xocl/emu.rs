@@ -437,7 +437,7 @@ impl XoclClient for EmulatedClient {
         let size = size
             .checked_next_multiple_of(BO_ALIGN)
             .ok_or_else(|| errno(libc::ENOMEM))?;
-        let host = DmaMemory::allocate(size, self.owner.id, &self.owner.dma, false)?;
+        let host = self.owner.allocate_dma(size, false)?;
         if bank.is_none() {
             // A host-memory BO is pinned by XRT when it is created: fault it in now, not
             // during the first copy into it.
