@@ -1307,3 +1307,189 @@ async fn metrics_on_a_socket_serve_a_few_connections_at_once() {
     node.stop().await;
     assert!(!socket.exists(), "the metrics socket is removed at stop");
 }
+
+/// Maps `len` bytes of a descriptor the node handed over, as a local client does.
+fn map(fd: &std::os::fd::OwnedFd, len: usize) -> *mut u8 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a fresh shared mapping of a descriptor the test holds.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(ptr, libc::MAP_FAILED);
+    ptr.cast()
+}
+
+async fn fetch(client: &Client, ticket: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
+    let (socket, ticket) = (client.socket().unwrap().to_owned(), ticket.to_vec());
+    tokio::task::spawn_blocking(move || {
+        accelhost_node::shared_memory::fetch(
+            &socket,
+            &ticket,
+            Instant::now() + Duration::from_secs(10),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_memory_is_handed_once_sealed_and_only_while_the_node_holds_it() {
+    use std::os::fd::AsRawFd;
+    let node = start_unix(r#"{"devices": ["*"], "dma_memory_mib": 64}"#).await;
+    let endpoint = node.unix();
+    let sharing = ClientOptions {
+        share_memory: true,
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(&endpoint, sharing).await.unwrap();
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", true).await.unwrap();
+    let len = 1 << 20;
+    let memory = client
+        .alloc(handle, MemoryKind::Host, len, None)
+        .await
+        .unwrap();
+    let ticket = memory
+        .shared
+        .expect("a local client is offered the memory")
+        .ticket;
+    let fd = fetch(&client, &ticket).await.unwrap();
+    let err = fetch(&client, &ticket).await.unwrap_err().to_string();
+    assert!(
+        err.contains("no memory on offer"),
+        "a ticket is good once: {err}"
+    );
+
+    // One memory: what the client stores, the node reads, and the other way round.
+    let mapped = map(&fd, len as usize);
+    // SAFETY: inside the mapping of `len` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(b"from the pod".as_ptr(), mapped.add(4096), 12) };
+    assert_eq!(
+        client.read(memory.memory, 4096, 12).await.unwrap(),
+        b"from the pod"
+    );
+    client
+        .write(memory.memory, 0, b"from the node")
+        .await
+        .unwrap();
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { std::slice::from_raw_parts(mapped, 13) },
+        b"from the node"
+    );
+
+    // Its size is sealed: the client cannot make the node's mapping fault.
+    // SAFETY: plain calls on a descriptor the test holds.
+    unsafe {
+        assert_ne!(libc::ftruncate(fd.as_raw_fd(), 0), 0);
+        assert_ne!(libc::ftruncate(fd.as_raw_fd(), 1 << 30), 0);
+    }
+    assert_eq!(
+        client.read(memory.memory, 0, 13).await.unwrap(),
+        b"from the node"
+    );
+
+    // A wrong secret spends the offer; the right one then finds nothing.
+    let other = client
+        .alloc(handle, MemoryKind::Host, 4096, None)
+        .await
+        .unwrap();
+    let mut guessed = other.shared.unwrap().ticket.to_vec();
+    let right = guessed.clone();
+    guessed[0] ^= 1;
+    let err = fetch(&client, &guessed).await.unwrap_err().to_string();
+    assert!(err.contains("not the one the node gave"), "{err}");
+    assert!(fetch(&client, &right).await.is_err(), "one guess per offer");
+
+    // Released, the memory is the node's no more: its pages are gone from the client's
+    // mapping too, and nothing stays charged.
+    assert_eq!(node.sessions.dma_held(), len + 4096);
+    client.release(memory.memory).await.unwrap();
+    client.release(other.memory).await.unwrap();
+    assert_eq!(node.sessions.dma_held(), 0);
+    // SAFETY: the mapping is still the test's; its pages were punched out.
+    assert_eq!(unsafe { std::slice::from_raw_parts(mapped, 13) }, [0; 13]);
+    // SAFETY: the mapping made above.
+    unsafe { libc::munmap(mapped.cast(), len as usize) };
+
+    // An offer not redeemed goes with its object.
+    let unclaimed = client
+        .alloc(handle, MemoryKind::Host, 4096, None)
+        .await
+        .unwrap();
+    client.release(unclaimed.memory).await.unwrap();
+    let err = fetch(&client, &unclaimed.shared.unwrap().ticket)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no memory on offer"), "{err}");
+
+    // At most a few offers wait at once; past them, objects are mirrored as before.
+    let mut offered = 0;
+    for _ in 0..24 {
+        let made = client
+            .alloc(handle, MemoryKind::Host, 4096, None)
+            .await
+            .unwrap();
+        offered += usize::from(made.shared.is_some());
+    }
+    assert_eq!(offered, accelhost_node::shared_memory::MAX_OFFERS);
+
+    // A client that does not ask gets no offer.
+    let plain = connect(&endpoint).await;
+    plain.enumerate(vec![]).await.unwrap();
+    let handle = plain.open("xocl/emu:xocl0", true).await.unwrap();
+    let made = plain
+        .alloc(handle, MemoryKind::Host, 4096, None)
+        .await
+        .unwrap();
+    assert!(made.shared.is_none());
+    drop((client, plain));
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_the_redeeming_path_is_answered_and_closed() {
+    use std::io::{Read, Write};
+    let node = start_unix(r#"{"devices": ["*"], "dma_memory_mib": 64}"#).await;
+    let socket = node.socket.clone();
+    tokio::task::spawn_blocking(move || {
+        let ask = |request: &[u8]| {
+            let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream.write_all(request).unwrap();
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).unwrap();
+            String::from_utf8_lossy(&answer).into_owned()
+        };
+        let magic = accelhost_node::shared_memory::MAGIC;
+        let mut too_long = magic.to_vec();
+        too_long.extend_from_slice(&u16::MAX.to_le_bytes());
+        assert!(ask(&too_long).contains("a ticket of 65535 bytes"));
+        let mut short = magic.to_vec();
+        short.extend_from_slice(&3u16.to_le_bytes());
+        short.extend_from_slice(b"abc");
+        assert!(ask(&short).contains("too short"));
+        let mut unknown = magic.to_vec();
+        unknown.extend_from_slice(&40u16.to_le_bytes());
+        unknown.extend_from_slice(&[7u8; 24]);
+        unknown.extend_from_slice(b"0123456789abcdef");
+        assert!(ask(&unknown).contains("session ended"));
+    })
+    .await
+    .unwrap();
+    // The socket still serves gRPC.
+    let client = connect(&node.unix()).await;
+    assert!(!client.enumerate(vec![]).await.unwrap().is_empty());
+    drop(client);
+    node.stop().await;
+}

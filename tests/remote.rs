@@ -150,6 +150,11 @@ async fn canonical_workloads_run_byte_exact_through_the_proxy() {
     })
     .await
     .unwrap();
+    let metrics = node.metrics.render();
+    assert!(
+        !metrics.contains("call=\"BufferSync\""),
+        "a local proxy maps the node's memory and never mirrors it:\n{metrics}"
+    );
     let until = Instant::now() + Duration::from_secs(10);
     while !node.sessions.is_empty() {
         assert!(
@@ -158,6 +163,39 @@ async fn canonical_workloads_run_byte_exact_through_the_proxy() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    node.stop().await;
+}
+
+/// A node whose memory cannot be shared (a host built without `shareable_memory`, or a
+/// driver's mapping) still serves a local proxy: through mirrors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_shareable_memory_a_local_proxy_mirrors() {
+    let dir = scratch_dir("remote-mirrored");
+    let host = Arc::new(
+        tokio::task::spawn_blocking(support::default_host)
+            .await
+            .unwrap(),
+    );
+    let config = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
+            "clients": [{{"name": "proxy", "unix_uid": {},
+                          "grants": {{"devices": ["*"], "reconfigure": true,
+                                      "dma_memory_mib": 2048}}}}]}}"#,
+        uid()
+    );
+    let node = remote::start_with_host(dir, &config, host).await;
+    let config = one_node(&unix_endpoint(&node), 10_000);
+    tokio::task::spawn_blocking(move || {
+        let host = remote_host(&config);
+        for token in host.enumerate(&[]).tokens {
+            if workloads::recognize(&token).is_ok() {
+                run_canonical(&host, &token);
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(node.metrics.render().contains("call=\"BufferSync\""));
     node.stop().await;
 }
 

@@ -90,8 +90,7 @@ pub struct Args {
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let serve = Arc::new(ServeConfig::load(&args.file)?);
-    let (host, reach) =
-        crate::start::start_host_reaching(serve.host_config.clone().or(config), |_| Ok(()))?;
+    let (host, reach) = crate::start::start_node_host(serve.host_config.clone().or(config))?;
     let host = Arc::new(host);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -16,14 +16,21 @@ pub fn start_host_with(
     config: Option<PathBuf>,
     adjust: impl FnOnce(&mut Config) -> anyhow::Result<()>,
 ) -> anyhow::Result<Host> {
-    Ok(start_host_reaching(config, adjust)?.0)
+    Ok(start(config, adjust, false)?.0)
 }
 
-/// [`start_host_with`], also returning what the host's connector sees of the nodes its
-/// plugins reach (for `accelhost serve`'s metrics).
-pub fn start_host_reaching(
+/// The host of `accelhost serve`: its plugins' memory can be handed to local clients, and
+/// what its connector sees of the nodes its plugins reach is returned for the metrics.
+pub fn start_node_host(
+    config: Option<PathBuf>,
+) -> anyhow::Result<(Host, Arc<accelhost_node::reach::Reach>)> {
+    start(config, |_| Ok(()), true)
+}
+
+fn start(
     config: Option<PathBuf>,
     adjust: impl FnOnce(&mut Config) -> anyhow::Result<()>,
+    shareable_memory: bool,
 ) -> anyhow::Result<(Host, Arc<accelhost_node::reach::Reach>)> {
     let (mut config, origin): (Config, ConfigOrigin) =
         accelhost::config::discover(config.as_deref())?;
@@ -34,6 +41,7 @@ pub fn start_host_reaching(
     let host = Host::builder()
         .discovered_config(config, origin)
         .remote(connector)
+        .shareable_memory(shareable_memory)
         .build()?;
     Ok((host, reach))
 }

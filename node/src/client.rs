@@ -58,6 +58,9 @@ pub struct ClientOptions {
     /// the connection counts as dead: what bounds a call to a node that vanished without
     /// closing its connection (a cut cable, a partition).
     pub keepalive: Duration,
+    /// On a Unix socket, ask for buffers' and memory's memory itself
+    /// ([`crate::shared_memory`]); the caller then redeems each reply's ticket.
+    pub share_memory: bool,
 }
 
 impl Default for ClientOptions {
@@ -66,6 +69,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(30),
             keepalive: Duration::from_secs(5),
+            share_memory: false,
         }
     }
 }
@@ -93,6 +97,8 @@ pub type RemoteResult<T> = Result<T, RemoteError>;
 pub struct Client {
     rpc: NodeClient<Channel>,
     endpoint: String,
+    /// The node's socket, when the client is local.
+    socket: Option<PathBuf>,
     attached: proto::Attached,
     options: ClientOptions,
     session_stream: JoinHandle<()>,
@@ -149,9 +155,14 @@ impl Client {
         let mut rpc = rpc;
         let max = attached.max_message_bytes as usize;
         rpc = rpc.max_encoding_message_size(max);
+        let socket = match endpoint {
+            Endpoint::Unix(path) => Some(path.clone()),
+            Endpoint::Tls { .. } => None,
+        };
         Ok(Client {
             rpc,
             endpoint: name,
+            socket,
             attached,
             options,
             session_stream,
@@ -166,6 +177,12 @@ impl Client {
     /// The node's name.
     pub fn node_name(&self) -> &str {
         &self.attached.node
+    }
+
+    /// The node's socket when the client reached it on one: where shared memory is redeemed
+    /// ([`crate::shared_memory::fetch`]).
+    pub fn socket(&self) -> Option<&std::path::Path> {
+        self.socket.as_deref()
     }
 
     /// The session id.
@@ -472,7 +489,9 @@ impl Client {
         self.prepare(handle, size, false).await
     }
 
-    /// Prepares a DMA buffer on the node, which the device only reads when `read_only`.
+    /// Prepares a DMA buffer on the node, which the device only reads when `read_only`. With
+    /// [`ClientOptions::share_memory`] on a Unix socket, the reply may offer the buffer's
+    /// memory (`shared`), to redeem with [`crate::shared_memory::fetch`].
     pub async fn prepare(&self, handle: u64, size: u64, read_only: bool) -> RemoteResult<Buffer> {
         let reply = self
             .rpc
@@ -482,6 +501,7 @@ impl Client {
                 handle,
                 size,
                 read_only,
+                share_memory: self.options.share_memory && self.socket.is_some(),
             })
             .await
             .map_err(self.err("PrepareBuffer"))?;
@@ -640,7 +660,8 @@ impl Client {
         Ok(reply.into_inner().value)
     }
 
-    /// Allocates offload memory of `kind` (in `bank`, or where the plugin chooses).
+    /// Allocates offload memory of `kind` (in `bank`, or where the plugin chooses); the reply
+    /// may offer host-visible memory, as [`prepare`](Self::prepare)'s does.
     pub async fn alloc(
         &self,
         handle: u64,
@@ -657,6 +678,7 @@ impl Client {
                 kind: kind as i32,
                 size,
                 bank,
+                share_memory: self.options.share_memory && self.socket.is_some(),
             })
             .await
             .map_err(self.err("Alloc"))?;

@@ -26,6 +26,7 @@ pub mod remote;
 pub mod server;
 pub mod service;
 pub mod session;
+pub mod shared_memory;
 pub mod status;
 
 /// The wire contract's messages and the generated service and client (tonic / prost).

@@ -6,7 +6,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use accelhost::remote::{
-    Connector, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteNode, RemoteResult,
+    Connector, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteNode, RemoteObject,
+    RemoteResult,
 };
 use accelhost::{
     AcceleratorState, BusAddress, ErrorCode, EventKind, Guid, MemoryKind, ObjectType, Properties,
@@ -149,6 +150,7 @@ impl Connector for NodeConnector {
         let options = ClientOptions {
             connect_timeout: left,
             call_timeout: left.max(Duration::from_secs(1)),
+            share_memory: true,
             ..ClientOptions::default()
         };
         let name = endpoint.to_string();
@@ -178,6 +180,37 @@ struct Session {
 }
 
 impl Session {
+    /// The memory the node offered for `object`, fetched from its socket; when that fails the
+    /// object is released (nothing of it is left on the node) and the call fails.
+    fn redeem(
+        &self,
+        object: u64,
+        offer: Option<proto::SharedMemory>,
+        deadline: Instant,
+    ) -> RemoteResult<Option<std::os::fd::OwnedFd>> {
+        let (Some(offer), Some(socket)) = (offer, self.client.socket()) else {
+            return Ok(None);
+        };
+        match crate::shared_memory::fetch(socket, &offer.ticket, deadline) {
+            Ok(memory) => Ok(Some(memory)),
+            Err(err) => {
+                let _ = self.run("release", deadline, self.client.release(object));
+                Err(RemoteFailure {
+                    code: match err.kind() {
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                            ErrorCode::Timeout
+                        }
+                        _ => ErrorCode::DeviceError,
+                    },
+                    message: format!(
+                        "node {}: fetching the shared memory of object {object}: {err}",
+                        self.endpoint
+                    ),
+                })
+            }
+        }
+    }
+
     fn run<T>(
         &self,
         call: &str,
@@ -318,13 +351,19 @@ impl RemoteNode for Session {
         size: u64,
         read_only: bool,
         deadline: Instant,
-    ) -> RemoteResult<(u64, u64, u64)> {
+    ) -> RemoteResult<RemoteObject> {
         let buffer = self.run(
             "prepare-buffer",
             deadline,
             self.client.prepare(handle, size, read_only),
         )?;
-        Ok((buffer.buffer, buffer.size, buffer.iova))
+        let memory = self.redeem(buffer.buffer, buffer.shared, deadline)?;
+        Ok(RemoteObject {
+            id: buffer.buffer,
+            size: buffer.size,
+            address: buffer.iova,
+            memory,
+        })
     }
 
     fn alloc(
@@ -334,7 +373,7 @@ impl RemoteNode for Session {
         size: u64,
         bank: Option<u32>,
         deadline: Instant,
-    ) -> RemoteResult<(u64, u64, u64)> {
+    ) -> RemoteResult<RemoteObject> {
         let kind = match kind {
             MemoryKind::Host => proto::MemoryKind::Host,
             MemoryKind::Device => proto::MemoryKind::Device,
@@ -345,7 +384,13 @@ impl RemoteNode for Session {
             deadline,
             self.client.alloc(handle, kind, size, bank),
         )?;
-        Ok((memory.memory, memory.size, memory.device_address))
+        let shared = self.redeem(memory.memory, memory.shared, deadline)?;
+        Ok(RemoteObject {
+            id: memory.memory,
+            size: memory.size,
+            address: memory.device_address,
+            memory: shared,
+        })
     }
 
     fn sync(&self, watched: &[u64], pushes: &[Page], deadline: Instant) -> RemoteResult<Vec<Page>> {

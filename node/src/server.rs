@@ -155,10 +155,14 @@ impl BoundNode {
         let unix = async {
             match self.unix {
                 Some((listener, _)) => {
-                    let incoming = self.service.admit_each(
-                        unix_incoming(listener, "listen.unix"),
-                        "listen.unix",
-                        |stream| unix_peer(stream.get_ref()),
+                    let incoming = crate::shared_memory::split_redeemers(
+                        self.service.admit_each(
+                            unix_incoming(listener, "listen.unix"),
+                            "listen.unix",
+                            |stream| unix_peer(stream.get_ref()),
+                        ),
+                        Arc::downgrade(&self.service.sessions()),
+                        |admitted| admitted.get_ref().get_ref(),
                     );
                     node_router(server(), &self.service)
                         .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))

@@ -120,6 +120,34 @@ impl NodeService {
         )
     }
 
+    /// Offers the memory of the session's new object `number` to a client on a Unix socket
+    /// that asked for it ([`crate::shared_memory`]): the ticket for the reply, or `None`
+    /// (the client mirrors the object) when the caller is not local, the memory
+    /// cannot be shared or the session has too many offers pending.
+    fn offer_memory<T>(
+        &self,
+        request: &Request<T>,
+        session: &Session,
+        objects: &mut crate::session::Objects,
+        number: u64,
+        share: impl FnOnce() -> accelhost::Result<Option<std::os::fd::OwnedFd>>,
+    ) -> Option<proto::SharedMemory> {
+        if !crate::shared_memory::offered_to(&Peer::of(request)) {
+            return None;
+        }
+        let memory = match share() {
+            Ok(memory) => memory?,
+            Err(err) => {
+                tracing::debug!(session = %session.id, "sharing object {number}: {err}");
+                return None;
+            }
+        };
+        let ticket = objects.offer(&session.id, number, memory)?;
+        Some(proto::SharedMemory {
+            ticket: ticket.into(),
+        })
+    }
+
     /// The connections open on the node's listeners.
     pub fn connections(&self) -> &Arc<Gate> {
         &self.connections
@@ -866,13 +894,17 @@ impl node_server::Node for NodeService {
         })
         .await?;
         let (size, iova) = (buffer.size(), buffer.iova());
-        let number = session
-            .objects()
-            .insert_charged(Object::Buffer(req.handle, Arc::new(buffer)), charge);
+        let buffer = Arc::new(buffer);
+        let mut objects = session.objects();
+        let number = objects.insert_charged(Object::Buffer(req.handle, buffer.clone()), charge);
+        let shared = (req.share_memory)
+            .then(|| self.offer_memory(&request, &session, &mut objects, number, || buffer.share()))
+            .flatten();
         Ok(Response::new(proto::Buffer {
             buffer: number,
             size,
             iova,
+            shared,
         }))
     }
 
@@ -1114,13 +1146,16 @@ impl node_server::Node for NodeService {
         })
         .await?;
         let (size, device_address) = (memory.size(), memory.device_address());
-        let number = session
-            .objects()
-            .insert_charged(Object::Memory(req.handle, memory), charge);
+        let mut objects = session.objects();
+        let number = objects.insert_charged(Object::Memory(req.handle, memory.clone()), charge);
+        let shared = (req.share_memory)
+            .then(|| self.offer_memory(&request, &session, &mut objects, number, || memory.share()))
+            .flatten();
         Ok(Response::new(proto::MemoryReply {
             memory: number,
             size,
             device_address,
+            shared,
         }))
     }
 

@@ -2,7 +2,9 @@
 //! host's usual order (buffers, then regions, then handles) when the client goes.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use accelhost::{DmaBuffer, Event, Handle, Kernel, Memory, MmioRegion, Program, Queue, Token};
 use tokio::sync::mpsc;
@@ -13,6 +15,7 @@ use crate::proto::SessionEvent;
 pub use crate::account::{DmaAccount, DmaCharge};
 use crate::config::ClientEntry;
 use crate::data::Shadow;
+use crate::shared_memory::{MAX_OFFERS, Offer};
 
 /// One client's session: created by `Attach`, ended when its stream goes.
 pub struct Session {
@@ -117,6 +120,8 @@ pub struct Objects {
     charges: HashMap<u64, DmaCharge>,
     /// The node's half of the client's mirrors of buffers and memory among `held`.
     shadows: HashMap<u64, Shadow>,
+    /// The memory of buffers and memory among `held` on offer to the client.
+    offers: HashMap<u64, Offer>,
 }
 
 impl Objects {
@@ -151,6 +156,25 @@ impl Objects {
         }
     }
 
+    /// Offers the memory of object `number` to the client; the ticket to redeem it with,
+    /// or `None` when the session has [`MAX_OFFERS`] pending (expired ones are dropped first).
+    pub fn offer(&mut self, session: &str, number: u64, memory: OwnedFd) -> Option<Vec<u8>> {
+        let now = Instant::now();
+        self.offers.retain(|_, offer| !offer.expired(now));
+        if self.offers.len() >= MAX_OFFERS || !self.held.contains_key(&number) {
+            return None;
+        }
+        let offer = Offer::new(memory);
+        let ticket = offer.ticket(session, number);
+        self.offers.insert(number, offer);
+        Some(ticket)
+    }
+
+    /// Takes the offer of object `number` out, to redeem it.
+    pub fn take_offer(&mut self, number: u64) -> Option<Offer> {
+        self.offers.remove(&number)
+    }
+
     /// Objects held.
     pub fn count(&self) -> usize {
         self.held.len()
@@ -171,6 +195,7 @@ impl Objects {
         let held = &self.held;
         self.charges.retain(|n, _| held.contains_key(n));
         self.shadows.retain(|n, _| held.contains_key(n));
+        self.offers.retain(|n, _| held.contains_key(n));
         taken.sort_by_key(Object::release_rank);
         taken
     }
@@ -180,6 +205,7 @@ impl Objects {
         let mut taken: Vec<Object> = self.held.drain().map(|(_, object)| object).collect();
         self.charges.clear();
         self.shadows.clear();
+        self.offers.clear();
         taken.sort_by_key(Object::release_rank);
         taken
     }
@@ -242,6 +268,12 @@ impl Drop for Session {
 
 pub(crate) fn random_id() -> String {
     let mut bytes = [0u8; 16];
+    random_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Fills `bytes` from the kernel's random source.
+pub(crate) fn random_bytes(bytes: &mut [u8]) {
     let mut filled = 0;
     while filled < bytes.len() {
         // SAFETY: the pointer and length describe the unfilled tail of `bytes`.
@@ -252,12 +284,11 @@ pub(crate) fn random_id() -> String {
             filled += n as usize;
         } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             panic!(
-                "getrandom failed: {}; a session id cannot be made without it",
+                "getrandom failed: {}; session ids and tickets cannot be made without it",
                 std::io::Error::last_os_error()
             );
         }
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How many sessions may be open at once.

@@ -14,7 +14,7 @@ use accelhost_node::{BoundNode, Client, Endpoint, ServeConfig};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use tokio::sync::oneshot;
 
-use super::support::{default_host, json_path, scratch_dir};
+use super::support::{cache_dir, json_path, scratch_dir};
 
 /// OPAE's hello_fpga on a remote NLB0 port: every register write, buffer and poll crosses
 /// the socket; the copy is checked byte for byte.
@@ -96,6 +96,7 @@ pub struct RunningNode {
     pub socket: PathBuf,
     pub tcp: Option<std::net::SocketAddr>,
     pub sessions: Arc<Sessions>,
+    pub metrics: Arc<accelhost_node::metrics::NodeMetrics>,
     stop: Option<oneshot::Sender<()>>,
     served: Option<tokio::task::JoinHandle<Result<(), accelhost_node::ServeError>>>,
 }
@@ -124,8 +125,19 @@ pub fn uid() -> u32 {
 /// Starts a node in `dir` whose serve config is `config`, with `@SOCKET@` standing for the
 /// socket path and `@DIR@` for the folder.
 pub async fn start_in(dir: PathBuf, config: &str) -> RunningNode {
-    let host = Arc::new(tokio::task::spawn_blocking(default_host).await.unwrap());
+    let host = Arc::new(tokio::task::spawn_blocking(node_host).await.unwrap());
     start_with_host(dir, config, host).await
+}
+
+/// A host on the embedded default as `accelhost serve` starts one: its memory shareable with
+/// local clients.
+pub fn node_host() -> accelhost::Host {
+    accelhost::Host::builder()
+        .config(accelhost::Config::embedded_default())
+        .cache_dir(cache_dir())
+        .shareable_memory(true)
+        .build()
+        .expect("the embedded default starts")
 }
 
 /// [`start_in`], serving `host`'s plugins.
@@ -144,6 +156,7 @@ pub async fn start_with_host(
     let node = BoundNode::bind(serve, host).await.unwrap();
     let tcp = node.tcp_address();
     let sessions = node.sessions();
+    let metrics = node.service().metrics();
     let (stop, stopped) = oneshot::channel::<()>();
     let served = tokio::spawn(node.run(async {
         let _ = stopped.await;
@@ -153,6 +166,7 @@ pub async fn start_with_host(
         socket,
         tcp,
         sessions,
+        metrics,
         stop: Some(stop),
         served: Some(served),
     }

@@ -2,6 +2,7 @@
 //! `remote` grants; every call ends by the plugin's call deadline; what the node hands out is
 //! wrapped as the plugin's ordinary region, buffer and event resources.
 
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,25 +58,39 @@ impl PluginState {
             .unwrap_or_else(Instant::now)
     }
 
-    /// A local mirror of the node's `object` (`size` bytes), as a buffer resource.
+    /// The node's `object` as a buffer resource: its memory mapped here when the node shared
+    /// it, else a local mirror of it (`size` bytes) that the mirrors keep in step.
     fn mirror(
         &mut self,
         mirrors: &Arc<Mirrors>,
         (object, handle): (u64, u64),
         size: u64,
+        shared: Option<OwnedFd>,
         io_address: Option<u64>,
     ) -> Result<Resource<BufferResource>, ImportError> {
         let owner = &self.ctx.owner;
-        let memory = DmaMemory::allocate(size, owner.id, &owner.dma, false).map_err(|err| {
-            guest_error(
-                crate::imports::code_for_io(&err),
-                format!("remote buffer mirror of {size} bytes: {err}"),
-            )
-        })?;
-        let shadow = owner.dma.charge(memory.len())?;
+        let memory = match shared {
+            Some(fd) => DmaMemory::map_shared(fd, owner.id, &owner.dma).map_err(|err| {
+                guest_error(
+                    crate::imports::code_for_io(&err),
+                    format!("mapping the node's shared memory of {size} bytes: {err}"),
+                )
+            })?,
+            None => {
+                let memory =
+                    DmaMemory::allocate(size, owner.id, &owner.dma, false).map_err(|err| {
+                        guest_error(
+                            crate::imports::code_for_io(&err),
+                            format!("remote buffer mirror of {size} bytes: {err}"),
+                        )
+                    })?;
+                let shadow = owner.dma.charge(memory.len())?;
+                mirrors.add(object, handle, &memory, shadow);
+                memory
+            }
+        };
         memory.set_io_address(io_address);
         let charge = self.charge_resource(0)?;
-        mirrors.add(object, handle, &memory, shadow);
         Ok(self.table.push(BufferResource {
             memory,
             _charge: charge,
@@ -264,10 +279,11 @@ impl remote::HostNode for PluginState {
         read_only: bool,
     ) -> Result<RemoteBuffer, ImportError> {
         let (node, mirrors) = self.node(&node)?;
-        let (id, size, iova) = node
+        let made = node
             .prepare_buffer(handle, size, read_only, self.remote_deadline())
             .map_err(|f| failed("remote prepare-buffer", f))?;
-        match self.mirror(&mirrors, (id, handle), size, Some(iova)) {
+        let (id, iova) = (made.id, made.address);
+        match self.mirror(&mirrors, (id, handle), made.size, made.memory, Some(iova)) {
             Ok(buffer) => Ok(RemoteBuffer { id, buffer, iova }),
             Err(err) => {
                 let _ = node.release(id, self.remote_deadline());
@@ -309,9 +325,10 @@ impl remote::HostNode for PluginState {
             RemoteMemoryKind::Device => MemoryKind::Device,
             RemoteMemoryKind::Shared => MemoryKind::Shared,
         };
-        let (id, size, device_address) = node
+        let made = node
             .alloc(handle, kind, size, bank, self.remote_deadline())
             .map_err(|f| failed("remote mem-alloc", f))?;
+        let (id, device_address) = (made.id, made.address);
         if kind == MemoryKind::Device {
             return Ok(RemoteMemory {
                 id,
@@ -319,7 +336,7 @@ impl remote::HostNode for PluginState {
                 device_address,
             });
         }
-        match self.mirror(&mirrors, (id, handle), size, None) {
+        match self.mirror(&mirrors, (id, handle), made.size, made.memory, None) {
             Ok(buffer) => Ok(RemoteMemory {
                 id,
                 buffer: Some(buffer),

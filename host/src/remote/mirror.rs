@@ -1,4 +1,5 @@
-//! Buffers of a remote device, mirrored in host memory: applications and plugins use the
+//! Buffers of a remote device that the node does not share (a node on TCP, or one whose
+//! memory cannot be handed out), mirrored in host memory: applications and plugins use the
 //! local copy as they would a local buffer (OPAE applications write and poll it through a
 //! pointer), and the host keeps it in step with the node's.
 //!

@@ -3,8 +3,9 @@
 //! [`Connector`] (the `accelhost-node` crate's gRPC client is one), and the import checks
 //! every connection against the plugin's `remote` grants before asking it. What a node hands
 //! out becomes an ordinary host resource: a register window whose accesses are calls
-//! ([`window`]), buffers mirrored in host memory ([`mirror`]) and completions that finish when
-//! the node's events do.
+//! ([`window`]), buffers that are the node's own memory when the node shares it (a local
+//! node's sealed memfd, mapped here) or else mirrored in host memory ([`mirror`]), and
+//! completions that finish when the node's events do.
 
 mod import;
 mod mirror;
@@ -66,6 +67,20 @@ pub struct Page {
     pub offset: u64,
     /// The bytes.
     pub data: Vec<u8>,
+}
+
+/// A buffer or memory a node made for the session.
+#[derive(Debug)]
+pub struct RemoteObject {
+    /// The node's id for it.
+    pub id: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its device address (a buffer's IOVA, memory's device address).
+    pub address: u64,
+    /// The memory itself, when the node shares it (a sealed memfd, on a Unix socket): mapped
+    /// here instead of mirrored.
+    pub memory: Option<std::os::fd::OwnedFd>,
 }
 
 /// The granule buffers are mirrored in.
@@ -145,15 +160,15 @@ pub trait RemoteNode: Send + Sync + 'static {
         value: u64,
         deadline: Instant,
     ) -> RemoteResult<()>;
-    /// Prepares a buffer: its id, size and device address.
+    /// Prepares a buffer.
     fn prepare_buffer(
         &self,
         handle: u64,
         size: u64,
         read_only: bool,
         deadline: Instant,
-    ) -> RemoteResult<(u64, u64, u64)>;
-    /// Allocates offload memory: its id, size and device address.
+    ) -> RemoteResult<RemoteObject>;
+    /// Allocates offload memory.
     fn alloc(
         &self,
         handle: u64,
@@ -161,7 +176,7 @@ pub trait RemoteNode: Send + Sync + 'static {
         size: u64,
         bank: Option<u32>,
         deadline: Instant,
-    ) -> RemoteResult<(u64, u64, u64)>;
+    ) -> RemoteResult<RemoteObject>;
     /// Writes `pushes` into the node's buffers and memory, then answers the pages of
     /// `watched` that changed on the node since the last sync (only what the client pushed
     /// counts as known to both sides). The answer is a state where every change the device

@@ -292,15 +292,21 @@ impl Allocations {
             allocation: allocation.id.as_str().into(),
         };
         let peer = PeerKey::Allocation(info.allocation.clone());
-        let incoming = self.service.admit_each(
-            crate::listen::unix_incoming(listener, "kubernetes allocation").map(move |stream| {
-                stream.map(|stream| AllocatedStream {
-                    stream,
-                    info: info.clone(),
-                })
-            }),
-            "kubernetes allocation",
-            move |_| peer.clone(),
+        let incoming = crate::shared_memory::split_redeemers(
+            self.service.admit_each(
+                crate::listen::unix_incoming(listener, "kubernetes allocation").map(
+                    move |stream| {
+                        stream.map(|stream| AllocatedStream {
+                            stream,
+                            info: info.clone(),
+                        })
+                    },
+                ),
+                "kubernetes allocation",
+                move |_| peer.clone(),
+            ),
+            Arc::downgrade(&self.service.sessions()),
+            |admitted| admitted.get_ref().stream.get_ref(),
         );
         let router = node_router(server(), &self.service);
         let id = allocation.id.clone();
