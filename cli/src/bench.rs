@@ -50,7 +50,7 @@ const CHECK_RUNS: usize = 3;
 
 /// Which side of its bound a row's ratio must be on.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Target {
+pub(crate) enum Target {
     /// The ratio is a cost: at most this.
     AtMost(f64),
     /// The ratio is a rate or a share: at least this.
@@ -452,7 +452,7 @@ fn suite(
     for figure in crate::bench_ledger::figures(settings, cache)? {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
-            Some(bound) => row.judge(figure.ratio, Target::AtMost(bound)),
+            Some(bound) => row.judge(figure.ratio, bound),
             None => row.ratio(figure.ratio),
         });
     }
@@ -657,7 +657,7 @@ fn suite(
     for figure in metrics_rows {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
-            Some(bound) => row.judge(figure.ratio, Target::AtMost(bound)),
+            Some(bound) => row.judge(figure.ratio, bound),
             None => row.ratio(figure.ratio),
         });
     }
@@ -666,7 +666,7 @@ fn suite(
     for figure in crate::bench_remote::figures(settings, cache)? {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
-            Some(bound) => row.judge(figure.ratio, Target::AtMost(bound)),
+            Some(bound) => row.judge(figure.ratio, bound),
             None => row.ratio(figure.ratio),
         });
     }

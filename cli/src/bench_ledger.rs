@@ -120,7 +120,7 @@ pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFi
             baseline: format!("without the ledger {}", ns(median(&mut without[call]))),
             ratio: median(&mut ratios[call]),
             target: "≤ 1.05× without it",
-            bound: Some(BOUND),
+            bound: Some(crate::bench::Target::AtMost(BOUND)),
         })
         .collect())
 }

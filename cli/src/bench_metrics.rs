@@ -67,7 +67,7 @@ pub fn scrape(settings: &Settings, cache: &Path) -> anyhow::Result<RemoteFigure>
         baseline: format!("list --json of the same devices {:.2} ms", listing / 1e6),
         ratio: scrape / 50e6,
         target: "≤ 50 ms",
-        bound: Some(1.0),
+        bound: Some(crate::bench::Target::AtMost(1.0)),
     })
 }
 
@@ -105,7 +105,7 @@ pub fn counting(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteF
         baseline: format!("{} uncounted (count_calls(false))", ns(off)),
         ratio: on / off,
         target: "≤ 1.05× uncounted",
-        bound: Some(1.05),
+        bound: Some(crate::bench::Target::AtMost(1.05)),
     };
     Ok(vec![
         row("open + close with per-call metrics", best[0], best[1]),

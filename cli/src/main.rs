@@ -4,6 +4,7 @@
 mod bench;
 mod bench_ledger;
 mod bench_metrics;
+mod bench_pod;
 mod bench_remote;
 mod check_config;
 mod demo;
