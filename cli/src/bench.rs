@@ -411,19 +411,27 @@ fn suite(
         raw_plugin.close(h);
     }) / 2.0;
     drop(raw_plugin);
+    // The target is the manager's part: the call end to end against the same export called
+    // raw through wasmtime. What wasmtime itself charges for the export, against a no-op
+    // component call, is shown beside it without a target.
     rows.push(
         Row::new(
             "open + close, per call (plugin decides)",
             ns(open_close),
-            "≤ 2.5× no-op component call",
+            "≤ 1.5× the same exports called raw",
         )
         .native(native_open_close.map(ns))
-        .baseline(format!(
-            "no-op call {} (raw wasmtime open/close {})",
-            ns(raw_ns),
-            ns(raw_open_close)
-        ))
-        .judge(open_close / raw_ns, Target::AtMost(2.5)),
+        .baseline(format!("raw wasmtime open/close {}", ns(raw_open_close)))
+        .judge(open_close / raw_open_close, Target::AtMost(1.5)),
+    );
+    rows.push(
+        Row::new(
+            "raw wasmtime open + close, per call",
+            ns(raw_open_close),
+            "none: what wasmtime charges",
+        )
+        .baseline(format!("no-op call {}", ns(raw_ns)))
+        .ratio(raw_open_close / raw_ns),
     );
     let handle = host.open(token, OpenMode::Exclusive)?;
     let reset = ns_per_call(settings, || handle.reset().unwrap());
@@ -437,15 +445,20 @@ fn suite(
         Row::new(
             "reset (plugin decides)",
             ns(reset),
-            "≤ 2.5× no-op component call",
+            "≤ 1.5× the same export called raw",
         )
         .native(native_reset.map(ns))
-        .baseline(format!(
-            "no-op call {} (raw wasmtime reset {})",
-            ns(raw_ns),
-            ns(raw_reset)
-        ))
-        .judge(reset / raw_ns, Target::AtMost(2.5)),
+        .baseline(format!("raw wasmtime reset {}", ns(raw_reset)))
+        .judge(reset / raw_reset, Target::AtMost(1.5)),
+    );
+    rows.push(
+        Row::new(
+            "raw wasmtime reset",
+            ns(raw_reset),
+            "none: what wasmtime charges",
+        )
+        .baseline(format!("no-op call {}", ns(raw_ns)))
+        .ratio(raw_reset / raw_ns),
     );
 
     progress("the host-memory ledger (open + close, reset, MMIO; with it and without it)");
@@ -662,7 +675,7 @@ fn suite(
         });
     }
 
-    progress("the node service (remote MMIO, 64 MiB round trips, 8 serving processes)");
+    progress("the node service (remote MMIO, 64 MiB round trips, the pod path, serving processes)");
     for figure in crate::bench_remote::figures(settings, cache)? {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
