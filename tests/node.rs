@@ -1493,3 +1493,139 @@ async fn garbage_on_the_redeeming_path_is_answered_and_closed() {
     drop(client);
     node.stop().await;
 }
+
+/// What a submitted command's outcome was, as a test hears it.
+type Heard = tokio::sync::mpsc::UnboundedSender<(u64, accelhost_node::pipeline::Outcome)>;
+
+fn heard(tx: &Heard, n: u64) -> accelhost_node::pipeline::Done {
+    let tx = tx.clone();
+    Box::new(move |outcome| {
+        let _ = tx.send((n, outcome));
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
+    use accelhost_node::pipeline::{MAX_IN_FLIGHT, Submitter};
+    use accelhost_node::proto::command::Work;
+    use accelhost_node::proto::{LaunchRequest, MemcpyRequest};
+    let node = start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true}"#).await;
+    let client = connect(&node.unix()).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+    let image = accelhost::workloads::vadd::vadd_image(2);
+    let program = client.create_program(handle, &image).await.unwrap();
+    let kernel = client.kernel(program, "vadd").await.unwrap();
+    let bytes = 4096u64;
+    let (host, device) = (
+        client
+            .alloc(handle, MemoryKind::Host, bytes, None)
+            .await
+            .unwrap()
+            .memory,
+        client
+            .alloc(handle, MemoryKind::Device, bytes, None)
+            .await
+            .unwrap()
+            .memory,
+    );
+    let out = client
+        .alloc(handle, MemoryKind::Host, bytes, None)
+        .await
+        .unwrap()
+        .memory;
+    client.write(host, 0, &[7u8; 4096]).await.unwrap();
+    let queue = client.create_queue(handle).await.unwrap();
+    let submitter = Submitter::open(client.rpc(), client.session().to_string());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let memcpy = |dst, src| {
+        Work::Memcpy(MemcpyRequest {
+            session: String::new(),
+            queue,
+            dst,
+            dst_offset: 0,
+            src,
+            src_offset: 0,
+            size: bytes,
+        })
+    };
+    // More launches than may be in flight at once: the node reads on as they finish.
+    let launches = (MAX_IN_FLIGHT + 500) as u64;
+    submitter
+        .submit(memcpy(device, host), heard(&tx, 0))
+        .ok()
+        .unwrap();
+    for n in 1..=launches {
+        let launch = Work::Launch(LaunchRequest {
+            session: String::new(),
+            queue,
+            kernel,
+            args: vec![
+                memory_arg(device),
+                memory_arg(device),
+                memory_arg(device),
+                u32_arg(1),
+            ],
+        });
+        submitter.submit(launch, heard(&tx, n)).ok().unwrap();
+    }
+    let bad = Work::Launch(LaunchRequest {
+        session: String::new(),
+        queue,
+        kernel: 9999,
+        args: vec![],
+    });
+    submitter
+        .submit(bad, heard(&tx, launches + 1))
+        .ok()
+        .unwrap();
+    submitter
+        .submit(memcpy(out, device), heard(&tx, launches + 2))
+        .ok()
+        .unwrap();
+    let mut order = Vec::new();
+    for _ in 0..launches + 3 {
+        let (n, outcome) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("every command completes")
+            .unwrap();
+        if n == launches + 1 {
+            let (code, why) = outcome.unwrap_err();
+            assert_eq!(code, ErrorCode::NotFound, "{why}");
+            assert!(why.contains("kernel 9999"), "{why}");
+        } else {
+            outcome.unwrap_or_else(|err| panic!("command {n}: {err:?}"));
+            order.push(n);
+        }
+    }
+    let expected: Vec<u64> = (0..launches + 3).filter(|&n| n != launches + 1).collect();
+    assert_eq!(
+        order, expected,
+        "completions come in the order of one queue"
+    );
+    submitter.settle().await;
+    // Each launch doubles the first word in place (in1 = in2 = out, one element): after more
+    // than 32 of them it is 0, and the copy that followed them saw it; the next word is as
+    // the first copy left it.
+    let first = client.read(out, 0, 8).await.unwrap();
+    assert_eq!(
+        first,
+        [0, 0, 0, 0, 7, 7, 7, 7],
+        "the launches ran between the copies"
+    );
+
+    // A stream that names another session is refused command by command.
+    let stranger = Submitter::open(client.rpc(), "0123456789abcdef".into());
+    stranger
+        .submit(memcpy(out, device), heard(&tx, 0))
+        .ok()
+        .unwrap();
+    let (_, outcome) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let (_, why) = outcome.unwrap_err();
+    assert!(why.contains("no session"), "{why}");
+    drop((submitter, stranger, client));
+    node.stop().await;
+}

@@ -140,6 +140,28 @@ pub fn figures(
         format!("in process {:.1} ms", vadd.baseline * 1e3),
         vadd.ratio,
     ));
+    let launches: u32 = if settings.samples > 5 { 20_000 } else { 5_000 };
+    let tiny = |devices: &Devices| {
+        let report =
+            vadd::tiny_launches(&devices.xocl, &devices.kernel, launches).expect("tiny launches");
+        assert!(report.verified, "the tiny launches did not verify");
+        report.per_second()
+    };
+    tiny(&there);
+    let rate = measure::paired(
+        settings.workload_samples,
+        || tiny(&here),
+        || tiny(&there),
+        |pod, local| pod / local,
+    );
+    figures.push(RemoteFigure {
+        what: "tiny launches through a node's socket",
+        measured: format!("{:.0}/s", rate.measured),
+        baseline: format!("in process {:.0}/s", rate.baseline),
+        ratio: rate.ratio,
+        target: "≥ 0.25× in process",
+        bound: Some(Target::AtLeast(0.25)),
+    });
     for devices in [here, there] {
         drop(devices.kernel);
         for handle in [devices.nlb0, devices.xocl] {

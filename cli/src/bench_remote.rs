@@ -147,6 +147,24 @@ async fn in_process(
         bound: Some(Target::AtMost(1.5)),
     }];
 
+    // A doorbell sequence of 64 register writes is one call.
+    let writes: Vec<(u64, u64)> = (0..64).map(|i| (0x100 + 8 * (i % 8), i)).collect();
+    let mut batches = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        client.write64_batch(region, &writes).await?;
+        batches.push(started.elapsed().as_nanos() as f64);
+    }
+    let batch_p50 = median(&mut batches);
+    figures.push(RemoteFigure {
+        what: "remote MMIO write batch of 64, p50 (Unix socket)",
+        measured: us(batch_p50),
+        baseline: format!("one remote read {}", us(read_p50)),
+        ratio: batch_p50 / read_p50,
+        target: "≤ 2× one remote read",
+        bound: Some(Target::AtMost(2.0)),
+    });
+
     figures.push(proxy_read(socket.clone(), cache.to_path_buf(), calls, read_p50).await?);
 
     let bytes: u64 = 64 << 20;

@@ -108,6 +108,11 @@ pub const RULES: &[Rule] = &[
     rule("CreateQueue", Needs::Client, "an object"),
     rule("EnqueueMemcpy", Needs::Client, "an object (the event)"),
     rule("EnqueueLaunch", Needs::Client, "an object (the event)"),
+    rule(
+        "Submit",
+        Needs::Client,
+        "a stream (limits.max_streams_per_session); up to 1024 commands in flight",
+    ),
     rule("QueueFinish", Needs::Client, "nothing"),
     rule("RegisterEvent", Needs::Client, "an object"),
     rule("EventStatus", Needs::Client, "nothing"),

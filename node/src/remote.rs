@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use accelhost::remote::{
-    Connector, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteNode, RemoteObject,
+    Connector, Done, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteNode, RemoteObject,
     RemoteResult,
 };
 use accelhost::{
@@ -15,6 +15,7 @@ use accelhost::{
 use tonic::Code;
 
 use crate::client::{Client, ClientOptions, Endpoint, RemoteError};
+use crate::pipeline::{Done as PipelineDone, Submitter};
 use crate::proto;
 use crate::reach::Reach;
 
@@ -167,6 +168,7 @@ impl Connector for NodeConnector {
             runtime,
             reach: self.reach.clone(),
             endpoint: name,
+            submitter: std::sync::Mutex::new(None),
         }))
     }
 }
@@ -177,9 +179,61 @@ struct Session {
     runtime: tokio::runtime::Handle,
     reach: Arc<Reach>,
     endpoint: String,
+    /// The stream launches and copies go out on, opened with the first.
+    submitter: std::sync::Mutex<Option<Arc<Submitter>>>,
 }
 
 impl Session {
+    /// Queues `work` on the session's command stream (opening one if there is none or the
+    /// last ended); `done` hears how it ended.
+    fn submit(&self, work: proto::command::Work, done: Done) -> RemoteResult<()> {
+        let endpoint = self.endpoint.clone();
+        let mut heard: PipelineDone = Box::new(move |outcome| {
+            done(outcome.map_err(|(_, why)| format!("node {endpoint}: {why}")))
+        });
+        let mut submitter = self.submitter.lock().unwrap_or_else(|p| p.into_inner());
+        // A stream that ended (the node restarted, the connection broke) is opened again once.
+        for _ in 0..2 {
+            let open = match submitter.as_ref() {
+                Some(open) if !open.is_closed() => open,
+                _ => {
+                    let _entered = self.runtime.enter();
+                    submitter.insert(Arc::new(Submitter::open(
+                        self.client.rpc(),
+                        self.client.session().to_string(),
+                    )))
+                }
+            };
+            match open.submit(work.clone(), heard) {
+                Ok(()) => return Ok(()),
+                Err(back) => heard = back,
+            }
+        }
+        Err(RemoteFailure {
+            code: ErrorCode::DeviceError,
+            message: format!(
+                "node {}: the command stream cannot be opened",
+                self.endpoint
+            ),
+        })
+    }
+
+    /// Waits (until `deadline`) for every command submitted so far to finish: before a call
+    /// that may take away what they use.
+    fn settle(&self, deadline: Instant) {
+        let submitter = self
+            .submitter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(open) = submitter {
+            let until = tokio::time::Instant::from_std(deadline);
+            let _ = self
+                .runtime
+                .block_on(async { tokio::time::timeout_at(until, open.settle()).await });
+        }
+    }
+
     /// The memory the node offered for `object`, fetched from its socket; when that fails the
     /// object is released (nothing of it is left on the node) and the call fails.
     fn redeem(
@@ -286,6 +340,7 @@ impl RemoteNode for Session {
     }
 
     fn close(&self, handle: u64, deadline: Instant) -> RemoteResult<()> {
+        self.settle(deadline);
         self.run("close", deadline, self.client.close(handle))
     }
 
@@ -440,13 +495,22 @@ impl RemoteNode for Session {
     fn enqueue_memcpy(
         &self,
         queue: u64,
-        dst: (u64, u64),
-        src: (u64, u64),
+        (dst, dst_offset): (u64, u64),
+        (src, src_offset): (u64, u64),
         size: u64,
-        deadline: Instant,
-    ) -> RemoteResult<u64> {
-        let future = self.client.enqueue_memcpy(queue, dst, src, size);
-        self.run("enqueue-memcpy", deadline, future)
+        done: Done,
+    ) -> RemoteResult<()> {
+        // The stream names the session; the commands need not.
+        let work = proto::command::Work::Memcpy(proto::MemcpyRequest {
+            session: String::new(),
+            queue,
+            dst,
+            dst_offset,
+            src,
+            src_offset,
+            size,
+        });
+        self.submit(work, done)
     }
 
     fn enqueue_launch(
@@ -454,8 +518,8 @@ impl RemoteNode for Session {
         queue: u64,
         kernel: u64,
         args: &[RemoteArg],
-        deadline: Instant,
-    ) -> RemoteResult<u64> {
+        done: Done,
+    ) -> RemoteResult<()> {
         use proto::arg::Value;
         let args = args
             .iter()
@@ -471,8 +535,13 @@ impl RemoteNode for Session {
                 }),
             })
             .collect();
-        let future = self.client.enqueue_launch(queue, kernel, args);
-        self.run("enqueue-launch", deadline, future)
+        let work = proto::command::Work::Launch(proto::LaunchRequest {
+            session: String::new(),
+            queue,
+            kernel,
+            args,
+        });
+        self.submit(work, done)
     }
 
     fn register_event(
@@ -491,7 +560,7 @@ impl RemoteNode for Session {
         self.run("register-event", deadline, future)
     }
 
-    fn watch_event(&self, event: u64, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
+    fn watch_event(&self, event: u64, done: Done) {
         let client: Weak<Client> = Arc::downgrade(&self.client);
         self.runtime.spawn(async move {
             let outcome = loop {
@@ -519,6 +588,7 @@ impl RemoteNode for Session {
     }
 
     fn release(&self, object: u64, deadline: Instant) -> RemoteResult<()> {
+        self.settle(deadline);
         self.run("release", deadline, self.client.release(object))
     }
 }

@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use accelhost::{
-    Arg, DmaBuffer, ErrorCode, Event, EventKind, EventStatus, Filter, Guid, Handle, Host, Memory,
-    MemoryKind, MmioRegion, ObjectType, OpenMode, Queue, Token,
+    DmaBuffer, ErrorCode, Event, EventKind, EventStatus, Filter, Guid, Handle, Host, MemoryKind,
+    MmioRegion, ObjectType, OpenMode, Queue, Token,
 };
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
@@ -23,6 +23,7 @@ use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey};
 use crate::health::{DeviceBook, DeviceHealth};
 use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
+use crate::pipeline::Work;
 use crate::proto::{self, node_server};
 use crate::session::{DmaCharge, Object, Session, SessionCaps, Sessions, SessionsFull};
 use crate::status::{from_host, status};
@@ -118,6 +119,20 @@ impl NodeService {
             },
             peer_of,
         )
+    }
+
+    /// Enqueues `work` for a unary call: the event becomes an object of the session.
+    async fn enqueue(
+        &self,
+        session: &Session,
+        owner: u64,
+        work: Work,
+        call: &str,
+    ) -> Result<Response<proto::ObjectReply>, Status> {
+        self.room_for_object(session, call)?;
+        let event = blocking(move || work.enqueue().map_err(from_host)).await?;
+        let number = session.objects().insert(Object::Event(owner, event));
+        Ok(Response::new(proto::ObjectReply { object: number }))
     }
 
     /// Offers the memory of the session's new object `number` to a client on a Unix socket
@@ -372,7 +387,8 @@ async fn blocking<R: Send + 'static>(
         .map_err(|err| status(ErrorCode::Internal, format!("a host call panicked: {err}")))?
 }
 
-fn no_object(session: &Session, what: &str, number: u64, call: &str) -> Status {
+/// The refusal of a call naming an object the session does not hold.
+pub(crate) fn no_object(session: &Session, what: &str, number: u64, call: &str) -> Status {
     status(
         ErrorCode::NotFound,
         format!(
@@ -1231,63 +1247,42 @@ impl node_server::Node for NodeService {
         &self,
         request: Request<proto::MemcpyRequest>,
     ) -> Result<Response<proto::ObjectReply>, Status> {
-        let req = request.get_ref().clone();
+        let req = request.get_ref();
         let session = self.session(&request, &req.session, "EnqueueMemcpy")?;
-        let (owner, queue) = self.queue(&session, req.queue, "EnqueueMemcpy")?;
-        let dst = self.memory(&session, req.dst, "EnqueueMemcpy")?;
-        let src = self.memory(&session, req.src, "EnqueueMemcpy")?;
-        self.room_for_object(&session, "EnqueueMemcpy")?;
-        let event = blocking(move || {
-            queue
-                .enqueue_memcpy(&dst, req.dst_offset, &src, req.src_offset, req.size)
-                .map_err(from_host)
-        })
-        .await?;
-        let number = session.objects().insert(Object::Event(owner, event));
-        Ok(Response::new(proto::ObjectReply { object: number }))
+        let (owner, work) = Work::memcpy(&session, req, "EnqueueMemcpy")?;
+        self.enqueue(&session, owner, work, "EnqueueMemcpy").await
     }
 
     async fn enqueue_launch(
         &self,
         request: Request<proto::LaunchRequest>,
     ) -> Result<Response<proto::ObjectReply>, Status> {
-        let req = request.get_ref().clone();
-        let session = self.session(&request, &req.session, "EnqueueLaunch")?;
-        let (owner, queue) = self.queue(&session, req.queue, "EnqueueLaunch")?;
-        let kernel = match session.objects().get(req.kernel) {
-            Some(Object::Kernel(_, kernel)) => Some(kernel.clone()),
-            _ => None,
+        let session = self.session(&request, &request.get_ref().session, "EnqueueLaunch")?;
+        let (owner, work) = Work::launch(&session, request.into_inner(), "EnqueueLaunch")?;
+        self.enqueue(&session, owner, work, "EnqueueLaunch").await
+    }
+
+    type SubmitStream = ReceiverStream<Result<proto::SubmitReply, Status>>;
+
+    async fn submit(
+        &self,
+        request: Request<Streaming<proto::SubmitRequest>>,
+    ) -> Result<Response<Self::SubmitStream>, Status> {
+        let client = self.client(&request, "Submit")?;
+        let mut inbound = request.into_inner();
+        let Some(first) = inbound.message().await? else {
+            return Err(status(
+                ErrorCode::InvalidArgument,
+                "Submit: the stream ended before its first message",
+            ));
         };
-        let Some(kernel) = kernel else {
-            return Err(no_object(&session, "kernel", req.kernel, "EnqueueLaunch"));
-        };
-        let mut args = Vec::with_capacity(req.args.len());
-        for (i, arg) in req.args.into_iter().enumerate() {
-            args.push(match arg.value {
-                Some(proto::arg::Value::Memory(at)) => OwnedArg::Memory(
-                    self.memory(&session, at.memory, "EnqueueLaunch")?,
-                    at.offset,
-                ),
-                Some(proto::arg::Value::U32(v)) => OwnedArg::U32(v),
-                Some(proto::arg::Value::I32(v)) => OwnedArg::I32(v),
-                Some(proto::arg::Value::U64(v)) => OwnedArg::U64(v),
-                Some(proto::arg::Value::Bytes(b)) => OwnedArg::Bytes(b),
-                None => {
-                    return Err(status(
-                        ErrorCode::InvalidArgument,
-                        format!("EnqueueLaunch: args[{i}] has no value"),
-                    ));
-                }
-            });
-        }
-        self.room_for_object(&session, "EnqueueLaunch")?;
-        let event = blocking(move || {
-            let args: Vec<Arg<'_>> = args.iter().map(OwnedArg::as_arg).collect();
-            queue.enqueue_launch(&kernel, &args).map_err(from_host)
-        })
-        .await?;
-        let number = session.objects().insert(Object::Event(owner, event));
-        Ok(Response::new(proto::ObjectReply { object: number }))
+        let session = self.session_of(&client, &first.session, "Submit")?;
+        let permit = self.stream_permit(&session, "Submit")?;
+        let (replies, answer) = mpsc::channel(4);
+        tokio::spawn(crate::pipeline::serve(
+            session, first, inbound, replies, permit,
+        ));
+        Ok(Response::new(ReceiverStream::new(answer)))
     }
 
     async fn queue_finish(
@@ -1459,27 +1454,6 @@ async fn poll_word(
 }
 
 /// A launch argument that owns what it names, for the blocking thread.
-enum OwnedArg {
-    Memory(Memory, u64),
-    U32(u32),
-    I32(i32),
-    U64(u64),
-    Bytes(bytes::Bytes),
-}
-
-impl OwnedArg {
-    fn as_arg(&self) -> Arg<'_> {
-        match self {
-            OwnedArg::Memory(memory, 0) => Arg::Memory(memory),
-            OwnedArg::Memory(memory, offset) => Arg::MemoryAt(memory, *offset),
-            OwnedArg::U32(v) => Arg::U32(*v),
-            OwnedArg::I32(v) => Arg::I32(*v),
-            OwnedArg::U64(v) => Arg::U64(*v),
-            OwnedArg::Bytes(b) => Arg::Bytes(b),
-        }
-    }
-}
-
 fn event_state(event: &Event) -> proto::EventState {
     let (phase, message) = match event.status() {
         EventStatus::Pending => (proto::EventPhase::Pending, String::new()),
@@ -1546,13 +1520,6 @@ impl NodeService {
         match session.objects().get(number) {
             Some(Object::Buffer(_, buffer)) => Ok(buffer.clone()),
             _ => Err(no_object(session, "buffer", number, call)),
-        }
-    }
-
-    fn memory(&self, session: &Session, number: u64, call: &str) -> Result<Memory, Status> {
-        match session.objects().get(number) {
-            Some(Object::Memory(_, memory)) => Ok(memory.clone()),
-            _ => Err(no_object(session, "memory", number, call)),
         }
     }
 

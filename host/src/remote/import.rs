@@ -12,7 +12,7 @@ use wasmtime::component::Resource;
 use super::mirror::Mirrors;
 use super::session::NodeResource;
 use super::window::RemoteMmio;
-use super::{RemoteArg, RemoteFailure, RemoteNode};
+use super::{Done, RemoteArg, RemoteFailure, RemoteNode};
 use crate::bindings::accel::plugin::remote::{
     self, RemoteArgument, RemoteBuffer, RemoteDevice, RemoteEventKind, RemoteMemory,
     RemoteMemoryKind,
@@ -97,31 +97,23 @@ impl PluginState {
         })?)
     }
 
-    /// A completion that finishes when the node's `event` does, after the mirrors pulled what
-    /// the device wrote.
-    fn remote_event(
-        &mut self,
-        node: &Arc<dyn RemoteNode>,
-        mirrors: &Arc<Mirrors>,
-        event: u64,
-    ) -> Result<Resource<EventResource>, ImportError> {
+    /// A completion, and what finishes it when the node says how its command or event ended:
+    /// after the mirrors pulled what the device wrote.
+    fn remote_completion(&self, mirrors: &Arc<Mirrors>) -> (Arc<Completion>, Done) {
         let completion = Arc::new(Completion::default());
         let (done, mirrors) = (completion.clone(), mirrors.clone());
         let call_timeout = self.call_timeout();
-        node.watch_event(
-            event,
-            Box::new(move |outcome| {
-                let pulled = mirrors.sync(Instant::now() + call_timeout, true);
-                done.finish(match (outcome, pulled) {
-                    (Err(message), _) => CompletionState::Failed(message),
-                    (Ok(()), Err(err)) => CompletionState::Failed(format!(
-                        "the device finished, but reading back its buffers failed: {err}"
-                    )),
-                    (Ok(()), Ok(_)) => CompletionState::Complete,
-                });
-            }),
-        );
-        self.adopt_completion(completion)
+        let finish: Done = Box::new(move |outcome| {
+            let pulled = mirrors.sync(Instant::now() + call_timeout, true);
+            done.finish(match (outcome, pulled) {
+                (Err(message), _) => CompletionState::Failed(message),
+                (Ok(()), Err(err)) => CompletionState::Failed(format!(
+                    "the device finished, but reading back its buffers failed: {err}"
+                )),
+                (Ok(()), Ok(_)) => CompletionState::Complete,
+            });
+        });
+        (completion, finish)
     }
 }
 
@@ -308,7 +300,9 @@ impl remote::HostNode for PluginState {
         let event = node
             .register_event(handle, kind, vector, self.remote_deadline())
             .map_err(|f| failed("remote register-event", f))?;
-        self.remote_event(&node, &mirrors, event)
+        let (completion, finish) = self.remote_completion(&mirrors);
+        node.watch_event(event, finish);
+        self.adopt_completion(completion)
     }
 
     fn mem_alloc(
@@ -391,12 +385,12 @@ impl remote::HostNode for PluginState {
         size: u64,
     ) -> Result<Resource<EventResource>, ImportError> {
         let (node, mirrors) = self.node(&node)?;
-        let deadline = self.remote_deadline();
-        let event = mirrors
-            .doorbell(deadline)
-            .and_then(|()| node.enqueue_memcpy(queue, dst, src, size, deadline))
+        let (completion, finish) = self.remote_completion(&mirrors);
+        mirrors
+            .doorbell(self.remote_deadline())
+            .and_then(|()| node.enqueue_memcpy(queue, dst, src, size, finish))
             .map_err(|f| failed("remote enqueue-memcpy", f))?;
-        self.remote_event(&node, &mirrors, event)
+        self.adopt_completion(completion)
     }
 
     fn enqueue_launch(
@@ -416,12 +410,12 @@ impl remote::HostNode for PluginState {
                 RemoteArgument::Bytes(b) => RemoteArg::Bytes(b),
             })
             .collect();
-        let deadline = self.remote_deadline();
-        let event = mirrors
-            .doorbell(deadline)
-            .and_then(|()| node.enqueue_launch(queue, kernel, &args, deadline))
+        let (completion, finish) = self.remote_completion(&mirrors);
+        mirrors
+            .doorbell(self.remote_deadline())
+            .and_then(|()| node.enqueue_launch(queue, kernel, &args, finish))
             .map_err(|f| failed("remote enqueue-launch", f))?;
-        self.remote_event(&node, &mirrors, event)
+        self.adopt_completion(completion)
     }
 
     fn release(&mut self, node: Resource<NodeResource>, object: u64) -> Result<(), ImportError> {

@@ -69,6 +69,10 @@ pub struct Page {
     pub data: Vec<u8>,
 }
 
+/// What hears how a node's command or event ended (the failure message, if it failed or the
+/// session ended), on a thread where blocking calls are allowed.
+pub type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
+
 /// A buffer or memory a node made for the session.
 #[derive(Debug)]
 pub struct RemoteObject {
@@ -188,23 +192,26 @@ pub trait RemoteNode: Send + Sync + 'static {
     fn kernel(&self, program: u64, name: &str, deadline: Instant) -> RemoteResult<u64>;
     /// Creates an in-order queue.
     fn create_queue(&self, handle: u64, deadline: Instant) -> RemoteResult<u64>;
-    /// Enqueues a copy between `(allocation, offset)` places; returns the node's event.
+    /// Enqueues a copy between `(allocation, offset)` places without waiting for the node:
+    /// `done` hears, on a thread where blocking calls are allowed, how the copy ended
+    /// (failing to enqueue included). An error here means nothing was sent.
     fn enqueue_memcpy(
         &self,
         queue: u64,
         dst: (u64, u64),
         src: (u64, u64),
         size: u64,
-        deadline: Instant,
-    ) -> RemoteResult<u64>;
-    /// Enqueues a launch; returns the node's event.
+        done: Done,
+    ) -> RemoteResult<()>;
+    /// Enqueues a launch without waiting for the node, as
+    /// [`enqueue_memcpy`](Self::enqueue_memcpy) does.
     fn enqueue_launch(
         &self,
         queue: u64,
         kernel: u64,
         args: &[RemoteArg],
-        deadline: Instant,
-    ) -> RemoteResult<u64>;
+        done: Done,
+    ) -> RemoteResult<()>;
     /// Registers a device event; returns the node's event.
     fn register_event(
         &self,
@@ -216,7 +223,7 @@ pub trait RemoteNode: Send + Sync + 'static {
     /// Waits for the node's `event` without holding the caller, then releases it on the node
     /// and calls `done` (with the failure message, if it failed or the session ended) on a
     /// thread where blocking calls are allowed.
-    fn watch_event(&self, event: u64, done: Box<dyn FnOnce(Result<(), String>) + Send>);
+    fn watch_event(&self, event: u64, done: Done);
     /// Releases a buffer, allocation, program, kernel, queue or event of the session.
     fn release(&self, object: u64, deadline: Instant) -> RemoteResult<()>;
 }
