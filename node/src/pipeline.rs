@@ -179,39 +179,62 @@ fn finished(tag: u64, event: &Event) -> proto::Completion {
     }
 }
 
-/// Serves one `Submit` stream of `session` until the client ends it: `first` is its first
-/// message. The stream holds `permit` (one of the session's answer streams) until then.
-pub async fn serve(
+/// The answer stream of one `Submit` call: completions batched as they come, straight from
+/// the threads that finish the commands (no task between them and the connection). It holds
+/// one of the session's answer streams until it ends, when the client's stream ended and
+/// everything it submitted finished.
+pub struct Replies {
+    completions: mpsc::UnboundedReceiver<(proto::Completion, OwnedSemaphorePermit)>,
+    _stream: OwnedSemaphorePermit,
+}
+
+impl tokio_stream::Stream for Replies {
+    type Item = Result<proto::SubmitReply, Status>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let Some(first) = std::task::ready!(self.completions.poll_recv(cx)) else {
+            return std::task::Poll::Ready(None);
+        };
+        let mut completions = vec![first.0];
+        // The permits go as their completions leave: the node then reads further.
+        while completions.len() < MAX_BATCH {
+            match self.completions.try_recv() {
+                Ok((completion, _permit)) => completions.push(completion),
+                Err(_) => break,
+            }
+        }
+        std::task::Poll::Ready(Some(Ok(proto::SubmitReply { completions })))
+    }
+}
+
+/// Serves one `Submit` stream of `session` (`first` is its first message): enqueues what
+/// comes, in order, on a task of its own, and answers with the completions.
+pub fn serve(
+    session: Arc<Session>,
+    first: proto::SubmitRequest,
+    inbound: Streaming<proto::SubmitRequest>,
+    stream: OwnedSemaphorePermit,
+) -> Replies {
+    // Unbounded, but never holding more than MAX_IN_FLIGHT completions: each holds its
+    // command's permit until it leaves.
+    let (done, completions) = mpsc::unbounded_channel();
+    tokio::spawn(enqueue_all(session, first, inbound, done));
+    Replies {
+        completions,
+        _stream: stream,
+    }
+}
+
+async fn enqueue_all(
     session: Arc<Session>,
     first: proto::SubmitRequest,
     mut inbound: Streaming<proto::SubmitRequest>,
-    replies: mpsc::Sender<Result<proto::SubmitReply, Status>>,
-    permit: OwnedSemaphorePermit,
+    done: mpsc::UnboundedSender<(proto::Completion, OwnedSemaphorePermit)>,
 ) {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    // Unbounded, but never holding more than MAX_IN_FLIGHT completions: each is sent before
-    // its command's permit goes.
-    let (done, mut completions) =
-        mpsc::unbounded_channel::<(proto::Completion, OwnedSemaphorePermit)>();
-    let sender = tokio::spawn(async move {
-        while let Some(first) = completions.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match completions.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-            let (completions_only, permits): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
-            let reply = proto::SubmitReply {
-                completions: completions_only,
-            };
-            if replies.send(Ok(reply)).await.is_err() {
-                return;
-            }
-            drop(permits);
-        }
-    });
     let mut next = Some(first);
     loop {
         let request = match next.take() {
@@ -265,9 +288,6 @@ pub async fn serve(
             }
         });
     }
-    drop(done);
-    let _ = sender.await;
-    drop(permit);
 }
 
 /// How a submitted command ended: `Ok` when it completed, else its error code and why.
@@ -281,61 +301,130 @@ pub type Done = Box<dyn FnOnce(Outcome) + Send>;
 /// node's message limit.
 const MAX_COMMANDS_PER_MESSAGE: usize = 1024;
 
+/// Commands submitted and not yet heard, and whether the stream still stands: shared by a
+/// [`Submitter`] and its stream.
+#[derive(Default)]
+struct Tally {
+    unfinished: std::sync::atomic::AtomicUsize,
+    ended: std::sync::atomic::AtomicBool,
+    /// Why the stream ended, once it has, for the commands it leaves unheard.
+    why: std::sync::Mutex<Option<String>>,
+    settled: tokio::sync::Notify,
+}
+
+/// A submitted command's [`Done`], heard exactly once: dropped unheard (its stream went
+/// away first), it hears that the stream ended.
+struct Waiter {
+    done: Option<Done>,
+    tally: Arc<Tally>,
+}
+
+impl Waiter {
+    fn new(done: Done, tally: &Arc<Tally>) -> Waiter {
+        tally
+            .unfinished
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Waiter {
+            done: Some(done),
+            tally: tally.clone(),
+        }
+    }
+
+    fn hear(mut self, outcome: Outcome) {
+        if let Some(done) = self.done.take() {
+            done(outcome);
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            let why = self
+                .tally
+                .why
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let outcome = Err((
+                ErrorCode::DeviceError,
+                format!(
+                    "the command stream to the node ended before the command finished: {}",
+                    why.as_deref().unwrap_or("the stream went away")
+                ),
+            ));
+            // `done` may block; on a runtime's thread it goes to the blocking pool.
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || done(outcome))),
+                Err(_) => done(outcome),
+            }
+        }
+        if self
+            .tally
+            .unfinished
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            == 1
+        {
+            self.tally.settled.notify_waiters();
+        }
+    }
+}
+
+type Waiting = Arc<std::sync::Mutex<std::collections::HashMap<u64, Waiter>>>;
+
 /// The client half of a `Submit` stream: commands queued here go out batched on one stream,
-/// opened with the first; each one's [`Done`] runs when its completion comes back, or with
-/// the stream's failure if the stream ends first. Dropping it ends the stream once what was
-/// submitted completed.
+/// opened with the first, straight from the submitting thread to the connection; each one's
+/// [`Done`] runs when its completion comes back, or with the stream's failure if the stream
+/// ends first. Dropping it ends the stream once what was submitted completed.
 pub struct Submitter {
-    commands: mpsc::UnboundedSender<(proto::command::Work, Done)>,
-    unfinished: Arc<std::sync::atomic::AtomicUsize>,
-    settled: Arc<tokio::sync::Notify>,
+    commands: mpsc::UnboundedSender<(proto::command::Work, Waiter)>,
+    tally: Arc<Tally>,
 }
 
 impl Submitter {
-    /// A submitter for `session` over `rpc`; its stream task runs on the current runtime.
+    /// A submitter for `session` over `rpc`; the task reading its completions runs on the
+    /// current runtime.
     pub fn open(
         rpc: crate::proto::node_client::NodeClient<tonic::transport::Channel>,
         session: String,
     ) -> Submitter {
         let (commands, queued) = mpsc::unbounded_channel();
-        let unfinished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let settled = Arc::new(tokio::sync::Notify::new());
-        tokio::spawn(drive(
-            rpc,
-            session,
+        let tally = Arc::new(Tally::default());
+        let waiting = Waiting::default();
+        let outbound = Outbound {
             queued,
-            unfinished.clone(),
-            settled.clone(),
-        ));
-        Submitter {
-            commands,
-            unfinished,
-            settled,
-        }
+            waiting: waiting.clone(),
+            next_tag: 0,
+            session,
+        };
+        tokio::spawn(read_completions(rpc, outbound, waiting, tally.clone()));
+        Submitter { commands, tally }
     }
 
     /// Queues `work`; `done` hears how it ended. Gives `done` back if the stream has ended
     /// (open another submitter).
     pub fn submit(&self, work: proto::command::Work, done: Done) -> Result<(), Done> {
-        use std::sync::atomic::Ordering;
-        self.unfinished.fetch_add(1, Ordering::SeqCst);
-        self.commands.send((work, done)).map_err(|err| {
-            self.unfinished.fetch_sub(1, Ordering::SeqCst);
-            err.0.1
+        if self.is_closed() {
+            return Err(done);
+        }
+        let waiter = Waiter::new(done, &self.tally);
+        self.commands.send((work, waiter)).map_err(|err| {
+            let mut waiter = (err.0).1;
+            waiter.done.take().expect("not heard yet")
         })
     }
 
     /// Whether the stream has ended.
     pub fn is_closed(&self) -> bool {
-        self.commands.is_closed()
+        self.commands.is_closed() || self.tally.ended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Waits until every command submitted so far has finished.
     pub async fn settle(&self) {
         use std::sync::atomic::Ordering;
         loop {
-            let notified = self.settled.notified();
-            if self.unfinished.load(Ordering::SeqCst) == 0 || self.is_closed() {
+            let notified = self.tally.settled.notified();
+            if self.tally.unfinished.load(Ordering::SeqCst) == 0 || self.is_closed() {
                 return;
             }
             notified.await;
@@ -343,120 +432,99 @@ impl Submitter {
     }
 }
 
-/// Runs `dones` with their outcomes, in order, in place: they may block, and the runtime
-/// moves this worker's other tasks away meanwhile.
-fn hear(dones: Vec<(Done, Outcome)>) {
-    if !dones.is_empty() {
-        tokio::task::block_in_place(move || {
-            for (done, outcome) in dones {
-                done(outcome);
-            }
-        });
-    }
+/// What the stream sends: the queued commands, batched, each remembered by its tag.
+struct Outbound {
+    queued: mpsc::UnboundedReceiver<(proto::command::Work, Waiter)>,
+    waiting: Waiting,
+    next_tag: u64,
+    session: String,
 }
 
-async fn drive(
-    mut rpc: crate::proto::node_client::NodeClient<tonic::transport::Channel>,
-    session: String,
-    mut queued: mpsc::UnboundedReceiver<(proto::command::Work, Done)>,
-    unfinished: Arc<std::sync::atomic::AtomicUsize>,
-    settled: Arc<tokio::sync::Notify>,
-) {
-    use std::collections::HashMap;
-    use std::sync::atomic::Ordering;
-    let mut waiting: HashMap<u64, Done> = HashMap::new();
-    let mut next_tag = 0u64;
-    let finished = |n: usize| {
-        if unfinished.fetch_sub(n, Ordering::SeqCst) == n {
-            settled.notify_waiters();
-        }
-    };
-    let mut batch = |first: (proto::command::Work, Done),
-                     queued: &mut mpsc::UnboundedReceiver<(proto::command::Work, Done)>,
-                     waiting: &mut HashMap<u64, Done>| {
+impl tokio_stream::Stream for Outbound {
+    type Item = proto::SubmitRequest;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let Some(first) = std::task::ready!(self.queued.poll_recv(cx)) else {
+            return std::task::Poll::Ready(None);
+        };
+        let me = &mut *self;
         let mut commands = Vec::new();
+        let mut waiting = me.waiting.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = Some(first);
-        while let Some((work, done)) = next.take() {
-            next_tag += 1;
-            waiting.insert(next_tag, done);
+        while let Some((work, waiter)) = next.take() {
+            me.next_tag += 1;
+            waiting.insert(me.next_tag, waiter);
             commands.push(proto::Command {
-                tag: next_tag,
+                tag: me.next_tag,
                 work: Some(work),
             });
             if commands.len() < MAX_COMMANDS_PER_MESSAGE {
-                next = queued.try_recv().ok();
+                next = me.queued.try_recv().ok();
             }
         }
-        proto::SubmitRequest {
-            session: session.clone(),
+        std::task::Poll::Ready(Some(proto::SubmitRequest {
+            session: me.session.clone(),
             commands,
-        }
-    };
-    let Some(first) = queued.recv().await else {
-        return;
-    };
-    let (outbound, stream) = mpsc::channel::<proto::SubmitRequest>(16);
-    let _ = outbound.send(batch(first, &mut queued, &mut waiting)).await;
-    let ended = match rpc
-        .submit(tokio_stream::wrappers::ReceiverStream::new(stream))
-        .await
-    {
+        }))
+    }
+}
+
+/// Opens the stream and hears completions until it ends; whatever is still waiting then
+/// hears that the stream ended.
+async fn read_completions(
+    mut rpc: crate::proto::node_client::NodeClient<tonic::transport::Channel>,
+    outbound: Outbound,
+    waiting: Waiting,
+    tally: Arc<Tally>,
+) {
+    let why = match rpc.submit(outbound).await {
         Err(status) => status.message().to_string(),
         Ok(replies) => {
             let mut replies = replies.into_inner();
-            let mut open = true;
             loop {
-                tokio::select! {
-                    command = queued.recv(), if open => match command {
-                        Some(first) => {
-                            let request = batch(first, &mut queued, &mut waiting);
-                            if outbound.send(request).await.is_err() {
-                                break "the node closed the stream".to_string();
-                            }
+                let reply = match replies.message().await {
+                    Ok(Some(reply)) => reply,
+                    Ok(None) => break "the node ended it".to_string(),
+                    Err(status) => break status.message().to_string(),
+                };
+                let heard: Vec<(Waiter, Outcome)> = {
+                    let mut waiting = waiting.lock().unwrap_or_else(|p| p.into_inner());
+                    reply
+                        .completions
+                        .into_iter()
+                        .filter_map(|c| {
+                            let outcome = match ErrorCode::from_number(c.code as u32) {
+                                _ if c.code == 0 => Ok(()),
+                                Some(code) => Err((code, c.message)),
+                                None => Err((ErrorCode::DeviceError, c.message)),
+                            };
+                            waiting.remove(&c.tag).map(|waiter| (waiter, outcome))
+                        })
+                        .collect()
+                };
+                if !heard.is_empty() {
+                    // `done`s may block: in place, while the runtime moves this worker's
+                    // other tasks away.
+                    tokio::task::block_in_place(move || {
+                        for (waiter, outcome) in heard {
+                            waiter.hear(outcome);
                         }
-                        // The submitter went: finish what is in flight, then end.
-                        None => open = false,
-                    },
-                    reply = replies.message() => match reply {
-                        Ok(Some(reply)) => {
-                            let dones: Vec<_> = reply
-                                .completions
-                                .into_iter()
-                                .filter_map(|c| {
-                                    let outcome = match ErrorCode::from_number(c.code as u32) {
-                                        _ if c.code == 0 => Ok(()),
-                                        Some(code) => Err((code, c.message)),
-                                        None => Err((ErrorCode::DeviceError, c.message)),
-                                    };
-                                    waiting.remove(&c.tag).map(|done| (done, outcome))
-                                })
-                                .collect();
-                            let n = dones.len();
-                            hear(dones);
-                            finished(n);
-                            if !open && waiting.is_empty() {
-                                return;
-                            }
-                        }
-                        Ok(None) => break "the node ended the stream".to_string(),
-                        Err(status) => break status.message().to_string(),
-                    },
+                    });
                 }
             }
         }
     };
-    queued.close();
-    let mut dones: Vec<_> = waiting.into_values().collect();
-    while let Ok((_, done)) = queued.try_recv() {
-        dones.push(done);
-    }
-    let n = dones.len();
-    let why = format!("the command stream to the node ended: {ended}");
-    hear(
-        dones
-            .into_iter()
-            .map(|done| (done, Err((ErrorCode::DeviceError, why.clone()))))
-            .collect(),
-    );
-    finished(n);
+    *tally.why.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    tally.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+    let unheard: Vec<Waiter> = waiting
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, waiter)| waiter)
+        .collect();
+    drop(unheard);
+    tally.settled.notify_waiters();
 }

@@ -1262,7 +1262,7 @@ impl node_server::Node for NodeService {
         self.enqueue(&session, owner, work, "EnqueueLaunch").await
     }
 
-    type SubmitStream = ReceiverStream<Result<proto::SubmitReply, Status>>;
+    type SubmitStream = crate::pipeline::Replies;
 
     async fn submit(
         &self,
@@ -1278,11 +1278,9 @@ impl node_server::Node for NodeService {
         };
         let session = self.session_of(&client, &first.session, "Submit")?;
         let permit = self.stream_permit(&session, "Submit")?;
-        let (replies, answer) = mpsc::channel(4);
-        tokio::spawn(crate::pipeline::serve(
-            session, first, inbound, replies, permit,
-        ));
-        Ok(Response::new(ReceiverStream::new(answer)))
+        Ok(Response::new(crate::pipeline::serve(
+            session, first, inbound, permit,
+        )))
     }
 
     async fn queue_finish(
