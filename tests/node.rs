@@ -1629,3 +1629,72 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
     drop((submitter, stranger, client));
     node.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submitted_work_in_flight_when_the_node_stops_is_heard_not_lost() {
+    use accelhost_node::pipeline::Submitter;
+    use accelhost_node::proto::LaunchRequest;
+    use accelhost_node::proto::command::Work;
+    let node = start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true}"#).await;
+    let client = connect(&node.unix()).await;
+    client.enumerate(vec![]).await.unwrap();
+    let handle = client.open("xocl/emu:xocl0", false).await.unwrap();
+    let image = accelhost::workloads::vadd::vadd_image(2);
+    let program = client.create_program(handle, &image).await.unwrap();
+    let kernel = client.kernel(program, "vadd").await.unwrap();
+    let elements = 1u32 << 20;
+    let device = client
+        .alloc(handle, MemoryKind::Device, u64::from(elements) * 4, None)
+        .await
+        .unwrap()
+        .memory;
+    let queue = client.create_queue(handle).await.unwrap();
+    let submitter = Submitter::open(client.rpc(), client.session().to_string());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let submitted = 100u64;
+    for n in 0..submitted {
+        let launch = Work::Launch(LaunchRequest {
+            session: String::new(),
+            queue,
+            kernel,
+            args: vec![
+                memory_arg(device),
+                memory_arg(device),
+                memory_arg(device),
+                u32_arg(elements),
+            ],
+        });
+        submitter.submit(launch, heard(&tx, n)).ok().unwrap();
+    }
+    // Stopped with the commands in flight: the node ends the session, whose queue finishes
+    // what it took; whatever it did not take fails. Either way each one is heard once.
+    node.stop().await;
+    let (mut completed, mut failed) = (0, Vec::new());
+    for _ in 0..submitted {
+        let (_, outcome) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("every submitted command is heard")
+            .unwrap();
+        match outcome {
+            Ok(()) => completed += 1,
+            Err((_, why)) => failed.push(why),
+        }
+    }
+    assert!(
+        failed.iter().all(|why| !why.is_empty()),
+        "every failure says why: {failed:?}"
+    );
+    assert_eq!(completed + failed.len() as u64, submitted);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), rx.recv())
+            .await
+            .is_err(),
+        "nothing is heard twice"
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while !submitter.is_closed() {
+        assert!(Instant::now() < until, "the stream ends with the node");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop((submitter, client));
+}
