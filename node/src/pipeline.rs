@@ -244,10 +244,19 @@ async fn enqueue_all(
                 _ => break,
             },
         };
-        let mut batch = Vec::with_capacity(request.commands.len());
+        let mut batch = Vec::with_capacity(request.commands.len().min(MAX_IN_FLIGHT));
         for command in request.commands {
-            let Ok(permit) = in_flight.clone().acquire_owned().await else {
-                break;
+            let permit = match in_flight.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    // What is gathered goes first: its commands are what will give permits
+                    // back (a message may hold more commands than may be in flight).
+                    enqueue(std::mem::take(&mut batch), &done);
+                    let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                        break;
+                    };
+                    permit
+                }
             };
             let work = if request.session != session.id {
                 Err(status(
@@ -270,24 +279,39 @@ async fn enqueue_all(
             };
             batch.push((command.tag, work.map(|(_, work)| work), permit));
         }
-        // Enqueueing calls into the plugin: done in place (the runtime moves this worker's
-        // other tasks away meanwhile), which spares a thread hop per message.
-        tokio::task::block_in_place(|| {
-            for (tag, work, permit) in batch {
-                match work.and_then(|work| work.enqueue().map_err(from_host)) {
-                    Ok(event) => {
-                        let (done, watched) = (done.clone(), event.clone());
-                        event.on_finish(move || {
-                            let _ = done.send((finished(tag, &watched), permit));
-                        });
-                    }
-                    Err(status) => {
-                        let _ = done.send((failed(tag, &status), permit));
-                    }
+        enqueue(batch, &done);
+    }
+}
+
+/// Commands checked and ready, each with its tag and its in-flight permit.
+type Gathered = Vec<(u64, Result<Work, Status>, OwnedSemaphorePermit)>;
+
+/// Enqueues `batch` in order; each command's completion (or why it could not be enqueued)
+/// goes to `done` with its permit.
+fn enqueue(
+    batch: Gathered,
+    done: &mpsc::UnboundedSender<(proto::Completion, OwnedSemaphorePermit)>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    // Enqueueing calls into the plugin: done in place (the runtime moves this worker's other
+    // tasks away meanwhile), which spares a thread hop per message.
+    tokio::task::block_in_place(|| {
+        for (tag, work, permit) in batch {
+            match work.and_then(|work| work.enqueue().map_err(from_host)) {
+                Ok(event) => {
+                    let (done, watched) = (done.clone(), event.clone());
+                    event.on_finish(move || {
+                        let _ = done.send((finished(tag, &watched), permit));
+                    });
+                }
+                Err(status) => {
+                    let _ = done.send((failed(tag, &status), permit));
                 }
             }
-        });
-    }
+        }
+    });
 }
 
 /// How a submitted command ended: `Ok` when it completed, else its error code and why.
