@@ -122,16 +122,7 @@ impl DmaMemory {
         budget: &Arc<Budget>,
         huge_pages: bool,
     ) -> io::Result<Arc<Self>> {
-        if len == 0 {
-            return Err(errno(libc::EINVAL));
-        }
-        let page = page_size();
-        let huge = huge_pages && len >= HUGE_PAGE;
-        let granule = if huge { HUGE_PAGE } else { page };
-        let len = len
-            .checked_next_multiple_of(granule)
-            .filter(|&l| l <= isize::MAX as u64)
-            .ok_or_else(|| errno(libc::ENOMEM))?;
+        let (len, huge) = rounded(len, huge_pages)?;
         let charge = budget.charge(len)?;
         let mapped = map_anonymous(len, huge).or_else(|err| {
             if huge {
@@ -198,15 +189,7 @@ impl DmaMemory {
         budget: &Arc<Budget>,
         huge_pages: bool,
     ) -> io::Result<Arc<Self>> {
-        if len == 0 {
-            return Err(errno(libc::EINVAL));
-        }
-        let huge = huge_pages && len >= HUGE_PAGE;
-        let granule = if huge { HUGE_PAGE } else { page_size() };
-        let len = len
-            .checked_next_multiple_of(granule)
-            .filter(|&l| l <= isize::MAX as u64)
-            .ok_or_else(|| errno(libc::ENOMEM))?;
+        let (len, huge) = rounded(len, huge_pages)?;
         let charge = budget.charge(len)?;
         let memfd = create_memfd(len, huge).or_else(|err| {
             if huge {
@@ -478,6 +461,21 @@ impl Drop for DmaMemory {
         // `allocate`, or one whose ownership `from_mapping`'s caller handed over).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len as usize) };
     }
+}
+
+/// `len` rounded up to what an allocation maps: whole 2 MiB pages when `huge_pages` asks
+/// for them and `len` is at least one (then `true`), else whole pages. `EINVAL` for 0.
+fn rounded(len: u64, huge_pages: bool) -> io::Result<(u64, bool)> {
+    if len == 0 {
+        return Err(errno(libc::EINVAL));
+    }
+    let huge = huge_pages && len >= HUGE_PAGE;
+    let granule = if huge { HUGE_PAGE } else { page_size() };
+    let len = len
+        .checked_next_multiple_of(granule)
+        .filter(|&l| l <= isize::MAX as u64)
+        .ok_or_else(|| errno(libc::ENOMEM))?;
+    Ok((len, huge))
 }
 
 /// A memfd of `len` bytes, sealed against any change of size.
