@@ -1124,7 +1124,7 @@ async fn silent_connections_of_one_peer_cannot_lock_out_another() {
     // The held ones never start a TLS handshake: the node closes them after its handshake
     // time, and the peer's share is free again.
     let mut held = held;
-    let within = accelhost_node::server::HANDSHAKE + Duration::from_secs(5);
+    let within = accelhost_node::gate::HANDSHAKE + Duration::from_secs(5);
     for stream in &mut held {
         assert!(
             closed_by_node(stream, within).await,
@@ -1440,7 +1440,7 @@ async fn shared_memory_is_handed_once_sealed_and_only_while_the_node_holds_it() 
             .unwrap();
         offered += usize::from(made.shared.is_some());
     }
-    assert_eq!(offered, accelhost_node::shared_memory::MAX_OFFERS);
+    assert_eq!(offered, accelhost_node::offer::MAX_OFFERS);
 
     // A client that does not ask gets no offer.
     let plain = connect(&endpoint).await;

@@ -18,6 +18,8 @@ use accelhost_cli::measure::{
     median_of, ns, ns_per_call,
 };
 
+use crate::bench_figure::Target;
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The figures of BENCHMARKS.md: more and longer samples (about a minute) instead of the
@@ -47,32 +49,6 @@ pub struct Args {
 
 /// How many runs `--check` compares.
 const CHECK_RUNS: usize = 3;
-
-/// Which side of its bound a row's ratio must be on.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Target {
-    /// The ratio is a cost: at most this.
-    AtMost(f64),
-    /// The ratio is a rate or a share: at least this.
-    AtLeast(f64),
-}
-
-impl Target {
-    fn met(self, ratio: f64) -> bool {
-        match self {
-            Target::AtMost(bound) => ratio <= bound,
-            Target::AtLeast(bound) => ratio >= bound,
-        }
-    }
-
-    /// How far `ratio` is on the wrong side of the bound, as a share of the bound (0 when met).
-    fn miss(self, ratio: f64) -> f64 {
-        match self {
-            Target::AtMost(bound) => ((ratio - bound) / bound).max(0.0),
-            Target::AtLeast(bound) => ((bound - ratio) / bound).max(0.0),
-        }
-    }
-}
 
 /// One line of the table.
 struct Row {

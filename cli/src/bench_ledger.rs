@@ -11,7 +11,7 @@ use std::process::Command;
 use accelhost::OpenMode;
 use accelhost::ledger::LEDGER_ENV;
 
-use crate::bench_remote::RemoteFigure;
+use crate::bench_figure::Figure;
 use accelhost_cli::measure::{BenchHost, Settings, median, ns, ns_per_call};
 
 /// The calls measured, in the order a side prints them.
@@ -91,7 +91,7 @@ fn run_side(settings: &Settings, cache: &Path, ledger: bool) -> anyhow::Result<[
 
 /// The rows: each call's median over the rounds with the ledger, and the median of the rounds'
 /// ratios to the same call without it.
-pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFigure>> {
+pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<Figure>> {
     let rounds = if settings.samples > 5 { 7 } else { 3 };
     let mut with = vec![Vec::new(); CALLS.len()];
     let mut ratios = vec![Vec::new(); CALLS.len()];
@@ -114,13 +114,13 @@ pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFi
     Ok(CALLS
         .iter()
         .enumerate()
-        .map(|(call, what)| RemoteFigure {
+        .map(|(call, what)| Figure {
             what,
             measured: ns(median(&mut with[call])),
             baseline: format!("without the ledger {}", ns(median(&mut without[call]))),
             ratio: median(&mut ratios[call]),
             target: "≤ 1.05× without it",
-            bound: Some(crate::bench::Target::AtMost(BOUND)),
+            bound: Some(crate::bench_figure::Target::AtMost(BOUND)),
         })
         .collect())
 }

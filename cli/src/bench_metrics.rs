@@ -10,7 +10,7 @@ use accelhost::OpenMode;
 use accelhost_node::ServeConfig;
 use accelhost_node::service::NodeService;
 
-use crate::bench_remote::RemoteFigure;
+use crate::bench_figure::Figure;
 use accelhost_cli::measure::{self, BenchHost, Settings, median, ns, ns_per_call};
 
 /// Devices and plugins of the scraped node.
@@ -19,7 +19,7 @@ const PORTS: usize = 100;
 
 /// The scrape figure: the node's `/metrics` text for 10,000 devices and 100 plugins (after a
 /// health check, so every device is in it), against `list --json` of the same devices.
-pub fn scrape(settings: &Settings, cache: &Path) -> anyhow::Result<RemoteFigure> {
+pub fn scrape(settings: &Settings, cache: &Path) -> anyhow::Result<Figure> {
     let host = Arc::new(measure::enumeration_host(cache, PLUGINS, PORTS)?);
     let config = ServeConfig::parse(
         r#"{"listen": {"unix": {"path": "/nonexistent/accelhost-bench.sock"}}}"#,
@@ -61,19 +61,19 @@ pub fn scrape(settings: &Settings, cache: &Path) -> anyhow::Result<RemoteFigure>
         .collect();
     let scrape = median(&mut scrapes);
     let listing = median(&mut listings);
-    Ok(RemoteFigure {
+    Ok(Figure {
         what: "Prometheus scrape of a node: 10,000 devices, 100 plugins",
         measured: format!("{:.2} ms ({} KiB of text)", scrape / 1e6, bytes / 1024),
         baseline: format!("list --json of the same devices {:.2} ms", listing / 1e6),
         ratio: scrape / 50e6,
         target: "≤ 50 ms",
-        bound: Some(crate::bench::Target::AtMost(1.0)),
+        bound: Some(crate::bench_figure::Target::AtMost(1.0)),
     })
 }
 
 /// open + close and reset with per-call counting on (the default) and off, alternated in
 /// rounds so drift hits both alike; the best round of each is compared.
-pub fn counting(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFigure>> {
+pub fn counting(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<Figure>> {
     let on = BenchHost::start_counting(cache, true)?;
     let off = BenchHost::start_counting(cache, false)?;
     let open_close = |bench: &BenchHost| {
@@ -99,13 +99,13 @@ pub fn counting(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteF
         best[2] = best[2].min(reset(&on)?);
         best[3] = best[3].min(reset(&off)?);
     }
-    let row = |what, on: f64, off: f64| RemoteFigure {
+    let row = |what, on: f64, off: f64| Figure {
         what,
         measured: format!("{} counted", ns(on)),
         baseline: format!("{} uncounted (count_calls(false))", ns(off)),
         ratio: on / off,
         target: "≤ 1.05× uncounted",
-        bound: Some(crate::bench::Target::AtMost(1.05)),
+        bound: Some(crate::bench_figure::Target::AtMost(1.05)),
     };
     Ok(vec![
         row("open + close with per-call metrics", best[0], best[1]),

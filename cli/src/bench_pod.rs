@@ -10,8 +10,8 @@ use accelhost::{Config, Handle, Host, OpenMode, Token};
 use accelhost_cli::measure::{self, Settings};
 use anyhow::Context;
 
-use crate::bench::Target;
-use crate::bench_remote::RemoteFigure;
+use crate::bench_figure::Figure;
+use crate::bench_figure::Target;
 
 /// The memcpy AFU's run, as `accelhost demo` makes it: 128 copies of 32 KiB and an IRQ.
 const CAPI_COPIES: u64 = 128;
@@ -79,11 +79,7 @@ impl<'a> Devices<'a> {
 
 /// Measures the workloads in process (a host on the embedded default) and through the node
 /// at `socket`, in turns.
-pub fn figures(
-    settings: &Settings,
-    cache: &Path,
-    socket: PathBuf,
-) -> anyhow::Result<Vec<RemoteFigure>> {
+pub fn figures(settings: &Settings, cache: &Path, socket: PathBuf) -> anyhow::Result<Vec<Figure>> {
     let local = Host::builder()
         .config(Config::embedded_default())
         .cache_dir(cache)
@@ -154,7 +150,7 @@ pub fn figures(
         || tiny(&there),
         |pod, local| pod / local,
     );
-    figures.push(RemoteFigure {
+    figures.push(Figure {
         what: "tiny launches through a node's socket",
         measured: format!("{:.0}/s", rate.measured),
         baseline: format!("in process {:.0}/s", rate.baseline),
@@ -173,8 +169,8 @@ pub fn figures(
 
 /// A row judged as at least 0.8 of the in-process rate (`ratio`: the socket's rate over the
 /// in-process one).
-fn throughput(what: &'static str, measured: String, baseline: String, ratio: f64) -> RemoteFigure {
-    RemoteFigure {
+fn throughput(what: &'static str, measured: String, baseline: String, ratio: f64) -> Figure {
+    Figure {
         what,
         measured,
         baseline,

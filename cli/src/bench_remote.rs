@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use accelhost::{Config, Host};
 use accelhost_cli::measure::{Settings, median};
 
-use crate::bench::Target;
+use crate::bench_figure::{Figure, Target};
 use accelhost_node::proto::baseline_client::BaselineClient;
 use accelhost_node::proto::baseline_server::BaselineServer;
 use accelhost_node::proto::{Data, Empty, SourceRequest};
@@ -19,23 +19,6 @@ use anyhow::Context;
 use tokio::net::UnixListener;
 use tokio::sync::oneshot;
 use tokio_stream::wrappers::UnixListenerStream;
-
-/// One figure against its baseline.
-pub struct RemoteFigure {
-    /// What was measured.
-    pub what: &'static str,
-    /// The node's figure, for people.
-    pub measured: String,
-    /// The baseline's figure, for people.
-    pub baseline: String,
-    /// The node's figure as a multiple of the baseline's.
-    pub ratio: f64,
-    /// The target, for people.
-    pub target: &'static str,
-    /// The side of its bound `ratio` must be on to meet the target; `None` for a row that
-    /// only shows a cost.
-    pub bound: Option<Target>,
-}
 
 fn serve_config(dir: &Path, socket: &Path) -> String {
     // SAFETY: getuid cannot fail.
@@ -62,7 +45,7 @@ fn us(ns: f64) -> String {
 
 /// Measures the node: MMIO read latency and a 64 MiB round trip against the baseline
 /// service, and enumerate across one `accelhost serve` process per core against one.
-pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFigure>> {
+pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<Figure>> {
     let dir = cache.join("node");
     std::fs::create_dir_all(&dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -74,11 +57,7 @@ pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<RemoteFi
     Ok(figures)
 }
 
-async fn in_process(
-    settings: &Settings,
-    cache: &Path,
-    dir: &Path,
-) -> anyhow::Result<Vec<RemoteFigure>> {
+async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Result<Vec<Figure>> {
     let socket = dir.join("node.sock");
     let config_path = dir.join("serve.json");
     std::fs::write(&config_path, serve_config(dir, &socket))?;
@@ -138,7 +117,7 @@ async fn in_process(
         noops.push(started.elapsed().as_nanos() as f64);
     }
     let (read_p50, noop_p50) = (median(&mut reads), median(&mut noops));
-    let mut figures = vec![RemoteFigure {
+    let mut figures = vec![Figure {
         what: "remote MMIO read p50 (Unix socket)",
         measured: us(read_p50),
         baseline: format!("gRPC no-op {}", us(noop_p50)),
@@ -156,7 +135,7 @@ async fn in_process(
         batches.push(started.elapsed().as_nanos() as f64);
     }
     let batch_p50 = median(&mut batches);
-    figures.push(RemoteFigure {
+    figures.push(Figure {
         what: "remote MMIO write batch of 64, p50 (Unix socket)",
         measured: us(batch_p50),
         baseline: format!("one remote read {}", us(read_p50)),
@@ -211,7 +190,7 @@ async fn in_process(
     }
     let (node_s, floor_s) = (median(&mut node_s), median(&mut floor_s));
     let gbps = |s: f64| 2.0 * bytes as f64 / s / 1e9;
-    figures.push(RemoteFigure {
+    figures.push(Figure {
         what: "remote 64 MiB buffer write + read",
         measured: format!("{:.2} GB/s ({})", gbps(node_s), ms(node_s)),
         baseline: format!("gRPC stream {:.2} GB/s", gbps(floor_s)),
@@ -292,7 +271,7 @@ async fn proxy_read(
     cache: std::path::PathBuf,
     calls: usize,
     client_p50: f64,
-) -> anyhow::Result<RemoteFigure> {
+) -> anyhow::Result<Figure> {
     let proxy_p50 = tokio::task::spawn_blocking(move || -> anyhow::Result<f64> {
         let endpoint = format!("unix://{}", socket.display());
         let host = Host::builder()
@@ -319,7 +298,7 @@ async fn proxy_read(
         Ok(median(&mut reads))
     })
     .await??;
-    Ok(RemoteFigure {
+    Ok(Figure {
         what: "MMIO read through builtin:remote p50",
         measured: us(proxy_p50),
         baseline: format!("node client {}", us(client_p50)),
@@ -344,11 +323,7 @@ async fn enumerate_all(clients: &[Arc<Client>]) -> anyhow::Result<f64> {
     Ok(started.elapsed().as_secs_f64())
 }
 
-async fn one_per_core(
-    settings: &Settings,
-    cache: &Path,
-    dir: &Path,
-) -> anyhow::Result<RemoteFigure> {
+async fn one_per_core(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Result<Figure> {
     // The first fills the compile cache; the others start from it.
     let first = ServeProcess::start(cache, dir, 0)?;
     let mut clients = vec![Arc::new(first.connect().await?)];
@@ -370,7 +345,7 @@ async fn one_per_core(
     let (one, all) = (median(&mut one), median(&mut all));
     drop(clients);
     drop(nodes);
-    Ok(RemoteFigure {
+    Ok(Figure {
         what: "enumerate across one serving process per core",
         measured: format!("{} ({processes} processes)", ms(all)),
         baseline: format!("1 process {}", ms(one)),

@@ -2,6 +2,7 @@
 //! serve. Each subcommand is a thin layer over the `accelhost` library.
 
 mod bench;
+mod bench_figure;
 mod bench_ledger;
 mod bench_metrics;
 mod bench_pod;

@@ -18,6 +18,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_stream::{Stream, StreamExt};
 use tonic::transport::server::Connected;
 
+/// How long a new connection may stay silent before the node stops waiting for it: a TCP
+/// client's TLS handshake, a Unix client's first byte (a silent peer would otherwise hold a
+/// connection and a task).
+pub const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Who a connection comes from, as far as quotas go.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PeerKey {

@@ -21,6 +21,7 @@ pub mod identity;
 pub mod kubelet;
 pub mod listen;
 pub mod metrics;
+pub mod offer;
 pub mod pipeline;
 pub mod reach;
 pub mod remote;

@@ -78,7 +78,7 @@ impl Work {
         let kernel = match session.objects().get(req.kernel) {
             Some(Object::Kernel(_, kernel)) => kernel.clone(),
             _ => {
-                return Err(crate::service::no_object(
+                return Err(crate::session::no_object(
                     session, "kernel", req.kernel, call,
                 ));
             }
@@ -144,14 +144,14 @@ impl Work {
 fn queue(session: &Session, number: u64, call: &str) -> Result<(u64, Queue), Status> {
     match session.objects().get(number) {
         Some(Object::Queue(owner, queue)) => Ok((*owner, queue.clone())),
-        _ => Err(crate::service::no_object(session, "queue", number, call)),
+        _ => Err(crate::session::no_object(session, "queue", number, call)),
     }
 }
 
 fn memory(session: &Session, number: u64, call: &str) -> Result<Memory, Status> {
     match session.objects().get(number) {
         Some(Object::Memory(_, memory)) => Ok(memory.clone()),
-        _ => Err(crate::service::no_object(session, "memory", number, call)),
+        _ => Err(crate::session::no_object(session, "memory", number, call)),
     }
 }
 

@@ -24,10 +24,6 @@ use crate::service::NodeService;
 /// then they are cut, whatever the clients do (a silent upload, a watch never read).
 pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// How long a TCP client has to finish its TLS handshake before the node closes the
-/// connection (a silent peer would otherwise hold a connection and a handshake task).
-pub const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// A node with its listeners bound, ready to [`run`](BoundNode::run).
 pub struct BoundNode {
     service: Arc<NodeService>,
@@ -70,7 +66,7 @@ impl BoundNode {
                 let tls = ServerTlsConfig::new()
                     .identity(Identity::from_pem(certificate, key))
                     .client_ca_root(Certificate::from_pem(ca))
-                    .timeout(HANDSHAKE);
+                    .timeout(crate::gate::HANDSHAKE);
                 let listener =
                     TcpListener::bind(tcp.address)
                         .await

@@ -25,7 +25,7 @@ use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
 use crate::pipeline::Work;
 use crate::proto::{self, node_server};
-use crate::session::{DmaCharge, Object, Session, SessionCaps, Sessions, SessionsFull};
+use crate::session::{DmaCharge, Object, Session, SessionCaps, Sessions, SessionsFull, no_object};
 use crate::status::{from_host, status};
 
 /// The node service: one host, its serve config and its clients' sessions.
@@ -385,17 +385,6 @@ async fn blocking<R: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|err| status(ErrorCode::Internal, format!("a host call panicked: {err}")))?
-}
-
-/// The refusal of a call naming an object the session does not hold.
-pub(crate) fn no_object(session: &Session, what: &str, number: u64, call: &str) -> Status {
-    status(
-        ErrorCode::NotFound,
-        format!(
-            "{call}: session of client '{}' holds no {what} {number} (never opened here, or already released)",
-            session.client.name
-        ),
-    )
 }
 
 fn too_many(session: &Session, call: &str, max: usize) -> Status {

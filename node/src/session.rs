@@ -15,7 +15,7 @@ use crate::proto::SessionEvent;
 pub use crate::account::{DmaAccount, DmaCharge};
 use crate::config::ClientEntry;
 use crate::data::Shadow;
-use crate::shared_memory::{MAX_OFFERS, Offer};
+use crate::offer::{MAX_OFFERS, Offer};
 
 /// One client's session: created by `Attach`, ended when its stream goes.
 pub struct Session {
@@ -211,6 +211,17 @@ impl Objects {
     }
 }
 
+/// The refusal of a call naming an object the session does not hold.
+pub fn no_object(session: &Session, what: &str, number: u64, call: &str) -> Status {
+    crate::status::status(
+        accelhost::ErrorCode::NotFound,
+        format!(
+            "{call}: session of client '{}' holds no {what} {number} (never opened here, or already released)",
+            session.client.name
+        ),
+    )
+}
+
 /// Releases `buffer` now if nothing else holds it (else when the last holder drops it).
 pub fn release_buffer(buffer: Arc<DmaBuffer>) -> accelhost::Result<()> {
     match Arc::try_unwrap(buffer) {
@@ -272,22 +283,10 @@ pub(crate) fn random_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Fills `bytes` from the kernel's random source.
+/// Fills `bytes` from the system's random source (`getrandom`).
 pub(crate) fn random_bytes(bytes: &mut [u8]) {
-    let mut filled = 0;
-    while filled < bytes.len() {
-        // SAFETY: the pointer and length describe the unfilled tail of `bytes`.
-        let n = unsafe {
-            libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
-        };
-        if n > 0 {
-            filled += n as usize;
-        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            panic!(
-                "getrandom failed: {}; session ids and tickets cannot be made without it",
-                std::io::Error::last_os_error()
-            );
-        }
+    if let Err(err) = getrandom::fill(bytes) {
+        panic!("getrandom failed: {err}; session ids and tickets cannot be made without it");
     }
 }
 

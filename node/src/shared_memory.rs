@@ -6,8 +6,8 @@
 //!
 //! What keeps it contained: the memfd's size is sealed, so a client cannot make the node's
 //! mapping fault; an offer belongs to the object (released with it, so a pending descriptor
-//! never outlives the memory's charge), expires after [`OFFER_LIFETIME`], and a session has at
-//! most [`MAX_OFFERS`] pending; a released object's pages are freed even while the client
+//! never outlives the memory's charge), expires after [`OFFER_LIFETIME`](crate::offer::OFFER_LIFETIME), and a session has at
+//! most [`MAX_OFFERS`](crate::offer::MAX_OFFERS) pending; a released object's pages are freed even while the client
 //! still maps them (the host punches them out of the memfd), so what a client keeps mapped is
 //! its own memory, not the node's.
 
@@ -23,88 +23,18 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 
+use crate::offer::parse_ticket;
 use crate::session::Sessions;
 
 /// What a connection that redeems a ticket sends first; an HTTP/2 client's first byte is
 /// never 0.
 pub const MAGIC: [u8; 16] = *b"\0accelhost-shm/1";
 
-/// How long an offer waits to be redeemed.
-pub const OFFER_LIFETIME: Duration = Duration::from_secs(10);
-
-/// Offers a session may have pending at once; past it, objects are mirrored instead.
-pub const MAX_OFFERS: usize = 16;
-
 /// The longest ticket the node reads: its own are 24 bytes and a session id of 32.
 const MAX_TICKET: usize = 128;
 
 /// How long a redeeming connection may take to say what it wants.
 const REDEEM_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// An object's memory, waiting for its client.
-pub struct Offer {
-    secret: [u8; 16],
-    memory: OwnedFd,
-    until: Instant,
-}
-
-impl Offer {
-    /// Offers `memory` for `OFFER_LIFETIME`, under a fresh secret.
-    pub fn new(memory: OwnedFd) -> Offer {
-        let mut secret = [0u8; 16];
-        crate::session::random_bytes(&mut secret);
-        Offer {
-            secret,
-            memory,
-            until: Instant::now() + OFFER_LIFETIME,
-        }
-    }
-
-    /// Whether it can no longer be redeemed.
-    pub fn expired(&self, now: Instant) -> bool {
-        now >= self.until
-    }
-
-    /// The ticket a client redeems it with: the secret, the object and the session.
-    pub fn ticket(&self, session: &str, object: u64) -> Vec<u8> {
-        let mut ticket = Vec::with_capacity(24 + session.len());
-        ticket.extend_from_slice(&self.secret);
-        ticket.extend_from_slice(&object.to_le_bytes());
-        ticket.extend_from_slice(session.as_bytes());
-        ticket
-    }
-
-    /// The memory, if `secret` is this offer's and it has not expired.
-    pub fn redeem(self, secret: &[u8], now: Instant) -> Result<OwnedFd, &'static str> {
-        // Every byte compared, whatever the first mismatch.
-        let differs = self
-            .secret
-            .iter()
-            .zip(secret)
-            .fold(secret.len() ^ 16, |acc, (a, b)| acc | usize::from(a ^ b));
-        if differs != 0 {
-            Err("the ticket is not the one the node gave")
-        } else if self.expired(now) {
-            Err("the ticket expired (redeem it within 10 s of the reply)")
-        } else {
-            Ok(self.memory)
-        }
-    }
-}
-
-/// A ticket's parts: the secret, the object and the session id.
-fn parse_ticket(ticket: &[u8]) -> Option<(&[u8], u64, &str)> {
-    if ticket.len() < 24 {
-        return None;
-    }
-    let (secret, rest) = ticket.split_at(16);
-    let (object, session) = rest.split_at(8);
-    Some((
-        secret,
-        u64::from_le_bytes(object.try_into().ok()?),
-        std::str::from_utf8(session).ok()?,
-    ))
-}
 
 /// The connections of a Unix listener with the redeeming ones taken out and served here; the
 /// rest (gRPC) come out in the order their first bytes arrived. A connection that says
@@ -180,7 +110,7 @@ async fn first_byte(stream: &UnixStream) -> Option<u8> {
             }
         }
     };
-    tokio::time::timeout(crate::server::HANDSHAKE, peek)
+    tokio::time::timeout(crate::gate::HANDSHAKE, peek)
         .await
         .ok()
         .flatten()
@@ -415,41 +345,4 @@ pub fn offered_to(peer: &crate::identity::Peer) -> bool {
         peer,
         crate::identity::Peer::Unix { .. } | crate::identity::Peer::Allocation { .. }
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ticket_is_good_once_with_its_secret_before_it_expires() {
-        let memfd = || {
-            // SAFETY: creates a descriptor this test owns.
-            unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"t".as_ptr(), libc::MFD_CLOEXEC)) }
-        };
-        let offer = Offer::new(memfd());
-        let ticket = offer.ticket("abc", 7);
-        let (secret, object, session) = parse_ticket(&ticket).unwrap();
-        assert_eq!((object, session), (7, "abc"));
-        let mut wrong = secret.to_vec();
-        wrong[15] ^= 1;
-        assert!(Offer::new(memfd()).redeem(secret, Instant::now()).is_err());
-        let offer_again = Offer {
-            secret: offer.secret,
-            memory: memfd(),
-            until: offer.until,
-        };
-        assert!(offer_again.redeem(&wrong, Instant::now()).is_err());
-        assert!(offer.redeem(&secret[..15], Instant::now()).is_err());
-        let late = Offer::new(memfd());
-        let secret = late.secret;
-        let err = late
-            .redeem(&secret, Instant::now() + OFFER_LIFETIME)
-            .unwrap_err();
-        assert!(err.contains("expired"), "{err}");
-        let fresh = Offer::new(memfd());
-        let secret = fresh.secret;
-        assert!(fresh.redeem(&secret, Instant::now()).is_ok());
-        assert!(parse_ticket(b"short").is_none());
-    }
 }

@@ -12,7 +12,6 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::memory::DmaMemory;
 use crate::ledger::{self, Account};
 
 /// Which budget a charge counts against; refusals name it and the config field that sets it.
@@ -253,17 +252,6 @@ impl Owner {
             dma: Budget::new(BudgetKind::Dma, dma),
             host: Budget::host(host),
             shares_memory: false,
-        }
-    }
-
-    /// DMA memory of at least `len` bytes for this owner, charged to its grant: shareable
-    /// when the owner's host hands memory out, with 2 MiB pages tried first when
-    /// `huge_pages` (see [`DmaMemory::allocate`]).
-    pub fn allocate_dma(&self, len: u64, huge_pages: bool) -> io::Result<Arc<DmaMemory>> {
-        if self.shares_memory {
-            DmaMemory::allocate_shareable(len, self.id, &self.dma, huge_pages)
-        } else {
-            DmaMemory::allocate(len, self.id, &self.dma, huge_pages)
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::budget::{Budget, Charge, OwnerId};
+use super::budget::{Budget, Charge, Owner, OwnerId};
 use super::errno;
 use super::sync::{lock, wait_timeout};
 
@@ -460,6 +460,19 @@ impl Drop for DmaMemory {
         // SAFETY: `ptr`/`len` came from a successful mmap of exactly this size (ours in
         // `allocate`, or one whose ownership `from_mapping`'s caller handed over).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len as usize) };
+    }
+}
+
+impl Owner {
+    /// DMA memory of at least `len` bytes for this owner, charged to its grant: shareable
+    /// when the owner's host hands memory out, with 2 MiB pages tried first when
+    /// `huge_pages` (see [`DmaMemory::allocate`]).
+    pub fn allocate_dma(&self, len: u64, huge_pages: bool) -> io::Result<Arc<DmaMemory>> {
+        if self.shares_memory {
+            DmaMemory::allocate_shareable(len, self.id, &self.dma, huge_pages)
+        } else {
+            DmaMemory::allocate(len, self.id, &self.dma, huge_pages)
+        }
     }
 }
 
