@@ -136,7 +136,7 @@ async fn serve_redeemer(stream: &UnixStream, sessions: &Weak<Sessions>) {
 }
 
 async fn read_request(stream: &UnixStream) -> io::Result<Vec<u8>> {
-    // Read through a duplicate so that the stream itself is only borrowed.
+    // Read through a borrowing reader: the stream stays the caller's.
     let mut reader = ReadHalf(stream);
     let mut head = [0u8; 18];
     reader.read_exact(&mut head).await?;

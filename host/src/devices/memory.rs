@@ -124,26 +124,8 @@ impl DmaMemory {
     ) -> io::Result<Arc<Self>> {
         let (len, huge) = rounded(len, huge_pages)?;
         let charge = budget.charge(len)?;
-        let mapped = map_anonymous(len, huge).or_else(|err| {
-            if huge {
-                map_anonymous(len, false)
-            } else {
-                Err(err)
-            }
-        });
-        match mapped {
-            Ok(ptr) => Ok(Arc::new(DmaMemory {
-                ptr,
-                len,
-                owner,
-                _charge: charge,
-                io_address: AtomicU64::new(NO_IO_ADDRESS),
-                stores: Stores::default(),
-                memfd: None,
-                frees_shared: false,
-            })),
-            Err(err) => Err(err),
-        }
+        let ptr = huge_first(huge, |huge| map_anonymous(len, huge))?;
+        Ok(Self::wrap(ptr, len, owner, charge, None))
     }
 
     /// Takes over `len` bytes at `ptr`, a mapping someone else made (a driver's `mmap` of a
@@ -167,16 +149,7 @@ impl DmaMemory {
             return Err(errno(libc::EINVAL));
         }
         let charge = budget.charge(len)?;
-        Ok(Arc::new(DmaMemory {
-            ptr,
-            len,
-            owner,
-            _charge: charge,
-            io_address: AtomicU64::new(NO_IO_ADDRESS),
-            stores: Stores::default(),
-            memfd: None,
-            frees_shared: false,
-        }))
+        Ok(Self::wrap(ptr, len, owner, charge, None))
     }
 
     /// Like [`allocate`](Self::allocate), but backed by a sealed memfd that
@@ -191,24 +164,9 @@ impl DmaMemory {
     ) -> io::Result<Arc<Self>> {
         let (len, huge) = rounded(len, huge_pages)?;
         let charge = budget.charge(len)?;
-        let memfd = create_memfd(len, huge).or_else(|err| {
-            if huge {
-                create_memfd(len, false)
-            } else {
-                Err(err)
-            }
-        })?;
+        let memfd = huge_first(huge, |huge| create_memfd(len, huge))?;
         let ptr = map_shared_fd(&memfd, len)?;
-        Ok(Arc::new(DmaMemory {
-            ptr,
-            len,
-            owner,
-            _charge: charge,
-            io_address: AtomicU64::new(NO_IO_ADDRESS),
-            stores: Stores::default(),
-            memfd: Some(memfd),
-            frees_shared: true,
-        }))
+        Ok(Self::wrap(ptr, len, owner, charge, Some((memfd, true))))
     }
 
     /// A descriptor of this memory for another process to [map](Self::map_shared): a
@@ -246,16 +204,32 @@ impl DmaMemory {
         }
         let charge = budget.charge(len)?;
         let ptr = map_shared_fd(&fd, len)?;
-        Ok(Arc::new(DmaMemory {
+        Ok(Self::wrap(ptr, len, owner, charge, Some((fd, false))))
+    }
+
+    /// The value over a mapping made for `owner`, paid for by `charge`; `memfd` is the
+    /// descriptor behind a shared mapping, and whether dropping the value frees its pages.
+    fn wrap(
+        ptr: NonNull<u8>,
+        len: u64,
+        owner: OwnerId,
+        charge: Charge,
+        memfd: Option<(OwnedFd, bool)>,
+    ) -> Arc<Self> {
+        let (memfd, frees_shared) = match memfd {
+            Some((fd, frees)) => (Some(fd), frees),
+            None => (None, false),
+        };
+        Arc::new(DmaMemory {
             ptr,
             len,
             owner,
             _charge: charge,
             io_address: AtomicU64::new(NO_IO_ADDRESS),
             stores: Stores::default(),
-            memfd: Some(fd),
-            frees_shared: false,
-        }))
+            memfd,
+            frees_shared,
+        })
     }
 
     /// Faults every page in now, as pinning a buffer for DMA does (the kernel's DMA_MAP,
@@ -474,6 +448,11 @@ impl Owner {
             DmaMemory::allocate(len, self.id, &self.dma, huge_pages)
         }
     }
+}
+
+/// `make` with 2 MiB pages when `huge`, falling back to normal pages when those fail.
+fn huge_first<T>(huge: bool, make: impl Fn(bool) -> io::Result<T>) -> io::Result<T> {
+    make(huge).or_else(|err| if huge { make(false) } else { Err(err) })
 }
 
 /// `len` rounded up to what an allocation maps: whole 2 MiB pages when `huge_pages` asks
