@@ -1127,6 +1127,68 @@ fn a_host_killed_while_compiling_leaves_no_worker() {
 }
 
 #[test]
+fn a_short_command_leaves_the_optimized_code_of_a_large_plugin_for_the_next() {
+    let chaos = std::fs::read(support::guest("accelhost_plugin_chaos")).unwrap();
+    let tag = process_tag("baseline-first");
+    let (dir, cache) = crafted_beside_dfl(
+        "large.wasm",
+        &crafted::tagged(chaos, &tag),
+        r#""baseline_first_mib": 0"#,
+    );
+    // A worker that takes its time: the command ends while the optimized compile still runs.
+    let slow_worker = dir.join("slow-worker.sh");
+    std::fs::write(
+        &slow_worker,
+        format!(
+            "#!/bin/sh\nsleep 2\nexec '{}' \"$@\"\n",
+            env!("CARGO_BIN_EXE_accelhost")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &slow_worker,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let slow_worker = slow_worker.display().to_string();
+    let env = [
+        ("ACCELHOST_CACHE_DIR", cache.as_str()),
+        ("ACCELHOST_TEST_TAG", tag.as_str()),
+        ("ACCELHOST_COMPILE_WORKER", slow_worker.as_str()),
+    ];
+    let compiled = || {
+        std::fs::read_dir(&cache)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".cwasm"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let out = accelhost(&dir, &["plugins"], &env);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("running (baseline code)"), "{stdout}");
+    assert_eq!(compiled(), 1, "only the dfl plugin's code is cached yet");
+    // The command has ended; its optimized compile goes on and lands in the cache beside the
+    // dfl plugin's code, and then its worker ends too.
+    let began = std::time::Instant::now();
+    while (compiled() < 2 || !tagged_processes(&tag).is_empty())
+        && began.elapsed() < std::time::Duration::from_secs(90)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(compiled(), 2, "the optimized code is cached");
+    assert!(tagged_processes(&tag).is_empty(), "the worker ended");
+    let out = accelhost(&dir, &["plugins"], &env);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("running"), "{stdout}");
+    assert!(!stdout.contains("baseline code)"), "{stdout}");
+}
+
+#[test]
 fn the_compile_worker_can_be_named_by_the_environment() {
     let (dir, cache) = crafted_beside_dfl("other.wasm", &crafted::exporting_something_else(), "");
     let env = |worker: &'static str| {

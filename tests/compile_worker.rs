@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use accelhost::{CompileFailure, Config, Error, Host, PluginStatus};
+use accelhost::{
+    CompileFailure, Config, Error, ErrorCode, FaultCause, Filter, Host, OpenMode, PluginStatus,
+    Tier,
+};
 use support::harness::{Outcome, Trial};
 use support::{json_path, scratch_dir};
 
@@ -42,6 +45,10 @@ fn main() -> std::process::ExitCode {
         Trial {
             name: "a_plugin_file_compiled_by_the_worker_runs_plain_and_metered",
             run: a_plugin_file_compiled_by_the_worker_runs_plain_and_metered,
+        },
+        Trial {
+            name: "a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached",
+            run: a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached,
         },
         Trial {
             name: "hosts_starting_side_by_side_each_end_their_compile_at_the_limit",
@@ -379,6 +386,99 @@ fn a_plugin_file_compiled_by_the_worker_runs_plain_and_metered() -> Outcome {
     assert!(children().is_empty());
     // The worker's code, plain and metered, is cached for the next start.
     assert_eq!(compiled_entries_but_dfls(&cache).len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// A plugin file of at least `load_policy.baseline_first_mib` (here 0: any) starts on
+/// baseline code at once: it runs, and its deadline and fuel budget stop it there as they do
+/// on optimized code. Its optimized code compiles in the background into the cache, and the
+/// next start runs that, compiling nothing.
+fn a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached() -> Outcome {
+    let chaos = std::fs::read(support::guest("accelhost_plugin_chaos")).unwrap();
+    let tag = format!("baseline-{}", std::process::id());
+    let (dir, file, cache) = dir_with("chaos-file.wasm", &crafted::tagged(chaos, &tag));
+    let entry = |name: &str, config: &str, policy: &str| {
+        format!(
+            r#"{{"name": "{name}", "module": "{}", "config": {config},
+                "load_policy": {{"baseline_first_mib": 0, "on_fault": "disable", {policy}}}}}"#,
+            json_path(&file)
+        )
+    };
+    let plugins = [
+        entry(
+            "hangs",
+            r#"{"hang_in": "open"}"#,
+            r#""call_timeout_ms": 300"#,
+        ),
+        entry(
+            "metered",
+            r#"{"hang_in": "describe"}"#,
+            r#""fuel": 50000000, "call_timeout_ms": 60000"#,
+        ),
+    ];
+    let code_of = |host: &Host, plugin: &str| {
+        let info = host
+            .plugins()
+            .into_iter()
+            .find(|p| p.name == plugin)
+            .unwrap();
+        assert_eq!(info.status, PluginStatus::Running, "{plugin}");
+        info.code
+    };
+    let (host, _) = start(config_beside_dfl(&dir, &plugins), &cache);
+    let host = host.expect("the plugin files load");
+    for plugin in ["hangs", "metered"] {
+        assert_eq!(code_of(&host, plugin), Some(Tier::Baseline), "{plugin}");
+    }
+    let tokens = host.enumerate(&[Filter::new().vendor_id(0x1234)]).tokens;
+    let token_of = |plugin: &str| {
+        tokens
+            .iter()
+            .find(|t| t.plugin() == plugin)
+            .unwrap_or_else(|| panic!("{plugin} lists its device"))
+    };
+    let started = Instant::now();
+    let err = host
+        .open(token_of("hangs"), OpenMode::Exclusive)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
+    assert_eq!(
+        err.fault_cause(),
+        Some(&FaultCause::Deadline { timeout_ms: 300 }),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "baseline code past its deadline"
+    );
+    let err = token_of("metered").refresh().unwrap_err();
+    assert_eq!(
+        err.fault_cause(),
+        Some(&FaultCause::Fuel { fuel: 50_000_000 }),
+        "{err}"
+    );
+    dfl_lists_its_card(&host);
+    // The optimized code, plain and metered, reaches the cache; its workers end.
+    let began = Instant::now();
+    while (compiled_entries_but_dfls(&cache).len() < 2 || !children().is_empty())
+        && began.elapsed() < HANG
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(compiled_entries_but_dfls(&cache).len(), 2);
+    assert!(children().is_empty(), "workers left: {:?}", children());
+    drop(host);
+    let (again, _) = start(config_beside_dfl(&dir, &plugins), &cache);
+    let again = again.expect("the plugin files load again");
+    for plugin in ["hangs", "metered"] {
+        assert_eq!(code_of(&again, plugin), Some(Tier::Optimized), "{plugin}");
+    }
+    assert!(
+        children().is_empty(),
+        "the second start compiled: {:?}",
+        children()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

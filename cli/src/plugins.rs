@@ -43,7 +43,12 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                 p.wit_version
                     .as_deref()
                     .map_or("-".into(), |v| format!("accel:plugin@{v}")),
-                p.status.to_string(),
+                match p.code {
+                    Some(accelhost::Tier::Baseline) => {
+                        format!("{} (baseline code)", p.status)
+                    }
+                    _ => p.status.to_string(),
+                },
                 format!(
                     "devices [{}]; dma {} MiB",
                     g.devices.join(", "),
@@ -77,8 +82,10 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         "compiling: {}",
         match accelhost::compile_worker::program() {
             Some(_) => "plugin files in a worker process, each within its \
-                        load_policy.compile_timeout_ms and compile_memory_mib; built-in plugins \
-                        in this process"
+                        load_policy.compile_timeout_ms and compile_memory_mib (one of at least \
+                        load_policy.baseline_first_mib starts on baseline code while its \
+                        optimized code compiles in the background into the cache); built-in \
+                        plugins in this process"
                 .to_string(),
             None => format!(
                 "plugin files and built-in plugins in this process, unbounded (no compile \

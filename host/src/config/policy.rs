@@ -74,6 +74,13 @@ pub struct LoadPolicy {
     /// 1536 MiB, is three times the most an SDK plugin's compile needed here (under 512 MiB).
     #[serde(default = "default_compile_memory_mib")]
     pub compile_memory_mib: u64,
+    /// A plugin file's component of at least this many MiB starts on baseline code (Winch,
+    /// about five times as fast to compile) while its optimized code compiles in the
+    /// background into the compile cache; `0`: every plugin file. The default, 4 MiB, takes
+    /// the JavaScript and Python SDK plugins (14-18 MiB) and leaves Rust and C ones (under
+    /// 1 MiB) to compile optimized at once.
+    #[serde(default = "default_baseline_first_mib")]
+    pub baseline_first_mib: u64,
     /// Cap on the size of the plugin's module file, in MiB, checked before any of it is read:
     /// a plugin path naming a huge file must not fill the host's memory.
     #[serde(default = "default_max_module_mib")]
@@ -122,6 +129,9 @@ fn default_compile_timeout_ms() -> u64 {
 fn default_compile_memory_mib() -> u64 {
     1536
 }
+fn default_baseline_first_mib() -> u64 {
+    4
+}
 /// Seven times the largest SDK plugin measured (the Python SDK's NLB0 plugin, 17.9 MiB; the
 /// JavaScript one is 14 MiB), for larger plugins in those languages.
 fn default_max_module_mib() -> u64 {
@@ -148,6 +158,7 @@ impl Default for LoadPolicy {
             busy_window_ms: default_busy_window_ms(),
             compile_timeout_ms: default_compile_timeout_ms(),
             compile_memory_mib: default_compile_memory_mib(),
+            baseline_first_mib: default_baseline_first_mib(),
             max_module_mib: default_max_module_mib(),
         }
     }

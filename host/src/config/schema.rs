@@ -471,6 +471,7 @@ fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
             3_600_000,
         ),
         ("compile_memory_mib", policy.compile_memory_mib, 64, 65_536),
+        ("baseline_first_mib", policy.baseline_first_mib, 0, 4096),
         ("max_module_mib", policy.max_module_mib, 1, 4096),
     ])
 }

@@ -225,6 +225,11 @@ fn load_policy_fields_are_checked() {
             "compile_memory_mib",
             "invalid type",
         ),
+        (
+            r#""baseline_first_mib": 5000"#,
+            "baseline_first_mib",
+            "5000 is out of range: expected 0 to 4096",
+        ),
     ];
     for (policy, field, message) in cases {
         let err = error(&with_policy(policy));
@@ -258,6 +263,10 @@ fn load_policy_fields_are_checked() {
         (defaults.compile_timeout_ms, defaults.compile_memory_mib),
         (120_000, 1536),
         "room for the JavaScript and Python plugins' compiles on a slower machine"
+    );
+    assert_eq!(
+        defaults.baseline_first_mib, 4,
+        "the JavaScript and Python plugins start on baseline code, Rust and C ones do not"
     );
 }
 

@@ -26,7 +26,7 @@ use crate::error::{Error, ErrorCode, FaultCause, REMEMBERED, TrapKind};
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
     CallFailure, CompileLimits, ComponentCache, FileIdentity, LoadError, LoadedComponent,
-    PluginInstance, runtime,
+    PluginInstance, Tier, runtime,
 };
 use crate::state::{CallControl, LogBudget, PluginContext, Usage};
 use crate::text::cut_to;
@@ -125,6 +125,8 @@ pub(crate) struct Ticket {
 struct SlotState {
     status: PluginStatus,
     wit_version: Option<String>,
+    /// The compiler of the latest instance's code.
+    code: Option<Tier>,
     /// The optional interfaces its module exports.
     capabilities: Vec<&'static str>,
     restarts: u32,
@@ -186,6 +188,7 @@ impl PluginSlot {
             state: Mutex::new(SlotState {
                 status,
                 wit_version: None,
+                code: None,
                 capabilities: Vec::new(),
                 restarts: 0,
                 owner: None,
@@ -239,6 +242,7 @@ impl PluginSlot {
         {
             let mut state = lock(&self.state);
             state.wit_version = Some(loaded.wit_version.clone());
+            state.code = Some(loaded.tier);
             state.capabilities = loaded.exports.optional_exports();
         }
         let ctx = PluginContext::new(
@@ -674,7 +678,17 @@ fn refusal_error(entry: &PluginEntry, err: LoadError, remembered: bool) -> Error
 /// compatible `accel:plugin` version, needing only imports the host provides) without running
 /// any of its code. Returns the `accel:plugin` version it was built for.
 pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<String, Error> {
-    load_module(entry, cache).map(|loaded| loaded.wit_version.clone())
+    let loaded = load_module(entry, cache)?;
+    // A plugin that starts on baseline code is checked once its optimized code compiled too:
+    // that is the code it runs on, and the check leaves it in the compile cache.
+    if loaded.tier == Tier::Baseline {
+        let runtime = runtime().map_err(Error::Internal)?;
+        let metered = entry.load_policy.fuel.is_some();
+        runtime
+            .wait_optimized(&loaded.sha256, metered)
+            .map_err(|err| refusal_error(entry, err, false))?;
+    }
+    Ok(loaded.wit_version.clone())
 }
 
 /// An open handle as the manager tracks it.
@@ -773,6 +787,9 @@ impl Manager {
         for slot in &self.slots {
             slot.stop();
         }
+        if let Ok(runtime) = runtime() {
+            runtime.let_compiles_finish();
+        }
     }
 }
 
@@ -785,6 +802,10 @@ pub struct PluginInfo {
     pub module: String,
     /// The `accel:plugin` version the module was built for, if it could be read.
     pub wit_version: Option<String>,
+    /// The compiler of the code its latest instance runs, once it loaded: a large plugin
+    /// file starts on baseline code, and instances started after its optimized code is
+    /// compiled (a restart, the next start of the host) run that.
+    pub code: Option<Tier>,
     /// The optional interfaces its module exports (`fpga`, `offload`); calls into the
     /// others are answered `unsupported` by the host.
     pub capabilities: Vec<&'static str>,
@@ -841,6 +862,7 @@ impl PluginSlot {
             name: self.entry.name.clone(),
             module: self.entry.module_text.clone(),
             wit_version: state.wit_version.clone(),
+            code: state.code,
             capabilities: state.capabilities.clone(),
             status: state.status.clone(),
             grants: self.entry.grants.clone(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::engine::Tier;
 use crate::devices::{lock, wait_timeout};
 use crate::text::inert;
 
@@ -18,16 +19,17 @@ pub const PROGRESS_TARGET: &str = "accelhost::progress";
 /// How long a compile runs before it is announced.
 const ANNOUNCE_AFTER: Duration = Duration::from_secs(2);
 
-/// Runs `compile`, the compile of the `wasm_len` bytes of `plugin`'s component (in this
-/// process or in a worker); one that outlasts [`ANNOUNCE_AFTER`] is announced on
-/// [`PROGRESS_TARGET`] when it passes that mark and again when it ends.
-pub fn announced<T>(plugin: &str, wasm_len: usize, compile: impl FnOnce() -> T) -> T {
-    announced_after(plugin, wasm_len, ANNOUNCE_AFTER, compile)
+/// Runs `compile`, the compile of the `wasm_len` bytes of `plugin`'s component with the
+/// `tier` compiler (in this process or in a worker); one that outlasts [`ANNOUNCE_AFTER`] is
+/// announced on [`PROGRESS_TARGET`] when it passes that mark and again when it ends.
+pub fn announced<T>(plugin: &str, wasm_len: usize, tier: Tier, compile: impl FnOnce() -> T) -> T {
+    announced_after(plugin, wasm_len, tier, ANNOUNCE_AFTER, compile)
 }
 
 fn announced_after<T>(
     plugin: &str,
     wasm_len: usize,
+    tier: Tier,
     announce_after: Duration,
     compile: impl FnOnce() -> T,
 ) -> T {
@@ -40,12 +42,21 @@ fn announced_after<T>(
             while !*finished {
                 let left = announce_after.saturating_sub(started.elapsed());
                 if left.is_zero() {
-                    tracing::info!(
-                        target: PROGRESS_TARGET,
-                        "compiling plugin '{}' ({mib:.1} MiB) for its first load; the compiled \
-                         code is cached for the next start",
-                        inert(plugin)
-                    );
+                    match tier {
+                        Tier::Optimized => tracing::info!(
+                            target: PROGRESS_TARGET,
+                            "compiling plugin '{}' ({mib:.1} MiB) for its first load; the \
+                             compiled code is cached for the next start",
+                            inert(plugin)
+                        ),
+                        Tier::Baseline => tracing::info!(
+                            target: PROGRESS_TARGET,
+                            "compiling plugin '{}' ({mib:.1} MiB) on the baseline compiler for \
+                             its first load; its optimized code compiles in the background and \
+                             is cached for the next start",
+                            inert(plugin)
+                        ),
+                    }
                     return;
                 }
                 finished = wait_timeout(&done.1, finished, left);
@@ -64,6 +75,11 @@ fn announced_after<T>(
         let compiled = compile();
         drop(finished);
         let took = started.elapsed();
+        tracing::debug!(
+            "compiled plugin '{}' ({mib:.1} MiB, {tier:?}) in {} ms",
+            inert(plugin),
+            took.as_millis()
+        );
         if took >= announce_after {
             tracing::info!(
                 target: PROGRESS_TARGET,
@@ -77,8 +93,13 @@ fn announced_after<T>(
 }
 
 /// Compiles `wasm` for `engine` in this process, announced as [`announced`] says.
-pub fn in_process(engine: &Engine, wasm: &[u8], plugin: &str) -> wasmtime::Result<Component> {
-    announced(plugin, wasm.len(), || Component::new(engine, wasm))
+pub fn in_process(
+    engine: &Engine,
+    wasm: &[u8],
+    plugin: &str,
+    tier: Tier,
+) -> wasmtime::Result<Component> {
+    announced(plugin, wasm.len(), tier, || Component::new(engine, wasm))
 }
 
 #[cfg(test)]
@@ -116,6 +137,7 @@ mod tests {
             announced_after(
                 "quick\x1b]0;title\x07",
                 EMPTY_COMPONENT.len(),
+                Tier::Optimized,
                 announce_after,
                 || Component::new(&Engine::default(), EMPTY_COMPONENT),
             )

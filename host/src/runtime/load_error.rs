@@ -31,3 +31,19 @@ impl LoadError {
         }
     }
 }
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Unusable(reason) | LoadError::Runtime(reason) => f.write_str(reason),
+            LoadError::Incompatible { found } => {
+                write!(
+                    f,
+                    "it is built for accel:plugin@{found}, which this host does not serve"
+                )
+            }
+            LoadError::Compile(failure) => failure.fmt(f),
+            LoadError::Remembered(refusal) => refusal.fmt(f),
+        }
+    }
+}

@@ -13,6 +13,7 @@ mod load_error;
 pub(crate) mod plugin;
 mod refusals;
 mod stdio;
+mod tier_up;
 mod versions;
 pub mod worker;
 
@@ -20,13 +21,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{InstancePre, Linker};
+use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub(crate) use cache::FileIdentity;
 pub use cache::{CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB};
 pub use compile::PROGRESS_TARGET;
-pub(crate) use engine::engine_config;
+pub(crate) use engine::EngineKind;
+pub use engine::Tier;
 pub(crate) use instance::{CallFailure, PluginInstance};
 pub(crate) use load_error::LoadError;
 pub use versions::LATEST as WIT_VERSION;
@@ -36,7 +38,9 @@ pub(crate) use worker::CompileLimits;
 use crate::devices::lock;
 use crate::error::CompileFailure;
 use crate::state::{EPOCH_TICK, PluginState};
+use crate::text::inert;
 use plugin::ExportIndex;
+use tier_up::TierUp;
 
 /// How wasmtime says a component's memories, tables or instance do not fit the pooling
 /// allocator's slots: a refusal of the component (a compile in process gives the same), not a
@@ -100,14 +104,23 @@ pub(crate) struct LoadedComponent {
     pub exports: ExportIndex,
     /// The `accel:plugin` version the component was built against.
     pub wit_version: String,
+    /// The compiler its code came from. Baseline code serves until the optimized code is
+    /// compiled; instances started after that get the optimized code.
+    pub tier: Tier,
+    /// The sha256 of its wasm.
+    pub sha256: [u8; 32],
 }
 
 pub(crate) struct Runtime {
-    plain: Flavor,
-    metered: OnceLock<Result<Flavor, String>>,
+    /// An engine per [`EngineKind`], in the order of [`EngineKind::ALL`], each made on first
+    /// use (the plain optimizing one when the runtime starts).
+    flavors: [OnceLock<Result<Flavor, String>>; 4],
     loaded: Mutex<HashMap<LoadKey, Arc<LoadedComponent>>>,
     /// What was refused, by the same key (the cache's `refused/` keeps it across runs).
     refused: Mutex<HashMap<LoadKey, LoadError>>,
+    /// The optimized compiles started in the background for plugins started on baseline
+    /// code, by the same key; an ended one keeps its outcome.
+    tier_ups: Mutex<HashMap<LoadKey, Arc<TierUp>>>,
 }
 
 /// A compiled plugin is found again by the sha256 of its wasm and whether it meters fuel.
@@ -125,8 +138,11 @@ struct Flavor {
 /// How the plain engine allocates instances: `pooling (N instance slots)`, or `on-demand`
 /// with the reason the pool was not used. Starts the runtime if it was not running.
 pub fn instance_allocator() -> String {
-    match runtime() {
-        Ok(runtime) => runtime.plain.allocator.clone(),
+    match runtime().and_then(|r| {
+        r.flavor(EngineKind::optimized(false))
+            .map_err(|e| e.to_string())
+    }) {
+        Ok(flavor) => flavor.allocator.clone(),
         Err(err) => err,
     }
 }
@@ -181,12 +197,18 @@ pub(crate) fn runtime() -> Result<&'static Runtime, String> {
 }
 
 impl Flavor {
-    fn new(metered: bool) -> wasmtime::Result<Flavor> {
-        let config = engine_config(metered);
+    fn new(kind: EngineKind) -> wasmtime::Result<Flavor> {
+        let config = kind.config();
         // The pooling allocator reserves address space for every slot up front (about 4 GiB
         // per memory); where that fails (a `ulimit -v`, a small address space), instances are
-        // allocated on demand instead, which only costs instantiation time.
-        let (engine, allocator) = match pool_instances() {
+        // allocated on demand instead, which only costs instantiation time. Baseline code
+        // serves a plugin only until its optimized code is compiled: its engines take no
+        // address space for a pool of their own.
+        let pool = match kind.tier {
+            Tier::Optimized => pool_instances(),
+            Tier::Baseline => None,
+        };
+        let (engine, allocator) = match pool {
             Some(instances) => {
                 let mut pooled = config.clone();
                 pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(instances)));
@@ -203,6 +225,9 @@ impl Flavor {
                         )
                     }
                 }
+            }
+            None if kind.tier == Tier::Baseline => {
+                (Engine::new(&config)?, "on-demand (baseline code)".into())
             }
             None => (Engine::new(&config)?, format!("on-demand ({POOL_ENV}=off)")),
         };
@@ -229,22 +254,22 @@ impl Flavor {
 
 impl Runtime {
     fn new() -> wasmtime::Result<Runtime> {
-        Ok(Runtime {
-            plain: Flavor::new(false)?,
-            metered: OnceLock::new(),
+        let runtime = Runtime {
+            flavors: Default::default(),
             loaded: Mutex::default(),
             refused: Mutex::default(),
-        })
+            tier_ups: Mutex::default(),
+        };
+        let plain = EngineKind::optimized(false);
+        let _ = runtime.flavors[plain.index()].set(Ok(Flavor::new(plain)?));
+        Ok(runtime)
     }
 
-    fn flavor(&self, metered: bool) -> Result<&Flavor, LoadError> {
-        if !metered {
-            return Ok(&self.plain);
-        }
-        self.metered
+    fn flavor(&self, kind: EngineKind) -> Result<&Flavor, LoadError> {
+        self.flavors[kind.index()]
             .get_or_init(|| {
-                Flavor::new(true)
-                    .map_err(|e| format!("cannot start the fuel-metering engine: {e:#}"))
+                Flavor::new(kind)
+                    .map_err(|e| format!("cannot start the {} engine: {e:#}", kind.arg()))
             })
             .as_ref()
             .map_err(|e| LoadError::Runtime(e.clone()))
@@ -256,6 +281,7 @@ impl Runtime {
     pub fn forget_loaded(&self) {
         lock(&self.loaded).clear();
         lock(&self.refused).clear();
+        lock(&self.tier_ups).clear();
     }
 
     /// Compiles (or finds in the caches) and links `wasm`, the module of `plugin`, checking
@@ -263,10 +289,11 @@ impl Runtime {
     /// compiles it to count fuel. `sha256` is the bytes' digest where it is known already
     /// (an embedded plugin's, from its build), else it is computed. A plugin file has its
     /// compile `limits` and compiles in a worker process if there is one; a built-in plugin
-    /// (`None`) compiles in this process. A refusal is remembered by the digest, and nothing
+    /// (`None`) compiles in this process. A large plugin file may start on baseline code
+    /// (`limits.baseline_first_bytes`). A refusal is remembered by the digest, and nothing
     /// refused is stored in the cache.
     pub fn load(
-        &self,
+        &'static self,
         wasm: &[u8],
         sha256: Option<[u8; 32]>,
         plugin: &str,
@@ -279,17 +306,21 @@ impl Runtime {
         if let Some(loaded) = self.load_compiled(&sha, cache, metered, limits)? {
             return Ok(loaded);
         }
-        let flavor = self.flavor(metered)?;
-        let loaded = self
-            .compile(flavor, wasm, plugin, metered, limits)
-            .and_then(|(component, serialized)| {
-                let loaded = self.link(flavor, component, sha, metered)?;
-                match serialized {
-                    Some(code) => cache.store_serialized(&flavor.engine, &sha, &code),
-                    None => cache.store(&flavor.engine, &sha, loaded.pre.component()),
-                }
-                Ok(loaded)
-            });
+        if let Some(loaded) = self.load_baseline_first(wasm, sha, plugin, cache, metered, limits) {
+            return Ok(loaded);
+        }
+        let kind = EngineKind::optimized(metered);
+        let flavor = self.flavor(kind)?;
+        let loaded =
+            self.compile(kind, wasm, plugin, limits)
+                .and_then(|(component, serialized)| {
+                    let loaded = self.link(flavor, component, sha, kind)?;
+                    match serialized {
+                        Some(code) => cache.store_serialized(&flavor.engine, &sha, &code),
+                        None => cache.store(&flavor.engine, &sha, loaded.pre.component()),
+                    }
+                    Ok(loaded)
+                });
         match &loaded {
             Ok(_) => self.forget_refusal(flavor, &sha, metered, cache),
             Err(refusal) if refusal.is_remembered() => {
@@ -300,19 +331,142 @@ impl Runtime {
         loaded
     }
 
-    /// Compiles `wasm` for `flavor`: in a worker within `limits` where there is a worker and
-    /// limits, else in this process. Gives the worker's serialized code too, to be cached as
-    /// it is.
-    fn compile(
-        &self,
-        flavor: &Flavor,
+    /// Starts a large plugin file on baseline code at once, and its optimized compile in the
+    /// background, in a worker that puts the code into the compile cache (it outlives a
+    /// short-lived command, so that the next start finds the optimized code). `None` where
+    /// that does not apply (a component under `limits.baseline_first_bytes`, no worker, no
+    /// cache directory) or the baseline compile failed: the optimized compile then runs at
+    /// once, and its outcome is the load's.
+    fn load_baseline_first(
+        &'static self,
         wasm: &[u8],
+        sha: [u8; 32],
         plugin: &str,
+        cache: &ComponentCache,
         metered: bool,
         limits: Option<CompileLimits>,
-    ) -> Result<(wasmtime::component::Component, Option<Vec<u8>>), LoadError> {
+    ) -> Option<Arc<LoadedComponent>> {
+        let limits = limits.filter(|l| wasm.len() as u64 >= l.baseline_first_bytes)?;
+        let program = worker::program()?;
+        cache.dir()?;
+        let kind = EngineKind::baseline(metered);
+        let loaded = self.flavor(kind).and_then(|flavor| {
+            let (component, _) = self.compile(kind, wasm, plugin, Some(limits))?;
+            self.link(flavor, component, sha, kind)
+        });
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(err) => {
+                tracing::debug!(
+                    "plugin '{}' did not compile on the baseline compiler, compiling it \
+                     optimized: {err}",
+                    inert(plugin)
+                );
+                return None;
+            }
+        };
+        self.tier_up(sha, metered, plugin, &program, wasm, limits, cache);
+        Some(loaded)
+    }
+
+    /// Starts the optimized compile of a plugin that runs on baseline code, unless one was
+    /// started already.
+    #[allow(clippy::too_many_arguments)]
+    fn tier_up(
+        &'static self,
+        sha: [u8; 32],
+        metered: bool,
+        plugin: &str,
+        program: &std::path::Path,
+        wasm: &[u8],
+        limits: CompileLimits,
+        cache: &ComponentCache,
+    ) {
+        let key = (sha, metered);
+        let tier_up = Arc::new(TierUp::default());
+        {
+            let mut tier_ups = lock(&self.tier_ups);
+            if tier_ups.contains_key(&key) {
+                return;
+            }
+            tier_ups.insert(key, tier_up.clone());
+        }
+        let kind = EngineKind::optimized(metered);
+        let plugin = plugin.to_string();
+        let cache = cache.clone();
+        let ending = tier_up.clone();
+        let started = worker::compile_into_cache(program, wasm, kind, limits, &cache)
+            .map_err(LoadError::Compile)
+            .and_then(|worker| {
+                tier_up.running(&worker);
+                let plugin = plugin.clone();
+                std::thread::Builder::new()
+                    .name("accelhost-tier-up".into())
+                    .spawn(move || {
+                        let outcome = worker
+                            .wait()
+                            .map_err(LoadError::Compile)
+                            .and_then(|()| self.take_optimized(&sha, &cache, kind).map(drop));
+                        ending.end(&plugin, outcome);
+                    })
+                    .map_err(|e| {
+                        LoadError::Runtime(format!("cannot start the optimized compile: {e}"))
+                    })
+            });
+        if let Err(err) = started {
+            tier_up.end(&plugin, Err(err));
+        }
+    }
+
+    /// Links the optimized code of `sha` that a worker put into the cache, for the instances
+    /// started from now on.
+    fn take_optimized(
+        &self,
+        sha: &[u8; 32],
+        cache: &ComponentCache,
+        kind: EngineKind,
+    ) -> Result<Arc<LoadedComponent>, LoadError> {
+        let flavor = self.flavor(kind)?;
+        let component = cache.load(&flavor.engine, sha).ok_or_else(|| {
+            LoadError::Runtime(
+                "its optimized code did not reach the compile cache (see the cache's warnings)"
+                    .into(),
+            )
+        })?;
+        self.link(flavor, component, *sha, kind)
+    }
+
+    /// Lets the optimized compiles running in the background finish into the compile cache
+    /// if this process ends before them: a host that shuts down does (a short-lived command
+    /// then leaves the optimized code for its next start); one killed ends them.
+    pub fn let_compiles_finish(&self) {
+        let tier_ups: Vec<Arc<TierUp>> = lock(&self.tier_ups).values().cloned().collect();
+        for tier_up in tier_ups {
+            tier_up.let_finish();
+        }
+    }
+
+    /// Waits for the optimized compile of the plugin whose wasm has the digest `sha`, if it
+    /// was started on baseline code in this process, and gives the compile's outcome: what
+    /// checking a plugin waits for, so that the check leaves the optimized code in the cache.
+    pub fn wait_optimized(&self, sha: &[u8; 32], metered: bool) -> Result<(), LoadError> {
+        let tier_up = lock(&self.tier_ups).get(&(*sha, metered)).cloned();
+        tier_up.map_or(Ok(()), |tier_up| tier_up.wait())
+    }
+
+    /// Compiles `wasm` for an engine of `kind`: in a worker within `limits` where there is a
+    /// worker and limits, else in this process. Gives the worker's serialized code too, to be
+    /// cached as it is.
+    fn compile(
+        &self,
+        kind: EngineKind,
+        wasm: &[u8],
+        plugin: &str,
+        limits: Option<CompileLimits>,
+    ) -> Result<(Component, Option<Vec<u8>>), LoadError> {
+        let flavor = self.flavor(kind)?;
         let (Some(limits), Some(program)) = (limits, worker::program()) else {
-            return compile::in_process(&flavor.engine, wasm, plugin)
+            return compile::in_process(&flavor.engine, wasm, plugin, kind.tier)
                 .map(|component| (component, None))
                 .map_err(|e| {
                     LoadError::Compile(CompileFailure::Invalid {
@@ -320,8 +474,8 @@ impl Runtime {
                     })
                 });
         };
-        let code = compile::announced(plugin, wasm.len(), || {
-            worker::compile(&program, wasm, metered, limits)
+        let code = compile::announced(plugin, wasm.len(), kind.tier, || {
+            worker::compile(&program, wasm, kind, limits)
         })
         .map_err(LoadError::Compile)?;
         // SAFETY: the code was made by `Engine::precompile_component` in a compile worker:
@@ -330,24 +484,21 @@ impl Runtime {
         // for), with this engine's configuration (`engine_config`); wasmtime refuses code of
         // another version or configuration. The worker bounds the compile's time and memory,
         // not the trust: the compiler's output is trusted as it is when it runs in process.
-        let component =
-            unsafe { wasmtime::component::Component::deserialize(&flavor.engine, &code) }.map_err(
-                |e| {
-                    let message = format!("{e:#}");
-                    if message.contains(POOL_REFUSAL) {
-                        // The component's own shape, as a compile in process would find it.
-                        LoadError::Compile(CompileFailure::Invalid { message })
-                    } else {
-                        LoadError::Compile(CompileFailure::Worker {
-                            reason: format!(
-                                "the compile worker {} made code this host cannot load: \
+        let component = unsafe { Component::deserialize(&flavor.engine, &code) }.map_err(|e| {
+            let message = format!("{e:#}");
+            if message.contains(POOL_REFUSAL) {
+                // The component's own shape, as a compile in process would find it.
+                LoadError::Compile(CompileFailure::Invalid { message })
+            } else {
+                LoadError::Compile(CompileFailure::Worker {
+                    reason: format!(
+                        "the compile worker {} made code this host cannot load: \
                                  {message}",
-                                program.display()
-                            ),
-                        })
-                    }
-                },
-            )?;
+                        program.display()
+                    ),
+                })
+            }
+        })?;
         Ok((component, Some(code)))
     }
 
@@ -362,8 +513,16 @@ impl Runtime {
         limits: Option<CompileLimits>,
     ) -> Result<Option<Arc<LoadedComponent>>, LoadError> {
         let key = (*sha, metered);
-        if let Some(loaded) = lock(&self.loaded).get(&key) {
-            return Ok(Some(loaded.clone()));
+        let in_memory = lock(&self.loaded).get(&key).cloned();
+        if let Some(loaded) = in_memory {
+            // Baseline code gives way to optimized code in the cache, whoever put it there.
+            if loaded.tier == Tier::Baseline
+                && let Ok(optimized) =
+                    self.take_optimized(sha, cache, EngineKind::optimized(metered))
+            {
+                return Ok(Some(optimized));
+            }
+            return Ok(Some(loaded));
         }
         let remembered = |refusal: &LoadError| {
             refusals::holds(refusal, limits)
@@ -372,9 +531,9 @@ impl Runtime {
         if let Some(refusal) = lock(&self.refused).get(&key).and_then(remembered) {
             return Err(refusal);
         }
-        let flavor = self.flavor(metered)?;
+        let flavor = self.flavor(EngineKind::optimized(metered))?;
         if let Some(component) = cache.load(&flavor.engine, sha) {
-            return match self.link(flavor, component, *sha, metered) {
+            return match self.link(flavor, component, *sha, EngineKind::optimized(metered)) {
                 Ok(loaded) => Ok(Some(loaded)),
                 Err(refusal) => {
                     // Stored by a host that cached before linking: refused, and gone.
@@ -418,13 +577,14 @@ impl Runtime {
         }
     }
 
-    /// Checks `component`'s interface and links it, and keeps it for the next load of `sha`.
+    /// Checks `component`'s interface and links it, and keeps it for the next load of `sha`
+    /// (in place of baseline code, if the component ran on that).
     fn link(
         &self,
         flavor: &Flavor,
-        component: wasmtime::component::Component,
+        component: Component,
         sha: [u8; 32],
-        metered: bool,
+        kind: EngineKind,
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         let Flavor { engine, linker, .. } = flavor;
         let wit_version = wit_version(engine, &component)?;
@@ -438,8 +598,10 @@ impl Runtime {
             pre,
             exports,
             wit_version,
+            tier: kind.tier,
+            sha256: sha,
         });
-        lock(&self.loaded).insert((sha, metered), loaded.clone());
+        lock(&self.loaded).insert((sha, kind.metered), loaded.clone());
         Ok(loaded)
     }
 }
@@ -466,10 +628,7 @@ fn classify(wasm: &[u8]) -> Result<(), LoadError> {
 }
 
 /// The `accel:plugin` version a component names in its exports and imports.
-fn wit_version(
-    engine: &Engine,
-    component: &wasmtime::component::Component,
-) -> Result<String, LoadError> {
+fn wit_version(engine: &Engine, component: &Component) -> Result<String, LoadError> {
     let ty = component.component_type();
     let names: Vec<String> = ty
         .exports(engine)
@@ -517,17 +676,31 @@ mod tests {
 
     #[test]
     fn a_worker_engine_without_the_pool_makes_code_the_pooled_engine_loads() {
-        let mut pooled = engine_config(false);
+        let mut pooled = EngineKind::optimized(false).config();
         pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(4)));
         let pooled = Engine::new(&pooled).unwrap();
-        let worker = Engine::new(&engine_config(false)).unwrap();
+        let worker = Engine::new(&EngineKind::optimized(false).config()).unwrap();
         assert_eq!(compatibility(&pooled), compatibility(&worker));
-        let metered = Engine::new(&engine_config(true)).unwrap();
+        let metered = Engine::new(&EngineKind::optimized(true).config()).unwrap();
         assert_ne!(compatibility(&metered), compatibility(&worker));
         // And the code itself: compiled by one, loaded by the other.
         let code = worker.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
         // SAFETY: the code was just compiled by this process, for this configuration.
         unsafe { wasmtime::component::Component::deserialize(&pooled, &code) }.unwrap();
+    }
+
+    #[test]
+    fn baseline_code_does_not_load_into_an_optimizing_engine() {
+        let optimized = Engine::new(&EngineKind::optimized(false).config()).unwrap();
+        let baseline = Engine::new(&EngineKind::baseline(false).config()).unwrap();
+        assert_ne!(compatibility(&optimized), compatibility(&baseline));
+        let code = baseline.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
+        // SAFETY: the code was just made by `precompile_component`, for the baseline engine.
+        let loaded = unsafe { wasmtime::component::Component::deserialize(&optimized, &code) };
+        assert!(
+            loaded.is_err(),
+            "baseline code loaded into the optimizing engine"
+        );
     }
 
     /// A component that compiles but is no plugin (it exports nothing), made unique by a
@@ -596,11 +769,13 @@ mod tests {
         let runtime = runtime().unwrap();
         let sha = [0x5au8; 32];
         let timed_out = LoadError::Compile(CompileFailure::TimedOut { limit_ms: 1500 });
-        refusals::write(&cache, &runtime.plain.engine, &sha, &timed_out);
+        let plain = runtime.flavor(EngineKind::optimized(false)).unwrap();
+        refusals::write(&cache, &plain.engine, &sha, &timed_out);
         let limits = |timeout_ms| {
             Some(CompileLimits {
                 timeout_ms,
                 memory_mib: 1024,
+                baseline_first_bytes: u64::MAX,
             })
         };
         let same = runtime.load_compiled(&sha, &cache, false, limits(1500));

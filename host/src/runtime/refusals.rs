@@ -210,6 +210,7 @@ mod tests {
             Some(CompileLimits {
                 timeout_ms,
                 memory_mib,
+                baseline_first_bytes: u64::MAX,
             })
         };
         let timed_out = LoadError::Compile(CompileFailure::TimedOut { limit_ms: 1500 });

@@ -16,7 +16,7 @@
 //! `compile_memory_mib` of output, kills and reaps the worker at the deadline (or when the
 //! waiting thread unwinds), and tells a limit from a crash by how the worker ended.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -27,6 +27,10 @@ use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
+
+use super::cache::ComponentCache;
+use super::engine::EngineKind;
 use crate::config::LoadPolicy;
 use crate::error::CompileFailure;
 
@@ -37,6 +41,12 @@ pub const WORKER_ENV: &str = "ACCELHOST_COMPILE_WORKER";
 
 /// The first argument that makes a binary calling [`serve_if_asked`] a compile worker.
 const WORKER_ARG: &str = "__accelhost-compile-worker";
+/// The argument after the engine kind that makes a worker put its code into the compile cache
+/// (followed by the cache's directory and its cap in bytes) instead of on stdout.
+const INTO_CACHE_ARG: &str = "--into-cache";
+/// What the host writes on the stdin of a worker compiling into the cache to let it finish
+/// if the host ends; without it, the end of its stdin ends the worker, as any worker's.
+const LET_FINISH: u8 = b'f';
 
 /// The worker's exit status when wasmtime refused the component (its error is on stderr).
 const EXIT_INVALID: i32 = 3;
@@ -65,8 +75,7 @@ static THIS_EXECUTABLE: OnceLock<PathBuf> = OnceLock::new();
 pub fn serve_if_asked() {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() == Some(OsStr::new(WORKER_ARG)) {
-        let flavor = args.next();
-        std::process::exit(serve(flavor.as_deref().and_then(OsStr::to_str)));
+        std::process::exit(serve(args.collect()));
     }
     // The running executable's image, even if its file was replaced or removed since it
     // started: a worker is then the same build as the host, whose code the host can load.
@@ -98,6 +107,9 @@ pub(crate) struct CompileLimits {
     pub timeout_ms: u64,
     /// `load_policy.compile_memory_mib`.
     pub memory_mib: u64,
+    /// `load_policy.baseline_first_mib`, in bytes: a component at least this large starts on
+    /// baseline code while its optimized code compiles in the background.
+    pub baseline_first_bytes: u64,
 }
 
 impl CompileLimits {
@@ -106,6 +118,7 @@ impl CompileLimits {
         CompileLimits {
             timeout_ms: policy.compile_timeout_ms,
             memory_mib: policy.compile_memory_mib,
+            baseline_first_bytes: policy.baseline_first_mib.saturating_mul(1 << 20),
         }
     }
 
@@ -165,18 +178,42 @@ fn read_frame(reader: &mut impl Read, cap: u64) -> Result<Vec<u8>, FrameError> {
     Ok(bytes)
 }
 
-/// The worker: reads the wasm from stdin, compiles it for the `flavor` engine (`plain` or
-/// `metered`), writes the compiled code to stdout. Returns the exit status.
-fn serve(flavor: Option<&str>) -> i32 {
-    let metered = match flavor {
-        Some("plain") => false,
-        Some("metered") => true,
-        other => {
-            eprintln!(
-                "accelhost compile worker: expected the flavor plain or metered, got {other:?}"
-            );
-            return EXIT_BAD_REQUEST;
+/// Where a worker puts the code it compiled.
+enum Answer {
+    /// On stdout, as one frame, for the host that waits for it.
+    Stdout,
+    /// Into the compile cache, by the wasm's digest: a worker started by
+    /// [`compile_into_cache`], which goes on if its host ends.
+    IntoCache(ComponentCache),
+}
+
+/// The engine kind and answer a worker's arguments (after [`WORKER_ARG`]) ask for:
+/// `<kind>` or `<kind> --into-cache <dir> <max bytes>`.
+fn request(args: Vec<OsString>) -> Option<(EngineKind, Answer)> {
+    let mut args = args.into_iter();
+    let kind = EngineKind::from_arg(args.next()?.to_str()?)?;
+    let answer = match args.next() {
+        None => return Some((kind, Answer::Stdout)),
+        Some(flag) if flag == INTO_CACHE_ARG => {
+            let dir = PathBuf::from(args.next()?);
+            let max_bytes = args.next()?.to_str()?.parse().ok()?;
+            Answer::IntoCache(ComponentCache::at(Some(dir)).with_max_bytes(max_bytes))
         }
+        Some(_) => return None,
+    };
+    args.next().is_none().then_some((kind, answer))
+}
+
+/// The worker: reads the wasm from stdin, compiles it for the engine kind its arguments name,
+/// and answers as they say (see [`request`]). Returns the exit status.
+fn serve(args: Vec<OsString>) -> i32 {
+    let Some((kind, answer)) = request(args.clone()) else {
+        eprintln!(
+            "accelhost compile worker: expected an engine kind (plain, metered, \
+             plain-baseline, metered-baseline), optionally followed by {INTO_CACHE_ARG} <dir> \
+             <max bytes>; got {args:?}"
+        );
+        return EXIT_BAD_REQUEST;
     };
     let wasm = match read_frame(&mut std::io::stdin().lock(), MAX_WASM) {
         Ok(wasm) => wasm,
@@ -185,14 +222,18 @@ fn serve(flavor: Option<&str>) -> i32 {
             return EXIT_BAD_REQUEST;
         }
     };
-    // The host keeps stdin open while it waits; its end means nobody wants the result.
+    // The host keeps stdin open while it wants the result; its end means nobody does (the
+    // host died or gave up). A worker answering into the cache may be let finish on its own:
+    // the host said so before it ended normally.
+    let may_finish = matches!(answer, Answer::IntoCache(_));
     let watchdog = std::thread::Builder::new()
         .name("accelhost-worker-watchdog".into())
-        .spawn(|| {
+        .spawn(move || {
             let mut byte = [0u8; 1];
             loop {
                 match std::io::stdin().read(&mut byte) {
                     Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Ok(1) if may_finish && byte[0] == LET_FINISH => return,
                     // SAFETY: _exit ends the process at once, which is all that is wanted
                     // here, whatever the compiling thread is doing.
                     _ => unsafe { libc::_exit(EXIT_ORPHANED) },
@@ -203,7 +244,7 @@ fn serve(flavor: Option<&str>) -> i32 {
         eprintln!("accelhost compile worker: cannot start its watchdog: {err}");
         return EXIT_NO_ENGINE;
     }
-    let engine = match wasmtime::Engine::new(&super::engine::engine_config(metered)) {
+    let engine = match wasmtime::Engine::new(&kind.config()) {
         Ok(engine) => engine,
         Err(err) => {
             eprintln!("accelhost compile worker: cannot make its engine: {err:#}");
@@ -211,9 +252,10 @@ fn serve(flavor: Option<&str>) -> i32 {
         }
     };
     let compiled = engine.precompile_component(&wasm);
+    let sha: [u8; 32] = Sha256::digest(&wasm).into();
     drop(wasm);
-    match compiled {
-        Ok(code) => {
+    match (compiled, answer) {
+        (Ok(code), Answer::Stdout) => {
             let mut stdout = std::io::stdout().lock();
             let written = stdout
                 .write_all(&frame_header(code.len()))
@@ -224,7 +266,11 @@ fn serve(flavor: Option<&str>) -> i32 {
             }
             0
         }
-        Err(err) => {
+        (Ok(code), Answer::IntoCache(cache)) => {
+            cache.store_serialized(&engine, &sha, &code);
+            0
+        }
+        (Err(err), _) => {
             eprint!("{err:#}");
             EXIT_INVALID
         }
@@ -259,12 +305,12 @@ impl Drop for Running {
     }
 }
 
-/// Compiles `wasm` for the plain or `metered` engine in a worker run from `program`, within
-/// `limits`. Returns the compiled code, serialized as `Component::serialize` makes it.
+/// Compiles `wasm` for an engine of `kind` in a worker run from `program`, within `limits`.
+/// Returns the compiled code, serialized as `Component::serialize` makes it.
 pub(crate) fn compile(
     program: &Path,
     wasm: &[u8],
-    metered: bool,
+    kind: EngineKind,
     limits: CompileLimits,
 ) -> Result<Vec<u8>, CompileFailure> {
     let started = Instant::now();
@@ -281,7 +327,7 @@ pub(crate) fn compile(
     let mut command = Command::new(program);
     command
         .arg(WORKER_ARG)
-        .arg(if metered { "metered" } else { "plain" })
+        .arg(kind.arg())
         // A backtrace after a failed allocation would push Rust's message out of the stderr
         // tail that tells it from a crash.
         .env_remove("RUST_BACKTRACE")
@@ -354,6 +400,131 @@ pub(crate) fn compile(
     outcome(program, status, frame, &stderr, limits)
 }
 
+/// Starts compiling `wasm` for an engine of `kind` in a worker run from `program` that puts
+/// the code into `cache` itself, within `limits`. Once [let finish](IntoCache::let_finish),
+/// it goes on if this process ends (a short-lived command leaves the optimized code behind
+/// for the next start), bounded by an alarm at the deadline and the CPU limit; a process
+/// killed before that ends it as any worker. Returns once the worker has the whole
+/// component. `cache` must have a directory.
+pub(crate) fn compile_into_cache(
+    program: &Path,
+    wasm: &[u8],
+    kind: EngineKind,
+    limits: CompileLimits,
+    cache: &ComponentCache,
+) -> Result<IntoCache, CompileFailure> {
+    let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
+    let unavailable = |what: &str, err: std::io::Error| CompileFailure::Worker {
+        reason: format!(
+            "cannot run the compile worker {}: {what}: {err}",
+            program.display()
+        ),
+    };
+    let Some(dir) = cache.dir() else {
+        return Err(unavailable(
+            "the compile cache",
+            std::io::Error::other("it has no directory"),
+        ));
+    };
+    let (ours, theirs) = UnixStream::pair().map_err(|e| unavailable("making its stdin", e))?;
+    let mut command = Command::new(program);
+    command
+        .arg(WORKER_ARG)
+        .arg(kind.arg())
+        .arg(INTO_CACHE_ARG)
+        .arg(dir)
+        .arg(cache.max_bytes().to_string())
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let rlimits = WorkerRlimits::for_limits(limits);
+    let alarm_seconds = u32::try_from(limits.timeout_ms.div_ceil(1000)).unwrap_or(u32::MAX);
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
+    // (getrlimit, setrlimit, alarm), on values computed before the fork. The alarm is kept
+    // across exec.
+    unsafe {
+        command.pre_exec(move || {
+            rlimits.apply()?;
+            libc::alarm(alarm_seconds);
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|e| unavailable("starting it", e))?;
+    drop(command);
+    let mut worker = Running {
+        child,
+        reaped: false,
+    };
+    let stderr = worker.child.stderr.take().expect("stderr is piped");
+    let (tail_sender, tail) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("accelhost-worker-stderr".into())
+        .spawn(move || {
+            let _ = tail_sender.send(tail_of(stderr, STDERR_TAIL));
+        })
+        .map_err(|e| unavailable("starting its reader", e))?;
+    match send_frame(&ours, wasm, deadline) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+            return Err(CompileFailure::TimedOut {
+                limit_ms: limits.timeout_ms,
+            });
+        }
+        // A worker that died before it read the whole component says why when waited for.
+        Err(_) => {}
+    }
+    Ok(IntoCache {
+        worker,
+        stdin: ours,
+        program: program.to_path_buf(),
+        deadline,
+        limits,
+        tail,
+    })
+}
+
+/// A worker compiling into the compile cache: [`compile_into_cache`].
+pub(crate) struct IntoCache {
+    worker: Running,
+    stdin: UnixStream,
+    program: PathBuf,
+    deadline: Instant,
+    limits: CompileLimits,
+    tail: mpsc::Receiver<String>,
+}
+
+impl IntoCache {
+    /// A way to [let the worker finish](let_finish) from another thread while this one waits.
+    pub fn stdin(&self) -> std::io::Result<UnixStream> {
+        self.stdin.try_clone()
+    }
+
+    /// Waits for the worker until its deadline (and kills it there): `Ok` once it stored
+    /// the code, else why it did not.
+    pub fn wait(mut self) -> Result<(), CompileFailure> {
+        let Some(status) = wait_until(&mut self.worker, self.deadline) else {
+            let _ = self.worker.kill_and_reap();
+            return Err(CompileFailure::TimedOut {
+                limit_ms: self.limits.timeout_ms,
+            });
+        };
+        if status.success() {
+            return Ok(());
+        }
+        let stderr = self.tail.recv_timeout(STDERR_GRACE).unwrap_or_default();
+        Err(failure(&self.program, status, &stderr, self.limits))
+    }
+}
+
+/// Lets the worker whose stdin is `stdin` (from [`IntoCache::stdin`]) finish its compile into
+/// the cache if this process ends first.
+pub(crate) fn let_finish(stdin: &UnixStream) {
+    let deadline = Instant::now() + STDERR_GRACE;
+    let _ = send_all(stdin, &[LET_FINISH], deadline);
+}
+
 /// Waits for `worker` to end until `deadline`; `None` when it is still running then.
 fn wait_until(worker: &mut Running, deadline: Instant) -> Option<ExitStatus> {
     let mut pause = Duration::from_millis(1);
@@ -387,7 +558,6 @@ fn outcome(
     let out_of_memory = CompileFailure::OutOfMemory {
         limit_mib: limits.memory_mib,
     };
-    let stderr = stderr.trim();
     match (status.code(), frame) {
         (Some(0), Ok(code)) => return Ok(code),
         (_, Err(FrameError::TooLarge { .. })) => return Err(out_of_memory),
@@ -401,28 +571,42 @@ fn outcome(
         }
         _ => {}
     }
+    Err(failure(program, status, stderr, limits))
+}
+
+/// Why a worker that ended with `status`, not a success, and said `stderr`, failed.
+fn failure(
+    program: &Path,
+    status: ExitStatus,
+    stderr: &str,
+    limits: CompileLimits,
+) -> CompileFailure {
+    let stderr = stderr.trim();
     if says_out_of_memory(stderr) {
-        return Err(out_of_memory);
+        return CompileFailure::OutOfMemory {
+            limit_mib: limits.memory_mib,
+        };
     }
     match (status.code(), status.signal()) {
-        (Some(EXIT_INVALID), _) => Err(CompileFailure::Invalid {
+        (Some(EXIT_INVALID), _) => CompileFailure::Invalid {
             message: stderr.to_string(),
-        }),
-        // RLIMIT_CPU's soft limit, the backstop of the wall-clock deadline.
-        (_, Some(libc::SIGXCPU)) => Err(CompileFailure::TimedOut {
+        },
+        // RLIMIT_CPU's soft limit, the backstop of the wall-clock deadline, and the alarm
+        // of a worker that answers into the cache.
+        (_, Some(libc::SIGXCPU | libc::SIGALRM)) => CompileFailure::TimedOut {
             limit_ms: limits.timeout_ms,
-        }),
-        (_, Some(signal)) => Err(CompileFailure::Crashed {
+        },
+        (_, Some(signal)) => CompileFailure::Crashed {
             signal,
             stderr: stderr.to_string(),
-        }),
-        (code, None) => Err(CompileFailure::Worker {
+        },
+        (code, None) => CompileFailure::Worker {
             reason: format!(
                 "the compile worker {} failed (exit status {}): {stderr}",
                 program.display(),
                 code.map_or("unknown".into(), |c| c.to_string())
             ),
-        }),
+        },
     }
 }
 
@@ -563,12 +747,43 @@ mod tests {
     const LIMITS: CompileLimits = CompileLimits {
         timeout_ms: 60_000,
         memory_mib: 64,
+        baseline_first_bytes: u64::MAX,
     };
 
     fn framed(bytes: &[u8]) -> Vec<u8> {
         let mut framed = frame_header(bytes.len()).to_vec();
         framed.extend_from_slice(bytes);
         framed
+    }
+
+    #[test]
+    fn a_workers_arguments_name_its_engine_and_where_its_code_goes() {
+        let ask = |args: &[&str]| request(args.iter().map(OsString::from).collect());
+        assert!(matches!(
+            ask(&["plain"]),
+            Some((kind, Answer::Stdout)) if kind == EngineKind::optimized(false)
+        ));
+        let Some((kind, Answer::IntoCache(cache))) = ask(&[
+            "metered-baseline",
+            INTO_CACHE_ARG,
+            "/var/cache/x",
+            "1048576",
+        ]) else {
+            panic!("a worker answering into the cache")
+        };
+        assert_eq!(kind, EngineKind::baseline(true));
+        assert_eq!(cache.dir(), Some(Path::new("/var/cache/x")));
+        assert_eq!(cache.max_bytes(), 1 << 20);
+        for bad in [
+            &[][..],
+            &["fast"],
+            &["plain", "extra"],
+            &["plain", INTO_CACHE_ARG, "/var/cache/x"],
+            &["plain", INTO_CACHE_ARG, "/var/cache/x", "lots"],
+            &["plain", INTO_CACHE_ARG, "/var/cache/x", "1", "more"],
+        ] {
+            assert!(ask(bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]
@@ -629,7 +844,8 @@ mod tests {
             limits,
             CompileLimits {
                 timeout_ms: 1500,
-                memory_mib: 300
+                memory_mib: 300,
+                baseline_first_bytes: 4 << 20,
             }
         );
         let rlimits = WorkerRlimits::for_limits(limits);
@@ -757,9 +973,15 @@ mod tests {
         let limits = CompileLimits {
             timeout_ms: 300,
             memory_mib: 64,
+            baseline_first_bytes: u64::MAX,
         };
         let started = Instant::now();
-        let result = compile(&worker, b"\0asm\x0d\0\x01\0", false, limits);
+        let result = compile(
+            &worker,
+            b"\0asm\x0d\0\x01\0",
+            EngineKind::optimized(false),
+            limits,
+        );
         let took = started.elapsed();
         assert_eq!(result, Err(CompileFailure::TimedOut { limit_ms: 300 }));
         assert!(took >= Duration::from_millis(300), "{took:?}");
@@ -786,9 +1008,10 @@ mod tests {
         let limits = CompileLimits {
             timeout_ms: 300,
             memory_mib: 64,
+            baseline_first_bytes: u64::MAX,
         };
         let started = Instant::now();
-        let result = compile(&worker, &wasm, false, limits);
+        let result = compile(&worker, &wasm, EngineKind::optimized(false), limits);
         assert_eq!(result, Err(CompileFailure::TimedOut { limit_ms: 300 }));
         assert!(started.elapsed() < Duration::from_secs(30));
         std::fs::remove_dir_all(worker.parent().unwrap()).unwrap();
@@ -799,7 +1022,10 @@ mod tests {
         let wasm = b"\0asm\x0d\0\x01\0 twelve";
         // Answers with the frame it was given, header and all: the answer is the wasm.
         let echo = fake_worker("echo", &format!("head -c {}", 8 + wasm.len()));
-        assert_eq!(compile(&echo, wasm, false, LIMITS), Ok(wasm.to_vec()));
+        assert_eq!(
+            compile(&echo, wasm, EngineKind::optimized(false), LIMITS),
+            Ok(wasm.to_vec())
+        );
         // Says its arguments and limits, as a refusal on stderr.
         let says = fake_worker(
             "says",
@@ -808,8 +1034,11 @@ mod tests {
         let limits = CompileLimits {
             timeout_ms: 10_000,
             memory_mib: 100,
+            baseline_first_bytes: u64::MAX,
         };
-        let Err(CompileFailure::Invalid { message }) = compile(&says, wasm, true, limits) else {
+        let Err(CompileFailure::Invalid { message }) =
+            compile(&says, wasm, EngineKind::optimized(true), limits)
+        else {
             panic!("exit status 3 is a refusal")
         };
         let expected = format!(
@@ -825,7 +1054,9 @@ mod tests {
     #[test]
     fn a_worker_that_cannot_start_is_named() {
         let missing = Path::new("/nonexistent/accelhost-worker");
-        let Err(CompileFailure::Worker { reason }) = compile(missing, b"", false, LIMITS) else {
+        let Err(CompileFailure::Worker { reason }) =
+            compile(missing, b"", EngineKind::optimized(false), LIMITS)
+        else {
             panic!("a missing worker is the worker's failure")
         };
         assert!(
@@ -837,7 +1068,7 @@ mod tests {
     #[test]
     fn a_crashing_worker_says_its_signal_and_stderr() {
         let worker = fake_worker("crasher", "echo 'it went wrong' >&2; kill -SEGV $$");
-        let result = compile(&worker, b"\0asm", false, LIMITS);
+        let result = compile(&worker, b"\0asm", EngineKind::optimized(false), LIMITS);
         assert_eq!(
             result,
             Err(CompileFailure::Crashed {
