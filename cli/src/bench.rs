@@ -33,6 +33,11 @@ pub struct Args {
     /// libaccelhost_native_plugin.so next to this executable).
     #[arg(long, value_name = "FILE")]
     native_plugin: Option<PathBuf>,
+    /// Also measure the first load of this component, the JavaScript NLB0 plugin of the SDK
+    /// (`accelhost-sdk new js my-nlb0 --from nlb0`, then `accelhost-sdk build`), on an empty
+    /// compile cache: on baseline code against the optimized compile (about 30 s more).
+    #[arg(long, value_name = "FILE")]
+    js_plugin: Option<PathBuf>,
     /// Print the table as Markdown.
     #[arg(long)]
     markdown: bool,
@@ -142,7 +147,13 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     }
     let native = native.ok();
     if args.check {
-        let verdict = check(&settings, &cache, native.as_ref(), args.markdown);
+        let verdict = check(
+            &settings,
+            &cache,
+            native.as_ref(),
+            args.js_plugin.as_deref(),
+            args.markdown,
+        );
         eprint!("\r\x1b[2K");
         let _ = std::fs::remove_dir_all(&cache);
         let regressed = verdict?;
@@ -156,7 +167,12 @@ pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let rows = suite(&settings, &cache, native.as_ref());
+    let rows = suite(
+        &settings,
+        &cache,
+        native.as_ref(),
+        args.js_plugin.as_deref(),
+    );
     let scaling = if args.scaling && rows.is_ok() {
         Some(scaling_table(&settings, &cache, native.as_ref()))
     } else {
@@ -239,13 +255,14 @@ fn check(
     settings: &Settings,
     cache: &Path,
     native: Option<&NativePlugin>,
+    js_plugin: Option<&Path>,
     markdown: bool,
 ) -> anyhow::Result<usize> {
     let mut runs = Vec::with_capacity(CHECK_RUNS);
     for run in 1..=CHECK_RUNS {
         eprint!("\r\x1b[2Krun {run} of {CHECK_RUNS}:");
         eprintln!();
-        runs.push(suite(settings, cache, native)?);
+        runs.push(suite(settings, cache, native, js_plugin)?);
     }
     let first = &runs[0];
     if runs.iter().any(|rows| rows.len() != first.len()) {
@@ -315,6 +332,7 @@ fn suite(
     settings: &Settings,
     cache: &Path,
     native: Option<&NativePlugin>,
+    js_plugin: Option<&Path>,
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     progress("the floor (raw component call, emulator, ioctl)");
@@ -652,7 +670,12 @@ fn suite(
     }
 
     progress("the node service (remote MMIO, 64 MiB round trips, the pod path, serving processes)");
-    for figure in crate::bench_remote::figures(settings, cache)? {
+    let mut figures = crate::bench_remote::figures(settings, cache)?;
+    if let Some(js_plugin) = js_plugin {
+        progress("the first load of the JavaScript NLB0 plugin (baseline, then optimized)");
+        figures.push(crate::bench_first_load::figure(js_plugin, cache)?);
+    }
+    for figure in figures {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
             Some(bound) => row.judge(figure.ratio, bound),

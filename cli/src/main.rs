@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_figure;
+mod bench_first_load;
 mod bench_ledger;
 mod bench_metrics;
 mod bench_pod;

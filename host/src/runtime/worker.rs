@@ -47,6 +47,8 @@ const INTO_CACHE_ARG: &str = "--into-cache";
 /// What the host writes on the stdin of a worker compiling into the cache to let it finish
 /// if the host ends; without it, the end of its stdin ends the worker, as any worker's.
 const LET_FINISH: u8 = b'f';
+/// The niceness of a worker compiling in the background (`nice 10`).
+const BACKGROUND_NICENESS: libc::c_int = 10;
 
 /// The worker's exit status when wasmtime refused the component (its error is on stderr).
 const EXIT_INVALID: i32 = 3;
@@ -442,12 +444,14 @@ pub(crate) fn compile_into_cache(
     let rlimits = WorkerRlimits::for_limits(limits);
     let alarm_seconds = u32::try_from(limits.timeout_ms.div_ceil(1000)).unwrap_or(u32::MAX);
     // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
-    // (getrlimit, setrlimit, alarm), on values computed before the fork. The alarm is kept
-    // across exec.
+    // (getrlimit, setrlimit, alarm, setpriority), on values computed before the fork. The
+    // alarm and the priority are kept across exec. The compile runs behind the plugins it is
+    // for: those run on baseline code meanwhile and start at once.
     unsafe {
         command.pre_exec(move || {
             rlimits.apply()?;
             libc::alarm(alarm_seconds);
+            libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICENESS);
             Ok(())
         });
     }
