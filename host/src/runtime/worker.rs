@@ -317,61 +317,29 @@ pub(crate) fn compile(
 ) -> Result<Vec<u8>, CompileFailure> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(limits.timeout_ms);
-    let unavailable = |what: &str, err: std::io::Error| CompileFailure::Worker {
-        reason: format!(
-            "cannot run the compile worker {}: {what}: {err}",
-            program.display()
-        ),
-    };
-    // A socket rather than a pipe for stdin: writing to a worker that died is an error here
-    // (MSG_NOSIGNAL), not a SIGPIPE, which a process embedding the library may not ignore.
-    let (ours, theirs) = UnixStream::pair().map_err(|e| unavailable("making its stdin", e))?;
-    let mut command = Command::new(program);
-    command
-        .arg(WORKER_ARG)
-        .arg(kind.arg())
-        // A backtrace after a failed allocation would push Rust's message out of the stderr
-        // tail that tells it from a crash.
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let rlimits = WorkerRlimits::for_limits(limits);
-    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
-    // (getrlimit and setrlimit), on values computed before the fork.
-    unsafe {
-        command.pre_exec(move || rlimits.apply());
-    }
-    let child = command.spawn().map_err(|e| unavailable("starting it", e))?;
-    // The command holds the worker's end of the socket: closed here, so that the only
-    // holder is the worker, and a dead worker makes writing to it fail.
-    drop(command);
-    let mut worker = Running {
-        child,
-        reaped: false,
-    };
-    // The readers own the pipes and are never waited for past the worker's end: whatever
-    // holds a pipe open, the host goes on.
+    let Started {
+        mut worker,
+        stdin: ours,
+        tail,
+    } = start(
+        program,
+        &[OsStr::new(kind.arg())],
+        Stdio::piped(),
+        limits,
+        false,
+    )?;
+    // The reader owns the pipe and is never waited for past the worker's end: whatever holds
+    // the pipe open, the host goes on.
     let stdout = worker.child.stdout.take().expect("stdout is piped");
-    let stderr = worker.child.stderr.take().expect("stderr is piped");
     let output_cap = limits.memory_bytes();
     let (frame_sender, frame) = mpsc::channel();
-    let (tail_sender, tail) = mpsc::channel();
-    let readers = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("accelhost-worker-stdout".into())
         .spawn(move || {
             let mut stdout = stdout;
             let _ = frame_sender.send(read_frame(&mut stdout, output_cap));
         })
-        .and_then(|_| {
-            std::thread::Builder::new()
-                .name("accelhost-worker-stderr".into())
-                .spawn(move || {
-                    let _ = tail_sender.send(tail_of(stderr, STDERR_TAIL));
-                })
-        });
-    readers.map_err(|e| unavailable("starting its readers", e))?;
+        .map_err(|e| unavailable(program, "starting its reader", e))?;
     let timed_out = |mut worker: Running| {
         let _ = worker.kill_and_reap();
         Err(CompileFailure::TimedOut {
@@ -402,6 +370,90 @@ pub(crate) fn compile(
     outcome(program, status, frame, &stderr, limits)
 }
 
+/// A worker just started: the process, its stdin, and the end of its stderr once it ends.
+struct Started {
+    worker: Running,
+    stdin: UnixStream,
+    tail: mpsc::Receiver<String>,
+}
+
+/// The failure of a worker at `program` that could not be run: `what` failed with `err`.
+fn unavailable(program: &Path, what: &str, err: std::io::Error) -> CompileFailure {
+    CompileFailure::Worker {
+        reason: format!(
+            "cannot run the compile worker {}: {what}: {err}",
+            program.display()
+        ),
+    }
+}
+
+/// Starts a worker from `program` with `args` after [`WORKER_ARG`], `stdout`, and the
+/// rlimits of `limits`; a `background` one also gets an alarm at the deadline and a lower
+/// priority. Its stderr's end is read on a thread of its own, never waited for past the
+/// worker's end.
+fn start(
+    program: &Path,
+    args: &[&OsStr],
+    stdout: Stdio,
+    limits: CompileLimits,
+    background: bool,
+) -> Result<Started, CompileFailure> {
+    // A socket rather than a pipe for stdin: writing to a worker that died is an error here
+    // (MSG_NOSIGNAL), not a SIGPIPE, which a process embedding the library may not ignore.
+    let (ours, theirs) =
+        UnixStream::pair().map_err(|e| unavailable(program, "making its stdin", e))?;
+    let mut command = Command::new(program);
+    command
+        .arg(WORKER_ARG)
+        .args(args)
+        // A backtrace after a failed allocation would push Rust's message out of the stderr
+        // tail that tells it from a crash.
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(stdout)
+        .stderr(Stdio::piped());
+    let rlimits = WorkerRlimits::for_limits(limits);
+    let alarm_seconds = u32::try_from(limits.timeout_ms.div_ceil(1000)).unwrap_or(u32::MAX);
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
+    // (getrlimit, setrlimit, alarm, setpriority), on values computed before the fork. The
+    // alarm and the priority are kept across exec. A background compile runs behind the
+    // plugins it is for: those run on baseline code meanwhile and start at once.
+    unsafe {
+        command.pre_exec(move || {
+            rlimits.apply()?;
+            if background {
+                libc::alarm(alarm_seconds);
+                libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICENESS);
+            }
+            Ok(())
+        });
+    }
+    let child = command
+        .spawn()
+        .map_err(|e| unavailable(program, "starting it", e))?;
+    // The command holds the worker's end of the socket: closed here, so that the only
+    // holder is the worker, and a dead worker makes writing to it fail.
+    drop(command);
+    let mut worker = Running {
+        child,
+        reaped: false,
+    };
+    let stderr = worker.child.stderr.take().expect("stderr is piped");
+    let (tail_sender, tail) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("accelhost-worker-stderr".into())
+        .spawn(move || {
+            let _ = tail_sender.send(tail_of(stderr, STDERR_TAIL));
+        })
+        .map_err(|e| unavailable(program, "starting its reader", e))?;
+    Ok(Started {
+        worker,
+        stdin: ours,
+        tail,
+    })
+}
+
 /// Starts compiling `wasm` for an engine of `kind` in a worker run from `program` that puts
 /// the code into `cache` itself, within `limits`. Once [let finish](IntoCache::let_finish),
 /// it goes on if this process ends (a short-lived command leaves the optimized code behind
@@ -416,59 +468,25 @@ pub(crate) fn compile_into_cache(
     cache: &ComponentCache,
 ) -> Result<IntoCache, CompileFailure> {
     let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
-    let unavailable = |what: &str, err: std::io::Error| CompileFailure::Worker {
-        reason: format!(
-            "cannot run the compile worker {}: {what}: {err}",
-            program.display()
-        ),
-    };
     let Some(dir) = cache.dir() else {
         return Err(unavailable(
+            program,
             "the compile cache",
             std::io::Error::other("it has no directory"),
         ));
     };
-    let (ours, theirs) = UnixStream::pair().map_err(|e| unavailable("making its stdin", e))?;
-    let mut command = Command::new(program);
-    command
-        .arg(WORKER_ARG)
-        .arg(kind.arg())
-        .arg(INTO_CACHE_ARG)
-        .arg(dir)
-        .arg(cache.max_bytes().to_string())
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let rlimits = WorkerRlimits::for_limits(limits);
-    let alarm_seconds = u32::try_from(limits.timeout_ms.div_ceil(1000)).unwrap_or(u32::MAX);
-    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
-    // (getrlimit, setrlimit, alarm, setpriority), on values computed before the fork. The
-    // alarm and the priority are kept across exec. The compile runs behind the plugins it is
-    // for: those run on baseline code meanwhile and start at once.
-    unsafe {
-        command.pre_exec(move || {
-            rlimits.apply()?;
-            libc::alarm(alarm_seconds);
-            libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICENESS);
-            Ok(())
-        });
-    }
-    let child = command.spawn().map_err(|e| unavailable("starting it", e))?;
-    drop(command);
-    let mut worker = Running {
-        child,
-        reaped: false,
-    };
-    let stderr = worker.child.stderr.take().expect("stderr is piped");
-    let (tail_sender, tail) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("accelhost-worker-stderr".into())
-        .spawn(move || {
-            let _ = tail_sender.send(tail_of(stderr, STDERR_TAIL));
-        })
-        .map_err(|e| unavailable("starting its reader", e))?;
+    let max_bytes = cache.max_bytes().to_string();
+    let args = [
+        OsStr::new(kind.arg()),
+        OsStr::new(INTO_CACHE_ARG),
+        dir.as_os_str(),
+        OsStr::new(&max_bytes),
+    ];
+    let Started {
+        worker,
+        stdin: ours,
+        tail,
+    } = start(program, &args, Stdio::null(), limits, true)?;
     match send_frame(&ours, wasm, deadline) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
