@@ -1189,6 +1189,70 @@ fn a_short_command_leaves_the_optimized_code_of_a_large_plugin_for_the_next() {
 }
 
 #[test]
+fn an_optimized_compile_that_failed_is_not_paid_for_again() {
+    let chaos = std::fs::read(support::guest("accelhost_plugin_chaos")).unwrap();
+    let (dir, cache) = crafted_beside_dfl(
+        "large.wasm",
+        &crafted::tagged(chaos, "optimized-compile-fails"),
+        r#""baseline_first_mib": 0"#,
+    );
+    // A worker whose optimized compiles into the cache run out of time at once (as a crafted
+    // component that only Cranelift cannot compile within the limits would), logging each start.
+    let log = dir.join("worker.log");
+    let worker = dir.join("worker.sh");
+    std::fs::write(
+        &worker,
+        format!(
+            "#!/bin/sh\necho \"$2 $3\" >> '{}'\n\
+             if [ \"$3\" = --into-cache ]; then kill -ALRM $$; fi\n\
+             exec '{}' \"$@\"\n",
+            log.display(),
+            env!("CARGO_BIN_EXE_accelhost")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let worker = worker.display().to_string();
+    let env = [
+        ("ACCELHOST_CACHE_DIR", cache.as_str()),
+        ("ACCELHOST_COMPILE_WORKER", worker.as_str()),
+    ];
+    let optimized_compiles = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.ends_with("--into-cache"))
+            .count()
+    };
+    // The check waits for the optimized compile, and fails with it.
+    let out = accelhost(&dir, &["check-config", "accelhost.json"], &env);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("crafted") && said.contains("time"), "{said}");
+    assert_eq!(optimized_compiles(), 1, "{said}");
+    // Remembered: the plugin still runs on its baseline code, and no start pays for the
+    // optimized compile again, nor does a check.
+    for _ in 0..2 {
+        let out = accelhost(&dir, &["plugins"], &env);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        assert!(stdout.contains("running (baseline code)"), "{stdout}");
+        assert!(
+            text(&out.stderr).contains("its optimized compile failed before"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let out = accelhost(&dir, &["check-config", "accelhost.json"], &env);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        !out.status.success() && said.contains("remembered"),
+        "{said}"
+    );
+    assert_eq!(optimized_compiles(), 1, "{said}");
+}
+
+#[test]
 fn the_compile_worker_can_be_named_by_the_environment() {
     let (dir, cache) = crafted_beside_dfl("other.wasm", &crafted::exporting_something_else(), "");
     let env = |worker: &'static str| {

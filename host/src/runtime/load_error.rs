@@ -30,6 +30,17 @@ impl LoadError {
             LoadError::Runtime(_) => false,
         }
     }
+
+    /// Whether this refusal by the optimizing compiler leaves a large plugin its baseline
+    /// code: a compile that failed, ran out of time or memory (a link refusal or a version
+    /// refuses the component whoever compiles it).
+    pub fn spares_baseline_code(&self) -> bool {
+        match self {
+            LoadError::Remembered(refusal) => refusal.spares_baseline_code(),
+            LoadError::Compile(failure) => failure.is_the_components(),
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Display for LoadError {

@@ -116,8 +116,9 @@ pub(crate) struct Runtime {
     /// use (the plain optimizing one when the runtime starts).
     flavors: [OnceLock<Result<Flavor, String>>; 4],
     loaded: Mutex<HashMap<LoadKey, Arc<LoadedComponent>>>,
-    /// What was refused, by the same key (the cache's `refused/` keeps it across runs).
-    refused: Mutex<HashMap<LoadKey, LoadError>>,
+    /// What each engine refused (the cache's `refused/` keeps it across runs). A component
+    /// the optimizing engine refused may still run on baseline code, if that compiled.
+    refused: Mutex<HashMap<([u8; 32], EngineKind), LoadError>>,
     /// The optimized compiles started in the background for plugins started on baseline
     /// code, by the same key; an ended one keeps its outcome.
     tier_ups: Mutex<HashMap<LoadKey, Arc<TierUp>>>,
@@ -303,11 +304,29 @@ impl Runtime {
     ) -> Result<Arc<LoadedComponent>, LoadError> {
         classify(wasm)?;
         let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(wasm).into());
-        if let Some(loaded) = self.load_compiled(&sha, cache, metered, limits)? {
+        // An optimized compile that failed leaves a large plugin its baseline code, and is
+        // not tried again while its limits stand.
+        let optimized_refusal = match self.load_compiled(&sha, cache, metered, limits) {
+            Ok(Some(loaded)) => return Ok(loaded),
+            Ok(None) => None,
+            Err(refusal) if refusal.spares_baseline_code() => Some(refusal),
+            Err(refusal) => return Err(refusal),
+        };
+        let tier_up = optimized_refusal.is_none();
+        if let Some(loaded) =
+            self.load_baseline_first(wasm, sha, plugin, cache, metered, limits, tier_up)
+        {
+            if let Some(refusal) = &optimized_refusal {
+                tracing::warn!(
+                    "plugin '{}' runs on baseline code: its optimized compile failed before: \
+                     {refusal}",
+                    inert(plugin)
+                );
+            }
             return Ok(loaded);
         }
-        if let Some(loaded) = self.load_baseline_first(wasm, sha, plugin, cache, metered, limits) {
-            return Ok(loaded);
+        if let Some(refusal) = optimized_refusal {
+            return Err(refusal);
         }
         let kind = EngineKind::optimized(metered);
         let flavor = self.flavor(kind)?;
@@ -321,13 +340,7 @@ impl Runtime {
                     }
                     Ok(loaded)
                 });
-        match &loaded {
-            Ok(_) => self.forget_refusal(flavor, &sha, metered, cache),
-            Err(refusal) if refusal.is_remembered() => {
-                self.remember_refusal(flavor, &sha, metered, cache, refusal);
-            }
-            Err(_) => {}
-        }
+        self.remember_outcome(kind, &sha, cache, loaded.as_ref().map(drop));
         loaded
     }
 
@@ -335,8 +348,10 @@ impl Runtime {
     /// background, in a worker that puts the code into the compile cache (it outlives a
     /// short-lived command, so that the next start finds the optimized code). `None` where
     /// that does not apply (a component under `limits.baseline_first_bytes`, no worker, no
-    /// cache directory) or the baseline compile failed: the optimized compile then runs at
-    /// once, and its outcome is the load's.
+    /// cache directory) or the baseline compile failed (remembered as a refusal by the
+    /// baseline engine): the optimized compile then runs at once, and its outcome is the
+    /// load's. Without `tier_up`, no optimized compile is started.
+    #[allow(clippy::too_many_arguments)]
     fn load_baseline_first(
         &'static self,
         wasm: &[u8],
@@ -345,15 +360,24 @@ impl Runtime {
         cache: &ComponentCache,
         metered: bool,
         limits: Option<CompileLimits>,
+        tier_up: bool,
     ) -> Option<Arc<LoadedComponent>> {
         let limits = limits.filter(|l| wasm.len() as u64 >= l.baseline_first_bytes)?;
         let program = worker::program()?;
         cache.dir()?;
         let kind = EngineKind::baseline(metered);
+        if let Some(refusal) = self.remembered_refusal(kind, &sha, cache, Some(limits)) {
+            tracing::debug!(
+                "plugin '{}' is compiled optimized: the baseline compiler refused it: {refusal}",
+                inert(plugin)
+            );
+            return None;
+        }
         let loaded = self.flavor(kind).and_then(|flavor| {
             let (component, _) = self.compile(kind, wasm, plugin, Some(limits))?;
             self.link(flavor, component, sha, kind)
         });
+        self.remember_outcome(kind, &sha, cache, loaded.as_ref().map(drop));
         let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {
@@ -365,7 +389,9 @@ impl Runtime {
                 return None;
             }
         };
-        self.tier_up(sha, metered, plugin, &program, wasm, limits, cache);
+        if tier_up {
+            self.tier_up(sha, metered, plugin, &program, wasm, limits, cache);
+        }
         Some(loaded)
     }
 
@@ -407,6 +433,7 @@ impl Runtime {
                             .wait()
                             .map_err(LoadError::Compile)
                             .and_then(|()| self.take_optimized(&sha, &cache, kind).map(drop));
+                        self.remember_outcome(kind, &sha, &cache, outcome.as_ref().map(drop));
                         ending.end(&plugin, outcome);
                     })
                     .map_err(|e| {
@@ -447,11 +474,20 @@ impl Runtime {
     }
 
     /// Waits for the optimized compile of the plugin whose wasm has the digest `sha`, if it
-    /// was started on baseline code in this process, and gives the compile's outcome: what
-    /// checking a plugin waits for, so that the check leaves the optimized code in the cache.
+    /// was started on baseline code in this process, and gives the compile's outcome (or the
+    /// remembered failure that kept it from starting): what checking a plugin waits for, so
+    /// that the check leaves the optimized code in the cache.
     pub fn wait_optimized(&self, sha: &[u8; 32], metered: bool) -> Result<(), LoadError> {
         let tier_up = lock(&self.tier_ups).get(&(*sha, metered)).cloned();
-        tier_up.map_or(Ok(()), |tier_up| tier_up.wait())
+        if let Some(tier_up) = tier_up {
+            return tier_up.wait();
+        }
+        let refused = lock(&self.refused)
+            .get(&(*sha, EngineKind::optimized(metered)))
+            .cloned();
+        refused.map_or(Ok(()), |refusal| {
+            Err(LoadError::Remembered(Box::new(refusal)))
+        })
     }
 
     /// Compiles `wasm` for an engine of `kind`: in a worker within `limits` where there is a
@@ -524,56 +560,73 @@ impl Runtime {
             }
             return Ok(Some(loaded));
         }
-        let remembered = |refusal: &LoadError| {
-            refusals::holds(refusal, limits)
-                .then(|| LoadError::Remembered(Box::new(refusal.clone())))
-        };
-        if let Some(refusal) = lock(&self.refused).get(&key).and_then(remembered) {
-            return Err(refusal);
+        let kind = EngineKind::optimized(metered);
+        let refused = lock(&self.refused).get(&(*sha, kind)).cloned();
+        if let Some(refusal) = refused.filter(|r| refusals::holds(r, limits)) {
+            return Err(LoadError::Remembered(Box::new(refusal)));
         }
-        let flavor = self.flavor(EngineKind::optimized(metered))?;
+        let flavor = self.flavor(kind)?;
         if let Some(component) = cache.load(&flavor.engine, sha) {
-            return match self.link(flavor, component, *sha, EngineKind::optimized(metered)) {
-                Ok(loaded) => Ok(Some(loaded)),
-                Err(refusal) => {
-                    // Stored by a host that cached before linking: refused, and gone.
-                    cache.forget(&flavor.engine, sha);
-                    self.remember_refusal(flavor, sha, metered, cache, &refusal);
-                    Err(refusal)
-                }
-            };
-        }
-        if let Some(refusal) = refusals::read(cache, &flavor.engine, sha) {
-            let still = remembered(&refusal);
-            lock(&self.refused).insert(key, refusal);
-            if let Some(refusal) = still {
-                return Err(refusal);
+            let loaded = self.link(flavor, component, *sha, kind);
+            if loaded.is_err() {
+                // Stored by a host that cached before linking: refused, and gone.
+                cache.forget(&flavor.engine, sha);
             }
+            self.remember_outcome(kind, sha, cache, loaded.as_ref().map(drop));
+            return loaded.map(Some);
         }
-        Ok(None)
+        match self.remembered_refusal(kind, sha, cache, limits) {
+            Some(refusal) => Err(refusal),
+            None => Ok(None),
+        }
     }
 
-    fn remember_refusal(
+    /// The refusal by the engine of `kind` remembered for the wasm with digest `sha` (in
+    /// memory, else in the cache's `refused/`), if it still holds for `limits`.
+    fn remembered_refusal(
         &self,
-        flavor: &Flavor,
+        kind: EngineKind,
         sha: &[u8; 32],
-        metered: bool,
         cache: &ComponentCache,
-        refusal: &LoadError,
-    ) {
-        lock(&self.refused).insert((*sha, metered), refusal.clone());
-        refusals::write(cache, &flavor.engine, sha, refusal);
+        limits: Option<CompileLimits>,
+    ) -> Option<LoadError> {
+        let mut refused = lock(&self.refused);
+        let refusal = match refused.get(&(*sha, kind)) {
+            Some(refusal) => refusal.clone(),
+            None => {
+                let refusal = refusals::read(cache, &self.flavor(kind).ok()?.engine, sha)?;
+                refused.insert((*sha, kind), refusal.clone());
+                refusal
+            }
+        };
+        refusals::holds(&refusal, limits).then(|| LoadError::Remembered(Box::new(refusal)))
     }
 
-    fn forget_refusal(
+    /// Remembers a refusal of the wasm with digest `sha` by the engine of `kind` (in memory
+    /// and in the cache), or forgets one on success: a refusal the component caused (not one
+    /// by the machine, such as a worker that cannot run) is not worth another attempt while
+    /// the limits stand.
+    fn remember_outcome(
         &self,
-        flavor: &Flavor,
+        kind: EngineKind,
         sha: &[u8; 32],
-        metered: bool,
         cache: &ComponentCache,
+        outcome: Result<(), &LoadError>,
     ) {
-        if lock(&self.refused).remove(&(*sha, metered)).is_some() {
-            refusals::remove(cache, &flavor.engine, sha);
+        let Ok(flavor) = self.flavor(kind) else {
+            return;
+        };
+        match outcome {
+            Ok(()) => {
+                if lock(&self.refused).remove(&(*sha, kind)).is_some() {
+                    refusals::remove(cache, &flavor.engine, sha);
+                }
+            }
+            Err(refusal) if refusal.is_remembered() => {
+                lock(&self.refused).insert((*sha, kind), refusal.clone());
+                refusals::write(cache, &flavor.engine, sha, refusal);
+            }
+            Err(_) => {}
         }
     }
 
@@ -757,7 +810,7 @@ mod tests {
         let again = runtime.load(&wasm, None, "p", &cache, false, None);
         assert_eq!(again.err(), Some(remembered.clone()));
         // A process that did not see it learns it from the cache.
-        lock(&runtime.refused).remove(&(sha, false));
+        lock(&runtime.refused).remove(&(sha, EngineKind::optimized(false)));
         let from_disk = runtime.load_compiled(&sha, &cache, false, None);
         assert_eq!(from_disk.err(), Some(remembered));
         std::fs::remove_dir_all(&base).unwrap();
