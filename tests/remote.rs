@@ -199,6 +199,71 @@ async fn without_shareable_memory_a_local_proxy_mirrors() {
     node.stop().await;
 }
 
+/// The node's count of `call` in its metrics.
+fn calls(node: &RunningNode, call: &str) -> u64 {
+    let wanted = format!("call=\"{call}\"");
+    node.metrics
+        .render()
+        .lines()
+        .filter(|line| !line.starts_with('#') && line.contains(&wanted))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|n| n as u64)
+        .sum()
+}
+
+/// Through mirrors, a launch completes once a pull shows what the device wrote, and one pull
+/// serves every completion that came back before it set out: a queue of tiny launches costs
+/// far fewer pulls than launches (it cost one each, a round trip per launch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrored_launches_share_their_pulls() {
+    let dir = scratch_dir("remote-mirrored-launches");
+    let host = Arc::new(
+        tokio::task::spawn_blocking(support::default_host)
+            .await
+            .unwrap(),
+    );
+    let config = format!(
+        r#"{{"listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
+            "clients": [{{"name": "proxy", "unix_uid": {},
+                          "grants": {{"devices": ["*"], "reconfigure": true,
+                                      "dma_memory_mib": 2048}}}}]}}"#,
+        uid()
+    );
+    let node = remote::start_with_host(dir, &config, host).await;
+    let config = one_node(&unix_endpoint(&node), 10_000);
+    let launches = 2000;
+    let before = calls(&node, "BufferSync");
+    tokio::task::spawn_blocking(move || {
+        let host = remote_host(&config);
+        let tokens = host.enumerate(&[]).tokens;
+        let card = tokens
+            .iter()
+            .find(|t| workloads::vadd::is_xocl(t))
+            .expect("an XRT card");
+        let handle = host.open(card, OpenMode::Shared).unwrap();
+        let kernel = workloads::vadd::load(&handle, 1).unwrap();
+        let report = workloads::vadd::tiny_launches(&handle, &kernel, launches).unwrap();
+        assert!(report.verified, "each launch saw the one before it");
+        // Every completion was heard after a pull: the last output is in the mirror.
+        let chain = workloads::vadd::TinyLaunchChain::new(&handle).unwrap();
+        for i in 0..5 {
+            chain.launch(&kernel, i).unwrap().wait().unwrap();
+            assert!(
+                chain.verify(i + 1).unwrap(),
+                "launch {i}'s output is pulled when it completes"
+            );
+        }
+    })
+    .await
+    .unwrap();
+    let pulls = calls(&node, "BufferSync") - before;
+    assert!(
+        pulls < u64::from(launches) / 4,
+        "{pulls} pulls for {launches} launches"
+    );
+    node.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_node_s_devices_carry_its_name_and_answer_host_filters() {
     let pki = Pki::new();

@@ -103,15 +103,19 @@ impl PluginState {
         let completion = Arc::new(Completion::default());
         let (done, mirrors) = (completion.clone(), mirrors.clone());
         let call_timeout = self.call_timeout();
-        let finish: Done = Box::new(move |outcome| {
-            let pulled = mirrors.sync(Instant::now() + call_timeout, true);
-            done.finish(match (outcome, pulled) {
-                (Err(message), _) => CompletionState::Failed(message),
-                (Ok(()), Err(err)) => CompletionState::Failed(format!(
-                    "the device finished, but reading back its buffers failed: {err}"
-                )),
-                (Ok(()), Ok(_)) => CompletionState::Complete,
-            });
+        let finish: Done = Box::new(move |outcome| match outcome {
+            Err(message) => done.finish(CompletionState::Failed(message)),
+            Ok(()) => mirrors.after_pull(
+                Box::new(move |pulled| {
+                    done.finish(match pulled {
+                        Err(err) => CompletionState::Failed(format!(
+                            "the device finished, but reading back its buffers failed: {err}"
+                        )),
+                        Ok(()) => CompletionState::Complete,
+                    })
+                }),
+                Instant::now() + call_timeout,
+            ),
         });
         (completion, finish)
     }

@@ -5,8 +5,9 @@
 //!
 //! The rule: what the application wrote is pushed before every register write, enqueue, reset
 //! and reconfigure (the doorbells that start device work), and what the device wrote is
-//! pulled after every remote event and, for a minute after each doorbell, every millisecond
-//! while anything changes (slowing to every 50 ms while nothing does). A pull is a state of the node's memory in which every
+//! pulled after every remote event (one pull serves every event that ended before it set
+//! out: a batch of completions costs one round trip) and, for a minute after each doorbell,
+//! every millisecond while anything changes (slowing to every 50 ms while nothing does). A pull is a state of the node's memory in which every
 //! change the device made before a pulled page is pulled too; it is applied to the local
 //! buffers newest buffer first, each from its first page to its last, so that a completion
 //! word written last, in an earlier-prepared buffer (OPAE's status area) or later in the
@@ -52,7 +53,13 @@ struct MirrorSet {
     active_until: Option<Instant>,
     closed: bool,
     ticker: bool,
+    /// Device work that ended, waiting for the pull that shows what it wrote.
+    waiting: Vec<AfterPull>,
 }
+
+/// What hears that device work ended, once the mirrors hold what it wrote (or why they
+/// could not be brought up to date).
+pub(crate) type AfterPull = Box<dyn FnOnce(Result<(), String>) + Send>;
 
 /// The mirrors of one node session, and the thread that pulls for them.
 pub(crate) struct Mirrors {
@@ -139,9 +146,32 @@ impl Mirrors {
         Ok(())
     }
 
+    /// Device work ended: `finish` runs once a pull that set out after now brought the
+    /// mirrors up to date. The puller makes one pull for every `finish` waiting then; without
+    /// a puller (no mirror), the pull is made here.
+    pub(crate) fn after_pull(&self, finish: AfterPull, deadline: Instant) {
+        let mut set = lock(&self.set);
+        if set.ticker && !set.closed && !set.mirrors.is_empty() {
+            set.waiting.push(finish);
+            drop(set);
+            self.wake.notify_all();
+            return;
+        }
+        drop(set);
+        finish(
+            self.sync(deadline, true)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        );
+    }
+
     /// Pushes local changes and pulls the node's; `always` asks the node even when nothing
     /// changed here. Returns whether any page moved.
     pub(crate) fn sync(&self, deadline: Instant, always: bool) -> RemoteResult<bool> {
+        // With nothing to push, a doorbell need not wait for a pull on its way.
+        if !always && !self.changed_here() {
+            return Ok(false);
+        }
         let _one = lock(&self.syncing);
         let (watched, pushes) = {
             let mut set = lock(&self.set);
@@ -188,6 +218,34 @@ impl Mirrors {
     }
 }
 
+impl Mirrors {
+    /// Whether the application changed any mirror since the node last agreed with it.
+    fn changed_here(&self) -> bool {
+        let set = lock(&self.set);
+        let mut pushes = Vec::new();
+        set.mirrors.iter().any(|mirror| {
+            mirror.memory.upgrade().is_some_and(|memory| {
+                changed_pages(mirror, &memory, &mut pushes);
+                !pushes.is_empty()
+            })
+        })
+    }
+
+    /// Tells the device work still waiting for a pull that none will come.
+    fn end_waiting(&self, why: &str) {
+        let waiting = std::mem::take(&mut lock(&self.set).waiting);
+        for finish in waiting {
+            finish(Err(why.to_string()));
+        }
+    }
+}
+
+impl Drop for Mirrors {
+    fn drop(&mut self) {
+        self.end_waiting("the session with the node ended");
+    }
+}
+
 /// Adds the pages of `mirror` whose local content differs from the shadow.
 fn changed_pages(mirror: &Mirror, memory: &DmaMemory, out: &mut Vec<Page>) {
     let len = memory.len().min(mirror.shadow.len() as u64);
@@ -215,31 +273,43 @@ fn store(shadow: &mut [u8], page: &Page) {
     }
 }
 
-/// Pulls while the mirrors live: soon after a change, less often while nothing changes.
+/// Pulls while the mirrors live: at once for device work that ended, soon after a change,
+/// less often while nothing changes.
 fn pull_loop(mirrors: Weak<Mirrors>) {
+    const ENDED: &str = "the session with the node ended";
     loop {
         let Some(me) = mirrors.upgrade() else { return };
-        let interval = {
-            let set = lock(&me.set);
+        let (interval, waiting) = {
+            let mut set = lock(&me.set);
             if set.closed || me.node.strong_count() == 0 {
+                set.ticker = false;
+                drop(set);
+                me.end_waiting(ENDED);
                 return;
             }
-            let active = set.active_until.is_some_and(|until| Instant::now() < until);
-            let interval = if active {
-                set.interval.unwrap_or(SLOW)
-            } else {
-                SLOW
-            };
-            let set = wait_timeout(&me.wake, set, interval);
+            if set.waiting.is_empty() {
+                let active = set.active_until.is_some_and(|until| Instant::now() < until);
+                let interval = if active {
+                    set.interval.unwrap_or(SLOW)
+                } else {
+                    SLOW
+                };
+                set = wait_timeout(&me.wake, set, interval);
+            }
             if set.closed {
+                set.ticker = false;
+                drop(set);
+                me.end_waiting(ENDED);
                 return;
             }
-            if !set.active_until.is_some_and(|until| Instant::now() < until) {
+            let waiting = std::mem::take(&mut set.waiting);
+            if waiting.is_empty() && !set.active_until.is_some_and(|until| Instant::now() < until) {
                 continue;
             }
-            set.interval.unwrap_or(SLOW)
+            (set.interval.unwrap_or(SLOW), waiting)
         };
-        let next = match me.sync(Instant::now() + me.call_timeout, true) {
+        let synced = me.sync(Instant::now() + me.call_timeout, true);
+        let next = match &synced {
             Ok(true) => FAST,
             Ok(false) => (interval * 2).min(SLOW),
             Err(err) => {
@@ -248,6 +318,10 @@ fn pull_loop(mirrors: Weak<Mirrors>) {
             }
         };
         lock(&me.set).interval = Some(next);
+        let outcome = synced.map(drop).map_err(|e| e.to_string());
+        for finish in waiting {
+            finish(outcome.clone());
+        }
     }
 }
 
