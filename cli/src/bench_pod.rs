@@ -2,6 +2,7 @@
 //! process, against the same workload through a node's Unix socket (`builtin:remote` on a
 //! host of its own, as `ACCELHOST_ENDPOINT` makes one), measured in turns.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use anyhow::Context;
 
 use crate::bench_figure::Figure;
 use crate::bench_figure::Target;
+use crate::bench_tls::BenchPki;
 
 /// The memcpy AFU's run, as `accelhost demo` makes it: 128 copies of 32 KiB and an IRQ.
 const CAPI_COPIES: u64 = 128;
@@ -78,8 +80,14 @@ impl<'a> Devices<'a> {
 }
 
 /// Measures the workloads in process (a host on the embedded default) and through the node
-/// at `socket`, in turns.
-pub fn figures(settings: &Settings, cache: &Path, socket: PathBuf) -> anyhow::Result<Vec<Figure>> {
+/// at `socket`, in turns; and tiny launches through the same node over loopback TCP with
+/// mutual TLS (`tls`: the certificates and the node's address).
+pub fn figures(
+    settings: &Settings,
+    cache: &Path,
+    socket: PathBuf,
+    tls: (BenchPki, SocketAddr),
+) -> anyhow::Result<Vec<Figure>> {
     let local = Host::builder()
         .config(Config::embedded_default())
         .cache_dir(cache)
@@ -158,7 +166,29 @@ pub fn figures(settings: &Settings, cache: &Path, socket: PathBuf) -> anyhow::Re
         target: "≥ 0.25× in process",
         bound: Some(Target::AtLeast(0.25)),
     });
-    for devices in [here, there] {
+    let (pki, address) = tls;
+    let over_tls = Host::builder()
+        .config(pki.proxy_config(address)?)
+        .cache_dir(cache)
+        .remote(Arc::new(accelhost_node::NodeConnector::new()))
+        .build()?;
+    let far = Devices::open(&over_tls)?;
+    tiny(&far);
+    let rate = measure::paired(
+        settings.workload_samples,
+        || tiny(&here),
+        || tiny(&far),
+        |remote, local| remote / local,
+    );
+    figures.push(Figure {
+        what: "tiny launches through builtin:remote over TCP + mutual TLS (loopback)",
+        measured: format!("{:.0}/s", rate.measured),
+        baseline: format!("in process {:.0}/s", rate.baseline),
+        ratio: rate.ratio,
+        target: "≥ 0.1× in process",
+        bound: Some(Target::AtLeast(0.1)),
+    });
+    for devices in [here, there, far] {
         drop(devices.kernel);
         for handle in [devices.nlb0, devices.xocl] {
             handle.close()?;

@@ -11,6 +11,7 @@ use accelhost::{Config, Host};
 use accelhost_cli::measure::{Settings, median};
 
 use crate::bench_figure::{Figure, Target};
+use crate::bench_tls::BenchPki;
 use accelhost_node::proto::baseline_client::BaselineClient;
 use accelhost_node::proto::baseline_server::BaselineServer;
 use accelhost_node::proto::{Data, Empty, SourceRequest};
@@ -20,19 +21,35 @@ use tokio::net::UnixListener;
 use tokio::sync::oneshot;
 use tokio_stream::wrappers::UnixListenerStream;
 
-fn serve_config(dir: &Path, socket: &Path) -> String {
+/// A node serving the embedded default to this user on `socket`, and with `tls` also on a
+/// loopback TCP port to the client certificate [`BenchPki`] made.
+fn serve_config(dir: &Path, socket: &Path, tls: Option<&BenchPki>) -> String {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     let host_config = dir.join("host.json");
     let _ = std::fs::write(&host_config, accelhost::config::embedded_default_text());
-    serde_json::json!({
+    let grants = serde_json::json!({"devices": ["*"], "dma_memory_mib": 2048, "reconfigure": true});
+    let mut config = serde_json::json!({
         "host_config": host_config,
         "listen": {"unix": {"path": socket, "mode": "0600"}},
         "limits": {"max_message_kib": 4096},
-        "clients": [{"name": "bench", "unix_uid": uid,
-                     "grants": {"devices": ["*"], "dma_memory_mib": 2048, "reconfigure": true}}]
-    })
-    .to_string()
+        "clients": [{"name": "bench", "unix_uid": uid, "grants": grants}]
+    });
+    if let Some(pki) = tls {
+        config["listen"]["tcp"] = serde_json::json!({
+            "address": "127.0.0.1:0",
+            "certificate": pki.file("node.pem"),
+            "key": pki.file("node.key"),
+            "client_ca": pki.file("client-ca.pem"),
+        });
+        config["clients"]
+            .as_array_mut()
+            .expect("a list")
+            .push(serde_json::json!({
+                "name": "bench-tls", "certificate_san": BenchPki::CLIENT, "grants": grants
+            }));
+    }
+    config.to_string()
 }
 
 fn ms(seconds: f64) -> String {
@@ -60,7 +77,8 @@ pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<Figure>>
 async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Result<Vec<Figure>> {
     let socket = dir.join("node.sock");
     let config_path = dir.join("serve.json");
-    std::fs::write(&config_path, serve_config(dir, &socket))?;
+    let pki = BenchPki::make(&dir.join("pki"))?;
+    std::fs::write(&config_path, serve_config(dir, &socket, Some(&pki)))?;
     let serve = Arc::new(ServeConfig::load(&config_path)?);
     let host = Arc::new(
         Host::builder()
@@ -70,6 +88,9 @@ async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Re
             .build()?,
     );
     let node = BoundNode::bind(serve, host).await?;
+    let tls_address = node
+        .tcp_address()
+        .context("the bench node listens on TCP")?;
     let (stop, stopped) = oneshot::channel::<()>();
     let served = tokio::spawn(node.run(async {
         let _ = stopped.await;
@@ -204,7 +225,7 @@ async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Re
     let (pod_settings, pod_cache) = (*settings, cache.to_path_buf());
     figures.extend(
         tokio::task::spawn_blocking(move || {
-            crate::bench_pod::figures(&pod_settings, &pod_cache, socket)
+            crate::bench_pod::figures(&pod_settings, &pod_cache, socket, (pki, tls_address))
         })
         .await??,
     );
@@ -226,7 +247,7 @@ impl ServeProcess {
         let dir = dir.join(format!("serve-{index}"));
         std::fs::create_dir_all(&dir)?;
         let socket = dir.join("node.sock");
-        std::fs::write(dir.join("serve.json"), serve_config(&dir, &socket))?;
+        std::fs::write(dir.join("serve.json"), serve_config(&dir, &socket, None))?;
         let child = Command::new(std::env::current_exe()?)
             .args(["serve", "serve.json"])
             .current_dir(&dir)

@@ -8,6 +8,7 @@ mod bench_ledger;
 mod bench_metrics;
 mod bench_pod;
 mod bench_remote;
+mod bench_tls;
 mod check_config;
 mod demo;
 mod exit;
