@@ -13,7 +13,8 @@ use crate::runtime::{ComponentCache, LoadedComponent, PluginInstance, runtime};
 use crate::state::{LogBudget, PluginContext};
 
 /// Forgets every compiled plugin this process holds in memory, so that the next start of a
-/// plugin reads the on-disk cache (or compiles) as a fresh process would.
+/// plugin reads the on-disk cache (or compiles) as a fresh process would; waits first for
+/// the optimized compiles running in the background.
 pub fn forget_loaded() {
     if let Ok(runtime) = runtime() {
         runtime.forget_loaded();

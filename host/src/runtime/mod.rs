@@ -277,9 +277,14 @@ impl Runtime {
     }
 
     /// Forgets the compiled and refused plugins held in memory (for benchmarks of a cold
-    /// start).
+    /// start), once the optimized compiles running in the background ended: one that ended
+    /// later would link its code for the next load again.
     #[cfg(feature = "internals")]
     pub fn forget_loaded(&self) {
+        let tier_ups: Vec<Arc<TierUp>> = lock(&self.tier_ups).values().cloned().collect();
+        for tier_up in tier_ups {
+            let _ = tier_up.wait();
+        }
         lock(&self.loaded).clear();
         lock(&self.refused).clear();
         lock(&self.tier_ups).clear();
