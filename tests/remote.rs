@@ -166,11 +166,9 @@ async fn canonical_workloads_run_byte_exact_through_the_proxy() {
     node.stop().await;
 }
 
-/// A node whose memory cannot be shared (a host built without `shareable_memory`, or a
-/// driver's mapping) still serves a local proxy: through mirrors.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_shareable_memory_a_local_proxy_mirrors() {
-    let dir = scratch_dir("remote-mirrored");
+/// A node serving this uid every device on a socket in `dir`, from a host built without
+/// `shareable_memory`: its clients' buffers are mirrored.
+async fn start_unshared_node(dir: std::path::PathBuf) -> RunningNode {
     let host = Arc::new(
         tokio::task::spawn_blocking(support::default_host)
             .await
@@ -183,7 +181,14 @@ async fn without_shareable_memory_a_local_proxy_mirrors() {
                                       "dma_memory_mib": 2048}}}}]}}"#,
         uid()
     );
-    let node = remote::start_with_host(dir, &config, host).await;
+    remote::start_with_host(dir, &config, host).await
+}
+
+/// A node whose memory cannot be shared (a host built without `shareable_memory`, or a
+/// driver's mapping) still serves a local proxy: through mirrors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_shareable_memory_a_local_proxy_mirrors() {
+    let node = start_unshared_node(scratch_dir("remote-mirrored")).await;
     let config = one_node(&unix_endpoint(&node), 10_000);
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
@@ -216,20 +221,7 @@ fn calls(node: &RunningNode, call: &str) -> u64 {
 /// far fewer pulls than launches (it cost one each, a round trip per launch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrored_launches_share_their_pulls() {
-    let dir = scratch_dir("remote-mirrored-launches");
-    let host = Arc::new(
-        tokio::task::spawn_blocking(support::default_host)
-            .await
-            .unwrap(),
-    );
-    let config = format!(
-        r#"{{"listen": {{"unix": {{"path": "@SOCKET@", "mode": "0600"}}}},
-            "clients": [{{"name": "proxy", "unix_uid": {},
-                          "grants": {{"devices": ["*"], "reconfigure": true,
-                                      "dma_memory_mib": 2048}}}}]}}"#,
-        uid()
-    );
-    let node = remote::start_with_host(dir, &config, host).await;
+    let node = start_unshared_node(scratch_dir("remote-mirrored-launches")).await;
     let config = one_node(&unix_endpoint(&node), 10_000);
     let launches = 2000;
     let before = calls(&node, "BufferSync");

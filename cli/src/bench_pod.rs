@@ -144,28 +144,6 @@ pub fn figures(
         format!("in process {:.1} ms", vadd.baseline * 1e3),
         vadd.ratio,
     ));
-    let launches: u32 = if settings.samples > 5 { 20_000 } else { 5_000 };
-    let tiny = |devices: &Devices| {
-        let report =
-            vadd::tiny_launches(&devices.xocl, &devices.kernel, launches).expect("tiny launches");
-        assert!(report.verified, "the tiny launches did not verify");
-        report.per_second()
-    };
-    tiny(&there);
-    let rate = measure::paired(
-        settings.workload_samples,
-        || tiny(&here),
-        || tiny(&there),
-        |pod, local| pod / local,
-    );
-    figures.push(Figure {
-        what: "tiny launches through a node's socket",
-        measured: format!("{:.0}/s", rate.measured),
-        baseline: format!("in process {:.0}/s", rate.baseline),
-        ratio: rate.ratio,
-        target: "≥ 0.25× in process",
-        bound: Some(Target::AtLeast(0.25)),
-    });
     let (pki, address) = tls;
     let over_tls = Host::builder()
         .config(pki.proxy_config(address)?)
@@ -173,21 +151,42 @@ pub fn figures(
         .remote(Arc::new(accelhost_node::NodeConnector::new()))
         .build()?;
     let far = Devices::open(&over_tls)?;
-    tiny(&far);
-    let rate = measure::paired(
-        settings.workload_samples,
-        || tiny(&here),
-        || tiny(&far),
-        |remote, local| remote / local,
-    );
-    figures.push(Figure {
-        what: "tiny launches through builtin:remote over TCP + mutual TLS (loopback)",
-        measured: format!("{:.0}/s", rate.measured),
-        baseline: format!("in process {:.0}/s", rate.baseline),
-        ratio: rate.ratio,
-        target: "≥ 0.1× in process",
-        bound: Some(Target::AtLeast(0.1)),
-    });
+    let tiny_launches = |what, remote: &Devices, target, bound| {
+        let launches: u32 = if settings.samples > 5 { 20_000 } else { 5_000 };
+        let tiny = |devices: &Devices| {
+            let report = vadd::tiny_launches(&devices.xocl, &devices.kernel, launches)
+                .expect("tiny launches");
+            assert!(report.verified, "the tiny launches did not verify");
+            report.per_second()
+        };
+        tiny(remote);
+        let rate = measure::paired(
+            settings.workload_samples,
+            || tiny(&here),
+            || tiny(remote),
+            |remote, local| remote / local,
+        );
+        Figure {
+            what,
+            measured: format!("{:.0}/s", rate.measured),
+            baseline: format!("in process {:.0}/s", rate.baseline),
+            ratio: rate.ratio,
+            target,
+            bound: Some(Target::AtLeast(bound)),
+        }
+    };
+    figures.push(tiny_launches(
+        "tiny launches through a node's socket",
+        &there,
+        "≥ 0.25× in process",
+        0.25,
+    ));
+    figures.push(tiny_launches(
+        "tiny launches through builtin:remote over TCP + mutual TLS (loopback)",
+        &far,
+        "≥ 0.1× in process",
+        0.1,
+    ));
     for devices in [here, there, far] {
         drop(devices.kernel);
         for handle in [devices.nlb0, devices.xocl] {
