@@ -16,12 +16,15 @@
 //! the plugin's DMA grant, and its size again on the node. As with a local device, the
 //! application does not write a buffer while the device works on it.
 
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{PAGE_BYTES, Page, RemoteFailure, RemoteNode, RemoteResult};
 use crate::devices::{Charge, DmaMemory, lock, wait_timeout};
 use crate::error::ErrorCode;
+
+/// Why device work waiting for a pull fails when the session goes first.
+const SESSION_ENDED: &str = "the session with the node ended";
 
 /// How soon the mirrors are synced again after a change.
 const FAST: Duration = Duration::from_millis(1);
@@ -190,7 +193,7 @@ impl Mirrors {
         }
         let node = self.node.upgrade().ok_or_else(|| RemoteFailure {
             code: ErrorCode::NotFound,
-            message: "the session with the node ended".into(),
+            message: SESSION_ENDED.into(),
         })?;
         let pushed = !pushes.is_empty();
         let pulls = node.sync(&watched, &pushes, deadline)?;
@@ -216,9 +219,7 @@ impl Mirrors {
         }
         Ok(moved)
     }
-}
 
-impl Mirrors {
     /// Whether the application changed any mirror since the node last agreed with it.
     fn changed_here(&self) -> bool {
         let set = lock(&self.set);
@@ -232,17 +233,24 @@ impl Mirrors {
     }
 
     /// Tells the device work still waiting for a pull that none will come.
-    fn end_waiting(&self, why: &str) {
+    fn end_waiting(&self) {
         let waiting = std::mem::take(&mut lock(&self.set).waiting);
         for finish in waiting {
-            finish(Err(why.to_string()));
+            finish(Err(SESSION_ENDED.to_string()));
         }
+    }
+
+    /// The puller stops: a later mirror starts another, and later device work pulls in place.
+    fn stop_pulling(&self, mut set: MutexGuard<'_, MirrorSet>) {
+        set.ticker = false;
+        drop(set);
+        self.end_waiting();
     }
 }
 
 impl Drop for Mirrors {
     fn drop(&mut self) {
-        self.end_waiting("the session with the node ended");
+        self.end_waiting();
     }
 }
 
@@ -276,15 +284,12 @@ fn store(shadow: &mut [u8], page: &Page) {
 /// Pulls while the mirrors live: at once for device work that ended, soon after a change,
 /// less often while nothing changes.
 fn pull_loop(mirrors: Weak<Mirrors>) {
-    const ENDED: &str = "the session with the node ended";
     loop {
         let Some(me) = mirrors.upgrade() else { return };
         let (interval, waiting) = {
             let mut set = lock(&me.set);
             if set.closed || me.node.strong_count() == 0 {
-                set.ticker = false;
-                drop(set);
-                me.end_waiting(ENDED);
+                me.stop_pulling(set);
                 return;
             }
             if set.waiting.is_empty() {
@@ -297,9 +302,7 @@ fn pull_loop(mirrors: Weak<Mirrors>) {
                 set = wait_timeout(&me.wake, set, interval);
             }
             if set.closed {
-                set.ticker = false;
-                drop(set);
-                me.end_waiting(ENDED);
+                me.stop_pulling(set);
                 return;
             }
             let waiting = std::mem::take(&mut set.waiting);
