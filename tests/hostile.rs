@@ -1307,6 +1307,24 @@ fn containment_attacks() -> Vec<Attack> {
         },
     ));
     attacks.push(attack(
+        "a 4096-device inventory table that writes out to a GiB",
+        r#"{"huge_in": "enumerate", "huge": "table"}"#,
+        r#""host_memory_mib": 4"#,
+        &[],
+        |host| {
+            let found = host.enumerate(&[Filter::new().vendor_id(0x1234)]);
+            if !found.tokens.is_empty() {
+                return Err(format!("the host kept {} devices", found.tokens.len()));
+            }
+            let err = found
+                .failures
+                .into_iter()
+                .next()
+                .ok_or("the enumeration reported no failure")?;
+            expect_host_memory(Err::<(), _>(err))
+        },
+    ));
+    attacks.push(attack(
         "120 attribute names over one 1 MiB string",
         r#"{"huge_in": "list-attributes", "huge": "aliased"}"#,
         r#""host_memory_mib": 4"#,

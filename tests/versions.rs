@@ -1,6 +1,7 @@
 //! The contract grows without breaking a built plugin: the host serves every `accel:plugin`
 //! version side by side. A plugin built for 0.1.0 and kept byte for byte runs the hello_fpga
-//! flow; every function of every served version links (a component importing and exporting
+//! flow; one built for 0.2.0 (devices through `discovery`) lists what today's lists through
+//! `inventory`, property for property; every function of every served version links (a component importing and exporting
 //! everything a version has, synthesized from its WIT); a plugin that exports only the required
 //! core loads, and the calls it does not export are answered `unsupported`; a plugin built for
 //! a newer major is refused, naming both versions.
@@ -10,7 +11,10 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use accelhost::workloads::nlb0::{is_nlb0, loopback};
-use accelhost::{ErrorCode, Filter, OpenMode, PluginStatus, WIT_VERSION};
+use accelhost::{
+    AcceleratorState, ErrorCode, Filter, ObjectType, OpenMode, PluginStatus, Properties,
+    WIT_VERSION,
+};
 use support::{guest, host, json_path, scratch_dir};
 use wit_parser::{ManglingAndAbi, Resolve};
 
@@ -56,6 +60,78 @@ fn a_plugin_built_for_0_1_0_runs_hello_fpga_byte_exact() {
     }
 }
 
+/// Every device `host` lists for each of a few filters (none, device objects, a device
+/// type), by name, with its properties.
+fn listings(host: &accelhost::Host) -> Vec<Vec<(String, Properties)>> {
+    let filters = [
+        vec![],
+        vec![Filter::new().object_type(ObjectType::Device)],
+        vec![Filter::new().device_type("fpga")],
+    ];
+    filters
+        .iter()
+        .map(|filters| {
+            let found = host.enumerate(filters);
+            assert!(found.failures.is_empty(), "{:?}", found.failures);
+            let mut listed: Vec<(String, Properties)> = found
+                .tokens
+                .iter()
+                .map(|t| (t.properties().name.clone(), t.properties().clone()))
+                .collect();
+            listed.sort_by(|a, b| a.0.cmp(&b.0));
+            listed
+        })
+        .collect()
+}
+
+#[test]
+fn a_plugin_built_for_0_2_0_lists_what_an_inventory_lists_and_runs_hello_fpga() {
+    // Ports on two cards, one of them held exclusively, so that rows differ in their card,
+    // number, path and state.
+    let config = |module: &Path| {
+        format!(
+            r#"{{"devices": [{{"id": "dfl0", "family": "dfl"}}, {{"id": "dfl1", "family": "dfl"}},
+                            {{"id": "dfl2", "family": "dfl", "port_id": 1}}],
+                "plugins": [{{"name": "p", "module": "{}",
+                              "grants": {{"devices": ["emu:dfl*"]}}}}]}}"#,
+            json_path(module)
+        )
+    };
+    let old = host(&config(&workspace().join("tests/fixtures/v0.2.0/dfl.wasm"))).unwrap();
+    let today = host(&config(&guest("accelhost_plugin_dfl"))).unwrap();
+    assert_eq!(info(&old).wit_version.as_deref(), Some("0.2.0"));
+    assert_eq!(info(&today).wit_version.as_deref(), Some(WIT_VERSION));
+    assert_ne!(WIT_VERSION, "0.2.0", "the host has moved on");
+    assert!(!info(&old).capabilities.contains(&"inventory"));
+    assert!(
+        info(&today).capabilities.contains(&"inventory"),
+        "listed by table"
+    );
+    for host in [&old, &today] {
+        let held = host.enumerate(&[]).tokens.into_iter().next().unwrap();
+        std::mem::forget(host.open(&held, OpenMode::Exclusive).unwrap());
+    }
+    let (before, now) = (listings(&old), listings(&today));
+    assert_eq!(before[0].len(), 3, "{:?}", before[0]);
+    assert!(
+        !before[1].is_empty(),
+        "the FMEs are listed: {:?}",
+        before[1]
+    );
+    assert_eq!(before, now, "the same devices with the same properties");
+    let token = old
+        .enumerate(&[])
+        .tokens
+        .into_iter()
+        .find(|t| {
+            is_nlb0(t) && t.properties().accelerator_state == Some(AcceleratorState::Unassigned)
+        })
+        .expect("the 0.2.0 plugin lists an NLB0 port that is not held");
+    let handle = old.open(&token, OpenMode::Exclusive).unwrap();
+    let report = loopback(&handle, 1 << 20).unwrap();
+    assert!(report.verified(), "{report:?}");
+}
+
 /// A component that imports and exports everything `world` of the WIT in `dir` has, each
 /// function a trap: what a plugin using every function of that version looks like to the
 /// linker.
@@ -94,6 +170,7 @@ fn every_function_of_every_served_version_links() {
     let wit = workspace().join("wit");
     for (dir, world, version) in [
         (wit.join("0.1.0"), "plugin", "0.1.0"),
+        (wit.join("0.2.0"), "plugin", "0.2.0"),
         (wit.clone(), "plugin", WIT_VERSION),
         (wit.clone(), "core", WIT_VERSION),
     ] {

@@ -126,7 +126,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             },
         ),
     ];
-    let extras = p.extras.iter().map(|(k, v)| (k.as_str(), v.clone()));
+    let extras = p.extras.iter().map(|(k, v)| (k.as_str(), v.to_string()));
     for (key, value) in lines.into_iter().chain(extras) {
         println!("{:<14} {}", inert(key), inert(&value));
     }

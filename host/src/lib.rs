@@ -67,7 +67,8 @@ pub use manager::{
     CallFigures, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
 };
 pub use properties::{
-    AcceleratorState, Filter, ObjectType, OpenMode, Properties, host_matches, local_hostname,
+    AcceleratorState, Filter, ObjectType, OpenMode, Properties, SharedText, host_matches,
+    local_hostname,
 };
 pub use runtime::worker as compile_worker;
 pub use runtime::{

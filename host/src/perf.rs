@@ -136,7 +136,8 @@ impl PluginBench {
         calls.store.set_epoch_deadline(u64::MAX / 4);
         step("configure", calls.configure(&config))?;
         step("initialize", calls.initialize())?;
-        let devices = step("enumerate", calls.enumerate(&[]))?;
+        let devices = step("enumerate", calls.enumerate(&[]))?
+            .map_err(|why| Error::Internal(format!("raw enumerate: {why}")))?;
         let token = devices
             .first()
             .map(|(token, _)| *token)

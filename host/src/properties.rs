@@ -1,7 +1,9 @@
 //! What the host knows about a device, and how applications select devices: the vocabulary
 //! of discovery, shared by the embedding API and the calls into plugins.
 
-use std::sync::OnceLock;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
@@ -70,14 +72,76 @@ pub struct Properties {
     pub parent: Option<u64>,
     /// Plugin-defined facts, in the plugin's order (a JSON object when serialized).
     #[serde(serialize_with = "extras_as_object")]
-    pub extras: Vec<(String, String)>,
+    pub extras: Vec<(SharedText, SharedText)>,
 }
 
 fn extras_as_object<S: serde::Serializer>(
-    extras: &[(String, String)],
+    extras: &[(SharedText, SharedText)],
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    s.collect_map(extras.iter().map(|(k, v)| (k, v)))
+    s.collect_map(extras.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// An immutable text that copies share: the keys and values of [`Properties::extras`], which
+/// are mostly the same across a plugin's devices (`interface`, `dfl`), so that ten thousand
+/// devices hold one copy of each and not ten thousand.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct SharedText(Arc<str>);
+
+impl SharedText {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for SharedText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SharedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for SharedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for SharedText {
+    fn from(text: &str) -> Self {
+        SharedText(text.into())
+    }
+}
+
+impl From<String> for SharedText {
+    fn from(text: String) -> Self {
+        SharedText(text.into())
+    }
+}
+
+impl From<SharedText> for String {
+    fn from(text: SharedText) -> Self {
+        text.as_str().to_string()
+    }
+}
+
+impl PartialEq<str> for SharedText {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for SharedText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// Selects devices: every field that is set must match. A device matches a list of filters

@@ -309,7 +309,7 @@ fn properties(device: proto::Device) -> Properties {
         extras: device
             .extras
             .into_iter()
-            .map(|e| (e.key, e.value))
+            .map(|e| (e.key.into(), e.value.into()))
             .collect(),
     }
 }

@@ -550,8 +550,8 @@ pub fn device_of(token: &Token, properties: &accelhost::Properties) -> proto::De
             .extras
             .iter()
             .map(|(key, value)| proto::Extra {
-                key: key.clone(),
-                value: value.clone(),
+                key: key.to_string(),
+                value: value.to_string(),
             })
             .collect(),
     }

@@ -13,8 +13,9 @@
 //! - `huge_in` with `huge`: answer `enumerate` or `list-attributes` with `"list"` (10,000
 //!   devices or attributes, over the host's bounds), `"string"` (an 8 MiB name) or
 //!   `"aliased"` (strings that share one buffer: 4096 devices with 7 extras of 4 KiB each, or
-//!   120 attribute names of 1 MiB), or `describe` or `read-attribute` with `"string"` (an
-//!   8 MiB host name or value).
+//!   120 attribute names of 1 MiB) or `"table"` (an `inventory` table of a few KiB that
+//!   writes out to a GiB), or `describe` or `read-attribute` with `"string"` (an 8 MiB host
+//!   name or value).
 //! - `attributes` (a list of names): what `list-attributes` answers (default
 //!   `["errors/errors"]`); each reads `0x0` and takes any write.
 //! - `attack_in` with `attack` (and `target`, a device path): call the imports with bad
@@ -55,8 +56,9 @@ use accelhost_sdk::host::cxl::{Context, ContextKind};
 use accelhost_sdk::host::dfl::Port;
 use accelhost_sdk::host::{dma, events, image, xocl};
 use accelhost_sdk::{
-    AttributeInfo, Discovered, Error, EventKind, Filter, Guid, ObjectType, OpenMode, Plugin,
-    Properties, Result, filters_match, log,
+    AttributeInfo, DeviceRow, DeviceTable, Discovered, Error, EventKind, Fact, Filter, Guid,
+    NumberedText, ObjectType, OpenMode, Plugin, Properties, Result, TableBuilder, filters_match,
+    log,
 };
 
 /// The fake accelerator's GUID.
@@ -337,6 +339,50 @@ impl Plugin for Chaos {
     fn supports_host(&mut self, host: &str) -> bool {
         let _ = self.misbehave("supports-host");
         accelhost_sdk::host_matches(host, "localhost")
+    }
+
+    /// With `huge` `"table"`: a table of a few KiB whose write-out is a GiB (4096 devices
+    /// sharing 64 facts, each a 4000-byte text with a number); else the host asks `enumerate`.
+    fn inventory(&mut self, _filters: Vec<Filter>) -> Result<DeviceTable> {
+        if self.setting("huge_in") != Some("enumerate") || self.setting("huge") != Some("table") {
+            return Err(Error::unsupported("inventory"));
+        }
+        let mut table = TableBuilder::default();
+        let (fpga, localhost, key) = (table.text("fpga"), table.text("localhost"), table.text("k"));
+        let long = table.text(&"v".repeat(4000));
+        let (extras_first, extras_count) = table.facts((0..64).map(|n| Fact {
+            key,
+            value: NumberedText {
+                text: long,
+                number: Some(n),
+            },
+        }));
+        let name = table.text("chaos");
+        for token in 0..4096 {
+            let properties = Self::properties();
+            table.row(DeviceRow {
+                token,
+                object_type: properties.object_type,
+                name: NumberedText {
+                    text: name,
+                    number: Some(token as u32),
+                },
+                guid: properties.guid,
+                vendor_id: properties.vendor_id,
+                device_id: properties.device_id,
+                bus_address: None,
+                socket_id: None,
+                device_type: fpga,
+                host: localhost,
+                num_mmio: 0,
+                num_interrupts: 0,
+                accelerator_state: None,
+                parent: None,
+                extras_first,
+                extras_count,
+            });
+        }
+        Ok(table.finish())
     }
 
     fn enumerate(&mut self, filters: Vec<Filter>) -> Result<Vec<Discovered>> {

@@ -9,9 +9,9 @@ use accelhost_sdk::host::dfl::{Port, PortProbe};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::{dfl, mmio};
 use accelhost_sdk::{
-    AcceleratorState, AttributeInfo, BufferFlags, BusAddress, Discovered, Error, ErrorCode, Filter,
-    Guid, ObjectType, OpenMode, Plugin, PreparedBuffer, Properties, Result, filters_match,
-    wants_device_objects,
+    AcceleratorState, AttributeInfo, BufferFlags, BusAddress, DeviceRow, DeviceTable, Discovered,
+    Error, ErrorCode, Fact, Filter, Guid, NumberedText, ObjectType, OpenMode, Plugin,
+    PreparedBuffer, Properties, Result, TableBuilder, filters_match, wants_device_objects,
 };
 
 /// The device type every DFL port reports.
@@ -32,6 +32,8 @@ struct DflPlugin {
     /// The FME token of each port token, by index (`None` for an FME's own), kept so that an
     /// enumeration does not rebuild each port's card key.
     fme_of: Vec<Option<u64>>,
+    /// The port token of each place in the host's probe order, as last probed.
+    probe_order: Vec<u64>,
     open: BTreeMap<u64, OpenPort>,
     next_handle: u64,
 }
@@ -60,6 +62,22 @@ impl DflPlugin {
         let token = self.paths.len() as u64;
         self.tokens.insert(path.to_string(), token);
         self.paths.push(path.to_string());
+        token
+    }
+
+    /// The token of the port at `path`, probed `at`-th: the host probes in the same order
+    /// every time, so the token probed there last time is checked first.
+    fn probed_token(&mut self, at: usize, path: &str) -> u64 {
+        if let Some(&token) = self.probe_order.get(at)
+            && self.paths.get(token as usize).is_some_and(|p| p == path)
+        {
+            return token;
+        }
+        let token = self.token_for(path);
+        if self.probe_order.len() <= at {
+            self.probe_order.resize(at + 1, u64::MAX);
+        }
+        self.probe_order[at] = token;
         token
     }
 
@@ -147,7 +165,7 @@ impl DflPlugin {
         let num_mmio = probe.num_regions;
         Properties {
             object_type: ObjectType::Accelerator,
-            name: desc.path.trim_start_matches("/dev/").to_string(),
+            name: port_name(&desc.path).to_string(),
             guid: desc.afu_id,
             vendor_id: desc.vendor_id,
             device_id: desc.device_id,
@@ -215,6 +233,35 @@ impl Plugin for DflPlugin {
             }
         }
         Ok(found)
+    }
+
+    /// The table of what `enumerate` lists, with a row of numbers per port: this is what the
+    /// host asks, `enumerate` only of a host before 0.3.0 (or to describe one device).
+    fn inventory(&mut self, filters: Vec<Filter>) -> Result<DeviceTable> {
+        self.require_initialized()?;
+        let wants_devices = wants_device_objects(&filters);
+        let mut table = TableBuilder::default();
+        let said = PortTexts::new(&mut table);
+        let mut cards_seen = BTreeSet::new();
+        for (at, probe) in dfl::probe_ports().into_iter().enumerate() {
+            let port = self.probed_token(at, &probe.desc.path);
+            let fme = self.fme_token(port, &probe.desc);
+            if wants_devices && cards_seen.insert(fme) {
+                let properties = Self::fme_properties(&probe.desc);
+                if filters_match(&filters, &properties) {
+                    table.described(fme, properties);
+                }
+            }
+            if filters.is_empty() {
+                said.port_row(&mut table, port, &probe, fme);
+            } else {
+                let properties = Self::port_properties(&probe, Some(fme));
+                if filters_match(&filters, &properties) {
+                    table.described(port, properties);
+                }
+            }
+        }
+        Ok(table.finish())
     }
 
     fn describe(&mut self, token: u64) -> Result<Properties> {
@@ -384,11 +431,99 @@ fn card_key(desc: &dfl::PortDesc) -> String {
     }
 }
 
+/// The texts every port row of an inventory table shares, said once per table.
+struct PortTexts {
+    device_type: u32,
+    host: u32,
+    interface: u32,
+    dfl: u32,
+    path: u32,
+    port_id: u32,
+    nothing: u32,
+    emulated: u32,
+    yes: u32,
+    no: u32,
+}
+
+impl PortTexts {
+    fn new(table: &mut TableBuilder) -> Self {
+        PortTexts {
+            device_type: table.text(DEVICE_TYPE),
+            host: table.text("localhost"),
+            interface: table.text("interface"),
+            dfl: table.text("dfl"),
+            path: table.text("path"),
+            port_id: table.text("port-id"),
+            nothing: table.text(""),
+            emulated: table.text("emulated"),
+            yes: table.text("true"),
+            no: table.text("false"),
+        }
+    }
+
+    /// The row of a probed port, as [`DflPlugin::port_properties`] describes it.
+    fn port_row(&self, table: &mut TableBuilder, token: u64, probe: &PortProbe, fme: u64) {
+        let desc = &probe.desc;
+        let plain = |text| NumberedText { text, number: None };
+        let path = table.numbered(&desc.path);
+        let (extras_first, extras_count) = table.facts([
+            Fact {
+                key: self.interface,
+                value: plain(self.dfl),
+            },
+            Fact {
+                key: self.path,
+                value: path,
+            },
+            Fact {
+                key: self.port_id,
+                value: NumberedText {
+                    text: self.nothing,
+                    number: Some(desc.port_id),
+                },
+            },
+            Fact {
+                key: self.emulated,
+                value: plain(if desc.emulated { self.yes } else { self.no }),
+            },
+        ]);
+        let state = if probe.assigned {
+            AcceleratorState::Assigned
+        } else {
+            AcceleratorState::Unassigned
+        };
+        let row = DeviceRow {
+            token,
+            object_type: ObjectType::Accelerator,
+            name: table.numbered(port_name(&desc.path)),
+            guid: desc.afu_id,
+            vendor_id: desc.vendor_id,
+            device_id: desc.device_id,
+            bus_address: desc.bus_address,
+            socket_id: desc.socket_id,
+            device_type: self.device_type,
+            host: self.host,
+            num_mmio: probe.num_regions,
+            num_interrupts: 0,
+            accelerator_state: Some(state),
+            parent: Some(fme),
+            extras_first,
+            extras_count,
+        };
+        table.row(row);
+    }
+}
+
+/// A port's name: its path without `/dev/`.
+fn port_name(path: &str) -> &str {
+    path.strip_prefix("/dev/").unwrap_or(path)
+}
+
 /// The FME's name: `fme.<bus address>`, or `<port name>.fme` for a card without one.
 fn fme_name(desc: &dfl::PortDesc) -> String {
     match &desc.bus_address {
         Some(bus) => format!("fme.{}", bus_text(bus)),
-        None => format!("{}.fme", desc.path.trim_start_matches("/dev/")),
+        None => format!("{}.fme", port_name(&desc.path)),
     }
 }
 

@@ -318,8 +318,9 @@ fn enumerate_one(slot: &Arc<PluginSlot>, filters: &[Filter]) -> Result<Vec<Token
 /// An `enumerate` answer as the host keeps it; refused when it lists more devices, or longer
 /// properties, than the host accepts, or names two devices with one token or one name.
 pub(crate) fn accept_devices(
-    devices: Vec<(u64, Properties)>,
+    listed: crate::runtime::plugin::Listed,
 ) -> std::result::Result<Vec<(u64, Properties)>, String> {
+    let devices = listed?;
     if devices.len() > MAX_DEVICES {
         return Err(format!(
             "it listed {} devices (at most {MAX_DEVICES})",

@@ -192,7 +192,11 @@ impl remote::HostNode for PluginState {
                 num_mmio: p.num_mmio,
                 num_interrupts: p.num_interrupts,
                 accelerator_state: p.accelerator_state.map(Into::into),
-                extras: p.extras,
+                extras: p
+                    .extras
+                    .into_iter()
+                    .map(|(key, value)| (key.into(), value.into()))
+                    .collect(),
             })
             .collect())
     }

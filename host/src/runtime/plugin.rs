@@ -5,6 +5,7 @@
 //! them with host types in and out. Nothing else in the host names the generated export
 //! bindings, so a new version changes this file and its version module, and nothing above.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use wasmtime::Store;
@@ -12,11 +13,11 @@ use wasmtime::component::{Component, ComponentExportIndex, Func, Instance, Resou
 
 use crate::attributes::AttributeInfo;
 use crate::bindings::accel::plugin::types as wit;
-use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, offload};
-use crate::devices::{Completion, DmaMemory};
+use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, inventory, offload};
+use crate::devices::{Budget, Completion, DmaMemory};
 use crate::error::ErrorCode;
-use crate::properties::{Filter, OpenMode, Properties};
-use crate::state::{EventResource, ImageResource, PluginState, RegionResource};
+use crate::properties::{Filter, OpenMode, Properties, SharedText};
+use crate::state::{EventResource, HostLimit, ImageResource, PluginState, RegionResource};
 use crate::types::{EventKind, MemoryKind};
 
 /// A plugin's refusal: the code it gave and its message.
@@ -215,6 +216,9 @@ exports! {
         enqueue_memcpy ("enqueue-memcpy"): (u64, offload::MemoryRange, offload::MemoryRange, u64) -> Result<Resource<EventResource>, wit::Error>;
         enqueue_launch ("enqueue-launch"): (u64, u64, &[offload::KernelArgument], offload::LaunchSize) -> Result<Resource<EventResource>, wit::Error>;
     }
+    inventory in inventory_funcs ("inventory", required: false) {
+        enumerate ("enumerate"): (&[discovery::Filter]) -> Result<inventory::DeviceTable, wit::Error>;
+    }
     attributes in attributes_funcs ("attributes", required: false) {
         list_attributes ("list-attributes"): (u64) -> Result<Vec<attributes::AttributeInfo>, wit::Error>;
         read_attribute ("read-attribute"): (u64, &str) -> Result<String, wit::Error>;
@@ -310,12 +314,21 @@ impl<'a> Calls<'a> {
     }
 
     /// The devices matching `filters`, with their properties as the plugin gave them (not
-    /// yet checked against the host's bounds).
-    pub fn enumerate(
-        &mut self,
-        filters: &[Filter],
-    ) -> wasmtime::Result<Answer<Vec<(u64, Properties)>>> {
+    /// yet checked against the host's bounds): from `inventory` where the plugin has it, else
+    /// from `discovery`.
+    pub fn enumerate(&mut self, filters: &[Filter]) -> wasmtime::Result<Answer<Listed>> {
         let filters: Vec<discovery::Filter> = filters.iter().map(wit_filter).collect();
+        if let Some(inventory) = &self.exports.inventory {
+            match inventory.enumerate(&mut *self.store, (&filters,))? {
+                Ok(table) => {
+                    let budget = self.store.data().ctx.owner.host.clone();
+                    return Ok(Ok(from_table(table, &budget)?));
+                }
+                // The SDKs' default: this plugin lists its devices through `discovery`.
+                Err(err) if err.code == wit::ErrorCode::Unsupported => {}
+                Err(err) => return Ok(Err(refusal(err))),
+            }
+        }
         Ok(self
             .discovery()
             .enumerate(self.store, (&filters,))?
@@ -323,8 +336,9 @@ impl<'a> Calls<'a> {
                 found
                     .into_iter()
                     .map(|d| (d.token, properties(d.properties)))
-                    .collect()
+                    .collect::<Vec<_>>()
             })
+            .map(Ok)
             .map_err(refusal))
     }
 
@@ -599,6 +613,154 @@ fn wit_filter(filter: &Filter) -> discovery::Filter {
     }
 }
 
+/// What an enumerate answered: the devices with their properties, or why its table could not
+/// be read (an index out of range), which refuses the whole answer.
+pub(crate) type Listed = Result<Vec<(u64, Properties)>, String>;
+
+/// How many bytes of a table are written out between two checks of the plugin's host-memory
+/// budget: what it can overshoot by, besides one row.
+const BYTES_PER_BUDGET_CHECK: u64 = 64 << 10;
+
+/// The devices of an `inventory` table, each with its texts looked up: a fact's key, and a
+/// value without a number, is shared by every device that names it. A table is small and its
+/// write-out need not be (rows can share one range of numbered facts), so what the write-out
+/// allocates is held against the plugin's host-memory `budget` as it goes, as the lifting of
+/// an answer is: over it, the call fails with the limit named.
+fn from_table(table: inventory::DeviceTable, budget: &Arc<Budget>) -> wasmtime::Result<Listed> {
+    let shared: Vec<SharedText> = table.texts.iter().map(|t| t.as_str().into()).collect();
+    let mut writer = TableWriter {
+        texts: &shared,
+        extras: &table.extras,
+        numbered: String::new(),
+        written: (table.rows.len() * size_of::<(u64, Properties)>()) as u64,
+    };
+    within_budget(budget, writer.written)?;
+    let mut found = Vec::with_capacity(table.rows.len());
+    let mut checked = writer.written;
+    for (at, row) in table.rows.iter().enumerate() {
+        if writer.written - checked >= BYTES_PER_BUDGET_CHECK {
+            within_budget(budget, writer.written)?;
+            checked = writer.written;
+        }
+        match writer.device(at, row) {
+            Ok(device) => found.push(device),
+            Err(why) => return Ok(Err(why)),
+        }
+    }
+    within_budget(budget, writer.written)?;
+    Ok(Ok(found))
+}
+
+/// Fails when `written` more bytes do not fit in the plugin's host-memory budget: where the
+/// ledger counts what this thread allocates, when the budget holds more than its limit.
+fn within_budget(budget: &Arc<Budget>, written: u64) -> Result<(), HostLimit> {
+    if budget.is_ledgered() {
+        budget.check_held()?;
+    } else {
+        drop(budget.charge(written)?);
+    }
+    Ok(())
+}
+
+/// Writes out the rows of one table, counting the bytes it allocates.
+struct TableWriter<'a> {
+    texts: &'a [SharedText],
+    extras: &'a [inventory::Fact],
+    /// Scratch for a numbered fact value, before it is shared.
+    numbered: String,
+    written: u64,
+}
+
+impl<'a> TableWriter<'a> {
+    fn text(&self, index: u32, what: &str, row: usize) -> Result<&'a SharedText, String> {
+        self.texts.get(index as usize).ok_or_else(|| {
+            format!(
+                "row {row}'s {what} is text {index}, and the table has {} texts",
+                self.texts.len()
+            )
+        })
+    }
+
+    /// A new string of `text` (counted).
+    fn string(&mut self, text: &str) -> String {
+        self.written += text.len() as u64;
+        text.to_string()
+    }
+
+    fn device(
+        &mut self,
+        at: usize,
+        row: &inventory::DeviceRow,
+    ) -> Result<(u64, Properties), String> {
+        let facts = (row.extras_first as usize)
+            .checked_add(row.extras_count as usize)
+            .and_then(|end| self.extras.get(row.extras_first as usize..end))
+            .ok_or_else(|| {
+                format!(
+                    "row {at}'s facts are {} from {}, and the table has {}",
+                    row.extras_count,
+                    row.extras_first,
+                    self.extras.len()
+                )
+            })?;
+        let mut shared_facts = Vec::with_capacity(facts.len());
+        self.written += (facts.len() * size_of::<(SharedText, SharedText)>()) as u64;
+        for fact in facts {
+            let key = self.text(fact.key, "fact key", at)?.clone();
+            let value = self.text(fact.value.text, "fact value", at)?;
+            let value = match fact.value.number {
+                None => value.clone(),
+                Some(number) => {
+                    let mut numbered = std::mem::take(&mut self.numbered);
+                    numbered.clear();
+                    write_numbered(&mut numbered, value, number);
+                    self.written += (numbered.len() + 2 * size_of::<usize>()) as u64;
+                    let value = SharedText::from(numbered.as_str());
+                    self.numbered = numbered;
+                    value
+                }
+            };
+            shared_facts.push((key, value));
+        }
+        let name = self.text(row.name.text, "name", at)?;
+        let name = match row.name.number {
+            None => self.string(name),
+            Some(number) => {
+                let mut said = String::with_capacity(name.len() + 10);
+                write_numbered(&mut said, name, number);
+                self.written += said.capacity() as u64;
+                said
+            }
+        };
+        let device_type = self.text(row.device_type, "device type", at)?;
+        let host = self.text(row.host, "host", at)?;
+        let properties = Properties {
+            object_type: row.object_type.into(),
+            name,
+            guid: row.guid.into(),
+            vendor_id: row.vendor_id,
+            device_id: row.device_id,
+            bus_address: row.bus_address.map(Into::into),
+            socket_id: row.socket_id,
+            device_type: self.string(device_type),
+            host: self.string(host),
+            num_mmio: row.num_mmio,
+            num_interrupts: row.num_interrupts,
+            accelerator_state: row.accelerator_state.map(Into::into),
+            parent: row.parent,
+            extras: shared_facts,
+        };
+        Ok((row.token, properties))
+    }
+}
+
+/// Appends a table's numbered text: the text, then the number in decimal.
+fn write_numbered(out: &mut String, text: &str, number: u32) {
+    out.push_str(text);
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{number}");
+}
+
 fn properties(p: discovery::Properties) -> Properties {
     Properties {
         object_type: p.object_type.into(),
@@ -614,6 +776,139 @@ fn properties(p: discovery::Properties) -> Properties {
         num_interrupts: p.num_interrupts,
         accelerator_state: p.accelerator_state.map(Into::into),
         parent: p.parent,
-        extras: p.extras,
+        extras: p
+            .extras
+            .into_iter()
+            .map(|(key, value)| (key.into(), value.into()))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::BudgetKind;
+    use inventory::{DeviceRow, DeviceTable, Fact, NumberedText};
+
+    /// A table read with a host-memory budget it cannot exhaust.
+    fn read(table: DeviceTable) -> Listed {
+        from_table(table, &Budget::new(BudgetKind::Host, 1 << 30)).unwrap()
+    }
+
+    fn said(text: u32, number: Option<u32>) -> NumberedText {
+        NumberedText { text, number }
+    }
+
+    fn row(name: NumberedText, extras_first: u32, extras_count: u32) -> DeviceRow {
+        DeviceRow {
+            token: 7,
+            object_type: wit::ObjectType::Accelerator,
+            name,
+            guid: wit::Guid { high: 1, low: 2 },
+            vendor_id: 0x8086,
+            device_id: 0xbcc0,
+            bus_address: None,
+            socket_id: Some(0),
+            device_type: 1,
+            host: 2,
+            num_mmio: 1,
+            num_interrupts: 0,
+            accelerator_state: None,
+            parent: Some(3),
+            extras_first,
+            extras_count,
+        }
+    }
+
+    fn table(rows: Vec<DeviceRow>, extras: Vec<Fact>) -> DeviceTable {
+        DeviceTable {
+            texts: ["dfl-port.", "fpga", "localhost", "port-id", ""]
+                .map(String::from)
+                .to_vec(),
+            rows,
+            extras,
+        }
+    }
+
+    #[test]
+    fn a_table_is_read_with_its_numbers_written_after_their_texts() {
+        let facts = vec![
+            Fact {
+                key: 3,
+                value: said(4, Some(5)),
+            },
+            Fact {
+                key: 1,
+                value: said(2, None),
+            },
+        ];
+        let found = read(table(vec![row(said(0, Some(12)), 0, 1)], facts)).unwrap();
+        let (token, properties) = &found[0];
+        assert_eq!(*token, 7);
+        assert_eq!(properties.name, "dfl-port.12");
+        assert_eq!(properties.device_type, "fpga");
+        assert_eq!(properties.host, "localhost");
+        assert_eq!(properties.parent, Some(3));
+        assert_eq!(
+            properties.extras,
+            [("port-id".into(), "5".into())],
+            "only the row's own facts"
+        );
+    }
+
+    #[test]
+    fn an_index_out_of_the_table_refuses_the_whole_answer_naming_the_row() {
+        let fine = || row(said(0, Some(1)), 0, 0);
+        let far_name = table(vec![fine(), row(said(5, None), 0, 0)], vec![]);
+        let why = read(far_name).unwrap_err();
+        assert_eq!(why, "row 1's name is text 5, and the table has 5 texts");
+        let mut far_type = fine();
+        far_type.device_type = u32::MAX;
+        let why = read(table(vec![far_type], vec![])).unwrap_err();
+        assert!(
+            why.contains("row 0's device type is text 4294967295"),
+            "{why}"
+        );
+        let past_the_facts = table(vec![row(said(0, None), 1, 1)], vec![]);
+        let why = read(past_the_facts).unwrap_err();
+        assert_eq!(why, "row 0's facts are 1 from 1, and the table has 0");
+        let overflowing = table(vec![row(said(0, None), u32::MAX, u32::MAX)], vec![]);
+        assert!(read(overflowing).is_err());
+        let far_fact = vec![Fact {
+            key: 0,
+            value: said(9, Some(1)),
+        }];
+        let why = read(table(vec![row(said(0, None), 0, 1)], far_fact)).unwrap_err();
+        assert!(why.contains("row 0's fact value is text 9"), "{why}");
+    }
+
+    #[test]
+    fn a_small_table_that_writes_out_more_than_the_budget_fails_naming_it() {
+        // 4096 rows share one range of 64 facts whose values are a 4000-byte text with a
+        // number: a few KiB of table, and a GiB written out.
+        let mut big = table(vec![], vec![]);
+        big.texts.push("x".repeat(4000));
+        let long = big.texts.len() as u32 - 1;
+        big.extras = (0..64)
+            .map(|n| Fact {
+                key: 3,
+                value: said(long, Some(n)),
+            })
+            .collect();
+        big.rows = (0..4096).map(|n| row(said(0, Some(n)), 0, 64)).collect();
+        let budget = Budget::new(BudgetKind::Host, 4 << 20);
+        let err = from_table(big, &budget).unwrap_err();
+        assert!(
+            matches!(
+                err.downcast_ref::<HostLimit>(),
+                Some(HostLimit::HostMemory(over)) if over.limit == 4 << 20
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("load_policy.host_memory_mib"),
+            "{err}"
+        );
+        assert_eq!(budget.left(), 4 << 20, "nothing stays charged");
     }
 }

@@ -130,10 +130,7 @@ mod tests {
             num_interrupts: 0,
             accelerator_state: None,
             parent: None,
-            extras: extras
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            extras: extras.iter().map(|&(k, v)| (k.into(), v.into())).collect(),
         }
     }
 

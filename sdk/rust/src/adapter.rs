@@ -5,7 +5,9 @@ use core::cell::RefCell;
 use core::marker::PhantomData;
 
 use crate::bindings::accel::plugin::{events::Event, image::Image, mmio::Region};
-use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, lifecycle, offload};
+use crate::bindings::exports::accel::plugin::{
+    attributes, discovery, fpga, inventory, lifecycle, offload,
+};
 use crate::{
     Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
     LaunchSize, MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer, Properties,
@@ -56,6 +58,12 @@ impl<P: Plugin> discovery::Guest for Exports<P> {
     }
     fn describe(token: u64) -> Result<Properties, Error> {
         with_plugin(|p: &mut P| p.describe(token))
+    }
+}
+
+impl<P: Plugin> inventory::Guest for Exports<P> {
+    fn enumerate(filters: Vec<Filter>) -> Result<inventory::DeviceTable, Error> {
+        with_plugin(|p: &mut P| p.inventory(filters))
     }
 }
 

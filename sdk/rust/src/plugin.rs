@@ -53,6 +53,14 @@ pub trait Plugin: Default + 'static {
         Err(Error::unsupported("enumerate"))
     }
 
+    /// The devices matching `filters` as one table (`inventory`, accel:plugin 0.3.0), which
+    /// the host asks for before `enumerate`: each text said once, each device a row of
+    /// numbers ([`TableBuilder`](crate::TableBuilder)), for a plugin with many devices. The
+    /// default answers `unsupported`, and the host then asks `enumerate`.
+    fn inventory(&mut self, filters: Vec<Filter>) -> Result<crate::DeviceTable> {
+        Err(Error::unsupported("inventory"))
+    }
+
     /// Fresh properties of `token` (the host normally answers from what `enumerate` gave).
     fn describe(&mut self, token: u64) -> Result<Properties> {
         Err(Error::unsupported("describe"))

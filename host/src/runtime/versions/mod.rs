@@ -4,7 +4,9 @@
 //! [`ExportIndex`](super::plugin::ExportIndex). The latest version is the one `wit/` declares,
 //! written there once.
 
+mod link;
 mod v0_1;
+mod v0_2;
 
 use wasmtime::component::{HasSelf, Linker};
 
@@ -29,12 +31,16 @@ pub(crate) const SUPPORTED: &[Version] = &[
         add_imports: v0_1::add_imports,
     },
     Version {
+        version: v0_2::VERSION,
+        add_imports: v0_2::add_imports,
+    },
+    Version {
         version: LATEST,
         add_imports: add_latest_imports,
     },
 ];
 
-/// The versions served, for messages: `0.1.0 and 0.2.0`.
+/// The versions served, for messages: `0.1.0, 0.2.0 and 0.3.0`.
 pub(crate) fn served() -> String {
     let versions: Vec<&str> = SUPPORTED.iter().map(|v| v.version).collect();
     match versions.split_last() {
@@ -88,6 +94,7 @@ mod tests {
     fn plugins_link_against_a_compatible_version() {
         assert_eq!(serving("0.1.0").map(|v| v.version), Some("0.1.0"));
         assert_eq!(serving("0.1.3").map(|v| v.version), Some("0.1.0"));
+        assert_eq!(serving("0.2.1").map(|v| v.version), Some("0.2.0"));
         assert_eq!(serving(LATEST).map(|v| v.version), Some(LATEST));
         assert!(serving("1.0.0").is_none());
         assert!(serving("0.99.0").is_none());

@@ -3,26 +3,17 @@
 //! implementation serves its imports as they are, under its names; the frozen WIT is in
 //! `wit/0.1.0/`, and a plugin built for it is in `tests/fixtures/v0.1.0/`.
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
-use crate::bindings::accel::plugin as latest;
 use crate::state::PluginState;
 
 /// The version.
 pub(crate) const VERSION: &str = "0.1.0";
 
-/// Links the latest implementation of each interface 0.1.0 has, under its 0.1.0 name. A
-/// component's imports are checked by shape, function by function, when it is linked, so
-/// the functions added since are simply not asked for.
+/// Links the latest implementation of each interface 0.1.0 has, under its 0.1.0 name.
 pub(crate) fn add_imports(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
-    macro_rules! link {
-        ($($iface:ident),* $(,)?) => {$(
-            latest::$iface::add_to_linker_instance::<PluginState, HasSelf<PluginState>>(
-                &mut linker.instance(concat!("accel:plugin/", stringify!($iface), "@0.1.0"))?,
-                |state| state,
-            )?;
-        )*};
-    }
-    link!(types, log, clock, mmio, dma, image, events, dfl, xocl, cxl);
+    super::link::link_latest_as!(
+        linker, "0.1.0", types, log, clock, mmio, dma, image, events, dfl, xocl, cxl
+    );
     Ok(())
 }
