@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 /// put the files themselves there.
 const EMBEDDED: &str = "embedded";
 
-/// The WIT package plugins build against: the `.wit` files of this directory (not the older
-/// versions the host keeps in its subdirectories).
+/// The WIT packages plugins build against: the `.wit` files of this directory, the newest
+/// (for Rust), and of [`WIT_OTHER_LANGUAGES`] below it; not the older versions the host
+/// keeps in its other subdirectories.
 const WIT: &str = "wit";
+/// The version the C, JavaScript and Python SDKs build against.
+const WIT_OTHER_LANGUAGES: &str = "0.2.0";
 
 /// Files embedded under another name: (in `embedded/`, in the SDK). `cargo package` leaves
 /// out a directory that holds a `Cargo.toml`, as another package's.
@@ -26,11 +29,16 @@ fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join(EMBEDDED);
     let mut files = Vec::new();
-    rerun_if_changed(&root.join(WIT));
-    for entry in std::fs::read_dir(root.join(WIT)).unwrap() {
-        let name = PathBuf::from(entry.unwrap().file_name());
-        if name.extension().is_some_and(|e| e == "wit") {
-            collect(&root, &Path::new(WIT).join(name), &mut files);
+    for dir in [
+        Path::new(WIT).to_path_buf(),
+        Path::new(WIT).join(WIT_OTHER_LANGUAGES),
+    ] {
+        rerun_if_changed(&root.join(&dir));
+        for entry in std::fs::read_dir(root.join(&dir)).unwrap() {
+            let name = PathBuf::from(entry.unwrap().file_name());
+            if name.extension().is_some_and(|e| e == "wit") {
+                collect(&root, &dir.join(name), &mut files);
+            }
         }
     }
     for entry in std::fs::read_dir(&root).unwrap() {

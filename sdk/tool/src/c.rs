@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use wit_bindgen_core::Files;
 
 use crate::process::{self, run};
-use crate::{Sdk, WORLD, plugin_world};
+use crate::{Language, Sdk, WORLD, plugin_world};
 
 /// The version of the wit-bindgen C generator linked into this tool.
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";
@@ -122,7 +122,7 @@ pub fn componentize(core: &[u8]) -> Result<Vec<u8>> {
 pub fn build(sdk: &Sdk, clang: &Clang, plugin_dir: &Path, out: &Path, work: &Path) -> Result<()> {
     process::fresh_dir(work)?;
     let generated = work.join("generated");
-    generate_bindings(&sdk.wit_dir(), &generated)?;
+    generate_bindings(&sdk.wit_dir(Language::C), &generated)?;
 
     let mut sources = c_files(plugin_dir)?;
     if sources.is_empty() {

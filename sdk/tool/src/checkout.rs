@@ -131,9 +131,25 @@ impl Sdk {
             .join(crate::inputs::hex(&digest[..8]))
     }
 
-    /// The `accel:plugin` WIT package.
-    pub fn wit_dir(&self) -> PathBuf {
-        self.root.join("wit")
+    /// The `accel:plugin` WIT package plugins of `language` build against: the newest for
+    /// Rust, whose SDK exports `inventory`; 0.2.0 for the others, whose SDKs do not yet (the
+    /// host serves both).
+    pub fn wit_dir(&self, language: Language) -> PathBuf {
+        match language {
+            Language::Rust => self.root.join("wit"),
+            Language::C | Language::Js | Language::Python => self.root.join("wit/0.2.0"),
+        }
+    }
+
+    /// The `accel:plugin` version plugins of `language` build against, as its WIT declares it.
+    pub fn wit_version(&self, language: Language) -> anyhow::Result<String> {
+        let dir = self.wit_dir(language);
+        let (resolve, world) = plugin_world(&dir)?;
+        resolve.worlds[world]
+            .package
+            .and_then(|package| resolve.packages[package].name.version.as_ref())
+            .map(ToString::to_string)
+            .with_context(|| format!("the WIT package in {} has no version", dir.display()))
     }
 
     /// The SDK of one language: `sdk/rust`, `sdk/c`, `sdk/js` or `sdk/python`.

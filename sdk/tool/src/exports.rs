@@ -308,7 +308,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(file), source).unwrap();
-        let exports = exports(&Sdk::in_repository().unwrap().wit_dir(), language).unwrap();
+        let exports = exports(&Sdk::in_repository().unwrap().wit_dir(language), language).unwrap();
         let report = check(language, &dir, &exports).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         report
@@ -392,7 +392,7 @@ mod tests {
     fn the_templates_and_examples_check_clean() {
         let sdk = Sdk::installed().unwrap();
         for language in Language::ALL {
-            let exports = exports(&sdk.wit_dir(), language).unwrap();
+            let exports = exports(&sdk.wit_dir(language), language).unwrap();
             for dir in [sdk.template_dir(language), sdk.example_dir(language)] {
                 let report = check(language, &dir, &exports).unwrap();
                 assert!(
@@ -413,7 +413,11 @@ mod tests {
 
     #[test]
     fn the_exports_come_from_the_wit() {
-        let js = exports(&Sdk::in_repository().unwrap().wit_dir(), Language::Js).unwrap();
+        let js = exports(
+            &Sdk::in_repository().unwrap().wit_dir(Language::Js),
+            Language::Js,
+        )
+        .unwrap();
         let map = js.iter().find(|e| e.wit == "fpga.map-mmio").unwrap();
         assert_eq!(map.name, "mapMmio");
         assert_eq!(map.params, ["handle", "index"]);

@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 
 use crate::process::{self, run};
-use crate::{Sdk, WORLD};
+use crate::{Language, Sdk, WORLD};
 
 /// The module specifier plugins import the SDK helpers by.
 pub const SDK_MODULE: &str = "accelhost-sdk";
@@ -187,7 +187,7 @@ impl Jco {
             .arg("componentize")
             .arg(&entry)
             .arg("--wit")
-            .arg(absolute(&sdk.wit_dir())?)
+            .arg(absolute(&sdk.wit_dir(Language::Js))?)
             .args(["--world-name", WORLD])
             // The host links WASI but not wasi:http; a plugin has no use for fetch.
             .args(["--disable", "http", "fetch-event"])
@@ -216,7 +216,7 @@ pub fn generate_types(sdk: &Sdk, jco: &Jco, out_dir: &Path) -> Result<()> {
     command
         .arg(modules.join("@bytecodealliance/jco/dist/jco.js"))
         .arg("guest-types")
-        .arg(absolute(&sdk.wit_dir())?)
+        .arg(absolute(&sdk.wit_dir(Language::Js))?)
         .args(["--world-name", WORLD, "--quiet", "-o"])
         .arg(out_dir);
     run(

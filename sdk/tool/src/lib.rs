@@ -120,7 +120,10 @@ impl Toolchain {
             cargo.lock(plugin_dir)?;
         }
         let record = inputs::Record::of(out);
-        let sdk_trees = [sdk.wit_dir(), sdk.language_dir(self.language())];
+        let sdk_trees = [
+            sdk.wit_dir(self.language()),
+            sdk.language_dir(self.language()),
+        ];
         let digest = || {
             inputs::digest(
                 &self.versions(),

@@ -170,7 +170,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::CBindings { out_dir } => {
             let sdk = Sdk::installed()?;
-            for file in accelhost_sdk_tool::c::generate_bindings(&sdk.wit_dir(), &out_dir)? {
+            for file in
+                accelhost_sdk_tool::c::generate_bindings(&sdk.wit_dir(Language::C), &out_dir)?
+            {
                 println!("{}", file.display());
             }
             Ok(ExitCode::SUCCESS)
@@ -202,7 +204,7 @@ fn prepare(sdk: &Sdk, language: Language) -> anyhow::Result<(Toolchain, Vec<Expo
         toolchain.versions(),
         toolchain.reproducibility()
     );
-    let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(), language)?;
+    let exports = accelhost_sdk_tool::exports::exports(&sdk.wit_dir(language), language)?;
     Ok((toolchain, exports))
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result};
 
 use crate::process::{self, run};
-use crate::{Sdk, WORLD};
+use crate::{Language, Sdk, WORLD};
 
 /// The module a Python plugin's directory must hold (`app.py`).
 pub const APP_MODULE: &str = "app";
@@ -145,7 +145,7 @@ impl ComponentizePy {
         let mut command = Command::new(&self.program);
         command
             .arg("--wit-path")
-            .arg(sdk.wit_dir())
+            .arg(sdk.wit_dir(Language::Python))
             .args(["--world", WORLD, "--quiet", "componentize"])
             .arg("--python-path")
             .arg(&app_copy)
