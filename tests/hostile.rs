@@ -202,6 +202,21 @@ fn expect_host_memory<T: std::fmt::Debug>(result: Result<T, Error>) -> Result<St
     }
 }
 
+/// An enumeration of the chaos plugin's devices that keeps none of them and fails on the
+/// host-memory budget.
+fn enumerate_over_host_memory(host: &Host) -> Result<String, String> {
+    let found = host.enumerate(&[Filter::new().vendor_id(0x1234)]);
+    if !found.tokens.is_empty() {
+        return Err(format!("the host kept {} devices", found.tokens.len()));
+    }
+    let err = found
+        .failures
+        .into_iter()
+        .next()
+        .ok_or("the enumeration reported no failure")?;
+    expect_host_memory(Err::<(), _>(err))
+}
+
 /// A deadline fault after about `timeout`: not before it, and not long after.
 fn expect_deadline_after<T: std::fmt::Debug>(
     started: Instant,
@@ -1290,39 +1305,14 @@ fn containment_attacks() -> Vec<Attack> {
         r#"{"huge_in": "enumerate", "huge": "aliased"}"#,
         r#""host_memory_mib": 4"#,
         &[],
-        |host| {
-            let found = host.enumerate(&[Filter::new().vendor_id(0x1234)]);
-            if !found.tokens.is_empty() {
-                return Err(format!(
-                    "the host kept {} aliased devices",
-                    found.tokens.len()
-                ));
-            }
-            let err = found
-                .failures
-                .into_iter()
-                .next()
-                .ok_or("the enumeration reported no failure")?;
-            expect_host_memory(Err::<(), _>(err))
-        },
+        enumerate_over_host_memory,
     ));
     attacks.push(attack(
         "a 4096-device inventory table that writes out to a GiB",
         r#"{"huge_in": "enumerate", "huge": "table"}"#,
         r#""host_memory_mib": 4"#,
         &[],
-        |host| {
-            let found = host.enumerate(&[Filter::new().vendor_id(0x1234)]);
-            if !found.tokens.is_empty() {
-                return Err(format!("the host kept {} devices", found.tokens.len()));
-            }
-            let err = found
-                .failures
-                .into_iter()
-                .next()
-                .ok_or("the enumeration reported no failure")?;
-            expect_host_memory(Err::<(), _>(err))
-        },
+        enumerate_over_host_memory,
     ));
     attacks.push(attack(
         "120 attribute names over one 1 MiB string",
