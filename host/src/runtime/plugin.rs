@@ -627,14 +627,20 @@ const BYTES_PER_BUDGET_CHECK: u64 = 64 << 10;
 /// allocates is held against the plugin's host-memory `budget` as it goes, as the lifting of
 /// an answer is: over it, the call fails with the limit named.
 fn from_table(table: inventory::DeviceTable, budget: &Arc<Budget>) -> wasmtime::Result<Listed> {
+    let texts_bytes: usize = table
+        .texts
+        .iter()
+        .map(|text| size_of::<SharedText>() + 2 * size_of::<usize>() + text.len())
+        .sum();
+    let written = (texts_bytes + table.rows.len() * size_of::<(u64, Properties)>()) as u64;
+    within_budget(budget, written)?;
     let shared: Vec<SharedText> = table.texts.iter().map(|t| t.as_str().into()).collect();
     let mut writer = TableWriter {
         texts: &shared,
         extras: &table.extras,
         numbered: String::new(),
-        written: (table.rows.len() * size_of::<(u64, Properties)>()) as u64,
+        written,
     };
-    within_budget(budget, writer.written)?;
     let mut found = Vec::with_capacity(table.rows.len());
     let mut checked = writer.written;
     for (at, row) in table.rows.iter().enumerate() {
@@ -910,5 +916,13 @@ mod tests {
             "{err}"
         );
         assert_eq!(budget.left(), 4 << 20, "nothing stays charged");
+        // The texts are made shared before any row is read: they count too.
+        let mut texts_only = table(vec![], vec![]);
+        texts_only.texts = vec!["t".repeat(1000); 10_000];
+        let err = from_table(texts_only, &budget).unwrap_err();
+        assert!(
+            err.to_string().contains("load_policy.host_memory_mib"),
+            "{err}"
+        );
     }
 }
