@@ -82,7 +82,7 @@ impl HasData for BoundedRandom {
     type Data<'a> = KernelRandom;
 }
 
-/// Random bytes from the kernel's `getrandom`, which is fast in every build of the host (the
+/// Random bytes from the system's source (the `getrandom` crate), which is fast in every build of the host (the
 /// generator wasmtime-wasi uses takes seconds per MiB in an unoptimized one).
 struct KernelRandom;
 
@@ -96,20 +96,8 @@ impl KernelRandom {
             .into());
         }
         let mut bytes = vec![0u8; len as usize];
-        let mut filled = 0;
-        while filled < bytes.len() {
-            let rest = &mut bytes[filled..];
-            // SAFETY: `rest` is a live, writable buffer of `rest.len()` bytes.
-            let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-            if got < 0 {
-                let err = std::io::Error::last_os_error();
-                if err.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(wasmtime::Error::msg(format!("getrandom failed: {err}")));
-                }
-                continue;
-            }
-            filled += got as usize;
-        }
+        getrandom::fill(&mut bytes)
+            .map_err(|err| wasmtime::Error::msg(format!("getrandom failed: {err}")))?;
         Ok(bytes)
     }
 

@@ -62,23 +62,15 @@ pub(crate) fn add_imports(linker: &mut Linker<PluginState>) -> wasmtime::Result<
     Ok(())
 }
 
-/// The version served that a plugin built for `found` links against: the same major version,
-/// and while the major version is 0, the same minor version (a later patch only fixes).
+/// The version served that a plugin built for `found` links against: Cargo's caret rule,
+/// so the same major version, and while the major version is 0, the same minor version (a
+/// later patch only fixes).
 pub(crate) fn serving(found: &str) -> Option<&'static Version> {
-    let wanted = major_minor(found)?;
-    SUPPORTED
-        .iter()
-        .rev()
-        .find(|v| major_minor(v.version).is_some_and(|served| compatible(wanted, served)))
-}
-
-fn major_minor(version: &str) -> Option<(u64, u64)> {
-    let mut parts = version.split(['.', '-', '+']);
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
-fn compatible((fmaj, fmin): (u64, u64), (omaj, omin): (u64, u64)) -> bool {
-    fmaj == omaj && (omaj != 0 || fmin == omin)
+    let found = semver::Version::parse(found).ok()?;
+    SUPPORTED.iter().rev().find(|v| {
+        semver::VersionReq::parse(&format!("^{}", v.version))
+            .is_ok_and(|served| served.matches(&found))
+    })
 }
 
 /// Links every import of the latest version, as the generated bindings list them.
@@ -99,6 +91,7 @@ mod tests {
         assert!(serving("1.0.0").is_none());
         assert!(serving("0.99.0").is_none());
         assert!(serving("(unversioned)").is_none());
+        assert!(serving("0.2").is_none(), "a version has three parts");
         assert!(served().contains("0.1.0"), "{}", served());
     }
 }
