@@ -1,9 +1,8 @@
 //! The `accelhost` binary as an operator runs it: in an empty directory with no config, on
 //! config files with mistakes, and with tracing on.
 
-#[path = "support/crafted.rs"]
-mod crafted;
-mod support;
+use crate::crafted;
+use crate::support;
 
 use support::{scratch_dir, text, write_config};
 

@@ -5,7 +5,7 @@
 //! plugin's pending events fail with the fault, none is lost), and nothing deadlocks: a
 //! watchdog fails the test if any thread is still running after two minutes.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

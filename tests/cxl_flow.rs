@@ -1,7 +1,7 @@
 //! The cxl family end to end: the shipped cxl plugin (compiled to wasm) on emulated CAPI AFUs,
 //! through the public embedding API.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

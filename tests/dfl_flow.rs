@@ -1,7 +1,7 @@
 //! The DFL family end to end: the shipped dfl plugin (compiled to wasm) on emulated NLB0
 //! ports, through the public embedding API.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! working, what it held is released, the other plugins go on, and its load policy decides
 //! whether a fresh instance starts.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

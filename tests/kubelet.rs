@@ -6,9 +6,8 @@
 //! environment and mount, in a mount namespace of its own — that runs NLB0 byte-exact and is
 //! refused every other device.
 
-#[path = "support/served.rs"]
-mod served;
-mod support;
+use crate::served;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

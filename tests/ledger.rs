@@ -3,7 +3,7 @@
 //! are freed, an import's charge that only checks, and a plugin whose instance, store and kept
 //! objects are counted while they live.
 
-mod support;
+use crate::support;
 
 use accelhost::OpenMode;
 use accelhost::devices::Budget;

@@ -1,9 +1,8 @@
 //! The node service end to end on loopback: a node over the embedded default's plugins,
 //! clients on its Unix socket and over mutual TLS, with test certificates made here.
 
-#[path = "support/remote.rs"]
-mod remote;
-mod support;
+use crate::remote;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,9 +4,8 @@
 //! node that is missing, silent, stopped or not granted fails its own devices with an error
 //! naming it, in bounded time, and is reached again once it is back.
 
-#[path = "support/remote.rs"]
-mod remote;
-mod support;
+use crate::remote;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

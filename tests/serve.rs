@@ -1,9 +1,8 @@
 //! `accelhost serve` as an operator runs it: its help, its config errors, `check-config` on a
 //! serve config, and the process's life (clients, SIGKILL mid-call, a stale socket, SIGTERM).
 
-#[path = "support/served.rs"]
-mod served;
-mod support;
+use crate::served;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

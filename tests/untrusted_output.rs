@@ -2,7 +2,7 @@
 //! another plugin's: the `accelhost` binary run on configs with a plugin whose every string is
 //! a terminal attack, and with plugins that dress their devices up as the shipped ones.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

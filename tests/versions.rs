@@ -6,7 +6,7 @@
 //! core loads, and the calls it does not export are answered `unsupported`; a plugin built for
 //! a newer major is refused, naming both versions.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The xocl family and the offload API end to end: the shipped xocl plugin (compiled to wasm)
 //! on the emulated XRT card, through the public embedding API.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
