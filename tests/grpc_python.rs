@@ -4,12 +4,11 @@
 //! (`tests/support/install-grpc-python.sh`, which CI runs); without them the trial is reported
 //! ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1`.
 
-#[path = "support/served.rs"]
-mod served;
-mod support;
+use crate::served;
+use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 
 use served::Served;
 use support::harness::{Outcome, Trial};
@@ -116,9 +115,10 @@ fn a_grpcio_client_attaches_and_enumerates_over_the_socket() -> Outcome {
     Outcome::Passed
 }
 
-fn main() -> ExitCode {
-    support::harness::run(&[Trial {
+/// This file's trials, run by tests/suite_cli_trials.rs.
+pub fn trials() -> Vec<Trial> {
+    vec![Trial {
         name: "a_grpcio_client_attaches_and_enumerates_over_the_socket",
         run: a_grpcio_client_attaches_and_enumerates_over_the_socket,
-    }])
+    }]
 }

@@ -4,17 +4,15 @@
 //! cannot be made (no root, no CAP_NET_ADMIN, no `ip`), the trials are reported ignored with
 //! the reason.
 
-#[path = "support/remote.rs"]
-mod remote;
-#[path = "support/served.rs"]
-mod served;
-mod support;
+use crate::remote;
+use crate::served;
+use crate::support;
 
 use std::fs::File;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -250,8 +248,9 @@ fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
     })
 }
 
-fn main() -> ExitCode {
-    support::harness::run(&[
+/// This file's trials, run by tests/suite_cli_trials.rs.
+pub fn trials() -> Vec<Trial> {
+    vec![
         Trial {
             name: "hello_fpga_across_namespaces",
             run: hello_fpga_across_namespaces,
@@ -264,5 +263,5 @@ fn main() -> ExitCode {
             name: "a_partition_mid_call_ends_the_call_within_the_keepalive",
             run: a_partition_mid_call_ends_the_call_within_the_keepalive,
         },
-    ])
+    ]
 }

@@ -3,14 +3,13 @@
 //! causes. Needs Debian's `prometheus` package (CI installs it); without it the trial is
 //! reported ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1`.
 
-#[path = "support/served.rs"]
-mod served;
-mod support;
+use crate::served;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use accelhost::Host;
@@ -383,8 +382,9 @@ fn the_example_manifests_hold_a_valid_serve_config_and_resource() -> Outcome {
     Outcome::Passed
 }
 
-fn main() -> ExitCode {
-    support::harness::run(&[
+/// This file's trials, run by tests/suite_cli_trials.rs.
+pub fn trials() -> Vec<Trial> {
+    vec![
         Trial {
             name: "prometheus_scrapes_the_node",
             run: prometheus_scrapes_the_node,
@@ -405,5 +405,5 @@ fn main() -> ExitCode {
             name: "the_example_manifests_hold_a_valid_serve_config_and_resource",
             run: the_example_manifests_hold_a_valid_serve_config_and_resource,
         },
-    ])
+    ]
 }

@@ -7,7 +7,7 @@
 //! language whose toolchain is missing is reported `ignored` with the reason (failed under
 //! `ACCELHOST_REQUIRE_TOOLCHAINS=1`, as in CI).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,8 +17,9 @@ use support::harness::{Outcome, Trial};
 /// Set to `1` to make a missing toolchain fail the test instead of skipping it.
 const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_TOOLCHAINS";
 
-fn main() -> std::process::ExitCode {
-    support::harness::run(&[
+/// This file's trials, run by tests/suite_cli_trials.rs.
+pub fn trials() -> Vec<Trial> {
+    vec![
         Trial {
             name: "rust_quickstart_runs_outside_the_checkout",
             run: || quickstart("rust", "src/lib.rs"),
@@ -35,7 +36,7 @@ fn main() -> std::process::ExitCode {
             name: "python_quickstart_runs_outside_the_checkout",
             run: || quickstart("python", "app.py"),
         },
-    ])
+    ]
 }
 
 /// The `accelhost-sdk` binary of this checkout: another package's binary, which cargo builds

@@ -1,0 +1,23 @@
+//! The CLI's end-to-end tests that run under the suite's own runner
+//! (`tests/support/harness.rs`), one binary: they need a tool from outside the build (network
+//! namespaces and `ip`, Debian's `prometheus`, grpcio, the SDK's toolchains) and report the
+//! reason when it is missing instead of passing.
+
+#[path = "support/remote.rs"]
+mod remote;
+#[path = "support/served.rs"]
+mod served;
+mod support;
+
+mod grpc_python;
+mod node_netns;
+mod prometheus;
+mod sdk_quickstart;
+
+fn main() -> std::process::ExitCode {
+    let mut trials = node_netns::trials();
+    trials.extend(prometheus::trials());
+    trials.extend(grpc_python::trials());
+    trials.extend(sdk_quickstart::trials());
+    support::harness::run(&trials)
+}
