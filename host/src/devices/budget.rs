@@ -130,11 +130,6 @@ impl Budget {
         }
     }
 
-    /// The budget's limit, in bytes.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
     /// The bytes left before the limit.
     pub fn left(&self) -> u64 {
         self.limit.saturating_sub(self.used())

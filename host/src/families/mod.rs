@@ -1,7 +1,8 @@
 //! The device families, each one folder: its ABI facts (`abi.rs`), Linux backend
 //! (`linux.rs`), emulator (`emu.rs`), emulated-card settings (`card.rs`), host import
-//! (`imports.rs`) and the resources it hands plugins (`resources.rs`), its share of the
-//! embedded default config (`default.json`) and its canonical workload (`workload.rs`).
+//! (`imports.rs`) and the resources it hands plugins (`resources.rs`), and its share of the
+//! embedded default config (`default.json`). Its canonical workload drives the public API
+//! and lives above, in `crate::workloads`.
 //! [`FAMILIES`] registers them; nothing else in the host names a family.
 
 pub mod cxl;

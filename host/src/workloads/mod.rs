@@ -1,19 +1,18 @@
-//! Canonical workloads run through the public API, one per device family (each lives in its
-//! family's folder), shared by `accelhost demo`, the end-to-end tests and the benchmarks, so
+//! Canonical workloads run through the public API, one per device family, shared by `accelhost demo`, the end-to-end tests and the benchmarks, so
 //! that all three measure the same thing.
 
+pub mod capi;
 mod canonical;
+pub mod nlb0;
+pub mod vadd;
 
 use crate::Token;
 
-pub use crate::families::cxl::workload as capi;
-pub use crate::families::dfl::workload as nlb0;
-pub use crate::families::xocl::workload as vadd;
 pub use canonical::{Canonical, DemoSettings, Outcome, Progress, count, size};
 
-/// Every family's canonical workload, as `accelhost demo` runs them. The device families
-/// are registered in the host's own table; their workloads drive the public API, which sits
-/// above it, so they are listed here.
+/// Every family's canonical workload, as `accelhost demo` runs them. They drive the public
+/// API, which sits above the device families, so they live here and not in the families'
+/// folders.
 pub const CANONICAL: &[Canonical] = &[nlb0::CANONICAL, capi::CANONICAL, vadd::CANONICAL];
 
 /// The canonical workload made for `token`'s device, or why there is none.

@@ -713,6 +713,26 @@ pub mod memcpy {
     }
 
     impl WorkElement {
+        /// A `CMD_COPY` element: `length` bytes from `src` to `dst`.
+        pub fn copy(src: u64, dst: u64, length: u16) -> Self {
+            WorkElement {
+                cmd: CMD_COPY,
+                length,
+                src,
+                dst,
+                ..WorkElement::default()
+            }
+        }
+
+        /// A `CMD_IRQ` element raising interrupt `irq`.
+        pub fn interrupt(irq: u16) -> Self {
+            WorkElement {
+                cmd: CMD_IRQ,
+                length: irq,
+                ..WorkElement::default()
+            }
+        }
+
         /// The 32 bytes as the card reads them (reserved bytes 0).
         pub fn encode(&self) -> [u8; WE_SIZE as usize] {
             let mut bytes = [0; WE_SIZE as usize];

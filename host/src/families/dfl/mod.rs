@@ -12,7 +12,6 @@ mod family;
 mod imports;
 pub(crate) mod linux;
 pub(crate) mod resources;
-pub mod workload;
 
 use std::io;
 use std::sync::Arc;

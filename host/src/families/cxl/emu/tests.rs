@@ -1,6 +1,5 @@
 use super::*;
 use crate::devices::Owner;
-use crate::families::cxl::workload::{copy, interrupt as irq};
 use memcpy::WorkElement;
 
 fn afu(model: Accelerator, max_contexts: Option<u32>) -> EmulatedAfu {
@@ -127,14 +126,14 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
     data.write(0, b"hello, capi").unwrap();
     data.write(100, &41u32.to_be_bytes()).unwrap();
     data.write(200, &7u64.to_be_bytes()).unwrap();
-    put(&queue, 0, copy(d, d + 4096, 11), false);
+    put(&queue, 0, WorkElement::copy(d, d + 4096, 11), false);
     put(
         &queue,
         1,
         WorkElement {
             cmd: memcpy::CMD_INCR,
             length: 4,
-            ..copy(d + 100, d + 104, 4)
+            ..WorkElement::copy(d + 100, d + 104, 4)
         },
         false,
     );
@@ -145,11 +144,11 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
             cmd: memcpy::CMD_ATOMIC,
             cmd_extra: memcpy::CAS_EQUAL_8,
             atomic_op1: 7,
-            ..copy(99, d + 200, 8)
+            ..WorkElement::copy(99, d + 200, 8)
         },
         false,
     );
-    put(&queue, 3, irq(1), false);
+    put(&queue, 3, WorkElement::interrupt(1), false);
     let done = ctx.interrupt_completion(1).unwrap();
     ctx.start_work(&Work {
         wed: memcpy::wed(q, 1),
@@ -184,8 +183,8 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
     assert_eq!(status_reg, memcpy::STATUS_STOPPED);
     let ph = window.read64(memcpy::PSA_PH).unwrap().swap_bytes();
     assert_eq!(ph >> 48, u64::from(ctx.process_element()));
-    put(&queue, 0, copy(d, d + 5000, 5), true);
-    put(&queue, 1, irq(2), true);
+    put(&queue, 0, WorkElement::copy(d, d + 5000, 5), true);
+    put(&queue, 1, WorkElement::interrupt(2), true);
     let second = ctx.interrupt_completion(2).unwrap();
     window
         .write64(memcpy::PSA_PCTRL, memcpy::PCTRL_RESTART.swap_bytes())
@@ -211,10 +210,10 @@ fn a_bad_address_faults_only_its_context_which_can_restart() {
     let gq_ea = good.attach_buffer(&gq).unwrap();
     let bd = bad.attach_buffer(&data).unwrap();
     let gd = good.attach_buffer(&data).unwrap();
-    put(&bq, 0, copy(0xdead_0000, bd, 16), false);
-    put(&bq, 1, irq(1), false);
-    put(&gq, 0, copy(gd, gd + 64, 16), false);
-    put(&gq, 1, irq(1), false);
+    put(&bq, 0, WorkElement::copy(0xdead_0000, bd, 16), false);
+    put(&bq, 1, WorkElement::interrupt(1), false);
+    put(&gq, 0, WorkElement::copy(gd, gd + 64, 16), false);
+    put(&gq, 1, WorkElement::interrupt(1), false);
     let bad_done = bad.interrupt_completion(1).unwrap();
     let good_done = good.interrupt_completion(1).unwrap();
     for (ctx, q) in [(&bad, bq_ea), (&good, gq_ea)] {

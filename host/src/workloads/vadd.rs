@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::xclbin::XclbinBuilder;
+use crate::families::xocl::xclbin::XclbinBuilder;
 use crate::error::{Error, Result};
 use crate::text::inert;
 use crate::types::Guid;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::abi::nlb0;
+use crate::families::dfl::abi::nlb0;
 use crate::error::{Error, Result};
 use crate::text::inert;
 use crate::workloads::{Canonical, DemoSettings, Outcome, Progress, size};

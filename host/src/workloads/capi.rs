@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::abi::memcpy::{self, WorkElement};
+use crate::families::cxl::abi::memcpy::{self, WorkElement};
 use crate::error::{Error, Result};
 use crate::text::inert;
 use crate::workloads::{Canonical, DemoSettings, Outcome, Progress};
@@ -128,30 +128,14 @@ impl WorkQueue {
     }
 }
 
-/// A COPY element.
+/// A COPY element ([`WorkElement::copy`]).
 pub fn copy(src: u64, dst: u64, length: u16) -> WorkElement {
-    WorkElement {
-        cmd: memcpy::CMD_COPY,
-        status: 0,
-        length,
-        cmd_extra: 0,
-        atomic_op1: 0,
-        src,
-        dst,
-    }
+    WorkElement::copy(src, dst, length)
 }
 
-/// An IRQ element raising interrupt `irq`.
+/// An IRQ element raising interrupt `irq` ([`WorkElement::interrupt`]).
 pub fn interrupt(irq: u16) -> WorkElement {
-    WorkElement {
-        cmd: memcpy::CMD_IRQ,
-        status: 0,
-        length: irq,
-        cmd_extra: 0,
-        atomic_op1: 0,
-        src: 0,
-        dst: 0,
-    }
+    WorkElement::interrupt(irq)
 }
 
 /// The source pattern: byte `i` of copy `c`.
