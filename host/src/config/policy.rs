@@ -5,8 +5,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::remote::RemoteEndpoint;
-
 /// How a plugin runs: its limits, and what happens when it fails to load or faults. Every
 /// field has a safe default.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -201,6 +199,26 @@ pub struct Grants {
     /// each with the identity it presents there.
     #[serde(default)]
     pub remote: Vec<RemoteGrant>,
+}
+
+/// How to reach a node and who to be there, as a plugin's `remote` grant says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemoteEndpoint {
+    /// The node's Unix socket; the node knows the caller by its uid and gid.
+    Unix(PathBuf),
+    /// The node's TCP address, with mutual TLS.
+    Tls {
+        /// `host:port`.
+        address: String,
+        /// The name the node's certificate must carry.
+        server_name: String,
+        /// The CA (PEM) the node's certificate must chain to.
+        ca: PathBuf,
+        /// This client's certificate chain (PEM).
+        certificate: PathBuf,
+        /// This client's private key (PEM).
+        key: PathBuf,
+    },
 }
 
 /// One node a plugin may reach, and as whom.

@@ -12,37 +12,16 @@ mod mirror;
 mod session;
 mod window;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use crate::config::policy::RemoteGrant;
+pub use crate::config::policy::{RemoteEndpoint, RemoteGrant};
 pub use crate::devices::AccessWidth;
 use crate::error::ErrorCode;
 use crate::properties::Properties;
 use crate::types::{EventKind, MemoryKind};
 
 pub use session::NodeResource;
-
-/// How to reach a node and who to be there, as a plugin's `remote` grant says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RemoteEndpoint {
-    /// The node's Unix socket; the node knows the caller by its uid and gid.
-    Unix(PathBuf),
-    /// The node's TCP address, with mutual TLS.
-    Tls {
-        /// `host:port`.
-        address: String,
-        /// The name the node's certificate must carry.
-        server_name: String,
-        /// The CA (PEM) the node's certificate must chain to.
-        ca: PathBuf,
-        /// This client's certificate chain (PEM).
-        certificate: PathBuf,
-        /// This client's private key (PEM).
-        key: PathBuf,
-    },
-}
 
 /// A remote call that failed: the code the node (or the transport) gave and a message that
 /// names the node and the call.
