@@ -1,6 +1,6 @@
 //! Loading plugins: what is refused, with which message, and what the load policy does.
 
-use crate::support;
+mod support;
 
 use accelhost::{ErrorCode, PluginStatus};
 use support::{chaos_plugin, dfl_devices, dfl_plugin, guest, host, json_path, scratch_dir};

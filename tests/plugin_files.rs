@@ -3,7 +3,7 @@
 //! `load_policy.max_module_mib` by its size, without reading it; the plugin beside each refused
 //! one starts and serves its card. And the compile cache, which stays under its cap.
 
-use crate::support;
+mod support;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! The library's end-to-end tests, one binary (linking wasmtime once, not once per file):
-//! hosts over the real compiled plugins. `tests/host_memory.rs` and the suites with their own
-//! runner (`hostile`, `compile_worker`, `sdk_languages`) stay binaries of their own.
+//! hosts over the real compiled plugins. A file stays a binary of its own when its tests
+//! reason about the whole process: its memory (`host_memory`, `hostile`), or which plugins it
+//! holds compiled in memory (`loading` and `plugin_files` forget them all to see a fresh
+//! process's compile, which another file's test loading a plugin meanwhile would spoil).
 
 mod support;
 
@@ -10,7 +12,5 @@ mod dfl_flow;
 mod faults;
 mod layout;
 mod ledger;
-mod loading;
-mod plugin_files;
 mod versions;
 mod xocl_flow;
