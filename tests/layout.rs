@@ -1,6 +1,6 @@
 //! The shape of the source tree: no crate of the workspace has an import cycle between its
 //! modules. Each file is a module; a module depends on another when it names an item of it
-//! (through `use`, or a path in code such as `crate::families::release`). A re-export
+//! (through `use`, or a path in code such as `crate::builtin::release`). A re-export
 //! (`pub use`) is not a dependency of the module that makes it: names are followed through
 //! it to the module that defines the item, so a parent that re-exports its children's items
 //! does not depend on them. Module declarations (`mod x;`) are not dependencies either, and

@@ -281,7 +281,7 @@ async fn sixty_four_clients_a_hostile_one_and_a_faulting_plugin() {
         r#""on_fault": "restart", "max_restarts": 1000, "restart_backoff_ms": 10"#,
     );
     let mut host_config: serde_json::Value =
-        serde_json::from_str(accelhost::config::embedded_default_text()).unwrap();
+        serde_json::from_str(accelhost::builtin::embedded_default_text()).unwrap();
     host_config["plugins"]
         .as_array_mut()
         .unwrap()

@@ -27,7 +27,7 @@ fn write() -> RwLockWriteGuard<'static, Option<Host>> {
 
 /// The config at `path`, or found by the CLI's lookup order (without a --config) if `None`.
 fn discover(path: Option<&str>) -> CapiResult<(Config, ConfigOrigin)> {
-    Ok(accelhost::config::discover(path.map(Path::new)).map_err(accelhost::Error::from)?)
+    Ok(accelhost::builtin::discover(path.map(Path::new)).map_err(accelhost::Error::from)?)
 }
 
 /// The running host, started on the usual config lookup (`$ACCELHOST_CONFIG`, then

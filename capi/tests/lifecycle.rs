@@ -110,7 +110,7 @@ fn a_faulted_plugin_is_an_exception_and_the_others_go_on() {
         })
         .collect();
     assert_eq!(ids, ["dfl/fme.0000:3b:00.0", "dfl/emu:d0"]);
-    load_json(accelhost::config::embedded_default_text());
+    load_json(accelhost::builtin::embedded_default_text());
 }
 
 /// The accelhost code of the last error, without its message.
@@ -123,7 +123,7 @@ fn accelhostGetLastErrorCode() -> i32 {
 #[test]
 fn finalize_releases_everything_and_a_later_call_starts_again() {
     let _serial = serial();
-    load_json(accelhost::config::embedded_default_text());
+    load_json(accelhost::builtin::embedded_default_text());
     let handle = open(DFL);
     let token = token_by_id(XOCL);
     let prop = new_filter();
@@ -169,7 +169,7 @@ fn finalize_releases_everything_and_a_later_call_starts_again() {
         assert!(last_error().contains("plugins[0]"), "{}", last_error());
         // A config file on disk.
         let path = std::env::temp_dir().join(format!("accelhost-capi-{}.json", std::process::id()));
-        std::fs::write(&path, accelhost::config::embedded_default_text()).unwrap();
+        std::fs::write(&path, accelhost::builtin::embedded_default_text()).unwrap();
         let text = CString::new(path.to_str().unwrap()).unwrap();
         assert_eq!(fpgaInitialize(text.as_ptr()), FPGA_OK, "{}", last_error());
         assert_eq!(
@@ -187,13 +187,13 @@ fn finalize_releases_everything_and_a_later_call_starts_again() {
     let tokens = enumerate(None);
     assert!(!tokens.is_empty());
     tokens.into_iter().for_each(destroy_token);
-    load_json(accelhost::config::embedded_default_text());
+    load_json(accelhost::builtin::embedded_default_text());
 }
 
 #[test]
 fn several_threads_use_the_api_at_once() {
     let _serial = serial();
-    load_json(accelhost::config::embedded_default_text());
+    load_json(accelhost::builtin::embedded_default_text());
     let threads = 8;
     let start = Arc::new(Barrier::new(threads));
     let shared_token = token_by_id(XOCL) as usize;

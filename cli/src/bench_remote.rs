@@ -27,7 +27,7 @@ fn serve_config(dir: &Path, socket: &Path, tls: Option<&BenchPki>) -> String {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     let host_config = dir.join("host.json");
-    let _ = std::fs::write(&host_config, accelhost::config::embedded_default_text());
+    let _ = std::fs::write(&host_config, accelhost::builtin::embedded_default_text());
     let grants = serde_json::json!({"devices": ["*"], "dma_memory_mib": 2048, "reconfigure": true});
     let mut config = serde_json::json!({
         "host_config": host_config,

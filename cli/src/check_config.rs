@@ -21,7 +21,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(file) = args.file else {
-        println!("{}", accelhost::config::embedded_default_text());
+        println!("{}", accelhost::builtin::embedded_default_text());
         return Ok(ExitCode::SUCCESS);
     };
     if is_serve_config(&file) {

@@ -454,7 +454,7 @@ impl DirectEmulator {
             ConfigSource::Embedded,
         )
         .expect("a one-card config");
-        let device = accelhost::families::emulated(&config.devices[0])
+        let device = accelhost::builtin::emulated(&config.devices[0])
             .get::<dyn DflDevice>("emu:direct0")
             .expect("the emulated port");
         let port = device

@@ -33,7 +33,7 @@ fn start(
     shareable_memory: bool,
 ) -> anyhow::Result<(Host, Arc<accelhost_node::reach::Reach>)> {
     let (mut config, origin): (Config, ConfigOrigin) =
-        accelhost::config::discover(config.as_deref())?;
+        accelhost::builtin::discover(config.as_deref())?;
     tracing::debug!(source = %config.source, "config: {origin}");
     adjust(&mut config)?;
     let connector = Arc::new(accelhost_node::NodeConnector::new());

@@ -27,6 +27,7 @@ pub mod builtin;
 pub mod config;
 mod convert;
 mod error;
+mod family;
 mod imports;
 pub mod ledger;
 mod manager;

@@ -84,7 +84,7 @@ impl PluginBench {
                 call: "bench",
                 message: format!("the config has no plugin named '{name}'"),
             })?;
-        let devices = Arc::new(crate::families::registry(
+        let devices = Arc::new(crate::builtin::registry(
             &config.devices,
             &config.linux_roots(),
         ));

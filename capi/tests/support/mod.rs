@@ -22,7 +22,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
     static STARTED: Mutex<bool> = Mutex::new(false);
     let mut started = STARTED.lock().unwrap();
     if !*started {
-        load_json(accelhost::config::embedded_default_text());
+        load_json(accelhost::builtin::embedded_default_text());
         *started = true;
     }
     guard

@@ -2,7 +2,7 @@
 //! formats evolve. `cargo run -p accelhost-fuzz --example write_seeds` writes it to
 //! `host/fuzz/corpus/<target>/seed-*`; the smoke test also runs it straight from here.
 
-use accelhost::config::embedded_default_text;
+use accelhost::builtin::embedded_default_text;
 use accelhost::families::cxl::AfuEvent;
 use accelhost::families::cxl::abi::{self as cxl_abi, StartWorkArg, encode_event, memcpy};
 use accelhost::families::xocl::abi::{

@@ -14,7 +14,7 @@ pub fn run(data: &[u8]) {
     let parsed = xclbin::parse(data);
     if data.starts_with(xclbin::MAGIC) {
         assert_eq!(
-            accelhost::families::check_image(data).is_ok(),
+            accelhost::builtin::check_image(data).is_ok(),
             parsed.is_ok(),
             "the host's image check and the xclbin parser disagree"
         );

@@ -181,7 +181,7 @@ impl Handle {
     /// the host recognizes (an xclbin) is validated first; the plugin sees the image through
     /// host reads, and the bytes are not copied into wasm.
     pub fn reconfigure(&self, slot_index: u32, image: &[u8]) -> Result<()> {
-        crate::families::check_image(image).map_err(|message| Error::InvalidArgument {
+        crate::builtin::check_image(image).map_err(|message| Error::InvalidArgument {
             call: "reconfigure",
             message,
         })?;

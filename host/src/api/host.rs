@@ -71,7 +71,7 @@ impl HostBuilder {
         self
     }
 
-    /// Use this config, found by [`config::discover`](crate::config::discover) as `origin`
+    /// Use this config, found by [`builtin::discover`](crate::builtin::discover) as `origin`
     /// says (so that [`Host::config_origin`] reports it).
     pub fn discovered_config(mut self, config: Config, origin: ConfigOrigin) -> Self {
         self.config = Some((config, origin));
@@ -128,7 +128,7 @@ impl HostBuilder {
     pub fn build(self) -> Result<Host> {
         let (config, origin) = match self.config {
             Some(found) => found,
-            None => crate::config::discover(None)?,
+            None => crate::builtin::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
         let (remote, shareable) = (self.remote, self.shareable_memory);

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{CONFIG_ENV, Config, ConfigError, ConfigSource, ENDPOINT_ENV};
+use super::ConfigSource;
 
 /// Which step of the lookup order chose the config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,33 +43,8 @@ impl fmt::Display for ConfigOrigin {
     }
 }
 
-/// Finds and loads the config in the lookup order. An explicit path or `ACCELHOST_CONFIG`
-/// that names a missing file is an error, not a fall-through.
-pub fn discover(explicit: Option<&Path>) -> Result<(Config, ConfigOrigin), ConfigError> {
-    if let Some(path) = explicit {
-        return Ok((Config::load(path)?, ConfigOrigin::Explicit));
-    }
-    if let Some(endpoint) = std::env::var_os(ENDPOINT_ENV).filter(|e| !e.is_empty()) {
-        let endpoint = endpoint.to_string_lossy().into_owned();
-        return Ok((Config::for_endpoint(&endpoint)?, ConfigOrigin::Endpoint));
-    }
-    if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        let config = Config::load(&path).map_err(|mut err| {
-            err.message = format!("{} (the file named by {CONFIG_ENV})", err.message);
-            err
-        })?;
-        return Ok((config, ConfigOrigin::Environment));
-    }
-    for (path, origin) in candidates() {
-        if path.is_file() {
-            return Ok((Config::load(&path)?, origin));
-        }
-    }
-    Ok((Config::embedded_default(), ConfigOrigin::Embedded))
-}
-
-fn candidates() -> Vec<(PathBuf, ConfigOrigin)> {
+/// The files of the lookup order after the environment variables, first to last.
+pub(crate) fn candidates() -> Vec<(PathBuf, ConfigOrigin)> {
     let mut list = vec![(
         PathBuf::from("accelhost.json"),
         ConfigOrigin::WorkingDirectory,

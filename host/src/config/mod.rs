@@ -3,31 +3,24 @@
 //! create (`devices`). Every error names the file, the JSON path of the field and what was
 //! expected; unknown fields are errors.
 
-mod device;
 mod discover;
 pub(crate) mod policy;
 mod schema;
 mod source;
 
-use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::path::PathBuf;
 
-pub use device::{CardSettings, DeviceDecl};
-pub use discover::{ConfigOrigin, discover};
+pub use crate::family::{CardSettings, DeviceDecl};
+pub use discover::ConfigOrigin;
+pub(crate) use discover::candidates;
 pub use policy::{DevicePattern, Grants, LoadPolicy, OnFault, OnLoadError};
 pub use schema::{LinuxSettings, ModuleSource, PluginEntry};
 pub use source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV};
 
 use crate::devices::LinuxRoots;
+use crate::family::Catalog;
 use schema::RawConfig;
 use source::base_dir;
-
-/// The text of the embedded default config: each device family's shipped plugin, granted
-/// the family's real device nodes, and emulated cards of every family.
-pub fn embedded_default_text() -> &'static str {
-    static TEXT: LazyLock<String> = LazyLock::new(crate::families::default_config);
-    &TEXT
-}
 
 /// Environment variable naming the config file (second in the lookup order).
 pub const CONFIG_ENV: &str = "ACCELHOST_CONFIG";
@@ -51,54 +44,14 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads and validates the config file at `path`.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let source = ConfigSource::File(path.to_path_buf());
-        let text = std::fs::read_to_string(path).map_err(|err| {
-            ConfigError::new(&source, "", format!("cannot read the config file: {err}"))
-        })?;
-        Self::parse(&text, source)
-    }
-
-    /// The embedded default config.
-    pub fn embedded_default() -> Config {
-        Self::parse(embedded_default_text(), ConfigSource::Embedded)
-            .expect("the embedded default config is valid (checked by a unit test)")
-    }
-
-    /// The config [`ENDPOINT_ENV`] stands for: `builtin:remote` alone, granted and configured
-    /// to reach the node at `endpoint` (a Unix socket: a node elsewhere needs TLS files, which
-    /// a config file names in the plugin's `grants.remote`).
-    pub fn for_endpoint(endpoint: &str) -> Result<Config, ConfigError> {
-        let source = ConfigSource::Endpoint(endpoint.to_string());
-        if !endpoint.starts_with("unix://") {
-            return Err(ConfigError::new(
-                &source,
-                "",
-                format!(
-                    "{ENDPOINT_ENV} takes a node's Unix socket (unix:///run/accelhost/serve.sock); \
-                     for a node reached over TCP, use a config whose builtin:remote plugin has a \
-                     remote grant with the TLS files"
-                ),
-            ));
-        }
-        let text = serde_json::json!({
-            "plugins": [{
-                "name": "remote",
-                "module": "builtin:remote",
-                "config": {"hosts": [endpoint]},
-                "grants": {"remote": [{"endpoint": endpoint}], "dma_memory_mib": 4096},
-                // Its calls wait on the node: time a proxy spends in calls is not time it
-                // takes from its callers.
-                "load_policy": {"busy_percent": 100},
-            }]
-        });
-        Self::parse(&text.to_string(), source)
-    }
-
-    /// Parses and validates config text. Relative paths in it are resolved against the
-    /// directory of `source` (the working directory for the embedded default).
-    pub fn parse(text: &str, source: ConfigSource) -> Result<Config, ConfigError> {
+    /// Parses and validates config text against what `catalog` serves. Relative paths in it
+    /// are resolved against the directory of `source` (the working directory for the
+    /// embedded default). [`Config::parse`] passes the host's own catalog.
+    pub(crate) fn parse_with(
+        text: &str,
+        source: ConfigSource,
+        catalog: &Catalog,
+    ) -> Result<Config, ConfigError> {
         let mut json = serde_json::Deserializer::from_str(text);
         let raw: RawConfig = serde_path_to_error::deserialize(&mut json).map_err(|err| {
             let path = err.path().to_string();
@@ -118,7 +71,7 @@ impl Config {
             line: Some(err.line()),
             message: "unexpected text after the JSON document".into(),
         })?;
-        let valid = raw.validate(&source)?;
+        let valid = raw.validate(&source, catalog)?;
         Ok(Config {
             source,
             devices: valid.devices,

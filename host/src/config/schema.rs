@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::device::DeviceDecl;
 use super::policy::{Grants, LoadPolicy};
 use super::source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV, base_dir};
-use crate::families::{self, SHARED_CARD_FIELDS};
+use crate::family::{self, Catalog, DeviceDecl, SHARED_CARD_FIELDS};
 use crate::types::BusAddress;
 
 #[derive(Deserialize)]
@@ -181,7 +180,11 @@ pub(super) struct Validated {
 }
 
 impl RawConfig {
-    pub(super) fn validate(self, source: &ConfigSource) -> Result<Validated, ConfigError> {
+    pub(super) fn validate(
+        self,
+        source: &ConfigSource,
+        catalog: &Catalog,
+    ) -> Result<Validated, ConfigError> {
         let err = |path: String, message: String| ConfigError::new(source, path, message);
         let base = base_dir(source);
 
@@ -204,11 +207,11 @@ impl RawConfig {
                 ));
             }
             devices.push(
-                raw.validate()
+                raw.validate(catalog.families)
                     .map_err(|(field, message)| err(format!("devices[{i}]{field}"), message))?,
             );
         }
-        for family in families::FAMILIES {
+        for family in catalog.families {
             let (indices, mut cards): (Vec<usize>, Vec<&mut DeviceDecl>) = devices
                 .iter_mut()
                 .enumerate()
@@ -245,20 +248,20 @@ impl RawConfig {
                     format!("the plugin name '{}' is used twice", raw.name),
                 ));
             }
-            let module =
-                resolve_module(&raw.module, &base).map_err(|msg| err(at("module"), msg))?;
+            let module = resolve_module(&raw.module, &base, catalog)
+                .map_err(|msg| err(at("module"), msg))?;
             let mut grants = raw.grants;
             validate_grants(&mut grants, &device_ids, &base)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].grants.{field}"), msg))?;
             validate_policy(&raw.load_policy)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].load_policy.{field}"), msg))?;
             for (j, family) in raw.trusted_for.iter().enumerate() {
-                if families::find(family).is_none() {
+                if family::find(catalog.families, family).is_none() {
                     return Err(err(
                         format!("plugins[{i}].trusted_for[{j}]"),
                         format!(
                             "unknown family `{family}`: expected one of {}",
-                            families::names()
+                            family::names(catalog.families)
                         ),
                     ));
                 }
@@ -289,14 +292,17 @@ impl RawConfig {
 
 impl RawDevice {
     /// The card, checked by its family; an error names the field (`.slice`) and the problem.
-    fn validate(self) -> Result<DeviceDecl, (String, String)> {
-        let family = families::find(&self.family).ok_or_else(|| {
+    fn validate(
+        self,
+        families: &[&'static family::Family],
+    ) -> Result<DeviceDecl, (String, String)> {
+        let family = family::find(families, &self.family).ok_or_else(|| {
             (
                 ".family".to_string(),
                 format!(
                     "unknown family `{}`: expected one of {}",
                     self.family,
-                    families::names()
+                    family::names(families)
                 ),
             )
         })?;
@@ -304,7 +310,7 @@ impl RawDevice {
             if family.card_fields.contains(&field.as_str()) {
                 continue;
             }
-            let others: Vec<&str> = families::FAMILIES
+            let others: Vec<&str> = families
                 .iter()
                 .filter(|f| f.card_fields.contains(&field.as_str()))
                 .map(|f| f.name)
@@ -491,14 +497,15 @@ fn check_ranges(limits: &[(&str, u64, u64, u64)]) -> Result<(), (String, String)
 
 /// `builtin:<name>`, an absolute path, or a path relative to the config's directory or to
 /// one of the `ACCELHOST_PLUGIN_PATH` directories (in that order).
-fn resolve_module(text: &str, base: &Path) -> Result<ModuleSource, String> {
+fn resolve_module(text: &str, base: &Path, catalog: &Catalog) -> Result<ModuleSource, String> {
     if let Some(name) = text.strip_prefix("builtin:") {
-        return if crate::builtin::module(name).is_some() {
+        let builtins = (catalog.builtins)();
+        return if builtins.contains(&name) {
             Ok(ModuleSource::Builtin(name.to_string()))
         } else {
             Err(format!(
                 "there is no built-in plugin '{name}' (built in: {})",
-                crate::builtin::names().join(", ")
+                builtins.join(", ")
             ))
         };
     }

@@ -11,7 +11,7 @@ pub const PLUGIN_PATH_ENV: &str = "ACCELHOST_PLUGIN_PATH";
 pub enum ConfigSource {
     /// A file, by the path it was read from.
     File(PathBuf),
-    /// The config built into the binary ([`embedded_default_text`](super::embedded_default_text)).
+    /// The config built into the binary ([`embedded_default_text`](crate::builtin::embedded_default_text)).
     Embedded,
     /// The config that `ACCELHOST_ENDPOINT` stands for: `builtin:remote` on that node alone.
     Endpoint(String),

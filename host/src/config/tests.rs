@@ -320,13 +320,6 @@ fn emulated_cards_without_an_address_get_one_around_the_given_ones() {
 }
 
 #[test]
-fn an_explicit_missing_file_is_an_error() {
-    let err = discover(Some(Path::new("/nonexistent/accelhost.json"))).unwrap_err();
-    assert_eq!(err.file, "/nonexistent/accelhost.json");
-    assert!(err.message.contains("cannot read"), "{err}");
-}
-
-#[test]
 fn family_specific_fields_are_checked() {
     let err = error(
         r#"{"devices": [{"id": "x", "family": "xocl", "accelerator": "nlb0"}], "plugins": []}"#,
@@ -519,7 +512,7 @@ fn remote_grants_name_an_endpoint_and_its_identity() {
         "relative to the config"
     );
     assert_eq!(tls.key, PathBuf::from("/abs/me.key"));
-    match grant.to_endpoint(Path::new("")).unwrap() {
+    match grant.to_endpoint(std::path::Path::new("")).unwrap() {
         crate::remote::RemoteEndpoint::Tls { server_name, .. } => {
             assert_eq!(server_name, "node1", "the endpoint's host by default")
         }
@@ -570,4 +563,110 @@ fn an_endpoint_stands_for_the_proxy_alone_and_takes_a_unix_socket() {
     );
     let err = Config::for_endpoint("node1:7700").unwrap_err();
     assert!(err.to_string().contains("ACCELHOST_ENDPOINT"), "{err}");
+}
+
+/// A family that exists only in this test: config validation knows the families it is handed
+/// and no other.
+mod fake_family {
+    use super::*;
+    use crate::devices::{DeviceRegistry, LinuxRoots};
+    use crate::family::{
+        CardError, CardSettings, Catalog, Family, ReleaseStage, independent_cards, no_image_format,
+        parse_fields,
+    };
+
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Lanes {
+        #[serde(default = "one")]
+        lanes: u32,
+    }
+
+    fn one() -> u32 {
+        1
+    }
+
+    fn parse_card(
+        fields: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CardSettings, CardError> {
+        let parsed: Lanes = parse_fields(fields)?;
+        if parsed.lanes == 0 {
+            return Err(CardError::new("lanes", "a card has at least one lane"));
+        }
+        Ok(CardSettings::new(parsed, fields.clone()))
+    }
+
+    static FAKE: Family = Family {
+        name: "fake",
+        builtin: b"",
+        default_config: r#"{"devices": [], "plugins": []}"#,
+        default_ids: (0x1234, 0x5678),
+        card_fields: &["lanes"],
+        parse_card,
+        resolve_cards: independent_cards,
+        emulate: |_: &DeviceDecl, _: &mut DeviceRegistry| {},
+        discover: |_: &LinuxRoots, _: &mut DeviceRegistry| Ok(()),
+        release: |_: &mut wasmtime::component::ResourceTable, _: ReleaseStage, _: &str| {},
+        check_image: no_image_format,
+    };
+
+    const ONLY_FAKE: Catalog = Catalog {
+        families: &[&FAKE],
+        builtins: || vec!["fake", "remote"],
+    };
+
+    fn parse_fake(text: &str) -> Result<Config, ConfigError> {
+        Config::parse_with(
+            text,
+            ConfigSource::File(PathBuf::from("/cfg/fake.json")),
+            &ONLY_FAKE,
+        )
+    }
+
+    #[test]
+    fn a_family_registered_by_the_test_alone_is_the_only_one_known() {
+        let config = parse_fake(
+            r#"{"devices": [{"id": "f0", "family": "fake", "lanes": 4}],
+                "plugins": [{"name": "p", "module": "builtin:fake",
+                             "grants": {"devices": ["emu:f0"]}, "trusted_for": ["fake"]}]}"#,
+        )
+        .unwrap();
+        let card = &config.devices[0];
+        assert_eq!((card.vendor_id, card.device_id), (0x1234, 0x5678));
+        assert_eq!(card.settings.get::<Lanes>().map(|l| l.lanes), Some(4));
+
+        let err = parse_fake(
+            r#"{"devices": [{"id": "f0", "family": "fake", "lanes": 0}], "plugins": []}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "devices[0].lanes", "{err}");
+        assert!(err.message.contains("at least one lane"), "{err}");
+        assert_eq!(err.file, "/cfg/fake.json");
+
+        let err = parse_fake(r#"{"devices": [{"id": "d0", "family": "dfl"}], "plugins": []}"#)
+            .unwrap_err();
+        assert_eq!(err.path, "devices[0].family");
+        assert_eq!(err.message, "unknown family `dfl`: expected one of `fake`");
+
+        let err = parse_fake(
+            r#"{"devices": [{"id": "f0", "family": "fake", "slice": 1}], "plugins": []}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "devices[0].slice");
+        assert!(err.message.contains("a fake card takes"), "{err}");
+
+        let err =
+            parse_fake(r#"{"plugins": [{"name": "p", "module": "builtin:dfl"}]}"#).unwrap_err();
+        assert_eq!(err.path, "plugins[0].module");
+        assert_eq!(
+            err.message,
+            "there is no built-in plugin 'dfl' (built in: fake, remote)"
+        );
+
+        let err = parse_fake(
+            r#"{"plugins": [{"name": "p", "module": "builtin:fake", "trusted_for": ["xocl"]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "plugins[0].trusted_for[0]");
+    }
 }

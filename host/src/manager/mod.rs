@@ -716,7 +716,7 @@ impl Manager {
         set_up: impl FnOnce(&mut crate::devices::DeviceRegistry),
         count_calls: bool,
     ) -> Result<Manager, Error> {
-        let mut registry = crate::families::registry(&config.devices, &config.linux_roots());
+        let mut registry = crate::builtin::registry(&config.devices, &config.linux_roots());
         set_up(&mut registry);
         let devices = Arc::new(registry);
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());

@@ -115,7 +115,7 @@ impl PluginInstance {
                 let failure = describe(err, &store.data().ctx, &stderr, &stdout);
                 store
                     .data_mut()
-                    .release_all("the plugin failed to start", crate::families::release);
+                    .release_all("the plugin failed to start", crate::builtin::release);
                 Err(failure)
             }
         }
@@ -200,7 +200,7 @@ impl PluginInstance {
         if !std::mem::replace(&mut self.ended, true) {
             self.store
                 .data_mut()
-                .release_all(why, crate::families::release);
+                .release_all(why, crate::builtin::release);
         }
     }
 }

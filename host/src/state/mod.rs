@@ -19,6 +19,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::config::policy::{Grants, LoadPolicy};
 use crate::devices::{Charge, Completion, CompletionState, DeviceRegistry, OverBudget, Owner};
+use crate::family::ReleaseStage;
 
 pub(crate) use control::{CallControl, EPOCH_TICK, Interrupted, StopCondition};
 pub(crate) use error::{ImportError, guest_error};
@@ -88,30 +89,6 @@ pub struct PluginState {
     completions: Vec<Weak<Completion>>,
     /// Prune `completions` when it grows past this.
     prune_at: usize,
-}
-
-/// The order an ended instance's device resources are released in, so that nothing is
-/// released while something released later still uses it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReleaseStage {
-    /// Device work still queued is cancelled, failing its completions.
-    CancelWork,
-    /// Contexts and ports are closed, which removes their DMA mappings.
-    Detach,
-    /// Device memory objects are freed.
-    FreeMemory,
-    /// Device handles are closed.
-    Close,
-}
-
-impl ReleaseStage {
-    /// Every stage, first to last.
-    pub const IN_ORDER: [ReleaseStage; 4] = [
-        ReleaseStage::CancelWork,
-        ReleaseStage::Detach,
-        ReleaseStage::FreeMemory,
-        ReleaseStage::Close,
-    ];
 }
 
 /// What one host resource costs beyond its own payload: its table entry, the object behind

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::families::cxl::abi::memcpy::{self, WorkElement};
 use crate::error::{Error, Result};
+use crate::families::cxl::abi::memcpy::{self, WorkElement};
 use crate::text::inert;
 use crate::workloads::{Canonical, DemoSettings, Outcome, Progress};
 use crate::{Arg, Handle, Host, Memory, MemoryKind, OpenMode, Token};
@@ -128,12 +128,12 @@ impl WorkQueue {
     }
 }
 
-/// A COPY element ([`WorkElement::copy`]).
+/// A COPY element (`WorkElement::copy`).
 pub fn copy(src: u64, dst: u64, length: u16) -> WorkElement {
     WorkElement::copy(src, dst, length)
 }
 
-/// An IRQ element raising interrupt `irq` ([`WorkElement::interrupt`]).
+/// An IRQ element raising interrupt `irq` (`WorkElement::interrupt`).
 pub fn interrupt(irq: u16) -> WorkElement {
     WorkElement::interrupt(irq)
 }

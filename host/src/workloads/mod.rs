@@ -1,8 +1,8 @@
 //! Canonical workloads run through the public API, one per device family, shared by `accelhost demo`, the end-to-end tests and the benchmarks, so
 //! that all three measure the same thing.
 
-pub mod capi;
 mod canonical;
+pub mod capi;
 pub mod nlb0;
 pub mod vadd;
 
@@ -46,7 +46,7 @@ mod tests {
 
     #[test]
     fn each_family_has_one_canonical_workload() {
-        for family in crate::families::FAMILIES {
+        for family in crate::builtin::FAMILIES {
             let n = CANONICAL.iter().filter(|w| w.family == family.name).count();
             assert_eq!(n, 1, "{} has {n} canonical workloads", family.name);
         }

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::families::dfl::abi::nlb0;
 use crate::error::{Error, Result};
+use crate::families::dfl::abi::nlb0;
 use crate::text::inert;
 use crate::workloads::{Canonical, DemoSettings, Outcome, Progress, size};
 use crate::{DmaBuffer, Handle, Host, MmioRegion, OpenMode, Token};

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::families::xocl::xclbin::XclbinBuilder;
 use crate::error::{Error, Result};
+use crate::families::xocl::xclbin::XclbinBuilder;
 use crate::text::inert;
 use crate::types::Guid;
 use crate::workloads::{Canonical, DemoSettings, Outcome, Progress, count};

@@ -47,7 +47,7 @@ unsafe extern "C" fn init(config: *const u8, len: usize) -> *mut c_void {
         sysfs: config.linux.sysfs_root.clone(),
         dev: config.linux.dev_root.clone(),
     };
-    let registry = accelhost::families::registry(&config.devices, &roots);
+    let registry = accelhost::builtin::registry(&config.devices, &roots);
     let devices = registry
         .granted::<dyn DflDevice>(&["emu:*".to_string()])
         .into_iter()

@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use crate::config::{CardSettings, DeviceDecl};
-use crate::families::{CardError, CardsError, parse_fields};
+use crate::family::{CardError, CardsError, parse_fields};
+use crate::family::{CardSettings, DeviceDecl};
 use crate::types::BusAddress;
 
 /// The AFUs the emulator carries.

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use super::abi::{memcpy, vadd};
 use super::card::{CxlAccelerator as Accelerator, CxlCard};
 use super::{AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
-use crate::config::DeviceDecl;
 use crate::devices::{
     AddressMap, Budget, Charge, Completion, CompletionState, DmaMemory, MmioWindow, Owner, OwnerId,
     errno, lock, wait_timeout,
 };
+use crate::family::DeviceDecl;
 
 /// Bytes of one context's problem-state slice.
 const PP_SIZE: u64 = 0x1000;

@@ -4,9 +4,9 @@ use std::io;
 use std::sync::Arc;
 
 use super::{CxlAfu, abi, card, emu, linux, resources};
-use crate::config::DeviceDecl;
 use crate::devices::{DeviceRegistry, LinuxRoots};
-use crate::families::{Family, no_image_format};
+use crate::family::DeviceDecl;
+use crate::family::{Family, no_image_format};
 
 /// The family's registration.
 pub(crate) const FAMILY: Family = Family {

@@ -3,7 +3,8 @@
 use wasmtime::component::ResourceTable;
 
 use super::CxlContext;
-use crate::state::{DeviceResource, ReleaseStage};
+use crate::family::ReleaseStage;
+use crate::state::DeviceResource;
 
 /// An open cxl context, named by its device node (such as `emu:capi0.0s` or
 /// `/dev/cxl/afu0.0s`); dropping it detaches the context and frees its process element.

@@ -2,10 +2,10 @@
 
 use serde::Deserialize;
 
-use crate::config::CardSettings;
+use crate::family::CardSettings;
 #[cfg(test)]
-use crate::config::DeviceDecl;
-use crate::families::{CardError, parse_fields};
+use crate::family::DeviceDecl;
+use crate::family::{CardError, parse_fields};
 
 /// What a `"family": "dfl"` card takes besides the shared fields.
 #[derive(Debug, Default, Deserialize)]

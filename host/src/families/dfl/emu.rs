@@ -17,8 +17,8 @@ use super::abi::{self, nlb0};
 use super::card::DflCard;
 use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
 use crate::attributes::AttributeInfo;
-use crate::config::DeviceDecl;
 use crate::devices::{AddressMap, DmaMemory, MmioWindow, Owner, OwnerId, check_owner, errno, lock};
+use crate::family::DeviceDecl;
 
 /// Size of the AFU MMIO region (index 0), as on OPAE's ASE.
 pub const AFU_MMIO_SIZE: u64 = 256 * 1024;

@@ -3,7 +3,8 @@
 use wasmtime::component::ResourceTable;
 
 use super::DflPort;
-use crate::state::{DeviceResource, ReleaseStage};
+use crate::family::ReleaseStage;
+use crate::state::DeviceResource;
 
 /// An open DFL port; dropping it closes the port.
 pub type PortResource = DeviceResource<Box<dyn DflPort>>;

@@ -3,10 +3,10 @@
 
 use serde::Deserialize;
 
-use crate::config::CardSettings;
+use crate::family::CardSettings;
 #[cfg(test)]
-use crate::config::DeviceDecl;
-use crate::families::{CardError, parse_fields};
+use crate::family::DeviceDecl;
+use crate::family::{CardError, parse_fields};
 
 /// What a `"family": "xocl"` card takes besides the shared fields: nothing.
 #[derive(Debug, Default, Deserialize)]

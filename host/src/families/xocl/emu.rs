@@ -20,11 +20,11 @@ use std::sync::{Arc, Mutex, Weak};
 use super::abi::{self, ErtHeader, StartCu};
 use super::xclbin::{MemKind, Xclbin};
 use super::{BoInfo, Command, DeviceDesc, SyncDirection, XoclClient, XoclDevice};
-use crate::config::DeviceDecl;
 use crate::devices::{
     AddressMap, Budget, BudgetKind, Charge, Completion, CompletionState, DmaMemory, Owner, OwnerId,
     errno, lock,
 };
+use crate::family::DeviceDecl;
 use crate::types::Guid;
 
 /// Where host-only buffer objects appear in the device's address space.

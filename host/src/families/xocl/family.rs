@@ -4,9 +4,9 @@ use std::io;
 use std::sync::Arc;
 
 use super::{XoclDevice, abi, card, emu, linux, resources, xclbin};
-use crate::config::DeviceDecl;
 use crate::devices::{DeviceRegistry, LinuxRoots};
-use crate::families::{Family, independent_cards};
+use crate::family::DeviceDecl;
+use crate::family::{Family, independent_cards};
 
 /// The family's registration.
 pub(crate) const FAMILY: Family = Family {

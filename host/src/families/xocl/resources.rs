@@ -6,7 +6,8 @@ use wasmtime::component::ResourceTable;
 
 use super::{BoInfo, XoclClient};
 use crate::devices::Charge;
-use crate::state::{DeviceResource, ReleaseStage};
+use crate::family::ReleaseStage;
+use crate::state::DeviceResource;
 
 /// An open xocl device (a KDS client), shared with the BOs created through it.
 pub type XoclDeviceResource = DeviceResource<Arc<dyn XoclClient>>;
