@@ -639,16 +639,13 @@ fn from_table(table: inventory::DeviceTable, budget: &Arc<Budget>) -> wasmtime::
         texts: &shared,
         extras: &table.extras,
         numbered: String::new(),
+        budget,
         written,
+        checked: written,
     };
     let mut found = Vec::with_capacity(table.rows.len());
-    let mut checked = writer.written;
     for (at, row) in table.rows.iter().enumerate() {
-        if writer.written - checked >= BYTES_PER_BUDGET_CHECK {
-            within_budget(budget, writer.written)?;
-            checked = writer.written;
-        }
-        match writer.device(at, row) {
+        match writer.device(at, row)? {
             Ok(device) => found.push(device),
             Err(why) => return Ok(Err(why)),
         }
@@ -668,13 +665,18 @@ fn within_budget(budget: &Arc<Budget>, written: u64) -> Result<(), HostLimit> {
     Ok(())
 }
 
-/// Writes out the rows of one table, counting the bytes it allocates.
+/// Writes out the rows of one table, counting the bytes it allocates and holding them
+/// against the plugin's budget every [`BYTES_PER_BUDGET_CHECK`], wherever they are written
+/// (one row's facts alone can be many times that).
 struct TableWriter<'a> {
     texts: &'a [SharedText],
     extras: &'a [inventory::Fact],
     /// Scratch for a numbered fact value, before it is shared.
     numbered: String,
+    budget: &'a Arc<Budget>,
     written: u64,
+    /// `written` when the budget was last checked.
+    checked: u64,
 }
 
 impl<'a> TableWriter<'a> {
@@ -687,17 +689,41 @@ impl<'a> TableWriter<'a> {
         })
     }
 
-    /// A new string of `text` (counted).
-    fn string(&mut self, text: &str) -> String {
-        self.written += text.len() as u64;
-        text.to_string()
+    /// Counts `bytes` more written, and checks the budget once enough have been.
+    fn count(&mut self, bytes: usize) -> Result<(), HostLimit> {
+        self.written += bytes as u64;
+        if self.written - self.checked >= BYTES_PER_BUDGET_CHECK {
+            within_budget(self.budget, self.written)?;
+            self.checked = self.written;
+        }
+        Ok(())
     }
 
+    /// A new string of `text` (counted).
+    fn string(&mut self, text: &str) -> Result<String, HostLimit> {
+        self.count(text.len())?;
+        Ok(text.to_string())
+    }
+
+    /// Row `at` as a device, or why the table is refused; fails when what it writes out
+    /// does not fit in the budget.
     fn device(
         &mut self,
         at: usize,
         row: &inventory::DeviceRow,
-    ) -> Result<(u64, Properties), String> {
+    ) -> Result<Result<(u64, Properties), String>, HostLimit> {
+        match self.try_device(at, row) {
+            Ok(device) => Ok(Ok(device)),
+            Err(Refused::Table(why)) => Ok(Err(why)),
+            Err(Refused::Limit(limit)) => Err(limit),
+        }
+    }
+
+    fn try_device(
+        &mut self,
+        at: usize,
+        row: &inventory::DeviceRow,
+    ) -> Result<(u64, Properties), Refused> {
         let facts = (row.extras_first as usize)
             .checked_add(row.extras_count as usize)
             .and_then(|end| self.extras.get(row.extras_first as usize..end))
@@ -710,7 +736,7 @@ impl<'a> TableWriter<'a> {
                 )
             })?;
         let mut shared_facts = Vec::with_capacity(facts.len());
-        self.written += (facts.len() * size_of::<(SharedText, SharedText)>()) as u64;
+        self.count(facts.len() * size_of::<(SharedText, SharedText)>())?;
         for fact in facts {
             let key = self.text(fact.key, "fact key", at)?.clone();
             let value = self.text(fact.value.text, "fact value", at)?;
@@ -720,9 +746,10 @@ impl<'a> TableWriter<'a> {
                     let mut numbered = std::mem::take(&mut self.numbered);
                     numbered.clear();
                     write_numbered(&mut numbered, value, number);
-                    self.written += (numbered.len() + 2 * size_of::<usize>()) as u64;
                     let value = SharedText::from(numbered.as_str());
+                    let bytes = numbered.len() + 2 * size_of::<usize>();
                     self.numbered = numbered;
+                    self.count(bytes)?;
                     value
                 }
             };
@@ -730,11 +757,11 @@ impl<'a> TableWriter<'a> {
         }
         let name = self.text(row.name.text, "name", at)?;
         let name = match row.name.number {
-            None => self.string(name),
+            None => self.string(name)?,
             Some(number) => {
                 let mut said = String::with_capacity(name.len() + 10);
                 write_numbered(&mut said, name, number);
-                self.written += said.capacity() as u64;
+                self.count(said.capacity())?;
                 said
             }
         };
@@ -748,8 +775,8 @@ impl<'a> TableWriter<'a> {
             device_id: row.device_id,
             bus_address: row.bus_address.map(Into::into),
             socket_id: row.socket_id,
-            device_type: self.string(device_type),
-            host: self.string(host),
+            device_type: self.string(device_type)?,
+            host: self.string(host)?,
             num_mmio: row.num_mmio,
             num_interrupts: row.num_interrupts,
             accelerator_state: row.accelerator_state.map(Into::into),
@@ -757,6 +784,24 @@ impl<'a> TableWriter<'a> {
             extras: shared_facts,
         };
         Ok((row.token, properties))
+    }
+}
+
+/// Why a row was not written out: the table is wrong, or the budget is spent.
+enum Refused {
+    Table(String),
+    Limit(HostLimit),
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Self {
+        Refused::Table(why)
+    }
+}
+
+impl From<HostLimit> for Refused {
+    fn from(limit: HostLimit) -> Self {
+        Refused::Limit(limit)
     }
 }
 
@@ -924,5 +969,34 @@ mod tests {
             err.to_string().contains("load_policy.host_memory_mib"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn one_row_whose_facts_write_out_more_than_the_budget_is_stopped_within_a_check() {
+        // One row of 64 facts, each a 256 KiB text with a number: 16 MiB written out by a
+        // single row, against a 4 MiB budget.
+        let mut big = table(vec![], vec![]);
+        big.texts.push("x".repeat(256 << 10));
+        let long = big.texts.len() as u32 - 1;
+        big.extras = (0..64)
+            .map(|n| Fact {
+                key: 3,
+                value: said(long, Some(n)),
+            })
+            .collect();
+        big.rows = vec![row(said(0, Some(0)), 0, 64)];
+        let budget = Budget::new(BudgetKind::Host, 4 << 20);
+        let err = from_table(big, &budget).unwrap_err();
+        let Some(HostLimit::HostMemory(over)) = err.downcast_ref::<HostLimit>() else {
+            panic!("not the host-memory limit: {err}");
+        };
+        // Stopped at the first check past the limit: one fact (and a check's worth) over it,
+        // not after the row's 16 MiB.
+        assert!(
+            over.bytes < (4 << 20) + 2 * (256 << 10) + BYTES_PER_BUDGET_CHECK,
+            "the write-out ran to {} bytes before it was checked",
+            over.bytes
+        );
+        assert_eq!(budget.left(), 4 << 20, "nothing stays charged");
     }
 }
