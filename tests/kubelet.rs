@@ -21,7 +21,7 @@ use accelhost_node::kubelet::v1beta1::{
 };
 use accelhost_node::{Client, ClientOptions, Endpoint};
 use served::Served;
-use support::{cache_dir, chaos_plugin_with, dfl_devices, dfl_plugin, text};
+use support::{ShortScratch, cache_dir, chaos_plugin_with, dfl_devices, dfl_plugin, text};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Channel;
@@ -37,29 +37,6 @@ const STEP: Duration = Duration::from_secs(60);
 fn uid() -> u32 {
     // SAFETY: getuid cannot fail.
     unsafe { libc::getuid() }
-}
-
-/// A short scratch folder (socket paths must stay under 108 bytes), removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(label: &str) -> Scratch {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ak-{label}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("plugins")).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Writes the host config (two NLB0 cards and the chaos plugin, which traps in `open` and
@@ -317,7 +294,8 @@ fn in_pod(allocated: &v1beta1::ContainerAllocateResponse, args: &[&str]) -> Outp
 #[test]
 fn a_pod_runs_nlb0_on_its_allocated_device_and_is_refused_every_other() {
     use std::os::unix::fs::PermissionsExt;
-    let scratch = Scratch::new("alloc");
+    let scratch = ShortScratch::new("alloc");
+    std::fs::create_dir_all(scratch.0.join("plugins")).unwrap();
     let dir = &scratch.0;
     write_configs(dir);
     // As a DaemonSet's `DirectoryOrCreate` leaves it: open to everyone. The node closes it.
@@ -574,7 +552,8 @@ fn a_pod_runs_nlb0_on_its_allocated_device_and_is_refused_every_other() {
 
 #[test]
 fn health_follows_faults_and_the_kubelet_is_found_late_and_again_after_a_restart() {
-    let scratch = Scratch::new("health");
+    let scratch = ShortScratch::new("health");
+    std::fs::create_dir_all(scratch.0.join("plugins")).unwrap();
     let dir = &scratch.0;
     write_configs(dir);
     let rt = runtime();

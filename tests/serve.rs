@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use accelhost_node::{Client, ClientOptions, Endpoint};
 use served::Served;
-use support::{json_path, run_accelhost, scratch_dir, text};
+use support::{ShortScratch, json_path, run_accelhost, scratch_dir, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_accelhost");
 
@@ -109,10 +109,14 @@ fn check_config_checks_a_serve_config_and_its_files() {
         text(&out.stderr)
     );
 
+    let plugins = ShortScratch::new("check");
     std::fs::write(
         dir.join("k8s.json"),
-        r#"{"listen": {"unix": {"path": "node.sock"}},
-            "kubernetes": {"device_plugin_dir": "plugins", "resource_domain": "example.org"}}"#,
+        format!(
+            r#"{{"listen": {{"unix": {{"path": "node.sock"}}}},
+                "kubernetes": {{"device_plugin_dir": "{}", "resource_domain": "example.org"}}}}"#,
+            plugins.0.display()
+        ),
     )
     .unwrap();
     let out = run_accelhost(BIN, &dir, &["check-config", "k8s.json"], &[]);
@@ -121,7 +125,7 @@ fn check_config_checks_a_serve_config_and_its_files() {
     assert!(
         said.contains(&format!(
             "kubelet device plugin: registers through {}",
-            dir.join("plugins/kubelet.sock").display()
+            plugins.0.join("kubelet.sock").display()
         )) && said.contains("resources example.org/af-<AFU id>"),
         "{said}"
     );

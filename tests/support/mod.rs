@@ -7,6 +7,7 @@ pub mod harness;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use accelhost::{Config, Host};
@@ -29,17 +30,52 @@ pub fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
 }
 
-/// A fresh, empty directory under the target's temporary directory.
+/// The folder of this test process's scratch folders, under the target's temporary directory.
+static RUN_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_run_dir() {
+    if let Some(dir) = RUN_DIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// A fresh, empty directory in this process's scratch folder, which is removed, with
+/// everything in it, when the process exits.
 pub fn scratch_dir(label: &str) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "{label}-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let run = RUN_DIR.get_or_init(|| {
+        // SAFETY: registers a function that takes no arguments and only removes files.
+        unsafe { libc::atexit(remove_run_dir) };
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("run-{}", std::process::id()))
+    });
+    let dir = run.join(format!("{label}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A fresh folder under the system's temporary directory, short enough for the Unix sockets
+/// made in it (their paths must stay under 108 bytes wherever the clone is), removed when dropped.
+pub struct ShortScratch(pub PathBuf);
+
+impl ShortScratch {
+    pub fn new(label: &str) -> ShortScratch {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ak-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        ShortScratch(dir)
+    }
+}
+
+impl Drop for ShortScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Writes `json` as `accelhost.json` in a fresh directory and returns its path.
