@@ -6,6 +6,9 @@
 //! does not depend on them. Module declarations (`mod x;`) are not dependencies either, and
 //! unit tests (`#[cfg(test)]` modules, inline or in their own file) are left out: a test may
 //! drive the whole crate from inside the module it tests.
+//!
+//! The same holds one level up: the files and folders directly under a crate's `src/` (its
+//! rooms) import each other in no loop either, so each folder stands on the ones below it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -218,6 +221,102 @@ impl Crate {
                 )
             })
             .collect()
+    }
+}
+
+impl Crate {
+    /// The room of the crate's top level a module belongs to: the file or folder directly
+    /// under the root's folder (`config` for `src/config/schema.rs`, `error` for
+    /// `src/error.rs`); the root itself is a room of its own.
+    fn room_of(&self, module: usize) -> String {
+        let root = child_dir(&self.modules[0].file);
+        let file = &self.modules[module].file;
+        if module == 0 {
+            return "(root)".to_string();
+        }
+        let first = file
+            .strip_prefix(&root)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        first.strip_suffix(".rs").unwrap_or(&first).to_string()
+    }
+
+    /// Room `a` depends on room `b`: the edges between top-level rooms, each with the first
+    /// module dependency that makes it (`from -> to: path`).
+    fn room_dependencies(&self) -> BTreeMap<(String, String), String> {
+        let mut edges = BTreeMap::new();
+        for ((from, to), path) in self.dependencies() {
+            let (a, b) = (self.room_of(from), self.room_of(to));
+            if a != b {
+                edges.entry((a, b)).or_insert_with(|| {
+                    format!(
+                        "{} -> {}: {path}",
+                        self.modules[from].file.display(),
+                        self.modules[to].file.display()
+                    )
+                });
+            }
+        }
+        edges
+    }
+
+    /// Every loop between top-level rooms: the rooms, and the dependencies that tie them.
+    fn room_cycles(&self) -> Vec<(Vec<String>, Vec<String>)> {
+        let named = self.room_dependencies();
+        let rooms: Vec<String> = (0..self.modules.len())
+            .map(|m| self.room_of(m))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let at = |room: &str| rooms.iter().position(|r| r == room).expect("a room");
+        let mut edges: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        for (from, to) in named.keys() {
+            edges.entry(at(from)).or_default().insert(at(to));
+        }
+        let mut finder = Tarjan {
+            edges: &edges,
+            index: vec![None; rooms.len()],
+            low: vec![0; rooms.len()],
+            stack: Vec::new(),
+            on_stack: vec![false; rooms.len()],
+            next: 0,
+            found: Vec::new(),
+        };
+        for room in 0..rooms.len() {
+            if finder.index[room].is_none() {
+                finder.visit(room);
+            }
+        }
+        finder
+            .found
+            .into_iter()
+            .map(|set| {
+                let members: Vec<String> = set.iter().map(|&r| rooms[r].clone()).collect();
+                let why = named
+                    .iter()
+                    .filter(|((from, to), _)| members.contains(from) && members.contains(to))
+                    .map(|(_, why)| why.clone())
+                    .collect();
+                (members, why)
+            })
+            .collect()
+    }
+
+    /// The rooms `room` reaches through its dependencies, itself left out.
+    fn rooms_below(&self, room: &str) -> BTreeSet<String> {
+        let named = self.room_dependencies();
+        let mut seen = BTreeSet::new();
+        let mut next = vec![room.to_string()];
+        while let Some(at) = next.pop() {
+            for (from, to) in named.keys() {
+                if *from == at && to != room && seen.insert(to.clone()) {
+                    next.push(to.clone());
+                }
+            }
+        }
+        seen
     }
 }
 
@@ -736,6 +835,87 @@ fn no_crate_has_an_import_cycle() {
     }
     assert!(modules > 100, "read {modules} modules");
     assert!(report.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn no_crate_has_a_loop_between_its_top_level_folders() {
+    let mut report = Vec::new();
+    for root in crate_roots() {
+        for (rooms, why) in Crate::load(&root).room_cycles() {
+            report.push(format!(
+                "in {}: {}\n  {}",
+                root.display(),
+                rooms.join(", "),
+                why.join("\n  ")
+            ));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "loops between top-level folders:\n{}",
+        report.join("\n")
+    );
+}
+
+#[test]
+fn the_device_families_sit_below_the_code_that_uses_them() {
+    let host = Crate::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"));
+    let below = host.rooms_below("families");
+    for user in ["api", "manager", "runtime", "builtin", "workloads"] {
+        assert!(
+            !below.contains(user),
+            "families/ reaches {user}: it should be registered from above, not use it (it reaches {below:?})"
+        );
+    }
+    assert!(
+        host.rooms_below("config").iter().all(|r| r != "families"),
+        "config/ reaches families/: it should receive the family list"
+    );
+}
+
+#[test]
+fn the_folder_checker_finds_a_loop_through_nested_files() {
+    let dir = std::env::temp_dir().join(format!("accelhost-rooms-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("low/deep")).unwrap();
+    std::fs::create_dir_all(src.join("high")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod high;\nmod low;\n").unwrap();
+    std::fs::write(src.join("high/mod.rs"), "mod user;\n").unwrap();
+    std::fs::write(
+        src.join("high/user.rs"),
+        "use crate::low::deep::Tool;\npub struct Thing;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("low/mod.rs"), "pub mod deep;\nmod other;\n").unwrap();
+    std::fs::write(src.join("low/deep/mod.rs"), "pub struct Tool;\n").unwrap();
+    std::fs::write(src.join("low/other.rs"), "pub fn helper() {}\n").unwrap();
+    let krate = Crate::load(&src.join("lib.rs"));
+    assert!(krate.cycles().is_empty() && krate.room_cycles().is_empty());
+    assert_eq!(
+        krate.rooms_below("high"),
+        BTreeSet::from(["low".to_string()])
+    );
+    assert!(krate.rooms_below("low").is_empty());
+    // A file deep in `low/` that names `high/`: no file imports itself back, yet the folders
+    // form a loop.
+    std::fs::write(
+        src.join("low/other.rs"),
+        "pub fn helper() { let _ = crate::high::user::Thing; }\n",
+    )
+    .unwrap();
+    let krate = Crate::load(&src.join("lib.rs"));
+    assert!(krate.cycles().is_empty(), "{:?}", krate.cycles());
+    let loops = krate.room_cycles();
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    assert_eq!(loops[0].0, ["high", "low"]);
+    assert!(
+        loops[0]
+            .1
+            .iter()
+            .any(|why| why.contains("other.rs") && why.contains("user.rs")),
+        "{loops:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

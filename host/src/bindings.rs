@@ -3,6 +3,9 @@
 //! family's in its folder) on the store's state (`crate::state`), every call into a plugin
 //! goes through `crate::runtime::plugin`, and the host's own types convert to their WIT twins
 //! in `crate::convert`.
+//! The resources of the device families and of `remote` keep the types generated here: their
+//! host objects are defined above this module, in the folders that implement them, and
+//! `crate::state::host_handle` turns a plugin's handle into the table's.
 //! Every import is traced (`tracing`, level TRACE, with its arguments and result), so none
 //! can be left out.
 
@@ -18,10 +21,5 @@ wasmtime::component::bindgen!({
         "accel:plugin/dma.buffer": crate::state::BufferResource,
         "accel:plugin/image.image": crate::state::ImageResource,
         "accel:plugin/events.event": crate::state::EventResource,
-        "accel:plugin/dfl.port": crate::families::dfl::resources::PortResource,
-        "accel:plugin/xocl.device": crate::families::xocl::resources::XoclDeviceResource,
-        "accel:plugin/xocl.bo": crate::families::xocl::resources::BoResource,
-        "accel:plugin/cxl.context": crate::families::cxl::resources::CxlContextResource,
-        "accel:plugin/remote.node": crate::remote::NodeResource,
     },
 });

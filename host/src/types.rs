@@ -218,3 +218,31 @@ mod tests {
         assert_eq!(serde_json::from_str::<Guid>(&json).unwrap(), g);
     }
 }
+
+/// What one device grant names: a device by its full name, or every device whose name starts
+/// with a prefix (a grant ending in `*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DevicePattern<'a> {
+    /// Exactly this name.
+    Exact(&'a str),
+    /// Every name starting with this.
+    Prefix(&'a str),
+}
+
+impl<'a> DevicePattern<'a> {
+    /// The pattern of the grant `grant`.
+    pub fn of(grant: &'a str) -> Self {
+        match grant.strip_suffix('*') {
+            Some(prefix) => DevicePattern::Prefix(prefix),
+            None => DevicePattern::Exact(grant),
+        }
+    }
+
+    /// Whether the device `name` is granted.
+    pub fn matches(self, name: &str) -> bool {
+        match self {
+            DevicePattern::Exact(exact) => exact == name,
+            DevicePattern::Prefix(prefix) => name.starts_with(prefix),
+        }
+    }
+}

@@ -131,14 +131,12 @@ impl HostBuilder {
             None => crate::builtin::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
-        let (remote, shareable) = (self.remote, self.shareable_memory);
-        let set_up = |registry: &mut crate::devices::DeviceRegistry| {
-            if let Some(connector) = remote {
-                registry.set_remote(connector);
-            }
-            registry.set_shares_memory(shareable);
-        };
-        let manager = Manager::start(&config, &cache, set_up, self.count_calls)?;
+        let mut devices = crate::builtin::registry(&config.devices, &config.linux_roots());
+        if let Some(connector) = self.remote {
+            devices.set_service(connector);
+        }
+        devices.set_shares_memory(self.shareable_memory);
+        let manager = Manager::start(&config, &cache, devices, self.count_calls)?;
         Ok(Host {
             inner: Arc::new(HostInner {
                 manager,

@@ -11,9 +11,10 @@ mod source;
 use std::path::PathBuf;
 
 pub use crate::family::{CardSettings, DeviceDecl};
+pub use crate::types::DevicePattern;
 pub use discover::ConfigOrigin;
 pub(crate) use discover::candidates;
-pub use policy::{DevicePattern, Grants, LoadPolicy, OnFault, OnLoadError};
+pub use policy::{Grants, LoadPolicy, OnFault, OnLoadError};
 pub use schema::{LinuxSettings, ModuleSource, PluginEntry};
 pub use source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV};
 

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::types::DevicePattern;
+
 /// How a plugin runs: its limits, and what happens when it fails to load or faults. Every
 /// field has a safe default.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -316,33 +318,5 @@ impl Grants {
         self.devices
             .iter()
             .any(|grant| DevicePattern::of(grant).matches(name))
-    }
-}
-
-/// What one device grant names: a device by its full name, or every device whose name starts
-/// with a prefix (a grant ending in `*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DevicePattern<'a> {
-    /// Exactly this name.
-    Exact(&'a str),
-    /// Every name starting with this.
-    Prefix(&'a str),
-}
-
-impl<'a> DevicePattern<'a> {
-    /// The pattern of the grant `grant`.
-    pub fn of(grant: &'a str) -> Self {
-        match grant.strip_suffix('*') {
-            Some(prefix) => DevicePattern::Prefix(prefix),
-            None => DevicePattern::Exact(grant),
-        }
-    }
-
-    /// Whether the device `name` is granted.
-    pub fn matches(self, name: &str) -> bool {
-        match self {
-            DevicePattern::Exact(exact) => exact == name,
-            DevicePattern::Prefix(prefix) => name.starts_with(prefix),
-        }
     }
 }

@@ -1,11 +1,11 @@
 //! The devices the host can hand to plugins, by name.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::config::DevicePattern;
+use crate::types::DevicePattern;
 
 /// Every device the host can hand to plugins, by the name grants use: `emu:<id>` for the
 /// emulated cards the config declares, the `/dev` path for real ones. Each device is kept as
@@ -17,8 +17,9 @@ pub struct DeviceRegistry {
     real_devices: bool,
     /// Whether plugins' DMA memory is made shareable with other processes.
     shares_memory: bool,
-    /// How plugins reach nodes running `accelhost serve`, when the application gave a way.
-    remote: Option<Arc<dyn crate::remote::Connector>>,
+    /// What the application gave the imports above this folder (such as the way to reach
+    /// nodes), one object per type.
+    services: BTreeMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
 impl DeviceRegistry {
@@ -81,14 +82,16 @@ impl DeviceRegistry {
         found.into_iter().map(|(_, device)| device).collect()
     }
 
-    /// Lets plugins with `remote` grants reach nodes through `connector`.
-    pub fn set_remote(&mut self, connector: Arc<dyn crate::remote::Connector>) {
-        self.remote = Some(connector);
+    /// Hands the imports `service` (such as `Arc<dyn Connector>`, the way to nodes), found
+    /// again by its type; a later service of the same type replaces it. The registry stays
+    /// below the imports that define those types.
+    pub fn set_service<T: Send + Sync + 'static>(&mut self, service: T) {
+        self.services.insert(TypeId::of::<T>(), Box::new(service));
     }
 
-    /// The way to nodes, if the application gave one.
-    pub fn remote(&self) -> Option<&Arc<dyn crate::remote::Connector>> {
-        self.remote.as_ref()
+    /// The service of type `T`, if the application gave one.
+    pub fn service<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.services.get(&TypeId::of::<T>())?.downcast_ref()
     }
 
     /// Whether any real (non-emulated) device was found; DMA memory then prefers huge pages,

@@ -706,19 +706,17 @@ pub(crate) struct Manager {
 }
 
 impl Manager {
-    /// Starts every enabled plugin of `config`. A plugin that fails is reported and skipped,
-    /// unless its `load_policy.on_error` is `fail`, which fails the whole start.
-    /// `set_up` finishes the registry of the config's devices (how plugins reach nodes,
-    /// whether their memory is shareable) before any plugin starts.
+    /// Starts every enabled plugin of `config` on `devices`, the registry the embedding API
+    /// made of the config's cards with the families it serves. A plugin that fails is
+    /// reported and skipped, unless its `load_policy.on_error` is `fail`, which fails the
+    /// whole start.
     pub fn start(
         config: &Config,
         cache: &ComponentCache,
-        set_up: impl FnOnce(&mut crate::devices::DeviceRegistry),
+        devices: crate::devices::DeviceRegistry,
         count_calls: bool,
     ) -> Result<Manager, Error> {
-        let mut registry = crate::builtin::registry(&config.devices, &config.linux_roots());
-        set_up(&mut registry);
-        let devices = Arc::new(registry);
+        let devices = Arc::new(devices);
         let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
         for entry in &config.plugins {
             let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone(), count_calls);

@@ -7,12 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::Resource;
+use wasmtime::component::{Resource, ResourceTableError};
 
 use super::mirror::Mirrors;
 use super::session::NodeResource;
 use super::window::RemoteMmio;
-use super::{Done, RemoteArg, RemoteFailure, RemoteNode};
+use super::{Connector, Done, RemoteArg, RemoteFailure, RemoteNode};
 use crate::bindings::accel::plugin::remote::{
     self, RemoteArgument, RemoteBuffer, RemoteDevice, RemoteEventKind, RemoteMemory,
     RemoteMemoryKind,
@@ -22,7 +22,7 @@ use crate::devices::{CheckedMmio, Completion, CompletionState, DmaMemory};
 use crate::error::ErrorCode;
 use crate::state::{
     BufferResource, EventResource, ImageResource, ImportError, PluginState, RegionResource,
-    guest_error,
+    guest_error, guest_handle, host_handle,
 };
 use crate::types::{EventKind, MemoryKind};
 
@@ -38,10 +38,17 @@ fn failed(call: &str, failure: RemoteFailure) -> ImportError {
 impl PluginState {
     fn node(
         &self,
-        node: &Resource<NodeResource>,
+        node: &Resource<remote::Node>,
     ) -> Result<(Arc<dyn RemoteNode>, Arc<Mirrors>), ImportError> {
-        let held = self.table.get(node)?;
+        let held = self.node_resource(node)?;
         Ok((held.node.clone(), held.mirrors.clone()))
+    }
+
+    fn node_resource(
+        &self,
+        node: &Resource<remote::Node>,
+    ) -> Result<&NodeResource, ResourceTableError> {
+        self.table.get(&host_handle::<NodeResource, _>(node))
     }
 
     fn call_timeout(&self) -> Duration {
@@ -122,7 +129,7 @@ impl PluginState {
 }
 
 impl remote::HostNode for PluginState {
-    fn connect(&mut self, endpoint: String) -> Result<Resource<NodeResource>, ImportError> {
+    fn connect(&mut self, endpoint: String) -> Result<Resource<remote::Node>, ImportError> {
         let call = format!("connect to node '{endpoint}'");
         let grant = self
             .ctx
@@ -134,7 +141,7 @@ impl remote::HostNode for PluginState {
         let target = grant
             .to_endpoint(Path::new(""))
             .map_err(|msg| guest_error(ErrorCode::InvalidArgument, format!("{call}: {msg}")))?;
-        let connector = self.ctx.devices.remote().ok_or_else(|| {
+        let connector = self.ctx.devices.service::<Arc<dyn Connector>>().ok_or_else(|| {
             guest_error(
                 ErrorCode::Unsupported,
                 format!(
@@ -152,25 +159,26 @@ impl remote::HostNode for PluginState {
             .map_err(|f| failed(&call, f))?;
         let mirrors = Mirrors::new(Arc::downgrade(&node), self.call_timeout());
         let charge = self.charge_resource(NODE_SESSION_BYTES)?;
-        Ok(self.table.push(NodeResource {
+        let node = self.table.push(NodeResource {
             node,
             mirrors,
             endpoint,
             _charge: charge,
-        })?)
+        })?;
+        Ok(guest_handle(node))
     }
 
-    fn name(&mut self, node: Resource<NodeResource>) -> wasmtime::Result<String> {
-        Ok(self.table.get(&node)?.node.name())
+    fn name(&mut self, node: Resource<remote::Node>) -> wasmtime::Result<String> {
+        Ok(self.node_resource(&node)?.node.name())
     }
 
-    fn is_attached(&mut self, node: Resource<NodeResource>) -> wasmtime::Result<bool> {
-        Ok(self.table.get(&node)?.node.is_attached())
+    fn is_attached(&mut self, node: Resource<remote::Node>) -> wasmtime::Result<bool> {
+        Ok(self.node_resource(&node)?.node.is_attached())
     }
 
     fn enumerate(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
     ) -> Result<Vec<RemoteDevice>, ImportError> {
         let (node, _) = self.node(&node)?;
         let found = node
@@ -203,7 +211,7 @@ impl remote::HostNode for PluginState {
 
     fn open(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         id: String,
         mode: wit::OpenMode,
     ) -> Result<u64, ImportError> {
@@ -212,7 +220,7 @@ impl remote::HostNode for PluginState {
             .map_err(|f| failed("remote open", f))
     }
 
-    fn close(&mut self, node: Resource<NodeResource>, handle: u64) -> Result<(), ImportError> {
+    fn close(&mut self, node: Resource<remote::Node>, handle: u64) -> Result<(), ImportError> {
         let (node, mirrors) = self.node(&node)?;
         // The node releases what came from the handle, whatever the answer says.
         mirrors.remove_handle(handle);
@@ -220,7 +228,7 @@ impl remote::HostNode for PluginState {
             .map_err(|f| failed("remote close", f))
     }
 
-    fn reset(&mut self, node: Resource<NodeResource>, handle: u64) -> Result<(), ImportError> {
+    fn reset(&mut self, node: Resource<remote::Node>, handle: u64) -> Result<(), ImportError> {
         let (node, mirrors) = self.node(&node)?;
         let deadline = self.remote_deadline();
         mirrors
@@ -231,7 +239,7 @@ impl remote::HostNode for PluginState {
 
     fn reconfigure(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
         slot: u32,
         image: Resource<ImageResource>,
@@ -247,11 +255,11 @@ impl remote::HostNode for PluginState {
 
     fn map_mmio(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
         index: u32,
     ) -> Result<Resource<RegionResource>, ImportError> {
-        let endpoint = self.table.get(&node)?.endpoint.clone();
+        let endpoint = self.node_resource(&node)?.endpoint.clone();
         let (node, mirrors) = self.node(&node)?;
         let (region, size) = node
             .map_mmio(handle, index, self.remote_deadline())
@@ -273,7 +281,7 @@ impl remote::HostNode for PluginState {
 
     fn prepare_buffer(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
         size: u64,
         read_only: bool,
@@ -294,7 +302,7 @@ impl remote::HostNode for PluginState {
 
     fn register_event(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
         kind: RemoteEventKind,
         vector: u32,
@@ -315,7 +323,7 @@ impl remote::HostNode for PluginState {
 
     fn mem_alloc(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
         kind: RemoteMemoryKind,
         size: u64,
@@ -353,7 +361,7 @@ impl remote::HostNode for PluginState {
 
     fn program_create(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
         image: Resource<ImageResource>,
     ) -> Result<u64, ImportError> {
@@ -365,7 +373,7 @@ impl remote::HostNode for PluginState {
 
     fn kernel_get(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         program: u64,
         name: String,
     ) -> Result<u64, ImportError> {
@@ -376,7 +384,7 @@ impl remote::HostNode for PluginState {
 
     fn queue_create(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         handle: u64,
     ) -> Result<u64, ImportError> {
         let (node, _) = self.node(&node)?;
@@ -386,7 +394,7 @@ impl remote::HostNode for PluginState {
 
     fn enqueue_memcpy(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         queue: u64,
         dst: (u64, u64),
         src: (u64, u64),
@@ -403,7 +411,7 @@ impl remote::HostNode for PluginState {
 
     fn enqueue_launch(
         &mut self,
-        node: Resource<NodeResource>,
+        node: Resource<remote::Node>,
         queue: u64,
         kernel: u64,
         args: Vec<RemoteArgument>,
@@ -426,15 +434,15 @@ impl remote::HostNode for PluginState {
         self.adopt_completion(completion)
     }
 
-    fn release(&mut self, node: Resource<NodeResource>, object: u64) -> Result<(), ImportError> {
+    fn release(&mut self, node: Resource<remote::Node>, object: u64) -> Result<(), ImportError> {
         let (node, mirrors) = self.node(&node)?;
         mirrors.remove(object);
         node.release(object, self.remote_deadline())
             .map_err(|f| failed("remote release", f))
     }
 
-    fn drop(&mut self, node: Resource<NodeResource>) -> wasmtime::Result<()> {
-        self.table.delete(node)?;
+    fn drop(&mut self, node: Resource<remote::Node>) -> wasmtime::Result<()> {
+        self.table.delete(host_handle::<NodeResource, _>(&node))?;
         Ok(())
     }
 }

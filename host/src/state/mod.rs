@@ -26,6 +26,7 @@ pub(crate) use error::{ImportError, guest_error};
 pub(crate) use limits::{HostLimit, PluginLimits};
 pub use log_budget::LogBudget;
 pub use resources::{BufferResource, DeviceResource, EventResource, ImageResource, RegionResource};
+pub(crate) use resources::{guest_handle, host_handle};
 pub use usage::Usage;
 
 /// What an instance is allowed to reach, fixed for its life.

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use wasmtime::component::Resource;
+
 use super::{ImportError, guest_error};
 use crate::devices::{Charge, CheckedMmio, Completion, DmaMemory};
 use crate::error::ErrorCode;
@@ -77,6 +79,24 @@ impl<D> DeviceResource<D> {
     pub(crate) fn release(&mut self) -> Option<D> {
         self.device.take()
     }
+}
+
+/// The table's handle to the host object behind a plugin's handle `handle`, for the
+/// resources the bindings name by a type of their own: the device families' and the remote
+/// import's, whose host objects are defined above the bindings. The table checks the object's
+/// type on every use, so a handle of another kind is refused, never mistaken.
+pub(crate) fn host_handle<T: 'static, G: 'static>(handle: &Resource<G>) -> Resource<T> {
+    if handle.owned() {
+        Resource::new_own(handle.rep())
+    } else {
+        Resource::new_borrow(handle.rep())
+    }
+}
+
+/// The plugin's handle to the host object the table handed back as `handle`: the reverse of
+/// [`host_handle`].
+pub(crate) fn guest_handle<G: 'static, T: 'static>(handle: Resource<T>) -> Resource<G> {
+    host_handle(&handle)
 }
 
 impl std::fmt::Debug for RegionResource {

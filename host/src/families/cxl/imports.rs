@@ -13,6 +13,7 @@ use crate::error::ErrorCode;
 use crate::imports::device_error;
 use crate::state::{
     BufferResource, EventResource, ImportError, PluginState, RegionResource, guest_error,
+    guest_handle, host_handle,
 };
 
 fn mode(mode: AfuMode) -> wit::AfuMode {
@@ -46,9 +47,11 @@ fn desc(d: backend::AfuDesc) -> wit::AfuDesc {
 impl PluginState {
     fn cxl_context(
         &self,
-        context: &Resource<CxlContextResource>,
+        context: &Resource<wit::Context>,
     ) -> Result<&CxlContextResource, ImportError> {
-        Ok(self.table.get(context)?)
+        Ok(self
+            .table
+            .get(&host_handle::<CxlContextResource, _>(context))?)
     }
 }
 
@@ -80,7 +83,7 @@ impl wit::HostContext for PluginState {
         &mut self,
         path: String,
         kind: wit::ContextKind,
-    ) -> Result<Resource<CxlContextResource>, ImportError> {
+    ) -> Result<Resource<wit::Context>, ImportError> {
         let kind = match kind {
             wit::ContextKind::Master => ContextKind::Master,
             wit::ContextKind::Slave => ContextKind::Slave,
@@ -91,9 +94,10 @@ impl wit::HostContext for PluginState {
         match afu.open(kind, &self.ctx.owner) {
             Ok(context) => {
                 let charge = self.charge_resource(node.len() as u64)?;
-                Ok(self
+                let context = self
                     .table
-                    .push(CxlContextResource::new(context, node, "context", charge))?)
+                    .push(CxlContextResource::new(context, node, "context", charge))?;
+                Ok(guest_handle(context))
             }
             Err(err) if err.raw_os_error() == Some(libc::ENOSPC) => Err(guest_error(
                 ErrorCode::NoSpace,
@@ -106,15 +110,17 @@ impl wit::HostContext for PluginState {
         }
     }
 
-    fn process_element(&mut self, context: Resource<CxlContextResource>) -> wasmtime::Result<u32> {
-        let c = self.table.get(&context)?;
+    fn process_element(&mut self, context: Resource<wit::Context>) -> wasmtime::Result<u32> {
+        let c = self
+            .table
+            .get(&host_handle::<CxlContextResource, _>(&context))?;
         // Only an ended instance holds released contexts, and it runs no more calls.
         Ok(c.held().map_or(u32::MAX, |c| c.process_element()))
     }
 
     fn start_work(
         &mut self,
-        context: Resource<CxlContextResource>,
+        context: Resource<wit::Context>,
         work: wit::Work,
     ) -> Result<(), ImportError> {
         let c = self.cxl_context(&context)?;
@@ -139,7 +145,7 @@ impl wit::HostContext for PluginState {
 
     fn map_mmio(
         &mut self,
-        context: Resource<CxlContextResource>,
+        context: Resource<wit::Context>,
         big_endian: bool,
     ) -> Result<Resource<RegionResource>, ImportError> {
         let c = self.cxl_context(&context)?;
@@ -167,7 +173,7 @@ impl wit::HostContext for PluginState {
 
     fn attach_buffer(
         &mut self,
-        context: Resource<CxlContextResource>,
+        context: Resource<wit::Context>,
         buffer: Resource<BufferResource>,
     ) -> Result<u64, ImportError> {
         let memory = self.table.get(&buffer)?.memory.clone();
@@ -179,7 +185,7 @@ impl wit::HostContext for PluginState {
 
     fn read_event(
         &mut self,
-        context: Resource<CxlContextResource>,
+        context: Resource<wit::Context>,
         timeout_ns: u64,
     ) -> Result<Option<wit::AfuEvent>, ImportError> {
         let deadline = self.wait_deadline(timeout_ns);
@@ -200,7 +206,7 @@ impl wit::HostContext for PluginState {
 
     fn interrupt_event(
         &mut self,
-        context: Resource<CxlContextResource>,
+        context: Resource<wit::Context>,
         irq: u16,
     ) -> Result<Resource<EventResource>, ImportError> {
         let c = self.cxl_context(&context)?;
@@ -211,8 +217,9 @@ impl wit::HostContext for PluginState {
         self.adopt_completion(completion)
     }
 
-    fn drop(&mut self, context: Resource<CxlContextResource>) -> wasmtime::Result<()> {
-        self.table.delete(context)?;
+    fn drop(&mut self, context: Resource<wit::Context>) -> wasmtime::Result<()> {
+        self.table
+            .delete(host_handle::<CxlContextResource, _>(&context))?;
         Ok(())
     }
 }

@@ -11,7 +11,10 @@ use crate::bindings::accel::plugin::dfl::{self, PortInfo, RegionAccess, RegionIn
 use crate::devices::CheckedMmio;
 use crate::error::ErrorCode;
 use crate::imports::device_error;
-use crate::state::{BufferResource, ImportError, PluginState, RegionResource, guest_error};
+use crate::state::{
+    BufferResource, ImportError, PluginState, RegionResource, guest_error, guest_handle,
+    host_handle,
+};
 
 fn wit_desc(desc: PortDesc) -> dfl::PortDesc {
     dfl::PortDesc {
@@ -32,8 +35,8 @@ fn checked_name(name: &str) -> Result<(), ImportError> {
 }
 
 impl PluginState {
-    fn port(&self, port: &Resource<PortResource>) -> Result<&PortResource, ImportError> {
-        Ok(self.table.get(port)?)
+    fn port(&self, port: &Resource<dfl::Port>) -> Result<&PortResource, ImportError> {
+        Ok(self.table.get(&host_handle::<PortResource, _>(port))?)
     }
 }
 
@@ -112,24 +115,21 @@ impl dfl::Host for PluginState {
 }
 
 impl dfl::HostPort for PluginState {
-    fn open(
-        &mut self,
-        path: String,
-        exclusive: bool,
-    ) -> Result<Resource<PortResource>, ImportError> {
+    fn open(&mut self, path: String, exclusive: bool) -> Result<Resource<dfl::Port>, ImportError> {
         let device = self.granted_device::<dyn DflDevice>("open a dfl port", &path)?;
         match device.open(exclusive, &self.ctx.owner) {
             Ok(port) => {
                 let charge = self.charge_resource(path.len() as u64)?;
-                Ok(self
+                let port = self
                     .table
-                    .push(PortResource::new(port, path, "port", charge))?)
+                    .push(PortResource::new(port, path, "port", charge))?;
+                Ok(guest_handle(port))
             }
             Err(err) => Err(device_error("dfl port open", &path, err)),
         }
     }
 
-    fn info(&mut self, port: Resource<PortResource>) -> Result<PortInfo, ImportError> {
+    fn info(&mut self, port: Resource<dfl::Port>) -> Result<PortInfo, ImportError> {
         let p = self.port(&port)?;
         let info = p
             .device()?
@@ -144,7 +144,7 @@ impl dfl::HostPort for PluginState {
 
     fn region_info(
         &mut self,
-        port: Resource<PortResource>,
+        port: Resource<dfl::Port>,
         index: u32,
     ) -> Result<RegionInfo, ImportError> {
         let p = self.port(&port)?;
@@ -172,7 +172,7 @@ impl dfl::HostPort for PluginState {
 
     fn map_region(
         &mut self,
-        port: Resource<PortResource>,
+        port: Resource<dfl::Port>,
         index: u32,
     ) -> Result<Resource<RegionResource>, ImportError> {
         let p = self.port(&port)?;
@@ -190,7 +190,7 @@ impl dfl::HostPort for PluginState {
 
     fn dma_map(
         &mut self,
-        port: Resource<PortResource>,
+        port: Resource<dfl::Port>,
         buffer: Resource<BufferResource>,
     ) -> Result<u64, ImportError> {
         let memory = Arc::clone(&self.table.get(&buffer)?.memory);
@@ -200,22 +200,22 @@ impl dfl::HostPort for PluginState {
             .map_err(|e| device_error("dfl dma-map", p.name(), e))
     }
 
-    fn dma_unmap(&mut self, port: Resource<PortResource>, iova: u64) -> Result<(), ImportError> {
+    fn dma_unmap(&mut self, port: Resource<dfl::Port>, iova: u64) -> Result<(), ImportError> {
         let p = self.port(&port)?;
         p.device()?
             .dma_unmap(iova)
             .map_err(|e| device_error(&format!("dfl dma-unmap {iova:#x}"), p.name(), e))
     }
 
-    fn reset(&mut self, port: Resource<PortResource>) -> Result<(), ImportError> {
+    fn reset(&mut self, port: Resource<dfl::Port>) -> Result<(), ImportError> {
         let p = self.port(&port)?;
         p.device()?
             .reset()
             .map_err(|e| device_error("dfl port reset", p.name(), e))
     }
 
-    fn drop(&mut self, port: Resource<PortResource>) -> wasmtime::Result<()> {
-        self.table.delete(port)?;
+    fn drop(&mut self, port: Resource<dfl::Port>) -> wasmtime::Result<()> {
+        self.table.delete(host_handle::<PortResource, _>(&port))?;
         Ok(())
     }
 }

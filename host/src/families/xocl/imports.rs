@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::Resource;
+use wasmtime::component::{Resource, ResourceTableError};
 
 use super::emu::MAX_DEPS;
 use super::resources::{BoResource, XoclDeviceResource};
@@ -17,6 +17,7 @@ use crate::error::ErrorCode;
 use crate::imports::device_error;
 use crate::state::{
     BufferResource, EventResource, ImageResource, ImportError, PluginState, guest_error,
+    guest_handle, host_handle,
 };
 
 /// The most 32-bit words an exec buffer may hold (a 4 KiB exec BO).
@@ -110,9 +111,11 @@ pub(crate) fn xclbin_info(x: &Xclbin) -> wit::XclbinInfo {
 impl PluginState {
     fn xocl_device(
         &self,
-        device: &Resource<XoclDeviceResource>,
+        device: &Resource<wit::Device>,
     ) -> Result<&XoclDeviceResource, ImportError> {
-        Ok(self.table.get(device)?)
+        Ok(self
+            .table
+            .get(&host_handle::<XoclDeviceResource, _>(device))?)
     }
 
     /// The completions behind `after`, bounded.
@@ -139,7 +142,7 @@ impl PluginState {
     fn submit(
         &mut self,
         call: &str,
-        device: &Resource<XoclDeviceResource>,
+        device: &Resource<wit::Device>,
         command: Command,
         after: &[Resource<EventResource>],
     ) -> Result<Resource<EventResource>, ImportError> {
@@ -152,8 +155,12 @@ impl PluginState {
         self.adopt_completion(completion)
     }
 
-    fn bo_handle(&self, bo: &Resource<BoResource>) -> Result<u32, ImportError> {
-        Ok(self.table.get(bo)?.info.handle)
+    fn bo(&self, bo: &Resource<wit::Bo>) -> Result<&BoResource, ResourceTableError> {
+        self.table.get(&host_handle::<BoResource, _>(bo))
+    }
+
+    fn bo_handle(&self, bo: &Resource<wit::Bo>) -> Result<u32, ImportError> {
+        Ok(self.bo(bo)?.info.handle)
     }
 }
 
@@ -168,17 +175,18 @@ impl wit::Host for PluginState {
 }
 
 impl wit::HostDevice for PluginState {
-    fn open(&mut self, path: String) -> Result<Resource<XoclDeviceResource>, ImportError> {
+    fn open(&mut self, path: String) -> Result<Resource<wit::Device>, ImportError> {
         let device = self.granted_device::<dyn XoclDevice>("open an xocl device", &path)?;
         match device.open(&self.ctx.owner) {
             Ok(client) => {
                 let charge = self.charge_resource(path.len() as u64)?;
-                Ok(self.table.push(XoclDeviceResource::new(
+                let device = self.table.push(XoclDeviceResource::new(
                     Arc::from(client),
                     path,
                     "device",
                     charge,
-                ))?)
+                ))?;
+                Ok(guest_handle(device))
             }
             Err(err) => Err(device_error("xocl device open", &path, err)),
         }
@@ -186,7 +194,7 @@ impl wit::HostDevice for PluginState {
 
     fn load_xclbin(
         &mut self,
-        device: Resource<XoclDeviceResource>,
+        device: Resource<wit::Device>,
         image: Resource<ImageResource>,
     ) -> Result<wit::XclbinInfo, ImportError> {
         let bytes = self.table.get(&image)?.bytes.clone();
@@ -205,9 +213,11 @@ impl wit::HostDevice for PluginState {
 
     fn loaded_xclbin(
         &mut self,
-        device: Resource<XoclDeviceResource>,
+        device: Resource<wit::Device>,
     ) -> wasmtime::Result<Option<wit::XclbinInfo>> {
-        let dev = self.table.get(&device)?;
+        let dev = self
+            .table
+            .get(&host_handle::<XoclDeviceResource, _>(&device))?;
         Ok(dev
             .held()
             .and_then(|client| client.loaded_xclbin())
@@ -216,7 +226,7 @@ impl wit::HostDevice for PluginState {
 
     fn open_context(
         &mut self,
-        device: Resource<XoclDeviceResource>,
+        device: Resource<wit::Device>,
         uuid: Guid,
         cu: u32,
         exclusive: bool,
@@ -229,7 +239,7 @@ impl wit::HostDevice for PluginState {
 
     fn close_context(
         &mut self,
-        device: Resource<XoclDeviceResource>,
+        device: Resource<wit::Device>,
         uuid: Guid,
         cu: u32,
     ) -> Result<(), ImportError> {
@@ -241,28 +251,29 @@ impl wit::HostDevice for PluginState {
 
     fn create_bo(
         &mut self,
-        device: Resource<XoclDeviceResource>,
+        device: Resource<wit::Device>,
         size: u64,
         bank: Option<u32>,
-    ) -> Result<Resource<BoResource>, ImportError> {
+    ) -> Result<Resource<wit::Bo>, ImportError> {
         let dev = self.xocl_device(&device)?;
         let client = dev.device()?.clone();
         let info = client
             .create_bo(size, bank)
             .map_err(|e| device_error("xocl create-bo", dev.name(), e))?;
         let charge = self.charge_resource(0)?;
-        Ok(self.table.push(BoResource {
+        let bo = self.table.push(BoResource {
             client,
             info,
             freed: false,
             _charge: charge,
-        })?)
+        })?;
+        Ok(guest_handle(bo))
     }
 
     fn sync_bo(
         &mut self,
-        device: Resource<XoclDeviceResource>,
-        bo: Resource<BoResource>,
+        device: Resource<wit::Device>,
+        bo: Resource<wit::Bo>,
         direction: wit::SyncDirection,
         offset: u64,
         size: u64,
@@ -282,10 +293,10 @@ impl wit::HostDevice for PluginState {
 
     fn copy_bo(
         &mut self,
-        device: Resource<XoclDeviceResource>,
-        dst: Resource<BoResource>,
+        device: Resource<wit::Device>,
+        dst: Resource<wit::Bo>,
         dst_offset: u64,
-        src: Resource<BoResource>,
+        src: Resource<wit::Bo>,
         src_offset: u64,
         size: u64,
         after: Vec<Resource<EventResource>>,
@@ -302,7 +313,7 @@ impl wit::HostDevice for PluginState {
 
     fn exec(
         &mut self,
-        device: Resource<XoclDeviceResource>,
+        device: Resource<wit::Device>,
         packet: Vec<u32>,
         after: Vec<Resource<EventResource>>,
     ) -> Result<Resource<EventResource>, ImportError> {
@@ -319,37 +330,38 @@ impl wit::HostDevice for PluginState {
         }
     }
 
-    fn reset(&mut self, device: Resource<XoclDeviceResource>) -> Result<(), ImportError> {
+    fn reset(&mut self, device: Resource<wit::Device>) -> Result<(), ImportError> {
         let dev = self.xocl_device(&device)?;
         dev.device()?
             .reset()
             .map_err(|e| device_error("xocl reset", dev.name(), e))
     }
 
-    fn drop(&mut self, device: Resource<XoclDeviceResource>) -> wasmtime::Result<()> {
-        self.table.delete(device)?;
+    fn drop(&mut self, device: Resource<wit::Device>) -> wasmtime::Result<()> {
+        self.table
+            .delete(host_handle::<XoclDeviceResource, _>(&device))?;
         Ok(())
     }
 }
 
 impl wit::HostBo for PluginState {
-    fn size(&mut self, bo: Resource<BoResource>) -> wasmtime::Result<u64> {
-        Ok(self.table.get(&bo)?.info.size)
+    fn size(&mut self, bo: Resource<wit::Bo>) -> wasmtime::Result<u64> {
+        Ok(self.bo(&bo)?.info.size)
     }
 
-    fn device_address(&mut self, bo: Resource<BoResource>) -> wasmtime::Result<u64> {
-        Ok(self.table.get(&bo)?.info.device_address)
+    fn device_address(&mut self, bo: Resource<wit::Bo>) -> wasmtime::Result<u64> {
+        Ok(self.bo(&bo)?.info.device_address)
     }
 
-    fn bank(&mut self, bo: Resource<BoResource>) -> wasmtime::Result<Option<u32>> {
-        Ok(self.table.get(&bo)?.info.bank)
+    fn bank(&mut self, bo: Resource<wit::Bo>) -> wasmtime::Result<Option<u32>> {
+        Ok(self.bo(&bo)?.info.bank)
     }
 
     fn host_buffer(
         &mut self,
-        bo: Resource<BoResource>,
+        bo: Resource<wit::Bo>,
     ) -> Result<Resource<BufferResource>, ImportError> {
-        let info = &self.table.get(&bo)?.info;
+        let info = &self.bo(&bo)?.info;
         if info.bank.is_some() {
             Err(guest_error(
                 ErrorCode::InvalidArgument,
@@ -365,8 +377,8 @@ impl wit::HostBo for PluginState {
         }
     }
 
-    fn drop(&mut self, bo: Resource<BoResource>) -> wasmtime::Result<()> {
-        self.table.delete(bo)?;
+    fn drop(&mut self, bo: Resource<wit::Bo>) -> wasmtime::Result<()> {
+        self.table.delete(host_handle::<BoResource, _>(&bo))?;
         Ok(())
     }
 }
