@@ -873,6 +873,87 @@ fn the_device_families_sit_below_the_code_that_uses_them() {
     );
 }
 
+/// The modules the library makes public only under its `internals` feature (for the fuzz
+/// targets and the benchmark harness), as its root declares them.
+fn internal_modules(lib_rs: &str) -> Vec<String> {
+    let lines: Vec<&str> = lib_rs.lines().map(str::trim).collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if *line != "#[cfg(feature = \"internals\")]" {
+            continue;
+        }
+        let declared = lines[i + 1..]
+            .iter()
+            .find(|l| !l.starts_with("#["))
+            .and_then(|l| l.strip_prefix("pub mod "))
+            .and_then(|l| l.strip_suffix(';'));
+        found.extend(declared.map(str::to_string));
+    }
+    found
+}
+
+/// The places in `code` (the file `file`) that name one of `internal` through the library.
+fn internals_named(file: &Path, code: &str, internal: &[String]) -> Vec<String> {
+    code_paths(code)
+        .into_iter()
+        .filter(|(_, path)| {
+            path.first().is_some_and(|p| p == "accelhost")
+                && path.get(1).is_some_and(|m| internal.contains(m))
+        })
+        .chain(
+            use_paths(code)
+                .into_iter()
+                .map(|(_, path)| (0, path))
+                .filter(|(_, path)| {
+                    path.first().is_some_and(|p| p == "accelhost")
+                        && path.get(1).is_some_and(|m| internal.contains(m))
+                }),
+        )
+        .map(|(_, path)| format!("{}: {}", file.display(), path.join("::")))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn the_cli_is_built_on_the_public_api() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let internal =
+        internal_modules(&std::fs::read_to_string(root.join("host/src/lib.rs")).unwrap());
+    assert!(
+        internal.iter().any(|m| m == "families") && internal.iter().any(|m| m == "perf"),
+        "read the internals-only modules: {internal:?}"
+    );
+    let manifest = std::fs::read_to_string(root.join("cli/Cargo.toml")).unwrap();
+    let dependencies = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .expect("cli/Cargo.toml has dependencies");
+    assert!(
+        !dependencies.contains("internals"),
+        "the CLI turns on the library's internals:\n{dependencies}"
+    );
+    let mut named = Vec::new();
+    for entry in std::fs::read_dir(root.join("cli/src")).unwrap() {
+        let file = entry.unwrap().path();
+        if file.extension().is_some_and(|e| e == "rs") {
+            named.extend(internals_named(&file, &code_of(&file), &internal));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "the CLI names the library's internals:\n{}",
+        named.join("\n")
+    );
+    let planted = "use accelhost::families::xocl;\nfn f() { accelhost::perf::forget_loaded(); }\n";
+    assert_eq!(
+        internals_named(Path::new("planted.rs"), planted, &internal).len(),
+        2,
+        "the check finds a use and a path in code"
+    );
+}
+
 #[test]
 fn the_folder_checker_finds_a_loop_through_nested_files() {
     let dir = std::env::temp_dir().join(format!("accelhost-rooms-{}", std::process::id()));

@@ -243,7 +243,7 @@ fn prometheus_scrapes_the_node() -> Outcome {
 fn a_scrape_of_ten_thousand_devices_is_whole_and_valid() -> Outcome {
     use std::sync::Arc;
     let host = Host::builder()
-        .config(accelhost_cli::measure::config_of_plugins(100, 100, false))
+        .config(accelhost_bench::measure::config_of_plugins(100, 100, false))
         .cache_dir(support::cache_dir())
         .build()
         .unwrap();

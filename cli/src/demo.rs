@@ -9,8 +9,6 @@ use accelhost::workloads::{self, DemoSettings, Outcome};
 use accelhost::{ErrorCode, Filter, Host, OpenMode, PluginStatus, Token};
 use anyhow::bail;
 
-use crate::table;
-
 #[derive(clap::Args)]
 pub struct Args {
     /// Copy sizes for the NLB0 loopback, comma-separated (KiB, MiB and GiB suffixes; multiples
@@ -117,7 +115,7 @@ fn rows_of(token: &Token, outcomes: Vec<Outcome>) -> Vec<Row> {
             let row = Row::new(
                 token,
                 outcome.workload,
-                outcome.bytes.map_or("-".into(), table::size),
+                outcome.bytes.map_or("-".into(), accelhost::workloads::size),
             );
             let row = Row {
                 rate: outcome
@@ -396,7 +394,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     print!(
         "{}",
-        table::render(
+        accelhost::text::table(
             &["DEVICE", "PLUGIN", "WORKLOAD", "BYTES", "GB/s", "RESULT"],
             &rows
         )

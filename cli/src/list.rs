@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use accelhost::{Filter, Guid, Token};
 use serde::Serialize;
 
-use super::table;
 use accelhost::text::inert_json;
 
 #[derive(clap::Args)]
@@ -102,7 +101,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     print!(
         "{}",
-        table::render(
+        accelhost::text::table(
             &[
                 "DEVICE",
                 "TYPE",

@@ -1,14 +1,6 @@
 //! The `accelhost` command: list, inspect and exercise the devices that sandboxed plugins
 //! serve. Each subcommand is a thin layer over the `accelhost` library.
 
-mod bench;
-mod bench_figure;
-mod bench_first_load;
-mod bench_ledger;
-mod bench_metrics;
-mod bench_pod;
-mod bench_remote;
-mod bench_tls;
 mod check_config;
 mod demo;
 mod exit;
@@ -19,7 +11,6 @@ mod poke;
 mod program;
 mod serve;
 mod start;
-mod table;
 mod top;
 mod xclbin;
 
@@ -99,7 +90,7 @@ enum Command {
     Demo(demo::Args),
     /// Measure accelhost against native baselines in the same run (a native plugin, the
     /// emulator, memcpy, a raw wasmtime call, an ioctl) and print the ratios to the targets.
-    Bench(bench::Args),
+    Bench(accelhost_bench::Args),
     /// Load an image (an xclbin for XRT cards) onto a device.
     Program(program::Args),
     /// Run single operations on one device through its plugin, in order, on one handle: MMIO
@@ -156,7 +147,7 @@ fn main() -> ExitCode {
         Command::Poke(args) => poke::run(cli.config, args),
         Command::Serve(args) => serve::run(cli.config, args),
         Command::Top(args) => top::run(args),
-        Command::Bench(args) => bench::run(cli.config, args),
+        Command::Bench(args) => accelhost_bench::run(args),
         Command::Xclbin(command) => xclbin::run(command),
     };
     match result {

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::table;
 use accelhost::text::inert_json;
 
 #[derive(clap::Args)]
@@ -67,7 +66,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     print!(
         "{}",
-        table::render(
+        accelhost::text::table(
             &["NAME", "MODULE", "WIT", "STATE", "GRANTS", "POLICY"],
             &rows
         )

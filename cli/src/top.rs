@@ -14,8 +14,6 @@ use hyper_util::rt::TokioExecutor;
 
 use accelhost_node::config::MetricsListen;
 
-use crate::table;
-
 /// The figures shown, and where they come from.
 pub const AFTER_HELP: &str = "\
 Sections (each shown when the node reports it):
@@ -414,7 +412,7 @@ fn render(url: &str, now: &Figures, since: Option<(Duration, &Figures)>) -> Stri
             })
             .collect();
         out.push_str("\nPLUGINS\n");
-        out.push_str(&table::render(
+        out.push_str(&accelhost::text::table(
             &[
                 "PLUGIN", "STATE", "CALLS", "CALLS/S", "ERRORS", "FAULTS", "RESTARTS", "P50",
                 "P99", "HOST MEM", "DMA",
@@ -442,7 +440,7 @@ fn render(url: &str, now: &Figures, since: Option<(Duration, &Figures)>) -> Stri
             })
             .collect();
         out.push_str("\nDEVICES\n");
-        out.push_str(&table::render(
+        out.push_str(&accelhost::text::table(
             &["DEVICE", "PLUGIN", "HEALTH", "HANDLES"],
             &rows,
         ));
@@ -480,7 +478,7 @@ fn render(url: &str, now: &Figures, since: Option<(Duration, &Figures)>) -> Stri
             })
             .collect();
         out.push_str("\nCLIENTS\n");
-        out.push_str(&table::render(
+        out.push_str(&accelhost::text::table(
             &["CLIENT", "SESSIONS", "CALLS", "REFUSED", "WRITTEN", "READ"],
             &rows,
         ));
@@ -499,7 +497,10 @@ fn render(url: &str, now: &Figures, since: Option<(Duration, &Figures)>) -> Stri
             })
             .collect();
         out.push_str("\nREMOTE NODES\n");
-        out.push_str(&table::render(&["NODE", "REACHABLE", "ROUND TRIP"], &rows));
+        out.push_str(&accelhost::text::table(
+            &["NODE", "REACHABLE", "ROUND TRIP"],
+            &rows,
+        ));
     }
     out
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use accelhost::Guid;
-use accelhost::families::xocl::xclbin::{self, XclbinBuilder};
+use accelhost::xclbin::{self, XclbinBuilder};
 
 #[derive(clap::Subcommand)]
 pub enum Command {

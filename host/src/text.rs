@@ -2,7 +2,8 @@
 //! chose reach terminals and logs; [`inert`] is what every human output passes them through,
 //! so that no control sequence (a window title, a clipboard write, a cleared screen, a
 //! carriage return over an earlier line, a fake log line) takes effect. JSON output keeps the
-//! exact values: [`inert_json`] only changes how they are spelled.
+//! exact values: [`inert_json`] only changes how they are spelled. [`table`] lays rows out
+//! for a terminal, every cell inert.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -75,9 +76,52 @@ pub fn cut_to(mut text: String, max: usize) -> String {
     text
 }
 
+/// `rows` under `header` as plain text, each column as wide as its widest cell. Cells often
+/// hold what a plugin chose (names, hosts, reasons), so every cell is made [`inert`] first.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| inert(cell).into_owned()).collect())
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len() - 1;
+        for (i, cell) in cells.iter().enumerate() {
+            out.push_str(cell);
+            if i < last {
+                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_columns_align() {
+        let out = table(&["A", "BB"], &[vec!["long".into(), "x".into()]]);
+        assert_eq!(out, "A     BB\nlong  x\n");
+    }
+
+    #[test]
+    fn table_cells_are_inert() {
+        let out = table(&["A"], &[vec!["x\u{1b}]0;t\u{7}\ry".into()]]);
+        assert_eq!(out, "A\nx\\e]0;t\\u{7}\\ry\n");
+    }
 
     #[test]
     fn json_stays_the_same_value() {

@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/../../.."
-cargo bench -p accelhost-cli --no-run --quiet 2>/dev/null
+cargo bench -p accelhost-bench --no-run --quiet 2>/dev/null
 bench() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
 
 declare -A rows=(

@@ -11,8 +11,8 @@ use std::process::Command;
 use accelhost::OpenMode;
 use accelhost::ledger::LEDGER_ENV;
 
-use crate::bench_figure::Figure;
-use accelhost_cli::measure::{BenchHost, Settings, median, ns, ns_per_call};
+use crate::figure::Figure;
+use crate::measure::{BenchHost, Settings, median, ns, ns_per_call};
 
 /// The calls measured, in the order a side prints them.
 const CALLS: [&str; 4] = [
@@ -120,7 +120,7 @@ pub fn figures(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<Figure>>
             baseline: format!("without the ledger {}", ns(median(&mut without[call]))),
             ratio: median(&mut ratios[call]),
             target: "≤ 1.05× without it",
-            bound: Some(crate::bench_figure::Target::AtMost(BOUND)),
+            bound: Some(crate::figure::Target::AtMost(BOUND)),
         })
         .collect())
 }

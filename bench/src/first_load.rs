@@ -10,7 +10,7 @@ use accelhost::workloads::nlb0::{is_nlb0, loopback};
 use accelhost::{Config, Host, OpenMode, PluginStatus, Tier};
 use anyhow::Context;
 
-use crate::bench_figure::{Figure, Target};
+use crate::figure::{Figure, Target};
 
 /// The loopback each start runs, as `accelhost demo` does.
 const LOOPBACK_BYTES: u64 = 64 << 20;

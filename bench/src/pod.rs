@@ -6,14 +6,14 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::measure::{self, Settings};
 use accelhost::workloads::{capi, vadd};
 use accelhost::{Config, Handle, Host, OpenMode, Token};
-use accelhost_cli::measure::{self, Settings};
 use anyhow::Context;
 
-use crate::bench_figure::Figure;
-use crate::bench_figure::Target;
-use crate::bench_tls::BenchPki;
+use crate::figure::Figure;
+use crate::figure::Target;
+use crate::tls::BenchPki;
 
 /// The memcpy AFU's run, as `accelhost demo` makes it: 128 copies of 32 KiB and an IRQ.
 const CAPI_COPIES: u64 = 128;

@@ -10,8 +10,8 @@ use accelhost::OpenMode;
 use accelhost_node::ServeConfig;
 use accelhost_node::service::NodeService;
 
-use crate::bench_figure::Figure;
-use accelhost_cli::measure::{self, BenchHost, Settings, median, ns, ns_per_call};
+use crate::figure::Figure;
+use crate::measure::{self, BenchHost, Settings, median, ns, ns_per_call};
 
 /// Devices and plugins of the scraped node.
 const PLUGINS: usize = 100;
@@ -67,7 +67,7 @@ pub fn scrape(settings: &Settings, cache: &Path) -> anyhow::Result<Figure> {
         baseline: format!("list --json of the same devices {:.2} ms", listing / 1e6),
         ratio: scrape / 50e6,
         target: "≤ 50 ms",
-        bound: Some(crate::bench_figure::Target::AtMost(1.0)),
+        bound: Some(crate::figure::Target::AtMost(1.0)),
     })
 }
 
@@ -105,7 +105,7 @@ pub fn counting(settings: &Settings, cache: &Path) -> anyhow::Result<Vec<Figure>
         baseline: format!("{} uncounted (count_calls(false))", ns(off)),
         ratio: on / off,
         target: "≤ 1.05× uncounted",
-        bound: Some(crate::bench_figure::Target::AtMost(1.05)),
+        bound: Some(crate::figure::Target::AtMost(1.05)),
     };
     Ok(vec![
         row("open + close with per-call metrics", best[0], best[1]),

@@ -1,7 +1,7 @@
 //! `accelhost bench`: accelhost against its baselines, measured in the same run — a native
 //! plugin (a Rust cdylib behind a function-pointer table), a direct call into the emulator,
 //! `memcpy`, a raw wasmtime component call and a trivial `ioctl` — printed as ratios against
-//! the targets of BENCHMARKS.md. `cargo bench -p accelhost-cli` measures the same code
+//! the targets of BENCHMARKS.md. `cargo bench -p accelhost-bench` measures the same code
 //! with criterion.
 
 use std::hint::black_box;
@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use accelhost::OpenMode;
 use accelhost::workloads::vadd;
 
-use accelhost_cli::measure::{
+use crate::measure::{
     self, BenchHost, DirectEmulator, Ioctl, NativePlugin, RawComponent, Settings, median,
     median_of, ns, ns_per_call,
 };
 
-use crate::bench_figure::Target;
+use crate::figure::Target;
 
+/// What `accelhost bench` takes.
 #[derive(clap::Args)]
 pub struct Args {
     /// The figures of BENCHMARKS.md: more and longer samples (about a minute) instead of the
@@ -129,14 +130,16 @@ fn progress(what: &str) {
     let _ = std::io::stderr().flush();
 }
 
-pub fn run(_config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+/// Runs the suite `args` asks for and prints its table; the exit code says whether
+/// `--check` found a regression. Always on the bench config (`measure`), never the user's.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = if args.full {
         Settings::full()
     } else {
         Settings::quick()
     };
     if let Some(cache) = &args.ledger_side {
-        crate::bench_ledger::side(&settings, cache)?;
+        crate::ledger::side(&settings, cache)?;
         return Ok(ExitCode::SUCCESS);
     }
     let started = Instant::now();
@@ -324,7 +327,7 @@ fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
             println!("| {} |", row.join(" | "));
         }
     } else {
-        print!("{}", super::table::render(header, rows));
+        print!("{}", accelhost::text::table(header, rows));
     }
 }
 
@@ -456,7 +459,7 @@ fn suite(
     );
 
     progress("the host-memory ledger (open + close, reset, MMIO; with it and without it)");
-    for figure in crate::bench_ledger::figures(settings, cache)? {
+    for figure in crate::ledger::figures(settings, cache)? {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
             Some(bound) => row.judge(figure.ratio, bound),
@@ -659,8 +662,8 @@ fn suite(
     });
 
     progress("the node's metrics (a scrape of 10,000 devices, per-call counting on and off)");
-    let metrics_rows = std::iter::once(crate::bench_metrics::scrape(settings, cache)?)
-        .chain(crate::bench_metrics::counting(settings, cache)?);
+    let metrics_rows = std::iter::once(crate::metrics::scrape(settings, cache)?)
+        .chain(crate::metrics::counting(settings, cache)?);
     for figure in metrics_rows {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
         rows.push(match figure.bound {
@@ -670,10 +673,10 @@ fn suite(
     }
 
     progress("the node service (remote MMIO, 64 MiB round trips, the pod path, serving processes)");
-    let mut figures = crate::bench_remote::figures(settings, cache)?;
+    let mut figures = crate::remote::figures(settings, cache)?;
     if let Some(js_plugin) = js_plugin {
         progress("the first load of the JavaScript NLB0 plugin (baseline, then optimized)");
-        figures.push(crate::bench_first_load::figure(js_plugin, cache)?);
+        figures.push(crate::first_load::figure(js_plugin, cache)?);
     }
     for figure in figures {
         let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
@@ -757,7 +760,7 @@ fn scaling_table(
         );
         rows.push(vec![
             "NLB0 loopback, transfer size".into(),
-            super::table::size(bytes),
+            accelhost::workloads::size(bytes),
             format!("{nlb:.2} GB/s"),
             ns(bytes as f64 / nlb / (bytes as f64 / 4096.0)) + " per 4 KiB",
             format!("memcpy {memcpy:.2} GB/s"),

@@ -3,9 +3,9 @@
 //! and plugin start. Baselines: the native plugin (a cdylib behind a function-pointer table),
 //! a raw wasmtime component call, a direct call into the emulator, a trivial `ioctl`.
 //!
-//! `cargo build --profile bench -p accelhost-native-plugin && cargo bench -p accelhost-cli --bench control`
+//! `cargo build --profile bench -p accelhost-native-plugin && cargo bench -p accelhost-bench --bench control`
 
-use accelhost_cli::measure;
+use accelhost_bench::measure;
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -7,11 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::measure::{Settings, median};
 use accelhost::{Config, Host};
-use accelhost_cli::measure::{Settings, median};
 
-use crate::bench_figure::{Figure, Target};
-use crate::bench_tls::BenchPki;
+use crate::figure::{Figure, Target};
+use crate::tls::BenchPki;
 use accelhost_node::proto::baseline_client::BaselineClient;
 use accelhost_node::proto::baseline_server::BaselineServer;
 use accelhost_node::proto::{Data, Empty, SourceRequest};
@@ -225,7 +225,7 @@ async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Re
     let (pod_settings, pod_cache) = (*settings, cache.to_path_buf());
     figures.extend(
         tokio::task::spawn_blocking(move || {
-            crate::bench_pod::figures(&pod_settings, &pod_cache, socket, (pki, tls_address))
+            crate::pod::figures(&pod_settings, &pod_cache, socket, (pki, tls_address))
         })
         .await??,
     );

@@ -2,9 +2,9 @@
 //! against `memcpy` of the same bytes, vadd of 16 Mi elements on the xocl emulator against a
 //! native single-threaded loop (host↔device copies included), and tiny launches on one queue.
 //!
-//! `cargo bench -p accelhost-cli --bench data`
+//! `cargo bench -p accelhost-bench --bench data`
 
-use accelhost_cli::measure;
+use accelhost_bench::measure;
 
 use std::time::Duration;
 

@@ -2,9 +2,9 @@
 //! plugins, against the native plugin), MMIO and control calls with threads (1 → 8), NLB0
 //! loopback with transfer size (4 KiB → 256 MiB, against memcpy), and 1,000 live instances.
 //!
-//! `cargo bench -p accelhost-cli --bench scale`
+//! `cargo bench -p accelhost-bench --bench scale`
 
-use accelhost_cli::measure;
+use accelhost_bench::measure;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
