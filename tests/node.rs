@@ -944,8 +944,8 @@ async fn raw_call(channel: tonic::transport::Channel, method: &str) -> tonic::St
 /// handler runs, naming the call, the client and the grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_call_is_authorized_in_one_place() {
-    use accelhost_node::authorize::{Needs, RULES};
     use accelhost_node::client::channel;
+    use accelhost_node::service::{Needs, RULES};
 
     let stranger = format!(
         r#"{{"listen": {{"unix": {{"path": "@SOCKET@"}}}},

@@ -1,0 +1,132 @@
+//! The offload calls: programs, kernels, queues, copies and launches, streamed submission.
+
+use accelhost::{ErrorCode, EventStatus};
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::pipeline::Work;
+use crate::proto;
+use crate::session::{Object, no_object};
+use crate::status::{from_host, status};
+
+use super::state::{NodeService, blocking, wait_until};
+
+pub(super) async fn create_program(
+    node: &NodeService,
+    request: Request<Streaming<proto::ProgramChunk>>,
+) -> Result<Response<proto::ObjectReply>, Status> {
+    let client = node.client(&request, "CreateProgram")?;
+    let mut chunks = request.into_inner();
+    let (session, header, image) = node
+        .receive_image(&client, &mut chunks, "CreateProgram", |c| {
+            (c.header, c.data)
+        })
+        .await?;
+    let handle = node.handle(&session, header.handle, "CreateProgram")?;
+    node.room_for_object(&session, "CreateProgram")?;
+    let program = blocking(move || handle.create_program(&image.image).map_err(from_host)).await?;
+    let number = session
+        .objects()
+        .insert(Object::Program(header.handle, program));
+    Ok(Response::new(proto::ObjectReply { object: number }))
+}
+
+pub(super) async fn builtin_program(
+    node: &NodeService,
+    request: Request<proto::ObjectRequest>,
+) -> Result<Response<proto::ObjectReply>, Status> {
+    let req = request.get_ref();
+    let session = node.session(&request, &req.session, "BuiltinProgram")?;
+    let handle = node.handle(&session, req.object, "BuiltinProgram")?;
+    node.room_for_object(&session, "BuiltinProgram")?;
+    let program = blocking(move || handle.builtin_program().map_err(from_host)).await?;
+    let number = session
+        .objects()
+        .insert(Object::Program(req.object, program));
+    Ok(Response::new(proto::ObjectReply { object: number }))
+}
+
+pub(super) async fn kernel(
+    node: &NodeService,
+    request: Request<proto::KernelRequest>,
+) -> Result<Response<proto::ObjectReply>, Status> {
+    let req = request.get_ref().clone();
+    let session = node.session(&request, &req.session, "Kernel")?;
+    let found = match session.objects().get(req.program) {
+        Some(Object::Program(owner, program)) => Some((*owner, program.clone())),
+        _ => None,
+    };
+    let Some((owner, program)) = found else {
+        return Err(no_object(&session, "program", req.program, "Kernel"));
+    };
+    node.room_for_object(&session, "Kernel")?;
+    let kernel = blocking(move || program.kernel(&req.name).map_err(from_host)).await?;
+    let number = session.objects().insert(Object::Kernel(owner, kernel));
+    Ok(Response::new(proto::ObjectReply { object: number }))
+}
+
+pub(super) async fn create_queue(
+    node: &NodeService,
+    request: Request<proto::ObjectRequest>,
+) -> Result<Response<proto::ObjectReply>, Status> {
+    let req = request.get_ref();
+    let session = node.session(&request, &req.session, "CreateQueue")?;
+    let handle = node.handle(&session, req.object, "CreateQueue")?;
+    node.room_for_object(&session, "CreateQueue")?;
+    let queue = blocking(move || handle.create_queue().map_err(from_host)).await?;
+    let number = session.objects().insert(Object::Queue(req.object, queue));
+    Ok(Response::new(proto::ObjectReply { object: number }))
+}
+
+pub(super) async fn enqueue_memcpy(
+    node: &NodeService,
+    request: Request<proto::MemcpyRequest>,
+) -> Result<Response<proto::ObjectReply>, Status> {
+    let req = request.get_ref();
+    let session = node.session(&request, &req.session, "EnqueueMemcpy")?;
+    let (owner, work) = Work::memcpy(&session, req, "EnqueueMemcpy")?;
+    node.enqueue(&session, owner, work, "EnqueueMemcpy").await
+}
+
+pub(super) async fn enqueue_launch(
+    node: &NodeService,
+    request: Request<proto::LaunchRequest>,
+) -> Result<Response<proto::ObjectReply>, Status> {
+    let session = node.session(&request, &request.get_ref().session, "EnqueueLaunch")?;
+    let (owner, work) = Work::launch(&session, request.into_inner(), "EnqueueLaunch")?;
+    node.enqueue(&session, owner, work, "EnqueueLaunch").await
+}
+
+pub(super) async fn submit(
+    node: &NodeService,
+    request: Request<Streaming<proto::SubmitRequest>>,
+) -> Result<Response<crate::pipeline::Replies>, Status> {
+    let client = node.client(&request, "Submit")?;
+    let mut inbound = request.into_inner();
+    let Some(first) = inbound.message().await? else {
+        return Err(status(
+            ErrorCode::InvalidArgument,
+            "Submit: the stream ended before its first message",
+        ));
+    };
+    let session = node.session_of(&client, &first.session, "Submit")?;
+    let permit = node.stream_permit(&session, "Submit")?;
+    Ok(Response::new(crate::pipeline::serve(
+        session, first, inbound, permit,
+    )))
+}
+
+pub(super) async fn queue_finish(
+    node: &NodeService,
+    request: Request<proto::ObjectRequest>,
+) -> Result<Response<proto::Empty>, Status> {
+    let req = request.get_ref();
+    let session = node.session(&request, &req.session, "QueueFinish")?;
+    let (_, queue) = node.queue(&session, req.object, "QueueFinish")?;
+    // Waited on a task, as polls are (ended if the client goes); then `finish` only
+    // collects what finished.
+    for event in queue.pending_events() {
+        wait_until(|| event.status() != EventStatus::Pending, None).await;
+    }
+    blocking(move || queue.finish().map_err(from_host)).await?;
+    Ok(Response::new(proto::Empty {}))
+}
