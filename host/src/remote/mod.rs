@@ -21,8 +21,6 @@ use crate::error::ErrorCode;
 use crate::properties::Properties;
 use crate::types::{EventKind, MemoryKind};
 
-pub use session::NodeResource;
-
 /// A remote call that failed: the code the node (or the transport) gave and a message that
 /// names the node and the call.
 #[derive(Clone, Debug, thiserror::Error)]

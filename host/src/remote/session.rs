@@ -1,6 +1,6 @@
 //! The host object behind a plugin's `remote.node` resource: its session with one node and
-//! the mirrors of that session's buffers. Kept apart from the import, below the generated
-//! bindings that name it.
+//! the mirrors of that session's buffers. The bindings keep their own type for the resource;
+//! the import finds this object through `state::host_handle`.
 
 use std::sync::Arc;
 
