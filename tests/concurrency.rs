@@ -164,7 +164,15 @@ fn many_threads_many_devices_and_a_plugin_that_crashes_and_restarts() {
                     let attempt = (|| {
                         let handle = host.open(&token, OpenMode::Shared)?;
                         let event = handle.register_event(EventKind::Interrupt, 0)?;
-                        assert_eq!(event.status(), EventStatus::Pending);
+                        // The crash may come between the registration and this look.
+                        match event.status() {
+                            EventStatus::Pending => {}
+                            EventStatus::Failed(why) => assert!(
+                                why.contains("faulted in reset"),
+                                "a pending event fails with the fault: {why}"
+                            ),
+                            EventStatus::Complete => panic!("an event that never fires completed"),
+                        }
                         token.refresh()?;
                         let waited = event.wait_timeout(Duration::from_millis(20));
                         Ok::<_, accelhost::Error>((handle, event, waited))
