@@ -473,10 +473,8 @@ pub unsafe extern "C" fn fpgaPropertiesGetGUID(
     guard("fpgaPropertiesGetGUID", || {
         non_null(guid, "guid")?;
         let value = with_props(prop, |p| p.guid.ok_or_else(|| unset("GUID")))?;
-        // The text form's byte order: `high` first, big-endian.
-        let bytes = ((u128::from(value.high) << 64) | u128::from(value.low)).to_be_bytes();
         // SAFETY: non-NULL, valid for 16 bytes by the caller's contract.
-        unsafe { write_out(guid, bytes, "guid") }
+        unsafe { write_out(guid, value.to_bytes(), "guid") }
     })
 }
 
@@ -492,9 +490,9 @@ pub unsafe extern "C" fn fpgaPropertiesSetGUID(
     guard("fpgaPropertiesSetGUID", || {
         non_null(guid, "guid")?;
         // SAFETY: non-NULL, valid for 16 bytes by the caller's contract.
-        let bits = u128::from_be_bytes(unsafe { guid.cast::<[u8; 16]>().read_unaligned() });
+        let bytes = unsafe { guid.cast::<[u8; 16]>().read_unaligned() };
         with_props(prop, |p| {
-            p.guid = Some(Guid::new((bits >> 64) as u64, bits as u64));
+            p.guid = Some(Guid::from_bytes(bytes));
             Ok(())
         })
     })

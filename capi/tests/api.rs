@@ -93,7 +93,7 @@ fn properties_get_set_clone_clear_destroy() {
         }
 
         // GUID round trip, in text byte order.
-        let guid = guid_bytes(nlb0::AFU_ID);
+        let guid = nlb0::AFU_ID.to_bytes();
         assert_eq!(fpgaPropertiesSetGUID(prop, guid.as_ptr()), FPGA_OK);
         let mut back = [0u8; 16];
         assert_eq!(fpgaPropertiesGetGUID(prop, &mut back), FPGA_OK);
@@ -298,7 +298,7 @@ fn enumerate_filters_and_tokens() {
     unsafe {
         // By AFU id: only NLB0.
         let filter = new_filter();
-        let guid = guid_bytes(nlb0::AFU_ID);
+        let guid = nlb0::AFU_ID.to_bytes();
         assert_eq!(fpgaPropertiesSetGUID(filter, guid.as_ptr()), FPGA_OK);
         assert_eq!(
             fpgaPropertiesSetObjectType(filter, FPGA_ACCELERATOR),

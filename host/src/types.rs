@@ -20,6 +20,18 @@ impl Guid {
     pub const fn new(high: u64, low: u64) -> Self {
         Guid { high, low }
     }
+
+    /// The GUID whose 16 bytes, in the order it is written, are these (RFC 4122's byte order,
+    /// which xclbin images and the xocl driver use).
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        let value = u128::from_be_bytes(bytes);
+        Guid::new((value >> 64) as u64, value as u64)
+    }
+
+    /// The 16 bytes in the order the GUID is written; the inverse of [`Guid::from_bytes`].
+    pub const fn to_bytes(self) -> [u8; 16] {
+        ((self.high as u128) << 64 | self.low as u128).to_be_bytes()
+    }
 }
 
 impl fmt::Display for Guid {
@@ -178,6 +190,15 @@ mod tests {
             "d8424dc4a4a3c413f89e433683f9040b".parse::<Guid>().unwrap(),
             g
         );
+    }
+
+    #[test]
+    fn guid_bytes_are_in_written_order() {
+        let g: Guid = "D8424DC4-A4A3-C413-F89E-433683F9040B".parse().unwrap();
+        let bytes = g.to_bytes();
+        assert_eq!(bytes[..4], [0xD8, 0x42, 0x4D, 0xC4]);
+        assert_eq!(bytes[12..], [0x83, 0xF9, 0x04, 0x0B]);
+        assert_eq!(Guid::from_bytes(bytes), g);
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::ffi::{CString, c_void};
 use std::ptr::null_mut;
 use std::sync::{Mutex, MutexGuard};
 
-use accelhost::Guid;
 use opae_c::enumerate::*;
 use opae_c::properties::*;
 use opae_c::state::accelhostLoadConfigJson;
@@ -45,14 +44,6 @@ pub fn last_error() -> String {
     unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned()
-}
-
-/// The 16 bytes of an fpga_guid.
-pub fn guid_bytes(guid: Guid) -> [u8; 16] {
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&guid.high.to_be_bytes());
-    bytes[8..].copy_from_slice(&guid.low.to_be_bytes());
-    bytes
 }
 
 /// An empty properties object.

@@ -110,18 +110,10 @@ pub(super) fn copy_bo_arg(
     }
 }
 
-/// The uuid as the 16 raw bytes the driver compares, in the order the xclbin stores them.
-pub(super) fn uuid_bytes(uuid: Guid) -> [u8; 16] {
-    let mut bytes = [0; 16];
-    bytes[..8].copy_from_slice(&uuid.high.to_be_bytes());
-    bytes[8..].copy_from_slice(&uuid.low.to_be_bytes());
-    bytes
-}
-
 pub(super) fn ctx_arg(op: u32, uuid: Guid, cu: u32, exclusive: bool) -> CtxArg {
     CtxArg {
         op,
-        xclbin_id: uuid_bytes(uuid),
+        xclbin_id: uuid.to_bytes(),
         cu_index: cu,
         flags: if exclusive {
             abi::CTX_EXCLUSIVE
@@ -397,7 +389,7 @@ mod tests {
         let image = XclbinBuilder::vadd(UUID, 1, 1).build();
         let at = AXLF_HEADER_OFFSET + 112;
         assert_eq!(
-            uuid_bytes(UUID),
+            UUID.to_bytes(),
             image[at..at + 16],
             "as the xclbin stores it"
         );
