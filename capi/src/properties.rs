@@ -106,7 +106,12 @@ impl PropsData {
         data.parent = token.parent()?;
         let attributes = match token.attributes() {
             Ok(list) => list,
-            Err(err) if err.code() == accelhost::ErrorCode::Unsupported => return Ok(data),
+            Err(err) if err.code() == accelhost::ErrorCode::Unsupported => {
+                // No attributes, so no error registers: OPAE programs read the count of
+                // every device they list and take a missing one for a failure.
+                data.num_errors = Some(0);
+                return Ok(data);
+            }
             Err(err) => return Err(err.into()),
         };
         data.num_errors = Some(crate::device_errors::registers_in(attributes).len() as u32);

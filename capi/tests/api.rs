@@ -283,6 +283,29 @@ fn properties_get_set_clone_clear_destroy() {
 }
 
 #[test]
+fn devices_without_error_registers_count_zero_errors() {
+    let _serial = serial();
+    for id in [XOCL, CXL_MEMCPY] {
+        let token = token_by_id(id);
+        let mut prop = null_mut();
+        let mut count = u32::MAX;
+        // SAFETY: a live token, and pointers to locals.
+        unsafe {
+            assert_eq!(fpgaGetProperties(token, &mut prop), FPGA_OK);
+            assert_eq!(
+                fpgaPropertiesGetNumErrors(prop, &mut count),
+                FPGA_OK,
+                "{id}: {}",
+                last_error()
+            );
+        }
+        assert_eq!(count, 0, "{id}");
+        destroy_props(prop);
+        destroy_token(token);
+    }
+}
+
+#[test]
 fn enumerate_filters_and_tokens() {
     let _serial = serial();
     let all = enumerate(None);

@@ -307,6 +307,26 @@ fn every_function_answers_bad_arguments_from_c() {
 }
 
 #[test]
+fn utils_h_brings_stdio_as_opae_s_does() {
+    if !c_tools_present() {
+        return;
+    }
+    let source = crate_dir().join("tests/c/utils_header_check.c");
+    let binary = build(&source, "utils_header_check", &["-pedantic"]);
+    let out = run_program(&binary, &[], &[]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("utils_header_check: stderr is declared"),
+        "{report}"
+    );
+    assert!(
+        report.contains("utils_header_check: FPGA_OK is \"success\""),
+        "{report}"
+    );
+}
+
+#[test]
 fn opae_hash_map_works_from_c_without_leaks() {
     if !c_tools_present() {
         return;

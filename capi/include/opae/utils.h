@@ -2,6 +2,8 @@
 #ifndef __FPGA_UTILS_H__
 #define __FPGA_UTILS_H__
 
+#include <stdio.h>
+
 #include <opae/types.h>
 
 #ifdef __cplusplus
