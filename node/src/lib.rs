@@ -23,6 +23,7 @@ pub mod listen;
 pub mod metrics;
 pub mod offer;
 pub mod pipeline;
+pub mod proto;
 pub mod reach;
 pub mod remote;
 pub mod server;
@@ -30,12 +31,6 @@ pub mod service;
 pub mod session;
 pub mod shared_memory;
 pub mod status;
-
-/// The wire contract's messages and the generated service and client (tonic / prost).
-#[allow(missing_docs, clippy::all)]
-pub mod proto {
-    tonic::include_proto!("accelhost.node.v1");
-}
 
 pub use client::{Client, ClientOptions, Endpoint, RemoteError, RemoteResult};
 pub use config::{ClientEntry, ClientGrants, ClientIdentity, ServeConfig, ServeConfigError};
