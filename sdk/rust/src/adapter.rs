@@ -8,9 +8,10 @@ use crate::bindings::accel::plugin::{events::Event, image::Image, mmio::Region};
 use crate::bindings::exports::accel::plugin::{
     attributes, discovery, fpga, inventory, lifecycle, offload,
 };
-use crate::{
+use crate::plugin::Plugin;
+use crate::types::{
     Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
-    LaunchSize, MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer, Properties,
+    LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties,
 };
 
 /// The type [`export_plugin!`](crate::export_plugin) exports: it forwards every export to the

@@ -1,7 +1,8 @@
 //! Properties with the defaults most devices share, and the `enumerate` answer for a fixed list
 //! of devices: what a small plugin needs so that it states only its own device.
 
-use crate::{Discovered, Filter, Guid, ObjectType, Properties, filters_match};
+use crate::filter::filters_match;
+use crate::types::{Discovered, Filter, Guid, ObjectType, Properties};
 
 impl Guid {
     /// The GUID whose upper 64 bits are `high` and lower 64 bits `low`.

@@ -1,6 +1,6 @@
 //! Constructors for the WIT `error` record, so plugin code reads `Error::busy(...)`.
 
-use crate::{Error, ErrorCode};
+use crate::types::{Error, ErrorCode};
 
 impl Error {
     /// An error with `code` and a message for people.

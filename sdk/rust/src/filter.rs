@@ -1,6 +1,6 @@
 //! The filter semantics every plugin and the host share.
 
-use crate::{BusAddress, Filter, Guid, ObjectType, Properties};
+use crate::types::{BusAddress, Filter, Guid, ObjectType, Properties};
 
 /// Does a device on `device_host` match the host filter `filter`?
 ///
@@ -62,7 +62,7 @@ fn same_bus(a: BusAddress, b: BusAddress) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::ObjectType;
+    use crate::types::ObjectType;
 
     fn properties() -> Properties {
         Properties {

@@ -32,6 +32,7 @@ mod error;
 mod filter;
 mod plugin;
 mod table;
+mod types;
 
 #[doc(hidden)]
 pub mod __private {
@@ -39,20 +40,11 @@ pub mod __private {
 }
 
 pub use adapter::Exports;
-pub use bindings::accel::plugin::types::{
-    AcceleratorState, BusAddress, Error, ErrorCode, Guid, ObjectType, OpenMode,
-};
-pub use bindings::exports::accel::plugin::attributes::AttributeInfo;
-pub use bindings::exports::accel::plugin::discovery::{Discovered, Filter, Properties};
-pub use bindings::exports::accel::plugin::fpga::{BufferFlags, EventKind, PreparedBuffer};
-pub use bindings::exports::accel::plugin::inventory::{DeviceRow, DeviceTable, Fact, NumberedText};
-pub use bindings::exports::accel::plugin::offload::{
-    Allocation, KernelArgument, LaunchSize, MemoryKind, MemoryRange,
-};
 pub use devices::discover;
 pub use filter::{filter_matches, filters_match, host_matches, wants_device_objects};
 pub use plugin::{Plugin, Result};
 pub use table::TableBuilder;
+pub use types::*;
 
 /// The services the host offers a plugin: each one checks the plugin's grants.
 pub mod host {

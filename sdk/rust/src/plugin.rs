@@ -1,9 +1,10 @@
 //! The trait a plugin implements: one method per export of the `accel:plugin` world.
 
 use crate::bindings::accel::plugin as host;
-use crate::{
+use crate::filter::host_matches;
+use crate::types::{
     Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
-    LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties, host_matches,
+    LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties,
 };
 
 /// The result type of every plugin call.
@@ -55,9 +56,9 @@ pub trait Plugin: Default + 'static {
 
     /// The devices matching `filters` as one table (`inventory`, accel:plugin 0.3.0), which
     /// the host asks for before `enumerate`: each text said once, each device a row of
-    /// numbers ([`TableBuilder`](crate::TableBuilder)), for a plugin with many devices. The
+    /// numbers ([`TableBuilder`](crate::table::TableBuilder)), for a plugin with many devices. The
     /// default answers `unsupported`, and the host then asks `enumerate`.
-    fn inventory(&mut self, filters: Vec<Filter>) -> Result<crate::DeviceTable> {
+    fn inventory(&mut self, filters: Vec<Filter>) -> Result<crate::types::DeviceTable> {
         Err(Error::unsupported("inventory"))
     }
 

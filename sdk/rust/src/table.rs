@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use crate::Properties;
 use crate::bindings::exports::accel::plugin::inventory::{
     DeviceRow, DeviceTable, Fact, NumberedText,
 };
+use crate::types::Properties;
 
 /// Builds a [`DeviceTable`], saying each text once.
 #[derive(Default)]

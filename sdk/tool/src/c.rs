@@ -8,8 +8,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use wit_bindgen_core::Files;
 
+use crate::checkout::{Language, Sdk, WORLD, plugin_world};
 use crate::process::{self, run};
-use crate::{Language, Sdk, WORLD, plugin_world};
 
 /// The version of the wit-bindgen C generator linked into this tool.
 pub const WIT_BINDGEN_VERSION: &str = "0.63.0";

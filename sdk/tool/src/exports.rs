@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use wit_bindgen_core::wit_parser::WorldItem;
 
-use crate::{Language, plugin_world};
+use crate::checkout::{Language, plugin_world};
 
 /// One function a plugin may export, as the language names it.
 #[derive(Clone, Debug)]
@@ -297,7 +297,7 @@ fn lower_camel(wit_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Sdk;
+    use crate::checkout::Sdk;
 
     fn report(language: Language, file: &str, source: &str) -> Report {
         let dir = std::env::temp_dir().join(format!(

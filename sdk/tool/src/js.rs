@@ -10,8 +10,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::checkout::{Language, Sdk, WORLD};
 use crate::process::{self, run};
-use crate::{Language, Sdk, WORLD};
 
 /// The module specifier plugins import the SDK helpers by.
 pub const SDK_MODULE: &str = "accelhost-sdk";

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 
+use crate::checkout::{Language, Sdk, WORLD};
 use crate::process::{self, run};
-use crate::{Language, Sdk, WORLD};
 
 /// The module a Python plugin's directory must hold (`app.py`).
 pub const APP_MODULE: &str = "app";

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::Sdk;
+use crate::checkout::Sdk;
 use crate::process::{self, run};
 
 /// The target plugins are built for.
@@ -171,7 +171,7 @@ fn package_name(path: &Path) -> Result<String> {
 /// The manifest `new` writes: a cdylib on the SDK unpacked at `sdk`, small in release mode, and
 /// a workspace of its own (so a plugin made inside another workspace still builds).
 pub fn manifest(sdk: &Sdk, name: &str) -> String {
-    let sdk_crate = sdk.language_dir(crate::Language::Rust);
+    let sdk_crate = sdk.language_dir(crate::checkout::Language::Rust);
     format!(
         r#"[package]
 name = "{name}"

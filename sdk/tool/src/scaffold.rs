@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::{Language, Sdk};
+use crate::checkout::{Language, Sdk};
 
 /// What a new plugin starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
