@@ -5,7 +5,7 @@ use zerocopy::IntoBytes;
 
 use super::layout::{
     Axlf, AxlfHeader, ConnectionData, Connectivity, Count, IP_NAME_SIZE, IpData, IpLayout,
-    MEM_TAG_SIZE, MemData, MemTopology, SECTION_NAME_SIZE, SectionHeader, Table,
+    IpProperties, MEM_TAG_SIZE, MemData, MemTopology, SECTION_NAME_SIZE, SectionHeader, Table,
 };
 use super::metadata::metadata_xml;
 use super::*;
@@ -180,22 +180,19 @@ impl XclbinBuilder {
             )
             .collect();
 
+        // The head and the section table are written over the zeros once the offsets are known.
+        let mut out = vec![0u8; SECTION_TABLE_OFFSET + sections.len() * SECTION_HEADER_SIZE];
         let mut headers = Vec::with_capacity(sections.len());
-        let mut payloads = Vec::new();
-        let payloads_start = SECTION_TABLE_OFFSET + sections.len() * SECTION_HEADER_SIZE;
         for (kind, name, payload) in &sections {
-            payloads.resize(
-                (payloads_start + payloads.len()).next_multiple_of(8) - payloads_start,
-                0,
-            );
+            out.resize(out.len().next_multiple_of(8), 0);
             headers.push(SectionHeader {
                 kind: (*kind).into(),
                 name: fixed(name),
                 reserved: [0; 4],
-                offset: ((payloads_start + payloads.len()) as u64).into(),
+                offset: (out.len() as u64).into(),
                 size: (payload.len() as u64).into(),
             });
-            payloads.extend_from_slice(payload);
+            out.extend_from_slice(payload);
         }
 
         let head = Axlf {
@@ -205,7 +202,7 @@ impl XclbinBuilder {
             key_block: [0xFF; 256],
             unique_id: 0.into(),
             header: AxlfHeader {
-                length: ((payloads_start + payloads.len()) as u64).into(),
+                length: (out.len() as u64).into(),
                 time_stamp: 0.into(),
                 feature_rom_time_stamp: 0.into(),
                 version_patch: 0.into(),
@@ -221,7 +218,9 @@ impl XclbinBuilder {
                 padding: [0; 4],
             },
         };
-        [head.as_bytes(), headers.as_bytes(), &payloads].concat()
+        out[..SECTION_TABLE_OFFSET].copy_from_slice(head.as_bytes());
+        out[SECTION_TABLE_OFFSET..][..headers.as_bytes().len()].copy_from_slice(headers.as_bytes());
+        out
     }
 
     /// The canonical vadd image: `cus` compute units `vadd_1..` at [`VADD_CU_BASE`] +
@@ -317,12 +316,14 @@ fn mem_data(bank: &MemBank) -> MemData {
 }
 
 pub(super) fn ip_data(ip: &IpEntry) -> IpData {
-    let properties = u32::from(ip.interrupt_enabled)
-        | u32::from(ip.interrupt_id & 0x7F) << 1
-        | u32::from(ip.control) << 8;
+    let properties = IpProperties {
+        interrupt_enabled: ip.interrupt_enabled,
+        interrupt_id: ip.interrupt_id,
+        control: ip.control,
+    };
     IpData {
         kind: ip.kind.raw().into(),
-        properties: properties.into(),
+        properties: properties.raw().into(),
         base: ip.base.into(),
         name: fixed(&ip.name),
     }

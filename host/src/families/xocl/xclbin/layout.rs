@@ -135,6 +135,35 @@ pub(super) struct IpData {
     pub name: [u8; IP_NAME_SIZE],
 }
 
+/// `ip_data.properties` of an IP_KERNEL, its bit fields in one place for both directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct IpProperties {
+    /// Bit 0.
+    pub interrupt_enabled: bool,
+    /// Bits 7:1.
+    pub interrupt_id: u8,
+    /// Bits 15:8 (`IP_CONTROL_*`).
+    pub control: u8,
+}
+
+impl IpProperties {
+    /// The fields of a raw `properties` word.
+    pub fn from_raw(raw: u32) -> Self {
+        IpProperties {
+            interrupt_enabled: raw & 1 != 0,
+            interrupt_id: ((raw >> 1) & 0x7F) as u8,
+            control: (raw >> 8) as u8,
+        }
+    }
+
+    /// The raw `properties` word (an interrupt id keeps its low 7 bits).
+    pub fn raw(self) -> u32 {
+        u32::from(self.interrupt_enabled)
+            | u32::from(self.interrupt_id & 0x7F) << 1
+            | u32::from(self.control) << 8
+    }
+}
+
 /// `struct ip_layout`.
 pub(super) struct IpLayout;
 

@@ -5,7 +5,9 @@ use std::collections::HashSet;
 
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
-use super::layout::{Axlf, Connectivity, Count, IpLayout, MemTopology, SectionHeader, Table};
+use super::layout::{
+    Axlf, Connectivity, Count, IpLayout, IpProperties, MemTopology, SectionHeader, Table,
+};
 use super::metadata::parse_metadata;
 use super::*;
 use crate::families::xocl::abi;
@@ -197,15 +199,15 @@ fn parse_ip_layout(data: &[u8]) -> Result<Vec<IpEntry>, XclbinError> {
     (0u32..)
         .zip(entries::<IpLayout>(data)?)
         .map(|(index, e)| {
-            let properties = e.properties.get();
+            let properties = IpProperties::from_raw(e.properties.get());
             Ok(IpEntry {
                 index,
                 kind: IpKind::from_raw(e.kind.get()),
                 base: e.base.get(),
                 name: fixed_str(&e.name, || format!("IP_LAYOUT entry {index} name"))?,
-                interrupt_enabled: properties & 1 != 0,
-                interrupt_id: ((properties >> 1) & 0x7F) as u8,
-                control: (properties >> 8) as u8,
+                interrupt_enabled: properties.interrupt_enabled,
+                interrupt_id: properties.interrupt_id,
+                control: properties.control,
             })
         })
         .collect()
