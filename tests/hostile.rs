@@ -1325,7 +1325,9 @@ fn containment_attacks() -> Vec<Attack> {
         name: "commands queued behind an event that never fires, their events dropped".into(),
         config: r#"{"attack_in": "open", "attack": "queued-commands", "target": "emu:x1"}"#.into(),
         granted: vec!["emu:x1"],
-        policy: r#""host_memory_mib": 4"#,
+        // Queueing 4 MiB of commands takes ~100 ms here and several times that on a loaded
+        // machine: a deadline long enough that only the memory budget can stop the attack.
+        policy: r#""host_memory_mib": 4, "call_timeout_ms": 10000"#,
         neighbours: &[Neighbour::Xocl],
         provoke: Box::new(|host| expect_host_memory(call_export(host, "open"))),
     });
