@@ -85,10 +85,13 @@ pub fn run(trials: &[Trial]) -> ExitCode {
     let started = Instant::now();
     let (mut passed, mut ignored, mut failed) = (0, 0, Vec::new());
     for trial in &selected {
-        match catch_unwind(AssertUnwindSafe(trial.run)) {
+        let trial_started = Instant::now();
+        let outcome = catch_unwind(AssertUnwindSafe(trial.run));
+        let took = trial_started.elapsed().as_secs_f64();
+        match outcome {
             Ok(Outcome::Passed) => {
                 passed += 1;
-                println!("test {} ... ok", trial.name);
+                println!("test {} ... ok ({took:.1} s)", trial.name);
             }
             Ok(Outcome::Skipped(why)) => {
                 ignored += 1;
