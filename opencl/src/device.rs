@@ -1,0 +1,201 @@
+//! The platform's devices: one per accelerator of a plugin that exports the `offload`
+//! interface, listed once per process (OpenCL's root devices live as long as it does).
+//!
+//! Device type: FPGA runtimes report `CL_DEVICE_TYPE_ACCELERATOR`, and the classic Vitis
+//! hosts ask for it; the SYCL runtime's Unified Runtime loader drops every device with that
+//! bit since late 2025. The devices therefore report `CL_DEVICE_TYPE_CUSTOM`, which that
+//! loader keeps, and `clGetDeviceIDs` lists them for an `ACCELERATOR` query as well as for
+//! `CUSTOM`, `DEFAULT` and `ALL` (the specification leaves custom devices out of `ALL`, but
+//! the SYCL loader asks only for `ALL`): both kinds of program find them.
+
+use accelhost::{PluginInfo, Token};
+
+use crate::cl::*;
+use crate::info::Value;
+use crate::object::Dispatched;
+use crate::platform::{self, Platform};
+
+/// The query types that list the platform's devices.
+pub const LISTED_FOR: cl_device_type =
+    CL_DEVICE_TYPE_CUSTOM | CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_DEFAULT;
+
+/// Every bit a device-type query may have.
+pub const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
+    | CL_DEVICE_TYPE_CPU
+    | CL_DEVICE_TYPE_GPU
+    | CL_DEVICE_TYPE_ACCELERATOR
+    | CL_DEVICE_TYPE_CUSTOM;
+
+/// An OpenCL device object: an accelhost device and the facts of its plugin.
+#[repr(C)]
+pub struct Device {
+    header: Dispatched,
+    token: Token,
+    /// The plugin's `grants.dma_memory_mib`, in bytes: all the memory the device can hold
+    /// for this process.
+    memory_bytes: u64,
+    /// The plugin's contract version, for the driver version.
+    wit_version: String,
+}
+
+impl Device {
+    /// The device for `token`, of `plugin`.
+    pub fn new(header: Dispatched, token: Token, plugin: &PluginInfo) -> Device {
+        Device {
+            header,
+            token,
+            memory_bytes: plugin.grants.dma_memory_mib.saturating_mul(1 << 20),
+            wit_version: plugin.wit_version.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The device's handle.
+    pub fn id(&self) -> *mut Device {
+        std::ptr::from_ref(self).cast_mut()
+    }
+
+    /// The accelhost device.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// The answer to `clGetDeviceInfo(param)`, if `param` is one; `platform` is the device's
+    /// platform, and `available` whether its plugin runs now.
+    pub fn value(
+        &self,
+        param: cl_device_info,
+        platform: *const Platform,
+        available: bool,
+    ) -> Option<Value> {
+        let properties = self.token.properties();
+        let memory = self.memory_bytes;
+        Some(match param {
+            CL_DEVICE_TYPE => Value::ulong(CL_DEVICE_TYPE_CUSTOM),
+            CL_DEVICE_VENDOR_ID => Value::uint(properties.vendor_id.into()),
+            CL_DEVICE_NAME => Value::text(&self.token.id()),
+            CL_DEVICE_VENDOR => Value::text(&vendor_name(properties.vendor_id)),
+            CL_DRIVER_VERSION => Value::text(&format!(
+                "accelhost {} ({} plugin, {})",
+                env!("CARGO_PKG_VERSION"),
+                self.token.plugin(),
+                self.wit_version
+            )),
+            CL_DEVICE_PROFILE => Value::text("FULL_PROFILE"),
+            CL_DEVICE_VERSION => Value::text(platform::VERSION),
+            CL_DEVICE_NUMERIC_VERSION => Value::uint(make_version(3, 0, 0)),
+            CL_DEVICE_OPENCL_C_VERSION => Value::text("OpenCL C 1.2 "),
+            CL_DEVICE_EXTENSIONS | CL_DEVICE_BUILT_IN_KERNELS | CL_DEVICE_IL_VERSION => {
+                Value::text("")
+            }
+            CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED => Value::text("none"),
+            CL_DEVICE_EXTENSIONS_WITH_VERSION
+            | CL_DEVICE_ILS_WITH_VERSION
+            | CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION
+            | CL_DEVICE_OPENCL_C_ALL_VERSIONS
+            | CL_DEVICE_OPENCL_C_FEATURES
+            | CL_DEVICE_PARTITION_TYPE => Value::none(),
+            CL_DEVICE_PLATFORM => Value::pointer(platform),
+            CL_DEVICE_PARENT_DEVICE => Value::pointer(std::ptr::null::<Device>()),
+            CL_DEVICE_PARTITION_PROPERTIES => Value::sizes(&[0]),
+            CL_DEVICE_AVAILABLE => Value::bool(available),
+            CL_DEVICE_ENDIAN_LITTLE => Value::bool(cfg!(target_endian = "little")),
+            // Programs come as device images (xclbin files), never from source.
+            CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => Value::bool(false),
+            CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => Value::bool(true),
+            CL_DEVICE_IMAGE_SUPPORT
+            | CL_DEVICE_ERROR_CORRECTION_SUPPORT
+            | CL_DEVICE_HOST_UNIFIED_MEMORY
+            | CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS
+            | CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT
+            | CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT
+            | CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT
+            | CL_DEVICE_PIPE_SUPPORT => Value::bool(false),
+            CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE => Value::ulong(memory),
+            CL_DEVICE_ADDRESS_BITS => Value::uint(64),
+            // A launch runs the kernel once (clEnqueueTask): one work item per group.
+            CL_DEVICE_MAX_COMPUTE_UNITS | CL_DEVICE_REFERENCE_COUNT => Value::uint(1),
+            CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS => Value::uint(3),
+            CL_DEVICE_MAX_WORK_ITEM_SIZES => Value::sizes(&[1, 1, 1]),
+            CL_DEVICE_MAX_WORK_GROUP_SIZE | CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => {
+                Value::sizes(&[1])
+            }
+            CL_DEVICE_PREFERRED_VECTOR_WIDTH_CHAR
+            | CL_DEVICE_PREFERRED_VECTOR_WIDTH_SHORT
+            | CL_DEVICE_PREFERRED_VECTOR_WIDTH_INT
+            | CL_DEVICE_PREFERRED_VECTOR_WIDTH_LONG
+            | CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_CHAR
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_SHORT
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_INT
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT => Value::uint(1),
+            CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE
+            | CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
+            | CL_DEVICE_NATIVE_VECTOR_WIDTH_HALF => Value::uint(0),
+            // Not known to the host: the card's clocks are the image's.
+            CL_DEVICE_MAX_CLOCK_FREQUENCY => Value::uint(0),
+            // Buffers are page-aligned DMA memory (the value is in bits).
+            CL_DEVICE_MEM_BASE_ADDR_ALIGN => Value::uint(4096 * 8),
+            CL_DEVICE_MIN_DATA_TYPE_ALIGN_SIZE => Value::uint(128),
+            CL_DEVICE_MAX_PARAMETER_SIZE => Value::sizes(&[1024]),
+            CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE => Value::ulong(64 << 10),
+            CL_DEVICE_MAX_CONSTANT_ARGS => Value::uint(8),
+            CL_DEVICE_EXECUTION_CAPABILITIES => Value::ulong(CL_EXEC_KERNEL),
+            CL_DEVICE_QUEUE_PROPERTIES => Value::ulong(CL_QUEUE_PROFILING_ENABLE),
+            // Nanoseconds.
+            CL_DEVICE_PROFILING_TIMER_RESOLUTION => Value::sizes(&[1]),
+            CL_DEVICE_GLOBAL_MEM_CACHE_TYPE | CL_DEVICE_LOCAL_MEM_TYPE => Value::uint(CL_NONE),
+            CL_DEVICE_SINGLE_FP_CONFIG
+            | CL_DEVICE_DOUBLE_FP_CONFIG
+            | CL_DEVICE_GLOBAL_MEM_CACHE_SIZE
+            | CL_DEVICE_LOCAL_MEM_SIZE
+            | CL_DEVICE_PARTITION_AFFINITY_DOMAIN
+            | CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES
+            | CL_DEVICE_SVM_CAPABILITIES
+            | CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES
+            | CL_DEVICE_ATOMIC_FENCE_CAPABILITIES
+            | CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => Value::ulong(0),
+            CL_DEVICE_MAX_READ_IMAGE_ARGS
+            | CL_DEVICE_MAX_WRITE_IMAGE_ARGS
+            | CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS
+            | CL_DEVICE_MAX_SAMPLERS
+            | CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE
+            | CL_DEVICE_PARTITION_MAX_SUB_DEVICES
+            | CL_DEVICE_IMAGE_PITCH_ALIGNMENT
+            | CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT
+            | CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE
+            | CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE
+            | CL_DEVICE_MAX_ON_DEVICE_QUEUES
+            | CL_DEVICE_MAX_ON_DEVICE_EVENTS
+            | CL_DEVICE_MAX_PIPE_ARGS
+            | CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS
+            | CL_DEVICE_PIPE_MAX_PACKET_SIZE
+            | CL_DEVICE_PREFERRED_PLATFORM_ATOMIC_ALIGNMENT
+            | CL_DEVICE_PREFERRED_GLOBAL_ATOMIC_ALIGNMENT
+            | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT
+            | CL_DEVICE_MAX_NUM_SUB_GROUPS => Value::uint(0),
+            CL_DEVICE_IMAGE2D_MAX_WIDTH
+            | CL_DEVICE_IMAGE2D_MAX_HEIGHT
+            | CL_DEVICE_IMAGE3D_MAX_WIDTH
+            | CL_DEVICE_IMAGE3D_MAX_HEIGHT
+            | CL_DEVICE_IMAGE3D_MAX_DEPTH
+            | CL_DEVICE_IMAGE_MAX_BUFFER_SIZE
+            | CL_DEVICE_IMAGE_MAX_ARRAY_SIZE
+            | CL_DEVICE_PRINTF_BUFFER_SIZE
+            | CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE
+            | CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE => Value::sizes(&[0]),
+            _ => return None,
+        })
+    }
+}
+
+/// The vendor's name for the PCI vendor ids of the three device families.
+fn vendor_name(vendor_id: u16) -> String {
+    match vendor_id {
+        0x10ee => "Xilinx".into(),
+        0x1014 => "IBM".into(),
+        0x8086 => "Intel".into(),
+        other => format!("PCI vendor {other:#06x}"),
+    }
+}

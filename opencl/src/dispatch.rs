@@ -1,0 +1,436 @@
+//! The entry points and the ICD dispatch table that lists them, one slot per OpenCL entry
+//! point in `CL/cl_icd.h`'s order. The loader calls through the table without checking, so
+//! no slot is NULL: an entry point this platform does not implement answers
+//! `CL_INVALID_OPERATION` (or NULL with that code in `errcode_ret`) and logs its name.
+//!
+//! The table points at this module's private functions, never at the exported symbols: an
+//! application that links `libOpenCL.so` has the loader's functions of the same names first
+//! in the symbol search order, and a table entry bound to those would call back into the
+//! loader forever.
+
+use std::ffi::{CStr, c_char, c_void};
+
+use crate::cl::*;
+use crate::device::Device;
+use crate::object::{Dispatch, Dispatched, SLOTS};
+use crate::platform::{self, Platform};
+use crate::state::{State, state};
+
+/// What an entry point this platform does not implement answers, after saying which one.
+fn unsupported(name: &'static CStr) -> cl_int {
+    crate::log::unsupported(name);
+    CL_INVALID_OPERATION
+}
+
+/// One slot: the implementation, or a stub of the entry point's shape. The stubs take fewer
+/// parameters than the entry point's callers pass, which the C calling convention allows
+/// (the caller owns its arguments); an object-returning one takes exactly up to
+/// `errcode_ret`, its last parameter, which it sets.
+macro_rules! slot {
+    ($name:ident, = $implemented:path) => {
+        $implemented as *const c_void
+    };
+    ($name:ident, status) => {{
+        extern "C" fn stub() -> cl_int {
+            unsupported(c_name!($name))
+        }
+        stub as *const c_void
+    }};
+    ($name:ident, null) => {{
+        extern "C" fn stub() -> *mut c_void {
+            unsupported(c_name!($name));
+            std::ptr::null_mut()
+        }
+        stub as *const c_void
+    }};
+    ($name:ident, nothing) => {{
+        extern "C" fn stub() {
+            unsupported(c_name!($name));
+        }
+        stub as *const c_void
+    }};
+    ($name:ident, object($($arg:ident),*)) => {{
+        extern "C" fn stub($(_: $arg,)* errcode_ret: *mut cl_int) -> *mut c_void {
+            let code = unsupported(c_name!($name));
+            if !errcode_ret.is_null() {
+                // SAFETY: a non-NULL errcode_ret points to a cl_int the caller owns.
+                unsafe { errcode_ret.write(code) };
+            }
+            std::ptr::null_mut()
+        }
+        stub as *const c_void
+    }};
+}
+
+macro_rules! c_name {
+    ($name:ident) => {
+        match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+            Ok(name) => name,
+            Err(_) => unreachable!(),
+        }
+    };
+}
+
+/// Parameters before `errcode_ret`, each passed in an integer register (no entry point that
+/// returns an object takes a float or a struct by value).
+type P = usize;
+
+macro_rules! dispatch_table {
+    ($($index:literal $name:ident: [$($shape:tt)*];)*) => {
+        /// The entry points' names, in slot order; a test checks them against the system's
+        /// `CL/cl_icd.h`.
+        pub const SLOT_NAMES: [&str; SLOTS] = [$(stringify!($name)),*];
+        const _: () = {
+            let mut at = 0;
+            $(assert!($index == at, "slots are listed in order"); at += 1;)*
+            let _ = at;
+        };
+        /// The table every object points to.
+        pub static DISPATCH: Dispatch = Dispatch([$(slot!($name, $($shape)*)),*]);
+    };
+}
+
+dispatch_table! {
+    0 clGetPlatformIDs: [= get_platform_ids];
+    1 clGetPlatformInfo: [= get_platform_info];
+    2 clGetDeviceIDs: [= get_device_ids];
+    3 clGetDeviceInfo: [= get_device_info];
+    4 clCreateContext: [object(P, P, P, P, P)];
+    5 clCreateContextFromType: [object(P, P, P, P)];
+    6 clRetainContext: [status];
+    7 clReleaseContext: [status];
+    8 clGetContextInfo: [status];
+    9 clCreateCommandQueue: [object(P, P, P)];
+    10 clRetainCommandQueue: [status];
+    11 clReleaseCommandQueue: [status];
+    12 clGetCommandQueueInfo: [status];
+    13 clSetCommandQueueProperty: [status];
+    14 clCreateBuffer: [object(P, P, P, P)];
+    15 clCreateImage2D: [object(P, P, P, P, P, P, P)];
+    16 clCreateImage3D: [object(P, P, P, P, P, P, P, P, P)];
+    17 clRetainMemObject: [status];
+    18 clReleaseMemObject: [status];
+    19 clGetSupportedImageFormats: [status];
+    20 clGetMemObjectInfo: [status];
+    21 clGetImageInfo: [status];
+    22 clCreateSampler: [object(P, P, P, P)];
+    23 clRetainSampler: [status];
+    24 clReleaseSampler: [status];
+    25 clGetSamplerInfo: [status];
+    26 clCreateProgramWithSource: [object(P, P, P, P)];
+    27 clCreateProgramWithBinary: [object(P, P, P, P, P, P)];
+    28 clRetainProgram: [status];
+    29 clReleaseProgram: [status];
+    30 clBuildProgram: [status];
+    31 clUnloadCompiler: [status];
+    32 clGetProgramInfo: [status];
+    33 clGetProgramBuildInfo: [status];
+    34 clCreateKernel: [object(P, P)];
+    35 clCreateKernelsInProgram: [status];
+    36 clRetainKernel: [status];
+    37 clReleaseKernel: [status];
+    38 clSetKernelArg: [status];
+    39 clGetKernelInfo: [status];
+    40 clGetKernelWorkGroupInfo: [status];
+    41 clWaitForEvents: [status];
+    42 clGetEventInfo: [status];
+    43 clRetainEvent: [status];
+    44 clReleaseEvent: [status];
+    45 clGetEventProfilingInfo: [status];
+    46 clFlush: [status];
+    47 clFinish: [status];
+    48 clEnqueueReadBuffer: [status];
+    49 clEnqueueWriteBuffer: [status];
+    50 clEnqueueCopyBuffer: [status];
+    51 clEnqueueReadImage: [status];
+    52 clEnqueueWriteImage: [status];
+    53 clEnqueueCopyImage: [status];
+    54 clEnqueueCopyImageToBuffer: [status];
+    55 clEnqueueCopyBufferToImage: [status];
+    56 clEnqueueMapBuffer: [object(P, P, P, P, P, P, P, P, P)];
+    57 clEnqueueMapImage: [object(P, P, P, P, P, P, P, P, P, P, P)];
+    58 clEnqueueUnmapMemObject: [status];
+    59 clEnqueueNDRangeKernel: [status];
+    60 clEnqueueTask: [status];
+    61 clEnqueueNativeKernel: [status];
+    62 clEnqueueMarker: [status];
+    63 clEnqueueWaitForEvents: [status];
+    64 clEnqueueBarrier: [status];
+    65 clGetExtensionFunctionAddress: [= get_extension_function_address];
+    66 clCreateFromGLBuffer: [object(P, P, P)];
+    67 clCreateFromGLTexture2D: [object(P, P, P, P, P)];
+    68 clCreateFromGLTexture3D: [object(P, P, P, P, P)];
+    69 clCreateFromGLRenderbuffer: [object(P, P, P)];
+    70 clGetGLObjectInfo: [status];
+    71 clGetGLTextureInfo: [status];
+    72 clEnqueueAcquireGLObjects: [status];
+    73 clEnqueueReleaseGLObjects: [status];
+    74 clGetGLContextInfoKHR: [status];
+    75 clGetDeviceIDsFromD3D10KHR: [status];
+    76 clCreateFromD3D10BufferKHR: [object(P, P, P)];
+    77 clCreateFromD3D10Texture2DKHR: [object(P, P, P, P)];
+    78 clCreateFromD3D10Texture3DKHR: [object(P, P, P, P)];
+    79 clEnqueueAcquireD3D10ObjectsKHR: [status];
+    80 clEnqueueReleaseD3D10ObjectsKHR: [status];
+    81 clSetEventCallback: [status];
+    82 clCreateSubBuffer: [object(P, P, P, P)];
+    83 clSetMemObjectDestructorCallback: [status];
+    84 clCreateUserEvent: [object(P)];
+    85 clSetUserEventStatus: [status];
+    86 clEnqueueReadBufferRect: [status];
+    87 clEnqueueWriteBufferRect: [status];
+    88 clEnqueueCopyBufferRect: [status];
+    89 clCreateSubDevicesEXT: [status];
+    90 clRetainDeviceEXT: [status];
+    91 clReleaseDeviceEXT: [status];
+    92 clCreateEventFromGLsyncKHR: [object(P, P)];
+    93 clCreateSubDevices: [status];
+    94 clRetainDevice: [= retain_device];
+    95 clReleaseDevice: [= release_device];
+    96 clCreateImage: [object(P, P, P, P, P)];
+    97 clCreateProgramWithBuiltInKernels: [object(P, P, P, P)];
+    98 clCompileProgram: [status];
+    99 clLinkProgram: [object(P, P, P, P, P, P, P, P)];
+    100 clUnloadPlatformCompiler: [status];
+    101 clGetKernelArgInfo: [status];
+    102 clEnqueueFillBuffer: [status];
+    103 clEnqueueFillImage: [status];
+    104 clEnqueueMigrateMemObjects: [status];
+    105 clEnqueueMarkerWithWaitList: [status];
+    106 clEnqueueBarrierWithWaitList: [status];
+    107 clGetExtensionFunctionAddressForPlatform: [= get_extension_function_address_for_platform];
+    108 clCreateFromGLTexture: [object(P, P, P, P, P)];
+    109 clGetDeviceIDsFromD3D11KHR: [status];
+    110 clCreateFromD3D11BufferKHR: [object(P, P, P)];
+    111 clCreateFromD3D11Texture2DKHR: [object(P, P, P, P)];
+    112 clCreateFromD3D11Texture3DKHR: [object(P, P, P, P)];
+    113 clCreateFromDX9MediaSurfaceKHR: [object(P, P, P, P, P)];
+    114 clEnqueueAcquireD3D11ObjectsKHR: [status];
+    115 clEnqueueReleaseD3D11ObjectsKHR: [status];
+    116 clGetDeviceIDsFromDX9MediaAdapterKHR: [status];
+    117 clEnqueueAcquireDX9MediaSurfacesKHR: [status];
+    118 clEnqueueReleaseDX9MediaSurfacesKHR: [status];
+    119 clCreateFromEGLImageKHR: [object(P, P, P, P, P)];
+    120 clEnqueueAcquireEGLObjectsKHR: [status];
+    121 clEnqueueReleaseEGLObjectsKHR: [status];
+    122 clCreateEventFromEGLSyncKHR: [object(P, P, P)];
+    123 clCreateCommandQueueWithProperties: [object(P, P, P)];
+    124 clCreatePipe: [object(P, P, P, P, P)];
+    125 clGetPipeInfo: [status];
+    126 clSVMAlloc: [null];
+    127 clSVMFree: [nothing];
+    128 clEnqueueSVMFree: [status];
+    129 clEnqueueSVMMemcpy: [status];
+    130 clEnqueueSVMMemFill: [status];
+    131 clEnqueueSVMMap: [status];
+    132 clEnqueueSVMUnmap: [status];
+    133 clCreateSamplerWithProperties: [object(P, P)];
+    134 clSetKernelArgSVMPointer: [status];
+    135 clSetKernelExecInfo: [status];
+    136 clGetKernelSubGroupInfoKHR: [status];
+    137 clCloneKernel: [object(P)];
+    138 clCreateProgramWithIL: [object(P, P, P)];
+    139 clEnqueueSVMMigrateMem: [status];
+    140 clGetDeviceAndHostTimer: [status];
+    141 clGetHostTimer: [status];
+    142 clGetKernelSubGroupInfo: [status];
+    143 clSetDefaultDeviceCommandQueue: [status];
+    144 clSetProgramReleaseCallback: [status];
+    145 clSetProgramSpecializationConstant: [status];
+    146 clCreateBufferWithProperties: [object(P, P, P, P, P)];
+    147 clCreateImageWithProperties: [object(P, P, P, P, P, P)];
+    148 clSetContextDestructorCallback: [status];
+    149 clGetKernelSuggestedLocalWorkSize: [status];
+}
+
+/// The platform.
+static PLATFORM: Platform = Platform::new(Dispatched::new(&DISPATCH));
+
+/// The platform's handle.
+fn platform_id() -> *mut Platform {
+    std::ptr::from_ref(&PLATFORM).cast_mut()
+}
+
+/// Whether `platform` names this platform (NULL does, as the loader resolves it to us).
+fn is_ours(platform: *const Platform) -> bool {
+    platform.is_null() || std::ptr::eq(platform, &PLATFORM)
+}
+
+/// The host and the devices, started by the first call that needs them.
+fn started() -> &'static State {
+    state(&DISPATCH)
+}
+
+extern "C" fn get_platform_ids(
+    num_entries: cl_uint,
+    platforms: *mut *mut Platform,
+    num_platforms: *mut cl_uint,
+) -> cl_int {
+    if (num_entries == 0 && !platforms.is_null())
+        || (platforms.is_null() && num_platforms.is_null())
+    {
+        return CL_INVALID_VALUE;
+    }
+    if !platforms.is_null() {
+        // SAFETY: the caller's array holds num_entries >= 1 entries.
+        unsafe { platforms.write(platform_id()) };
+    }
+    if !num_platforms.is_null() {
+        // SAFETY: a non-NULL num_platforms points to a cl_uint.
+        unsafe { num_platforms.write(1) };
+    }
+    CL_SUCCESS
+}
+
+extern "C" fn get_platform_info(
+    platform: *const Platform,
+    param: cl_platform_info,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    if !is_ours(platform) {
+        return CL_INVALID_PLATFORM;
+    }
+    match platform::value(param) {
+        // SAFETY: the caller's out and size_ret follow clGetPlatformInfo's contract.
+        Some(value) => unsafe { value.answer(size, out, size_ret) },
+        None => CL_INVALID_VALUE,
+    }
+}
+
+/// The functions reached by name rather than through the table.
+fn function(name: *const c_char) -> *mut c_void {
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a non-NULL name is a NUL-terminated string, as the entry points require.
+    let name = unsafe { CStr::from_ptr(name) };
+    match name.to_bytes() {
+        b"clIcdGetPlatformIDsKHR" => get_platform_ids as *mut c_void,
+        b"clGetPlatformInfo" => get_platform_info as *mut c_void,
+        _ => std::ptr::null_mut(),
+    }
+}
+
+extern "C" fn get_extension_function_address(name: *const c_char) -> *mut c_void {
+    function(name)
+}
+
+extern "C" fn get_extension_function_address_for_platform(
+    platform: *const Platform,
+    name: *const c_char,
+) -> *mut c_void {
+    if !is_ours(platform) {
+        return std::ptr::null_mut();
+    }
+    function(name)
+}
+
+/// `clIcdGetPlatformIDsKHR`: the loaders' enumerator.
+#[unsafe(no_mangle)]
+pub extern "C" fn clIcdGetPlatformIDsKHR(
+    num_entries: cl_uint,
+    platforms: *mut *mut Platform,
+    num_platforms: *mut cl_uint,
+) -> cl_int {
+    get_platform_ids(num_entries, platforms, num_platforms)
+}
+
+/// `clGetPlatformInfo`, as a symbol for `ocl-icd`.
+#[unsafe(no_mangle)]
+pub extern "C" fn clGetPlatformInfo(
+    platform: *const Platform,
+    param: cl_platform_info,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    get_platform_info(platform, param, size, out, size_ret)
+}
+
+/// `clGetExtensionFunctionAddress`: the symbol both loaders require of an ICD.
+#[unsafe(no_mangle)]
+pub extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
+    get_extension_function_address(name)
+}
+
+/// The device `device` names, if it is one of ours (never dereferenced otherwise).
+fn ours(device: *const Device) -> Option<&'static Device> {
+    started().devices.iter().find(|d| std::ptr::eq(*d, device))
+}
+
+extern "C" fn get_device_ids(
+    platform: *const Platform,
+    device_type: cl_device_type,
+    num_entries: cl_uint,
+    devices: *mut *mut Device,
+    num_devices: *mut cl_uint,
+) -> cl_int {
+    if !is_ours(platform) {
+        return CL_INVALID_PLATFORM;
+    }
+    if device_type == 0
+        || (device_type != CL_DEVICE_TYPE_ALL && device_type & !crate::device::KNOWN_TYPES != 0)
+    {
+        return CL_INVALID_DEVICE_TYPE;
+    }
+    if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
+        return CL_INVALID_VALUE;
+    }
+    let listed: Vec<*mut Device> = if device_type & crate::device::LISTED_FOR != 0 {
+        started().devices.iter().map(|d| d.id()).collect()
+    } else {
+        Vec::new()
+    };
+    if !num_devices.is_null() {
+        // SAFETY: a non-NULL num_devices points to a cl_uint.
+        unsafe { num_devices.write(listed.len() as cl_uint) };
+    }
+    if listed.is_empty() {
+        return CL_DEVICE_NOT_FOUND;
+    }
+    if !devices.is_null() {
+        for (at, device) in listed.iter().take(num_entries as usize).enumerate() {
+            // SAFETY: the caller's array holds num_entries entries.
+            unsafe { devices.add(at).write(*device) };
+        }
+    }
+    CL_SUCCESS
+}
+
+extern "C" fn get_device_info(
+    device: *const Device,
+    param: cl_device_info,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    let Some(device) = ours(device) else {
+        return CL_INVALID_DEVICE;
+    };
+    let state = started();
+    let available = state.host.as_ref().is_some_and(|host| {
+        host.plugins().iter().any(|p| {
+            p.name == device.token().plugin() && p.status == accelhost::PluginStatus::Running
+        })
+    });
+    match device.value(param, &PLATFORM, available) {
+        // SAFETY: the caller's out and size_ret follow clGetDeviceInfo's contract.
+        Some(value) => unsafe { value.answer(size, out, size_ret) },
+        None => CL_INVALID_VALUE,
+    }
+}
+
+/// Root devices are not counted (OpenCL 1.2): retaining one only checks it.
+extern "C" fn retain_device(device: *const Device) -> cl_int {
+    if ours(device).is_some() {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_DEVICE
+    }
+}
+
+extern "C" fn release_device(device: *const Device) -> cl_int {
+    retain_device(device)
+}

@@ -1,0 +1,63 @@
+//! The process-wide host behind the platform and the devices it lists: started by the first
+//! call that needs them, on the usual lookup (`ACCELHOST_ENDPOINT`, `ACCELHOST_CONFIG`,
+//! `./accelhost.json`, ..., the embedded default), and kept for the process's life, as
+//! OpenCL's platform and root devices are.
+
+use std::sync::{Arc, OnceLock};
+
+use accelhost::{Host, ObjectType};
+
+use crate::device::Device;
+use crate::object::{Dispatch, Dispatched};
+
+/// The host and the devices it listed when the platform was first asked for them (never
+/// changed after, so the devices keep their addresses: they are their handles).
+pub struct State {
+    pub host: Option<Host>,
+    pub devices: Vec<Device>,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// The platform's state, started on first use with devices that dispatch through `table`.
+pub fn state(table: &'static Dispatch) -> &'static State {
+    STATE.get_or_init(|| start(table))
+}
+
+fn start(table: &'static Dispatch) -> State {
+    let host = match Host::builder()
+        .remote(Arc::new(accelhost_node::NodeConnector::new()))
+        .build()
+    {
+        Ok(host) => host,
+        Err(err) => {
+            crate::log::no_devices(&format!("accelhost could not start: {err}"));
+            return State {
+                host: None,
+                devices: Vec::new(),
+            };
+        }
+    };
+    let offload_plugins: Vec<_> = host
+        .plugins()
+        .into_iter()
+        .filter(|plugin| plugin.capabilities.contains(&"offload"))
+        .collect();
+    let found = host.enumerate(&[]);
+    for failure in &found.failures {
+        crate::log::no_devices(&format!("(for one plugin) {failure}"));
+    }
+    let devices = found
+        .tokens
+        .into_iter()
+        .filter(|token| token.properties().object_type == ObjectType::Accelerator)
+        .filter_map(|token| {
+            let plugin = offload_plugins.iter().find(|p| p.name == token.plugin())?;
+            Some(Device::new(Dispatched::new(table), token, plugin))
+        })
+        .collect();
+    State {
+        host: Some(host),
+        devices,
+    }
+}
