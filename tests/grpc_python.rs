@@ -1,7 +1,7 @@
 //! A Python program reaches the node as users write them: grpcio (the gRPC C core) with stubs
 //! generated from `node.proto`, dialing `unix:PATH`. grpcio sends the socket's path as the
 //! HTTP/2 `:authority`, which the node must take. Needs grpcio and grpcio-tools from PyPI
-//! (`tests/support/install-grpc-python.sh`, which CI runs); without them the trial is reported
+//! (`tests/support/install-python.sh grpc-python`, which CI runs); without them the trial is reported
 //! ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1`.
 
 use crate::served;
@@ -38,9 +38,10 @@ fn grpc_python() -> Result<PathBuf, String> {
             return Ok(python);
         }
     }
-    let why = "grpcio and grpcio-tools are not installed (tests/support/install-grpc-python.sh \
+    let why =
+        "grpcio and grpcio-tools are not installed (tests/support/install-python.sh grpc-python \
                installs them)"
-        .to_string();
+            .to_string();
     if std::env::var_os("ACCELHOST_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
         panic!("{why}, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
     }

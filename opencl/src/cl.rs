@@ -39,11 +39,38 @@ macro_rules! constants {
 constants! {
     CL_SUCCESS: cl_int = 0;
     CL_DEVICE_NOT_FOUND: cl_int = -1;
+    CL_DEVICE_NOT_AVAILABLE: cl_int = -2;
+    CL_COMPILER_NOT_AVAILABLE: cl_int = -3;
+    CL_MEM_OBJECT_ALLOCATION_FAILURE: cl_int = -4;
+    CL_OUT_OF_RESOURCES: cl_int = -5;
+    CL_MEM_COPY_OVERLAP: cl_int = -8;
+    CL_MAP_FAILURE: cl_int = -12;
+    CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: cl_int = -14;
     CL_INVALID_VALUE: cl_int = -30;
     CL_INVALID_DEVICE_TYPE: cl_int = -31;
     CL_INVALID_PLATFORM: cl_int = -32;
     CL_INVALID_DEVICE: cl_int = -33;
+    CL_INVALID_PROPERTY: cl_int = -64;
+    CL_INVALID_CONTEXT: cl_int = -34;
+    CL_INVALID_QUEUE_PROPERTIES: cl_int = -35;
+    CL_INVALID_COMMAND_QUEUE: cl_int = -36;
+    CL_INVALID_HOST_PTR: cl_int = -37;
+    CL_INVALID_MEM_OBJECT: cl_int = -38;
+    CL_INVALID_BINARY: cl_int = -42;
+    CL_INVALID_PROGRAM: cl_int = -44;
+    CL_INVALID_PROGRAM_EXECUTABLE: cl_int = -45;
+    CL_INVALID_KERNEL_NAME: cl_int = -46;
+    CL_INVALID_KERNEL: cl_int = -48;
+    CL_INVALID_ARG_INDEX: cl_int = -49;
+    CL_INVALID_ARG_VALUE: cl_int = -50;
+    CL_INVALID_ARG_SIZE: cl_int = -51;
+    CL_INVALID_KERNEL_ARGS: cl_int = -52;
+    CL_INVALID_WORK_DIMENSION: cl_int = -53;
+    CL_INVALID_GLOBAL_WORK_SIZE: cl_int = -63;
+    CL_INVALID_EVENT_WAIT_LIST: cl_int = -57;
+    CL_INVALID_EVENT: cl_int = -58;
     CL_INVALID_OPERATION: cl_int = -59;
+    CL_INVALID_BUFFER_SIZE: cl_int = -61;
 
     CL_FALSE: cl_bool = 0;
     CL_TRUE: cl_bool = 1;
@@ -176,5 +203,98 @@ constants! {
     CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED: cl_device_info = 0x1072;
 
     CL_EXEC_KERNEL: cl_bitfield = 1 << 0;
+    CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: cl_bitfield = 1 << 0;
     CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
+
+    CL_CONTEXT_REFERENCE_COUNT: cl_uint = 0x1080;
+    CL_CONTEXT_DEVICES: cl_uint = 0x1081;
+    CL_CONTEXT_PROPERTIES: cl_uint = 0x1082;
+    CL_CONTEXT_NUM_DEVICES: cl_uint = 0x1083;
+    CL_CONTEXT_PLATFORM: isize = 0x1084;
+
+    CL_QUEUE_CONTEXT: cl_uint = 0x1090;
+    CL_QUEUE_DEVICE: cl_uint = 0x1091;
+    CL_QUEUE_REFERENCE_COUNT: cl_uint = 0x1092;
+    CL_QUEUE_PROPERTIES: cl_uint = 0x1093;
+
+    CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
+    CL_MEM_WRITE_ONLY: cl_bitfield = 1 << 1;
+    CL_MEM_READ_ONLY: cl_bitfield = 1 << 2;
+    CL_MEM_USE_HOST_PTR: cl_bitfield = 1 << 3;
+    CL_MEM_ALLOC_HOST_PTR: cl_bitfield = 1 << 4;
+    CL_MEM_COPY_HOST_PTR: cl_bitfield = 1 << 5;
+    CL_MEM_HOST_WRITE_ONLY: cl_bitfield = 1 << 7;
+    CL_MEM_HOST_READ_ONLY: cl_bitfield = 1 << 8;
+    CL_MEM_HOST_NO_ACCESS: cl_bitfield = 1 << 9;
+    CL_MEM_OBJECT_BUFFER: cl_uint = 0x10F0;
+    CL_MEM_TYPE: cl_uint = 0x1100;
+    CL_MEM_FLAGS: cl_uint = 0x1101;
+    CL_MEM_SIZE: cl_uint = 0x1102;
+    CL_MEM_HOST_PTR: cl_uint = 0x1103;
+    CL_MEM_MAP_COUNT: cl_uint = 0x1104;
+    CL_MEM_REFERENCE_COUNT: cl_uint = 0x1105;
+    CL_MEM_CONTEXT: cl_uint = 0x1106;
+    CL_MEM_ASSOCIATED_MEMOBJECT: cl_uint = 0x1107;
+    CL_MEM_OFFSET: cl_uint = 0x1108;
+    CL_MEM_USES_SVM_POINTER: cl_uint = 0x1109;
+
+    CL_MAP_READ: cl_bitfield = 1 << 0;
+    CL_MAP_WRITE: cl_bitfield = 1 << 1;
+    CL_MAP_WRITE_INVALIDATE_REGION: cl_bitfield = 1 << 2;
+    CL_MIGRATE_MEM_OBJECT_HOST: cl_bitfield = 1 << 0;
+    CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED: cl_bitfield = 1 << 1;
+
+    CL_PROGRAM_REFERENCE_COUNT: cl_uint = 0x1160;
+    CL_PROGRAM_CONTEXT: cl_uint = 0x1161;
+    CL_PROGRAM_NUM_DEVICES: cl_uint = 0x1162;
+    CL_PROGRAM_DEVICES: cl_uint = 0x1163;
+    CL_PROGRAM_SOURCE: cl_uint = 0x1164;
+    CL_PROGRAM_BINARY_SIZES: cl_uint = 0x1165;
+    CL_PROGRAM_BINARIES: cl_uint = 0x1166;
+    CL_PROGRAM_NUM_KERNELS: cl_uint = 0x1167;
+    CL_PROGRAM_KERNEL_NAMES: cl_uint = 0x1168;
+    CL_PROGRAM_BUILD_STATUS: cl_uint = 0x1181;
+    CL_PROGRAM_BUILD_OPTIONS: cl_uint = 0x1182;
+    CL_PROGRAM_BUILD_LOG: cl_uint = 0x1183;
+    CL_PROGRAM_BINARY_TYPE: cl_uint = 0x1184;
+    CL_BUILD_SUCCESS: cl_int = 0;
+    CL_PROGRAM_BINARY_TYPE_EXECUTABLE: cl_uint = 0x4;
+
+    CL_KERNEL_FUNCTION_NAME: cl_uint = 0x1190;
+    CL_KERNEL_NUM_ARGS: cl_uint = 0x1191;
+    CL_KERNEL_REFERENCE_COUNT: cl_uint = 0x1192;
+    CL_KERNEL_CONTEXT: cl_uint = 0x1193;
+    CL_KERNEL_PROGRAM: cl_uint = 0x1194;
+    CL_KERNEL_ATTRIBUTES: cl_uint = 0x1195;
+    CL_KERNEL_WORK_GROUP_SIZE: cl_uint = 0x11B0;
+    CL_KERNEL_COMPILE_WORK_GROUP_SIZE: cl_uint = 0x11B1;
+    CL_KERNEL_LOCAL_MEM_SIZE: cl_uint = 0x11B2;
+    CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: cl_uint = 0x11B3;
+    CL_KERNEL_PRIVATE_MEM_SIZE: cl_uint = 0x11B4;
+
+    CL_EVENT_COMMAND_QUEUE: cl_uint = 0x11D0;
+    CL_EVENT_COMMAND_TYPE: cl_uint = 0x11D1;
+    CL_EVENT_REFERENCE_COUNT: cl_uint = 0x11D2;
+    CL_EVENT_COMMAND_EXECUTION_STATUS: cl_uint = 0x11D3;
+    CL_EVENT_CONTEXT: cl_uint = 0x11D4;
+    CL_COMPLETE: cl_int = 0x0;
+    CL_RUNNING: cl_int = 0x1;
+    CL_SUBMITTED: cl_int = 0x2;
+    CL_COMMAND_NDRANGE_KERNEL: cl_uint = 0x11F0;
+    CL_COMMAND_TASK: cl_uint = 0x11F1;
+    CL_COMMAND_READ_BUFFER: cl_uint = 0x11F3;
+    CL_COMMAND_WRITE_BUFFER: cl_uint = 0x11F4;
+    CL_COMMAND_COPY_BUFFER: cl_uint = 0x11F5;
+    CL_COMMAND_MAP_BUFFER: cl_uint = 0x11FB;
+    CL_COMMAND_UNMAP_MEM_OBJECT: cl_uint = 0x11FD;
+    CL_COMMAND_MARKER: cl_uint = 0x11FE;
+    CL_COMMAND_BARRIER: cl_uint = 0x1205;
+    CL_COMMAND_MIGRATE_MEM_OBJECTS: cl_uint = 0x1206;
+    CL_COMMAND_FILL_BUFFER: cl_uint = 0x1207;
+    CL_PROFILING_COMMAND_QUEUED: cl_uint = 0x1280;
+    CL_PROFILING_COMMAND_SUBMIT: cl_uint = 0x1281;
+    CL_PROFILING_COMMAND_START: cl_uint = 0x1282;
+    CL_PROFILING_COMMAND_END: cl_uint = 0x1283;
+    CL_PROFILING_COMMAND_COMPLETE: cl_uint = 0x1284;
+    CL_PROFILING_INFO_NOT_AVAILABLE: cl_int = -7;
 }

@@ -11,20 +11,35 @@
 use accelhost::{PluginInfo, Token};
 
 use crate::cl::*;
+use crate::error::ClResult;
 use crate::info::Value;
 use crate::object::Dispatched;
 use crate::platform::{self, Platform};
 
-/// The query types that list the platform's devices.
-pub const LISTED_FOR: cl_device_type =
-    CL_DEVICE_TYPE_CUSTOM | CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_DEFAULT;
-
 /// Every bit a device-type query may have.
-pub const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
+const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
     | CL_DEVICE_TYPE_CPU
     | CL_DEVICE_TYPE_GPU
     | CL_DEVICE_TYPE_ACCELERATOR
     | CL_DEVICE_TYPE_CUSTOM;
+
+/// The devices of `devices` a query for `device_type` lists: all of them for `ALL`,
+/// `ACCELERATOR` or `CUSTOM`, the first for `DEFAULT`; `CL_INVALID_DEVICE_TYPE` for a type
+/// that is none.
+pub fn of_type(devices: &[Device], device_type: cl_device_type) -> ClResult<Vec<&Device>> {
+    if device_type == 0 || (device_type != CL_DEVICE_TYPE_ALL && device_type & !KNOWN_TYPES != 0) {
+        return Err(CL_INVALID_DEVICE_TYPE);
+    }
+    let all = device_type == CL_DEVICE_TYPE_ALL
+        || device_type & (CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM) != 0;
+    Ok(if all {
+        devices.iter().collect()
+    } else if device_type & CL_DEVICE_TYPE_DEFAULT != 0 {
+        devices.iter().take(1).collect()
+    } else {
+        Vec::new()
+    })
+}
 
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
 #[repr(C)]

@@ -12,9 +12,10 @@ use std::ffi::{CStr, c_char, c_void};
 
 use crate::cl::*;
 use crate::device::Device;
-use crate::object::{Dispatch, Dispatched, SLOTS};
+use crate::object::{Dispatch, SLOTS, install};
 use crate::platform::{self, Platform};
 use crate::state::{State, state};
+use crate::{context, event, memory, program, queue};
 
 /// What an entry point this platform does not implement answers, after saying which one.
 fn unsupported(name: &'static CStr) -> cl_int {
@@ -95,67 +96,67 @@ dispatch_table! {
     1 clGetPlatformInfo: [= get_platform_info];
     2 clGetDeviceIDs: [= get_device_ids];
     3 clGetDeviceInfo: [= get_device_info];
-    4 clCreateContext: [object(P, P, P, P, P)];
-    5 clCreateContextFromType: [object(P, P, P, P)];
-    6 clRetainContext: [status];
-    7 clReleaseContext: [status];
-    8 clGetContextInfo: [status];
-    9 clCreateCommandQueue: [object(P, P, P)];
-    10 clRetainCommandQueue: [status];
-    11 clReleaseCommandQueue: [status];
-    12 clGetCommandQueueInfo: [status];
+    4 clCreateContext: [= context::create_context];
+    5 clCreateContextFromType: [= context::create_context_from_type];
+    6 clRetainContext: [= context::retain_context];
+    7 clReleaseContext: [= context::release_context];
+    8 clGetContextInfo: [= context::get_context_info];
+    9 clCreateCommandQueue: [= queue::create_command_queue];
+    10 clRetainCommandQueue: [= queue::retain_command_queue];
+    11 clReleaseCommandQueue: [= queue::release_command_queue];
+    12 clGetCommandQueueInfo: [= queue::get_command_queue_info];
     13 clSetCommandQueueProperty: [status];
-    14 clCreateBuffer: [object(P, P, P, P)];
+    14 clCreateBuffer: [= memory::create_buffer];
     15 clCreateImage2D: [object(P, P, P, P, P, P, P)];
     16 clCreateImage3D: [object(P, P, P, P, P, P, P, P, P)];
-    17 clRetainMemObject: [status];
-    18 clReleaseMemObject: [status];
+    17 clRetainMemObject: [= memory::retain_mem_object];
+    18 clReleaseMemObject: [= memory::release_mem_object];
     19 clGetSupportedImageFormats: [status];
-    20 clGetMemObjectInfo: [status];
+    20 clGetMemObjectInfo: [= memory::get_mem_object_info];
     21 clGetImageInfo: [status];
     22 clCreateSampler: [object(P, P, P, P)];
     23 clRetainSampler: [status];
     24 clReleaseSampler: [status];
     25 clGetSamplerInfo: [status];
-    26 clCreateProgramWithSource: [object(P, P, P, P)];
-    27 clCreateProgramWithBinary: [object(P, P, P, P, P, P)];
-    28 clRetainProgram: [status];
-    29 clReleaseProgram: [status];
-    30 clBuildProgram: [status];
+    26 clCreateProgramWithSource: [= program::create_program_with_source];
+    27 clCreateProgramWithBinary: [= program::create_program_with_binary];
+    28 clRetainProgram: [= program::retain_program];
+    29 clReleaseProgram: [= program::release_program];
+    30 clBuildProgram: [= program::build_program];
     31 clUnloadCompiler: [status];
-    32 clGetProgramInfo: [status];
-    33 clGetProgramBuildInfo: [status];
-    34 clCreateKernel: [object(P, P)];
+    32 clGetProgramInfo: [= program::get_program_info];
+    33 clGetProgramBuildInfo: [= program::get_program_build_info];
+    34 clCreateKernel: [= program::create_kernel];
     35 clCreateKernelsInProgram: [status];
-    36 clRetainKernel: [status];
-    37 clReleaseKernel: [status];
-    38 clSetKernelArg: [status];
-    39 clGetKernelInfo: [status];
-    40 clGetKernelWorkGroupInfo: [status];
-    41 clWaitForEvents: [status];
-    42 clGetEventInfo: [status];
-    43 clRetainEvent: [status];
-    44 clReleaseEvent: [status];
-    45 clGetEventProfilingInfo: [status];
-    46 clFlush: [status];
-    47 clFinish: [status];
-    48 clEnqueueReadBuffer: [status];
-    49 clEnqueueWriteBuffer: [status];
-    50 clEnqueueCopyBuffer: [status];
+    36 clRetainKernel: [= program::retain_kernel];
+    37 clReleaseKernel: [= program::release_kernel];
+    38 clSetKernelArg: [= program::set_kernel_arg];
+    39 clGetKernelInfo: [= program::get_kernel_info];
+    40 clGetKernelWorkGroupInfo: [= program::get_kernel_work_group_info];
+    41 clWaitForEvents: [= event::wait_for_events];
+    42 clGetEventInfo: [= event::get_event_info];
+    43 clRetainEvent: [= event::retain_event];
+    44 clReleaseEvent: [= event::release_event];
+    45 clGetEventProfilingInfo: [= event::get_event_profiling_info];
+    46 clFlush: [= queue::flush];
+    47 clFinish: [= queue::finish];
+    48 clEnqueueReadBuffer: [= memory::enqueue_read_buffer];
+    49 clEnqueueWriteBuffer: [= memory::enqueue_write_buffer];
+    50 clEnqueueCopyBuffer: [= memory::enqueue_copy_buffer];
     51 clEnqueueReadImage: [status];
     52 clEnqueueWriteImage: [status];
     53 clEnqueueCopyImage: [status];
     54 clEnqueueCopyImageToBuffer: [status];
     55 clEnqueueCopyBufferToImage: [status];
-    56 clEnqueueMapBuffer: [object(P, P, P, P, P, P, P, P, P)];
+    56 clEnqueueMapBuffer: [= memory::enqueue_map_buffer];
     57 clEnqueueMapImage: [object(P, P, P, P, P, P, P, P, P, P, P)];
-    58 clEnqueueUnmapMemObject: [status];
-    59 clEnqueueNDRangeKernel: [status];
-    60 clEnqueueTask: [status];
+    58 clEnqueueUnmapMemObject: [= memory::enqueue_unmap_mem_object];
+    59 clEnqueueNDRangeKernel: [= program::enqueue_nd_range_kernel];
+    60 clEnqueueTask: [= program::enqueue_task];
     61 clEnqueueNativeKernel: [status];
-    62 clEnqueueMarker: [status];
+    62 clEnqueueMarker: [= program::enqueue_marker];
     63 clEnqueueWaitForEvents: [status];
-    64 clEnqueueBarrier: [status];
+    64 clEnqueueBarrier: [= program::enqueue_barrier];
     65 clGetExtensionFunctionAddress: [= get_extension_function_address];
     66 clCreateFromGLBuffer: [object(P, P, P)];
     67 clCreateFromGLTexture2D: [object(P, P, P, P, P)];
@@ -172,7 +173,7 @@ dispatch_table! {
     78 clCreateFromD3D10Texture3DKHR: [object(P, P, P, P)];
     79 clEnqueueAcquireD3D10ObjectsKHR: [status];
     80 clEnqueueReleaseD3D10ObjectsKHR: [status];
-    81 clSetEventCallback: [status];
+    81 clSetEventCallback: [= event::set_event_callback];
     82 clCreateSubBuffer: [object(P, P, P, P)];
     83 clSetMemObjectDestructorCallback: [status];
     84 clCreateUserEvent: [object(P)];
@@ -193,11 +194,11 @@ dispatch_table! {
     99 clLinkProgram: [object(P, P, P, P, P, P, P, P)];
     100 clUnloadPlatformCompiler: [status];
     101 clGetKernelArgInfo: [status];
-    102 clEnqueueFillBuffer: [status];
+    102 clEnqueueFillBuffer: [= memory::enqueue_fill_buffer];
     103 clEnqueueFillImage: [status];
-    104 clEnqueueMigrateMemObjects: [status];
-    105 clEnqueueMarkerWithWaitList: [status];
-    106 clEnqueueBarrierWithWaitList: [status];
+    104 clEnqueueMigrateMemObjects: [= memory::enqueue_migrate_mem_objects];
+    105 clEnqueueMarkerWithWaitList: [= program::enqueue_marker_with_wait_list];
+    106 clEnqueueBarrierWithWaitList: [= program::enqueue_barrier_with_wait_list];
     107 clGetExtensionFunctionAddressForPlatform: [= get_extension_function_address_for_platform];
     108 clCreateFromGLTexture: [object(P, P, P, P, P)];
     109 clGetDeviceIDsFromD3D11KHR: [status];
@@ -214,7 +215,7 @@ dispatch_table! {
     120 clEnqueueAcquireEGLObjectsKHR: [status];
     121 clEnqueueReleaseEGLObjectsKHR: [status];
     122 clCreateEventFromEGLSyncKHR: [object(P, P, P)];
-    123 clCreateCommandQueueWithProperties: [object(P, P, P)];
+    123 clCreateCommandQueueWithProperties: [= queue::create_command_queue_with_properties];
     124 clCreatePipe: [object(P, P, P, P, P)];
     125 clGetPipeInfo: [status];
     126 clSVMAlloc: [null];
@@ -229,7 +230,7 @@ dispatch_table! {
     135 clSetKernelExecInfo: [status];
     136 clGetKernelSubGroupInfoKHR: [status];
     137 clCloneKernel: [object(P)];
-    138 clCreateProgramWithIL: [object(P, P, P)];
+    138 clCreateProgramWithIL: [= program::create_program_with_il];
     139 clEnqueueSVMMigrateMem: [status];
     140 clGetDeviceAndHostTimer: [status];
     141 clGetHostTimer: [status];
@@ -243,22 +244,10 @@ dispatch_table! {
     149 clGetKernelSuggestedLocalWorkSize: [status];
 }
 
-/// The platform.
-static PLATFORM: Platform = Platform::new(Dispatched::new(&DISPATCH));
-
-/// The platform's handle.
-fn platform_id() -> *mut Platform {
-    std::ptr::from_ref(&PLATFORM).cast_mut()
-}
-
-/// Whether `platform` names this platform (NULL does, as the loader resolves it to us).
-fn is_ours(platform: *const Platform) -> bool {
-    platform.is_null() || std::ptr::eq(platform, &PLATFORM)
-}
-
 /// The host and the devices, started by the first call that needs them.
 fn started() -> &'static State {
-    state(&DISPATCH)
+    install(&DISPATCH);
+    state()
 }
 
 extern "C" fn get_platform_ids(
@@ -266,6 +255,7 @@ extern "C" fn get_platform_ids(
     platforms: *mut *mut Platform,
     num_platforms: *mut cl_uint,
 ) -> cl_int {
+    install(&DISPATCH);
     if (num_entries == 0 && !platforms.is_null())
         || (platforms.is_null() && num_platforms.is_null())
     {
@@ -273,7 +263,7 @@ extern "C" fn get_platform_ids(
     }
     if !platforms.is_null() {
         // SAFETY: the caller's array holds num_entries >= 1 entries.
-        unsafe { platforms.write(platform_id()) };
+        unsafe { platforms.write(platform::handle()) };
     }
     if !num_platforms.is_null() {
         // SAFETY: a non-NULL num_platforms points to a cl_uint.
@@ -289,7 +279,8 @@ extern "C" fn get_platform_info(
     out: *mut c_void,
     size_ret: *mut usize,
 ) -> cl_int {
-    if !is_ours(platform) {
+    install(&DISPATCH);
+    if !platform::is_ours(platform) {
         return CL_INVALID_PLATFORM;
     }
     match platform::value(param) {
@@ -321,7 +312,8 @@ extern "C" fn get_extension_function_address_for_platform(
     platform: *const Platform,
     name: *const c_char,
 ) -> *mut c_void {
-    if !is_ours(platform) {
+    install(&DISPATCH);
+    if !platform::is_ours(platform) {
         return std::ptr::null_mut();
     }
     function(name)
@@ -367,21 +359,15 @@ extern "C" fn get_device_ids(
     devices: *mut *mut Device,
     num_devices: *mut cl_uint,
 ) -> cl_int {
-    if !is_ours(platform) {
+    if !platform::is_ours(platform) {
         return CL_INVALID_PLATFORM;
-    }
-    if device_type == 0
-        || (device_type != CL_DEVICE_TYPE_ALL && device_type & !crate::device::KNOWN_TYPES != 0)
-    {
-        return CL_INVALID_DEVICE_TYPE;
     }
     if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
         return CL_INVALID_VALUE;
     }
-    let listed: Vec<*mut Device> = if device_type & crate::device::LISTED_FOR != 0 {
-        started().devices.iter().map(|d| d.id()).collect()
-    } else {
-        Vec::new()
+    let listed: Vec<*mut Device> = match crate::device::of_type(&started().devices, device_type) {
+        Ok(listed) => listed.into_iter().map(Device::id).collect(),
+        Err(code) => return code,
     };
     if !num_devices.is_null() {
         // SAFETY: a non-NULL num_devices points to a cl_uint.
@@ -415,7 +401,7 @@ extern "C" fn get_device_info(
             p.name == device.token().plugin() && p.status == accelhost::PluginStatus::Running
         })
     });
-    match device.value(param, &PLATFORM, available) {
+    match device.value(param, platform::handle(), available) {
         // SAFETY: the caller's out and size_ret follow clGetDeviceInfo's contract.
         Some(value) => unsafe { value.answer(size, out, size_ret) },
         None => CL_INVALID_VALUE,

@@ -79,6 +79,24 @@ impl Value {
     }
 }
 
+/// Answers an info query with `value`, or `CL_INVALID_VALUE` when `param` named none.
+///
+/// # Safety
+/// As [`Value::answer`].
+pub unsafe fn give(
+    value: Option<Value>,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> crate::error::ClResult<()> {
+    let value = value.ok_or(CL_INVALID_VALUE)?;
+    // SAFETY: per the contract above.
+    match unsafe { value.answer(size, out, size_ret) } {
+        CL_SUCCESS => Ok(()),
+        code => Err(code),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,18 +4,27 @@
 //! plugins that export the `offload` interface) and reaches them only through the library's
 //! public API, so every grant, limit and fault rule holds as for Rust callers.
 //!
-//! Implemented so far: the platform and its devices, with the information queries `clinfo`
-//! and the SYCL runtime's loader ask. Contexts, queues, buffers, programs, kernels and events
-//! are not implemented yet: those entry points answer `CL_INVALID_OPERATION` and say so on
-//! stderr (README, "The OpenCL platform").
+//! The layers: `cl` (types and constants), `info` and `error` (how answers and failures are
+//! written), `object` (the dispatch header and the table of live handles); then one module
+//! per OpenCL object (`platform`, `device`, `context`, `queue`, `memory`, `program` with its
+//! kernels and launches, `event`), `state` (the host), and on top `dispatch`: the table the
+//! loader calls through and the entry points the loader finds by name. Entry points not
+//! implemented answer `CL_INVALID_OPERATION` and say so on stderr (README, "The OpenCL
+//! platform", has what is and is not).
 
 pub mod cl;
+mod context;
 mod device;
 mod dispatch;
+mod error;
+mod event;
 mod info;
 mod log;
+mod memory;
 mod object;
 mod platform;
+mod program;
+mod queue;
 mod state;
 
 pub use cl::CONSTANTS;

@@ -1,8 +1,10 @@
 //! The one platform, "accelhost": what it reports about itself.
 
+use std::sync::OnceLock;
+
 use crate::cl::*;
 use crate::info::Value;
-use crate::object::Dispatched;
+use crate::object::{Dispatched, header};
 
 /// An OpenCL platform object.
 #[repr(C)]
@@ -10,11 +12,16 @@ pub struct Platform {
     header: Dispatched,
 }
 
-impl Platform {
-    /// The platform, dispatching through `header`'s table.
-    pub const fn new(header: Dispatched) -> Platform {
-        Platform { header }
-    }
+static PLATFORM: OnceLock<Platform> = OnceLock::new();
+
+/// The platform's handle (once the dispatch table is installed).
+pub fn handle() -> *mut Platform {
+    std::ptr::from_ref(PLATFORM.get_or_init(|| Platform { header: header() })).cast_mut()
+}
+
+/// Whether `platform` names this platform (NULL does, as the loader resolves it to us).
+pub fn is_ours(platform: *const Platform) -> bool {
+    platform.is_null() || std::ptr::eq(platform, handle())
 }
 
 /// The OpenCL version the platform and its devices report, in the form the SYCL runtime's

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use accelhost::{Host, ObjectType};
 
 use crate::device::Device;
-use crate::object::{Dispatch, Dispatched};
+use crate::object::header;
 
 /// The host and the devices it listed when the platform was first asked for them (never
 /// changed after, so the devices keep their addresses: they are their handles).
@@ -19,12 +19,12 @@ pub struct State {
 
 static STATE: OnceLock<State> = OnceLock::new();
 
-/// The platform's state, started on first use with devices that dispatch through `table`.
-pub fn state(table: &'static Dispatch) -> &'static State {
-    STATE.get_or_init(|| start(table))
+/// The platform's state, started on first use (after the dispatch table is installed).
+pub fn state() -> &'static State {
+    STATE.get_or_init(start)
 }
 
-fn start(table: &'static Dispatch) -> State {
+fn start() -> State {
     let host = match Host::builder()
         .remote(Arc::new(accelhost_node::NodeConnector::new()))
         .build()
@@ -53,7 +53,7 @@ fn start(table: &'static Dispatch) -> State {
         .filter(|token| token.properties().object_type == ObjectType::Accelerator)
         .filter_map(|token| {
             let plugin = offload_plugins.iter().find(|p| p.name == token.plugin())?;
-            Some(Device::new(Dispatched::new(table), token, plugin))
+            Some(Device::new(header(), token, plugin))
         })
         .collect();
     State {

@@ -1,17 +1,20 @@
 //! The OpenCL platform end to end: its dispatch table and constants against the system's
 //! Khronos headers (compiled with the C compiler), its answers to bad input called directly,
-//! and `clinfo` through Debian's ICD loader listing the devices the library lists. A test
-//! that needs a tool that is missing (a C compiler, the headers, `clinfo`) is reported
-//! ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI).
+//! `clinfo` through Debian's ICD loader listing the devices the library lists, a C host of the
+//! Vitis hello-world flow and PyOpenCL running vadd from an xclbin, and a faulting plugin
+//! under a C program. A test that needs a tool that is missing (a C compiler, the headers and
+//! ICD loader, `clinfo`, PyOpenCL) is reported ignored with the reason, or fails under
+//! `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI).
 
 #[path = "../../tests/support/harness.rs"]
 mod harness;
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::SystemTime;
 
+use accelhost::workloads::vadd::vadd_image;
 use accelhost_opencl::cl::*;
 use accelhost_opencl::{
     CONSTANTS, Device, Platform, SLOT_NAMES, clGetExtensionFunctionAddress, clGetPlatformInfo,
@@ -32,6 +35,22 @@ fn main() -> std::process::ExitCode {
         Trial {
             name: "clinfo_lists_the_platform_and_the_librarys_offload_devices",
             run: clinfo_lists_the_platform_and_the_librarys_offload_devices,
+        },
+        Trial {
+            name: "threads_copy_through_their_own_contexts_at_once",
+            run: threads_copy_through_their_own_contexts_at_once,
+        },
+        Trial {
+            name: "a_vitis_style_c_host_runs_vadd_from_an_xclbin",
+            run: a_vitis_style_c_host_runs_vadd_from_an_xclbin,
+        },
+        Trial {
+            name: "pyopencl_copies_64_mib_and_runs_vadd_byte_exact",
+            run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
+        },
+        Trial {
+            name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
+            run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
         },
     ])
 }
@@ -97,6 +116,9 @@ type GetDeviceIds =
     extern "C" fn(*mut Platform, cl_device_type, cl_uint, *mut *mut Device, *mut cl_uint) -> cl_int;
 type GetDeviceInfo =
     extern "C" fn(*mut Device, cl_device_info, usize, *mut c_void, *mut usize) -> cl_int;
+type Release = extern "C" fn(*mut c_void) -> cl_int;
+type CreateImage2d =
+    extern "C" fn(usize, u64, usize, usize, usize, usize, *mut c_void, *mut cl_int) -> *mut c_void;
 type CreateContext = extern "C" fn(
     *const isize,
     cl_uint,
@@ -203,14 +225,15 @@ fn bad_input_gets_opencl_errors_and_nothing_is_written() -> Outcome {
     );
     assert!(count > 0, "the embedded default has offload devices");
     let mut devices = vec![std::ptr::null_mut(); count as usize];
-    for query in [
-        CL_DEVICE_TYPE_ACCELERATOR,
-        CL_DEVICE_TYPE_CUSTOM,
-        CL_DEVICE_TYPE_DEFAULT,
+    for (query, listed) in [
+        (CL_DEVICE_TYPE_ACCELERATOR, count),
+        (CL_DEVICE_TYPE_CUSTOM, count),
+        (CL_DEVICE_TYPE_DEFAULT, 1),
+        (CL_DEVICE_TYPE_ALL, count),
     ] {
         let mut again = 0;
         let status = get_device_ids(platform, query, count, devices.as_mut_ptr(), &mut again);
-        assert_eq!((status, again), (CL_SUCCESS, count), "type {query:#x}");
+        assert_eq!((status, again), (CL_SUCCESS, listed), "type {query:#x}");
     }
     let mut kind: cl_device_type = 0;
     let status = get_device_info(
@@ -231,17 +254,46 @@ fn bad_input_gets_opencl_errors_and_nothing_is_written() -> Outcome {
     );
     assert_eq!(status, CL_INVALID_DEVICE);
 
-    // Not implemented yet: NULL and CL_INVALID_OPERATION, not a crash.
+    // Contexts: a foreign device or none at all is refused, with NULL.
     let mut code = CL_SUCCESS;
-    let context = create_context(
-        std::ptr::null(),
-        1,
-        devices.as_ptr(),
-        std::ptr::null(),
-        std::ptr::null_mut(),
-        &mut code,
-    );
-    assert!(context.is_null());
+    let bogus = [not_a_device.as_ptr().cast_mut().cast::<Device>()];
+    for (count, list) in [
+        (1, bogus.as_ptr()),
+        (0, devices.as_ptr()),
+        (1, std::ptr::null()),
+    ] {
+        let context = create_context(
+            std::ptr::null(),
+            count,
+            list,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            &mut code,
+        );
+        assert!(context.is_null());
+        assert!(
+            code == CL_INVALID_DEVICE || code == CL_INVALID_VALUE,
+            "{count} devices: {code}"
+        );
+    }
+    // SAFETY: slot 7 is clReleaseContext, slot 18 clReleaseMemObject.
+    let (release_context, release_mem) = unsafe {
+        (
+            slot::<Release>(platform.cast(), 7),
+            slot::<Release>(platform.cast(), 18),
+        )
+    };
+    let not_an_object = not_a_device.as_ptr().cast_mut().cast::<c_void>();
+    assert_eq!(release_context(not_an_object), CL_INVALID_CONTEXT);
+    assert_eq!(release_mem(not_an_object), CL_INVALID_MEM_OBJECT);
+    assert_eq!(release_context(std::ptr::null_mut()), CL_INVALID_CONTEXT);
+
+    // Not implemented: NULL and CL_INVALID_OPERATION in errcode_ret, not a crash.
+    // SAFETY: slot 15 is clCreateImage2D, whose errcode_ret is its eighth parameter.
+    let create_image_2d = unsafe { slot::<CreateImage2d>(platform.cast(), 15) };
+    let mut code = CL_SUCCESS;
+    let image = create_image_2d(0, 0, 0, 1, 1, 0, std::ptr::null_mut(), &mut code);
+    assert!(image.is_null());
     assert_eq!(code, CL_INVALID_OPERATION);
     Outcome::Passed
 }
@@ -326,11 +378,324 @@ fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
     ] {
         assert!(text.contains(line), "no '{line}' in:\n{text}");
     }
-    let errors = String::from_utf8_lossy(&full.stderr);
+    // clinfo's "NULL platform behavior" creates contexts through the loader.
+    for line in [
+        "clCreateContext(NULL, ...) [default]            Success [ACCELHOST]",
+        "clCreateContextFromType(NULL, CL_DEVICE_TYPE_DEFAULT)  Success (1)",
+        "clCreateContextFromType(NULL, CL_DEVICE_TYPE_GPU)  No devices found in platform",
+    ] {
+        assert!(text.contains(line), "no '{line}' in:\n{text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// Runs `program` in `dir` against the platform: the ICD loader told to load this build's
+/// library, and no config of the user's (the embedded default unless `config` is given).
+fn against_platform(program: &Path, args: &[&str], dir: &Path, config: Option<&Path>) -> Output {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("OCL_ICD_VENDORS", library())
+        .env_remove("ACCELHOST_CONFIG")
+        .env_remove("ACCELHOST_ENDPOINT")
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("HOME", dir);
+    if let Some(config) = config {
+        command.env("ACCELHOST_CONFIG", config);
+    }
+    command
+        .output()
+        .unwrap_or_else(|err| panic!("running {}: {err}", program.display()))
+}
+
+/// Compiles `tests/c/<name>.c` against the system's OpenCL headers and ICD loader.
+fn compile(name: &str, dir: &Path) -> Result<PathBuf, Outcome> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let exe = dir.join(name);
+    let out = match Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .arg("-lOpenCL")
+        .output()
+    {
+        Ok(out) => out,
+        Err(err) => return Err(missing(format!("no C compiler (cc): {err}"))),
+    };
+    if !out.status.success() {
+        let errors = String::from_utf8_lossy(&out.stderr);
+        if errors.contains("CL/cl.h") || errors.contains("-lOpenCL") {
+            return Err(missing(format!(
+                "no OpenCL headers or ICD loader to link (Debian's ocl-icd-opencl-dev): {errors}"
+            )));
+        }
+        panic!("{name}.c does not compile:\n{errors}");
+    }
+    Ok(exe)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The Vitis hello-world host flow in C: buffers on the host's memory, migrations, a task,
+/// profiling, on 16 Mi elements of the vadd image `accelhost xclbin build` writes.
+fn a_vitis_style_c_host_runs_vadd_from_an_xclbin() -> Outcome {
+    let dir = scratch("vadd-host");
+    let exe = match compile("vadd_host", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let out = against_platform(&exe, &["vadd.xclbin", "16777216"], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
     assert!(
-        errors.contains("clCreateContext is not implemented by this platform"),
-        "{errors}"
+        report.contains(
+            "vadd of 16777216 elements on xocl/emu:xocl0: 0 mismatches, status 0, profiled"
+        ),
+        "{report}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// PyOpenCL (tests/support/install-python.sh pyopencl), as its users write it.
+fn pyopencl_copies_64_mib_and_runs_vadd_byte_exact() -> Outcome {
+    let home = std::env::var_os("ACCELHOST_PYOPENCL_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".cache/accelhost-pyopencl"))
+        });
+    let python = home
+        .map(|home| home.join("bin/python"))
+        .into_iter()
+        .chain([PathBuf::from("python3")])
+        .find(|python| {
+            Command::new(python)
+                .args(["-c", "import pyopencl, numpy"])
+                .output()
+                .is_ok_and(|out| out.status.success())
+        });
+    let Some(python) = python else {
+        return missing(
+            "PyOpenCL is not installed (tests/support/install-python.sh pyopencl installs it)"
+                .into(),
+        );
+    };
+    let dir = scratch("pyopencl");
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/vadd.py");
+    let script = script.to_str().unwrap();
+    let out = against_platform(&python, &[script, "vadd.xclbin"], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains(
+            "copied 64 MiB through xocl/emu:xocl0; vadd of 16777216 elements: 0 mismatches"
+        ),
+        "{report}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// The chaos plugin traps in mem-alloc: clCreateBuffer returns an error code (the plugin is
+/// stopped, not the program), and a copy through the XRT card then comes back exact.
+fn a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on() -> Outcome {
+    let dir = scratch("fault");
+    let exe = match compile("fault_host", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let mut config: serde_json::Value =
+        serde_json::from_str(accelhost::builtin::embedded_default_text()).unwrap();
+    config["plugins"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "name": "chaos",
+            "module": "builtin:chaos",
+            "config": {"trap_in": "mem-alloc"},
+            "load_policy": {"on_fault": "disable"}
+        }));
+    let path = dir.join("accelhost.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = against_platform(&exe, &[], &dir, Some(&path));
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("clCreateBuffer on the faulting plugin: -5 (NULL)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("then a copy through the XRT card: exact"),
+        "{report}"
+    );
+    assert!(
+        report.contains("plugin 'chaos' faulted in mem-alloc"),
+        "{report}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+type CreateQueue = extern "C" fn(*mut c_void, *mut Device, u64, *mut cl_int) -> *mut c_void;
+type CreateBuffer = extern "C" fn(*mut c_void, u64, usize, *mut c_void, *mut cl_int) -> *mut c_void;
+type Transfer = extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    cl_bool,
+    usize,
+    usize,
+    *mut c_void,
+    cl_uint,
+    *const *mut c_void,
+    *mut *mut c_void,
+) -> cl_int;
+
+/// Four threads, each with its own context, queue and buffer on the XRT card, write and read
+/// back 1 MiB eight times at once; every copy is exact, and every handle is gone after its
+/// release (the shared table of handles is what they contend on).
+fn threads_copy_through_their_own_contexts_at_once() -> Outcome {
+    let mut platform: *mut Platform = std::ptr::null_mut();
+    assert_eq!(
+        clIcdGetPlatformIDsKHR(1, &mut platform, std::ptr::null_mut()),
+        CL_SUCCESS
+    );
+    let object = platform.cast::<c_void>();
+    // SAFETY: the slots' signatures, in cl_icd.h's order.
+    let (get_device_ids, get_device_info) = unsafe {
+        (
+            slot::<GetDeviceIds>(object, 2),
+            slot::<GetDeviceInfo>(object, 3),
+        )
+    };
+    let mut devices = [std::ptr::null_mut(); 16];
+    let mut count = 0;
+    let status = get_device_ids(
+        platform,
+        CL_DEVICE_TYPE_ALL,
+        16,
+        devices.as_mut_ptr(),
+        &mut count,
+    );
+    assert_eq!(status, CL_SUCCESS);
+    let card = devices[..count as usize]
+        .iter()
+        .copied()
+        .find(|device| {
+            let mut vendor: cl_uint = 0;
+            let status = get_device_info(
+                *device,
+                CL_DEVICE_VENDOR_ID,
+                4,
+                (&raw mut vendor).cast(),
+                std::ptr::null_mut(),
+            );
+            status == CL_SUCCESS && vendor == 0x10ee
+        })
+        .expect("the embedded default has the XRT card") as usize;
+    let threads: Vec<_> = (0..4u8)
+        .map(|thread| {
+            std::thread::spawn(move || {
+                let card = card as *mut Device;
+                let object = card.cast::<c_void>();
+                // SAFETY: the slots' signatures, in cl_icd.h's order.
+                let (create_context, create_queue, create_buffer, read, write) = unsafe {
+                    (
+                        slot::<CreateContext>(object, 4),
+                        slot::<CreateQueue>(object, 9),
+                        slot::<CreateBuffer>(object, 14),
+                        slot::<Transfer>(object, 48),
+                        slot::<Transfer>(object, 49),
+                    )
+                };
+                // SAFETY: as above.
+                let (release_context, release_queue, release_mem, retain_context) = unsafe {
+                    (
+                        slot::<Release>(object, 7),
+                        slot::<Release>(object, 11),
+                        slot::<Release>(object, 18),
+                        slot::<Release>(object, 6),
+                    )
+                };
+                for round in 0..8u8 {
+                    let mut code = CL_SUCCESS;
+                    let context = create_context(
+                        std::ptr::null(),
+                        1,
+                        &card,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                        &mut code,
+                    );
+                    assert_eq!(code, CL_SUCCESS);
+                    let queue = create_queue(context, card, 0, &mut code);
+                    assert_eq!(code, CL_SUCCESS);
+                    let buffer = create_buffer(
+                        context,
+                        CL_MEM_READ_WRITE,
+                        1 << 20,
+                        std::ptr::null_mut(),
+                        &mut code,
+                    );
+                    assert_eq!(code, CL_SUCCESS);
+                    let data: Vec<u8> = (0..1usize << 20)
+                        .map(|i| (i as u8).wrapping_mul(thread + 3).wrapping_add(round))
+                        .collect();
+                    let mut back = vec![0u8; 1 << 20];
+                    let none = std::ptr::null();
+                    let no_event = std::ptr::null_mut();
+                    let wrote = write(
+                        queue,
+                        buffer,
+                        CL_TRUE,
+                        0,
+                        1 << 20,
+                        data.as_ptr().cast_mut().cast(),
+                        0,
+                        none,
+                        no_event,
+                    );
+                    let read = read(
+                        queue,
+                        buffer,
+                        CL_TRUE,
+                        0,
+                        1 << 20,
+                        back.as_mut_ptr().cast(),
+                        0,
+                        none,
+                        no_event,
+                    );
+                    assert_eq!((wrote, read), (CL_SUCCESS, CL_SUCCESS));
+                    assert!(
+                        back == data,
+                        "thread {thread}, round {round}: the copy changed"
+                    );
+                    assert_eq!(release_mem(buffer), CL_SUCCESS);
+                    assert_eq!(release_queue(queue), CL_SUCCESS);
+                    assert_eq!(release_context(context), CL_SUCCESS);
+                    assert_eq!(
+                        retain_context(context),
+                        CL_INVALID_CONTEXT,
+                        "a released context is gone"
+                    );
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
     Outcome::Passed
 }

@@ -1,0 +1,195 @@
+//! Contexts: the devices a program works with, each opened (shared) through the library
+//! when the context is made and closed when its last user goes.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use accelhost::{Handle, OpenMode};
+
+use crate::cl::*;
+use crate::device::Device;
+use crate::error::{ClResult, list, object, report, status};
+use crate::info::{Value, give};
+use crate::object::{get, publish, references, release, retain};
+use crate::state::state;
+
+/// An OpenCL context.
+pub struct Context {
+    devices: Vec<&'static Device>,
+    /// The devices' handles, in the same order.
+    handles: Vec<Handle>,
+    /// The properties it was made with, 0-terminated (empty if none were given).
+    properties: Vec<isize>,
+}
+
+impl Context {
+    /// Where `device` is in the context, if it is.
+    pub fn index_of(&self, device: *const Device) -> Option<usize> {
+        self.devices.iter().position(|d| std::ptr::eq(*d, device))
+    }
+
+    /// The open handle of the context's device at `index`.
+    pub fn handle(&self, index: usize) -> &Handle {
+        &self.handles[index]
+    }
+
+    /// The device at `index`.
+    pub fn device(&self, index: usize) -> &'static Device {
+        self.devices[index]
+    }
+}
+
+/// The context behind `handle`, or `CL_INVALID_CONTEXT`.
+pub fn context(handle: *const c_void) -> ClResult<Arc<Context>> {
+    get::<Context>(handle).ok_or(CL_INVALID_CONTEXT)
+}
+
+/// Checks the property list: only `CL_CONTEXT_PLATFORM`, naming this platform.
+///
+/// # Safety
+/// A non-NULL `properties` is 0-terminated.
+unsafe fn properties(properties: *const isize, platform: *const c_void) -> ClResult<Vec<isize>> {
+    let mut kept = Vec::new();
+    if properties.is_null() {
+        return Ok(kept);
+    }
+    let mut at = properties;
+    loop {
+        // SAFETY: the list is 0-terminated, and read pairwise up to the terminator.
+        let key = unsafe { at.read() };
+        if key == 0 {
+            break;
+        }
+        // SAFETY: a key is followed by its value.
+        let value = unsafe { at.add(1).read() };
+        if key != CL_CONTEXT_PLATFORM || kept.contains(&key) {
+            return Err(CL_INVALID_PROPERTY);
+        }
+        if !std::ptr::eq(value as *const c_void, platform) {
+            return Err(CL_INVALID_PLATFORM);
+        }
+        kept.extend([key, value]);
+        // SAFETY: past the pair, still within the list.
+        at = unsafe { at.add(2) };
+    }
+    kept.push(0);
+    Ok(kept)
+}
+
+fn make(
+    call: &str,
+    devices: Vec<&'static Device>,
+    properties: Vec<isize>,
+) -> ClResult<*mut c_void> {
+    let host = state().host.as_ref().ok_or(CL_DEVICE_NOT_AVAILABLE)?;
+    let mut handles = Vec::with_capacity(devices.len());
+    for device in &devices {
+        let handle = host
+            .open(device.token(), OpenMode::Shared)
+            .map_err(|err| report(call, &err))?;
+        handles.push(handle);
+    }
+    Ok(publish(Arc::new(Context {
+        devices,
+        handles,
+        properties,
+    })))
+}
+
+pub(crate) extern "C" fn create_context(
+    props: *const isize,
+    num_devices: cl_uint,
+    devices: *const *mut Device,
+    _notify: *const c_void,
+    _user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    object("clCreateContext", errcode_ret, || {
+        // SAFETY: the caller passes a 0-terminated list, or NULL.
+        let properties = unsafe { properties(props, crate::platform::handle().cast()) }?;
+        // SAFETY: devices holds num_devices handles.
+        let asked = unsafe { list(num_devices, devices, CL_INVALID_VALUE) }?;
+        if asked.is_empty() {
+            return Err(CL_INVALID_VALUE);
+        }
+        let ours = &state().devices;
+        let mut chosen = Vec::with_capacity(asked.len());
+        for device in asked {
+            let device = ours
+                .iter()
+                .find(|d| std::ptr::eq(*d, *device))
+                .ok_or(CL_INVALID_DEVICE)?;
+            chosen.push(device);
+        }
+        make("clCreateContext", chosen, properties)
+    })
+}
+
+pub(crate) extern "C" fn create_context_from_type(
+    props: *const isize,
+    device_type: cl_device_type,
+    _notify: *const c_void,
+    _user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    object("clCreateContextFromType", errcode_ret, || {
+        // SAFETY: the caller passes a 0-terminated list, or NULL.
+        let properties = unsafe { properties(props, crate::platform::handle().cast()) }?;
+        let chosen = crate::device::of_type(&state().devices, device_type)?;
+        if chosen.is_empty() {
+            return Err(CL_DEVICE_NOT_FOUND);
+        }
+        make("clCreateContextFromType", chosen, properties)
+    })
+}
+
+pub(crate) extern "C" fn retain_context(context: *mut c_void) -> cl_int {
+    if retain::<Context>(context) {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_CONTEXT
+    }
+}
+
+pub(crate) extern "C" fn release_context(context: *mut c_void) -> cl_int {
+    if release::<Context>(context) {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_CONTEXT
+    }
+}
+
+pub(crate) extern "C" fn get_context_info(
+    handle: *mut c_void,
+    param: cl_uint,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    status("clGetContextInfo", || {
+        let context = context(handle)?;
+        let value = Some(match param {
+            CL_CONTEXT_REFERENCE_COUNT => {
+                Value::uint(references::<Context>(handle).ok_or(CL_INVALID_CONTEXT)?)
+            }
+            CL_CONTEXT_NUM_DEVICES => Value::uint(context.devices.len() as cl_uint),
+            CL_CONTEXT_DEVICES => Value::sizes(
+                &context
+                    .devices
+                    .iter()
+                    .map(|d| std::ptr::from_ref(*d) as usize)
+                    .collect::<Vec<_>>(),
+            ),
+            CL_CONTEXT_PROPERTIES => Value::sizes(
+                &context
+                    .properties
+                    .iter()
+                    .map(|p| *p as usize)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => return Err(CL_INVALID_VALUE),
+        });
+        // SAFETY: out and size_ret follow clGetContextInfo's contract.
+        unsafe { give(value, size, out, size_ret) }
+    })
+}

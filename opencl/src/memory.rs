@@ -1,0 +1,591 @@
+//! Buffers: memory of one device of the context (device memory where the plugin has it,
+//! host memory the device reaches otherwise), and the commands that move data in and out.
+//! Reads and maps complete before they return (OpenCL lets any command do so); writes,
+//! copies and fills of device memory are queued.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use accelhost::{ErrorCode, Memory, MemoryKind};
+
+use crate::cl::*;
+use crate::context::{Context, context};
+use crate::error::{ClResult, list, object, refuse, report, status};
+use crate::event::{Event, Progress, wait_for_others};
+use crate::info::{Value, give};
+use crate::object::{Held, get, publish, references, release, retain};
+use crate::queue::{Queue, queue};
+
+/// An OpenCL buffer.
+pub struct Buffer {
+    context: Held<Context>,
+    /// The device it lives on: the context's first (README: a context of several devices).
+    device: usize,
+    flags: cl_bitfield,
+    size: usize,
+    memory: Memory,
+    /// The application's memory of `CL_MEM_USE_HOST_PTR`, which maps and migrations to the
+    /// host bring up to date.
+    host_ptr: usize,
+    /// Mapped regions by the pointer handed out.
+    maps: Mutex<HashMap<usize, Mapping>>,
+}
+
+/// A mapped region.
+struct Mapping {
+    offset: usize,
+    size: usize,
+    /// Mapped for writing: the unmap writes it back.
+    writes: bool,
+    /// The copy handed out; none when the pointer is the application's own memory
+    /// (`CL_MEM_USE_HOST_PTR`).
+    copy: Option<Box<[u8]>>,
+}
+
+impl Buffer {
+    /// The library's memory.
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// The device's place in the context.
+    pub fn device_index(&self) -> usize {
+        self.device
+    }
+
+    fn host_visible(&self) -> bool {
+        self.memory.kind() != MemoryKind::Device
+    }
+
+    fn check_range(&self, offset: usize, size: usize) -> ClResult<()> {
+        match offset.checked_add(size) {
+            Some(end) if end <= self.size && size > 0 => Ok(()),
+            _ => Err(CL_INVALID_VALUE),
+        }
+    }
+
+    /// Writes `data` at `offset` after the queue's earlier commands.
+    fn write(&self, queue: &Queue, call: &str, offset: usize, data: &[u8]) -> ClResult<Progress> {
+        if self.host_visible() {
+            queue.finish(call)?;
+            self.memory
+                .write(offset as u64, data)
+                .map_err(|err| report(call, &err))?;
+            return Ok(Progress::Done(Ok(())));
+        }
+        let staging = queue
+            .handle()
+            .alloc(MemoryKind::Host, data.len() as u64)
+            .map_err(|err| report(call, &err))?;
+        staging.write(0, data).map_err(|err| report(call, &err))?;
+        let event = queue
+            .commands()
+            .enqueue_memcpy(&self.memory, offset as u64, &staging, 0, data.len() as u64)
+            .map_err(|err| report(call, &err))?;
+        Ok(Progress::Device(event))
+    }
+
+    /// Reads into `out` from `offset` once the queue's earlier commands finished.
+    fn read(&self, queue: &Queue, call: &str, offset: usize, out: &mut [u8]) -> ClResult<()> {
+        if self.host_visible() {
+            queue.finish(call)?;
+            return self
+                .memory
+                .read(offset as u64, out)
+                .map_err(|err| report(call, &err));
+        }
+        let staging = queue
+            .handle()
+            .alloc(MemoryKind::Host, out.len() as u64)
+            .map_err(|err| report(call, &err))?;
+        queue
+            .commands()
+            .enqueue_memcpy(&staging, 0, &self.memory, offset as u64, out.len() as u64)
+            .and_then(|event| event.wait())
+            .and_then(|()| staging.read(0, out))
+            .map_err(|err| report(call, &err))
+    }
+
+    /// Copies the application's `CL_MEM_USE_HOST_PTR` memory in (`to_device`) or out.
+    fn sync_host_ptr(
+        &self,
+        queue: &Queue,
+        call: &str,
+        offset: usize,
+        size: usize,
+        to_device: bool,
+    ) -> ClResult<Progress> {
+        if self.host_ptr == 0 {
+            return Ok(Progress::Done(Ok(())));
+        }
+        let at = (self.host_ptr + offset) as *mut u8;
+        if to_device {
+            // SAFETY: the application keeps its USE_HOST_PTR memory, of the buffer's size,
+            // for the buffer's life.
+            let data = unsafe { std::slice::from_raw_parts(at, size) };
+            self.write(queue, call, offset, data)
+        } else {
+            // SAFETY: as above.
+            let out = unsafe { std::slice::from_raw_parts_mut(at, size) };
+            self.read(queue, call, offset, out)
+                .map(|()| Progress::Done(Ok(())))
+        }
+    }
+}
+
+/// The buffer behind `handle`, or `CL_INVALID_MEM_OBJECT`.
+pub fn buffer(handle: *const c_void) -> ClResult<Arc<Buffer>> {
+    get::<Buffer>(handle).ok_or(CL_INVALID_MEM_OBJECT)
+}
+
+/// The buffer behind `handle`, on `queue`'s device.
+fn buffer_on(handle: *const c_void, queue: &Queue) -> ClResult<Arc<Buffer>> {
+    let buffer = buffer(handle)?;
+    if !Arc::ptr_eq(buffer.context.object(), queue.context().object())
+        || buffer.device != queue.device_index()
+    {
+        return Err(refuse(
+            "enqueue",
+            CL_INVALID_CONTEXT,
+            "the buffer lives on another context or device than the queue's",
+        ));
+    }
+    Ok(buffer)
+}
+
+const ACCESS: cl_bitfield = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+const HOST_ACCESS: cl_bitfield =
+    CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS;
+const HOST_PTR: cl_bitfield = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+
+pub(crate) extern "C" fn create_buffer(
+    context_handle: *mut c_void,
+    flags: cl_bitfield,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clCreateBuffer";
+    object(CALL, errcode_ret, || {
+        let context = context(context_handle)?;
+        let flags = if flags & ACCESS == 0 {
+            flags | CL_MEM_READ_WRITE
+        } else {
+            flags
+        };
+        if flags & !(ACCESS | HOST_ACCESS | HOST_PTR) != 0
+            || (flags & ACCESS).count_ones() > 1
+            || (flags & HOST_ACCESS).count_ones() > 1
+            || flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR)
+                == (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR)
+            || flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)
+                == (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        let wants_ptr = flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0;
+        if wants_ptr == host_ptr.is_null() {
+            return Err(CL_INVALID_HOST_PTR);
+        }
+        if size == 0 {
+            return Err(CL_INVALID_BUFFER_SIZE);
+        }
+        let device = 0;
+        let handle = context.handle(device);
+        // Device memory where the plugin has it; host memory the device reaches where it has
+        // none, or none yet (an XRT card's banks come with its first program).
+        let memory = match handle.alloc(MemoryKind::Device, size as u64) {
+            Err(err)
+                if matches!(
+                    err.code(),
+                    ErrorCode::Unsupported | ErrorCode::NotInitialized
+                ) =>
+            {
+                handle.alloc(MemoryKind::Host, size as u64)
+            }
+            other => other,
+        }
+        .map_err(|err| match err.code() {
+            ErrorCode::OutOfMemory | ErrorCode::NoSpace => {
+                report(CALL, &err);
+                CL_MEM_OBJECT_ALLOCATION_FAILURE
+            }
+            _ => report(CALL, &err),
+        })?;
+        let buffer = Buffer {
+            context: Held::new(context_handle, context.clone()),
+            device,
+            flags,
+            size,
+            memory,
+            host_ptr: if flags & CL_MEM_USE_HOST_PTR != 0 {
+                host_ptr as usize
+            } else {
+                0
+            },
+            maps: Mutex::new(HashMap::new()),
+        };
+        if wants_ptr {
+            // SAFETY: the application passes size bytes at host_ptr for these flags.
+            let data = unsafe { std::slice::from_raw_parts(host_ptr.cast::<u8>(), size) };
+            let staging = handle.create_queue().map_err(|err| report(CALL, &err))?;
+            write_now(&buffer, &staging, data).map_err(|err| report(CALL, &err))?;
+        }
+        Ok(publish(Arc::new(buffer)))
+    })
+}
+
+/// The initial contents, written through a queue of the buffer's own.
+fn write_now(buffer: &Buffer, queue: &accelhost::Queue, data: &[u8]) -> accelhost::Result<()> {
+    if buffer.host_visible() {
+        return buffer.memory.write(0, data);
+    }
+    let handle = buffer.context.object().handle(buffer.device);
+    let staging = handle.alloc(MemoryKind::Host, data.len() as u64)?;
+    staging.write(0, data)?;
+    queue
+        .enqueue_memcpy(&buffer.memory, 0, &staging, 0, data.len() as u64)?
+        .wait()
+}
+
+pub(crate) extern "C" fn retain_mem_object(handle: *mut c_void) -> cl_int {
+    if retain::<Buffer>(handle) {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_MEM_OBJECT
+    }
+}
+
+pub(crate) extern "C" fn release_mem_object(handle: *mut c_void) -> cl_int {
+    if release::<Buffer>(handle) {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_MEM_OBJECT
+    }
+}
+
+pub(crate) extern "C" fn get_mem_object_info(
+    handle: *mut c_void,
+    param: cl_uint,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    status("clGetMemObjectInfo", || {
+        let buffer = buffer(handle)?;
+        let value = match param {
+            CL_MEM_TYPE => Some(Value::uint(CL_MEM_OBJECT_BUFFER)),
+            CL_MEM_FLAGS => Some(Value::ulong(buffer.flags)),
+            CL_MEM_SIZE => Some(Value::sizes(&[buffer.size])),
+            CL_MEM_HOST_PTR => Some(Value::sizes(&[buffer.host_ptr])),
+            CL_MEM_MAP_COUNT => Some(Value::uint(
+                buffer.maps.lock().unwrap_or_else(|e| e.into_inner()).len() as cl_uint,
+            )),
+            CL_MEM_REFERENCE_COUNT => references::<Buffer>(handle).map(Value::uint),
+            CL_MEM_CONTEXT => Some(Value::pointer(buffer.context.handle())),
+            CL_MEM_ASSOCIATED_MEMOBJECT => Some(Value::sizes(&[0])),
+            CL_MEM_OFFSET => Some(Value::sizes(&[0])),
+            CL_MEM_USES_SVM_POINTER => Some(Value::bool(false)),
+            _ => None,
+        };
+        // SAFETY: out and size_ret follow clGetMemObjectInfo's contract.
+        unsafe { give(value, size, out, size_ret) }
+    })
+}
+
+/// The queue, after the events of other queues in its wait list finished.
+///
+/// # Safety
+/// `wait` holds `count` handles, or is NULL with `count` 0.
+pub unsafe fn ready(
+    handle: *mut c_void,
+    count: cl_uint,
+    wait: *const *mut c_void,
+) -> ClResult<Held<Queue>> {
+    let queue = queue(handle)?;
+    // SAFETY: per the contract above.
+    unsafe { wait_for_others(queue.object(), count, wait) }?;
+    Ok(queue)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_read_buffer(
+    queue_handle: *mut c_void,
+    buffer_handle: *mut c_void,
+    _blocking: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueReadBuffer";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, queue.object())?;
+        buffer.check_range(offset, size)?;
+        if ptr.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the application passes size writable bytes at ptr.
+        let out = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), size) };
+        let outcome = buffer.read(queue.object(), CALL, offset, out);
+        // SAFETY: event is NULL or points to a handle.
+        unsafe {
+            Event::give(
+                &queue,
+                CL_COMMAND_READ_BUFFER,
+                Progress::Done(outcome),
+                event,
+            )
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_write_buffer(
+    queue_handle: *mut c_void,
+    buffer_handle: *mut c_void,
+    blocking: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueWriteBuffer";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, queue.object())?;
+        buffer.check_range(offset, size)?;
+        if ptr.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the application passes size bytes at ptr.
+        let data = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), size) };
+        // The data is copied before the call returns, so the application may reuse ptr.
+        let progress = buffer.write(queue.object(), CALL, offset, data)?;
+        if let Progress::Device(device) = &progress
+            && blocking != CL_FALSE
+        {
+            device.wait().map_err(|err| report(CALL, &err))?;
+        }
+        // SAFETY: event is NULL or points to a handle.
+        unsafe { Event::give(&queue, CL_COMMAND_WRITE_BUFFER, progress, event) }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_copy_buffer(
+    queue_handle: *mut c_void,
+    src_handle: *mut c_void,
+    dst_handle: *mut c_void,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueCopyBuffer";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let src = buffer_on(src_handle, queue.object())?;
+        let dst = buffer_on(dst_handle, queue.object())?;
+        src.check_range(src_offset, size)?;
+        dst.check_range(dst_offset, size)?;
+        if Arc::ptr_eq(&src, &dst) && src_offset.abs_diff(dst_offset) < size {
+            return Err(CL_MEM_COPY_OVERLAP);
+        }
+        let copy = queue
+            .object()
+            .commands()
+            .enqueue_memcpy(
+                &dst.memory,
+                dst_offset as u64,
+                &src.memory,
+                src_offset as u64,
+                size as u64,
+            )
+            .map_err(|err| report(CALL, &err))?;
+        // SAFETY: event is NULL or points to a handle.
+        unsafe {
+            Event::give(
+                &queue,
+                CL_COMMAND_COPY_BUFFER,
+                Progress::Device(copy),
+                event,
+            )
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_fill_buffer(
+    queue_handle: *mut c_void,
+    buffer_handle: *mut c_void,
+    pattern: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueFillBuffer";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, queue.object())?;
+        buffer.check_range(offset, size)?;
+        if pattern.is_null()
+            || !pattern_size.is_power_of_two()
+            || pattern_size > 128
+            || !offset.is_multiple_of(pattern_size)
+            || !size.is_multiple_of(pattern_size)
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the application passes pattern_size bytes at pattern.
+        let pattern = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        let data: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
+        let progress = buffer.write(queue.object(), CALL, offset, &data)?;
+        // SAFETY: event is NULL or points to a handle.
+        unsafe { Event::give(&queue, CL_COMMAND_FILL_BUFFER, progress, event) }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_map_buffer(
+    queue_handle: *mut c_void,
+    buffer_handle: *mut c_void,
+    _blocking: cl_bool,
+    flags: cl_bitfield,
+    offset: usize,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clEnqueueMapBuffer";
+    object(CALL, errcode_ret, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, queue.object())?;
+        buffer.check_range(offset, size)?;
+        if flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+        let reads = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0;
+        let (pointer, copy) = if buffer.host_ptr != 0 {
+            if reads {
+                buffer.sync_host_ptr(queue.object(), CALL, offset, size, false)?;
+            }
+            ((buffer.host_ptr + offset) as *mut u8, None)
+        } else {
+            let mut copy = vec![0u8; size].into_boxed_slice();
+            if reads {
+                buffer.read(queue.object(), CALL, offset, &mut copy)?;
+            }
+            (copy.as_mut_ptr(), Some(copy))
+        };
+        buffer
+            .maps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                pointer as usize,
+                Mapping {
+                    offset,
+                    size,
+                    writes,
+                    copy,
+                },
+            );
+        // SAFETY: event is NULL or points to a handle.
+        unsafe { Event::give(&queue, CL_COMMAND_MAP_BUFFER, Progress::Done(Ok(())), event) }?;
+        Ok(pointer.cast())
+    })
+}
+
+pub(crate) extern "C" fn enqueue_unmap_mem_object(
+    queue_handle: *mut c_void,
+    buffer_handle: *mut c_void,
+    mapped: *mut c_void,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueUnmapMemObject";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, queue.object())?;
+        let mapping = buffer
+            .maps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(mapped as usize));
+        let Some(Mapping {
+            offset,
+            size,
+            writes,
+            copy,
+        }) = mapping
+        else {
+            return Err(CL_INVALID_VALUE);
+        };
+        let progress = match (writes, copy) {
+            (false, _) => Progress::Done(Ok(())),
+            (true, Some(copy)) => buffer.write(queue.object(), CALL, offset, &copy)?,
+            (true, None) => buffer.sync_host_ptr(queue.object(), CALL, offset, size, true)?,
+        };
+        // SAFETY: event is NULL or points to a handle.
+        unsafe { Event::give(&queue, CL_COMMAND_UNMAP_MEM_OBJECT, progress, event) }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_migrate_mem_objects(
+    queue_handle: *mut c_void,
+    num_objects: cl_uint,
+    objects: *const *mut c_void,
+    flags: cl_bitfield,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueMigrateMemObjects";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        // SAFETY: objects holds num_objects handles.
+        let handles = unsafe { list(num_objects, objects, CL_INVALID_VALUE) }?;
+        if handles.is_empty()
+            || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        let buffers = handles
+            .iter()
+            .map(|h| buffer_on(*h, queue.object()))
+            .collect::<ClResult<Vec<_>>>()?;
+        let to_host = flags & CL_MIGRATE_MEM_OBJECT_HOST != 0;
+        let mut last = Progress::Done(Ok(()));
+        if flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED == 0 {
+            for buffer in &buffers {
+                last = buffer.sync_host_ptr(queue.object(), CALL, 0, buffer.size, !to_host)?;
+            }
+        }
+        // SAFETY: event is NULL or points to a handle.
+        unsafe { Event::give(&queue, CL_COMMAND_MIGRATE_MEM_OBJECTS, last, event) }
+    })
+}

@@ -1,0 +1,179 @@
+//! Command queues: in order, on one device of a context, over the library's queue; with
+//! profiling when asked.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use crate::cl::*;
+use crate::context::{Context, context};
+use crate::device::Device;
+use crate::error::{ClResult, object, report, status};
+use crate::info::{Value, give};
+use crate::object::{Held, get, publish, references, release, retain};
+
+/// An OpenCL command queue.
+pub struct Queue {
+    context: Held<Context>,
+    /// The device's place in the context.
+    device: usize,
+    queue: accelhost::Queue,
+    properties: cl_bitfield,
+}
+
+impl Queue {
+    /// The context (held: a queue retains it).
+    pub fn context(&self) -> &Held<Context> {
+        &self.context
+    }
+
+    /// The device's place in the context.
+    pub fn device_index(&self) -> usize {
+        self.device
+    }
+
+    /// The device's open handle.
+    pub fn handle(&self) -> &accelhost::Handle {
+        self.context.object().handle(self.device)
+    }
+
+    /// The library's queue.
+    pub fn commands(&self) -> &accelhost::Queue {
+        &self.queue
+    }
+
+    /// Whether its events keep profiling times.
+    pub fn profiling(&self) -> bool {
+        self.properties & CL_QUEUE_PROFILING_ENABLE != 0
+    }
+
+    /// Waits until everything enqueued so far finished.
+    pub fn finish(&self, call: &str) -> ClResult<()> {
+        self.queue.finish().map_err(|err| report(call, &err))
+    }
+}
+
+/// The queue behind `handle`, held for an enqueue, or `CL_INVALID_COMMAND_QUEUE`.
+pub fn queue(handle: *const c_void) -> ClResult<Held<Queue>> {
+    let queue = get::<Queue>(handle).ok_or(CL_INVALID_COMMAND_QUEUE)?;
+    Ok(Held::new(handle, queue))
+}
+
+fn make(
+    call: &str,
+    context_handle: *mut c_void,
+    device: *mut Device,
+    properties: cl_bitfield,
+) -> ClResult<*mut c_void> {
+    let context = context(context_handle)?;
+    let index = context.index_of(device).ok_or(CL_INVALID_DEVICE)?;
+    if properties & !(CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    if properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
+        return Err(CL_INVALID_QUEUE_PROPERTIES);
+    }
+    let queue = context
+        .handle(index)
+        .create_queue()
+        .map_err(|err| report(call, &err))?;
+    Ok(publish(Arc::new(Queue {
+        context: Held::new(context_handle, context),
+        device: index,
+        queue,
+        properties,
+    })))
+}
+
+pub(crate) extern "C" fn create_command_queue(
+    context: *mut c_void,
+    device: *mut Device,
+    properties: cl_bitfield,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    object("clCreateCommandQueue", errcode_ret, || {
+        make("clCreateCommandQueue", context, device, properties)
+    })
+}
+
+pub(crate) extern "C" fn create_command_queue_with_properties(
+    context: *mut c_void,
+    device: *mut Device,
+    properties: *const cl_ulong,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    object("clCreateCommandQueueWithProperties", errcode_ret, || {
+        let mut bits = 0;
+        let mut at = properties;
+        while !at.is_null() {
+            // SAFETY: the list is 0-terminated and read pairwise up to the terminator.
+            let key = unsafe { at.read() };
+            if key == 0 {
+                break;
+            }
+            // SAFETY: a key is followed by its value.
+            let value = unsafe { at.add(1).read() };
+            if key != u64::from(CL_QUEUE_PROPERTIES) {
+                return Err(CL_INVALID_VALUE);
+            }
+            bits = value;
+            // SAFETY: past the pair, still within the list.
+            at = unsafe { at.add(2) };
+        }
+        make("clCreateCommandQueueWithProperties", context, device, bits)
+    })
+}
+
+pub(crate) extern "C" fn retain_command_queue(queue: *mut c_void) -> cl_int {
+    if retain::<Queue>(queue) {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_COMMAND_QUEUE
+    }
+}
+
+pub(crate) extern "C" fn release_command_queue(queue: *mut c_void) -> cl_int {
+    // Its commands still complete: the library's queue drains before it goes.
+    if release::<Queue>(queue) {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_COMMAND_QUEUE
+    }
+}
+
+pub(crate) extern "C" fn get_command_queue_info(
+    handle: *mut c_void,
+    param: cl_uint,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    status("clGetCommandQueueInfo", || {
+        let queue = get::<Queue>(handle).ok_or(CL_INVALID_COMMAND_QUEUE)?;
+        let value = match param {
+            CL_QUEUE_CONTEXT => Some(Value::pointer(queue.context.handle())),
+            CL_QUEUE_DEVICE => Some(Value::pointer(queue.context.object().device(queue.device))),
+            CL_QUEUE_REFERENCE_COUNT => references::<Queue>(handle).map(Value::uint),
+            CL_QUEUE_PROPERTIES => Some(Value::ulong(queue.properties)),
+            _ => None,
+        };
+        // SAFETY: out and size_ret follow clGetCommandQueueInfo's contract.
+        unsafe { give(value, size, out, size_ret) }
+    })
+}
+
+pub(crate) extern "C" fn flush(queue: *mut c_void) -> cl_int {
+    // Commands reach the device when they are enqueued.
+    if get::<Queue>(queue).is_some() {
+        CL_SUCCESS
+    } else {
+        CL_INVALID_COMMAND_QUEUE
+    }
+}
+
+pub(crate) extern "C" fn finish(queue: *mut c_void) -> cl_int {
+    status("clFinish", || {
+        get::<Queue>(queue)
+            .ok_or(CL_INVALID_COMMAND_QUEUE)?
+            .finish("clFinish")
+    })
+}
