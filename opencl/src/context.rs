@@ -33,6 +33,11 @@ impl Context {
         &self.handles[index]
     }
 
+    /// How many devices it has.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
     /// The device at `index`.
     pub fn device(&self, index: usize) -> &'static Device {
         self.devices[index]

@@ -99,12 +99,20 @@ impl Device {
             CL_DEVICE_VERSION => Value::text(platform::VERSION),
             CL_DEVICE_NUMERIC_VERSION => Value::uint(make_version(3, 0, 0)),
             CL_DEVICE_OPENCL_C_VERSION => Value::text("OpenCL C 1.2 "),
-            CL_DEVICE_EXTENSIONS | CL_DEVICE_BUILT_IN_KERNELS | CL_DEVICE_IL_VERSION => {
-                Value::text("")
+            CL_DEVICE_EXTENSIONS => Value::text(platform::USM_EXTENSION.0),
+            CL_DEVICE_EXTENSIONS_WITH_VERSION => Value::name_versions(&[platform::USM_EXTENSION]),
+            CL_DEVICE_BUILT_IN_KERNELS | CL_DEVICE_IL_VERSION => Value::text(""),
+            // Host, device and single-device shared allocations: the device reaches them;
+            // no atomics or concurrent access are promised.
+            CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL
+            | CL_DEVICE_DEVICE_MEM_CAPABILITIES_INTEL
+            | CL_DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES_INTEL => {
+                Value::ulong(CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL)
             }
+            CL_DEVICE_CROSS_DEVICE_SHARED_MEM_CAPABILITIES_INTEL
+            | CL_DEVICE_SHARED_SYSTEM_MEM_CAPABILITIES_INTEL => Value::ulong(0),
             CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED => Value::text("none"),
-            CL_DEVICE_EXTENSIONS_WITH_VERSION
-            | CL_DEVICE_ILS_WITH_VERSION
+            CL_DEVICE_ILS_WITH_VERSION
             | CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION
             | CL_DEVICE_OPENCL_C_ALL_VERSIONS
             | CL_DEVICE_OPENCL_C_FEATURES
@@ -157,7 +165,9 @@ impl Device {
             CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE => Value::ulong(64 << 10),
             CL_DEVICE_MAX_CONSTANT_ARGS => Value::uint(8),
             CL_DEVICE_EXECUTION_CAPABILITIES => Value::ulong(CL_EXEC_KERNEL),
-            CL_DEVICE_QUEUE_PROPERTIES => Value::ulong(CL_QUEUE_PROFILING_ENABLE),
+            CL_DEVICE_QUEUE_PROPERTIES => {
+                Value::ulong(CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+            }
             // Nanoseconds.
             CL_DEVICE_PROFILING_TIMER_RESOLUTION => Value::sizes(&[1]),
             CL_DEVICE_GLOBAL_MEM_CACHE_TYPE | CL_DEVICE_LOCAL_MEM_TYPE => Value::uint(CL_NONE),

@@ -15,7 +15,7 @@ use crate::device::Device;
 use crate::object::{Dispatch, SLOTS, install};
 use crate::platform::{self, Platform};
 use crate::state::{State, state};
-use crate::{context, event, memory, program, queue};
+use crate::{context, event, memory, program, queue, usm};
 
 /// What an entry point this platform does not implement answers, after saying which one.
 fn unsupported(name: &'static CStr) -> cl_int {
@@ -227,7 +227,7 @@ dispatch_table! {
     132 clEnqueueSVMUnmap: [status];
     133 clCreateSamplerWithProperties: [object(P, P)];
     134 clSetKernelArgSVMPointer: [status];
-    135 clSetKernelExecInfo: [status];
+    135 clSetKernelExecInfo: [= program::set_kernel_exec_info];
     136 clGetKernelSubGroupInfoKHR: [status];
     137 clCloneKernel: [object(P)];
     138 clCreateProgramWithIL: [= program::create_program_with_il];
@@ -290,7 +290,8 @@ extern "C" fn get_platform_info(
     }
 }
 
-/// The functions reached by name rather than through the table.
+/// The functions reached by name rather than through the table: the loaders' enumerator, and
+/// the extension functions of unified shared memory.
 fn function(name: *const c_char) -> *mut c_void {
     if name.is_null() {
         return std::ptr::null_mut();
@@ -300,6 +301,17 @@ fn function(name: *const c_char) -> *mut c_void {
     match name.to_bytes() {
         b"clIcdGetPlatformIDsKHR" => get_platform_ids as *mut c_void,
         b"clGetPlatformInfo" => get_platform_info as *mut c_void,
+        b"clHostMemAllocINTEL" => usm::host_mem_alloc as *mut c_void,
+        b"clDeviceMemAllocINTEL" => usm::device_mem_alloc as *mut c_void,
+        b"clSharedMemAllocINTEL" => usm::shared_mem_alloc as *mut c_void,
+        b"clMemFreeINTEL" | b"clMemBlockingFreeINTEL" => usm::mem_free as *mut c_void,
+        b"clGetMemAllocInfoINTEL" => usm::get_mem_alloc_info as *mut c_void,
+        b"clSetKernelArgMemPointerINTEL" => program::set_kernel_arg_mem_pointer as *mut c_void,
+        b"clEnqueueMemcpyINTEL" => usm::enqueue_memcpy as *mut c_void,
+        b"clEnqueueMemFillINTEL" => usm::enqueue_mem_fill as *mut c_void,
+        b"clEnqueueMemsetINTEL" => usm::enqueue_memset as *mut c_void,
+        b"clEnqueueMigrateMemINTEL" => usm::enqueue_migrate_mem as *mut c_void,
+        b"clEnqueueMemAdviseINTEL" => usm::enqueue_mem_advise as *mut c_void,
         _ => std::ptr::null_mut(),
     }
 }

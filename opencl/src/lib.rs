@@ -26,6 +26,8 @@ mod platform;
 mod program;
 mod queue;
 mod state;
+mod transfer;
+mod usm;
 
 pub use cl::CONSTANTS;
 pub use device::Device;

@@ -16,6 +16,7 @@ use crate::event::{Event, Progress, wait_for_others};
 use crate::info::{Value, give};
 use crate::object::{Held, get, publish, references, release, retain};
 use crate::queue::{Queue, queue};
+use crate::transfer;
 
 /// An OpenCL buffer.
 pub struct Buffer {
@@ -54,10 +55,6 @@ impl Buffer {
         self.device
     }
 
-    fn host_visible(&self) -> bool {
-        self.memory.kind() != MemoryKind::Device
-    }
-
     fn check_range(&self, offset: usize, size: usize) -> ClResult<()> {
         match offset.checked_add(size) {
             Some(end) if end <= self.size && size > 0 => Ok(()),
@@ -67,44 +64,12 @@ impl Buffer {
 
     /// Writes `data` at `offset` after the queue's earlier commands.
     fn write(&self, queue: &Queue, call: &str, offset: usize, data: &[u8]) -> ClResult<Progress> {
-        if self.host_visible() {
-            queue.finish(call)?;
-            self.memory
-                .write(offset as u64, data)
-                .map_err(|err| report(call, &err))?;
-            return Ok(Progress::Done(Ok(())));
-        }
-        let staging = queue
-            .handle()
-            .alloc(MemoryKind::Host, data.len() as u64)
-            .map_err(|err| report(call, &err))?;
-        staging.write(0, data).map_err(|err| report(call, &err))?;
-        let event = queue
-            .commands()
-            .enqueue_memcpy(&self.memory, offset as u64, &staging, 0, data.len() as u64)
-            .map_err(|err| report(call, &err))?;
-        Ok(Progress::Device(event))
+        transfer::write(queue, call, &self.memory, offset, data)
     }
 
     /// Reads into `out` from `offset` once the queue's earlier commands finished.
     fn read(&self, queue: &Queue, call: &str, offset: usize, out: &mut [u8]) -> ClResult<()> {
-        if self.host_visible() {
-            queue.finish(call)?;
-            return self
-                .memory
-                .read(offset as u64, out)
-                .map_err(|err| report(call, &err));
-        }
-        let staging = queue
-            .handle()
-            .alloc(MemoryKind::Host, out.len() as u64)
-            .map_err(|err| report(call, &err))?;
-        queue
-            .commands()
-            .enqueue_memcpy(&staging, 0, &self.memory, offset as u64, out.len() as u64)
-            .and_then(|event| event.wait())
-            .and_then(|()| staging.read(0, out))
-            .map_err(|err| report(call, &err))
+        transfer::read(queue, call, &self.memory, offset, out)
     }
 
     /// Copies the application's `CL_MEM_USE_HOST_PTR` memory in (`to_device`) or out.
@@ -238,7 +203,7 @@ pub(crate) extern "C" fn create_buffer(
 
 /// The initial contents, written through a queue of the buffer's own.
 fn write_now(buffer: &Buffer, queue: &accelhost::Queue, data: &[u8]) -> accelhost::Result<()> {
-    if buffer.host_visible() {
+    if buffer.memory.kind() != MemoryKind::Device {
         return buffer.memory.write(0, data);
     }
     let handle = buffer.context.object().handle(buffer.device);

@@ -29,8 +29,13 @@ pub fn is_ours(platform: *const Platform) -> bool {
 /// an FPGA runtime lacks (images, SVM, device-side queues, pipes, a compiler) optional.
 pub const VERSION: &str = "OpenCL 3.0 accelhost";
 
-/// The extensions of the platform: `cl_khr_icd`, which both loaders require.
-const EXTENSIONS: [(&str, cl_version); 1] = [("cl_khr_icd", make_version(1, 0, 0))];
+/// The extensions of the platform: `cl_khr_icd`, which both loaders require, and its
+/// devices' unified shared memory.
+const EXTENSIONS: [(&str, cl_version); 2] = [("cl_khr_icd", make_version(1, 0, 0)), USM_EXTENSION];
+
+/// Unified shared memory, as the SYCL runtime's OpenCL path uses it (header version 1.1.0).
+pub const USM_EXTENSION: (&str, cl_version) =
+    ("cl_intel_unified_shared_memory", make_version(1, 1, 0));
 
 /// The suffix the loaders match against a platform-less `clGetExtensionFunctionAddress`.
 const ICD_SUFFIX: &str = "ACCELHOST";

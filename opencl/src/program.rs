@@ -30,6 +30,8 @@ pub struct Program {
 /// A kernel argument as set.
 enum ArgValue {
     Buffer(Arc<Buffer>),
+    /// A unified-shared-memory pointer: its allocation, and where in it.
+    Usm(Arc<crate::usm::Allocation>, usize),
     Bytes(Vec<u8>),
 }
 
@@ -347,13 +349,66 @@ pub(crate) extern "C" fn set_kernel_arg(
                 }
             },
         };
-        let mut args = kernel.args.lock().unwrap_or_else(|e| e.into_inner());
+        kernel.set(index, arg);
+        Ok(())
+    })
+}
+
+impl Kernel {
+    fn set(&self, index: usize, arg: ArgValue) {
+        let mut args = self.args.lock().unwrap_or_else(|e| e.into_inner());
         if args.len() <= index {
             args.resize_with(index + 1, || None);
         }
         args[index] = Some(arg);
+    }
+}
+
+/// `clSetKernelArgMemPointerINTEL`: a unified-shared-memory pointer as argument `index`.
+pub(crate) extern "C" fn set_kernel_arg_mem_pointer(
+    handle: *mut c_void,
+    index: cl_uint,
+    ptr: *const c_void,
+) -> cl_int {
+    status("clSetKernelArgMemPointerINTEL", || {
+        let kernel = get::<Kernel>(handle).ok_or(CL_INVALID_KERNEL)?;
+        let index = index as usize;
+        match kernel.described.as_ref().map(|args| args.get(index)) {
+            Some(None) => return Err(CL_INVALID_ARG_INDEX),
+            Some(Some(arg)) if arg.kind != ArgKind::Global => return Err(CL_INVALID_ARG_VALUE),
+            None if index >= MAX_UNDESCRIBED_ARGS => return Err(CL_INVALID_ARG_INDEX),
+            _ => {}
+        }
+        let (allocation, offset) = crate::usm::find(ptr).ok_or(CL_INVALID_ARG_VALUE)?;
+        kernel.set(index, ArgValue::Usm(allocation, offset));
         Ok(())
     })
+}
+
+/// `clSetKernelExecInfo`: the unified-shared-memory hints (indirect access, the pointers a
+/// kernel reaches indirectly) are taken; every allocation is reachable anyway.
+pub(crate) extern "C" fn set_kernel_exec_info(
+    handle: *mut c_void,
+    param: cl_uint,
+    size: usize,
+    value: *const c_void,
+) -> cl_int {
+    if get::<Kernel>(handle).is_none() {
+        return CL_INVALID_KERNEL;
+    }
+    match param {
+        CL_KERNEL_EXEC_INFO_INDIRECT_HOST_ACCESS_INTEL
+        | CL_KERNEL_EXEC_INFO_INDIRECT_DEVICE_ACCESS_INTEL
+        | CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL
+            if size == size_of::<cl_bool>() && !value.is_null() =>
+        {
+            CL_SUCCESS
+        }
+        CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL if size.is_multiple_of(size_of::<*const c_void>()) => {
+            CL_SUCCESS
+        }
+        _ => CL_INVALID_VALUE,
+    }
 }
 
 pub(crate) extern "C" fn get_kernel_info(
@@ -440,6 +495,14 @@ fn launch(
                     return Err(CL_INVALID_MEM_OBJECT);
                 }
                 Arg::Memory(buffer.memory())
+            }
+            Some(ArgValue::Usm(allocation, offset)) => {
+                if allocation.device_index() != program.device
+                    || !Arc::ptr_eq(allocation.context(), program.context.object())
+                {
+                    return Err(CL_INVALID_MEM_OBJECT);
+                }
+                Arg::MemoryAt(allocation.memory(), *offset as u64)
             }
             Some(ArgValue::Bytes(bytes)) => match bytes.len() {
                 4 => Arg::U32(u32::from_ne_bytes(bytes[..].try_into().unwrap())),

@@ -1,7 +1,8 @@
 //! The process-wide host behind the platform and the devices it lists: started by the first
 //! call that needs them, on the usual lookup (`ACCELHOST_ENDPOINT`, `ACCELHOST_CONFIG`,
 //! `./accelhost.json`, ..., the embedded default), and kept for the process's life, as
-//! OpenCL's platform and root devices are.
+//! OpenCL's platform and root devices are. The devices are the accelerators of plugins that
+//! export the offload interface and answer its queues.
 
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +52,7 @@ fn start() -> State {
         .tokens
         .into_iter()
         .filter(|token| token.properties().object_type == ObjectType::Accelerator)
+        .filter(|token| makes_queues(&host, token))
         .filter_map(|token| {
             let plugin = offload_plugins.iter().find(|p| p.name == token.plugin())?;
             Some(Device::new(header(), token, plugin))
@@ -59,5 +61,16 @@ fn start() -> State {
     State {
         host: Some(host),
         devices,
+    }
+}
+
+/// Whether the device can run OpenCL's commands: its plugin answers `queue-create` (a plugin
+/// built with an SDK exports the offload interface whether or not it implements it). A device
+/// that fails for another reason (busy, faulted) is kept: the failure is its state now.
+fn makes_queues(host: &Host, token: &accelhost::Token) -> bool {
+    let unsupported = |err: &accelhost::Error| err.code() == accelhost::ErrorCode::Unsupported;
+    match host.open(token, accelhost::OpenMode::Shared) {
+        Ok(handle) => !handle.create_queue().is_err_and(|err| unsupported(&err)),
+        Err(err) => !unsupported(&err),
     }
 }

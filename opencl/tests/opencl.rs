@@ -49,6 +49,10 @@ fn main() -> std::process::ExitCode {
             run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
         },
         Trial {
+            name: "dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue",
+            run: dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue,
+        },
+        Trial {
             name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
             run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
         },
@@ -316,7 +320,8 @@ fn library() -> PathBuf {
 }
 
 /// `clinfo` through the ICD loader lists the platform and, under it, the devices the library
-/// itself lists on the same (embedded default) config: the accelerators of offload plugins.
+/// itself lists on the same (embedded default) config: the accelerators of offload plugins
+/// that make queues (not the dfl port, whose plugin answers `unsupported`).
 fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
     let dir = scratch("clinfo");
     let clinfo = |args: &[&str]| {
@@ -353,6 +358,10 @@ fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
         .into_iter()
         .filter(|t| t.properties().object_type == accelhost::ObjectType::Accelerator)
         .filter(|t| offload.iter().any(|p| p == t.plugin()))
+        .filter(|t| {
+            let handle = host.open(t, accelhost::OpenMode::Shared).unwrap();
+            handle.create_queue().is_ok()
+        })
         .map(|t| t.id())
         .collect();
     assert!(!expected.is_empty());
@@ -467,29 +476,33 @@ fn a_vitis_style_c_host_runs_vadd_from_an_xclbin() -> Outcome {
     Outcome::Passed
 }
 
-/// PyOpenCL (tests/support/install-python.sh pyopencl), as its users write it.
-fn pyopencl_copies_64_mib_and_runs_vadd_byte_exact() -> Outcome {
-    let home = std::env::var_os("ACCELHOST_PYOPENCL_HOME")
+/// The Python with PyOpenCL and dpctl: tests/support/install-python.sh opencl-python's
+/// environment, or `python3` if that has them.
+fn opencl_python() -> Option<PathBuf> {
+    let home = std::env::var_os("ACCELHOST_OPENCL_PYTHON_HOME")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(".cache/accelhost-pyopencl"))
+                .map(|home| PathBuf::from(home).join(".cache/accelhost-opencl-python"))
         });
-    let python = home
-        .map(|home| home.join("bin/python"))
+    home.map(|home| home.join("bin/python"))
         .into_iter()
         .chain([PathBuf::from("python3")])
         .find(|python| {
             Command::new(python)
-                .args(["-c", "import pyopencl, numpy"])
+                .args(["-c", "import pyopencl, dpctl, numpy"])
                 .output()
                 .is_ok_and(|out| out.status.success())
-        });
-    let Some(python) = python else {
-        return missing(
-            "PyOpenCL is not installed (tests/support/install-python.sh pyopencl installs it)"
-                .into(),
-        );
+        })
+}
+
+const NO_PYTHON: &str =
+    "PyOpenCL and dpctl are not installed (tests/support/install-python.sh opencl-python)";
+
+/// PyOpenCL, as its users write it.
+fn pyopencl_copies_64_mib_and_runs_vadd_byte_exact() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
     };
     let dir = scratch("pyopencl");
     std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
@@ -697,5 +710,29 @@ fn threads_copy_through_their_own_contexts_at_once() -> Outcome {
     for thread in threads {
         thread.join().unwrap();
     }
+    Outcome::Passed
+}
+
+/// dpctl over the SYCL runtime's Unified Runtime loader, which reaches the platform through
+/// its OpenCL adapter: the devices are SYCL devices, and device, host and shared unified
+/// shared memory each carry 64 MiB through a SYCL queue and back.
+fn dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    let dir = scratch("dpctl");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/usm.py");
+    let out = against_platform(&python, &[script.to_str().unwrap()], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "SYCL devices on the OpenCL backend: cxl/emu:capi0.0m, cxl/emu:capi0.0s, cxl/emu:capi0.1d, xocl/emu:xocl0",
+        "device USM, 64 MiB through the queue: exact",
+        "host USM, 64 MiB through the queue: exact",
+        "shared USM, 64 MiB through the queue: exact",
+    ] {
+        assert!(report.contains(line), "no '{line}' in {report}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

@@ -2,7 +2,7 @@
 # Installs the Python packages a test drives accelhost with, pinned in
 # tests/support/<name>-requirements.txt, from PyPI into a virtual environment of their own:
 # $ACCELHOST_<NAME>_HOME (the name in capitals, '-' as '_'), else ~/.cache/accelhost-<name>.
-# A no-op when they are there. Usage: install-python.sh <name> (grpc-python, pyopencl).
+# A no-op when they are there. Usage: install-python.sh <name> (grpc-python, opencl-python).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 name="${1:?usage: install-python.sh <name>, for tests/support/<name>-requirements.txt}"

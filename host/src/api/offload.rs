@@ -92,6 +92,18 @@ impl Memory {
         }
     }
 
+    /// The address of the first byte in this process, for host and shared memory (`None`
+    /// for device memory): for callers that hand the memory out by pointer, as OpenCL's
+    /// unified shared memory does. It stays valid for [`size`](Self::size) bytes while this
+    /// `Memory` lives; accesses through it are not checked, and the device may write the
+    /// memory concurrently, as DMA does.
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        self.inner
+            .host
+            .as_deref()
+            .map(|memory| memory.user_address() as usize as *mut u8)
+    }
+
     /// Writes `data` at `offset` (host and shared memory only).
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.host("Memory::write")?

@@ -1,0 +1,572 @@
+//! Unified shared memory (`cl_intel_unified_shared_memory`), which the SYCL runtime's OpenCL
+//! path allocates and copies with: host, device and shared allocations handed out as
+//! pointers, and the copies, fills and hints on them. Host and shared allocations are memory
+//! the device reaches, at their own address in this process; a device allocation's pointer is
+//! address space reserved and never backed, so that it is unique and a dereference by the
+//! application faults, as on a real device.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use accelhost::{ErrorCode, Memory, MemoryKind};
+
+use crate::cl::*;
+use crate::context::{Context, context};
+use crate::device::Device;
+use crate::error::{ClResult, object, refuse, report, status};
+use crate::event::{Event, Progress};
+use crate::info::{Value, give};
+use crate::memory::ready;
+use crate::object::Held;
+use crate::queue::Queue;
+use crate::transfer;
+
+/// One allocation.
+pub struct Allocation {
+    context: Held<Context>,
+    /// The device it was made for; `None` for a host allocation.
+    device: Option<&'static Device>,
+    /// The context's device whose memory holds it.
+    on: usize,
+    kind: cl_uint,
+    base: usize,
+    size: usize,
+    memory: Memory,
+    /// Whether `base` is a reservation of address space, returned when the allocation goes.
+    reserved: bool,
+}
+
+impl Allocation {
+    /// The library's memory.
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// The context's device whose memory holds it.
+    pub fn device_index(&self) -> usize {
+        self.on
+    }
+
+    /// Its context.
+    pub fn context(&self) -> &Arc<Context> {
+        self.context.object()
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        if self.reserved {
+            // SAFETY: base and size are the reservation's, made by mmap and unmapped once.
+            unsafe { libc::munmap(self.base as *mut c_void, self.size) };
+        }
+    }
+}
+
+/// Live allocations by their first byte's address.
+static LIVE: Mutex<BTreeMap<usize, Arc<Allocation>>> = Mutex::new(BTreeMap::new());
+
+fn live() -> std::sync::MutexGuard<'static, BTreeMap<usize, Arc<Allocation>>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The allocation `ptr` points into, and where in it.
+pub fn find(ptr: *const c_void) -> Option<(Arc<Allocation>, usize)> {
+    let address = ptr as usize;
+    let live = live();
+    let (base, allocation) = live.range(..=address).next_back()?;
+    let offset = address - base;
+    (offset < allocation.size).then(|| (allocation.clone(), offset))
+}
+
+/// Reserves `size` bytes of address space that is never backed.
+fn reserve(size: usize) -> ClResult<usize> {
+    // SAFETY: a fresh anonymous mapping with no access; nothing else refers to it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(CL_OUT_OF_HOST_MEMORY);
+    }
+    Ok(base as usize)
+}
+
+/// Checks the allocation properties: only `CL_MEM_ALLOC_FLAGS_INTEL`, whose placement and
+/// write-combining hints are taken as hints.
+///
+/// # Safety
+/// A non-NULL `properties` is 0-terminated.
+unsafe fn check_properties(properties: *const cl_ulong) -> ClResult<()> {
+    let mut at = properties;
+    while !at.is_null() {
+        // SAFETY: the list is 0-terminated and read pairwise up to the terminator.
+        let key = unsafe { at.read() };
+        if key == 0 {
+            break;
+        }
+        // SAFETY: a key is followed by its value.
+        let value = unsafe { at.add(1).read() };
+        if key != CL_MEM_ALLOC_FLAGS_INTEL || value & !0b111 != 0 {
+            return Err(CL_INVALID_PROPERTY);
+        }
+        // SAFETY: past the pair, still within the list.
+        at = unsafe { at.add(2) };
+    }
+    Ok(())
+}
+
+fn allocate(
+    call: &str,
+    context_handle: *mut c_void,
+    device: Option<*mut Device>,
+    properties: *const cl_ulong,
+    size: usize,
+    alignment: cl_uint,
+    kind: cl_uint,
+) -> ClResult<*mut c_void> {
+    let context = context(context_handle)?;
+    // SAFETY: the application passes a 0-terminated list, or NULL.
+    unsafe { check_properties(properties) }?;
+    if size == 0 {
+        return Err(CL_INVALID_BUFFER_SIZE);
+    }
+    if alignment != 0 && (!alignment.is_power_of_two() || alignment > 4096) {
+        return Err(CL_INVALID_VALUE);
+    }
+    let wanted = match kind {
+        CL_MEM_TYPE_DEVICE_INTEL => MemoryKind::Device,
+        CL_MEM_TYPE_SHARED_INTEL => MemoryKind::Shared,
+        _ => MemoryKind::Host,
+    };
+    // A host allocation is held by the first of the context's devices that makes one.
+    let candidates: Vec<usize> = match device {
+        Some(device) => vec![context.index_of(device).ok_or(CL_INVALID_DEVICE)?],
+        None => (0..context.len()).collect(),
+    };
+    let mut made = None;
+    let mut last_error = None;
+    for on in candidates {
+        let handle = context.handle(on);
+        // Memory the device reaches where the plugin has none of the kind asked for (or
+        // none yet: an XRT card's banks come with its first program).
+        let result = match handle.alloc(wanted, size as u64) {
+            Err(err)
+                if matches!(
+                    err.code(),
+                    ErrorCode::Unsupported | ErrorCode::NotInitialized
+                ) =>
+            {
+                handle.alloc(MemoryKind::Host, size as u64)
+            }
+            other => other,
+        };
+        match result {
+            Ok(memory) => {
+                made = Some((on, memory));
+                break;
+            }
+            Err(err) => last_error = Some(err),
+        }
+    }
+    let Some((on, memory)) = made else {
+        let err = last_error.expect("a context has a device");
+        return Err(match err.code() {
+            ErrorCode::OutOfMemory | ErrorCode::NoSpace => {
+                report(call, &err);
+                CL_OUT_OF_RESOURCES
+            }
+            _ => report(call, &err),
+        });
+    };
+    let device = device.map(|_| context.device(on));
+    let (base, reserved) = match memory.host_ptr() {
+        Some(pointer) => (pointer as usize, false),
+        None => (reserve(size)?, true),
+    };
+    live().insert(
+        base,
+        Arc::new(Allocation {
+            context: Held::new(context_handle, context),
+            device,
+            on,
+            kind,
+            base,
+            size,
+            memory,
+            reserved,
+        }),
+    );
+    Ok(base as *mut c_void)
+}
+
+pub(crate) extern "C" fn host_mem_alloc(
+    context: *mut c_void,
+    properties: *const cl_ulong,
+    size: usize,
+    alignment: cl_uint,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clHostMemAllocINTEL";
+    object(CALL, errcode_ret, || {
+        allocate(
+            CALL,
+            context,
+            None,
+            properties,
+            size,
+            alignment,
+            CL_MEM_TYPE_HOST_INTEL,
+        )
+    })
+}
+
+pub(crate) extern "C" fn device_mem_alloc(
+    context: *mut c_void,
+    device: *mut Device,
+    properties: *const cl_ulong,
+    size: usize,
+    alignment: cl_uint,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clDeviceMemAllocINTEL";
+    object(CALL, errcode_ret, || {
+        allocate(
+            CALL,
+            context,
+            Some(device),
+            properties,
+            size,
+            alignment,
+            CL_MEM_TYPE_DEVICE_INTEL,
+        )
+    })
+}
+
+pub(crate) extern "C" fn shared_mem_alloc(
+    context: *mut c_void,
+    device: *mut Device,
+    properties: *const cl_ulong,
+    size: usize,
+    alignment: cl_uint,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clSharedMemAllocINTEL";
+    object(CALL, errcode_ret, || {
+        // A shared allocation without a device is one every device of the context reaches:
+        // the context's first holds it.
+        let device = (!device.is_null()).then_some(device);
+        allocate(
+            CALL,
+            context,
+            device,
+            properties,
+            size,
+            alignment,
+            CL_MEM_TYPE_SHARED_INTEL,
+        )
+    })
+}
+
+/// Frees an allocation; the memory goes once the commands queued on it finished.
+pub(crate) extern "C" fn mem_free(context_handle: *mut c_void, ptr: *mut c_void) -> cl_int {
+    status("clMemFreeINTEL", || {
+        let context = context(context_handle)?;
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let mut live = live();
+        match live.get(&(ptr as usize)) {
+            Some(allocation) if Arc::ptr_eq(allocation.context(), &context) => {
+                live.remove(&(ptr as usize));
+                Ok(())
+            }
+            _ => Err(CL_INVALID_VALUE),
+        }
+    })
+}
+
+pub(crate) extern "C" fn get_mem_alloc_info(
+    context_handle: *mut c_void,
+    ptr: *const c_void,
+    param: cl_uint,
+    size: usize,
+    out: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    status("clGetMemAllocInfoINTEL", || {
+        let context = context(context_handle)?;
+        let found = find(ptr).filter(|(a, _)| Arc::ptr_eq(a.context(), &context));
+        let value = match (param, found) {
+            (CL_MEM_ALLOC_TYPE_INTEL, found) => Some(Value::uint(
+                found.map_or(CL_MEM_TYPE_UNKNOWN_INTEL, |(a, _)| a.kind),
+            )),
+            (CL_MEM_ALLOC_BASE_PTR_INTEL, found) => {
+                Some(Value::sizes(&[found.map_or(0, |(a, _)| a.base)]))
+            }
+            (CL_MEM_ALLOC_SIZE_INTEL, found) => {
+                Some(Value::sizes(&[found.map_or(0, |(a, _)| a.size)]))
+            }
+            (CL_MEM_ALLOC_DEVICE_INTEL, found) => Some(Value::pointer(
+                found
+                    .and_then(|(a, _)| a.device)
+                    .map_or(std::ptr::null(), std::ptr::from_ref),
+            )),
+            _ => None,
+        };
+        // SAFETY: out and size_ret follow clGetMemAllocInfoINTEL's contract.
+        unsafe { give(value, size, out, size_ret) }
+    })
+}
+
+/// One end of a copy: an allocation (and where in it), or the application's own memory.
+enum End {
+    Allocation(Arc<Allocation>, usize),
+    Plain(*mut u8),
+}
+
+fn end(queue: &Queue, ptr: *const c_void, size: usize) -> ClResult<End> {
+    if ptr.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(match find(ptr) {
+        Some((allocation, offset)) => {
+            if offset + size > allocation.size {
+                return Err(CL_INVALID_VALUE);
+            }
+            let here = Arc::ptr_eq(allocation.context(), queue.context().object())
+                && allocation.on == queue.device_index();
+            if !here && allocation.memory.host_ptr().is_some() {
+                // Host memory of another device is host memory for this one's copies.
+                return Ok(End::Plain(ptr as *mut u8));
+            }
+            if !here {
+                return Err(refuse(
+                    "USM",
+                    CL_INVALID_VALUE,
+                    "the allocation lives on another context or device than the queue's",
+                ));
+            }
+            End::Allocation(allocation, offset)
+        }
+        None => End::Plain(ptr as *mut u8),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_memcpy(
+    queue_handle: *mut c_void,
+    blocking: cl_bool,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueMemcpyINTEL";
+    status(CALL, || {
+        // SAFETY: the wait list follows the entry point's contract.
+        let held = unsafe { ready(queue_handle, count, wait) }?;
+        let queue = held.object();
+        if size == 0 {
+            // SAFETY: event is NULL or points to a handle.
+            return unsafe {
+                Event::give(
+                    &held,
+                    CL_COMMAND_MEMCPY_INTEL,
+                    Progress::Done(Ok(())),
+                    event,
+                )
+            };
+        }
+        if (dst as usize).abs_diff(src as usize) < size {
+            return Err(CL_MEM_COPY_OVERLAP);
+        }
+        let progress = match (end(queue, dst, size)?, end(queue, src, size)?) {
+            (End::Allocation(to, at), End::Allocation(from, from_at)) => Progress::Device(
+                queue
+                    .commands()
+                    .enqueue_memcpy(
+                        &to.memory,
+                        at as u64,
+                        &from.memory,
+                        from_at as u64,
+                        size as u64,
+                    )
+                    .map_err(|err| report(CALL, &err))?,
+            ),
+            (End::Allocation(to, at), End::Plain(from)) => {
+                // SAFETY: the application passes size readable bytes at src.
+                let data = unsafe { std::slice::from_raw_parts(from, size) };
+                transfer::write(queue, CALL, &to.memory, at, data)?
+            }
+            (End::Plain(to), End::Allocation(from, at)) => {
+                // SAFETY: the application passes size writable bytes at dst.
+                let out = unsafe { std::slice::from_raw_parts_mut(to, size) };
+                transfer::read(queue, CALL, &from.memory, at, out)?;
+                Progress::Done(Ok(()))
+            }
+            (End::Plain(to), End::Plain(from)) => {
+                queue.finish(CALL)?;
+                // SAFETY: the application passes size bytes at each, not overlapping.
+                unsafe { std::ptr::copy_nonoverlapping(from, to, size) };
+                Progress::Done(Ok(()))
+            }
+        };
+        if let Progress::Device(device) = &progress
+            && blocking != CL_FALSE
+        {
+            device.wait().map_err(|err| report(CALL, &err))?;
+        }
+        // SAFETY: event is NULL or points to a handle.
+        unsafe { Event::give(&held, CL_COMMAND_MEMCPY_INTEL, progress, event) }
+    })
+}
+
+/// Fills `size` bytes at `dst` with `pattern`, repeated.
+#[allow(clippy::too_many_arguments)]
+fn fill(
+    call: &str,
+    queue_handle: *mut c_void,
+    dst: *mut c_void,
+    pattern: &[u8],
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> ClResult<()> {
+    // SAFETY: the wait list follows the entry point's contract.
+    let held = unsafe { ready(queue_handle, count, wait) }?;
+    let queue = held.object();
+    if pattern.is_empty()
+        || !pattern.len().is_power_of_two()
+        || pattern.len() > 128
+        || !size.is_multiple_of(pattern.len())
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    let data: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
+    let progress = match end(queue, dst, size)? {
+        End::Allocation(to, at) => transfer::write(queue, call, &to.memory, at, &data)?,
+        End::Plain(to) => {
+            queue.finish(call)?;
+            // SAFETY: the application passes size writable bytes at dst.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to, size) };
+            Progress::Done(Ok(()))
+        }
+    };
+    // SAFETY: event is NULL or points to a handle.
+    unsafe { Event::give(&held, CL_COMMAND_MEMFILL_INTEL, progress, event) }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_mem_fill(
+    queue: *mut c_void,
+    dst: *mut c_void,
+    pattern: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueMemFillINTEL";
+    status(CALL, || {
+        if pattern.is_null() || pattern_size == 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the application passes pattern_size bytes at pattern.
+        let pattern = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        fill(CALL, queue, dst, pattern, size, count, wait, event)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_memset(
+    queue: *mut c_void,
+    dst: *mut c_void,
+    value: cl_int,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clEnqueueMemsetINTEL";
+    status(CALL, || {
+        fill(CALL, queue, dst, &[value as u8], size, count, wait, event)
+    })
+}
+
+/// Migration and advice are hints: the memory is where it is; the command checks its range
+/// and completes.
+fn hint(
+    command: cl_uint,
+    queue_handle: *mut c_void,
+    ptr: *const c_void,
+    size: usize,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> ClResult<()> {
+    // SAFETY: the wait list follows the entry point's contract.
+    let held = unsafe { ready(queue_handle, count, wait) }?;
+    match end(held.object(), ptr, size)? {
+        End::Allocation(..) => {}
+        End::Plain(_) => return Err(CL_INVALID_VALUE),
+    }
+    // SAFETY: event is NULL or points to a handle.
+    unsafe { Event::give(&held, command, Progress::Done(Ok(())), event) }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_migrate_mem(
+    queue: *mut c_void,
+    ptr: *const c_void,
+    size: usize,
+    _flags: cl_bitfield,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    status("clEnqueueMigrateMemINTEL", || {
+        hint(
+            CL_COMMAND_MIGRATEMEM_INTEL,
+            queue,
+            ptr,
+            size,
+            count,
+            wait,
+            event,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn enqueue_mem_advise(
+    queue: *mut c_void,
+    ptr: *const c_void,
+    size: usize,
+    _advice: cl_uint,
+    count: cl_uint,
+    wait: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> cl_int {
+    status("clEnqueueMemAdviseINTEL", || {
+        hint(
+            CL_COMMAND_MEMADVISE_INTEL,
+            queue,
+            ptr,
+            size,
+            count,
+            wait,
+            event,
+        )
+    })
+}
