@@ -10,7 +10,7 @@ use crate::cl::*;
 use crate::device::Device;
 use crate::error::{ClResult, list, object, report, status};
 use crate::info::{Value, give};
-use crate::object::{get, publish, references, release, retain};
+use crate::object::{get, publish, references};
 use crate::state::state;
 
 /// An OpenCL context.
@@ -146,22 +146,6 @@ pub(crate) extern "C" fn create_context_from_type(
         }
         make("clCreateContextFromType", chosen, properties)
     })
-}
-
-pub(crate) extern "C" fn retain_context(context: *mut c_void) -> cl_int {
-    if retain::<Context>(context) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_CONTEXT
-    }
-}
-
-pub(crate) extern "C" fn release_context(context: *mut c_void) -> cl_int {
-    if release::<Context>(context) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_CONTEXT
-    }
 }
 
 pub(crate) extern "C" fn get_context_info(

@@ -11,11 +11,16 @@
 use std::ffi::{CStr, c_char, c_void};
 
 use crate::cl::*;
+use crate::context::Context;
 use crate::device::Device;
+use crate::event::Event;
+use crate::memory::Buffer;
 use crate::object::{Dispatch, SLOTS, install};
 use crate::platform::{self, Platform};
+use crate::program::{Kernel, Program};
+use crate::queue::Queue;
 use crate::state::{State, state};
-use crate::{context, event, memory, program, queue, usm};
+use crate::{context, event, memory, object, program, queue, usm};
 
 /// What an entry point this platform does not implement answers, after saying which one.
 fn unsupported(name: &'static CStr) -> cl_int {
@@ -98,19 +103,19 @@ dispatch_table! {
     3 clGetDeviceInfo: [= get_device_info];
     4 clCreateContext: [= context::create_context];
     5 clCreateContextFromType: [= context::create_context_from_type];
-    6 clRetainContext: [= context::retain_context];
-    7 clReleaseContext: [= context::release_context];
+    6 clRetainContext: [= object::retain_as::<Context, CL_INVALID_CONTEXT>];
+    7 clReleaseContext: [= object::release_as::<Context, CL_INVALID_CONTEXT>];
     8 clGetContextInfo: [= context::get_context_info];
     9 clCreateCommandQueue: [= queue::create_command_queue];
-    10 clRetainCommandQueue: [= queue::retain_command_queue];
-    11 clReleaseCommandQueue: [= queue::release_command_queue];
+    10 clRetainCommandQueue: [= object::retain_as::<Queue, CL_INVALID_COMMAND_QUEUE>];
+    11 clReleaseCommandQueue: [= object::release_as::<Queue, CL_INVALID_COMMAND_QUEUE>];
     12 clGetCommandQueueInfo: [= queue::get_command_queue_info];
     13 clSetCommandQueueProperty: [status];
     14 clCreateBuffer: [= memory::create_buffer];
     15 clCreateImage2D: [object(P, P, P, P, P, P, P)];
     16 clCreateImage3D: [object(P, P, P, P, P, P, P, P, P)];
-    17 clRetainMemObject: [= memory::retain_mem_object];
-    18 clReleaseMemObject: [= memory::release_mem_object];
+    17 clRetainMemObject: [= object::retain_as::<Buffer, CL_INVALID_MEM_OBJECT>];
+    18 clReleaseMemObject: [= object::release_as::<Buffer, CL_INVALID_MEM_OBJECT>];
     19 clGetSupportedImageFormats: [status];
     20 clGetMemObjectInfo: [= memory::get_mem_object_info];
     21 clGetImageInfo: [status];
@@ -120,23 +125,23 @@ dispatch_table! {
     25 clGetSamplerInfo: [status];
     26 clCreateProgramWithSource: [= program::create_program_with_source];
     27 clCreateProgramWithBinary: [= program::create_program_with_binary];
-    28 clRetainProgram: [= program::retain_program];
-    29 clReleaseProgram: [= program::release_program];
+    28 clRetainProgram: [= object::retain_as::<Program, CL_INVALID_PROGRAM>];
+    29 clReleaseProgram: [= object::release_as::<Program, CL_INVALID_PROGRAM>];
     30 clBuildProgram: [= program::build_program];
     31 clUnloadCompiler: [status];
     32 clGetProgramInfo: [= program::get_program_info];
     33 clGetProgramBuildInfo: [= program::get_program_build_info];
     34 clCreateKernel: [= program::create_kernel];
     35 clCreateKernelsInProgram: [status];
-    36 clRetainKernel: [= program::retain_kernel];
-    37 clReleaseKernel: [= program::release_kernel];
+    36 clRetainKernel: [= object::retain_as::<Kernel, CL_INVALID_KERNEL>];
+    37 clReleaseKernel: [= object::release_as::<Kernel, CL_INVALID_KERNEL>];
     38 clSetKernelArg: [= program::set_kernel_arg];
     39 clGetKernelInfo: [= program::get_kernel_info];
     40 clGetKernelWorkGroupInfo: [= program::get_kernel_work_group_info];
     41 clWaitForEvents: [= event::wait_for_events];
     42 clGetEventInfo: [= event::get_event_info];
-    43 clRetainEvent: [= event::retain_event];
-    44 clReleaseEvent: [= event::release_event];
+    43 clRetainEvent: [= object::retain_as::<Event, CL_INVALID_EVENT>];
+    44 clReleaseEvent: [= object::release_as::<Event, CL_INVALID_EVENT>];
     45 clGetEventProfilingInfo: [= event::get_event_profiling_info];
     46 clFlush: [= queue::flush];
     47 clFinish: [= queue::finish];

@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::error::{ClResult, list, status, write_if};
 use crate::info::{Value, give};
 use crate::object::{Held, get, publish, references, release, retain};
-use crate::queue::Queue;
+use crate::queue::{Queue, queue};
 
 /// Where a command stands.
 pub enum Progress {
@@ -147,6 +147,21 @@ pub unsafe fn wait_for_others(
     Ok(())
 }
 
+/// The queue, after the events of other queues in its wait list finished.
+///
+/// # Safety
+/// `wait` holds `count` handles, or is NULL with `count` 0.
+pub unsafe fn ready(
+    handle: *mut c_void,
+    count: cl_uint,
+    wait: *const *mut c_void,
+) -> ClResult<Held<Queue>> {
+    let queue = queue(handle)?;
+    // SAFETY: per the contract above.
+    unsafe { wait_for_others(queue.object(), count, wait) }?;
+    Ok(queue)
+}
+
 pub(crate) extern "C" fn wait_for_events(count: cl_uint, events: *const *mut c_void) -> cl_int {
     status("clWaitForEvents", || {
         if count == 0 {
@@ -255,20 +270,4 @@ pub(crate) extern "C" fn set_event_callback(
         }
         Ok(())
     })
-}
-
-pub(crate) extern "C" fn retain_event(handle: *mut c_void) -> cl_int {
-    if retain::<Event>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_EVENT
-    }
-}
-
-pub(crate) extern "C" fn release_event(handle: *mut c_void) -> cl_int {
-    if release::<Event>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_EVENT
-    }
 }

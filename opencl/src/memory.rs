@@ -12,10 +12,10 @@ use accelhost::{ErrorCode, Memory, MemoryKind};
 use crate::cl::*;
 use crate::context::{Context, context};
 use crate::error::{ClResult, list, object, refuse, report, status};
-use crate::event::{Event, Progress, wait_for_others};
+use crate::event::{Event, Progress, ready};
 use crate::info::{Value, give};
-use crate::object::{Held, get, publish, references, release, retain};
-use crate::queue::{Queue, queue};
+use crate::object::{Held, get, publish, references};
+use crate::queue::Queue;
 use crate::transfer;
 
 /// An OpenCL buffer.
@@ -214,22 +214,6 @@ fn write_now(buffer: &Buffer, queue: &accelhost::Queue, data: &[u8]) -> accelhos
         .wait()
 }
 
-pub(crate) extern "C" fn retain_mem_object(handle: *mut c_void) -> cl_int {
-    if retain::<Buffer>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_MEM_OBJECT
-    }
-}
-
-pub(crate) extern "C" fn release_mem_object(handle: *mut c_void) -> cl_int {
-    if release::<Buffer>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_MEM_OBJECT
-    }
-}
-
 pub(crate) extern "C" fn get_mem_object_info(
     handle: *mut c_void,
     param: cl_uint,
@@ -257,21 +241,6 @@ pub(crate) extern "C" fn get_mem_object_info(
         // SAFETY: out and size_ret follow clGetMemObjectInfo's contract.
         unsafe { give(value, size, out, size_ret) }
     })
-}
-
-/// The queue, after the events of other queues in its wait list finished.
-///
-/// # Safety
-/// `wait` holds `count` handles, or is NULL with `count` 0.
-pub unsafe fn ready(
-    handle: *mut c_void,
-    count: cl_uint,
-    wait: *const *mut c_void,
-) -> ClResult<Held<Queue>> {
-    let queue = queue(handle)?;
-    // SAFETY: per the contract above.
-    unsafe { wait_for_others(queue.object(), count, wait) }?;
-    Ok(queue)
 }
 
 #[allow(clippy::too_many_arguments)]

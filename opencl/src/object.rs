@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use crate::cl::cl_uint;
+use crate::cl::{CL_SUCCESS, cl_int, cl_uint};
 
 /// How many slots the table has: the OpenCL 3.1 headers' count. A loader built on older
 /// headers reads only the slots it knows.
@@ -125,6 +125,29 @@ pub fn release<T: Any + Send + Sync>(handle: *const c_void) -> bool {
     // Dropped unlocked: an object's drop may release the handles it holds.
     drop(ended);
     true
+}
+
+/// `clRetain*` for objects of type `T`: `invalid` is the code for a handle that is not one
+/// (`CL_INVALID_CONTEXT`, ...).
+pub extern "C" fn retain_as<T: Any + Send + Sync, const INVALID: cl_int>(
+    handle: *mut c_void,
+) -> cl_int {
+    if retain::<T>(handle) {
+        CL_SUCCESS
+    } else {
+        INVALID
+    }
+}
+
+/// `clRelease*` for objects of type `T`, as [`retain_as`].
+pub extern "C" fn release_as<T: Any + Send + Sync, const INVALID: cl_int>(
+    handle: *mut c_void,
+) -> cl_int {
+    if release::<T>(handle) {
+        CL_SUCCESS
+    } else {
+        INVALID
+    }
 }
 
 /// A reference to another object's handle, held by an object that OpenCL says retains it

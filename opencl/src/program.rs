@@ -12,10 +12,10 @@ use crate::cl::*;
 use crate::context::{Context, context};
 use crate::device::Device;
 use crate::error::{ClResult, list, object, refuse, report, status, write_if};
-use crate::event::{Event, Progress};
+use crate::event::{Event, Progress, ready};
 use crate::info::{Value, give};
-use crate::memory::{Buffer, buffer, ready};
-use crate::object::{Held, get, publish, references, release, retain};
+use crate::memory::{Buffer, buffer};
+use crate::object::{Held, get, publish, references};
 
 /// An OpenCL program: an image loaded on one device of the context.
 pub struct Program {
@@ -162,22 +162,6 @@ pub(crate) extern "C" fn build_program(
     CL_SUCCESS
 }
 
-pub(crate) extern "C" fn retain_program(handle: *mut c_void) -> cl_int {
-    if retain::<Program>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_PROGRAM
-    }
-}
-
-pub(crate) extern "C" fn release_program(handle: *mut c_void) -> cl_int {
-    if release::<Program>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_PROGRAM
-    }
-}
-
 pub(crate) extern "C" fn get_program_info(
     handle: *mut c_void,
     param: cl_uint,
@@ -289,22 +273,6 @@ pub(crate) extern "C" fn create_kernel(
             args: Mutex::new((0..slots).map(|_| None).collect()),
         })))
     })
-}
-
-pub(crate) extern "C" fn retain_kernel(handle: *mut c_void) -> cl_int {
-    if retain::<Kernel>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_KERNEL
-    }
-}
-
-pub(crate) extern "C" fn release_kernel(handle: *mut c_void) -> cl_int {
-    if release::<Kernel>(handle) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_KERNEL
-    }
 }
 
 pub(crate) extern "C" fn set_kernel_arg(

@@ -10,7 +10,7 @@ use crate::context::{Context, context};
 use crate::device::Device;
 use crate::error::{ClResult, object, report, status};
 use crate::info::{Value, give};
-use crate::object::{Held, get, publish, references, release, retain};
+use crate::object::{Held, get, publish, references};
 
 /// An OpenCL command queue.
 pub struct Queue {
@@ -119,23 +119,6 @@ pub(crate) extern "C" fn create_command_queue_with_properties(
         }
         make("clCreateCommandQueueWithProperties", context, device, bits)
     })
-}
-
-pub(crate) extern "C" fn retain_command_queue(queue: *mut c_void) -> cl_int {
-    if retain::<Queue>(queue) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_COMMAND_QUEUE
-    }
-}
-
-pub(crate) extern "C" fn release_command_queue(queue: *mut c_void) -> cl_int {
-    // Its commands still complete: the library's queue drains before it goes.
-    if release::<Queue>(queue) {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_COMMAND_QUEUE
-    }
 }
 
 pub(crate) extern "C" fn get_command_queue_info(
