@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use accelhost::{ErrorCode, Memory, MemoryKind};
+use accelhost::{Memory, MemoryKind};
 
 use crate::cl::*;
 use crate::context::{Context, context};
@@ -158,26 +158,13 @@ pub(crate) extern "C" fn create_buffer(
         }
         let device = 0;
         let handle = context.handle(device);
-        // Device memory where the plugin has it; host memory the device reaches where it has
-        // none, or none yet (an XRT card's banks come with its first program).
-        let memory = match handle.alloc(MemoryKind::Device, size as u64) {
-            Err(err)
-                if matches!(
-                    err.code(),
-                    ErrorCode::Unsupported | ErrorCode::NotInitialized
-                ) =>
-            {
-                handle.alloc(MemoryKind::Host, size as u64)
-            }
-            other => other,
-        }
-        .map_err(|err| match err.code() {
-            ErrorCode::OutOfMemory | ErrorCode::NoSpace => {
-                report(CALL, &err);
-                CL_MEM_OBJECT_ALLOCATION_FAILURE
-            }
-            _ => report(CALL, &err),
-        })?;
+        let memory = transfer::allocate(
+            CALL,
+            handle,
+            MemoryKind::Device,
+            size,
+            CL_MEM_OBJECT_ALLOCATION_FAILURE,
+        )?;
         let buffer = Buffer {
             context: Held::new(context_handle, context.clone()),
             device,

@@ -1,13 +1,44 @@
-//! Moving bytes between the application's memory and an allocation, in a queue's order: the
-//! one way buffers and unified shared memory both do it. Host-visible memory is read and
-//! written directly once the queue's earlier commands finished; device memory through a
-//! staging allocation and a queued copy.
+//! Allocations and the bytes moved in and out of them, in a queue's order: the one way
+//! buffers and unified shared memory both do it. Host-visible memory is read and written
+//! directly once the queue's earlier commands finished; device memory through a staging
+//! allocation and a queued copy.
 
-use accelhost::{Memory, MemoryKind};
+use accelhost::{ErrorCode, Handle, Memory, MemoryKind};
 
+use crate::cl::cl_int;
 use crate::error::{ClResult, report};
 use crate::event::Progress;
 use crate::queue::Queue;
+
+/// `size` bytes of `kind` on the device of `handle`, or of host memory the device reaches
+/// where its plugin has none of that kind (or none yet: an XRT card's banks come with its
+/// first program). Out of memory or space is `exhausted`; other failures their code.
+pub fn allocate(
+    call: &str,
+    handle: &Handle,
+    kind: MemoryKind,
+    size: usize,
+    exhausted: cl_int,
+) -> ClResult<Memory> {
+    let fallback = |err: &accelhost::Error| {
+        kind != MemoryKind::Host
+            && matches!(
+                err.code(),
+                ErrorCode::Unsupported | ErrorCode::NotInitialized
+            )
+    };
+    match handle.alloc(kind, size as u64) {
+        Err(err) if fallback(&err) => handle.alloc(MemoryKind::Host, size as u64),
+        other => other,
+    }
+    .map_err(|err| {
+        let code = report(call, &err);
+        match err.code() {
+            ErrorCode::OutOfMemory | ErrorCode::NoSpace => exhausted,
+            _ => code,
+        }
+    })
+}
 
 /// Writes `data` into `memory` at `offset` after the queue's earlier commands; `data` is
 /// copied before this returns, so the application may reuse it.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use accelhost::{ErrorCode, Memory, MemoryKind};
+use accelhost::{Memory, MemoryKind};
 
 use crate::cl::*;
 use crate::context::{Context, context};
@@ -149,41 +149,15 @@ fn allocate(
         Some(device) => vec![context.index_of(device).ok_or(CL_INVALID_DEVICE)?],
         None => (0..context.len()).collect(),
     };
-    let mut made = None;
-    let mut last_error = None;
+    let mut made = Err(CL_INVALID_DEVICE);
     for on in candidates {
-        let handle = context.handle(on);
-        // Memory the device reaches where the plugin has none of the kind asked for (or
-        // none yet: an XRT card's banks come with its first program).
-        let result = match handle.alloc(wanted, size as u64) {
-            Err(err)
-                if matches!(
-                    err.code(),
-                    ErrorCode::Unsupported | ErrorCode::NotInitialized
-                ) =>
-            {
-                handle.alloc(MemoryKind::Host, size as u64)
-            }
-            other => other,
-        };
-        match result {
-            Ok(memory) => {
-                made = Some((on, memory));
-                break;
-            }
-            Err(err) => last_error = Some(err),
+        made = transfer::allocate(call, context.handle(on), wanted, size, CL_OUT_OF_RESOURCES)
+            .map(|memory| (on, memory));
+        if made.is_ok() {
+            break;
         }
     }
-    let Some((on, memory)) = made else {
-        let err = last_error.expect("a context has a device");
-        return Err(match err.code() {
-            ErrorCode::OutOfMemory | ErrorCode::NoSpace => {
-                report(call, &err);
-                CL_OUT_OF_RESOURCES
-            }
-            _ => report(call, &err),
-        });
-    };
+    let (on, memory) = made?;
     let device = device.map(|_| context.device(on));
     let (base, reserved) = match memory.host_ptr() {
         Some(pointer) => (pointer as usize, false),
