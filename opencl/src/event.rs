@@ -53,10 +53,10 @@ impl Event {
         progress: Progress,
         out: *mut *mut c_void,
     ) -> ClResult<()> {
-        let outcome = match &progress {
-            Progress::Done(Err(code)) => Err(*code),
-            _ => Ok(()),
-        };
+        // A command that failed before it was queued has no event.
+        if let Progress::Done(Err(code)) = progress {
+            return Err(code);
+        }
         if !out.is_null() {
             let queued_ns = now_ns();
             let finished_ns = Arc::new(AtomicU64::new(0));
@@ -82,7 +82,7 @@ impl Event {
             // SAFETY: per the contract above.
             unsafe { write_if(out, publish(Arc::new(event))) };
         }
-        outcome
+        Ok(())
     }
 
     /// The OpenCL execution status: complete, submitted, or a negative error code.

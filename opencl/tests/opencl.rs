@@ -730,6 +730,7 @@ fn dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue() -> Outcome {
         "device USM, 64 MiB through the queue: exact",
         "host USM, 64 MiB through the queue: exact",
         "shared USM, 64 MiB through the queue: exact",
+        "device USM, 1 MiB set through the queue: exact",
     ] {
         assert!(report.contains(line), "no '{line}' in {report}");
     }

@@ -1,6 +1,6 @@
 """dpctl over the SYCL runtime against accelhost's platform: the XRT card is a SYCL device of
-the OpenCL backend, and 64 MiB go to device, host and shared USM allocations through a SYCL
-queue and come back byte-exact."""
+the OpenCL backend, 64 MiB go to device, host and shared USM allocations through a SYCL queue
+and come back byte-exact, and a memset through the queue sets every byte."""
 
 import sys
 
@@ -24,7 +24,11 @@ def main():
         exact = exact and same
         print(f"{memory.get_usm_type()} USM, 64 MiB through the queue: "
               f"{'exact' if same else 'changed'}")
-    return 0 if exact else 1
+    memory = dpmem.MemoryUSMDevice(1 << 20, queue=queue)
+    memory.memset(0x5A)
+    set_right = bool((np.frombuffer(memory.copy_to_host(), dtype=np.uint8) == 0x5A).all())
+    print(f"device USM, 1 MiB set through the queue: {'exact' if set_right else 'wrong'}")
+    return 0 if exact and set_right else 1
 
 
 if __name__ == "__main__":
