@@ -75,12 +75,12 @@ impl Device {
     }
 
     /// The answer to `clGetDeviceInfo(param)`, if `param` is one; `platform` is the device's
-    /// platform, and `available` whether its plugin runs now.
+    /// platform, and `available` says whether its plugin runs now.
     pub fn value(
         &self,
         param: cl_device_info,
         platform: *const Platform,
-        available: bool,
+        available: impl FnOnce() -> bool,
     ) -> Option<Value> {
         let properties = self.token.properties();
         let memory = self.memory_bytes;
@@ -120,7 +120,7 @@ impl Device {
             CL_DEVICE_PLATFORM => Value::pointer(platform),
             CL_DEVICE_PARENT_DEVICE => Value::pointer(std::ptr::null::<Device>()),
             CL_DEVICE_PARTITION_PROPERTIES => Value::sizes(&[0]),
-            CL_DEVICE_AVAILABLE => Value::bool(available),
+            CL_DEVICE_AVAILABLE => Value::bool(available()),
             CL_DEVICE_ENDIAN_LITTLE => Value::bool(cfg!(target_endian = "little")),
             // Programs come as device images (xclbin files), never from source.
             CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => Value::bool(false),

@@ -412,12 +412,15 @@ extern "C" fn get_device_info(
     let Some(device) = ours(device) else {
         return CL_INVALID_DEVICE;
     };
-    let state = started();
-    let available = state.host.as_ref().is_some_and(|host| {
-        host.plugins().iter().any(|p| {
-            p.name == device.token().plugin() && p.status == accelhost::PluginStatus::Running
+    // Asked of the manager only for CL_DEVICE_AVAILABLE: listing the plugins gathers every
+    // plugin's figures, and clinfo asks about a hundred other things per device.
+    let available = || {
+        started().host.as_ref().is_some_and(|host| {
+            host.plugins().iter().any(|p| {
+                p.name == device.token().plugin() && p.status == accelhost::PluginStatus::Running
+            })
         })
-    });
+    };
     match device.value(param, platform::handle(), available) {
         // SAFETY: the caller's out and size_ret follow clGetDeviceInfo's contract.
         Some(value) => unsafe { value.answer(size, out, size_ret) },
