@@ -522,7 +522,8 @@ fn pyopencl_copies_64_mib_and_runs_vadd_byte_exact() -> Outcome {
 }
 
 /// The chaos plugin traps in mem-alloc: clCreateBuffer returns an error code (the plugin is
-/// stopped, not the program), and a copy through the XRT card then comes back exact.
+/// stopped, not the program), and a copy through the XRT card then comes back exact. The
+/// plugin's texts carry terminal attacks, which the platform's stderr lines make inert.
 fn a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on() -> Outcome {
     let dir = scratch("fault");
     let exe = match compile("fault_host", &dir) {
@@ -537,7 +538,7 @@ fn a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on() -> Outcome {
         .push(serde_json::json!({
             "name": "chaos",
             "module": "builtin:chaos",
-            "config": {"trap_in": "mem-alloc"},
+            "config": {"trap_in": "mem-alloc", "evil_text": true},
             "load_policy": {"on_fault": "disable"}
         }));
     let path = dir.join("accelhost.json");
@@ -556,6 +557,18 @@ fn a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on() -> Outcome {
     assert!(
         report.contains("plugin 'chaos' faulted in mem-alloc"),
         "{report}"
+    );
+    // The plugin hides control sequences in every text it chooses (its panic message on
+    // stderr among them): none reaches the application's terminal.
+    let errors = String::from_utf8_lossy(&out.stderr);
+    let active: Vec<char> = errors
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n') || ('\u{80}'..='\u{9f}').contains(&c))
+        .collect();
+    assert!(active.is_empty(), "{active:?} on stderr: {report}");
+    assert!(
+        errors.contains("pwned"),
+        "the plugin's text reached stderr: {report}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
