@@ -6,7 +6,10 @@
 #![cfg_attr(fuzzing, no_main)]
 
 #[cfg(fuzzing)]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| accelhost_fuzz::imports::run(data));
+libfuzzer_sys::fuzz_target!(
+    init: accelhost_fuzz::imports::warm_up(),
+    |data: &[u8]| accelhost_fuzz::imports::run(data)
+);
 
 #[cfg(not(fuzzing))]
 fn main() -> std::process::ExitCode {

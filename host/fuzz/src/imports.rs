@@ -199,8 +199,11 @@ fn timed(export: &str, what: &str, started: Instant, calls: u32) {
 }
 
 /// Starts what the host starts once per process (the wasm runtime, WASI's timer thread, the
-/// memory-watch thread), so that an input's figures do not count them.
-fn warm_up() {
+/// memory-watch thread) and compiles both plugins into the cache, so that an input's figures
+/// and time do not count them. [`run`] calls it; the libFuzzer binary calls it first, at
+/// initialization, since a clean checkout's first compile can outlast libFuzzer's per-input
+/// timeout on a loaded machine.
+pub fn warm_up() {
     static WARM: Once = Once::new();
     WARM.call_once(|| {
         // Sleep 16 ns in WASI (tokio's timer), and watch a word (the watch thread).
