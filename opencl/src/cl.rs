@@ -280,6 +280,8 @@ constants! {
     CL_COMPLETE: cl_int = 0x0;
     CL_RUNNING: cl_int = 0x1;
     CL_SUBMITTED: cl_int = 0x2;
+    CL_QUEUED: cl_int = 0x3;
+    CL_COMMAND_USER: cl_uint = 0x1204;
     CL_COMMAND_NDRANGE_KERNEL: cl_uint = 0x11F0;
     CL_COMMAND_TASK: cl_uint = 0x11F1;
     CL_COMMAND_READ_BUFFER: cl_uint = 0x11F3;

@@ -160,7 +160,7 @@ dispatch_table! {
     60 clEnqueueTask: [= program::enqueue_task];
     61 clEnqueueNativeKernel: [status];
     62 clEnqueueMarker: [= program::enqueue_marker];
-    63 clEnqueueWaitForEvents: [status];
+    63 clEnqueueWaitForEvents: [= program::enqueue_wait_for_events];
     64 clEnqueueBarrier: [= program::enqueue_barrier];
     65 clGetExtensionFunctionAddress: [= get_extension_function_address];
     66 clCreateFromGLBuffer: [object(P, P, P)];
@@ -181,8 +181,8 @@ dispatch_table! {
     81 clSetEventCallback: [= event::set_event_callback];
     82 clCreateSubBuffer: [object(P, P, P, P)];
     83 clSetMemObjectDestructorCallback: [status];
-    84 clCreateUserEvent: [object(P)];
-    85 clSetUserEventStatus: [status];
+    84 clCreateUserEvent: [= event::create_user_event];
+    85 clSetUserEventStatus: [= event::set_user_event_status];
     86 clEnqueueReadBufferRect: [status];
     87 clEnqueueWriteBufferRect: [status];
     88 clEnqueueCopyBufferRect: [status];

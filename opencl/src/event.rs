@@ -1,36 +1,52 @@
-//! Events: the completion of one enqueued command, with its profiling times and callbacks;
-//! `clWaitForEvents` waits on the host, never in a plugin.
+//! Events: the completion of one enqueued command, with its profiling times and callbacks,
+//! and user events, which the application completes. An event starts when its command is
+//! submitted (a command held back behind an unfinished event starts later, `command.rs`) or
+//! when a user event's status is set. `clWaitForEvents` waits on the host, never in a plugin.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use accelhost::EventStatus;
 
 use crate::cl::*;
-use crate::context::Context;
-use crate::error::{ClResult, list, status, write_if};
+use crate::context::{Context, context};
+use crate::error::{ClResult, list, object, status};
 use crate::info::{Value, give};
 use crate::object::{Held, get, publish, references, release, retain};
-use crate::queue::{Queue, queue};
+use crate::queue::Queue;
 
-/// Where a command stands.
+/// Where a started command stands.
 pub enum Progress {
     /// Queued on the device; the library's event says when it finished.
     Device(accelhost::Event),
-    /// Carried out before the call returned, with its outcome.
+    /// Carried out, with its outcome.
     Done(ClResult<()>),
+}
+
+/// What runs once an event reaches a point.
+type Then = Box<dyn FnOnce() + Send>;
+
+/// An event's progress once started, and what waits for it to start or finish.
+#[derive(Default)]
+struct Stage {
+    progress: Option<Progress>,
+    on_start: Vec<Then>,
+    on_finish: Vec<Then>,
 }
 
 /// An OpenCL event.
 pub struct Event {
     context: Held<Context>,
-    queue: Held<Queue>,
+    /// The command's queue; none for a user event.
+    queue: Option<Held<Queue>>,
     command: cl_uint,
-    progress: Progress,
+    stage: Mutex<Stage>,
+    started: Condvar,
     queued_ns: u64,
-    /// When it finished, in nanoseconds since the process's epoch; 0 until then.
+    /// When it started and finished, in nanoseconds since the process's epoch; 0 until then.
+    started_ns: AtomicU64,
     finished_ns: Arc<AtomicU64>,
 }
 
@@ -42,55 +58,121 @@ fn now_ns() -> u64 {
 }
 
 impl Event {
-    /// Makes the event of a command of `queue`, and its handle if the caller asked for one
-    /// (`out` not NULL).
-    ///
-    /// # Safety
-    /// `out` is NULL or valid for a write of a handle.
-    pub unsafe fn give(
-        queue: &Held<Queue>,
-        command: cl_uint,
-        progress: Progress,
-        out: *mut *mut c_void,
-    ) -> ClResult<()> {
-        // A command that failed before it was queued has no event.
-        if let Progress::Done(Err(code)) = progress {
-            return Err(code);
-        }
-        if !out.is_null() {
-            let queued_ns = now_ns();
-            let finished_ns = Arc::new(AtomicU64::new(0));
-            match &progress {
-                Progress::Device(event) => {
-                    let finished = finished_ns.clone();
-                    event.on_finish(move || finished.store(now_ns(), Ordering::Release));
-                }
-                Progress::Done(_) => finished_ns.store(queued_ns, Ordering::Release),
-            }
-            let queue_object = queue.object().clone();
-            let event = Event {
-                context: Held::new(
-                    queue_object.context().handle(),
-                    queue_object.context().object().clone(),
-                ),
-                queue: Held::new(queue.handle(), queue_object),
-                command,
-                progress,
-                queued_ns,
-                finished_ns,
-            };
-            // SAFETY: per the contract above.
-            unsafe { write_if(out, publish(Arc::new(event))) };
-        }
-        Ok(())
+    fn new(context: Held<Context>, queue: Option<Held<Queue>>, command: cl_uint) -> Arc<Event> {
+        Arc::new(Event {
+            context,
+            queue,
+            command,
+            stage: Mutex::new(Stage::default()),
+            started: Condvar::new(),
+            queued_ns: now_ns(),
+            started_ns: AtomicU64::new(0),
+            finished_ns: Arc::new(AtomicU64::new(0)),
+        })
     }
 
-    /// The OpenCL execution status: complete, submitted, or a negative error code.
+    /// The event of a command of `queue`, not started yet.
+    pub fn command(queue: &Held<Queue>, command: cl_uint) -> Arc<Event> {
+        let queue_object = queue.object().clone();
+        let context = Held::new(
+            queue_object.context().handle(),
+            queue_object.context().object().clone(),
+        );
+        Event::new(
+            context,
+            Some(Held::new(queue.handle(), queue_object)),
+            command,
+        )
+    }
+
+    /// Starts the event with `progress`; false if it had started already.
+    pub fn start(&self, progress: Progress) -> bool {
+        let device = match &progress {
+            Progress::Device(device) => Some(device.clone()),
+            Progress::Done(_) => None,
+        };
+        let (on_start, on_finish) = {
+            let mut stage = self.lock();
+            if stage.progress.is_some() {
+                return false;
+            }
+            self.started_ns.store(now_ns(), Ordering::Release);
+            if device.is_none() {
+                self.finished_ns.store(now_ns(), Ordering::Release);
+            }
+            stage.progress = Some(progress);
+            (
+                std::mem::take(&mut stage.on_start),
+                std::mem::take(&mut stage.on_finish),
+            )
+        };
+        self.started.notify_all();
+        // Callbacks run outside the lock: they may ask for the status.
+        for then in on_start {
+            then();
+        }
+        match device {
+            Some(device) => {
+                let finished = self.finished_ns.clone();
+                device.on_finish(move || finished.store(now_ns(), Ordering::Release));
+                for then in on_finish {
+                    device.on_finish(then);
+                }
+            }
+            None => on_finish.into_iter().for_each(|then| then()),
+        }
+        true
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Stage> {
+        self.stage.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether it started (its command was submitted, or its user status set).
+    pub fn started(&self) -> bool {
+        self.lock().progress.is_some()
+    }
+
+    /// Runs `then` once it started (at once if it has).
+    fn on_start(&self, then: Then) {
+        {
+            let mut stage = self.lock();
+            if stage.progress.is_none() {
+                stage.on_start.push(then);
+                return;
+            }
+        }
+        then();
+    }
+
+    /// Runs `then` once it finished (at once if it has).
+    fn on_finish(&self, then: Then) {
+        let device = {
+            let mut stage = self.lock();
+            match &stage.progress {
+                None => {
+                    stage.on_finish.push(then);
+                    return;
+                }
+                Some(Progress::Device(device)) => Some(device.clone()),
+                Some(Progress::Done(_)) => None,
+            }
+        };
+        match device {
+            Some(device) => device.on_finish(then),
+            None => then(),
+        }
+    }
+
+    /// The OpenCL execution status: complete, submitted, queued (held back), or a negative
+    /// error code.
     fn execution_status(&self) -> cl_int {
-        match &self.progress {
-            Progress::Done(Ok(())) => CL_COMPLETE,
-            Progress::Done(Err(code)) => *code,
-            Progress::Device(event) => match event.status() {
+        match &self.lock().progress {
+            None if self.queue.is_none() => CL_SUBMITTED,
+            None => CL_QUEUED,
+            Some(Progress::Done(Ok(()))) => CL_COMPLETE,
+            Some(Progress::Done(Err(code))) => *code,
+            Some(Progress::Device(event)) => match event.status() {
                 EventStatus::Pending => CL_SUBMITTED,
                 EventStatus::Complete => CL_COMPLETE,
                 EventStatus::Failed(_) => CL_OUT_OF_RESOURCES,
@@ -98,17 +180,29 @@ impl Event {
         }
     }
 
-    /// Waits for the command; a failed one is `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
+    /// Waits until it started and finished; a failed one is
+    /// `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
     pub fn wait(&self) -> ClResult<()> {
-        let failed = match &self.progress {
-            Progress::Done(outcome) => outcome.is_err(),
-            Progress::Device(event) => match event.wait() {
+        let device = {
+            let mut stage = self.lock();
+            while stage.progress.is_none() {
+                stage = self.started.wait(stage).unwrap_or_else(|e| e.into_inner());
+            }
+            match &stage.progress {
+                Some(Progress::Device(device)) => Ok(device.clone()),
+                Some(Progress::Done(outcome)) => Err(outcome.is_err()),
+                None => unreachable!("waited until it started"),
+            }
+        };
+        let failed = match device {
+            Ok(device) => match device.wait() {
                 Ok(()) => false,
                 Err(err) => {
                     crate::error::report("waiting for an event", &err);
                     true
                 }
             },
+            Err(failed) => failed,
         };
         if failed {
             Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
@@ -117,49 +211,48 @@ impl Event {
         }
     }
 
-    /// The queue of the command.
-    pub fn queue(&self) -> &Arc<Queue> {
-        self.queue.object()
+    /// The command's queue; none for a user event.
+    pub fn queue(&self) -> Option<&Arc<Queue>> {
+        self.queue.as_ref().map(Held::object)
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<Context> {
+        self.context.object()
     }
 }
 
-/// Waits for the events of `wait` that belong to other queues than `queue` (the queue's own
-/// run in order anyway).
-///
-/// # Safety
-/// `wait` holds `count` handles, or is NULL with `count` 0.
-pub unsafe fn wait_for_others(
-    queue: &Arc<Queue>,
-    count: cl_uint,
-    wait: *const *mut c_void,
-) -> ClResult<()> {
-    // SAFETY: per the contract above.
-    let handles = unsafe { list(count, wait, CL_INVALID_EVENT_WAIT_LIST) }?;
-    let events = handles
-        .iter()
-        .map(|h| get::<Event>(*h).ok_or(CL_INVALID_EVENT_WAIT_LIST))
-        .collect::<ClResult<Vec<_>>>()?;
-    for event in events {
-        if !Arc::ptr_eq(event.queue(), queue) {
-            event.wait()?;
+pub(crate) extern "C" fn create_user_event(
+    context_handle: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    object("clCreateUserEvent", errcode_ret, || {
+        let context = context(context_handle)?;
+        Ok(publish(Event::new(
+            Held::new(context_handle, context),
+            None,
+            CL_COMMAND_USER,
+        )))
+    })
+}
+
+pub(crate) extern "C" fn set_user_event_status(handle: *mut c_void, execution: cl_int) -> cl_int {
+    status("clSetUserEventStatus", || {
+        let event = get::<Event>(handle).ok_or(CL_INVALID_EVENT)?;
+        if event.queue.is_some() {
+            return Err(CL_INVALID_EVENT);
         }
-    }
-    Ok(())
-}
-
-/// The queue, after the events of other queues in its wait list finished.
-///
-/// # Safety
-/// `wait` holds `count` handles, or is NULL with `count` 0.
-pub unsafe fn ready(
-    handle: *mut c_void,
-    count: cl_uint,
-    wait: *const *mut c_void,
-) -> ClResult<Held<Queue>> {
-    let queue = queue(handle)?;
-    // SAFETY: per the contract above.
-    unsafe { wait_for_others(queue.object(), count, wait) }?;
-    Ok(queue)
+        let outcome = match execution {
+            CL_COMPLETE => Ok(()),
+            failed if failed < 0 => Err(failed),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        if event.start(Progress::Done(outcome)) {
+            Ok(())
+        } else {
+            Err(CL_INVALID_OPERATION)
+        }
+    })
 }
 
 pub(crate) extern "C" fn wait_for_events(count: cl_uint, events: *const *mut c_void) -> cl_int {
@@ -193,7 +286,12 @@ pub(crate) extern "C" fn get_event_info(
     status("clGetEventInfo", || {
         let event = get::<Event>(handle).ok_or(CL_INVALID_EVENT)?;
         let value = match param {
-            CL_EVENT_COMMAND_QUEUE => Some(Value::pointer(event.queue.handle())),
+            CL_EVENT_COMMAND_QUEUE => Some(Value::pointer(
+                event
+                    .queue
+                    .as_ref()
+                    .map_or(std::ptr::null(), |queue| queue.handle().cast_const()),
+            )),
             CL_EVENT_CONTEXT => Some(Value::pointer(event.context.handle())),
             CL_EVENT_COMMAND_TYPE => Some(Value::uint(event.command)),
             CL_EVENT_COMMAND_EXECUTION_STATUS => {
@@ -216,22 +314,24 @@ pub(crate) extern "C" fn get_event_profiling_info(
 ) -> cl_int {
     status("clGetEventProfilingInfo", || {
         let event = get::<Event>(handle).ok_or(CL_INVALID_EVENT)?;
-        if !event.queue().profiling() {
+        // User events have no queue, and no profiling.
+        if !event.queue().is_some_and(|queue| queue.profiling()) {
             return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
         }
-        let finished = event.finished_ns.load(Ordering::Acquire);
-        let value = match param {
-            CL_PROFILING_COMMAND_QUEUED
-            | CL_PROFILING_COMMAND_SUBMIT
-            | CL_PROFILING_COMMAND_START => Value::ulong(event.queued_ns),
-            CL_PROFILING_COMMAND_END | CL_PROFILING_COMMAND_COMPLETE if finished != 0 => {
-                Value::ulong(finished)
+        let at = match param {
+            CL_PROFILING_COMMAND_QUEUED => event.queued_ns,
+            CL_PROFILING_COMMAND_SUBMIT | CL_PROFILING_COMMAND_START => {
+                event.started_ns.load(Ordering::Acquire)
             }
             CL_PROFILING_COMMAND_END | CL_PROFILING_COMMAND_COMPLETE => {
-                return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+                event.finished_ns.load(Ordering::Acquire)
             }
             _ => return Err(CL_INVALID_VALUE),
         };
+        if at == 0 {
+            return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+        }
+        let value = Value::ulong(at);
         // SAFETY: out and size_ret follow clGetEventProfilingInfo's contract.
         unsafe { give(Some(value), size, out, size_ret) }
     })
@@ -251,22 +351,20 @@ pub(crate) extern "C" fn set_event_callback(
         if ![CL_COMPLETE, CL_RUNNING, CL_SUBMITTED].contains(&callback_type) {
             return Err(CL_INVALID_VALUE);
         }
+        // The callback holds its own reference until it ran.
+        retain::<Event>(handle);
         let (handle, user_data) = (handle as usize, user_data as usize);
-        match &event.progress {
-            // Commands are submitted when enqueued: only completion is waited for.
-            Progress::Device(device) if callback_type == CL_COMPLETE => {
-                retain::<Event>(handle as *const c_void);
-                let event = event.clone();
-                device.on_finish(move || {
-                    let status = event.execution_status();
-                    callback(handle as *mut c_void, status, user_data as *mut c_void);
-                    release::<Event>(handle as *const c_void);
-                });
-            }
-            _ => {
-                let status = event.execution_status().min(callback_type);
-                callback(handle as *mut c_void, status, user_data as *mut c_void);
-            }
+        let target = event.clone();
+        let call = move || {
+            let status = target.execution_status().min(callback_type);
+            callback(handle as *mut c_void, status, user_data as *mut c_void);
+            release::<Event>(handle as *const c_void);
+        };
+        // A command runs as soon as it is submitted: submitted and running are one point.
+        if callback_type == CL_COMPLETE {
+            event.on_finish(Box::new(call));
+        } else {
+            event.on_start(Box::new(call));
         }
         Ok(())
     })

@@ -7,12 +7,14 @@
 //! The layers: `cl` (types and constants), `info` and `error` (how answers and failures are
 //! written), `object` (the dispatch header and the table of live handles); then one module
 //! per OpenCL object (`platform`, `device`, `context`, `queue`, `memory`, `program` with its
-//! kernels and launches, `event`), `state` (the host), and on top `dispatch`: the table the
+//! kernels and launches, `event`), `command` (enqueueing: wait lists, and commands held back
+//! behind unfinished events), `state` (the host), and on top `dispatch`: the table the
 //! loader calls through and the entry points the loader finds by name. Entry points not
 //! implemented answer `CL_INVALID_OPERATION` and say so on stderr (README, "The OpenCL
 //! platform", has what is and is not).
 
 pub mod cl;
+mod command;
 mod context;
 mod device;
 mod dispatch;

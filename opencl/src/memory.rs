@@ -1,7 +1,7 @@
 //! Buffers: memory of one device of the context (device memory where the plugin has it,
 //! host memory the device reaches otherwise), and the commands that move data in and out.
-//! Reads and maps complete before they return (OpenCL lets any command do so); writes,
-//! copies and fills of device memory are queued.
+//! Reads and maps complete when they run (OpenCL lets any command do so); writes, copies and
+//! fills of device memory are queued.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex};
 use accelhost::{Memory, MemoryKind};
 
 use crate::cl::*;
+use crate::command::{Enqueue, HostAddress};
 use crate::context::{Context, context};
 use crate::error::{ClResult, list, object, refuse, report, status};
-use crate::event::{Event, Progress, ready};
+use crate::event::Progress;
 use crate::info::{Value, give};
 use crate::object::{Held, get, publish, references};
 use crate::queue::Queue;
@@ -234,7 +235,7 @@ pub(crate) extern "C" fn get_mem_object_info(
 pub(crate) extern "C" fn enqueue_read_buffer(
     queue_handle: *mut c_void,
     buffer_handle: *mut c_void,
-    _blocking: cl_bool,
+    blocking: cl_bool,
     offset: usize,
     size: usize,
     ptr: *mut c_void,
@@ -245,22 +246,27 @@ pub(crate) extern "C" fn enqueue_read_buffer(
     const CALL: &str = "clEnqueueReadBuffer";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, queue.object())?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
         buffer.check_range(offset, size)?;
         if ptr.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        // SAFETY: the application passes size writable bytes at ptr.
-        let out = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), size) };
-        let outcome = buffer.read(queue.object(), CALL, offset, out);
+        let to = HostAddress::of(ptr);
+        let run = move |queue: &Queue| {
+            // SAFETY: the application passes size writable bytes at ptr, for the command.
+            let out = unsafe { to.bytes_mut(size) };
+            buffer.read(queue, CALL, offset, out)?;
+            Ok(Progress::Done(Ok(())))
+        };
         // SAFETY: event is NULL or points to a handle.
         unsafe {
-            Event::give(
-                &queue,
+            enqueue.submit(
+                CALL,
                 CL_COMMAND_READ_BUFFER,
-                Progress::Done(outcome),
+                blocking != CL_FALSE,
                 event,
+                run,
             )
         }
     })
@@ -281,23 +287,30 @@ pub(crate) extern "C" fn enqueue_write_buffer(
     const CALL: &str = "clEnqueueWriteBuffer";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, queue.object())?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
         buffer.check_range(offset, size)?;
         if ptr.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        // SAFETY: the application passes size bytes at ptr.
-        let data = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), size) };
-        // The data is copied before the call returns, so the application may reuse ptr.
-        let progress = buffer.write(queue.object(), CALL, offset, data)?;
-        if let Progress::Device(device) = &progress
-            && blocking != CL_FALSE
-        {
-            device.wait().map_err(|err| report(CALL, &err))?;
-        }
+        let from = HostAddress::of(ptr);
+        // The data is copied when the command runs, so the application may reuse ptr once
+        // its event finished.
+        let run = move |queue: &Queue| {
+            // SAFETY: the application passes size bytes at ptr, for the command.
+            let data = unsafe { from.bytes(size) };
+            buffer.write(queue, CALL, offset, data)
+        };
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&queue, CL_COMMAND_WRITE_BUFFER, progress, event) }
+        unsafe {
+            enqueue.submit(
+                CALL,
+                CL_COMMAND_WRITE_BUFFER,
+                blocking != CL_FALSE,
+                event,
+                run,
+            )
+        }
     })
 }
 
@@ -316,34 +329,29 @@ pub(crate) extern "C" fn enqueue_copy_buffer(
     const CALL: &str = "clEnqueueCopyBuffer";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let src = buffer_on(src_handle, queue.object())?;
-        let dst = buffer_on(dst_handle, queue.object())?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let src = buffer_on(src_handle, enqueue.queue())?;
+        let dst = buffer_on(dst_handle, enqueue.queue())?;
         src.check_range(src_offset, size)?;
         dst.check_range(dst_offset, size)?;
         if Arc::ptr_eq(&src, &dst) && src_offset.abs_diff(dst_offset) < size {
             return Err(CL_MEM_COPY_OVERLAP);
         }
-        let copy = queue
-            .object()
-            .commands()
-            .enqueue_memcpy(
-                &dst.memory,
-                dst_offset as u64,
-                &src.memory,
-                src_offset as u64,
-                size as u64,
-            )
-            .map_err(|err| report(CALL, &err))?;
+        let run = move |queue: &Queue| {
+            let copy = queue
+                .commands()
+                .enqueue_memcpy(
+                    &dst.memory,
+                    dst_offset as u64,
+                    &src.memory,
+                    src_offset as u64,
+                    size as u64,
+                )
+                .map_err(|err| report(CALL, &err))?;
+            Ok(Progress::Device(copy))
+        };
         // SAFETY: event is NULL or points to a handle.
-        unsafe {
-            Event::give(
-                &queue,
-                CL_COMMAND_COPY_BUFFER,
-                Progress::Device(copy),
-                event,
-            )
-        }
+        unsafe { enqueue.submit(CALL, CL_COMMAND_COPY_BUFFER, false, event, run) }
     })
 }
 
@@ -362,8 +370,8 @@ pub(crate) extern "C" fn enqueue_fill_buffer(
     const CALL: &str = "clEnqueueFillBuffer";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, queue.object())?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
         buffer.check_range(offset, size)?;
         if pattern.is_null()
             || !pattern_size.is_power_of_two()
@@ -376,9 +384,9 @@ pub(crate) extern "C" fn enqueue_fill_buffer(
         // SAFETY: the application passes pattern_size bytes at pattern.
         let pattern = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
         let data: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
-        let progress = buffer.write(queue.object(), CALL, offset, &data)?;
+        let run = move |queue: &Queue| buffer.write(queue, CALL, offset, &data);
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&queue, CL_COMMAND_FILL_BUFFER, progress, event) }
+        unsafe { enqueue.submit(CALL, CL_COMMAND_FILL_BUFFER, false, event, run) }
     })
 }
 
@@ -386,7 +394,7 @@ pub(crate) extern "C" fn enqueue_fill_buffer(
 pub(crate) extern "C" fn enqueue_map_buffer(
     queue_handle: *mut c_void,
     buffer_handle: *mut c_void,
-    _blocking: cl_bool,
+    blocking: cl_bool,
     flags: cl_bitfield,
     offset: usize,
     size: usize,
@@ -398,41 +406,64 @@ pub(crate) extern "C" fn enqueue_map_buffer(
     const CALL: &str = "clEnqueueMapBuffer";
     object(CALL, errcode_ret, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, queue.object())?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
         buffer.check_range(offset, size)?;
         if flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
             return Err(CL_INVALID_VALUE);
         }
         let writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
         let reads = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0;
-        let (pointer, copy) = if buffer.host_ptr != 0 {
-            if reads {
-                buffer.sync_host_ptr(queue.object(), CALL, offset, size, false)?;
-            }
+        let (pointer, mut copy) = if buffer.host_ptr != 0 {
             ((buffer.host_ptr + offset) as *mut u8, None)
         } else {
             let mut copy = vec![0u8; size].into_boxed_slice();
-            if reads {
-                buffer.read(queue.object(), CALL, offset, &mut copy)?;
-            }
             (copy.as_mut_ptr(), Some(copy))
         };
-        buffer
-            .maps
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                pointer as usize,
-                Mapping {
-                    offset,
-                    size,
-                    writes,
-                    copy,
-                },
-            );
+        let own_copy = copy.is_some();
+        let mapped = HostAddress::of(pointer);
+        let target = buffer.clone();
+        let run = move |queue: &Queue| {
+            if reads {
+                if own_copy {
+                    // SAFETY: the mapping's copy lives until the unmap, which runs after this
+                    // command in the queue's order.
+                    target.read(queue, CALL, offset, unsafe { mapped.bytes_mut(size) })?;
+                } else {
+                    target.sync_host_ptr(queue, CALL, offset, size, false)?;
+                }
+            }
+            Ok(Progress::Done(Ok(())))
+        };
+        let mut maps = buffer.maps.lock().unwrap_or_else(|e| e.into_inner());
+        maps.insert(
+            pointer as usize,
+            Mapping {
+                offset,
+                size,
+                writes,
+                copy: copy.take(),
+            },
+        );
+        drop(maps);
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&queue, CL_COMMAND_MAP_BUFFER, Progress::Done(Ok(())), event) }?;
+        let submitted = unsafe {
+            enqueue.submit(
+                CALL,
+                CL_COMMAND_MAP_BUFFER,
+                blocking != CL_FALSE,
+                event,
+                run,
+            )
+        };
+        if let Err(code) = submitted {
+            buffer
+                .maps
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&(pointer as usize));
+            return Err(code);
+        }
         Ok(pointer.cast())
     })
 }
@@ -448,8 +479,8 @@ pub(crate) extern "C" fn enqueue_unmap_mem_object(
     const CALL: &str = "clEnqueueUnmapMemObject";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, queue.object())?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
         let mapping = buffer
             .maps
             .lock()
@@ -464,13 +495,13 @@ pub(crate) extern "C" fn enqueue_unmap_mem_object(
         else {
             return Err(CL_INVALID_VALUE);
         };
-        let progress = match (writes, copy) {
-            (false, _) => Progress::Done(Ok(())),
-            (true, Some(copy)) => buffer.write(queue.object(), CALL, offset, &copy)?,
-            (true, None) => buffer.sync_host_ptr(queue.object(), CALL, offset, size, true)?,
+        let run = move |queue: &Queue| match (writes, copy) {
+            (false, _) => Ok(Progress::Done(Ok(()))),
+            (true, Some(copy)) => buffer.write(queue, CALL, offset, &copy),
+            (true, None) => buffer.sync_host_ptr(queue, CALL, offset, size, true),
         };
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&queue, CL_COMMAND_UNMAP_MEM_OBJECT, progress, event) }
+        unsafe { enqueue.submit(CALL, CL_COMMAND_UNMAP_MEM_OBJECT, false, event, run) }
     })
 }
 
@@ -487,7 +518,7 @@ pub(crate) extern "C" fn enqueue_migrate_mem_objects(
     const CALL: &str = "clEnqueueMigrateMemObjects";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
         // SAFETY: objects holds num_objects handles.
         let handles = unsafe { list(num_objects, objects, CL_INVALID_VALUE) }?;
         if handles.is_empty()
@@ -497,16 +528,20 @@ pub(crate) extern "C" fn enqueue_migrate_mem_objects(
         }
         let buffers = handles
             .iter()
-            .map(|h| buffer_on(*h, queue.object()))
+            .map(|h| buffer_on(*h, enqueue.queue()))
             .collect::<ClResult<Vec<_>>>()?;
         let to_host = flags & CL_MIGRATE_MEM_OBJECT_HOST != 0;
-        let mut last = Progress::Done(Ok(()));
-        if flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED == 0 {
-            for buffer in &buffers {
-                last = buffer.sync_host_ptr(queue.object(), CALL, 0, buffer.size, !to_host)?;
+        let moves = flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED == 0;
+        let run = move |queue: &Queue| {
+            let mut last = Progress::Done(Ok(()));
+            if moves {
+                for buffer in &buffers {
+                    last = buffer.sync_host_ptr(queue, CALL, 0, buffer.size, !to_host)?;
+                }
             }
-        }
+            Ok(last)
+        };
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&queue, CL_COMMAND_MIGRATE_MEM_OBJECTS, last, event) }
+        unsafe { enqueue.submit(CALL, CL_COMMAND_MIGRATE_MEM_OBJECTS, false, event, run) }
     })
 }

@@ -9,13 +9,15 @@ use accelhost::xclbin::{ArgKind, KernelMeta};
 use accelhost::{Arg, ErrorCode};
 
 use crate::cl::*;
+use crate::command::Enqueue;
 use crate::context::{Context, context};
 use crate::device::Device;
 use crate::error::{ClResult, list, object, refuse, report, status, write_if};
-use crate::event::{Event, Progress, ready};
+use crate::event::Progress;
 use crate::info::{Value, give};
 use crate::memory::{Buffer, buffer};
 use crate::object::{Held, get, publish, references};
+use crate::queue::Queue;
 
 /// An OpenCL program: an image loaded on one device of the context.
 pub struct Program {
@@ -28,6 +30,7 @@ pub struct Program {
 }
 
 /// A kernel argument as set.
+#[derive(Clone)]
 enum ArgValue {
     Buffer(Arc<Buffer>),
     /// A unified-shared-memory pointer: its allocation, and where in it.
@@ -428,9 +431,9 @@ pub(crate) extern "C" fn get_kernel_work_group_info(
     })
 }
 
-/// Launches `kernel` once on the queue, with its arguments as set.
+/// Launches `kernel` once on the queue, with its arguments as they are set now.
 fn launch(
-    call: &str,
+    call: &'static str,
     queue_handle: *mut c_void,
     kernel_handle: *mut c_void,
     command: cl_uint,
@@ -439,54 +442,61 @@ fn launch(
     event: *mut *mut c_void,
 ) -> ClResult<()> {
     // SAFETY: the wait list follows the entry point's contract.
-    let queue = unsafe { ready(queue_handle, count, wait) }?;
+    let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
     let kernel = get::<Kernel>(kernel_handle).ok_or(CL_INVALID_KERNEL)?;
     let program = kernel.program.object();
-    if !Arc::ptr_eq(program.context.object(), queue.object().context().object())
-        || program.device != queue.object().device_index()
+    if !Arc::ptr_eq(program.context.object(), enqueue.queue().context().object())
+        || program.device != enqueue.queue().device_index()
     {
         return Err(CL_INVALID_CONTEXT);
     }
     let values = kernel.args.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = Vec::with_capacity(values.len());
     for (index, value) in values.iter().enumerate() {
-        args.push(match value {
-            None => {
-                return Err(refuse(
-                    call,
-                    CL_INVALID_KERNEL_ARGS,
-                    &format!("argument {index} of {} is not set", kernel.kernel.name()),
-                ));
+        let value = value.as_ref().ok_or_else(|| {
+            refuse(
+                call,
+                CL_INVALID_KERNEL_ARGS,
+                &format!("argument {index} of {} is not set", kernel.kernel.name()),
+            )
+        })?;
+        match value {
+            ArgValue::Buffer(buffer) if buffer.device_index() != program.device => {
+                return Err(CL_INVALID_MEM_OBJECT);
             }
-            Some(ArgValue::Buffer(buffer)) => {
-                if buffer.device_index() != program.device {
-                    return Err(CL_INVALID_MEM_OBJECT);
-                }
-                Arg::Memory(buffer.memory())
-            }
-            Some(ArgValue::Usm(allocation, offset)) => {
+            ArgValue::Usm(allocation, _)
                 if allocation.device_index() != program.device
-                    || !Arc::ptr_eq(allocation.context(), program.context.object())
-                {
-                    return Err(CL_INVALID_MEM_OBJECT);
-                }
-                Arg::MemoryAt(allocation.memory(), *offset as u64)
+                    || !Arc::ptr_eq(allocation.context(), program.context.object()) =>
+            {
+                return Err(CL_INVALID_MEM_OBJECT);
             }
-            Some(ArgValue::Bytes(bytes)) => match bytes.len() {
-                4 => Arg::U32(u32::from_ne_bytes(bytes[..].try_into().unwrap())),
-                8 => Arg::U64(u64::from_ne_bytes(bytes[..].try_into().unwrap())),
-                _ => Arg::Bytes(bytes),
-            },
-        });
+            _ => args.push(value.clone()),
+        }
     }
-    let launched = queue
-        .object()
-        .commands()
-        .enqueue_launch(&kernel.kernel, &args)
-        .map_err(|err| report(call, &err))?;
     drop(values);
+    let run = move |queue: &Queue| {
+        let args: Vec<Arg> = args
+            .iter()
+            .map(|value| match value {
+                ArgValue::Buffer(buffer) => Arg::Memory(buffer.memory()),
+                ArgValue::Usm(allocation, offset) => {
+                    Arg::MemoryAt(allocation.memory(), *offset as u64)
+                }
+                ArgValue::Bytes(bytes) => match bytes.len() {
+                    4 => Arg::U32(u32::from_ne_bytes(bytes[..].try_into().unwrap())),
+                    8 => Arg::U64(u64::from_ne_bytes(bytes[..].try_into().unwrap())),
+                    _ => Arg::Bytes(bytes),
+                },
+            })
+            .collect();
+        let launched = queue
+            .commands()
+            .enqueue_launch(&kernel.kernel, &args)
+            .map_err(|err| report(call, &err))?;
+        Ok(Progress::Device(launched))
+    };
     // SAFETY: event is NULL or points to a handle.
-    unsafe { Event::give(&queue, command, Progress::Device(launched), event) }
+    unsafe { enqueue.submit(call, command, false, event, run) }
 }
 
 pub(crate) extern "C" fn enqueue_task(
@@ -555,23 +565,38 @@ pub(crate) extern "C" fn enqueue_nd_range_kernel(
     })
 }
 
-/// A marker: done when everything enqueued before it is.
+/// A marker: done when everything enqueued before it and its wait list are.
 pub(crate) extern "C" fn enqueue_marker_with_wait_list(
     queue_handle: *mut c_void,
     count: cl_uint,
     wait: *const *mut c_void,
     event: *mut *mut c_void,
 ) -> cl_int {
-    status("clEnqueueMarkerWithWaitList", || {
+    const CALL: &str = "clEnqueueMarkerWithWaitList";
+    status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let queue = unsafe { ready(queue_handle, count, wait) }?;
-        let progress = match queue.object().commands().pending_events().pop() {
-            Some(last) => Progress::Device(last),
-            None => Progress::Done(Ok(())),
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let run = |queue: &Queue| {
+            Ok(match queue.commands().pending_events().pop() {
+                Some(last) => Progress::Device(last),
+                None => Progress::Done(Ok(())),
+            })
         };
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&queue, CL_COMMAND_MARKER, progress, event) }
+        unsafe { enqueue.submit(CALL, CL_COMMAND_MARKER, false, event, run) }
     })
+}
+
+/// The OpenCL 1.0 form of a marker's wait list: waits for `events` before later commands.
+pub(crate) extern "C" fn enqueue_wait_for_events(
+    queue: *mut c_void,
+    count: cl_uint,
+    events: *const *mut c_void,
+) -> cl_int {
+    if count == 0 || events.is_null() {
+        return CL_INVALID_VALUE;
+    }
+    enqueue_marker_with_wait_list(queue, count, events, std::ptr::null_mut())
 }
 
 pub(crate) extern "C" fn enqueue_barrier_with_wait_list(

@@ -1,9 +1,12 @@
 //! Command queues, on one device of a context, over the library's queue; with profiling when
 //! asked. Every queue runs its commands in order: a queue asked to be out of order (as SYCL's
-//! are by default) gets that order too, which is one of the orders it allows.
+//! are by default) gets that order too, which is one of the orders it allows. Commands held
+//! back behind an unfinished event wait in the queue's backlog, which a thread of the queue's
+//! own runs in order.
 
+use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::cl::*;
 use crate::context::{Context, context};
@@ -19,6 +22,18 @@ pub struct Queue {
     device: usize,
     queue: accelhost::Queue,
     properties: cl_bitfield,
+    backlog: Mutex<Backlog>,
+    drained: Condvar,
+}
+
+/// A command held back: it waits for its events, then runs.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// The commands held back, and whether the queue's thread is running them.
+#[derive(Default)]
+struct Backlog {
+    jobs: VecDeque<Job>,
+    draining: bool,
 }
 
 impl Queue {
@@ -47,9 +62,66 @@ impl Queue {
         self.properties & CL_QUEUE_PROFILING_ENABLE != 0
     }
 
-    /// Waits until everything enqueued so far finished.
+    /// Waits until the commands submitted to the device so far finished (the commands held
+    /// back call it too, so it does not wait for the backlog: [`Queue::wait_for_backlog`]).
     pub fn finish(&self, call: &str) -> ClResult<()> {
         self.queue.finish().map_err(|err| report(call, &err))
+    }
+
+    /// Waits until the commands held back so far have run.
+    pub fn wait_for_backlog(&self) {
+        let mut backlog = self.backlog();
+        while backlog.draining {
+            backlog = self
+                .drained
+                .wait(backlog)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn backlog(&self) -> MutexGuard<'_, Backlog> {
+        self.backlog.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether commands are held back: a new one must wait behind them.
+    pub fn holds_back(&self) -> bool {
+        self.backlog().draining
+    }
+
+    /// Holds `job` back behind the others; the queue's thread runs them in order.
+    pub fn hold_back(self: &Arc<Self>, job: Job) -> ClResult<()> {
+        let mut backlog = self.backlog();
+        backlog.jobs.push_back(job);
+        if !backlog.draining {
+            let queue = self.clone();
+            let started = std::thread::Builder::new()
+                .name("accelhost-cl-queue".into())
+                .spawn(move || queue.drain());
+            if started.is_err() {
+                backlog.jobs.pop_back();
+                return Err(CL_OUT_OF_HOST_MEMORY);
+            }
+            backlog.draining = true;
+        }
+        Ok(())
+    }
+
+    /// Runs the backlog until it is empty.
+    fn drain(&self) {
+        loop {
+            let job = {
+                let mut backlog = self.backlog();
+                match backlog.jobs.pop_front() {
+                    Some(job) => job,
+                    None => {
+                        backlog.draining = false;
+                        self.drained.notify_all();
+                        return;
+                    }
+                }
+            };
+            job();
+        }
     }
 }
 
@@ -79,6 +151,8 @@ fn make(
         device: index,
         queue,
         properties,
+        backlog: Mutex::default(),
+        drained: Condvar::new(),
     })))
 }
 
@@ -153,8 +227,8 @@ pub(crate) extern "C" fn flush(queue: *mut c_void) -> cl_int {
 
 pub(crate) extern "C" fn finish(queue: *mut c_void) -> cl_int {
     status("clFinish", || {
-        get::<Queue>(queue)
-            .ok_or(CL_INVALID_COMMAND_QUEUE)?
-            .finish("clFinish")
+        let queue = get::<Queue>(queue).ok_or(CL_INVALID_COMMAND_QUEUE)?;
+        queue.wait_for_backlog();
+        queue.finish("clFinish")
     })
 }

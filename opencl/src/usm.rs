@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use accelhost::{Memory, MemoryKind};
 
 use crate::cl::*;
+use crate::command::{Enqueue, HostAddress};
 use crate::context::{Context, context};
 use crate::device::Device;
 use crate::error::{ClResult, object, refuse, report, status};
-use crate::event::{Event, Progress, ready};
+use crate::event::Progress;
 use crate::info::{Value, give};
 use crate::object::Held;
 use crate::queue::Queue;
@@ -301,7 +302,7 @@ pub(crate) extern "C" fn get_mem_alloc_info(
 /// One end of a copy: an allocation (and where in it), or the application's own memory.
 enum End {
     Allocation(Arc<Allocation>, usize),
-    Plain(*mut u8),
+    Plain(HostAddress),
 }
 
 fn end(queue: &Queue, ptr: *const c_void, size: usize) -> ClResult<End> {
@@ -317,7 +318,7 @@ fn end(queue: &Queue, ptr: *const c_void, size: usize) -> ClResult<End> {
                 && allocation.on == queue.device_index();
             if !here && allocation.memory.host_ptr().is_some() {
                 // Host memory of another device is host memory for this one's copies.
-                return Ok(End::Plain(ptr as *mut u8));
+                return Ok(End::Plain(HostAddress::of(ptr)));
             }
             if !here {
                 return Err(refuse(
@@ -328,7 +329,7 @@ fn end(queue: &Queue, ptr: *const c_void, size: usize) -> ClResult<End> {
             }
             End::Allocation(allocation, offset)
         }
-        None => End::Plain(ptr as *mut u8),
+        None => End::Plain(HostAddress::of(ptr)),
     })
 }
 
@@ -346,67 +347,62 @@ pub(crate) extern "C" fn enqueue_memcpy(
     const CALL: &str = "clEnqueueMemcpyINTEL";
     status(CALL, || {
         // SAFETY: the wait list follows the entry point's contract.
-        let held = unsafe { ready(queue_handle, count, wait) }?;
-        let queue = held.object();
+        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+        let blocking = blocking != CL_FALSE;
         if size == 0 {
+            let run = |_: &Queue| Ok(Progress::Done(Ok(())));
             // SAFETY: event is NULL or points to a handle.
-            return unsafe {
-                Event::give(
-                    &held,
-                    CL_COMMAND_MEMCPY_INTEL,
-                    Progress::Done(Ok(())),
-                    event,
-                )
-            };
+            return unsafe { enqueue.submit(CALL, CL_COMMAND_MEMCPY_INTEL, blocking, event, run) };
         }
         if (dst as usize).abs_diff(src as usize) < size {
             return Err(CL_MEM_COPY_OVERLAP);
         }
-        let progress = match (end(queue, dst, size)?, end(queue, src, size)?) {
-            (End::Allocation(to, at), End::Allocation(from, from_at)) => Progress::Device(
-                queue
-                    .commands()
-                    .enqueue_memcpy(
-                        &to.memory,
-                        at as u64,
-                        &from.memory,
-                        from_at as u64,
-                        size as u64,
-                    )
-                    .map_err(|err| report(CALL, &err))?,
-            ),
-            (End::Allocation(to, at), End::Plain(from)) => {
-                // SAFETY: the application passes size readable bytes at src.
-                let data = unsafe { std::slice::from_raw_parts(from, size) };
-                transfer::write(queue, CALL, &to.memory, at, data)?
-            }
-            (End::Plain(to), End::Allocation(from, at)) => {
-                // SAFETY: the application passes size writable bytes at dst.
-                let out = unsafe { std::slice::from_raw_parts_mut(to, size) };
-                transfer::read(queue, CALL, &from.memory, at, out)?;
-                Progress::Done(Ok(()))
-            }
-            (End::Plain(to), End::Plain(from)) => {
-                queue.finish(CALL)?;
-                // SAFETY: the application passes size bytes at each, not overlapping.
-                unsafe { std::ptr::copy_nonoverlapping(from, to, size) };
-                Progress::Done(Ok(()))
-            }
+        let ends = (
+            end(enqueue.queue(), dst, size)?,
+            end(enqueue.queue(), src, size)?,
+        );
+        let run = move |queue: &Queue| {
+            Ok(match ends {
+                (End::Allocation(to, at), End::Allocation(from, from_at)) => Progress::Device(
+                    queue
+                        .commands()
+                        .enqueue_memcpy(
+                            &to.memory,
+                            at as u64,
+                            &from.memory,
+                            from_at as u64,
+                            size as u64,
+                        )
+                        .map_err(|err| report(CALL, &err))?,
+                ),
+                (End::Allocation(to, at), End::Plain(from)) => {
+                    // SAFETY: the application passes size readable bytes at src.
+                    let data = unsafe { from.bytes(size) };
+                    transfer::write(queue, CALL, &to.memory, at, data)?
+                }
+                (End::Plain(to), End::Allocation(from, at)) => {
+                    // SAFETY: the application passes size writable bytes at dst.
+                    let out = unsafe { to.bytes_mut(size) };
+                    transfer::read(queue, CALL, &from.memory, at, out)?;
+                    Progress::Done(Ok(()))
+                }
+                (End::Plain(to), End::Plain(from)) => {
+                    queue.finish(CALL)?;
+                    // SAFETY: the application passes size bytes at each, not overlapping.
+                    unsafe { std::ptr::copy_nonoverlapping(from.ptr(), to.ptr(), size) };
+                    Progress::Done(Ok(()))
+                }
+            })
         };
-        if let Progress::Device(device) = &progress
-            && blocking != CL_FALSE
-        {
-            device.wait().map_err(|err| report(CALL, &err))?;
-        }
         // SAFETY: event is NULL or points to a handle.
-        unsafe { Event::give(&held, CL_COMMAND_MEMCPY_INTEL, progress, event) }
+        unsafe { enqueue.submit(CALL, CL_COMMAND_MEMCPY_INTEL, blocking, event, run) }
     })
 }
 
 /// Fills `size` bytes at `dst` with `pattern`, repeated.
 #[allow(clippy::too_many_arguments)]
 fn fill(
-    call: &str,
+    call: &'static str,
     queue_handle: *mut c_void,
     dst: *mut c_void,
     pattern: &[u8],
@@ -416,8 +412,7 @@ fn fill(
     event: *mut *mut c_void,
 ) -> ClResult<()> {
     // SAFETY: the wait list follows the entry point's contract.
-    let held = unsafe { ready(queue_handle, count, wait) }?;
-    let queue = held.object();
+    let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
     if pattern.is_empty()
         || !pattern.len().is_power_of_two()
         || pattern.len() > 128
@@ -426,17 +421,20 @@ fn fill(
         return Err(CL_INVALID_VALUE);
     }
     let data: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
-    let progress = match end(queue, dst, size)? {
-        End::Allocation(to, at) => transfer::write(queue, call, &to.memory, at, &data)?,
-        End::Plain(to) => {
-            queue.finish(call)?;
-            // SAFETY: the application passes size writable bytes at dst.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to, size) };
-            Progress::Done(Ok(()))
-        }
+    let target = end(enqueue.queue(), dst, size)?;
+    let run = move |queue: &Queue| {
+        Ok(match target {
+            End::Allocation(to, at) => transfer::write(queue, call, &to.memory, at, &data)?,
+            End::Plain(to) => {
+                queue.finish(call)?;
+                // SAFETY: the application passes size writable bytes at dst.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to.ptr(), size) };
+                Progress::Done(Ok(()))
+            }
+        })
     };
     // SAFETY: event is NULL or points to a handle.
-    unsafe { Event::give(&held, CL_COMMAND_MEMFILL_INTEL, progress, event) }
+    unsafe { enqueue.submit(call, CL_COMMAND_MEMFILL_INTEL, false, event, run) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -489,13 +487,19 @@ fn hint(
     event: *mut *mut c_void,
 ) -> ClResult<()> {
     // SAFETY: the wait list follows the entry point's contract.
-    let held = unsafe { ready(queue_handle, count, wait) }?;
-    match end(held.object(), ptr, size)? {
+    let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+    match end(enqueue.queue(), ptr, size)? {
         End::Allocation(..) => {}
         End::Plain(_) => return Err(CL_INVALID_VALUE),
     }
+    let call = if command == CL_COMMAND_MIGRATEMEM_INTEL {
+        "clEnqueueMigrateMemINTEL"
+    } else {
+        "clEnqueueMemAdviseINTEL"
+    };
+    let run = |_: &Queue| Ok(Progress::Done(Ok(())));
     // SAFETY: event is NULL or points to a handle.
-    unsafe { Event::give(&held, command, Progress::Done(Ok(())), event) }
+    unsafe { enqueue.submit(call, command, false, event, run) }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -45,6 +45,10 @@ fn main() -> std::process::ExitCode {
             run: a_vitis_style_c_host_runs_vadd_from_an_xclbin,
         },
         Trial {
+            name: "commands_behind_user_events_wait_and_run_in_order",
+            run: commands_behind_user_events_wait_and_run_in_order,
+        },
+        Trial {
             name: "pyopencl_copies_64_mib_and_runs_vadd_byte_exact",
             run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
         },
@@ -424,7 +428,7 @@ fn compile(name: &str, dir: &Path) -> Result<PathBuf, Outcome> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
     let exe = dir.join(name);
     let out = match Command::new("cc")
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
+        .args(["-std=c11", "-pthread", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
         .arg(&source)
         .arg("-lOpenCL")
@@ -435,7 +439,7 @@ fn compile(name: &str, dir: &Path) -> Result<PathBuf, Outcome> {
     };
     if !out.status.success() {
         let errors = String::from_utf8_lossy(&out.stderr);
-        if errors.contains("CL/cl.h") || errors.contains("-lOpenCL") {
+        if errors.contains("CL/cl.h: No such file") || errors.contains("cannot find -lOpenCL") {
             return Err(missing(format!(
                 "no OpenCL headers or ICD loader to link (Debian's ocl-icd-opencl-dev): {errors}"
             )));
@@ -472,6 +476,23 @@ fn a_vitis_style_c_host_runs_vadd_from_an_xclbin() -> Outcome {
         ),
         "{report}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// User events in C (`tests/c/user_events.c`): commands held back behind them, in order,
+/// across queues, failed by an error status, waited for by blocking calls and clFinish.
+fn commands_behind_user_events_wait_and_run_in_order() -> Outcome {
+    let dir = scratch("user-events");
+    let exe = match compile("user_events", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let out = against_platform(&exe, &[], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(!report.contains("FAILED"), "{report}");
+    assert!(report.contains("0 failed"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
