@@ -42,9 +42,10 @@ pub unsafe extern "C" fn fpgaPrepareBuffer(
             return Err(invalid("len is 0"));
         }
         let buffer = if flags & FPGA_BUF_READ_ONLY != 0 {
-            h.handle.prepare_read_only_buffer(len)?
+            h.accelerator("fpgaPrepareBuffer")?
+                .prepare_read_only_buffer(len)?
         } else {
-            h.handle.prepare_buffer(len)?
+            h.accelerator("fpgaPrepareBuffer")?.prepare_buffer(len)?
         };
         let (ptr, id) = (buffer.host_ptr(), buffer.id());
         let previous = lock(&h.state).buffers.insert(id, buffer);

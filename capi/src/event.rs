@@ -1,13 +1,19 @@
 //! `fpga_event_handle`: an eventfd the application polls, signalled by the host when the
 //! registered device event completes. An accelhost event fires once per registration (the
 //! plugin hands out a one-shot completion), so register again to wait for the next one.
+//! Error events of a device object (an FME) are the host's own: it reads the device's error
+//! registers every [`ERROR_POLL`] and signals each time one shows a bit it did not show
+//! before, since the DFL shim has no interrupt binding.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use accelhost::EventKind;
+use accelhost::{EventKind, Token};
 
+use crate::attributes::read_number;
+use crate::device_errors::registers;
 use crate::ffi::{guard, lock, non_null, write_out};
 use crate::handle::handle_of;
 use crate::registry::{self, Object};
@@ -29,7 +35,59 @@ struct Registration {
     kind: fpga_event_type,
     /// Cleared when the registration ends; the signaller checks it.
     live: Arc<AtomicBool>,
-    _event: accelhost::Event,
+    /// The device event it waits for; none for a device object's error registers, which a
+    /// thread of its own reads until `live` is cleared.
+    _event: Option<accelhost::Event>,
+}
+
+/// How often a device object's error registers are read for its error events.
+pub const ERROR_POLL: Duration = Duration::from_millis(10);
+
+/// Adds one to the eventfd, if the event handle still has it.
+fn signal(fd: &Weak<OwnedFd>) {
+    if let Some(fd) = fd.upgrade() {
+        let one = 1u64;
+        // SAFETY: writes 8 bytes from a live u64 to an eventfd we still own.
+        let _ = unsafe { libc::write(fd.as_raw_fd(), (&raw const one).cast(), 8) };
+    }
+}
+
+/// Signals `fd` each time one of `device`'s error registers shows a bit it did not show at
+/// the read before, until `live` is cleared.
+fn watch_errors(device: Token, fd: Weak<OwnedFd>, live: Arc<AtomicBool>) -> CapiResult {
+    let registers = registers(&device)?;
+    if registers.is_empty() {
+        return Err(CapiError::NotSupported(format!(
+            "fpgaRegisterEvent: {} has no error registers to raise FPGA_EVENT_ERROR",
+            device.id()
+        )));
+    }
+    let read = move |device: &Token| -> Vec<u64> {
+        registers
+            .iter()
+            .map(|r| read_number(device, &r.attribute).unwrap_or(0))
+            .collect()
+    };
+    let mut shown = read(&device);
+    std::thread::Builder::new()
+        .name("accelhost-opae-errors".into())
+        .spawn(move || {
+            while live.load(Ordering::Acquire) && fd.strong_count() > 0 {
+                std::thread::sleep(ERROR_POLL);
+                let now = read(&device);
+                let raised = now.iter().zip(&shown).any(|(now, was)| now & !was != 0);
+                if raised && live.load(Ordering::Acquire) {
+                    signal(&fd);
+                }
+                shown = now;
+            }
+        })
+        .map_err(|err| {
+            CapiError::Host(accelhost::Error::Internal(format!(
+                "starting the error watch: {err}"
+            )))
+        })?;
+    Ok(())
 }
 
 impl Drop for Registration {
@@ -135,20 +193,30 @@ pub extern "C" fn fpgaRegisterEvent(
                 "the event handle is already registered".into(),
             ));
         }
-        let device_event = handle_of(handle)?.handle.register_event(kind, flags)?;
+        let h = handle_of(handle)?;
         let weak = Arc::downgrade(&event.fd);
         let live = Arc::new(AtomicBool::new(true));
-        let still_live = live.clone();
-        device_event.on_finish(move || {
-            if !still_live.load(Ordering::Acquire) {
-                return;
+        let device_event = if h.is_device_object() {
+            if kind != EventKind::Error {
+                return Err(CapiError::NotSupported(format!(
+                    "fpgaRegisterEvent: a device object's handle raises FPGA_EVENT_ERROR only \
+                     (event type {event_type})"
+                )));
             }
-            if let Some(fd) = weak.upgrade() {
-                let one = 1u64;
-                // SAFETY: writes 8 bytes from a live u64 to an eventfd we still own.
-                let _ = unsafe { libc::write(fd.as_raw_fd(), (&raw const one).cast(), 8) };
-            }
-        });
+            watch_errors(h.token.clone(), weak, live.clone())?;
+            None
+        } else {
+            let device_event = h
+                .accelerator("fpgaRegisterEvent")?
+                .register_event(kind, flags)?;
+            let still_live = live.clone();
+            device_event.on_finish(move || {
+                if still_live.load(Ordering::Acquire) {
+                    signal(&weak);
+                }
+            });
+            Some(device_event)
+        };
         *registration = Some(Registration {
             handle: handle as usize,
             kind: event_type,

@@ -1,10 +1,13 @@
 //! `fpga_handle`: open, close, reset, reconfigure. A handle keeps what was obtained through
-//! it (mapped MMIO regions, prepared buffers), so `fpgaClose` releases them all.
+//! it (mapped MMIO regions, prepared buffers), so `fpgaClose` releases them all. A device
+//! object's handle (an FME's, as OPAE programs open it for sensors, error registers and
+//! error events) opens nothing in its plugin: it reaches the device's attributes, and a
+//! reconfiguration through it goes to the accelerator in the slot.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use accelhost::{DmaBuffer, Handle, MmioRegion, OpenMode};
+use accelhost::{DmaBuffer, Filter, Handle, MmioRegion, ObjectType, OpenMode, Token};
 
 use crate::ffi::{guard, lock, non_null, write_out};
 use crate::properties::{PropsData, new_properties};
@@ -16,8 +19,10 @@ use crate::types::*;
 
 /// What C's `fpga_handle` stands for.
 pub(crate) struct HandleObject {
-    /// The open accelerator.
-    pub(crate) handle: Handle,
+    /// The device's token.
+    pub(crate) token: Token,
+    /// The open accelerator; none for a device object, whose plugin opens nothing.
+    opened: Option<Handle>,
     /// Mapped regions by index, and prepared buffers by workspace id.
     pub(crate) state: Mutex<HandleState>,
 }
@@ -43,13 +48,28 @@ pub(crate) fn handle_of(handle: fpga_handle) -> CapiResult<Arc<HandleObject>> {
     registry::get(handle)
 }
 
+/// Why a device object's handle has no MMIO, buffers, reset or offload objects.
+const DEVICE_OBJECT: &str = "the handle is a device object's (such as an FME's): it reaches the device's attributes (sensors, error registers, sysobjects), its error events and reconfiguration of its slots; MMIO, buffers, reset and offload objects are an accelerator's: open the accelerator's token";
+
 impl HandleObject {
+    /// The open accelerator, or `FPGA_NOT_SUPPORTED` for `call` on a device object's handle.
+    pub(crate) fn accelerator(&self, call: &str) -> CapiResult<&Handle> {
+        self.opened
+            .as_ref()
+            .ok_or_else(|| not_supported(call, DEVICE_OBJECT))
+    }
+
+    /// Whether the handle is a device object's.
+    pub(crate) fn is_device_object(&self) -> bool {
+        self.opened.is_none()
+    }
+
     /// The MMIO region `index`, mapped now if it was not yet (as OPAE maps on first access).
     pub(crate) fn region(&self, index: u32) -> CapiResult<Arc<MmioRegion>> {
         if let Some(region) = lock(&self.state).mmio.get(&index) {
             return Ok(region.clone());
         }
-        let region = Arc::new(self.handle.map_mmio(index)?);
+        let region = Arc::new(self.accelerator("MMIO")?.map_mmio(index)?);
         Ok(lock(&self.state)
             .mmio
             .entry(index)
@@ -66,14 +86,17 @@ impl HandleObject {
             let _ = buffer.release();
         }
         drop(state.mmio);
-        self.handle.clone().close()?;
+        if let Some(opened) = &self.opened {
+            opened.clone().close()?;
+        }
         Ok(())
     }
 }
 
 /// OPAE's `fpgaOpen`: opens the accelerator behind `token`, exclusively unless `flags` has
-/// `FPGA_OPEN_SHARED`. `FPGA_OPEN_HAS_PARENT_AFU` (opening a child AFU) is not supported:
-/// accelhost devices have no child AFUs.
+/// `FPGA_OPEN_SHARED`; a device object's token gives a handle to its attributes, opening
+/// nothing in the plugin (so never exclusively). `FPGA_OPEN_HAS_PARENT_AFU` (opening a child
+/// AFU) is not supported: accelhost devices have no child AFUs.
 ///
 /// # Safety
 /// `handle` must be NULL or valid for one write.
@@ -97,9 +120,13 @@ pub unsafe extern "C" fn fpgaOpen(
         } else {
             OpenMode::Exclusive
         };
-        let opened = host()?.open(&token, mode)?;
+        let opened = match token.properties().object_type {
+            ObjectType::Device => None,
+            _ => Some(host()?.open(&token, mode)?),
+        };
         let object = registry::insert(HandleObject {
-            handle: opened,
+            token,
+            opened,
             state: Mutex::new(HandleState::default()),
         });
         // SAFETY: non-NULL, valid for one write by the caller's contract.
@@ -141,7 +168,9 @@ pub extern "C" fn fpgaClose(handle: fpga_handle) -> fpga_result {
 /// OPAE's `fpgaReset`: resets the accelerator.
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaReset(handle: fpga_handle) -> fpga_result {
-    guard("fpgaReset", || Ok(handle_of(handle)?.handle.reset()?))
+    guard("fpgaReset", || {
+        Ok(handle_of(handle)?.accelerator("fpgaReset")?.reset()?)
+    })
 }
 
 /// OPAE's `fpgaGetPropertiesFromHandle`: a new properties object for the open device.
@@ -155,7 +184,7 @@ pub unsafe extern "C" fn fpgaGetPropertiesFromHandle(
 ) -> fpga_result {
     guard("fpgaGetPropertiesFromHandle", || {
         non_null(prop, "prop")?;
-        let data = PropsData::from_token(handle_of(handle)?.handle.token())?;
+        let data = PropsData::from_token(&handle_of(handle)?.token)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(prop, new_properties(data), "prop") }
     })
@@ -163,7 +192,9 @@ pub unsafe extern "C" fn fpgaGetPropertiesFromHandle(
 
 /// OPAE's `fpgaReconfigureSlot`: loads `bitstream` (an image the plugin understands, such
 /// as an xclbin for XRT cards) into `slot`. `FPGA_RECONF_FORCE` and
-/// `FPGA_RECONF_SKIP_USRCLK` are accepted; the plugin decides about a slot in use.
+/// `FPGA_RECONF_SKIP_USRCLK` are accepted; the plugin decides about a slot in use. Through a
+/// device object's handle (an FME's, as OPAE's `fpgaconf` does it), slot `n` is the `n`th
+/// accelerator the device is the parent of, opened exclusively for the load.
 ///
 /// # Safety
 /// `bitstream` must be NULL or valid for `bitstream_len` reads.
@@ -185,7 +216,17 @@ pub unsafe extern "C" fn fpgaReconfigureSlot(
         }
         // SAFETY: non-NULL, valid for `bitstream_len` reads by the caller's contract.
         let image = unsafe { std::slice::from_raw_parts(bitstream, bitstream_len) };
-        match handle_of(fpga)?.handle.reconfigure(slot, image) {
+        let h = handle_of(fpga)?;
+        let loaded = match &h.opened {
+            Some(opened) => opened.reconfigure(slot, image),
+            None => {
+                let accelerator = slot_accelerator(&h.token, slot)?;
+                let opened = host()?.open(&accelerator, OpenMode::Exclusive)?;
+                let loaded = opened.reconfigure(0, image);
+                opened.close().and(loaded)
+            }
+        };
+        match loaded {
             Ok(()) => Ok(()),
             // The device refused or failed the image: a reconfiguration error in OPAE's terms.
             Err(err) if err.code() == accelhost::ErrorCode::DeviceError => {
@@ -193,6 +234,23 @@ pub unsafe extern "C" fn fpgaReconfigureSlot(
             }
             Err(err) => Err(err.into()),
         }
+    })
+}
+
+/// The accelerator in `slot` of the device object `device`: the `slot`th child it lists.
+fn slot_accelerator(device: &Token, slot: u32) -> CapiResult<Token> {
+    let children: Vec<Token> = host()?
+        .enumerate(&[Filter::new().object_type(ObjectType::Accelerator)])
+        .tokens
+        .into_iter()
+        .filter(|child| device.is_parent_of(child))
+        .collect();
+    let count = children.len();
+    children.into_iter().nth(slot as usize).ok_or_else(|| {
+        invalid(format!(
+            "{} has {count} slot(s); there is no slot {slot}",
+            device.id()
+        ))
     })
 }
 

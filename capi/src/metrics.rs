@@ -30,7 +30,7 @@ struct Metric {
 
 /// The device whose sensors a handle reads: the device itself, or an accelerator's parent.
 fn sensor_device(handle: fpga_handle) -> CapiResult<Token> {
-    let token = handle_of(handle)?.handle.token().clone();
+    let token = handle_of(handle)?.token.clone();
     if token.properties().object_type == accelhost::ObjectType::Device {
         return Ok(token);
     }

@@ -137,7 +137,9 @@ pub unsafe extern "C" fn accelhostMemAlloc(
         if size == 0 {
             return Err(invalid("size is 0"));
         }
-        let allocated = handle_of(handle)?.handle.alloc(kind, size)?;
+        let allocated = handle_of(handle)?
+            .accelerator("accelhostMemAlloc")?
+            .alloc(kind, size)?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(memory, new_object(allocated), "memory") }
     })
@@ -220,10 +222,11 @@ pub unsafe extern "C" fn accelhostProgramCreate(
             (false, _) => unsafe { std::slice::from_raw_parts(image, len) },
         };
         let h = handle_of(handle)?;
+        let accelerator = h.accelerator("accelhostProgramCreate")?;
         let created = if bytes.is_empty() {
-            h.handle.builtin_program()?
+            accelerator.builtin_program()?
         } else {
-            h.handle.create_program(bytes)?
+            accelerator.create_program(bytes)?
         };
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(program, new_object(created), "program") }
@@ -261,7 +264,9 @@ pub unsafe extern "C" fn accelhostQueueCreate(
 ) -> fpga_result {
     guard("accelhostQueueCreate", || {
         non_null(queue, "queue")?;
-        let created = handle_of(handle)?.handle.create_queue()?;
+        let created = handle_of(handle)?
+            .accelerator("accelhostQueueCreate")?
+            .create_queue()?;
         // SAFETY: non-NULL, valid for one write by the caller's contract.
         unsafe { write_out(queue, new_object(created), "queue") }
     })

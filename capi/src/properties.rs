@@ -702,7 +702,8 @@ pub unsafe extern "C" fn accelhostPropertiesSetDeviceTypeName(
 }
 
 /// OPAE's interface of a device: DFL for a real DFL port or FME, simulated DFL for an
-/// emulated one; unset for other families (OPAE has no value for them).
+/// emulated one; accelhost's values for the interfaces OPAE has none for, since OPAE
+/// programs read every device's interface and take a missing one for a failure.
 fn interface_of(p: &Properties) -> Option<fpga_interface> {
     let extra = |key: &str| {
         p.extras
@@ -710,11 +711,16 @@ fn interface_of(p: &Properties) -> Option<fpga_interface> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     };
-    match (extra("interface"), extra("emulated")) {
-        (Some("dfl"), Some("true")) => Some(FPGA_IFC_SIM_DFL),
-        (Some("dfl"), _) => Some(FPGA_IFC_DFL),
-        _ => None,
-    }
+    let emulated = extra("emulated") == Some("true");
+    Some(match (extra("interface"), emulated) {
+        (Some("dfl"), true) => FPGA_IFC_SIM_DFL,
+        (Some("dfl"), false) => FPGA_IFC_DFL,
+        (Some("cxl"), true) => ACCELHOST_IFC_SIM_CXL,
+        (Some("cxl"), false) => ACCELHOST_IFC_CXL,
+        (Some("xocl"), true) => ACCELHOST_IFC_SIM_XOCL,
+        (Some("xocl"), false) => ACCELHOST_IFC_XOCL,
+        _ => ACCELHOST_IFC_OTHER,
+    })
 }
 
 /// A device's object id: the 64-bit FNV-1a hash of its `<plugin>/<name>` id, the same in

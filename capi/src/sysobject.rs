@@ -229,7 +229,7 @@ pub unsafe extern "C" fn fpgaHandleGetObject(
     flags: c_int,
 ) -> fpga_result {
     guard("fpgaHandleGetObject", || {
-        let token = handle_of(handle)?.handle.token().clone();
+        let token = handle_of(handle)?.token.clone();
         // SAFETY: NULL or NUL-terminated by the caller's contract.
         let name = unsafe { c_str(name, "name") }?;
         non_null(object, "object")?;

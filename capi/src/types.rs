@@ -188,6 +188,17 @@ pub const FPGA_IFC_SIM_DFL: fpga_interface = 2;
 pub const FPGA_IFC_SIM_VFIO: fpga_interface = 3;
 /// UIO.
 pub const FPGA_IFC_UIO: fpga_interface = 4;
+/// accelhost's: a CAPI AFU or adapter, reached through the cxl kernel interface.
+pub const ACCELHOST_IFC_CXL: fpga_interface = 0x100;
+/// accelhost's: an emulated CAPI AFU or adapter.
+pub const ACCELHOST_IFC_SIM_CXL: fpga_interface = 0x101;
+/// accelhost's: an XRT card, reached through the xocl kernel interface.
+pub const ACCELHOST_IFC_XOCL: fpga_interface = 0x102;
+/// accelhost's: an emulated XRT card.
+pub const ACCELHOST_IFC_SIM_XOCL: fpga_interface = 0x103;
+/// accelhost's: a device whose plugin names an interface neither OPAE nor accelhost has a
+/// value for (or none).
+pub const ACCELHOST_IFC_OTHER: fpga_interface = 0x1ff;
 
 /// OPAE's `fpga_sysobject_flags`: re-read the value.
 pub const FPGA_OBJECT_SYNC: c_int = 1 << 0;

@@ -14,7 +14,7 @@ const USER_CLOCK: &str = "userclk/frequency";
 /// The handle's device and its user clock in kHz; `FPGA_NOT_SUPPORTED` for a device
 /// without one.
 fn user_clock(handle: fpga_handle) -> CapiResult<(accelhost::Token, u64)> {
-    let token = handle_of(handle)?.handle.token().clone();
+    let token = handle_of(handle)?.token.clone();
     match optional_number(&token, USER_CLOCK)? {
         Some(khz) => Ok((token, khz)),
         None => Err(CapiError::NotSupported(format!(

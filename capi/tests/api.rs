@@ -12,11 +12,13 @@ use opae_c::enumerate::*;
 use opae_c::errors::*;
 use opae_c::event::*;
 use opae_c::handle::*;
+use opae_c::metrics::*;
 use opae_c::mmio::*;
 use opae_c::offload::*;
 use opae_c::plugins::*;
 use opae_c::properties::*;
 use opae_c::state::*;
+use opae_c::sysobject::*;
 use opae_c::token::*;
 use opae_c::*;
 
@@ -950,6 +952,193 @@ fn reconfigure_slot() {
         assert_eq!(fpgaClose(dfl), FPGA_OK);
     }
     assert_eq!(fpgaClose(xocl), FPGA_OK);
+}
+
+/// The device objects of the embedded default, by id.
+fn device_objects() -> Vec<(String, fpga_token)> {
+    let filter = new_filter();
+    // SAFETY: a live properties object.
+    assert_eq!(
+        fpgaPropertiesSetObjectType(filter, FPGA_DEVICE),
+        FPGA_OK
+    );
+    let tokens = enumerate(Some(filter));
+    destroy_props(filter);
+    tokens.into_iter().map(|t| (token_id(t), t)).collect()
+}
+
+/// Whether `fd` becomes readable within `ms` milliseconds.
+fn readable_within(fd: i32, ms: i32) -> bool {
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pollfd, 1, ms) == 1 }
+}
+
+#[test]
+fn every_device_object_reports_an_interface_of_its_kind() {
+    let _serial = serial();
+    let mut seen = Vec::new();
+    for (id, token) in device_objects() {
+        let mut prop = null_mut();
+        let mut interface = -1;
+        // SAFETY: a live token and pointers to locals.
+        unsafe {
+            assert_eq!(fpgaGetProperties(token, &mut prop), FPGA_OK);
+            assert_eq!(
+                fpgaPropertiesGetInterface(prop, &mut interface),
+                FPGA_OK,
+                "{id}: {}",
+                last_error()
+            );
+        }
+        destroy_props(prop);
+        destroy_token(token);
+        seen.push((id.split('/').next().unwrap().to_string(), interface));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("cxl".to_string(), ACCELHOST_IFC_SIM_CXL),
+            ("dfl".to_string(), FPGA_IFC_SIM_DFL),
+            ("xocl".to_string(), ACCELHOST_IFC_SIM_XOCL),
+        ]
+    );
+}
+
+#[test]
+fn an_fme_opens_for_its_sensors_error_registers_and_error_events() {
+    let _serial = serial();
+    let (_, fme) = device_objects()
+        .into_iter()
+        .find(|(id, _)| id.starts_with("dfl/"))
+        .expect("the DFL card's FME");
+    // SAFETY (whole test): every pointer passed is valid or deliberately NULL.
+    unsafe {
+        let mut handle = null_mut();
+        assert_eq!(
+            fpgaOpen(fme, &mut handle, FPGA_OPEN_SHARED),
+            FPGA_OK,
+            "{}",
+            last_error()
+        );
+        let mut second = null_mut();
+        assert_eq!(fpgaOpen(fme, &mut second, FPGA_OPEN_SHARED), FPGA_OK);
+
+        // What OPAE's fpgainfo reads through it.
+        let mut count = 0;
+        assert_eq!(fpgaGetNumMetrics(handle, &mut count), FPGA_OK);
+        assert_eq!(count, 2, "temperature and power");
+        let mut prop = null_mut();
+        let mut objtype = FPGA_ACCELERATOR;
+        assert_eq!(fpgaGetPropertiesFromHandle(handle, &mut prop), FPGA_OK);
+        assert_eq!(fpgaPropertiesGetObjectType(prop, &mut objtype), FPGA_OK);
+        assert_eq!(objtype, FPGA_DEVICE);
+        destroy_props(prop);
+
+        // What only an accelerator has.
+        assert_eq!(fpgaMapMMIO(handle, 0, null_mut()), FPGA_NOT_SUPPORTED);
+        assert!(last_error().contains("device object"), "{}", last_error());
+        assert_eq!(fpgaReset(handle), FPGA_NOT_SUPPORTED);
+        let (mut addr, mut wsid) = (null_mut(), 0);
+        assert_eq!(
+            fpgaPrepareBuffer(handle, 4096, &mut addr, &mut wsid, 0),
+            FPGA_NOT_SUPPORTED
+        );
+
+        // Error events, as OPAE's hello_events raises one: a fatal error injected through
+        // the FME's errors/inject_errors.
+        let mut event = null_mut();
+        assert_eq!(fpgaCreateEventHandle(&mut event), FPGA_OK);
+        assert_eq!(
+            fpgaRegisterEvent(handle, FPGA_EVENT_INTERRUPT, event, 0),
+            FPGA_NOT_SUPPORTED
+        );
+        assert_eq!(
+            fpgaRegisterEvent(handle, FPGA_EVENT_ERROR, event, 0),
+            FPGA_OK,
+            "{}",
+            last_error()
+        );
+        let mut fd = -1;
+        assert_eq!(fpgaGetOSObjectFromEventHandle(event, &mut fd), FPGA_OK);
+        assert!(!readable_within(fd, 100), "no error yet");
+        let mut inject = null_mut();
+        let name = CString::new("errors/inject_errors").unwrap();
+        assert_eq!(
+            fpgaHandleGetObject(second, name.as_ptr(), &mut inject, 0),
+            FPGA_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(fpgaObjectWrite64(inject, 0b10, 0), FPGA_OK, "fatal");
+        assert!(
+            readable_within(fd, 5000),
+            "the injected error signals the event"
+        );
+        let mut signalled = 0u64;
+        assert_eq!(libc::read(fd, (&raw mut signalled).cast(), 8), 8);
+        assert!(signalled >= 1);
+        assert_eq!(fpgaObjectWrite64(inject, 0, 0), FPGA_OK, "cleared");
+        assert!(!readable_within(fd, 100), "clearing is not an error");
+        assert_eq!(
+            fpgaUnregisterEvent(handle, FPGA_EVENT_ERROR, event),
+            FPGA_OK
+        );
+        assert_eq!(fpgaObjectWrite64(inject, 0b100, 0), FPGA_OK, "non-fatal");
+        assert!(
+            !readable_within(fd, 100),
+            "an unregistered event is not signalled"
+        );
+        assert_eq!(fpgaObjectWrite64(inject, 0, 0), FPGA_OK);
+        assert_eq!(fpgaDestroyObject(&mut inject), FPGA_OK);
+        assert_eq!(fpgaDestroyEventHandle(&mut event), FPGA_OK);
+        assert_eq!(fpgaClose(second), FPGA_OK);
+        assert_eq!(fpgaClose(handle), FPGA_OK);
+    }
+    destroy_token(fme);
+}
+
+#[test]
+fn a_management_function_reconfigures_the_accelerator_in_its_slot() {
+    let _serial = serial();
+    let (_, mgmt) = device_objects()
+        .into_iter()
+        .find(|(id, _)| id.starts_with("xocl/"))
+        .expect("the XRT card's management function");
+    let image = accelhost::workloads::vadd::vadd_image(1);
+    // SAFETY (whole test): every pointer passed is valid.
+    unsafe {
+        let mut handle = null_mut();
+        assert_eq!(fpgaOpen(mgmt, &mut handle, 0), FPGA_OK, "{}", last_error());
+        assert_eq!(
+            fpgaReconfigureSlot(handle, 0, image.as_ptr(), image.len(), 0),
+            FPGA_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            fpgaReconfigureSlot(handle, 1, image.as_ptr(), image.len(), 0),
+            FPGA_INVALID_PARAM,
+            "one slot"
+        );
+        assert!(last_error().contains("1 slot"), "{}", last_error());
+        let broken = &image[..100];
+        assert_eq!(
+            fpgaReconfigureSlot(handle, 0, broken.as_ptr(), broken.len(), 0),
+            FPGA_INVALID_PARAM,
+            "the plugin's check of the image, reached through the slot"
+        );
+        // The slot's accelerator was opened for the load and closed again.
+        let user = open(XOCL);
+        assert_eq!(fpgaClose(user), FPGA_OK);
+        assert_eq!(fpgaClose(handle), FPGA_OK);
+    }
+    destroy_token(mgmt);
 }
 
 #[test]

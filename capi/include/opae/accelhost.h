@@ -43,6 +43,15 @@ fpga_result accelhostGetPlugins(accelhost_plugin_info *plugins, uint32_t max_plu
  * accelhost error code (accelhost::ErrorCode, 0 if none). buf may be NULL. */
 int accelhostGetLastError(char *buf, size_t len);
 
+/* fpgaPropertiesGetInterface of the devices OPAE has no interface for: CAPI AFUs and their
+ * adapters (the cxl kernel interface), XRT cards (xocl), each real or emulated, and a plugin
+ * that names another interface. */
+#define ACCELHOST_IFC_CXL ((fpga_interface)0x100)
+#define ACCELHOST_IFC_SIM_CXL ((fpga_interface)0x101)
+#define ACCELHOST_IFC_XOCL ((fpga_interface)0x102)
+#define ACCELHOST_IFC_SIM_XOCL ((fpga_interface)0x103)
+#define ACCELHOST_IFC_OTHER ((fpga_interface)0x1ff)
+
 /* "<plugin>/<name>", as the accelhost CLI names the device. */
 fpga_result accelhostTokenGetId(fpga_token token, char *id, size_t len);
 
