@@ -958,10 +958,7 @@ fn reconfigure_slot() {
 fn device_objects() -> Vec<(String, fpga_token)> {
     let filter = new_filter();
     // SAFETY: a live properties object.
-    assert_eq!(
-        fpgaPropertiesSetObjectType(filter, FPGA_DEVICE),
-        FPGA_OK
-    );
+    assert_eq!(fpgaPropertiesSetObjectType(filter, FPGA_DEVICE), FPGA_OK);
     let tokens = enumerate(Some(filter));
     destroy_props(filter);
     tokens.into_iter().map(|t| (token_id(t), t)).collect()
@@ -1099,6 +1096,45 @@ fn an_fme_opens_for_its_sensors_error_registers_and_error_events() {
         assert_eq!(fpgaDestroyEventHandle(&mut event), FPGA_OK);
         assert_eq!(fpgaClose(second), FPGA_OK);
         assert_eq!(fpgaClose(handle), FPGA_OK);
+
+        // The perf counters, found as OPAE's object_api finds them.
+        let read = |object: fpga_object| {
+            let mut value = 0;
+            assert_eq!(
+                fpgaObjectRead64(object, &mut value, FPGA_OBJECT_SYNC),
+                FPGA_OK
+            );
+            value
+        };
+        let (mut clock, mut fabric, mut mmio_read) = (null_mut(), null_mut(), null_mut());
+        let glob = |pattern: &str, out: &mut fpga_object| {
+            let pattern = CString::new(pattern).unwrap();
+            assert_eq!(
+                fpgaTokenGetObject(fme, pattern.as_ptr(), out, FPGA_OBJECT_GLOB),
+                FPGA_OK,
+                "{}",
+                last_error()
+            );
+        };
+        glob("*perf/clock", &mut clock);
+        glob("*perf/fabric", &mut fabric);
+        let name = CString::new("mmio_read").unwrap();
+        assert_eq!(
+            fpgaObjectGetObject(fabric, name.as_ptr(), &mut mmio_read, FPGA_OBJECT_GLOB),
+            FPGA_OK
+        );
+        let (ticks, reads) = (read(clock), read(mmio_read));
+        let port = open(DFL);
+        let mut value = 0;
+        for _ in 0..3 {
+            assert_eq!(fpgaReadMMIO64(port, 0, 0, &mut value), FPGA_OK);
+        }
+        assert_eq!(fpgaClose(port), FPGA_OK);
+        assert_eq!(read(mmio_read), reads + 3, "three MMIO reads of the port");
+        assert!(read(clock) > ticks, "the card's clock runs");
+        for mut object in [mmio_read, fabric, clock] {
+            assert_eq!(fpgaDestroyObject(&mut object), FPGA_OK);
+        }
     }
     destroy_token(fme);
 }
@@ -1110,7 +1146,8 @@ fn a_management_function_reconfigures_the_accelerator_in_its_slot() {
         .into_iter()
         .find(|(id, _)| id.starts_with("xocl/"))
         .expect("the XRT card's management function");
-    let image = accelhost::workloads::vadd::vadd_image(1);
+    // The image the other tests load (the card keeps an image of the same id loaded).
+    let image = accelhost::workloads::vadd::vadd_image(2);
     // SAFETY (whole test): every pointer passed is valid.
     unsafe {
         let mut handle = null_mut();

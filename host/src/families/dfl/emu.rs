@@ -5,13 +5,14 @@
 mod attributes;
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use self::attributes::{
     AttributeState, CardFacts, PORT_ERROR_UNMAPPED_ADDRESS, PORT_ERROR_UNSUPPORTED_MODE,
+    TrafficCounts,
 };
 use super::abi::{self, nlb0};
 use super::card::DflCard;
@@ -26,7 +27,8 @@ pub const AFU_MMIO_SIZE: u64 = 256 * 1024;
 const IOVA_BASE: u64 = 0x10_0000_0000;
 /// The device thread copies in chunks of this size, checking for reset or stop in between.
 const COPY_CHUNK: u64 = 1 << 20;
-/// The AFU's nominal clock, used to turn elapsed time into the DSM's clock count.
+/// The card's nominal clock, used to turn elapsed time into the DSM's clock count and the
+/// FME's `perf/clock`.
 const AFU_CLOCK_MHZ: u64 = 400;
 
 /// An emulated port as the config declares it.
@@ -69,6 +71,28 @@ struct Shared {
     port: Mutex<PortState>,
     afu: Mutex<Nlb0>,
     attributes: Mutex<AttributeState>,
+    traffic: Traffic,
+    built: Instant,
+}
+
+/// The FME's fabric counters, counted as the card serves.
+#[derive(Default)]
+struct Traffic {
+    mmio_reads: AtomicU64,
+    mmio_writes: AtomicU64,
+    lines_read: AtomicU64,
+    lines_written: AtomicU64,
+}
+
+impl Traffic {
+    fn counts(&self) -> TrafficCounts {
+        TrafficCounts {
+            mmio_reads: self.mmio_reads.load(Ordering::Relaxed),
+            mmio_writes: self.mmio_writes.load(Ordering::Relaxed),
+            lines_read: self.lines_read.load(Ordering::Relaxed),
+            lines_written: self.lines_written.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// The driver's view: who holds the port and which buffers are mapped.
@@ -127,6 +151,8 @@ impl EmulatedPort {
             }),
             afu: Mutex::new(Nlb0::default()),
             attributes: Mutex::new(AttributeState::default()),
+            traffic: Traffic::default(),
+            built: Instant::now(),
         });
         let jobs = Arc::new(DeviceThread {
             name: format!("emu-{}", decl.id),
@@ -183,6 +209,8 @@ impl DflDevice for EmulatedPort {
             afu_id: self.desc.afu_id,
             socket_id: self.desc.socket_id.unwrap_or(0),
             busy: self.shared.lock_afu().running,
+            clock: self.shared.built.elapsed().as_nanos() as u64 * AFU_CLOCK_MHZ / 1000,
+            traffic: self.shared.traffic.counts(),
         };
         lock(&self.shared.attributes).read(name, &facts)
     }
@@ -338,6 +366,11 @@ impl Shared {
                         done += chunk;
                     }
                     lines_done += done / nlb0::CACHE_LINE;
+                    let lines = done / nlb0::CACHE_LINE;
+                    self.traffic.lines_read.fetch_add(lines, Ordering::Relaxed);
+                    self.traffic
+                        .lines_written
+                        .fetch_add(lines, Ordering::Relaxed);
                     self.update_counters(&job, lines_done);
                     if !continuous || error != 0 || job.stop.load(Ordering::Acquire) {
                         break;
@@ -591,20 +624,39 @@ impl MmioWindow for EmulatedMmio {
 
     fn read32(&self, offset: u64) -> io::Result<u32> {
         let slot = self.afu()?.read_slot(offset & !7);
+        self.shared
+            .traffic
+            .mmio_reads
+            .fetch_add(1, Ordering::Relaxed);
         Ok((slot >> ((offset & 4) * 8)) as u32)
     }
 
     fn read64(&self, offset: u64) -> io::Result<u64> {
-        Ok(self.afu()?.read_slot(offset))
+        let slot = self.afu()?.read_slot(offset);
+        self.shared
+            .traffic
+            .mmio_reads
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(slot)
     }
 
     fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
         let shift = (offset & 4) * 8;
-        self.write_bits(offset, u64::from(value) << shift, 0xFFFF_FFFF << shift)
+        self.write_bits(offset, u64::from(value) << shift, 0xFFFF_FFFF << shift)?;
+        self.shared
+            .traffic
+            .mmio_writes
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
-        self.write_bits(offset, value, u64::MAX)
+        self.write_bits(offset, value, u64::MAX)?;
+        self.shared
+            .traffic
+            .mmio_writes
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -690,6 +742,41 @@ mod tests {
             (16384 << 32) | 16384
         );
         assert_eq!(mmio.read64(nlb0::CSR_STATUS1).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_fme_perf_counters_count_what_the_card_served() {
+        let port = port();
+        let counter = |name: &str| -> u64 { port.read_attribute(name).unwrap().parse().unwrap() };
+        let owner = Owner::unlimited();
+        let opened = port.open(false, &owner).unwrap();
+        let mmio = CheckedMmio::new(opened.map_region(0).unwrap());
+        assert_eq!(counter("fme/perf/fabric/mmio_read"), 0);
+        let clock = counter("fme/perf/clock");
+        mmio.read64(nlb0::CSR_AFU_ID_L).unwrap();
+        mmio.read32(nlb0::CSR_AFU_ID_H).unwrap();
+        assert_eq!(counter("fme/perf/fabric/mmio_read"), 2);
+        let (dsm, src, dst) = (
+            buffer(&owner, 4096),
+            buffer(&owner, 8192),
+            buffer(&owner, 8192),
+        );
+        for b in [&dsm, &src, &dst] {
+            opened.dma_map(b).unwrap();
+        }
+        let writes = counter("fme/perf/fabric/mmio_write");
+        let status = loopback(
+            &mmio,
+            &dsm,
+            src.io_address().unwrap(),
+            dst.io_address().unwrap(),
+            8192 / 64,
+        );
+        assert_eq!(status >> 32, 0, "no test error");
+        assert!(counter("fme/perf/fabric/mmio_write") > writes);
+        assert_eq!(counter("fme/perf/fabric/pcie0_read"), 128);
+        assert_eq!(counter("fme/perf/fabric/pcie0_write"), 128);
+        assert!(counter("fme/perf/clock") > clock, "the clock runs");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The sysfs attributes of an emulated port and of its card's FME (named `fme/...`), answered
 //! as the kernel's DFL driver answers them: the same names, formats and clearing rules. Error
 //! registers hold what the emulated card raised (an NLB0 test that reaches an unmapped address
-//! sets a port error); the FME's sensors are emulated, and their labels say so.
+//! sets a port error); the FME's sensors are emulated, and their labels say so. The FME's
+//! `perf/` counters are those of the intel-fpga driver that OPAE's samples read (the upstream
+//! DFL driver moved them to a perf-events PMU): the card's clock, and the MMIO accesses and
+//! cache lines the emulated card served.
 
 use std::io;
 
@@ -87,6 +90,11 @@ const ATTRIBUTES: &[(&str, bool)] = &[
     ("fme/hwmon/hwmon1/name", false),
     ("fme/hwmon/hwmon1/power1_label", false),
     ("fme/hwmon/hwmon1/power1_input", false),
+    ("fme/perf/clock", false),
+    ("fme/perf/fabric/mmio_read", false),
+    ("fme/perf/fabric/mmio_write", false),
+    ("fme/perf/fabric/pcie0_read", false),
+    ("fme/perf/fabric/pcie0_write", false),
 ];
 
 /// The attribute list.
@@ -134,13 +142,27 @@ impl Default for AttributeState {
     }
 }
 
-/// The card's fixed facts the attributes show.
+/// The card's facts and counters the attributes show.
 pub struct CardFacts {
     pub port_id: u32,
     pub afu_id: Guid,
     pub socket_id: u32,
     /// Whether an NLB0 test is running (the sensors read higher).
     pub busy: bool,
+    /// The card's clock ticks since it was built.
+    pub clock: u64,
+    /// What the card served so far.
+    pub traffic: TrafficCounts,
+}
+
+/// The FME's fabric counters: MMIO accesses to the port, and cache lines the AFU read from
+/// and wrote to host memory (over the emulated card's one PCIe link).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TrafficCounts {
+    pub mmio_reads: u64,
+    pub mmio_writes: u64,
+    pub lines_read: u64,
+    pub lines_written: u64,
 }
 
 impl AttributeState {
@@ -216,6 +238,11 @@ impl AttributeState {
             "fme/hwmon/hwmon1/name" => "dfl_fme_power".into(),
             "fme/hwmon/hwmon1/power1_label" => "Board power (emulated)".into(),
             "fme/hwmon/hwmon1/power1_input" => power.to_string(),
+            "fme/perf/clock" => card.clock.to_string(),
+            "fme/perf/fabric/mmio_read" => card.traffic.mmio_reads.to_string(),
+            "fme/perf/fabric/mmio_write" => card.traffic.mmio_writes.to_string(),
+            "fme/perf/fabric/pcie0_read" => card.traffic.lines_read.to_string(),
+            "fme/perf/fabric/pcie0_write" => card.traffic.lines_written.to_string(),
             _ => return Err(errno(libc::ENOENT)),
         })
     }
@@ -294,6 +321,8 @@ mod tests {
             afu_id: nlb0::AFU_ID,
             socket_id: 0,
             busy: false,
+            clock: 0,
+            traffic: TrafficCounts::default(),
         }
     }
 
