@@ -71,6 +71,8 @@ constants! {
     CL_INVALID_EVENT: cl_int = -58;
     CL_INVALID_OPERATION: cl_int = -59;
     CL_INVALID_BUFFER_SIZE: cl_int = -61;
+    CL_MISALIGNED_SUB_BUFFER_OFFSET: cl_int = -13;
+    CL_BUFFER_CREATE_TYPE_REGION: cl_uint = 0x1220;
 
     CL_FALSE: cl_bool = 0;
     CL_TRUE: cl_bool = 1;

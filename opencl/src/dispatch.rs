@@ -179,7 +179,7 @@ dispatch_table! {
     79 clEnqueueAcquireD3D10ObjectsKHR: [status];
     80 clEnqueueReleaseD3D10ObjectsKHR: [status];
     81 clSetEventCallback: [= event::set_event_callback];
-    82 clCreateSubBuffer: [object(P, P, P, P)];
+    82 clCreateSubBuffer: [= memory::create_sub_buffer];
     83 clSetMemObjectDestructorCallback: [status];
     84 clCreateUserEvent: [= event::create_user_event];
     85 clSetUserEventStatus: [= event::set_user_event_status];

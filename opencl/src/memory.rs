@@ -1,5 +1,6 @@
 //! Buffers: memory of one device of the context (device memory where the plugin has it,
-//! host memory the device reaches otherwise), and the commands that move data in and out.
+//! host memory the device reaches otherwise), sub-buffers (a region of a buffer's memory),
+//! and the commands that move data in and out.
 //! Reads and maps complete when they run (OpenCL lets any command do so); writes, copies and
 //! fills of device memory are queued.
 
@@ -26,9 +27,14 @@ pub struct Buffer {
     device: usize,
     flags: cl_bitfield,
     size: usize,
+    /// The memory, shared by a buffer and its sub-buffers.
     memory: Memory,
-    /// The application's memory of `CL_MEM_USE_HOST_PTR`, which maps and migrations to the
-    /// host bring up to date.
+    /// Where the buffer starts in `memory`: 0, or a sub-buffer's origin.
+    origin: usize,
+    /// The buffer a sub-buffer is a region of (held: a sub-buffer retains it).
+    parent: Option<Held<Buffer>>,
+    /// The application's memory of `CL_MEM_USE_HOST_PTR` (at the buffer's origin), which maps
+    /// and migrations to the host bring up to date.
     host_ptr: usize,
     /// Mapped regions by the pointer handed out.
     maps: Mutex<HashMap<usize, Mapping>>,
@@ -51,6 +57,27 @@ impl Buffer {
         &self.memory
     }
 
+    /// Where the buffer starts in its memory.
+    pub fn origin(&self) -> usize {
+        self.origin
+    }
+
+    /// Whether `self`'s `[offset, offset + size)` and `other`'s `[other_offset, ...)` are in
+    /// the same memory and overlap (a buffer and its sub-buffers share one).
+    fn overlaps(&self, offset: usize, other: &Buffer, other_offset: usize, size: usize) -> bool {
+        std::ptr::eq(self.root(), other.root())
+            && (self.origin + offset).abs_diff(other.origin + other_offset) < size
+    }
+
+    /// The buffer whose memory this is: itself, or a sub-buffer's parent.
+    fn root(&self) -> *const Buffer {
+        self.parent
+            .as_ref()
+            .map_or(std::ptr::from_ref(self), |parent| {
+                Arc::as_ptr(parent.object())
+            })
+    }
+
     /// The device's place in the context.
     pub fn device_index(&self) -> usize {
         self.device
@@ -65,12 +92,12 @@ impl Buffer {
 
     /// Writes `data` at `offset` after the queue's earlier commands.
     fn write(&self, queue: &Queue, call: &str, offset: usize, data: &[u8]) -> ClResult<Progress> {
-        transfer::write(queue, call, &self.memory, offset, data)
+        transfer::write(queue, call, &self.memory, self.origin + offset, data)
     }
 
     /// Reads into `out` from `offset` once the queue's earlier commands finished.
     fn read(&self, queue: &Queue, call: &str, offset: usize, out: &mut [u8]) -> ClResult<()> {
-        transfer::read(queue, call, &self.memory, offset, out)
+        transfer::read(queue, call, &self.memory, self.origin + offset, out)
     }
 
     /// Copies the application's `CL_MEM_USE_HOST_PTR` memory in (`to_device`) or out.
@@ -124,6 +151,9 @@ const ACCESS: cl_bitfield = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_
 const HOST_ACCESS: cl_bitfield =
     CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS;
 const HOST_PTR: cl_bitfield = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+/// The alignment of a sub-buffer's origin, in bytes: what `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
+/// reports (in bits), a page.
+pub const BASE_ADDRESS_ALIGN: usize = 4096;
 
 pub(crate) extern "C" fn create_buffer(
     context_handle: *mut c_void,
@@ -172,6 +202,8 @@ pub(crate) extern "C" fn create_buffer(
             flags,
             size,
             memory,
+            origin: 0,
+            parent: None,
             host_ptr: if flags & CL_MEM_USE_HOST_PTR != 0 {
                 host_ptr as usize
             } else {
@@ -186,6 +218,92 @@ pub(crate) extern "C" fn create_buffer(
             write_now(&buffer, &staging, data).map_err(|err| report(CALL, &err))?;
         }
         Ok(publish(Arc::new(buffer)))
+    })
+}
+
+/// The region a sub-buffer covers (`cl_buffer_region`).
+#[repr(C)]
+struct Region {
+    origin: usize,
+    size: usize,
+}
+
+pub(crate) extern "C" fn create_sub_buffer(
+    parent_handle: *mut c_void,
+    flags: cl_bitfield,
+    create_type: cl_uint,
+    info: *const c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clCreateSubBuffer";
+    object(CALL, errcode_ret, || {
+        let parent = buffer(parent_handle)?;
+        if parent.parent.is_some() {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_MEM_OBJECT,
+                "a sub-buffer is made of a buffer, not of another sub-buffer",
+            ));
+        }
+        if create_type != CL_BUFFER_CREATE_TYPE_REGION || info.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: for CL_BUFFER_CREATE_TYPE_REGION, info points to a cl_buffer_region.
+        let region = unsafe { info.cast::<Region>().read_unaligned() };
+        if region.size == 0 {
+            return Err(CL_INVALID_BUFFER_SIZE);
+        }
+        match region.origin.checked_add(region.size) {
+            Some(end) if end <= parent.size => {}
+            _ => return Err(CL_INVALID_VALUE),
+        }
+        if !region.origin.is_multiple_of(BASE_ADDRESS_ALIGN) {
+            return Err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+        }
+        if flags & !(ACCESS | HOST_ACCESS) != 0
+            || (flags & ACCESS).count_ones() > 1
+            || (flags & HOST_ACCESS).count_ones() > 1
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        // What the parent does not allow, its region does not either.
+        let device_writes = |f: cl_bitfield| f & CL_MEM_READ_ONLY == 0;
+        let device_reads = |f: cl_bitfield| f & CL_MEM_WRITE_ONLY == 0;
+        let host_writes = |f: cl_bitfield| f & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) == 0;
+        let host_reads = |f: cl_bitfield| f & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS) == 0;
+        let widens =
+            |allowed: &dyn Fn(cl_bitfield) -> bool| allowed(flags) && !allowed(parent.flags);
+        if (flags & ACCESS != 0 && (widens(&device_writes) || widens(&device_reads)))
+            || (flags & HOST_ACCESS != 0 && (widens(&host_writes) || widens(&host_reads)))
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        let access = if flags & ACCESS == 0 {
+            parent.flags & ACCESS
+        } else {
+            flags & ACCESS
+        };
+        let host_access = if flags & HOST_ACCESS == 0 {
+            parent.flags & HOST_ACCESS
+        } else {
+            flags & HOST_ACCESS
+        };
+        let sub = Buffer {
+            context: Held::new(parent.context.handle(), parent.context.object().clone()),
+            device: parent.device,
+            flags: access | host_access | (parent.flags & HOST_PTR),
+            size: region.size,
+            memory: parent.memory.clone(),
+            origin: region.origin,
+            parent: Some(Held::new(parent_handle, parent.clone())),
+            host_ptr: if parent.host_ptr == 0 {
+                0
+            } else {
+                parent.host_ptr + region.origin
+            },
+            maps: Mutex::new(HashMap::new()),
+        };
+        Ok(publish(Arc::new(sub)))
     })
 }
 
@@ -221,8 +339,13 @@ pub(crate) extern "C" fn get_mem_object_info(
             )),
             CL_MEM_REFERENCE_COUNT => references::<Buffer>(handle).map(Value::uint),
             CL_MEM_CONTEXT => Some(Value::pointer(buffer.context.handle())),
-            CL_MEM_ASSOCIATED_MEMOBJECT => Some(Value::sizes(&[0])),
-            CL_MEM_OFFSET => Some(Value::sizes(&[0])),
+            CL_MEM_ASSOCIATED_MEMOBJECT => Some(Value::pointer(
+                buffer
+                    .parent
+                    .as_ref()
+                    .map_or(std::ptr::null(), |parent| parent.handle().cast_const()),
+            )),
+            CL_MEM_OFFSET => Some(Value::sizes(&[buffer.origin])),
             CL_MEM_USES_SVM_POINTER => Some(Value::bool(false)),
             _ => None,
         };
@@ -334,7 +457,7 @@ pub(crate) extern "C" fn enqueue_copy_buffer(
         let dst = buffer_on(dst_handle, enqueue.queue())?;
         src.check_range(src_offset, size)?;
         dst.check_range(dst_offset, size)?;
-        if Arc::ptr_eq(&src, &dst) && src_offset.abs_diff(dst_offset) < size {
+        if src.overlaps(src_offset, &dst, dst_offset, size) {
             return Err(CL_MEM_COPY_OVERLAP);
         }
         let run = move |queue: &Queue| {
@@ -342,9 +465,9 @@ pub(crate) extern "C" fn enqueue_copy_buffer(
                 .commands()
                 .enqueue_memcpy(
                     &dst.memory,
-                    dst_offset as u64,
+                    (dst.origin + dst_offset) as u64,
                     &src.memory,
-                    src_offset as u64,
+                    (src.origin + src_offset) as u64,
                     size as u64,
                 )
                 .map_err(|err| report(CALL, &err))?;

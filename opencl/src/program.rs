@@ -478,7 +478,7 @@ fn launch(
         let args: Vec<Arg> = args
             .iter()
             .map(|value| match value {
-                ArgValue::Buffer(buffer) => Arg::Memory(buffer.memory()),
+                ArgValue::Buffer(buffer) => Arg::MemoryAt(buffer.memory(), buffer.origin() as u64),
                 ArgValue::Usm(allocation, offset) => {
                     Arg::MemoryAt(allocation.memory(), *offset as u64)
                 }

@@ -49,6 +49,10 @@ fn main() -> std::process::ExitCode {
             run: commands_behind_user_events_wait_and_run_in_order,
         },
         Trial {
+            name: "sub_buffers_are_regions_of_their_parent_at_their_origin",
+            run: sub_buffers_are_regions_of_their_parent_at_their_origin,
+        },
+        Trial {
             name: "pyopencl_copies_64_mib_and_runs_vadd_byte_exact",
             run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
         },
@@ -493,6 +497,27 @@ fn commands_behind_user_events_wait_and_run_in_order() -> Outcome {
     assert!(out.status.success(), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
     assert!(report.contains("0 failed"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// Sub-buffers in C (`tests/c/sub_buffers.c`): reads, writes, copies, maps and vadd's
+/// arguments at their origin, their information, and the rules that refuse them.
+fn sub_buffers_are_regions_of_their_parent_at_their_origin() -> Outcome {
+    let dir = scratch("sub-buffers");
+    let exe = match compile("sub_buffers", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let out = against_platform(&exe, &["vadd.xclbin"], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(!report.contains("FAILED"), "{report}");
+    assert!(
+        report.contains("vadd on sub-buffers: 0 mismatches of 2048"),
+        "{report}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
