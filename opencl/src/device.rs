@@ -16,6 +16,9 @@ use crate::info::Value;
 use crate::object::Dispatched;
 use crate::platform::{self, Platform};
 
+/// The alignment of a sub-buffer's origin, in bytes: what `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
+/// reports (in bits), a page.
+pub const BASE_ADDRESS_ALIGN: usize = 4096;
 /// Every bit a device-type query may have.
 const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
     | CL_DEVICE_TYPE_CPU
@@ -159,9 +162,7 @@ impl Device {
             // Not known to the host: the card's clocks are the image's.
             CL_DEVICE_MAX_CLOCK_FREQUENCY => Value::uint(0),
             // Buffers are page-aligned DMA memory (the value is in bits).
-            CL_DEVICE_MEM_BASE_ADDR_ALIGN => {
-                Value::uint(crate::memory::BASE_ADDRESS_ALIGN as cl_uint * 8)
-            }
+            CL_DEVICE_MEM_BASE_ADDR_ALIGN => Value::uint(BASE_ADDRESS_ALIGN as cl_uint * 8),
             CL_DEVICE_MIN_DATA_TYPE_ALIGN_SIZE => Value::uint(128),
             CL_DEVICE_MAX_PARAMETER_SIZE => Value::sizes(&[1024]),
             CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE => Value::ulong(64 << 10),

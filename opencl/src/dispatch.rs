@@ -20,7 +20,7 @@ use crate::platform::{self, Platform};
 use crate::program::{Kernel, Program};
 use crate::queue::Queue;
 use crate::state::{State, state};
-use crate::{context, event, memory, object, program, queue, usm};
+use crate::{context, event, memory, object, program, queue, rect, usm};
 
 /// What an entry point this platform does not implement answers, after saying which one.
 fn unsupported(name: &'static CStr) -> cl_int {
@@ -183,9 +183,9 @@ dispatch_table! {
     83 clSetMemObjectDestructorCallback: [status];
     84 clCreateUserEvent: [= event::create_user_event];
     85 clSetUserEventStatus: [= event::set_user_event_status];
-    86 clEnqueueReadBufferRect: [status];
-    87 clEnqueueWriteBufferRect: [status];
-    88 clEnqueueCopyBufferRect: [status];
+    86 clEnqueueReadBufferRect: [= rect::enqueue_read_buffer_rect];
+    87 clEnqueueWriteBufferRect: [= rect::enqueue_write_buffer_rect];
+    88 clEnqueueCopyBufferRect: [= rect::enqueue_copy_buffer_rect];
     89 clCreateSubDevicesEXT: [status];
     90 clRetainDeviceEXT: [status];
     91 clReleaseDeviceEXT: [status];

@@ -6,7 +6,8 @@
 //!
 //! The layers: `cl` (types and constants), `info` and `error` (how answers and failures are
 //! written), `object` (the dispatch header and the table of live handles); then one module
-//! per OpenCL object (`platform`, `device`, `context`, `queue`, `memory`, `program` with its
+//! per OpenCL object (`platform`, `device`, `context`, `queue`, `memory` with `rect` for its
+//! rectangular transfers, `program` with its
 //! kernels and launches, `event`), `command` (enqueueing: wait lists, and commands held back
 //! behind unfinished events), `state` (the host), and on top `dispatch`: the table the
 //! loader calls through and the entry points the loader finds by name. Entry points not
@@ -27,6 +28,7 @@ mod object;
 mod platform;
 mod program;
 mod queue;
+mod rect;
 mod state;
 mod transfer;
 mod usm;

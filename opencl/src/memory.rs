@@ -13,6 +13,7 @@ use accelhost::{Memory, MemoryKind};
 use crate::cl::*;
 use crate::command::{Enqueue, HostAddress};
 use crate::context::{Context, context};
+use crate::device::BASE_ADDRESS_ALIGN;
 use crate::error::{ClResult, list, object, refuse, report, status};
 use crate::event::Progress;
 use crate::info::{Value, give};
@@ -62,10 +63,20 @@ impl Buffer {
         self.origin
     }
 
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Whether `other` shares its memory (a buffer and its sub-buffers do).
+    pub fn same_memory(&self, other: &Buffer) -> bool {
+        std::ptr::eq(self.root(), other.root())
+    }
+
     /// Whether `self`'s `[offset, offset + size)` and `other`'s `[other_offset, ...)` are in
     /// the same memory and overlap (a buffer and its sub-buffers share one).
     fn overlaps(&self, offset: usize, other: &Buffer, other_offset: usize, size: usize) -> bool {
-        std::ptr::eq(self.root(), other.root())
+        self.same_memory(other)
             && (self.origin + offset).abs_diff(other.origin + other_offset) < size
     }
 
@@ -91,12 +102,18 @@ impl Buffer {
     }
 
     /// Writes `data` at `offset` after the queue's earlier commands.
-    fn write(&self, queue: &Queue, call: &str, offset: usize, data: &[u8]) -> ClResult<Progress> {
+    pub fn write(
+        &self,
+        queue: &Queue,
+        call: &str,
+        offset: usize,
+        data: &[u8],
+    ) -> ClResult<Progress> {
         transfer::write(queue, call, &self.memory, self.origin + offset, data)
     }
 
     /// Reads into `out` from `offset` once the queue's earlier commands finished.
-    fn read(&self, queue: &Queue, call: &str, offset: usize, out: &mut [u8]) -> ClResult<()> {
+    pub fn read(&self, queue: &Queue, call: &str, offset: usize, out: &mut [u8]) -> ClResult<()> {
         transfer::read(queue, call, &self.memory, self.origin + offset, out)
     }
 
@@ -133,7 +150,7 @@ pub fn buffer(handle: *const c_void) -> ClResult<Arc<Buffer>> {
 }
 
 /// The buffer behind `handle`, on `queue`'s device.
-fn buffer_on(handle: *const c_void, queue: &Queue) -> ClResult<Arc<Buffer>> {
+pub fn buffer_on(handle: *const c_void, queue: &Queue) -> ClResult<Arc<Buffer>> {
     let buffer = buffer(handle)?;
     if !Arc::ptr_eq(buffer.context.object(), queue.context().object())
         || buffer.device != queue.device_index()
@@ -151,9 +168,6 @@ const ACCESS: cl_bitfield = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_
 const HOST_ACCESS: cl_bitfield =
     CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS;
 const HOST_PTR: cl_bitfield = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
-/// The alignment of a sub-buffer's origin, in bytes: what `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
-/// reports (in bits), a page.
-pub const BASE_ADDRESS_ALIGN: usize = 4096;
 
 pub(crate) extern "C" fn create_buffer(
     context_handle: *mut c_void,

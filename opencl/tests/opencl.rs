@@ -53,6 +53,10 @@ fn main() -> std::process::ExitCode {
             run: sub_buffers_are_regions_of_their_parent_at_their_origin,
         },
         Trial {
+            name: "rectangular_transfers_place_rows_by_their_pitches",
+            run: rectangular_transfers_place_rows_by_their_pitches,
+        },
+        Trial {
             name: "pyopencl_copies_64_mib_and_runs_vadd_byte_exact",
             run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
         },
@@ -518,6 +522,22 @@ fn sub_buffers_are_regions_of_their_parent_at_their_origin() -> Outcome {
         report.contains("vadd on sub-buffers: 0 mismatches of 2048"),
         "{report}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// Rectangular reads, writes and copies in C (`tests/c/rect_transfers.c`).
+fn rectangular_transfers_place_rows_by_their_pitches() -> Outcome {
+    let dir = scratch("rect-transfers");
+    let exe = match compile("rect_transfers", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let out = against_platform(&exe, &[], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(!report.contains("FAILED"), "{report}");
+    assert!(report.contains("0 failed"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
