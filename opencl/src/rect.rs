@@ -5,6 +5,7 @@
 //! not cover it, so the bytes between them stay as they were.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use crate::cl::*;
 use crate::command::{Enqueue, HostAddress};
@@ -172,6 +173,60 @@ fn write_rows(
     buffer.write(queue, call, span.start, &staging)
 }
 
+/// A rectangular read or write, checked: its queue and wait list, its buffer, its region in
+/// the buffer and on the host, and the host memory.
+struct HostTransfer {
+    enqueue: Enqueue,
+    buffer: Arc<Buffer>,
+    in_buffer: Rect,
+    on_host: Rect,
+    host: HostAddress,
+}
+
+/// Checks the arguments of a rectangular read or write.
+///
+/// # Safety
+/// The entry point's contract: origins and region hold three sizes each (or are NULL), and
+/// the wait list `count` handles.
+#[allow(clippy::too_many_arguments)]
+unsafe fn host_transfer(
+    queue_handle: *mut c_void,
+    buffer_handle: *mut c_void,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region: *const usize,
+    buffer_pitches: (usize, usize),
+    host_pitches: (usize, usize),
+    ptr: *const c_void,
+    count: cl_uint,
+    wait: *const *mut c_void,
+) -> ClResult<HostTransfer> {
+    // SAFETY: per the contract above.
+    let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
+    let buffer = buffer_on(buffer_handle, enqueue.queue())?;
+    // SAFETY: per the contract above.
+    let (region, at, host_at) = unsafe {
+        (
+            region_of(region)?,
+            triple(buffer_origin, CL_INVALID_VALUE)?,
+            triple(host_origin, CL_INVALID_VALUE)?,
+        )
+    };
+    let in_buffer = Rect::new(at, region, buffer_pitches.0, buffer_pitches.1)?;
+    let on_host = Rect::new(host_at, region, host_pitches.0, host_pitches.1)?;
+    within(&in_buffer, &buffer)?;
+    if ptr.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(HostTransfer {
+        enqueue,
+        buffer,
+        in_buffer,
+        on_host,
+        host: HostAddress::of(ptr),
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) extern "C" fn enqueue_read_buffer_rect(
     queue_handle: *mut c_void,
@@ -191,24 +246,28 @@ pub(crate) extern "C" fn enqueue_read_buffer_rect(
 ) -> cl_int {
     const CALL: &str = "clEnqueueReadBufferRect";
     status(CALL, || {
-        // SAFETY: the wait list follows the entry point's contract.
-        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
-        // SAFETY: origins and region point to three sizes each, or are NULL.
-        let (region, at, to) = unsafe {
-            (
-                region_of(region)?,
-                triple(buffer_origin, CL_INVALID_VALUE)?,
-                triple(host_origin, CL_INVALID_VALUE)?,
+        // SAFETY: the arguments follow the entry point's contract.
+        let transfer = unsafe {
+            host_transfer(
+                queue_handle,
+                buffer_handle,
+                buffer_origin,
+                host_origin,
+                region,
+                (buffer_row_pitch, buffer_slice_pitch),
+                (host_row_pitch, host_slice_pitch),
+                ptr,
+                count,
+                wait,
             )
-        };
-        let in_buffer = Rect::new(at, region, buffer_row_pitch, buffer_slice_pitch)?;
-        let on_host = Rect::new(to, region, host_row_pitch, host_slice_pitch)?;
-        within(&in_buffer, &buffer)?;
-        if ptr.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        let host = HostAddress::of(ptr);
+        }?;
+        let HostTransfer {
+            enqueue,
+            buffer,
+            in_buffer,
+            on_host,
+            host,
+        } = transfer;
         let run = move |queue: &Queue| {
             let span = in_buffer.span();
             let mut staging = vec![0u8; span.len()];
@@ -219,7 +278,7 @@ pub(crate) extern "C" fn enqueue_read_buffer_rect(
                     std::ptr::copy_nonoverlapping(
                         staging.as_ptr().add(row - span.start),
                         host.ptr().add(to),
-                        region[0],
+                        in_buffer.region[0],
                     )
                 };
             }
@@ -250,24 +309,28 @@ pub(crate) extern "C" fn enqueue_write_buffer_rect(
 ) -> cl_int {
     const CALL: &str = "clEnqueueWriteBufferRect";
     status(CALL, || {
-        // SAFETY: the wait list follows the entry point's contract.
-        let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
-        let buffer = buffer_on(buffer_handle, enqueue.queue())?;
-        // SAFETY: origins and region point to three sizes each, or are NULL.
-        let (region, at, from) = unsafe {
-            (
-                region_of(region)?,
-                triple(buffer_origin, CL_INVALID_VALUE)?,
-                triple(host_origin, CL_INVALID_VALUE)?,
+        // SAFETY: the arguments follow the entry point's contract.
+        let transfer = unsafe {
+            host_transfer(
+                queue_handle,
+                buffer_handle,
+                buffer_origin,
+                host_origin,
+                region,
+                (buffer_row_pitch, buffer_slice_pitch),
+                (host_row_pitch, host_slice_pitch),
+                ptr,
+                count,
+                wait,
             )
-        };
-        let in_buffer = Rect::new(at, region, buffer_row_pitch, buffer_slice_pitch)?;
-        let on_host = Rect::new(from, region, host_row_pitch, host_slice_pitch)?;
-        within(&in_buffer, &buffer)?;
-        if ptr.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        let host = HostAddress::of(ptr);
+        }?;
+        let HostTransfer {
+            enqueue,
+            buffer,
+            in_buffer,
+            on_host,
+            host,
+        } = transfer;
         let run = move |queue: &Queue| {
             // SAFETY (the closure): the application passes its host region at ptr.
             let source = |offset: usize| unsafe { host.ptr().add(offset).cast_const() };

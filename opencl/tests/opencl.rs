@@ -488,58 +488,51 @@ fn a_vitis_style_c_host_runs_vadd_from_an_xclbin() -> Outcome {
     Outcome::Passed
 }
 
-/// User events in C (`tests/c/user_events.c`): commands held back behind them, in order,
-/// across queues, failed by an error status, waited for by blocking calls and clFinish.
-fn commands_behind_user_events_wait_and_run_in_order() -> Outcome {
-    let dir = scratch("user-events");
-    let exe = match compile("user_events", &dir) {
-        Ok(exe) => exe,
-        Err(outcome) => return outcome,
-    };
-    let out = against_platform(&exe, &[], &dir, None);
+/// Runs the C checks of `tests/c/<name>.c` (one `ok:`/`FAILED:` line each, then `N failed`)
+/// with `vadd.xclbin` beside them; the report, once every check held.
+fn c_checks(name: &str, args: &[&str]) -> Result<String, Outcome> {
+    let dir = scratch(&name.replace('_', "-"));
+    let exe = compile(name, &dir)?;
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let out = against_platform(&exe, args, &dir, None);
     let report = text(&out);
     assert!(out.status.success(), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
-    assert!(report.contains("0 failed"), "{report}");
+    assert!(report.contains("\n0 failed"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
-    Outcome::Passed
+    Ok(report)
+}
+
+/// User events in C (`tests/c/user_events.c`): commands held back behind them, in order,
+/// across queues, failed by an error status, waited for by blocking calls and clFinish.
+fn commands_behind_user_events_wait_and_run_in_order() -> Outcome {
+    match c_checks("user_events", &[]) {
+        Ok(_) => Outcome::Passed,
+        Err(outcome) => outcome,
+    }
 }
 
 /// Sub-buffers in C (`tests/c/sub_buffers.c`): reads, writes, copies, maps and vadd's
 /// arguments at their origin, their information, and the rules that refuse them.
 fn sub_buffers_are_regions_of_their_parent_at_their_origin() -> Outcome {
-    let dir = scratch("sub-buffers");
-    let exe = match compile("sub_buffers", &dir) {
-        Ok(exe) => exe,
-        Err(outcome) => return outcome,
-    };
-    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
-    let out = against_platform(&exe, &["vadd.xclbin"], &dir, None);
-    let report = text(&out);
-    assert!(out.status.success(), "{report}");
-    assert!(!report.contains("FAILED"), "{report}");
-    assert!(
-        report.contains("vadd on sub-buffers: 0 mismatches of 2048"),
-        "{report}"
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
-    Outcome::Passed
+    match c_checks("sub_buffers", &["vadd.xclbin"]) {
+        Ok(report) => {
+            assert!(
+                report.contains("vadd on sub-buffers: 0 mismatches of 2048"),
+                "{report}"
+            );
+            Outcome::Passed
+        }
+        Err(outcome) => outcome,
+    }
 }
 
 /// Rectangular reads, writes and copies in C (`tests/c/rect_transfers.c`).
 fn rectangular_transfers_place_rows_by_their_pitches() -> Outcome {
-    let dir = scratch("rect-transfers");
-    let exe = match compile("rect_transfers", &dir) {
-        Ok(exe) => exe,
-        Err(outcome) => return outcome,
-    };
-    let out = against_platform(&exe, &[], &dir, None);
-    let report = text(&out);
-    assert!(out.status.success(), "{report}");
-    assert!(!report.contains("FAILED"), "{report}");
-    assert!(report.contains("0 failed"), "{report}");
-    std::fs::remove_dir_all(&dir).unwrap();
-    Outcome::Passed
+    match c_checks("rect_transfers", &[]) {
+        Ok(_) => Outcome::Passed,
+        Err(outcome) => outcome,
+    }
 }
 
 /// The Python with PyOpenCL and dpctl: tests/support/install-python.sh opencl-python's

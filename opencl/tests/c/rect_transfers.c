@@ -4,35 +4,9 @@
  * Prints one line per check; exit 0 when all hold. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include "checks.h"
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-
-static void expect(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok" : "FAILED", what);
-    if (!ok) failures++;
-}
-
-static cl_device_id the_xrt_card(void) {
-    cl_platform_id platforms[16];
-    cl_uint count = 0;
-    if (clGetPlatformIDs(16, platforms, &count) != CL_SUCCESS) return NULL;
-    for (cl_uint i = 0; i < count && i < 16; i++) {
-        char name[64] = "";
-        clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "accelhost") != 0) continue;
-        cl_device_id devices[16];
-        cl_uint found = 0;
-        clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 16, devices, &found);
-        for (cl_uint d = 0; d < found && d < 16; d++) {
-            cl_uint vendor = 0;
-            clGetDeviceInfo(devices[d], CL_DEVICE_VENDOR_ID, sizeof vendor, &vendor, NULL);
-            if (vendor == 0x10ee) return devices[d];
-        }
-    }
-    return NULL;
-}
 
 int main(void) {
     cl_device_id card = the_xrt_card();
