@@ -53,7 +53,8 @@ fn signal(fd: &Weak<OwnedFd>) {
 }
 
 /// Signals `fd` each time one of `device`'s error registers shows a bit it did not show at
-/// the read before, until `live` is cleared.
+/// the read before, until `live` is cleared. A register that cannot be read (its plugin is
+/// restarting, say) keeps its last value, so its recovery is not taken for new errors.
 fn watch_errors(device: Token, fd: Weak<OwnedFd>, live: Arc<AtomicBool>) -> CapiResult {
     let registers = registers(&device)?;
     if registers.is_empty() {
@@ -62,24 +63,25 @@ fn watch_errors(device: Token, fd: Weak<OwnedFd>, live: Arc<AtomicBool>) -> Capi
             device.id()
         )));
     }
-    let read = move |device: &Token| -> Vec<u64> {
-        registers
-            .iter()
-            .map(|r| read_number(device, &r.attribute).unwrap_or(0))
-            .collect()
-    };
-    let mut shown = read(&device);
+    let mut shown: Vec<u64> = registers
+        .iter()
+        .map(|r| read_number(&device, &r.attribute).unwrap_or(0))
+        .collect();
     std::thread::Builder::new()
         .name("accelhost-opae-errors".into())
         .spawn(move || {
             while live.load(Ordering::Acquire) && fd.strong_count() > 0 {
                 std::thread::sleep(ERROR_POLL);
-                let now = read(&device);
-                let raised = now.iter().zip(&shown).any(|(now, was)| now & !was != 0);
+                let mut raised = false;
+                for (register, was) in registers.iter().zip(&mut shown) {
+                    if let Ok(now) = read_number(&device, &register.attribute) {
+                        raised |= now & !*was != 0;
+                        *was = now;
+                    }
+                }
                 if raised && live.load(Ordering::Acquire) {
                     signal(&fd);
                 }
-                shown = now;
             }
         })
         .map_err(|err| {

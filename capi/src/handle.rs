@@ -223,7 +223,8 @@ pub unsafe extern "C" fn fpgaReconfigureSlot(
                 let accelerator = slot_accelerator(&h.token, slot)?;
                 let opened = host()?.open(&accelerator, OpenMode::Exclusive)?;
                 let loaded = opened.reconfigure(0, image);
-                opened.close().and(loaded)
+                let closed = opened.close();
+                loaded.and(closed)
             }
         };
         match loaded {
