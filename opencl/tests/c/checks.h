@@ -1,5 +1,5 @@
-/* What the C check programs share: one printed line per check, the XRT card of the
- * accelhost platform, and reading a file (an xclbin) whole. */
+/* What the C check programs share: one printed line per check, a device of the accelhost
+ * platform by vendor id, and reading a file (an xclbin) whole. */
 #ifndef ACCELHOST_OPENCL_CHECKS_H
 #define ACCELHOST_OPENCL_CHECKS_H
 
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
+static int failures __attribute__((unused)) = 0;
 
 /* Prints "ok: what" or "FAILED: what"; the program exits with the count of failures. */
 static inline void expect(int ok, const char *what) {
@@ -16,8 +16,9 @@ static inline void expect(int ok, const char *what) {
     if (!ok) failures++;
 }
 
-/* The XRT card (vendor 0x10ee) of the platform named "accelhost", or NULL. */
-static inline cl_device_id the_xrt_card(void) {
+/* The device with vendor id `vendor` (0x10ee: the XRT card; 0x1234: the chaos plugin's) of
+ * the platform named "accelhost", or NULL. */
+static inline cl_device_id accelhost_device(cl_uint vendor_id) {
     cl_platform_id platforms[16];
     cl_uint count = 0;
     if (clGetPlatformIDs(16, platforms, &count) != CL_SUCCESS) return NULL;
@@ -31,7 +32,7 @@ static inline cl_device_id the_xrt_card(void) {
         for (cl_uint d = 0; d < found && d < 16; d++) {
             cl_uint vendor = 0;
             clGetDeviceInfo(devices[d], CL_DEVICE_VENDOR_ID, sizeof vendor, &vendor, NULL);
-            if (vendor == 0x10ee) return devices[d];
+            if (vendor == vendor_id) return devices[d];
         }
     }
     return NULL;

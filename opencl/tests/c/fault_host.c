@@ -4,33 +4,13 @@
  * code and the copy came back exact. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include "checks.h"
 #include <stdio.h>
 #include <string.h>
 
-static cl_device_id find(cl_platform_id platform, cl_uint vendor_id) {
-    cl_device_id devices[16];
-    cl_uint found = 0;
-    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 16, devices, &found) != CL_SUCCESS) return NULL;
-    for (cl_uint i = 0; i < found && i < 16; i++) {
-        cl_uint vendor = 0;
-        clGetDeviceInfo(devices[i], CL_DEVICE_VENDOR_ID, sizeof vendor, &vendor, NULL);
-        if (vendor == vendor_id) return devices[i];
-    }
-    return NULL;
-}
-
 int main(void) {
-    cl_platform_id platforms[16];
-    cl_uint count = 0;
-    if (clGetPlatformIDs(16, platforms, &count) != CL_SUCCESS) return 1;
-    cl_platform_id platform = NULL;
-    for (cl_uint i = 0; i < count && i < 16; i++) {
-        char name[64] = "";
-        clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "accelhost") == 0) platform = platforms[i];
-    }
-    cl_device_id chaos = platform ? find(platform, 0x1234) : NULL;
-    cl_device_id card = platform ? find(platform, 0x10ee) : NULL;
+    cl_device_id chaos = accelhost_device(0x1234);
+    cl_device_id card = accelhost_device(0x10ee);
     if (!chaos || !card) {
         fprintf(stderr, "the accelhost platform, the chaos device or the XRT card is missing\n");
         return 1;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 int main(void) {
-    cl_device_id card = the_xrt_card();
+    cl_device_id card = accelhost_device(0x10ee);
     if (!card) {
         fprintf(stderr, "the accelhost platform or its XRT card is missing\n");
         return 2;

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s <xclbin>\n", argv[0]);
         return 2;
     }
-    cl_device_id card = the_xrt_card();
+    cl_device_id card = accelhost_device(0x10ee);
     if (!card) {
         fprintf(stderr, "the accelhost platform or its XRT card is missing\n");
         return 2;
