@@ -42,6 +42,9 @@
 //!   control sequences (window title, clipboard write, clear screen, conceal, C1 CSI, CR, LF,
 //!   SO, SI, fake log lines); `refuse_in` and `trap_in` messages carry them too.
 //! - `duplicate` (`"token"` or `"name"`): enumerate two devices sharing one.
+//! - `interface` (a family: `"xocl"`, `"cxl"`, `"dfl"`): the device says it has that
+//!   interface (an `interface` extra), so the doors that list only that family's devices
+//!   (XRT's, libcxl's) list it.
 //! - `script_in` with `script` (hex): run the script (see [`script`]) in that export.
 //!
 //! `register-event` otherwise returns an event that never fires (a watch on a word nobody
@@ -194,7 +197,7 @@ impl Chaos {
         Ok(())
     }
 
-    fn properties() -> Properties {
+    fn properties(&self) -> Properties {
         Properties {
             object_type: ObjectType::Accelerator,
             name: "chaos0".into(),
@@ -209,23 +212,28 @@ impl Chaos {
             num_interrupts: 0,
             accelerator_state: None,
             parent: None,
-            extras: vec![],
+            extras: self
+                .setting("interface")
+                .map(|family| vec![("interface".to_string(), family.to_string())])
+                .unwrap_or_default(),
         }
     }
 
     /// Properties whose every string is a terminal attack.
-    fn evil_properties() -> Properties {
+    fn evil_properties(&self) -> Properties {
+        let mut extras = self.properties().extras;
+        extras.push((format!("key{EVIL}"), format!("value{EVIL}")));
         Properties {
             name: format!("chaos0{EVIL}"),
             device_type: format!("fpga{EVIL}"),
             host: format!("localhost{EVIL}"),
-            extras: vec![(format!("key{EVIL}"), format!("value{EVIL}"))],
-            ..Self::properties()
+            extras,
+            ..self.properties()
         }
     }
 
     /// Devices dressed as another plugin's NLB0 ports.
-    fn impostors(count: u64, first_name: Option<&str>) -> Vec<Discovered> {
+    fn impostors(&self, count: u64, first_name: Option<&str>) -> Vec<Discovered> {
         (0..count)
             .map(|token| Discovered {
                 token,
@@ -237,7 +245,7 @@ impl Chaos {
                     guid: NLB0,
                     vendor_id: 0x8086,
                     device_id: 0xbcc0,
-                    ..Self::properties()
+                    ..self.properties()
                 },
             })
             .collect()
@@ -359,7 +367,7 @@ impl Plugin for Chaos {
         }));
         let name = table.text("chaos");
         for token in 0..4096 {
-            let properties = Self::properties();
+            let properties = self.properties();
             table.row(DeviceRow {
                 token,
                 object_type: properties.object_type,
@@ -401,7 +409,7 @@ impl Plugin for Chaos {
                     properties: Properties {
                         name,
                         extras: extras.by_ref().take(64).collect(),
-                        ..Self::properties()
+                        ..self.properties()
                     },
                 })
                 .collect());
@@ -412,7 +420,7 @@ impl Plugin for Chaos {
             eprintln!("stderr line{EVIL}");
             return Ok(vec![Discovered {
                 token: TOKEN,
-                properties: Self::evil_properties(),
+                properties: self.evil_properties(),
             }]);
         }
         match self.setting("duplicate") {
@@ -420,13 +428,13 @@ impl Plugin for Chaos {
                 return Ok(vec![
                     Discovered {
                         token: TOKEN,
-                        properties: Self::properties(),
+                        properties: self.properties(),
                     },
                     Discovered {
                         token: TOKEN,
                         properties: Properties {
                             name: "chaos1".into(),
-                            ..Self::properties()
+                            ..self.properties()
                         },
                     },
                 ]);
@@ -435,11 +443,11 @@ impl Plugin for Chaos {
                 return Ok(vec![
                     Discovered {
                         token: TOKEN,
-                        properties: Self::properties(),
+                        properties: self.properties(),
                     },
                     Discovered {
                         token: TOKEN + 1,
-                        properties: Self::properties(),
+                        properties: self.properties(),
                     },
                 ]);
             }
@@ -469,7 +477,7 @@ impl Plugin for Chaos {
                                 extras: (0..7)
                                     .filter_map(|_| Some((keys.next()?, values.next()?)))
                                     .collect(),
-                                ..Self::properties()
+                                ..self.properties()
                             },
                         })
                         .collect()
@@ -478,13 +486,13 @@ impl Plugin for Chaos {
                     token: TOKEN,
                     properties: Properties {
                         name: "n".repeat(8 << 20),
-                        ..Self::properties()
+                        ..self.properties()
                     },
                 }],
                 _ => (0..10_000)
                     .map(|token| Discovered {
                         token,
-                        properties: Self::properties(),
+                        properties: self.properties(),
                     })
                     .collect(),
             });
@@ -495,9 +503,9 @@ impl Plugin for Chaos {
                 .get("impersonate_count")
                 .and_then(|v| v.as_u64())
                 .unwrap_or(4);
-            return Ok(Self::impostors(count, self.setting("impersonate_name")));
+            return Ok(self.impostors(count, self.setting("impersonate_name")));
         }
-        let properties = Self::properties();
+        let properties = self.properties();
         let matched = filters_match(&filters, &properties);
         Ok(matched
             .then_some(Discovered {
@@ -554,12 +562,12 @@ impl Plugin for Chaos {
         if self.setting("huge_in") == Some("describe") {
             return Ok(Properties {
                 host: "h".repeat(8 << 20),
-                ..Self::properties()
+                ..self.properties()
             });
         }
         match token {
-            TOKEN if self.evil() => Ok(Self::evil_properties()),
-            TOKEN => Ok(Self::properties()),
+            TOKEN if self.evil() => Ok(self.evil_properties()),
+            TOKEN => Ok(self.properties()),
             _ => Err(Error::not_found(format!("no token {token}"))),
         }
     }
