@@ -1,0 +1,202 @@
+//! Kernels (`xrtKernelHandle`) of the loaded xclbin, by name, with the arguments its
+//! metadata describes: a run needs each argument's kind and size to take C varargs, and
+//! `group_id` answers from the image's connectivity which bank an argument uses.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use accelhost::xclbin::{ArgKind, IpKind, KernelArg};
+
+use crate::device::{Device, Loaded, read_uuid, text};
+use crate::error::{XrtResult, answer, bad_handle, failed, handle, refuse, status};
+use crate::handles::{get, publish, remove};
+
+/// A kernel opened on a device.
+pub struct Kernel {
+    pub device: Arc<Device>,
+    loaded: Arc<Loaded>,
+    pub kernel: accelhost::Kernel,
+    /// Its arguments, by index.
+    pub args: Vec<KernelArg>,
+}
+
+impl Kernel {
+    /// The kernel of a live handle.
+    pub fn of(call: &str, kernel: *mut c_void) -> XrtResult<Arc<Kernel>> {
+        get::<Kernel>(kernel).ok_or_else(|| bad_handle(call, "kernel"))
+    }
+
+    /// Argument `index` as the metadata describes it.
+    pub fn arg(&self, call: &str, index: c_int) -> XrtResult<&KernelArg> {
+        self.args
+            .iter()
+            .find(|arg| i64::from(arg.index) == i64::from(index))
+            .ok_or_else(|| {
+                refuse(
+                    call,
+                    libc::EINVAL,
+                    format!(
+                        "kernel {} has no argument {index} (it has {})",
+                        self.kernel.name(),
+                        self.args.len()
+                    ),
+                )
+            })
+    }
+
+    /// The bank argument `index` of the kernel's first compute unit is connected to.
+    fn group_id(&self, call: &str, index: c_int) -> XrtResult<u32> {
+        let arg = self.arg(call, index)?;
+        if arg.kind != ArgKind::Global {
+            return Err(refuse(
+                call,
+                libc::EINVAL,
+                format!(
+                    "argument {index} ({}) is not a buffer: it has no memory group",
+                    arg.name
+                ),
+            ));
+        }
+        let image = &self.loaded.image;
+        let name = self.kernel.name();
+        image
+            .ips
+            .iter()
+            .filter(|ip| ip.kind == IpKind::Kernel && ip.kernel_name() == name)
+            .find_map(|cu| {
+                image
+                    .connectivity
+                    .iter()
+                    .find(|c| c.ip_index == cu.index && c.arg_index == arg.index)
+            })
+            .map(|connection| connection.bank_index)
+            .ok_or_else(|| {
+                refuse(
+                    call,
+                    libc::ENOENT,
+                    format!("the xclbin connects argument {index} of {name} to no memory bank"),
+                )
+            })
+    }
+}
+
+fn open(
+    call: &str,
+    device: *mut c_void,
+    uuid: *const u8,
+    name: *const c_char,
+) -> XrtResult<*mut c_void> {
+    let device = Device::of(call, device)?;
+    let uuid = read_uuid(call, uuid)?;
+    let name = text(call, "the kernel name", name)?;
+    let loaded = device.loaded(call)?;
+    if loaded.image.uuid != uuid {
+        return Err(refuse(
+            call,
+            libc::EINVAL,
+            format!("the device runs xclbin {}, not {uuid}", loaded.image.uuid),
+        ));
+    }
+    // `name:{cu,...}` picks compute units; the plugin schedules them itself.
+    let name = name.split_once(':').map_or(name, |(kernel, _)| kernel);
+    let mut args = loaded
+        .image
+        .kernels
+        .iter()
+        .find(|k| k.name == name)
+        .map(|k| k.args.clone())
+        .ok_or_else(|| {
+            refuse(
+                call,
+                libc::ENOENT,
+                format!("the xclbin describes no kernel '{name}'"),
+            )
+        })?;
+    args.sort_by_key(|arg| arg.index);
+    let kernel = loaded
+        .program
+        .kernel(name)
+        .map_err(|err| failed(call, &err))?;
+    Ok(publish(Arc::new(Kernel {
+        device,
+        loaded,
+        kernel,
+        args,
+    })))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtPLKernelOpen(
+    device: *mut c_void,
+    uuid: *const u8,
+    name: *const c_char,
+) -> *mut c_void {
+    const CALL: &str = "xrtPLKernelOpen";
+    handle(CALL, || open(CALL, device, uuid, name))
+}
+
+/// As [`xrtPLKernelOpen`]: compute units are shared between the runs of this process.
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtPLKernelOpenExclusive(
+    device: *mut c_void,
+    uuid: *const u8,
+    name: *const c_char,
+) -> *mut c_void {
+    const CALL: &str = "xrtPLKernelOpenExclusive";
+    handle(CALL, || open(CALL, device, uuid, name))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtKernelClose(kernel: *mut c_void) -> c_int {
+    const CALL: &str = "xrtKernelClose";
+    status(CALL, || {
+        remove::<Kernel>(kernel)
+            .map(drop)
+            .ok_or_else(|| bad_handle(CALL, "kernel"))
+    })
+}
+
+/// The memory group (bank) of argument `index`; -1 with `errno` set when it has none.
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtKernelArgGroupId(kernel: *mut c_void, index: c_int) -> c_int {
+    const CALL: &str = "xrtKernelArgGroupId";
+    answer(CALL, -1, || {
+        let bank = Kernel::of(CALL, kernel)?.group_id(CALL, index)?;
+        Ok(bank as c_int)
+    })
+}
+
+/// The register offset of argument `index`; `u32::MAX` with `errno` set for a bad one.
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtKernelArgOffset(kernel: *mut c_void, index: c_int) -> u32 {
+    const CALL: &str = "xrtKernelArgOffset";
+    answer(CALL, u32::MAX, || {
+        Ok(Kernel::of(CALL, kernel)?.arg(CALL, index)?.offset)
+    })
+}
+
+fn no_registers(call: &str) -> XrtResult<()> {
+    Err(refuse(
+        call,
+        libc::EOPNOTSUPP,
+        "a compute unit's registers are the plugin's: the library gives programs no access",
+    ))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtKernelReadRegister(
+    _kernel: *mut c_void,
+    _offset: u32,
+    _out: *mut u32,
+) -> c_int {
+    status("xrtKernelReadRegister", || {
+        no_registers("xrtKernelReadRegister")
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn xrtKernelWriteRegister(_kernel: *mut c_void, _offset: u32, _value: u32) -> c_int {
+    status("xrtKernelWriteRegister", || {
+        no_registers("xrtKernelWriteRegister")
+    })
+}
