@@ -97,6 +97,18 @@ impl fmt::Display for BusAddress {
     }
 }
 
+/// The name of the vendor a PCI vendor id stands for, for the vendors whose cards the
+/// families drive; `PCI vendor 0x....` for any other. The doors report it where their API
+/// asks for a vendor's name.
+pub fn pci_vendor_name(vendor_id: u16) -> String {
+    match vendor_id {
+        0x10ee => "Xilinx".into(),
+        0x1014 => "IBM".into(),
+        0x8086 => "Intel".into(),
+        other => format!("PCI vendor {other:#06x}"),
+    }
+}
+
 /// A PCI address that is not `ssss:bb:dd.f` (the segment may be left out).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("'{0}' is not a PCI address: expected ssss:bb:dd.f in hex, such as 0000:5e:00.0")]

@@ -91,7 +91,9 @@ impl Device {
             CL_DEVICE_TYPE => Value::ulong(CL_DEVICE_TYPE_CUSTOM),
             CL_DEVICE_VENDOR_ID => Value::uint(properties.vendor_id.into()),
             CL_DEVICE_NAME => Value::text(&self.token.id()),
-            CL_DEVICE_VENDOR => Value::text(&vendor_name(properties.vendor_id)),
+            CL_DEVICE_VENDOR => {
+                Value::text(&accelhost::types::pci_vendor_name(properties.vendor_id))
+            }
             CL_DRIVER_VERSION => Value::text(&format!(
                 "accelhost {} ({} plugin, {})",
                 env!("CARGO_PKG_VERSION"),
@@ -215,15 +217,5 @@ impl Device {
             | CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE => Value::sizes(&[0]),
             _ => return None,
         })
-    }
-}
-
-/// The vendor's name for the PCI vendor ids of the three device families.
-fn vendor_name(vendor_id: u16) -> String {
-    match vendor_id {
-        0x10ee => "Xilinx".into(),
-        0x1014 => "IBM".into(),
-        0x8086 => "Intel".into(),
-        other => format!("PCI vendor {other:#06x}"),
     }
 }
