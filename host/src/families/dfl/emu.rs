@@ -85,6 +85,20 @@ struct Traffic {
 }
 
 impl Traffic {
+    fn count_mmio_read(&self) {
+        self.mmio_reads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count_mmio_write(&self) {
+        self.mmio_writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// NLB0 read `lines` lines and wrote as many.
+    fn count_copy(&self, lines: u64) {
+        self.lines_read.fetch_add(lines, Ordering::Relaxed);
+        self.lines_written.fetch_add(lines, Ordering::Relaxed);
+    }
+
     fn counts(&self) -> TrafficCounts {
         TrafficCounts {
             mmio_reads: self.mmio_reads.load(Ordering::Relaxed),
@@ -365,12 +379,9 @@ impl Shared {
                         }
                         done += chunk;
                     }
-                    lines_done += done / nlb0::CACHE_LINE;
                     let lines = done / nlb0::CACHE_LINE;
-                    self.traffic.lines_read.fetch_add(lines, Ordering::Relaxed);
-                    self.traffic
-                        .lines_written
-                        .fetch_add(lines, Ordering::Relaxed);
+                    lines_done += lines;
+                    self.traffic.count_copy(lines);
                     self.update_counters(&job, lines_done);
                     if !continuous || error != 0 || job.stop.load(Ordering::Acquire) {
                         break;
@@ -624,38 +635,26 @@ impl MmioWindow for EmulatedMmio {
 
     fn read32(&self, offset: u64) -> io::Result<u32> {
         let slot = self.afu()?.read_slot(offset & !7);
-        self.shared
-            .traffic
-            .mmio_reads
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.traffic.count_mmio_read();
         Ok((slot >> ((offset & 4) * 8)) as u32)
     }
 
     fn read64(&self, offset: u64) -> io::Result<u64> {
         let slot = self.afu()?.read_slot(offset);
-        self.shared
-            .traffic
-            .mmio_reads
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.traffic.count_mmio_read();
         Ok(slot)
     }
 
     fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
         let shift = (offset & 4) * 8;
         self.write_bits(offset, u64::from(value) << shift, 0xFFFF_FFFF << shift)?;
-        self.shared
-            .traffic
-            .mmio_writes
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.traffic.count_mmio_write();
         Ok(())
     }
 
     fn write64(&self, offset: u64, value: u64) -> io::Result<()> {
         self.write_bits(offset, value, u64::MAX)?;
-        self.shared
-            .traffic
-            .mmio_writes
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.traffic.count_mmio_write();
         Ok(())
     }
 }
