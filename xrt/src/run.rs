@@ -218,10 +218,7 @@ impl Run {
         match waited {
             Ok(()) => Ok(COMPLETED),
             Err(err) if err.code() == ErrorCode::Timeout => Ok(TIMEOUT),
-            Err(err) => {
-                failed(call, &err);
-                Ok(ERROR)
-            }
+            Err(err) => Err(failed(call, &err)),
         }
     }
 }
