@@ -1,13 +1,34 @@
 #!/bin/sh
-# Installs one of accelhost's ecosystem doors (XRT's native API, LLVM's Offload API) into a
-# prefix: its library, headers and pkg-config file. Run through xrt/install.sh or
-# offload/install.sh; `--help` says how.
+# Installs one of accelhost's ecosystem doors (OPAE's C API, XRT's native API, LLVM's Offload
+# API) into a prefix: its library, headers and pkg-config file. Run through capi/install.sh,
+# xrt/install.sh or offload/install.sh; `--help` says how.
 set -eu
 
-door=${1:?the door: xrt or offload}
+door=${1:?the door: opae, xrt or offload}
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Each door: its folder, package, library, header folders, pkg-config file (from <pc>.pc.in
+# in its folder), and what else OPAE's programs look for (another name of the library, a
+# second name of the pkg-config file).
+dir=$door
+aliases=
+extra_pc=
+also=
 case "$door" in
+opae)
+	dir=capi
+	package=accelhost-opae
+	library=libopae_c.so
+	headers="include/opae"
+	pc=opae
+	aliases=libopae-c.so
+	extra_pc=accelhost-opae
+	what="the OPAE C API"
+	contents="  PREFIX/include/opae/*.h"
+	also="
+  PREFIX/lib/libopae-c.so -> libopae_c.so (OPAE's library name)
+  PREFIX/lib/pkgconfig/accelhost-opae.pc (the same file as opae.pc)"
+	;;
 xrt)
 	package=accelhost-xrt
 	library=libxrt_coreutil.so
@@ -25,20 +46,20 @@ offload)
 	contents="  PREFIX/include/offload/OffloadAPI.h"
 	;;
 *)
-	echo "install-door.sh: no door '$door' (xrt or offload)" >&2
+	echo "install-door.sh: no door '$door' (opae, xrt or offload)" >&2
 	exit 2
 	;;
 esac
-here="$root/$door"
+here="$root/$dir"
 
 usage() {
 	cat <<USAGE
-usage: $door/install.sh [--release | --lib-dir DIR] [--link] PREFIX
+usage: $dir/install.sh [--release | --lib-dir DIR] [--link] PREFIX
 
 Installs $what over accelhost into PREFIX:
 $contents
   PREFIX/lib/$library
-  PREFIX/lib/pkgconfig/$pc.pc
+  PREFIX/lib/pkgconfig/$pc.pc$also
 Then \`pkg-config --cflags --libs $pc\` (with PKG_CONFIG_PATH=PREFIX/lib/pkgconfig) gives
 a program everything it needs.
 
@@ -53,7 +74,7 @@ USAGE
 
 fail() {
 	echo "install.sh: $1" >&2
-	echo "usage: $door/install.sh [--release | --lib-dir DIR] [--link] PREFIX (--help for more)" >&2
+	echo "usage: $dir/install.sh [--release | --lib-dir DIR] [--link] PREFIX (--help for more)" >&2
 	exit 2
 }
 
@@ -71,6 +92,12 @@ while [ $# -gt 0 ]; do
 		shift 2
 		;;
 	--link) link=1; shift ;;
+	--)
+		shift
+		[ $# -eq 1 ] || fail "one PREFIX after --"
+		prefix_arg=$1
+		shift
+		;;
 	-*) fail "unknown option '$1'" ;;
 	*)
 		[ -z "$prefix_arg" ] || fail "one PREFIX, not '$prefix_arg' and '$1'"
@@ -103,5 +130,11 @@ if [ -n "$link" ]; then
 else
 	cp "$lib_dir/$library" "$prefix/lib/$library"
 fi
+for alias in $aliases; do
+	ln -sf "$library" "$prefix/lib/$alias"
+done
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" "$here/$pc.pc.in" >"$prefix/lib/pkgconfig/$pc.pc"
+for name in $extra_pc; do
+	cp "$prefix/lib/pkgconfig/$pc.pc" "$prefix/lib/pkgconfig/$name.pc"
+done
 echo "installed $what over accelhost $version into $prefix"
