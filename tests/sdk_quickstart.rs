@@ -59,7 +59,9 @@ fn sdk_tool() -> PathBuf {
     profile_dir.join("accelhost-sdk")
 }
 
-/// Runs `program` in `dir` with `bin` first on the PATH and no config of the user's.
+/// Runs `program` in `dir` with `bin` first on the PATH and no config of the user's; Rust
+/// plugins build in one `CARGO_TARGET_DIR` beside `bin` (as a user who sets it has them), so
+/// the second plugin reuses the first one's dependencies.
 fn run(bin: &Path, dir: &Path, program: &str, args: &[&str]) -> Output {
     let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
@@ -73,6 +75,7 @@ fn run(bin: &Path, dir: &Path, program: &str, args: &[&str]) -> Output {
         .env_remove("ACCELHOST_ENDPOINT")
         .env("XDG_CONFIG_HOME", dir.join(".config"))
         .env("ACCELHOST_CACHE_DIR", support::cache_dir())
+        .env("CARGO_TARGET_DIR", bin.with_file_name("cargo-target"))
         .output()
         .unwrap_or_else(|err| panic!("running {program}: {err}"))
 }

@@ -74,19 +74,19 @@ impl Cargo {
     }
 
     /// Builds the crate in `plugin_dir` in release mode for [`TARGET`] and copies the
-    /// component to `out`. The target directory is the crate's own `target/`, as cargo has
-    /// it: kept between builds so cargo rebuilds only what changed, and gone with the crate.
+    /// component to `out`. The target directory is cargo's: `CARGO_TARGET_DIR` when it is
+    /// set (shared by every plugin built with it), else the crate's own `target/`, kept
+    /// between builds so cargo rebuilds only what changed, and gone with the crate.
     pub fn build(&self, plugin_dir: &Path, out: &Path) -> Result<()> {
         let manifest = plugin_dir.join("Cargo.toml");
         let crate_name = package_name(&manifest)?.replace('-', "_");
-        let target_dir = plugin_dir.join("target");
+        let target_dir = target_dir(plugin_dir)?;
         let mut cargo = Command::new("cargo");
         cargo
             .args(["build", "--release", "--target", TARGET, "--manifest-path"])
             .arg(&manifest)
             .arg("--target-dir")
             .arg(&target_dir)
-            .env_remove("CARGO_TARGET_DIR")
             .current_dir(plugin_dir);
         run(
             &mut cargo,
@@ -108,6 +108,18 @@ impl Cargo {
             )
         })?;
         Ok(())
+    }
+}
+
+/// Where cargo builds the crate in `plugin_dir`: `CARGO_TARGET_DIR` as cargo takes it (a
+/// relative one from where the tool was started, not from the crate), else `target/` in the
+/// crate.
+fn target_dir(plugin_dir: &Path) -> Result<PathBuf> {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => Ok(std::env::current_dir()
+            .context("reading the current directory")?
+            .join(dir)),
+        None => Ok(plugin_dir.join("target")),
     }
 }
 
