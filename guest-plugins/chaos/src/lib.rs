@@ -44,7 +44,7 @@
 //! - `duplicate` (`"token"` or `"name"`): enumerate two devices sharing one.
 //! - `interface` (a family: `"xocl"`, `"cxl"`, `"dfl"`): the device says it has that
 //!   interface (an `interface` extra), so the doors that list only that family's devices
-//!   (XRT's, libcxl's) list it.
+//!   (XRT's) list it.
 //! - `script_in` with `script` (hex): run the script (see [`script`]) in that export.
 //!
 //! `register-event` otherwise returns an event that never fires (a watch on a word nobody
