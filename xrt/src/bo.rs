@@ -114,6 +114,13 @@ pub extern "C" fn xrtBOAlloc(
                 format!("{name} buffers are not supported"),
             ));
         }
+        if flags & DEV_ONLY != 0 && flags & HOST_ONLY != 0 {
+            return Err(refuse(
+                CALL,
+                libc::EINVAL,
+                "DEV_ONLY and HOST_ONLY together leave the buffer no memory",
+            ));
+        }
         let size = size as u64;
         let bank = group & BANK_MASK;
         let backing = Backing {

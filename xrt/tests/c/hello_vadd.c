@@ -211,6 +211,9 @@ int main(int argc, char** argv) {
            "an xclbin that is not there");
     expect(xrtBOAlloc(device, bytes, XCL_BO_FLAGS_P2P, 0) == NULL && errno == EOPNOTSUPP,
            "a P2P buffer is not supported");
+    expect(xrtBOAlloc(device, bytes, XCL_BO_FLAGS_DEV_ONLY | XCL_BO_FLAGS_HOST_ONLY, 0) == NULL &&
+               errno == EINVAL,
+           "a buffer with neither side");
     xrtBufferHandle part = xrtBOSubAlloc(out, 16, 32);
     expect(part != NULL && xrtBOAddress(part) == xrtBOAddress(out) + 32, "a sub-buffer at its offset");
     expect(xrtBOSubAlloc(out, 16, bytes) == NULL && errno == EINVAL, "a sub-buffer past the end");
