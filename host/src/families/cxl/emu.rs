@@ -2,8 +2,11 @@
 //! elements, the context limit, interrupts, modes) and the AFU model behind it, running on a
 //! device thread. The memcpy AFU (AFU-directed) walks each context's work-element queue; the
 //! vadd AFU (dedicated) reads its WED control block. Both are big-endian, as on the card, and
-//! reach memory only through the buffers a context attached: any other effective address
-//! raises a data-storage fault on that context alone.
+//! reach memory only through the buffers a context attached (a plugin's contexts) or, for a
+//! context of this process's own program, also its memory at the same addresses ([`span`]):
+//! any other effective address raises a data-storage fault on that context alone.
+
+mod span;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
@@ -13,12 +16,13 @@ use std::time::{Duration, Instant};
 
 use super::abi::{memcpy, vadd};
 use super::card::{CxlAccelerator as Accelerator, CxlCard};
-use super::{AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
+use super::{AddressSpace, AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
 use crate::devices::{
     AddressMap, Budget, Charge, Completion, CompletionState, DmaMemory, MmioWindow, Owner, OwnerId,
     errno, lock, wait_timeout,
 };
 use crate::family::DeviceDecl;
+use span::{Side, Span};
 
 /// Bytes of one context's problem-state slice.
 const PP_SIZE: u64 = 0x1000;
@@ -133,7 +137,12 @@ impl CxlAfu for EmulatedAfu {
         self.desc.clone()
     }
 
-    fn open(&self, kind: ContextKind, owner: &Owner) -> io::Result<Box<dyn CxlContext>> {
+    fn open(
+        &self,
+        kind: ContextKind,
+        owner: &Owner,
+        space: AddressSpace,
+    ) -> io::Result<Box<dyn CxlContext>> {
         let dedicated = self.afu.model == Accelerator::Vadd;
         if dedicated != (kind == ContextKind::Dedicated) {
             return Err(errno(libc::ENODEV));
@@ -147,7 +156,10 @@ impl CxlAfu for EmulatedAfu {
             kind,
             owner: owner.id,
             host: owner.host.clone(),
-            inner: Mutex::new(CtxState::default()),
+            inner: Mutex::new(CtxState {
+                space,
+                ..CtxState::default()
+            }),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
         });
@@ -175,6 +187,8 @@ struct Ctx {
 
 #[derive(Default)]
 struct CtxState {
+    /// What effective addresses outside the attached buffers reach.
+    space: AddressSpace,
     started: bool,
     wed: u64,
     num_irqs: u16,
@@ -215,10 +229,16 @@ struct QueueCursor {
 }
 
 impl CtxState {
-    /// The memory behind `[ea, ea + len)`, if one attached buffer holds all of it.
-    fn translate(&self, ea: u64, len: u64) -> Option<(Arc<DmaMemory>, u64)> {
-        let (memory, offset, _) = self.buffers.find(ea, len)?;
-        Some((memory.clone(), offset))
+    /// The memory behind `[ea, ea + len)`: the attached buffer that holds all of it, or this
+    /// process's memory for a context that reaches it (whether it is mapped shows on access).
+    fn translate(&self, ea: u64, len: u64) -> Option<Span> {
+        if let Some((memory, offset, _)) = self.buffers.find(ea, len) {
+            return Some(Span::Buffer(memory.clone(), offset));
+        }
+        match self.space {
+            AddressSpace::ThisProcess if ea.checked_add(len).is_some() => Some(Span::Process(ea)),
+            _ => None,
+        }
     }
 
     fn raise_interrupt(&mut self, irq: u16) {
@@ -294,6 +314,8 @@ impl CxlContext for EmulatedContext {
         inner.num_irqs = num_irqs;
         match self.afu.model {
             Accelerator::Vadd => inner.vadd_pending = true,
+            // No queue at all (a master that only drives the global registers starts so).
+            _ if work.wed == 0 => {}
             _ => {
                 let (ea, depth) = memcpy::decode_wed(work.wed);
                 inner.queue = Some(QueueCursor {
@@ -546,6 +568,7 @@ fn device_thread(afu: Weak<Afu>) {
 /// Runs up to a burst of work elements of one context; returns whether any ran.
 fn run_memcpy(afu: &Afu, ctx: &Ctx) -> bool {
     let mut ran = false;
+    let mut faulted = false;
     for _ in 0..BURST {
         let mut inner = lock(&ctx.inner);
         if inner.stopped || ctx.closed.load(Ordering::Acquire) {
@@ -556,17 +579,30 @@ fn run_memcpy(afu: &Afu, ctx: &Ctx) -> bool {
         };
         if cursor.elements == 0 {
             inner.storage_fault(ctx.pe, cursor.ea);
+            faulted = true;
             inner.queue = None;
             break;
         }
         let ea = cursor.ea + cursor.index * memcpy::WE_SIZE;
-        let Some((queue, at)) = inner.translate(ea, memcpy::WE_SIZE) else {
+        let Some(queue) = inner.translate(ea, memcpy::WE_SIZE) else {
             inner.storage_fault(ctx.pe, ea);
+            faulted = true;
             break;
         };
+        // The producer writes `cmd` last: the rest is read only once it shows the element valid.
         let mut raw = [0u8; 32];
-        if queue.read(at, &mut raw).is_err() {
+        if queue.read(0, &mut raw[..1]).is_err() {
             inner.storage_fault(ctx.pe, ea);
+            faulted = true;
+            break;
+        }
+        if raw[0] & memcpy::CMD_VALID == 0 {
+            break;
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        if queue.read(0, &mut raw).is_err() {
+            inner.storage_fault(ctx.pe, ea);
+            faulted = true;
             break;
         }
         let element = memcpy::WorkElement::decode(&raw);
@@ -578,7 +614,7 @@ fn run_memcpy(afu: &Afu, ctx: &Ctx) -> bool {
         // The status byte is written after the operation's effects, and before an interrupt
         // is raised: whoever sees either sees the element done.
         std::sync::atomic::fence(Ordering::Release);
-        let _ = queue.write(at + memcpy::WE_STATUS as u64, &[status]);
+        let _ = queue.write(memcpy::WE_STATUS as u64, &[status]);
         std::sync::atomic::fence(Ordering::Release);
         if element.cmd & memcpy::CMD_MASK == memcpy::CMD_IRQ && status == memcpy::STATUS_COMPLETE {
             inner.raise_interrupt(element.length);
@@ -596,6 +632,9 @@ fn run_memcpy(afu: &Afu, ctx: &Ctx) -> bool {
             break;
         }
     }
+    if faulted {
+        ctx.changed.notify_all();
+    }
     ran
 }
 
@@ -607,12 +646,11 @@ fn execute(afu: &Afu, inner: &mut CtxState, pe: u32, element: &memcpy::WorkEleme
             let from = inner.translate(element.src, length);
             let to = inner.translate(element.dst, length);
             match (from, to) {
-                (Some((src, src_at)), Some((dst, dst_at))) => {
-                    match dst.copy_from(dst_at, &src, src_at, length) {
-                        Ok(()) => memcpy::STATUS_COMPLETE,
-                        Err(_) => memcpy::STATUS_COMPLETE | memcpy::DERROR,
-                    }
-                }
+                (Some(src), Some(dst)) => match span::copy(&dst, &src, length) {
+                    Ok(()) => memcpy::STATUS_COMPLETE,
+                    Err(Side::Source) => fault(inner, pe, element.src),
+                    Err(Side::Destination) => fault(inner, pe, element.dst),
+                },
                 (None, _) => fault(inner, pe, element.src),
                 (_, None) => fault(inner, pe, element.dst),
             }
@@ -632,28 +670,35 @@ fn execute(afu: &Afu, inner: &mut CtxState, pe: u32, element: &memcpy::WorkEleme
             inner.translate(element.src, 4),
             inner.translate(element.dst, 4),
         ) {
-            (Some((src, src_at)), Some((dst, dst_at))) => {
+            (Some(src), Some(dst)) => {
                 let mut word = [0u8; 4];
-                let _ = src.read(src_at, &mut word);
+                if src.read(0, &mut word).is_err() {
+                    return fault(inner, pe, element.src);
+                }
                 let next = u32::from_be_bytes(word).wrapping_add(1);
-                let _ = dst.write(dst_at, &next.to_be_bytes());
+                if dst.write(0, &next.to_be_bytes()).is_err() {
+                    return fault(inner, pe, element.dst);
+                }
                 memcpy::STATUS_COMPLETE
             }
             (None, _) => fault(inner, pe, element.src),
             (_, None) => fault(inner, pe, element.dst),
         },
+        // Atomic against the AFU's other work; a program writing the word meanwhile races it.
         memcpy::CMD_ATOMIC => match inner.translate(element.dst, 8) {
-            Some((dst, at)) => {
+            Some(dst) => {
                 let mut word = [0u8; 8];
-                let _ = dst.read(at, &mut word);
+                if dst.read(0, &mut word).is_err() {
+                    return fault(inner, pe, element.dst);
+                }
                 let current = u64::from_be_bytes(word);
                 let swap = match element.cmd_extra {
                     memcpy::CAS_EQUAL_8 => current == element.atomic_op1,
                     memcpy::CAS_NOT_EQUAL_8 => current != element.atomic_op1,
                     _ => return memcpy::STATUS_COMPLETE | memcpy::UNDEF_CMD,
                 };
-                if swap {
-                    let _ = dst.write(at, &element.src.to_be_bytes());
+                if swap && dst.write(0, &element.src.to_be_bytes()).is_err() {
+                    return fault(inner, pe, element.dst);
                 }
                 memcpy::STATUS_COMPLETE
             }
@@ -688,14 +733,22 @@ fn run_vadd(ctx: &Ctx) -> bool {
     inner.vadd_pending = false;
     let started = Instant::now();
     let wed = inner.wed;
-    let Some((block, at)) = inner.translate(wed, vadd::BLOCK_SIZE) else {
+    let Some(block) = inner.translate(wed, vadd::BLOCK_SIZE) else {
         inner.storage_fault(ctx.pe, wed);
+        drop(inner);
+        ctx.changed.notify_all();
         return true;
     };
+    let mut raw = [0u8; 0x20];
+    if block.read(0, &mut raw).is_err() {
+        inner.storage_fault(ctx.pe, wed);
+        drop(inner);
+        ctx.changed.notify_all();
+        return true;
+    }
     let field = |offset: u64| {
-        let mut raw = [0u8; 8];
-        let _ = block.read(at + offset, &mut raw);
-        u64::from_be_bytes(raw)
+        let at = offset as usize;
+        u64::from_be_bytes(raw[at..at + 8].try_into().expect("8 bytes"))
     };
     let (size, in1, in2, out) = (
         field(vadd::SIZE),
@@ -704,13 +757,15 @@ fn run_vadd(ctx: &Ctx) -> bool {
         field(vadd::OUTPUT),
     );
     let bytes = size.saturating_mul(4);
-    let ranges = [in1, in2, out].map(|ea| (ea, inner.translate(ea, bytes)));
-    let mut memory = Vec::new();
-    for (ea, range) in ranges {
-        match range {
-            Some(range) => memory.push(range),
+    let addresses = [in1, in2, out];
+    let mut spans = Vec::new();
+    for ea in addresses {
+        match inner.translate(ea, bytes) {
+            Some(span) => spans.push(span),
             None => {
                 inner.storage_fault(ctx.pe, ea);
+                drop(inner);
+                ctx.changed.notify_all();
                 return true;
             }
         }
@@ -722,16 +777,18 @@ fn run_vadd(ctx: &Ctx) -> bool {
             .wrapping_add(u32::from_be_bytes(y))
             .to_be_bytes()
     };
-    let [a, b, c] = &memory[..] else {
+    let [a, b, c] = &spans[..] else {
         unreachable!("three ranges were translated")
     };
-    let _ = c.0.zip_words_from(c.1, (&a.0, a.1), (&b.0, b.1), size, add);
-    let clocks = started.elapsed().as_nanos() as u64 * VADD_CLOCK_MHZ / 1000;
-    let _ = block.write(at + vadd::CLOCK_COUNT, &clocks.max(1).to_be_bytes());
-    // `done` goes last, in one ordered store: whoever sees it sees the output.
-    if block.store_u64(at + vadd::DONE, 1u64.swap_bytes()).is_err() {
-        let _ = block.write(at + vadd::DONE, &1u64.to_be_bytes());
+    if let Err(which) = span::zip_words(c, a, b, size, add) {
+        lock(&ctx.inner).storage_fault(ctx.pe, addresses[which]);
+        ctx.changed.notify_all();
+        return true;
     }
+    let clocks = started.elapsed().as_nanos() as u64 * VADD_CLOCK_MHZ / 1000;
+    let _ = block.write(vadd::CLOCK_COUNT, &clocks.max(1).to_be_bytes());
+    // `done` goes last, in one ordered store: whoever sees it sees the output.
+    let _ = block.store_be_u64(vadd::DONE, 1);
     true
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::Resource;
 
 use super::resources::CxlContextResource;
-use super::{self as backend, AfuEvent, AfuMode, ContextKind, CxlAfu, Work};
+use super::{self as backend, AddressSpace, AfuEvent, AfuMode, ContextKind, CxlAfu, Work};
 use crate::bindings::accel::plugin::cxl as wit;
 use crate::devices::{ByteSwapped, CheckedMmio};
 use crate::error::ErrorCode;
@@ -91,7 +91,8 @@ impl wit::HostContext for PluginState {
         };
         let node = format!("{path}{}", kind.suffix());
         let afu = self.granted_device::<dyn CxlAfu>("open a cxl context", &path)?;
-        match afu.open(kind, &self.ctx.owner) {
+        // A plugin's AFU reaches only the buffers it attaches, whatever its grants.
+        match afu.open(kind, &self.ctx.owner, AddressSpace::AttachedBuffers) {
             Ok(context) => {
                 let charge = self.charge_resource(node.len() as u64)?;
                 let context = self

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::abi::{self, StartWorkArg};
-use super::{AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
+use super::{AddressSpace, AfuDesc, AfuEvent, AfuMode, ContextKind, CxlAfu, CxlContext, Work};
 use crate::devices::ioctl::ioctl_ptr;
 use crate::devices::mmio::MappedMmio;
 use crate::devices::sysfs::{
@@ -214,7 +214,14 @@ impl CxlAfu for LinuxAfu {
         })
     }
 
-    fn open(&self, kind: ContextKind, owner: &Owner) -> io::Result<Box<dyn CxlContext>> {
+    /// The kernel binds the address space of the process that starts the work, whatever
+    /// `_space` asks.
+    fn open(
+        &self,
+        kind: ContextKind,
+        owner: &Owner,
+        _space: AddressSpace,
+    ) -> io::Result<Box<dyn CxlContext>> {
         let fd = open_node(&self.paths.node_of(kind))?;
         let context = LinuxContext::open(fd, owner.id, self.paths.mmio_size_of(kind))?;
         Ok(Box::new(context))
@@ -924,7 +931,10 @@ mod tests {
             ContextKind::Slave,
             ContextKind::Dedicated,
         ] {
-            let err = afus[0].open(kind, &Owner::unlimited()).err().unwrap();
+            let err = afus[0]
+                .open(kind, &Owner::unlimited(), AddressSpace::AttachedBuffers)
+                .err()
+                .unwrap();
             assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{kind:?}");
         }
     }
@@ -978,7 +988,11 @@ mod tests {
         s.write("dev/cxl/afu0.0s", "");
         let afus = discover_afus(&s.roots()).unwrap();
         let err = afus[0]
-            .open(ContextKind::Slave, &Owner::unlimited())
+            .open(
+                ContextKind::Slave,
+                &Owner::unlimited(),
+                AddressSpace::AttachedBuffers,
+            )
             .err()
             .unwrap();
         assert_eq!(

@@ -54,6 +54,20 @@ impl ContextKind {
     }
 }
 
+/// The effective addresses a context's AFU may reach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AddressSpace {
+    /// Only the buffers the context attached: every context a plugin opens. (The Linux
+    /// backend cannot narrow a real AFU this way: the kernel binds the whole address space of
+    /// the process that starts the work, as the README's threat model says.)
+    #[default]
+    AttachedBuffers,
+    /// Also this process's own memory at the same addresses (shared virtual addressing, as
+    /// the cxl driver gives a libcxl program): only for the trusted program of this process,
+    /// through `accelhost::cxl`, never for a plugin.
+    ThisProcess,
+}
+
 /// What sysfs (or the emulator) says about an AFU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AfuDesc {
@@ -124,9 +138,14 @@ pub enum AfuEvent {
 pub trait CxlAfu: Send + Sync {
     /// Current facts about the AFU.
     fn desc(&self) -> AfuDesc;
-    /// Opens a context on the `kind` node for `owner`. Fails with `ENOSPC` when every context
-    /// is in use (a dedicated AFU has one).
-    fn open(&self, kind: ContextKind, owner: &Owner) -> io::Result<Box<dyn CxlContext>>;
+    /// Opens a context on the `kind` node for `owner`, whose AFU reaches `space`. Fails with
+    /// `ENOSPC` when every context is in use (a dedicated AFU has one).
+    fn open(
+        &self,
+        kind: ContextKind,
+        owner: &Owner,
+        space: AddressSpace,
+    ) -> io::Result<Box<dyn CxlContext>>;
 }
 
 /// An open context. Dropping it detaches it, frees its process element and fails its

@@ -49,21 +49,34 @@ fn contexts_are_limited_and_slots_reused() {
     let afu = afu(Accelerator::Memcpy, Some(3));
     let owner = Owner::unlimited();
     let contexts: Vec<_> = (0..3)
-        .map(|_| afu.open(ContextKind::Slave, &owner).unwrap())
+        .map(|_| {
+            afu.open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+                .unwrap()
+        })
         .collect();
     let pes: Vec<u32> = contexts.iter().map(|c| c.process_element()).collect();
     assert_eq!(pes, [0, 1, 2]);
-    let err = afu.open(ContextKind::Master, &owner).err().unwrap();
+    let err = afu
+        .open(ContextKind::Master, &owner, AddressSpace::AttachedBuffers)
+        .err()
+        .unwrap();
     assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
     let mut contexts = contexts;
     drop(contexts.remove(1));
     assert_eq!(
-        afu.open(ContextKind::Slave, &owner)
+        afu.open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
             .unwrap()
             .process_element(),
         1
     );
-    let err = afu.open(ContextKind::Dedicated, &owner).err().unwrap();
+    let err = afu
+        .open(
+            ContextKind::Dedicated,
+            &owner,
+            AddressSpace::AttachedBuffers,
+        )
+        .err()
+        .unwrap();
     assert_eq!(
         err.raw_os_error(),
         Some(libc::ENODEV),
@@ -75,17 +88,41 @@ fn contexts_are_limited_and_slots_reused() {
 fn a_dedicated_afu_has_one_context() {
     let afu = afu(Accelerator::Vadd, None);
     let owner = Owner::unlimited();
-    let first = afu.open(ContextKind::Dedicated, &owner).unwrap();
-    let err = afu.open(ContextKind::Dedicated, &owner).err().unwrap();
+    let first = afu
+        .open(
+            ContextKind::Dedicated,
+            &owner,
+            AddressSpace::AttachedBuffers,
+        )
+        .unwrap();
+    let err = afu
+        .open(
+            ContextKind::Dedicated,
+            &owner,
+            AddressSpace::AttachedBuffers,
+        )
+        .err()
+        .unwrap();
     assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
     drop(first);
-    afu.open(ContextKind::Dedicated, &owner).unwrap();
+    afu.open(
+        ContextKind::Dedicated,
+        &owner,
+        AddressSpace::AttachedBuffers,
+    )
+    .unwrap();
 }
 
 #[test]
 fn start_work_rules() {
     let afu = afu(Accelerator::Memcpy, None);
-    let ctx = afu.open(ContextKind::Slave, &Owner::unlimited()).unwrap();
+    let ctx = afu
+        .open(
+            ContextKind::Slave,
+            &Owner::unlimited(),
+            AddressSpace::AttachedBuffers,
+        )
+        .unwrap();
     assert_eq!(
         ctx.map_mmio().err().unwrap().raw_os_error(),
         Some(libc::EIO)
@@ -118,7 +155,9 @@ fn start_work_rules() {
 fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
     let afu = afu(Accelerator::Memcpy, None);
     let owner = Owner::unlimited();
-    let ctx = afu.open(ContextKind::Slave, &owner).unwrap();
+    let ctx = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
     let queue = buffer(&owner, 4096);
     let data = buffer(&owner, 8192);
     let q = ctx.attach_buffer(&queue).unwrap();
@@ -199,8 +238,12 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
 fn a_bad_address_faults_only_its_context_which_can_restart() {
     let afu = afu(Accelerator::Memcpy, None);
     let owner = Owner::unlimited();
-    let bad = afu.open(ContextKind::Slave, &owner).unwrap();
-    let good = afu.open(ContextKind::Slave, &owner).unwrap();
+    let bad = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
+    let good = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
     let (bq, gq, data) = (
         buffer(&owner, 4096),
         buffer(&owner, 4096),
@@ -256,7 +299,13 @@ fn a_bad_address_faults_only_its_context_which_can_restart() {
 #[test]
 fn foreign_buffers_are_refused() {
     let afu = afu(Accelerator::Memcpy, None);
-    let ctx = afu.open(ContextKind::Slave, &Owner::unlimited()).unwrap();
+    let ctx = afu
+        .open(
+            ContextKind::Slave,
+            &Owner::unlimited(),
+            AddressSpace::AttachedBuffers,
+        )
+        .unwrap();
     let theirs = buffer(&Owner::unlimited(), 4096);
     assert_eq!(
         ctx.attach_buffer(&theirs).unwrap_err().raw_os_error(),
@@ -268,8 +317,12 @@ fn foreign_buffers_are_refused() {
 fn the_master_sees_every_slice() {
     let afu = afu(Accelerator::Memcpy, Some(4));
     let owner = Owner::unlimited();
-    let master = afu.open(ContextKind::Master, &owner).unwrap();
-    let slave = afu.open(ContextKind::Slave, &owner).unwrap();
+    let master = afu
+        .open(ContextKind::Master, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
+    let slave = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
     let work = |wed| Work {
         wed,
         amr: None,
@@ -296,7 +349,13 @@ fn the_master_sees_every_slice() {
 fn vadd_reads_its_control_block_and_sets_done() {
     let afu = afu(Accelerator::Vadd, None);
     let owner = Owner::unlimited();
-    let ctx = afu.open(ContextKind::Dedicated, &owner).unwrap();
+    let ctx = afu
+        .open(
+            ContextKind::Dedicated,
+            &owner,
+            AddressSpace::AttachedBuffers,
+        )
+        .unwrap();
     let block = buffer(&owner, 4096);
     let data = buffer(&owner, 3 * 4096);
     let b = ctx.attach_buffer(&block).unwrap();
@@ -339,4 +398,97 @@ fn vadd_reads_its_control_block_and_sets_done() {
     assert!(u64::from_be_bytes(clocks) > 0);
     let window = ctx.map_mmio().unwrap();
     assert_eq!(window.read64(0).unwrap().swap_bytes(), vadd::AFU_DESC);
+}
+
+/// A context of this process's program (libcxl's) reaches the process's memory at its own
+/// addresses, and an unmapped address is a fault, not a crash; a plugin's context given the
+/// very same addresses reaches none of it.
+#[test]
+fn only_a_program_context_reaches_process_memory() {
+    let afu = afu(Accelerator::Memcpy, None);
+    let owner = Owner::unlimited();
+    let secret = vec![0x5au8; 64];
+    let mut stolen = vec![0u8; 64];
+    let secret_at = secret.as_ptr() as u64;
+    let stolen_at = stolen.as_mut_ptr() as u64;
+
+    // A plugin attaches its queue and aims a copy at memory it never attached.
+    let plugin = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
+    let queue = buffer(&owner, 4096);
+    let q = plugin.attach_buffer(&queue).unwrap();
+    plugin
+        .start_work(&Work {
+            wed: q | 1,
+            amr: None,
+            num_interrupts: None,
+        })
+        .unwrap();
+    put(
+        &queue,
+        0,
+        WorkElement::copy(secret_at, stolen_at, 64),
+        false,
+    );
+    assert_eq!(
+        wait_status(&queue, 0),
+        memcpy::STATUS_COMPLETE | memcpy::TRANS_FAULT
+    );
+    assert_eq!(
+        plugin.read_event(soon()).unwrap(),
+        Some(AfuEvent::DataStorage {
+            address: secret_at,
+            dsisr: DSISR_NOT_MAPPED
+        })
+    );
+    assert!(stolen.iter().all(|&b| b == 0), "nothing reached the plugin");
+
+    // The program's context: its queue is plain process memory, never attached.
+    let program = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::ThisProcess)
+        .unwrap();
+    let own_queue = buffer(&owner, 4096);
+    program
+        .start_work(&Work {
+            wed: own_queue.user_address() | 1,
+            amr: None,
+            num_interrupts: None,
+        })
+        .unwrap();
+    put(
+        &own_queue,
+        0,
+        WorkElement::copy(secret_at, stolen_at, 64),
+        false,
+    );
+    assert_eq!(wait_status(&own_queue, 0), memcpy::STATUS_COMPLETE);
+    assert_eq!(stolen, secret);
+
+    // SAFETY: a fresh page, unmapped again before the AFU is pointed at it.
+    let gone = unsafe {
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(page, libc::MAP_FAILED);
+        libc::munmap(page, 4096);
+        page as u64
+    };
+    put(&own_queue, 1, WorkElement::copy(gone, stolen_at, 8), false);
+    assert_eq!(
+        wait_status(&own_queue, 1),
+        memcpy::STATUS_COMPLETE | memcpy::TRANS_FAULT
+    );
+    assert_eq!(
+        program.read_event(soon()).unwrap(),
+        Some(AfuEvent::DataStorage {
+            address: gone,
+            dsisr: DSISR_NOT_MAPPED
+        })
+    );
 }
