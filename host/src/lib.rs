@@ -26,6 +26,7 @@ mod bindings;
 pub mod builtin;
 pub mod config;
 mod convert;
+pub mod cxl;
 mod error;
 mod family;
 mod imports;
