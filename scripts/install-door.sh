@@ -1,10 +1,10 @@
 #!/bin/sh
 # Installs one of accelhost's ecosystem doors (OPAE's C API, XRT's native API, LLVM's Offload
-# API) into a prefix: its library, headers and pkg-config file. Run through capi/install.sh,
-# xrt/install.sh or offload/install.sh; `--help` says how.
+# API, libcxl) into a prefix: its library, headers and pkg-config file. Run through
+# capi/install.sh, xrt/install.sh, offload/install.sh or libcxl/install.sh; `--help` says how.
 set -eu
 
-door=${1:?the door: opae, xrt or offload}
+door=${1:?the door: opae, xrt, offload or libcxl}
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Each door: its folder, package, library, header folders, pkg-config file (from <pc>.pc.in
@@ -45,8 +45,19 @@ offload)
 	what="LLVM's Offload API"
 	contents="  PREFIX/include/offload/OffloadAPI.h"
 	;;
+libcxl)
+	package=accelhost-libcxl
+	library=libcxl.so
+	headers="include/libcxl.h"
+	pc=libcxl
+	aliases=libcxl.so.1
+	what="libcxl's API"
+	contents="  PREFIX/include/libcxl.h"
+	also="
+  PREFIX/lib/libcxl.so.1 -> libcxl.so (the library's soname)"
+	;;
 *)
-	echo "install-door.sh: no door '$door' (opae, xrt or offload)" >&2
+	echo "install-door.sh: no door '$door' (opae, xrt, offload or libcxl)" >&2
 	exit 2
 	;;
 esac

@@ -1,0 +1,78 @@
+//! How the C API fails, as libcxl's does: a call that returns a handle returns NULL, one
+//! that returns a status returns -1, and either sets `errno`. The message goes to stderr, one
+//! line naming the call, so a failure says why where libcxl's only sets `errno`.
+
+use std::ffi::c_int;
+use std::fmt::Display;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// A failure already reported on stderr: the `errno` it sets.
+#[derive(Debug, Clone, Copy)]
+pub struct Failure(pub c_int);
+
+/// The result of a call's body.
+pub type CxlResult<T> = Result<T, Failure>;
+
+/// Says `message` on stderr for `call` and fails with `errno`.
+pub fn refuse(call: &str, errno: c_int, message: impl Display) -> Failure {
+    let message = message.to_string();
+    eprintln!(
+        "accelhost libcxl: {call}: {}",
+        accelhost::text::inert(&message)
+    );
+    Failure(errno)
+}
+
+/// Reports a device's `err` for `call` (what it was doing in `doing`), failing with its
+/// `errno`.
+pub fn failed(call: &str, doing: &str, err: &io::Error) -> Failure {
+    refuse(
+        call,
+        err.raw_os_error().unwrap_or(libc::EIO),
+        format!("{doing}: {err}"),
+    )
+}
+
+/// A handle that is not a live one of the kind the call takes.
+pub fn bad_handle(call: &str, kind: &str) -> Failure {
+    refuse(call, libc::EINVAL, format!("not a live {kind} handle"))
+}
+
+/// Sets this thread's `errno`.
+pub fn set_errno(errno: c_int) {
+    // SAFETY: __errno_location gives this thread's errno.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Runs `body` and answers as libcxl does, with `failure` for an error: `errno` set, and a
+/// panic (a bug of ours) is an `EFAULT` with a message, never an abort of the program.
+pub fn answer<T>(call: &str, failure: T, body: impl FnOnce() -> CxlResult<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(Failure(errno))) => {
+            set_errno(errno);
+            failure
+        }
+        Err(_) => {
+            let Failure(errno) = refuse(call, libc::EFAULT, "an internal error (a panic)");
+            set_errno(errno);
+            failure
+        }
+    }
+}
+
+/// [`answer`] for a call that returns 0 or -1.
+pub fn status(call: &str, body: impl FnOnce() -> CxlResult<()>) -> c_int {
+    answer(call, -1, || body().map(|()| 0))
+}
+
+/// Writes `value` through the caller's out-pointer, refusing NULL.
+pub fn store<T>(call: &str, out: *mut T, value: T) -> CxlResult<()> {
+    if out.is_null() {
+        return Err(refuse(call, libc::EINVAL, "the output pointer is NULL"));
+    }
+    // SAFETY: the caller gives a pointer to a writable `T` (checked non-NULL above).
+    unsafe { out.write(value) };
+    Ok(())
+}
