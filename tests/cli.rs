@@ -1234,8 +1234,20 @@ fn an_optimized_compile_that_failed_is_not_paid_for_again() {
     for _ in 0..2 {
         let out = accelhost(&dir, &["plugins"], &env);
         let stdout = text(&out.stdout);
-        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-        assert!(stdout.contains("running (baseline code)"), "{stdout}");
+        // What every compile worker was asked, and what the check said, for a failure here.
+        let history = format!(
+            "--- worker log\n{}--- the check said\n{said}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        assert!(
+            out.status.success(),
+            "{stdout}{}{history}",
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.contains("running (baseline code)"),
+            "{stdout}{history}"
+        );
         assert!(
             text(&out.stderr).contains("its optimized compile failed before"),
             "{}",
