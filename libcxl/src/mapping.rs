@@ -15,6 +15,40 @@ pub const HOST_ENDIAN: u32 = 0x3;
 /// Set by `cxl_mmio_install_sigbus_handler`: failed accesses then answer `EIO` alone.
 pub static SIGBUS_HANDLED: AtomicBool = AtomicBool::new(false);
 
+/// A register width libcxl reads and writes: its byte swaps and its failed-access value.
+pub trait Word: Copy + PartialEq + std::fmt::LowerHex {
+    /// Its size in bytes, which an offset must be aligned to.
+    const BYTES: u64;
+    /// What a failed access reads.
+    const ALL_ONES: Self;
+    /// Big-endian to host order and back (the same swap both ways).
+    fn be(self) -> Self;
+    /// Little-endian to host order and back.
+    fn le(self) -> Self;
+}
+
+impl Word for u32 {
+    const BYTES: u64 = 4;
+    const ALL_ONES: Self = u32::MAX;
+    fn be(self) -> Self {
+        u32::from_be(self)
+    }
+    fn le(self) -> Self {
+        u32::from_le(self)
+    }
+}
+
+impl Word for u64 {
+    const BYTES: u64 = 8;
+    const ALL_ONES: Self = u64::MAX;
+    fn be(self) -> Self {
+        u64::from_be(self)
+    }
+    fn le(self) -> Self {
+        u64::from_le(self)
+    }
+}
+
 /// A mapped problem-state area and the byte order of its accesses.
 pub struct Mapping {
     pub mmio: Mmio,
@@ -22,20 +56,13 @@ pub struct Mapping {
 }
 
 impl Mapping {
-    /// `raw` (as a plain load reads it) in the program's byte order.
-    pub fn value64(&self, raw: u64) -> u64 {
+    /// `word` between the AFU's order (as a plain load reads it) and the program's: the
+    /// mapping's swap, which is its own inverse.
+    pub fn order<W: Word>(&self, word: W) -> W {
         match self.flags {
-            BIG_ENDIAN => u64::from_be(raw),
-            LITTLE_ENDIAN => u64::from_le(raw),
-            _ => raw,
-        }
-    }
-
-    pub fn value32(&self, raw: u32) -> u32 {
-        match self.flags {
-            BIG_ENDIAN => u32::from_be(raw),
-            LITTLE_ENDIAN => u32::from_le(raw),
-            _ => raw,
+            BIG_ENDIAN => word.be(),
+            LITTLE_ENDIAN => word.le(),
+            _ => word,
         }
     }
 

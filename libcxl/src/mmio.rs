@@ -3,14 +3,15 @@
 //! not a pointer: an emulated AFU has no memory to map.
 
 use std::ffi::{c_int, c_void};
+use std::io;
 use std::sync::atomic::Ordering;
+
+use accelhost::cxl::Mmio;
 
 use crate::context::afu_handle;
 use crate::error::{CxlResult, failed, refuse, status, store};
 use crate::handles::lock;
-use crate::mapping::{
-    BIG_ENDIAN, HOST_ENDIAN, LITTLE_ENDIAN, Mapping, SIGBUS_HANDLED, access_failed,
-};
+use crate::mapping::{HOST_ENDIAN, Mapping, SIGBUS_HANDLED, Word, access_failed};
 
 /// Runs `access` on the handle's mapping, or fails with `EINVAL` when it has none.
 fn with_mapping<T>(
@@ -89,76 +90,62 @@ pub extern "C" fn cxl_mmio_ptr(afu: *mut c_void, _mmio_ptrp: *mut *mut c_void) -
     })
 }
 
-pub extern "C" fn cxl_mmio_read64(afu: *mut c_void, offset: u64, data: *mut u64) -> c_int {
-    let call = "cxl_mmio_read64";
+/// A read of a `W` at `offset` with `load`: checked, in the mapping's byte order, and a
+/// read of all ones is a failed access (the output set to all ones, as libcxl sets it).
+fn read<W: Word>(
+    call: &str,
+    afu: *mut c_void,
+    offset: u64,
+    data: *mut W,
+    load: impl FnOnce(&Mmio, u64) -> io::Result<W>,
+) -> c_int {
     status(call, || {
         with_mapping(call, afu, |mapping| {
-            mapping.check(call, offset, 8)?;
-            let raw = mapping.mmio.read64(offset).unwrap_or(u64::MAX);
-            if raw == u64::MAX {
-                store(call, data, u64::MAX)?;
+            mapping.check(call, offset, W::BYTES)?;
+            let raw = load(&mapping.mmio, offset).unwrap_or(W::ALL_ONES);
+            if raw == W::ALL_ONES {
+                store(call, data, W::ALL_ONES)?;
                 return Err(access_failed(
                     call,
                     &format!("the read at {offset:#x} gave all ones (a failed access)"),
                 ));
             }
-            store(call, data, mapping.value64(raw))
+            store(call, data, mapping.order(raw))
         })
     })
+}
+
+/// A write of `value` at `offset` with `put`: checked, in the mapping's byte order.
+fn write<W: Word>(
+    call: &str,
+    afu: *mut c_void,
+    offset: u64,
+    value: W,
+    put: impl FnOnce(&Mmio, u64, W) -> io::Result<()>,
+) -> c_int {
+    status(call, || {
+        with_mapping(call, afu, |mapping| {
+            mapping.check(call, offset, W::BYTES)?;
+            put(&mapping.mmio, offset, mapping.order(value))
+                .map_err(|err| access_failed(call, &format!("the write at {offset:#x}: {err}")))
+        })
+    })
+}
+
+pub extern "C" fn cxl_mmio_read64(afu: *mut c_void, offset: u64, data: *mut u64) -> c_int {
+    read("cxl_mmio_read64", afu, offset, data, Mmio::read64)
 }
 
 pub extern "C" fn cxl_mmio_read32(afu: *mut c_void, offset: u64, data: *mut u32) -> c_int {
-    let call = "cxl_mmio_read32";
-    status(call, || {
-        with_mapping(call, afu, |mapping| {
-            mapping.check(call, offset, 4)?;
-            let raw = mapping.mmio.read32(offset).unwrap_or(u32::MAX);
-            if raw == u32::MAX {
-                store(call, data, u32::MAX)?;
-                return Err(access_failed(
-                    call,
-                    &format!("the read at {offset:#x} gave all ones (a failed access)"),
-                ));
-            }
-            store(call, data, mapping.value32(raw))
-        })
-    })
+    read("cxl_mmio_read32", afu, offset, data, Mmio::read32)
 }
 
 pub extern "C" fn cxl_mmio_write64(afu: *mut c_void, offset: u64, data: u64) -> c_int {
-    let call = "cxl_mmio_write64";
-    status(call, || {
-        with_mapping(call, afu, |mapping| {
-            mapping.check(call, offset, 8)?;
-            let raw = match mapping.flags {
-                BIG_ENDIAN => data.to_be(),
-                LITTLE_ENDIAN => data.to_le(),
-                _ => data,
-            };
-            mapping
-                .mmio
-                .write64(offset, raw)
-                .map_err(|err| access_failed(call, &format!("the write at {offset:#x}: {err}")))
-        })
-    })
+    write("cxl_mmio_write64", afu, offset, data, Mmio::write64)
 }
 
 pub extern "C" fn cxl_mmio_write32(afu: *mut c_void, offset: u64, data: u32) -> c_int {
-    let call = "cxl_mmio_write32";
-    status(call, || {
-        with_mapping(call, afu, |mapping| {
-            mapping.check(call, offset, 4)?;
-            let raw = match mapping.flags {
-                BIG_ENDIAN => data.to_be(),
-                LITTLE_ENDIAN => data.to_le(),
-                _ => data,
-            };
-            mapping
-                .mmio
-                .write32(offset, raw)
-                .map_err(|err| access_failed(call, &format!("the write at {offset:#x}: {err}")))
-        })
-    })
+    write("cxl_mmio_write32", afu, offset, data, Mmio::write32)
 }
 
 /// libcxl installs a SIGBUS handler that turns a faulting load into `EIO`; accelhost's
