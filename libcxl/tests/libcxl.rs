@@ -77,8 +77,8 @@ fn program(source: &str, args: &[&str], config: Option<&str>) -> Result<String, 
 
 /// tests/c/memcpy.c: a master sets the AFU's CFG; four slave contexts on four threads each
 /// run 25 copies of random lengths, interrupts waited for with select() on the context's
-/// fd, INCR and compare-and-swap, all on the program's own malloc'd memory; a copy from an
-/// unmapped page is a data-storage event with its address; bad calls answer their errno;
+/// fd, INCR and compare-and-swap, all on the program's own malloc'd memory; a copy from a
+/// page it may not read is a data-storage event with its address; bad calls answer their errno;
 /// a read of all ones raises SIGBUS, or gives EIO once libcxl's handler is installed.
 fn a_program_of_the_memcpy_afu_flow_copies_through_process_memory() -> Outcome {
     let report = match program("c/memcpy.c", &[], None) {

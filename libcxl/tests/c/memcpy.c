@@ -464,17 +464,19 @@ static void fault(void) {
     uint8_t *src = malloc(PAGE_BYTES);
     uint8_t *dst = malloc(PAGE_BYTES);
     check(src != NULL && dst != NULL, "malloc");
-    void *gone = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* A page the program may not read, kept reserved so that no other mapping takes its
+     * address while the AFU is pointed at it. */
+    void *gone = mmap(NULL, PAGE_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (gone == MAP_FAILED) fail_call("mmap");
-    check_call(munmap(gone, PAGE_BYTES), "munmap");
     check_status(wait_status(push_copy(&ctx.queue, gone, dst, 256)),
-                 STATUS_COMPLETE | STATUS_TRANS_FAULT, "COPY from an unmapped page");
+                 STATUS_COMPLETE | STATUS_TRANS_FAULT, "COPY from an inaccessible page");
     check(cxl_event_pending(ctx.afu) == 1, "cxl_event_pending says an event waits");
     struct cxl_event event;
     check_call(cxl_read_event(ctx.afu, &event), "cxl_read_event");
     if (event.header.type != CXL_EVENT_DATA_STORAGE) cxl_fprint_event(stdout, &event);
     check(event.header.type == CXL_EVENT_DATA_STORAGE, "the event is a data-storage fault");
-    check(event.fault.addr == (uint64_t)(uintptr_t)gone, "the fault names the unmapped address");
+    check(event.fault.addr == (uint64_t)(uintptr_t)gone, "the fault names the page's address");
+    check_call(munmap(gone, PAGE_BYTES), "munmap");
     check((read_reg(ctx.afu, REG_STATUS) & STATUS_STOPPED) != 0, "the fault stopped the process");
     write_reg(ctx.afu, REG_PCTRL, PCTRL_RESTART);
     fill_pattern(src, PAGE_BYTES, THREADS, 0);

@@ -166,6 +166,42 @@ fn finished(moved: isize, wanted: usize) -> io::Result<()> {
     }
 }
 
+/// A page this process may not touch (`PROT_NONE`), reserved until dropped so that no other
+/// mapping takes its address meanwhile: what a program's stray pointer gives an AFU.
+#[cfg(test)]
+pub(super) struct NoAccessPage(u64);
+
+#[cfg(test)]
+impl NoAccessPage {
+    pub(super) fn new() -> Self {
+        // SAFETY: a fresh anonymous mapping nothing else refers to.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(page, libc::MAP_FAILED);
+        NoAccessPage(page as u64)
+    }
+
+    pub(super) fn address(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+impl Drop for NoAccessPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made, which only this value names.
+        unsafe { libc::munmap(self.0 as *mut libc::c_void, 4096) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,22 +218,9 @@ mod tests {
     }
 
     #[test]
-    fn an_unmapped_address_is_an_error_not_a_crash() {
-        // SAFETY: a fresh anonymous page, unmapped again before its address is used.
-        let page = unsafe {
-            let page = libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(page, libc::MAP_FAILED);
-            libc::munmap(page, 4096);
-            page as u64
-        };
-        let span = Span::Process(page);
+    fn an_inaccessible_address_is_an_error_not_a_crash() {
+        let page = NoAccessPage::new();
+        let span = Span::Process(page.address());
         let mut out = [0u8; 8];
         assert_eq!(
             span.read(0, &mut out).unwrap_err().raw_os_error(),
