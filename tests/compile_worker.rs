@@ -29,32 +29,35 @@ const HANG: Duration = Duration::from_secs(90);
 
 fn main() -> std::process::ExitCode {
     accelhost::compile_worker::serve_if_asked();
-    support::harness::run(&[
-        Trial {
-            name: "a_compile_past_its_time_limit_ends_there_and_the_others_load",
-            run: a_compile_past_its_time_limit_ends_there_and_the_others_load,
-        },
-        Trial {
-            name: "a_compile_past_its_memory_limit_ends_with_the_memory_reason",
-            run: a_compile_past_its_memory_limit_ends_with_the_memory_reason,
-        },
-        Trial {
-            name: "a_component_that_is_no_plugin_leaves_nothing_compiled",
-            run: a_component_that_is_no_plugin_leaves_nothing_compiled,
-        },
-        Trial {
-            name: "a_plugin_file_compiled_by_the_worker_runs_plain_and_metered",
-            run: a_plugin_file_compiled_by_the_worker_runs_plain_and_metered,
-        },
-        Trial {
-            name: "a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached",
-            run: a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached,
-        },
-        Trial {
-            name: "hosts_starting_side_by_side_each_end_their_compile_at_the_limit",
-            run: hosts_starting_side_by_side_each_end_their_compile_at_the_limit,
-        },
-    ])
+    support::harness::run(
+        &[
+            Trial {
+                name: "a_compile_past_its_time_limit_ends_there_and_the_others_load",
+                run: a_compile_past_its_time_limit_ends_there_and_the_others_load,
+            },
+            Trial {
+                name: "a_compile_past_its_memory_limit_ends_with_the_memory_reason",
+                run: a_compile_past_its_memory_limit_ends_with_the_memory_reason,
+            },
+            Trial {
+                name: "a_component_that_is_no_plugin_leaves_nothing_compiled",
+                run: a_component_that_is_no_plugin_leaves_nothing_compiled,
+            },
+            Trial {
+                name: "a_plugin_file_compiled_by_the_worker_runs_plain_and_metered",
+                run: a_plugin_file_compiled_by_the_worker_runs_plain_and_metered,
+            },
+            Trial {
+                name: "a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached",
+                run: a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached,
+            },
+            Trial {
+                name: "hosts_starting_side_by_side_each_end_their_compile_at_the_limit",
+                run: hosts_starting_side_by_side_each_end_their_compile_at_the_limit,
+            },
+        ],
+        support::harness::Overlap::OneAtATime,
+    )
 }
 
 /// A plugin entry for the file `path` with `load_policy` members (JSON, without braces).

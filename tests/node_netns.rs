@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,8 @@ const CLIENT_ADDRESS: &str = "10.231.0.2";
 struct Namespaces {
     node: String,
     client: String,
+    /// The client's end of the veth pair.
+    client_link: String,
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
@@ -49,14 +52,21 @@ fn ip(args: &[&str]) -> Result<(), String> {
 
 impl Namespaces {
     fn create() -> Result<Namespaces, String> {
-        let id = std::process::id();
+        // Unique per trial as well as per process: the trials run side by side.
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let id = format!(
+            "{}x{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let (a, b) = (format!("ah{id}n"), format!("ah{id}c"));
         let spaces = Namespaces {
             node: format!("accelhost-{id}-node"),
             client: format!("accelhost-{id}-client"),
+            client_link: b.clone(),
         };
         ip(&["netns", "add", &spaces.node])?;
         ip(&["netns", "add", &spaces.client])?;
-        let (a, b) = (format!("ah{id}n"), format!("ah{id}c"));
         ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])?;
         ip(&["link", "set", &a, "netns", &spaces.node])?;
         ip(&["link", "set", &b, "netns", &spaces.client])?;
@@ -243,8 +253,15 @@ fn a_node_killed_mid_call_fails_the_call_across_namespaces() -> Outcome {
 /// answers, and the client's keepalive ends the call well within the poll's 50 s.
 fn a_partition_mid_call_ends_the_call_within_the_keepalive() -> Outcome {
     poll_then_cut(Duration::from_secs(2), |spaces, _| {
-        let link = format!("ah{}c", std::process::id());
-        ip(&["-n", &spaces.client, "link", "set", &link, "down"]).unwrap();
+        ip(&[
+            "-n",
+            &spaces.client,
+            "link",
+            "set",
+            &spaces.client_link,
+            "down",
+        ])
+        .unwrap();
     })
 }
 

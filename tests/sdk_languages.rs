@@ -32,81 +32,90 @@ const REQUIRE_ENV: &str = "ACCELHOST_REQUIRE_TOOLCHAINS";
 const LOOPBACK_BYTES: [u64; 3] = [64 << 10, 1 << 20, (33 << 20) + 4096];
 
 fn main() -> std::process::ExitCode {
-    support::harness::run(&[
-        Trial {
-            name: "c_plugin_runs_the_nlb0_workload",
-            run: || run_language(Language::C),
-        },
-        Trial {
-            name: "javascript_plugin_runs_the_nlb0_workload",
-            run: || run_language(Language::Js),
-        },
-        Trial {
-            name: "python_plugin_runs_the_nlb0_workload",
-            run: || run_language(Language::Python),
-        },
-        Trial {
-            name: "c_rebuilds_are_byte_identical",
-            run: || rebuilds_are_byte_identical(Language::C),
-        },
-        Trial {
-            name: "javascript_rebuilds_are_byte_identical",
-            run: || rebuilds_are_byte_identical(Language::Js),
-        },
-        Trial {
-            name: "python_rebuilds_are_byte_identical",
-            run: || rebuilds_are_byte_identical(Language::Python),
-        },
-        Trial {
-            name: "an_unchanged_c_plugin_keeps_its_component",
-            run: || an_unchanged_plugin_keeps_its_component(Language::C, "plugin.c", "/* edit */"),
-        },
-        Trial {
-            name: "an_unchanged_javascript_plugin_keeps_its_component",
-            run: || an_unchanged_plugin_keeps_its_component(Language::Js, "plugin.js", "// edit"),
-        },
-        Trial {
-            name: "an_unchanged_python_plugin_keeps_its_component",
-            run: || an_unchanged_plugin_keeps_its_component(Language::Python, "app.py", "# edit"),
-        },
-        Trial {
-            name: "a_javascript_exception_is_an_internal_error_naming_its_file_and_line",
-            run: || an_exception_is_an_internal_error_saying_where(Language::Js),
-        },
-        Trial {
-            name: "a_python_exception_is_an_internal_error_naming_its_line",
-            run: || an_exception_is_an_internal_error_saying_where(Language::Python),
-        },
-        Trial {
-            name: "the_checked_in_typescript_types_match_the_wit",
-            run: the_checked_in_typescript_types_match_the_wit,
-        },
-        Trial {
-            name: "a_failing_build_names_the_file_and_the_tool",
-            run: a_failing_build_names_the_file_and_the_tool,
-        },
-        Trial {
-            name: "a_python_syntax_error_names_the_authors_file_and_line_at_once",
-            run: a_python_syntax_error_names_the_authors_file_and_line_at_once,
-        },
-        Trial {
-            name: "an_empty_c_plugin_directory_names_what_it_lacks",
-            run: || empty_plugin_directory(Language::C, "has no .c file to build"),
-        },
-        Trial {
-            name: "an_empty_javascript_plugin_directory_names_what_it_lacks",
-            run: || empty_plugin_directory(Language::Js, "needs plugin.js"),
-        },
-        Trial {
-            name: "an_empty_python_plugin_directory_names_what_it_lacks",
-            run: || {
-                empty_plugin_directory(
-                    Language::Python,
-                    "app.py: the module that defines its exports",
-                )
+    support::harness::run(
+        &[
+            Trial {
+                name: "c_plugin_runs_the_nlb0_workload",
+                run: || run_language(Language::C),
             },
-        },
-    ])
+            Trial {
+                name: "javascript_plugin_runs_the_nlb0_workload",
+                run: || run_language(Language::Js),
+            },
+            Trial {
+                name: "python_plugin_runs_the_nlb0_workload",
+                run: || run_language(Language::Python),
+            },
+            Trial {
+                name: "c_rebuilds_are_byte_identical",
+                run: || rebuilds_are_byte_identical(Language::C),
+            },
+            Trial {
+                name: "javascript_rebuilds_are_byte_identical",
+                run: || rebuilds_are_byte_identical(Language::Js),
+            },
+            Trial {
+                name: "python_rebuilds_are_byte_identical",
+                run: || rebuilds_are_byte_identical(Language::Python),
+            },
+            Trial {
+                name: "an_unchanged_c_plugin_keeps_its_component",
+                run: || {
+                    an_unchanged_plugin_keeps_its_component(Language::C, "plugin.c", "/* edit */")
+                },
+            },
+            Trial {
+                name: "an_unchanged_javascript_plugin_keeps_its_component",
+                run: || {
+                    an_unchanged_plugin_keeps_its_component(Language::Js, "plugin.js", "// edit")
+                },
+            },
+            Trial {
+                name: "an_unchanged_python_plugin_keeps_its_component",
+                run: || {
+                    an_unchanged_plugin_keeps_its_component(Language::Python, "app.py", "# edit")
+                },
+            },
+            Trial {
+                name: "a_javascript_exception_is_an_internal_error_naming_its_file_and_line",
+                run: || an_exception_is_an_internal_error_saying_where(Language::Js),
+            },
+            Trial {
+                name: "a_python_exception_is_an_internal_error_naming_its_line",
+                run: || an_exception_is_an_internal_error_saying_where(Language::Python),
+            },
+            Trial {
+                name: "the_checked_in_typescript_types_match_the_wit",
+                run: the_checked_in_typescript_types_match_the_wit,
+            },
+            Trial {
+                name: "a_failing_build_names_the_file_and_the_tool",
+                run: a_failing_build_names_the_file_and_the_tool,
+            },
+            Trial {
+                name: "a_python_syntax_error_names_the_authors_file_and_line_at_once",
+                run: a_python_syntax_error_names_the_authors_file_and_line_at_once,
+            },
+            Trial {
+                name: "an_empty_c_plugin_directory_names_what_it_lacks",
+                run: || empty_plugin_directory(Language::C, "has no .c file to build"),
+            },
+            Trial {
+                name: "an_empty_javascript_plugin_directory_names_what_it_lacks",
+                run: || empty_plugin_directory(Language::Js, "needs plugin.js"),
+            },
+            Trial {
+                name: "an_empty_python_plugin_directory_names_what_it_lacks",
+                run: || {
+                    empty_plugin_directory(
+                        Language::Python,
+                        "app.py: the module that defines its exports",
+                    )
+                },
+            },
+        ],
+        support::harness::Overlap::AsLibtest,
+    )
 }
 
 /// A plugin whose `enumerate` throws what the SDK does not know (a plain `Error`, a
@@ -346,10 +355,7 @@ fn empty_plugin_directory(language: Language, needle: &str) -> Outcome {
 
 /// The toolchain of `language`; when it is missing and not required, the trial's skip.
 fn toolchain(sdk: &Sdk, language: Language) -> Result<Toolchain, Outcome> {
-    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("sdk-languages")
-        .join("probe")
-        .join(language.key());
+    let scratch = scratch_dir(&format!("probe-{}", language.key()));
     match probe(sdk, language, &scratch) {
         Ok(toolchain) => Ok(toolchain),
         Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") => {

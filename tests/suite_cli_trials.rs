@@ -19,5 +19,5 @@ fn main() -> std::process::ExitCode {
     trials.extend(prometheus::trials());
     trials.extend(grpc_python::trials());
     trials.extend(sdk_quickstart::trials());
-    support::harness::run(&trials)
+    support::harness::run(&trials, support::harness::Overlap::AsLibtest)
 }

@@ -27,31 +27,34 @@ static LIBCXL: Door = Door {
 };
 
 fn main() -> std::process::ExitCode {
-    let outcome = harness::run(&[
-        Trial {
-            name: "a_program_of_the_memcpy_afu_flow_copies_through_process_memory",
-            run: a_program_of_the_memcpy_afu_flow_copies_through_process_memory,
-        },
-        Trial {
-            name: "a_program_of_the_vadd_afu_flow_adds_in_dedicated_mode",
-            run: a_program_of_the_vadd_afu_flow_adds_in_dedicated_mode,
-        },
-        Trial {
-            name: "the_afus_are_the_configs_and_a_bad_config_is_named",
-            run: the_afus_are_the_configs_and_a_bad_config_is_named,
-        },
-        Trial {
-            name: "every_libcxl_name_has_its_version_node",
-            run: every_libcxl_name_has_its_version_node,
-        },
-        Trial {
-            name: "the_install_script_explains_itself_and_refuses_bad_input",
-            run: || {
-                LIBCXL.check_install_script();
-                Outcome::Passed
+    let outcome = harness::run(
+        &[
+            Trial {
+                name: "a_program_of_the_memcpy_afu_flow_copies_through_process_memory",
+                run: a_program_of_the_memcpy_afu_flow_copies_through_process_memory,
             },
-        },
-    ]);
+            Trial {
+                name: "a_program_of_the_vadd_afu_flow_adds_in_dedicated_mode",
+                run: a_program_of_the_vadd_afu_flow_adds_in_dedicated_mode,
+            },
+            Trial {
+                name: "the_afus_are_the_configs_and_a_bad_config_is_named",
+                run: the_afus_are_the_configs_and_a_bad_config_is_named,
+            },
+            Trial {
+                name: "every_libcxl_name_has_its_version_node",
+                run: every_libcxl_name_has_its_version_node,
+            },
+            Trial {
+                name: "the_install_script_explains_itself_and_refuses_bad_input",
+                run: || {
+                    LIBCXL.check_install_script();
+                    Outcome::Passed
+                },
+            },
+        ],
+        harness::Overlap::OneAtATime,
+    );
     LIBCXL.clean();
     outcome
 }

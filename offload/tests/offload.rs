@@ -25,23 +25,26 @@ static OFFLOAD: Door = Door {
 };
 
 fn main() -> std::process::ExitCode {
-    let outcome = harness::run(&[
-        Trial {
-            name: "a_c_program_of_the_canonical_flow_runs_vadd",
-            run: a_c_program_of_the_canonical_flow_runs_vadd,
-        },
-        Trial {
-            name: "a_faulting_plugin_is_an_offload_error_and_the_program_goes_on",
-            run: a_faulting_plugin_is_an_offload_error_and_the_program_goes_on,
-        },
-        Trial {
-            name: "the_install_script_explains_itself_and_refuses_bad_input",
-            run: || {
-                OFFLOAD.check_install_script();
-                Outcome::Passed
+    let outcome = harness::run(
+        &[
+            Trial {
+                name: "a_c_program_of_the_canonical_flow_runs_vadd",
+                run: a_c_program_of_the_canonical_flow_runs_vadd,
             },
-        },
-    ]);
+            Trial {
+                name: "a_faulting_plugin_is_an_offload_error_and_the_program_goes_on",
+                run: a_faulting_plugin_is_an_offload_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "the_install_script_explains_itself_and_refuses_bad_input",
+                run: || {
+                    OFFLOAD.check_install_script();
+                    Outcome::Passed
+                },
+            },
+        ],
+        harness::Overlap::OneAtATime,
+    );
     OFFLOAD.clean();
     outcome
 }

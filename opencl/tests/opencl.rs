@@ -23,52 +23,55 @@ use accelhost_opencl::{
 use harness::{Outcome, Trial};
 
 fn main() -> std::process::ExitCode {
-    harness::run(&[
-        Trial {
-            name: "the_dispatch_table_and_constants_match_the_system_headers",
-            run: the_dispatch_table_and_constants_match_the_system_headers,
-        },
-        Trial {
-            name: "bad_input_gets_opencl_errors_and_nothing_is_written",
-            run: bad_input_gets_opencl_errors_and_nothing_is_written,
-        },
-        Trial {
-            name: "clinfo_lists_the_platform_and_the_librarys_offload_devices",
-            run: clinfo_lists_the_platform_and_the_librarys_offload_devices,
-        },
-        Trial {
-            name: "threads_copy_through_their_own_contexts_at_once",
-            run: threads_copy_through_their_own_contexts_at_once,
-        },
-        Trial {
-            name: "a_vitis_style_c_host_runs_vadd_from_an_xclbin",
-            run: a_vitis_style_c_host_runs_vadd_from_an_xclbin,
-        },
-        Trial {
-            name: "commands_behind_user_events_wait_and_run_in_order",
-            run: commands_behind_user_events_wait_and_run_in_order,
-        },
-        Trial {
-            name: "sub_buffers_are_regions_of_their_parent_at_their_origin",
-            run: sub_buffers_are_regions_of_their_parent_at_their_origin,
-        },
-        Trial {
-            name: "rectangular_transfers_place_rows_by_their_pitches",
-            run: rectangular_transfers_place_rows_by_their_pitches,
-        },
-        Trial {
-            name: "pyopencl_copies_64_mib_and_runs_vadd_byte_exact",
-            run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
-        },
-        Trial {
-            name: "dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue",
-            run: dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue,
-        },
-        Trial {
-            name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
-            run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
-        },
-    ])
+    harness::run(
+        &[
+            Trial {
+                name: "the_dispatch_table_and_constants_match_the_system_headers",
+                run: the_dispatch_table_and_constants_match_the_system_headers,
+            },
+            Trial {
+                name: "bad_input_gets_opencl_errors_and_nothing_is_written",
+                run: bad_input_gets_opencl_errors_and_nothing_is_written,
+            },
+            Trial {
+                name: "clinfo_lists_the_platform_and_the_librarys_offload_devices",
+                run: clinfo_lists_the_platform_and_the_librarys_offload_devices,
+            },
+            Trial {
+                name: "threads_copy_through_their_own_contexts_at_once",
+                run: threads_copy_through_their_own_contexts_at_once,
+            },
+            Trial {
+                name: "a_vitis_style_c_host_runs_vadd_from_an_xclbin",
+                run: a_vitis_style_c_host_runs_vadd_from_an_xclbin,
+            },
+            Trial {
+                name: "commands_behind_user_events_wait_and_run_in_order",
+                run: commands_behind_user_events_wait_and_run_in_order,
+            },
+            Trial {
+                name: "sub_buffers_are_regions_of_their_parent_at_their_origin",
+                run: sub_buffers_are_regions_of_their_parent_at_their_origin,
+            },
+            Trial {
+                name: "rectangular_transfers_place_rows_by_their_pitches",
+                run: rectangular_transfers_place_rows_by_their_pitches,
+            },
+            Trial {
+                name: "pyopencl_copies_64_mib_and_runs_vadd_byte_exact",
+                run: pyopencl_copies_64_mib_and_runs_vadd_byte_exact,
+            },
+            Trial {
+                name: "dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue",
+                run: dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue,
+            },
+            Trial {
+                name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
+                run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
+            },
+        ],
+        harness::Overlap::OneAtATime,
+    )
 }
 
 /// Skips with `why`, or fails where CI requires the tools.

@@ -5,6 +5,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// What a trial that did not fail found.
@@ -75,34 +77,110 @@ pub fn select<T>(all: &[T], name: impl Fn(&T) -> &str) -> Option<Vec<&T>> {
     Some(selected)
 }
 
-/// Runs the trials the command line selects ([`select`]), one at a time, and reports as
-/// libtest does.
-pub fn run(trials: &[Trial]) -> ExitCode {
+/// Whether a suite's trials may run side by side.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code, reason = "each suite that includes this file names the one it needs")]
+pub enum Overlap {
+    /// One at a time: for trials that must not overlap (one that counts the processes it
+    /// finds, or shares names and files with the others).
+    OneAtATime,
+    /// As many at once as libtest would run (`--test-threads N`, else `RUST_TEST_THREADS`,
+    /// else the machine's cores): for trials that spend their time in one-core tools and keep
+    /// their files, names and ports apart.
+    AsLibtest,
+}
+
+/// Runs the trials the command line selects ([`select`]), side by side as `overlap` allows,
+/// and reports as libtest does.
+pub fn run(trials: &[Trial], overlap: Overlap) -> ExitCode {
+    let threads = match overlap {
+        Overlap::OneAtATime => 1,
+        Overlap::AsLibtest => test_threads(),
+    };
     let Some(selected) = select(trials, |t| t.name) else {
         return ExitCode::SUCCESS;
     };
-    println!("\nrunning {} tests", selected.len());
-    let started = Instant::now();
-    let (mut passed, mut ignored, mut failed) = (0, 0, Vec::new());
-    for trial in &selected {
-        let trial_started = Instant::now();
+    run_selected(trials, selected, threads)
+}
+
+/// How many trials [`Overlap::AsLibtest`] runs at once, decided as libtest decides it.
+fn test_threads() -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    let asked = args
+        .iter()
+        .position(|arg| arg == "--test-threads")
+        .and_then(|at| args.get(at + 1).cloned())
+        .or_else(|| {
+            args.iter()
+                .find_map(|arg| arg.strip_prefix("--test-threads=").map(str::to_string))
+        })
+        .or_else(|| std::env::var("RUST_TEST_THREADS").ok());
+    asked
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// What the trials found so far, printed as each ends.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    ignored: usize,
+    failed: Vec<&'static str>,
+}
+
+impl Tally {
+    fn record(&mut self, trial: &Trial) {
+        let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(trial.run));
-        let took = trial_started.elapsed().as_secs_f64();
+        let took = started.elapsed().as_secs_f64();
         match outcome {
             Ok(Outcome::Passed) => {
-                passed += 1;
+                self.passed += 1;
                 println!("test {} ... ok ({took:.1} s)", trial.name);
             }
             Ok(Outcome::Skipped(why)) => {
-                ignored += 1;
+                self.ignored += 1;
                 println!("test {} ... ignored, {why}", trial.name);
             }
             Err(_) => {
-                failed.push(trial.name);
+                self.failed.push(trial.name);
                 println!("test {} ... FAILED", trial.name);
             }
         }
     }
+}
+
+fn run_selected(trials: &[Trial], selected: Vec<&Trial>, threads: usize) -> ExitCode {
+    println!("\nrunning {} tests", selected.len());
+    let started = Instant::now();
+    let tally = Mutex::new(Tally::default());
+    let next = AtomicUsize::new(0);
+    let work = || {
+        while let Some(trial) = selected.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // Each trial runs outside the lock; only its report line and counts take it.
+            let mut alone = Tally::default();
+            alone.record(trial);
+            let mut all = tally.lock().unwrap_or_else(PoisonError::into_inner);
+            all.passed += alone.passed;
+            all.ignored += alone.ignored;
+            all.failed.extend(alone.failed);
+        }
+    };
+    if threads <= 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..threads.min(selected.len()) {
+                scope.spawn(work);
+            }
+        });
+    }
+    let Tally {
+        passed,
+        ignored,
+        failed,
+    } = tally.into_inner().unwrap_or_else(PoisonError::into_inner);
     if !failed.is_empty() {
         println!("\nfailures:");
         for name in &failed {

@@ -24,27 +24,30 @@ static XRT: Door = Door {
 };
 
 fn main() -> std::process::ExitCode {
-    let outcome = harness::run(&[
-        Trial {
-            name: "a_c_program_of_the_hello_world_flow_runs_vadd",
-            run: a_c_program_of_the_hello_world_flow_runs_vadd,
-        },
-        Trial {
-            name: "a_cpp_program_of_the_hello_world_flow_runs_vadd",
-            run: a_cpp_program_of_the_hello_world_flow_runs_vadd,
-        },
-        Trial {
-            name: "a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on",
-            run: a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on,
-        },
-        Trial {
-            name: "the_install_script_explains_itself_and_refuses_bad_input",
-            run: || {
-                XRT.check_install_script();
-                Outcome::Passed
+    let outcome = harness::run(
+        &[
+            Trial {
+                name: "a_c_program_of_the_hello_world_flow_runs_vadd",
+                run: a_c_program_of_the_hello_world_flow_runs_vadd,
             },
-        },
-    ]);
+            Trial {
+                name: "a_cpp_program_of_the_hello_world_flow_runs_vadd",
+                run: a_cpp_program_of_the_hello_world_flow_runs_vadd,
+            },
+            Trial {
+                name: "a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on",
+                run: a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "the_install_script_explains_itself_and_refuses_bad_input",
+                run: || {
+                    XRT.check_install_script();
+                    Outcome::Passed
+                },
+            },
+        ],
+        harness::Overlap::OneAtATime,
+    );
     XRT.clean();
     outcome
 }
