@@ -1195,15 +1195,15 @@ fn an_optimized_compile_that_failed_is_not_paid_for_again() {
         &crafted::tagged(chaos, "optimized-compile-fails"),
         r#""baseline_first_mib": 0"#,
     );
-    // A worker whose optimized compiles into the cache run out of time at once (as a crafted
-    // component that only Cranelift cannot compile within the limits would), logging each start.
+    // A worker whose optimized compiles run out of time at once (as a crafted component that
+    // only Cranelift cannot compile within the limits would), logging each start.
     let log = dir.join("worker.log");
     let worker = dir.join("worker.sh");
     std::fs::write(
         &worker,
         format!(
             "#!/bin/sh\necho \"$2 $3\" >> '{}'\n\
-             if [ \"$3\" = --into-cache ]; then kill -ALRM $$; fi\n\
+             case \"$2\" in plain|metered) kill -ALRM $$;; esac\n\
              exec '{}' \"$@\"\n",
             log.display(),
             env!("CARGO_BIN_EXE_accelhost")
@@ -1216,19 +1216,25 @@ fn an_optimized_compile_that_failed_is_not_paid_for_again() {
         ("ACCELHOST_CACHE_DIR", cache.as_str()),
         ("ACCELHOST_COMPILE_WORKER", worker.as_str()),
     ];
-    let optimized_compiles = || {
+    let compiles = |kinds: &[&str]| {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
             .lines()
-            .filter(|line| line.ends_with("--into-cache"))
+            .filter(|line| kinds.contains(&line.split(' ').next().unwrap_or_default()))
             .count()
     };
-    // The check waits for the optimized compile, and fails with it.
+    let optimized_compiles = || compiles(&["plain", "metered"]);
+    // The check compiles the optimized code at once, and fails with it.
     let out = accelhost(&dir, &["check-config", "accelhost.json"], &env);
     let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("crafted") && said.contains("time"), "{said}");
     assert_eq!(optimized_compiles(), 1, "{said}");
+    assert_eq!(
+        compiles(&["plain-baseline", "metered-baseline"]),
+        0,
+        "a check compiles no baseline code it would throw away: {said}"
+    );
     // Remembered: the plugin still runs on its baseline code, and no start pays for the
     // optimized compile again, nor does a check.
     for _ in 0..2 {

@@ -678,16 +678,13 @@ fn refusal_error(entry: &PluginEntry, err: LoadError, remembered: bool) -> Error
 /// compatible `accel:plugin` version, needing only imports the host provides) without running
 /// any of its code. Returns the `accel:plugin` version it was built for.
 pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<String, Error> {
-    let loaded = load_module(entry, cache)?;
-    // A plugin that starts on baseline code is checked once its optimized code compiled too:
-    // that is the code it runs on, and the check leaves it in the compile cache.
-    if loaded.tier == Tier::Baseline {
-        let runtime = runtime().map_err(Error::Internal)?;
-        let metered = entry.load_policy.fuel.is_some();
-        runtime
-            .wait_optimized(&loaded.sha256, metered)
-            .map_err(|err| refusal_error(entry, err, false))?;
-    }
+    // A large plugin starts on baseline code, but it is checked on its optimized code: that is
+    // the code it runs on, and the check leaves it in the compile cache. So the check compiles
+    // the optimized code at once; baseline code first would be thrown away (an optimized
+    // compile remembered as failed still fails the check).
+    let mut optimized_at_once = entry.clone();
+    optimized_at_once.load_policy.baseline_first_mib = u64::MAX;
+    let loaded = load_module(&optimized_at_once, cache)?;
     Ok(loaded.wit_version.clone())
 }
 

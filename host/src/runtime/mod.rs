@@ -107,8 +107,6 @@ pub(crate) struct LoadedComponent {
     /// The compiler its code came from. Baseline code serves until the optimized code is
     /// compiled; instances started after that get the optimized code.
     pub tier: Tier,
-    /// The sha256 of its wasm.
-    pub sha256: [u8; 32],
 }
 
 pub(crate) struct Runtime {
@@ -478,23 +476,6 @@ impl Runtime {
         }
     }
 
-    /// Waits for the optimized compile of the plugin whose wasm has the digest `sha`, if it
-    /// was started on baseline code in this process, and gives the compile's outcome (or the
-    /// remembered failure that kept it from starting): what checking a plugin waits for, so
-    /// that the check leaves the optimized code in the cache.
-    pub fn wait_optimized(&self, sha: &[u8; 32], metered: bool) -> Result<(), LoadError> {
-        let tier_up = lock(&self.tier_ups).get(&(*sha, metered)).cloned();
-        if let Some(tier_up) = tier_up {
-            return tier_up.wait();
-        }
-        let refused = lock(&self.refused)
-            .get(&(*sha, EngineKind::optimized(metered)))
-            .cloned();
-        refused.map_or(Ok(()), |refusal| {
-            Err(LoadError::Remembered(Box::new(refusal)))
-        })
-    }
-
     /// Compiles `wasm` for an engine of `kind`: in a worker within `limits` where there is a
     /// worker and limits, else in this process. Gives the worker's serialized code too, to be
     /// cached as it is.
@@ -657,7 +638,6 @@ impl Runtime {
             exports,
             wit_version,
             tier: kind.tier,
-            sha256: sha,
         });
         lock(&self.loaded).insert((sha, kind.metered), loaded.clone());
         Ok(loaded)

@@ -2,7 +2,7 @@
 //! its worker while it runs, and its outcome once it ended, for who waits for it.
 
 use std::os::unix::net::UnixStream;
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Condvar, Mutex};
 
 use super::LoadError;
 use super::compile::PROGRESS_TARGET;
@@ -52,6 +52,7 @@ impl TierUp {
     }
 
     /// Waits for the compile to end and gives its outcome.
+    #[cfg(feature = "internals")]
     pub fn wait(&self) -> Result<(), LoadError> {
         let mut outcome = lock(&self.outcome);
         loop {
@@ -61,7 +62,7 @@ impl TierUp {
             outcome = self
                 .ended
                 .wait(outcome)
-                .unwrap_or_else(PoisonError::into_inner);
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 }
