@@ -79,7 +79,10 @@ pub fn select<T>(all: &[T], name: impl Fn(&T) -> &str) -> Option<Vec<&T>> {
 
 /// Whether a suite's trials may run side by side.
 #[derive(Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code, reason = "each suite that includes this file names the one it needs")]
+#[allow(
+    dead_code,
+    reason = "each suite that includes this file names the one it needs"
+)]
 pub enum Overlap {
     /// One at a time: for trials that must not overlap (one that counts the processes it
     /// finds, or shares names and files with the others).
