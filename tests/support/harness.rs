@@ -161,7 +161,7 @@ fn run_selected(trials: &[Trial], selected: Vec<&Trial>, threads: usize) -> Exit
     let next = AtomicUsize::new(0);
     let work = || {
         while let Some(trial) = selected.get(next.fetch_add(1, Ordering::Relaxed)) {
-            // Each trial runs outside the lock; only its report line and counts take it.
+            // Each trial runs and prints its line outside the lock; only the counts take it.
             let mut alone = Tally::default();
             alone.record(trial);
             let mut all = tally.lock().unwrap_or_else(PoisonError::into_inner);
