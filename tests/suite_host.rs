@@ -12,5 +12,6 @@ mod dfl_flow;
 mod faults;
 mod layout;
 mod ledger;
+mod signatures;
 mod versions;
 mod xocl_flow;

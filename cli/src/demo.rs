@@ -193,6 +193,7 @@ fn add_chaos(config: &mut Config) -> anyhow::Result<()> {
         grants: Default::default(),
         enabled: true,
         trusted_for: Vec::new(),
+        signature: Default::default(),
     };
     entry.load_policy.on_fault = OnFault::Restart;
     entry.load_policy.restart_backoff_ms = CHAOS_BACKOFF_MS;

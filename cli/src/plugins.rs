@@ -42,6 +42,7 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                 p.wit_version
                     .as_deref()
                     .map_or("-".into(), |v| format!("accel:plugin@{v}")),
+                p.provenance.to_string(),
                 match p.code {
                     Some(accelhost::Tier::Baseline) => {
                         format!("{} (baseline code)", p.status)
@@ -67,7 +68,15 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     print!(
         "{}",
         accelhost::text::table(
-            &["NAME", "MODULE", "WIT", "STATE", "GRANTS", "POLICY"],
+            &[
+                "NAME",
+                "MODULE",
+                "WIT",
+                "SIGNATURE",
+                "STATE",
+                "GRANTS",
+                "POLICY"
+            ],
             &rows
         )
     );

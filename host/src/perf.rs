@@ -88,7 +88,7 @@ impl PluginBench {
             &config.devices,
             &config.linux_roots(),
         ));
-        let loaded = crate::manager::load_module(&entry, &cache)?;
+        let (loaded, _) = crate::manager::load_module(&entry, &cache)?;
         let ctx = PluginContext::new(
             &entry.name,
             &entry.grants,

@@ -8,6 +8,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::policy::{Grants, LoadPolicy};
 use super::source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV, base_dir};
 use crate::family::{self, Catalog, DeviceDecl, SHARED_CARD_FIELDS};
+use crate::store::{OCI_SCHEME, OciReference, Store};
+use crate::trust::{PublicKey, SignaturePolicy, TrustedKeys};
 use crate::types::BusAddress;
 
 #[derive(Deserialize)]
@@ -18,6 +20,20 @@ pub(super) struct RawConfig {
     plugins: Vec<RawPlugin>,
     #[serde(default)]
     linux: LinuxSettings,
+    #[serde(default)]
+    trust: RawTrust,
+    #[serde(default)]
+    store: Option<PathBuf>,
+}
+
+/// `trust`: the keys plugins may be signed by, and whether every plugin must be.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTrust {
+    #[serde(default)]
+    keys: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    require_signatures: bool,
 }
 
 #[derive(Deserialize)]
@@ -35,6 +51,8 @@ struct RawPlugin {
     enabled: bool,
     #[serde(default)]
     trusted_for: Vec<String>,
+    #[serde(default)]
+    signed_by: Vec<String>,
 }
 
 /// An entry of `devices`: the fields every card takes, and the rest for its family.
@@ -84,6 +102,9 @@ pub struct PluginEntry {
     /// besides the family's own shipped plugin (`trusted_for`). Any plugin can dress a device
     /// up as another's; only these are believed.
     pub trusted_for: Vec<String>,
+    /// What its component's signature must be: the keys of its `signed_by` (else the
+    /// config's `trust.keys`), and whether a signature is required.
+    pub signature: SignaturePolicy,
 }
 
 impl PluginEntry {
@@ -104,6 +125,16 @@ pub enum ModuleSource {
     Builtin(String),
     /// A `.wasm` file, resolved against the config's directory and `ACCELHOST_PLUGIN_PATH`.
     File(PathBuf),
+    /// A component pulled from an OCI registry into the store: `oci://REGISTRY/REPO:TAG`,
+    /// pinned to the manifest its tag named when it was pulled.
+    Oci {
+        /// The reference as the config gives it.
+        reference: OciReference,
+        /// The manifest it resolved to in the store when the config was read.
+        manifest_digest: String,
+        /// The store it was pulled into.
+        store: Store,
+    },
 }
 
 /// Where the Linux backends look for sysfs and device nodes.
@@ -229,6 +260,9 @@ impl RawConfig {
         give_bus_addresses(&mut devices);
         let device_ids: BTreeSet<&str> = device_ids.iter().map(String::as_str).collect();
 
+        let trusted = trusted_keys(&self.trust.keys, &base)
+            .map_err(|(name, msg)| err(format!("trust.keys.{name}"), msg))?;
+        let store = self.store.as_ref().map(|root| Store::at(base.join(root)));
         let mut names = BTreeSet::new();
         let mut plugins = Vec::with_capacity(self.plugins.len());
         for (i, raw) in self.plugins.into_iter().enumerate() {
@@ -248,8 +282,18 @@ impl RawConfig {
                     format!("the plugin name '{}' is used twice", raw.name),
                 ));
             }
-            let module = resolve_module(&raw.module, &base, catalog)
+            let module = resolve_module(&raw.module, &base, catalog, store.as_ref())
                 .map_err(|msg| err(at("module"), msg))?;
+            let signature =
+                signature_policy(&raw.signed_by, &trusted, self.trust.require_signatures)
+                    .map_err(|(j, msg)| err(format!("plugins[{i}].signed_by[{j}]"), msg))?;
+            if matches!(module, ModuleSource::Builtin(_)) && !raw.signed_by.is_empty() {
+                return Err(err(
+                    at("signed_by"),
+                    "a built-in plugin ships inside the host binary and is trusted as the host                      is: it carries no signature to check"
+                        .into(),
+                ));
+            }
             let mut grants = raw.grants;
             validate_grants(&mut grants, &device_ids, &base)
                 .map_err(|(field, msg)| err(format!("plugins[{i}].grants.{field}"), msg))?;
@@ -275,6 +319,7 @@ impl RawConfig {
                 grants,
                 enabled: raw.enabled,
                 trusted_for: raw.trusted_for,
+                signature,
             });
         }
 
@@ -495,9 +540,90 @@ fn check_ranges(limits: &[(&str, u64, u64, u64)]) -> Result<(), (String, String)
     Ok(())
 }
 
-/// `builtin:<name>`, an absolute path, or a path relative to the config's directory or to
-/// one of the `ACCELHOST_PLUGIN_PATH` directories (in that order).
-fn resolve_module(text: &str, base: &Path, catalog: &Catalog) -> Result<ModuleSource, String> {
+/// The keys of `trust.keys`, read from their files (relative to `base`); an error names the
+/// key and what is wrong.
+fn trusted_keys(
+    keys: &BTreeMap<String, PathBuf>,
+    base: &Path,
+) -> Result<Vec<(String, PublicKey)>, (String, String)> {
+    keys.iter()
+        .map(|(name, path)| {
+            if !valid_name(name) {
+                return Err((
+                    name.clone(),
+                    format!("'{name}' is not a valid key name: use 1 to 64 letters, digits, '-', '_' or '.'"),
+                ));
+            }
+            let key = PublicKey::read(&base.join(path)).map_err(|e| (name.clone(), e.to_string()))?;
+            Ok((name.clone(), key))
+        })
+        .collect()
+}
+
+/// A plugin's signature policy: the keys its `signed_by` names (each must be one of
+/// `trusted`), else all of `trusted`; required when `signed_by` names any, or `required`.
+fn signature_policy(
+    signed_by: &[String],
+    trusted: &[(String, PublicKey)],
+    required: bool,
+) -> Result<SignaturePolicy, (usize, String)> {
+    if signed_by.is_empty() {
+        if required && trusted.is_empty() {
+            return Err((
+                0,
+                "trust.require_signatures is set but trust.keys names no key to verify with".into(),
+            ));
+        }
+        return Ok(SignaturePolicy {
+            keys: TrustedKeys::new(trusted.to_vec()),
+            required,
+        });
+    }
+    let mut keys = Vec::with_capacity(signed_by.len());
+    for (j, name) in signed_by.iter().enumerate() {
+        let key = trusted.iter().find(|(n, _)| n == name).ok_or_else(|| {
+            let known: Vec<&str> = trusted.iter().map(|(n, _)| n.as_str()).collect();
+            (
+                j,
+                format!(
+                    "no key '{name}' in trust.keys (keys: {})",
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            )
+        })?;
+        keys.push(key.clone());
+    }
+    Ok(SignaturePolicy {
+        keys: TrustedKeys::new(keys),
+        required: true,
+    })
+}
+
+/// `builtin:<name>`, `oci://…` (resolved in `store`), an absolute path, or a path relative to
+/// the config's directory or to one of the `ACCELHOST_PLUGIN_PATH` directories (in that order).
+fn resolve_module(
+    text: &str,
+    base: &Path,
+    catalog: &Catalog,
+    store: Option<&Store>,
+) -> Result<ModuleSource, String> {
+    if text.starts_with(OCI_SCHEME) {
+        let reference: OciReference = text.parse()?;
+        let store = match store {
+            Some(store) => store.clone(),
+            None => Store::open_default().map_err(|e| e.to_string())?,
+        };
+        let manifest_digest = store.resolve(&reference).map_err(|e| e.to_string())?;
+        return Ok(ModuleSource::Oci {
+            reference,
+            manifest_digest,
+            store,
+        });
+    }
     if let Some(name) = text.strip_prefix("builtin:") {
         let builtins = (catalog.builtins)();
         return if builtins.contains(&name) {

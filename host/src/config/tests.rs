@@ -670,3 +670,64 @@ mod fake_family {
         assert_eq!(err.path, "plugins[0].trusted_for[0]");
     }
 }
+
+#[test]
+fn trust_keys_and_signed_by_are_checked_by_name_and_file() {
+    let dir = std::env::temp_dir().join(format!("accelhost-config-trust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // An Ed25519 public key (RFC 8410's example).
+    std::fs::write(
+        dir.join("vendor.pub"),
+        "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("p.wasm"), b"").unwrap();
+    let load = |trust: &str, plugin: &str| {
+        let file = dir.join("accelhost.json");
+        std::fs::write(
+            &file,
+            format!(r#"{{"trust": {{{trust}}}, "plugins": [{{"name": "p", {plugin}}}]}}"#),
+        )
+        .unwrap();
+        Config::load(&file)
+    };
+    let keys = r#""keys": {"vendor": "vendor.pub"}"#;
+    let config = load(keys, r#""module": "p.wasm", "signed_by": ["vendor"]"#).unwrap();
+    let policy = &config.plugins[0].signature;
+    assert!(policy.required, "signed_by requires a signature");
+    assert!(
+        policy
+            .keys
+            .describe()
+            .starts_with("the key vendor (sha256:")
+    );
+    let config = load(keys, r#""module": "p.wasm""#).unwrap();
+    assert!(!config.plugins[0].signature.required && config.plugins[0].signature.checks());
+    let config = load("", r#""module": "p.wasm""#).unwrap();
+    assert!(
+        !config.plugins[0].signature.checks(),
+        "no keys: nothing to check"
+    );
+
+    let err = load(keys, r#""module": "p.wasm", "signed_by": ["ops"]"#).unwrap_err();
+    assert_eq!(err.path, "plugins[0].signed_by[0]");
+    assert_eq!(err.message, "no key 'ops' in trust.keys (keys: vendor)");
+    let err = load(r#""require_signatures": true"#, r#""module": "p.wasm""#).unwrap_err();
+    assert!(err.message.contains("trust.keys names no key"), "{err}");
+    let err = load(r#""keys": {"ops": "missing.pub"}"#, r#""module": "p.wasm""#).unwrap_err();
+    assert_eq!(err.path, "trust.keys.ops");
+    assert!(err.message.contains("missing.pub: cannot read it"), "{err}");
+    let err = load(r#""keys": {"ops": "p.wasm"}"#, r#""module": "p.wasm""#).unwrap_err();
+    assert!(err.message.contains("no PEM public key"), "{err}");
+    let err = load(keys, r#""module": "builtin:dfl", "signed_by": ["vendor"]"#).unwrap_err();
+    assert_eq!(err.path, "plugins[0].signed_by");
+    let err = load(r#""keys": {}, "allow": 1"#, r#""module": "p.wasm""#).unwrap_err();
+    assert!(err.message.contains("unknown field `allow`"), "{err}");
+    let err = load("", r#""module": "oci://ghcr.io/vendor/p""#).unwrap_err();
+    assert_eq!(err.path, "plugins[0].module");
+    assert!(
+        err.message.contains("names neither a tag nor a digest"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

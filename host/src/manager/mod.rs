@@ -11,8 +11,8 @@ mod stats;
 pub use stats::{CallFigures, DURATION_BUCKETS};
 use stats::{CallStats, Ended};
 
-use std::borrow::Cow;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -32,6 +32,7 @@ use crate::state::{CallControl, LogBudget, PluginContext, Usage};
 use crate::text::cut_to;
 use crate::text::inert;
 use crate::trace;
+use crate::trust::{self, Provenance, Signer, TrustError};
 use handles::{HandleKey, HandleTable};
 use lease::Lease;
 
@@ -129,6 +130,8 @@ struct SlotState {
     code: Option<Tier>,
     /// The optional interfaces its module exports.
     capabilities: Vec<&'static str>,
+    /// Who made the loaded component, as its signature tells.
+    provenance: Provenance,
     restarts: u32,
     /// The budgets of the latest instance (what it still holds is charged to them).
     owner: Option<Owner>,
@@ -190,6 +193,7 @@ impl PluginSlot {
                 wit_version: None,
                 code: None,
                 capabilities: Vec::new(),
+                provenance: Provenance::Unknown,
                 restarts: 0,
                 owner: None,
             }),
@@ -238,9 +242,10 @@ impl PluginSlot {
     }
 
     fn try_start(&self) -> Result<(), Error> {
-        let loaded = load_module(&self.entry, &self.cache)?;
+        let (loaded, provenance) = load_module(&self.entry, &self.cache)?;
         {
             let mut state = lock(&self.state);
+            state.provenance = provenance;
             state.wit_version = Some(loaded.wit_version.clone());
             state.code = Some(loaded.tier);
             state.capabilities = loaded.exports.optional_exports();
@@ -583,64 +588,166 @@ fn reason_of(err: &Error) -> String {
     }
 }
 
-/// Reads, compiles (or finds in the caches) and links the module of `entry`.
+/// Reads, checks the signature of, compiles (or finds in the caches) and links the module of
+/// `entry`; returns it with who is known to have made it. The signature is checked here, the
+/// one path every component takes, and before any of it is compiled.
 pub(crate) fn load_module(
     entry: &PluginEntry,
     cache: &ComponentCache,
-) -> Result<Arc<LoadedComponent>, Error> {
+) -> Result<(Arc<LoadedComponent>, Provenance), Error> {
     let load_error = |reason: String| Error::Load {
         plugin: entry.name.clone(),
         module: entry.module_text.clone(),
         reason,
     };
+    let untrusted = |err: TrustError| load_error(format!("refused before compiling: {err}"));
     let runtime = runtime().map_err(Error::Internal)?;
     let metered = entry.load_policy.fuel.is_some();
     let refused = |err| refusal_error(entry, err, false);
+    let policy = &entry.signature;
     // Built-in plugins ship inside the host and compile in its process; files are bounded.
     let limits = match &entry.module {
         ModuleSource::Builtin(_) => None,
-        ModuleSource::File(_) => Some(CompileLimits::of(&entry.load_policy)),
-    };
-    let (wasm, sha256, file): (Cow<'static, [u8]>, _, _) = match &entry.module {
-        ModuleSource::Builtin(name) => (
-            Cow::Borrowed(
-                crate::builtin::module(name)
-                    .ok_or_else(|| load_error(format!("no built-in plugin '{name}'")))?,
-            ),
-            crate::builtin::digest(name),
-            None,
-        ),
-        ModuleSource::File(path) => {
-            let limit_mib = entry.load_policy.max_module_mib;
-            let unreadable = |err: module_file::ModuleFileError| load_error(err.to_string());
-            // What the file is and how large come from the one look at the opened file that
-            // the remembered digest is checked against, so the digest cannot skip them.
-            let (file, meta) = module_file::open(path, limit_mib).map_err(unreadable)?;
-            let identity = FileIdentity::of(path, &meta);
-            if let Some(sha) = cache.known_digest(&identity)
-                && let Some(loaded) = runtime
-                    .load_compiled(&sha, cache, metered, limits)
-                    .map_err(refused)?
-            {
-                return Ok(loaded);
-            }
-            let wasm = module_file::read(path, &file, meta.len(), limit_mib).map_err(unreadable)?;
-            // Remembered only if nothing wrote the file while it was read.
-            let unchanged = file
-                .metadata()
-                .is_ok_and(|meta| FileIdentity::of(path, &meta) == identity);
-            (Cow::Owned(wasm), None, unchanged.then_some(identity))
+        ModuleSource::File(_) | ModuleSource::Oci { .. } => {
+            Some(CompileLimits::of(&entry.load_policy))
         }
     };
-    let sha: [u8; 32] = sha256.unwrap_or_else(|| Sha256::digest(&wasm).into());
-    let loaded = runtime.load(&wasm, Some(sha), &entry.name, cache, metered, limits);
-    // A refused file is remembered by its digest too, so that its next load need not read it.
-    if let Some(identity) = file
-        && loaded.as_ref().err().is_none_or(LoadError::is_remembered)
+    let (path, expected, signature) = match &entry.module {
+        ModuleSource::Builtin(name) => {
+            let wasm = crate::builtin::module(name)
+                .ok_or_else(|| load_error(format!("no built-in plugin '{name}'")))?;
+            let sha = crate::builtin::digest(name).unwrap_or_else(|| Sha256::digest(wasm).into());
+            let loaded = runtime.load(wasm, Some(sha), &entry.name, cache, metered, limits);
+            return Ok((loaded.map_err(refused)?, Provenance::BuiltIn));
+        }
+        ModuleSource::File(path) => {
+            let detached = detached_signature(path);
+            let signature = if policy.checks() {
+                trust::read_detached(&detached).map_err(untrusted)?
+            } else {
+                None
+            };
+            if signature.is_none() && policy.required {
+                return Err(untrusted(TrustError::Unsigned {
+                    looked_for: format!("no {}", detached.display()),
+                    keys: policy.keys.describe(),
+                }));
+            }
+            let signature = signature.map(|text| Signed::Blob(text, detached));
+            (path.clone(), None, signature)
+        }
+        ModuleSource::Oci {
+            manifest_digest,
+            store,
+            ..
+        } => {
+            let artifact = store
+                .artifact(manifest_digest)
+                .map_err(|err| load_error(err.to_string()))?;
+            let signer = if policy.required || policy.checks() && !artifact.signatures.is_empty() {
+                Some(policy.keys.verify_artifact(&artifact).map_err(untrusted)?)
+            } else {
+                None
+            };
+            let expected = (
+                artifact.layer_digest.clone(),
+                unhex_digest(&artifact.layer_digest),
+            );
+            (
+                artifact.layer_path,
+                Some(expected),
+                signer.map(Signed::Artifact),
+            )
+        }
+    };
+    let limit_mib = entry.load_policy.max_module_mib;
+    let unreadable = |err: module_file::ModuleFileError| load_error(err.to_string());
+    // What the file is and how large come from the one look at the opened file that the
+    // remembered digest is checked against, so the digest cannot skip them.
+    let (file, meta) = module_file::open(&path, limit_mib).map_err(unreadable)?;
+    let identity = FileIdentity::of(&path, &meta);
+    // A signature over the file's bytes needs them read; a manifest's signature covers the
+    // digest the store's file is checked against, which a remembered digest stands for.
+    let known = match (&signature, &expected) {
+        (Some(Signed::Blob(..)), _) => None,
+        (_, Some((_, want))) => cache
+            .known_digest(&identity)
+            .filter(|sha| Some(*sha) == *want),
+        (_, None) => cache.known_digest(&identity),
+    };
+    let provenance_of = |signature: &Option<Signed>, wasm: &[u8]| match signature {
+        None => Ok(Provenance::Unsigned),
+        Some(Signed::Artifact(signer)) => Ok(Provenance::Signed(signer.clone())),
+        Some(Signed::Blob(text, detached)) => policy
+            .keys
+            .verify_blob(wasm, text, &detached.display().to_string())
+            .map(Provenance::Signed)
+            .map_err(untrusted),
+    };
+    if let Some(sha) = known {
+        let provenance = provenance_of(&signature, &[])?;
+        if let Some(loaded) = runtime
+            .load_compiled(&trust::cache_key(sha, &provenance), cache, metered, limits)
+            .map_err(refused)?
+        {
+            return Ok((loaded, provenance));
+        }
+    }
+    let wasm = module_file::read(&path, &file, meta.len(), limit_mib).map_err(unreadable)?;
+    // Remembered only if nothing wrote the file while it was read.
+    let unchanged = file
+        .metadata()
+        .is_ok_and(|meta| FileIdentity::of(&path, &meta) == identity);
+    let sha: [u8; 32] = Sha256::digest(&wasm).into();
+    if let Some((listed, _)) = &expected
+        && crate::store::digest_of(&wasm) != *listed
     {
+        return Err(load_error(format!(
+            "{} has the digest {}, not the {listed} its manifest lists: the store was changed \
+             after the pull",
+            path.display(),
+            crate::store::digest_of(&wasm)
+        )));
+    }
+    let provenance = provenance_of(&signature, &wasm)?;
+    let loaded = runtime.load(
+        &wasm,
+        Some(trust::cache_key(sha, &provenance)),
+        &entry.name,
+        cache,
+        metered,
+        limits,
+    );
+    // A refused file is remembered by its digest too, so that its next load need not read it.
+    if unchanged && loaded.as_ref().err().is_none_or(LoadError::is_remembered) {
         cache.remember_digest(&identity, &sha);
     }
-    loaded.map_err(refused)
+    Ok((loaded.map_err(refused)?, provenance))
+}
+
+/// A signature found for a component: over a plugin file's bytes (its text and file), or over
+/// an OCI artifact's manifest, already verified.
+enum Signed {
+    Blob(Vec<u8>, PathBuf),
+    Artifact(Signer),
+}
+
+/// Where a plugin file's detached signature is: `plugin.wasm.sig` beside `plugin.wasm`.
+fn detached_signature(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(trust::SIGNATURE_EXTENSION);
+    PathBuf::from(name)
+}
+
+/// The 32 bytes of a `sha256:<hex>` digest (checked when the store read it).
+fn unhex_digest(digest: &str) -> Option<[u8; 32]> {
+    let hex = digest.strip_prefix("sha256:")?;
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// The error of `entry`'s refusal `err`; `remembered` when it comes from an earlier attempt.
@@ -684,7 +791,7 @@ pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<Strin
     // compile remembered as failed still fails the check).
     let mut optimized_at_once = entry.clone();
     optimized_at_once.load_policy.baseline_first_mib = u64::MAX;
-    let loaded = load_module(&optimized_at_once, cache)?;
+    let (loaded, _) = load_module(&optimized_at_once, cache)?;
     Ok(loaded.wit_version.clone())
 }
 
@@ -804,6 +911,9 @@ pub struct PluginInfo {
     /// The optional interfaces its module exports (`fpga`, `offload`); calls into the
     /// others are answered `unsupported` by the host.
     pub capabilities: Vec<&'static str>,
+    /// Who made its component, as far as signatures tell: built in, signed by a trusted key,
+    /// or unsigned (`-` until it loaded).
+    pub provenance: Provenance,
     /// Where the plugin stands: running, disabled, failed to load, faulted or stopped.
     pub status: PluginStatus,
     /// The grants the config gives it.
@@ -859,6 +969,7 @@ impl PluginSlot {
             wit_version: state.wit_version.clone(),
             code: state.code,
             capabilities: state.capabilities.clone(),
+            provenance: state.provenance.clone(),
             status: state.status.clone(),
             grants: self.entry.grants.clone(),
             load_policy: self.entry.load_policy,

@@ -896,7 +896,11 @@ mod tests {
             let config = Config::parse(&text, ConfigSource::Embedded).unwrap();
             config.plugins.into_iter().next().unwrap()
         };
-        let load = |module: &str| crate::manager::load_module(&entry(module), &cache).unwrap();
+        let load = |module: &str| {
+            crate::manager::load_module(&entry(module), &cache)
+                .unwrap()
+                .0
+        };
         let dfl = load("builtin:dfl");
         // The file holds the xocl plugin, but its record names the dfl plugin's digest: a
         // load that believes the record, rather than reading the file, gets the dfl plugin.

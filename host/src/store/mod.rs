@@ -1,0 +1,532 @@
+//! The local store of plugins pulled from OCI registries: content-addressed blobs, the tags
+//! they were pulled by (pinned to a manifest digest until pulled again), and the cosign
+//! signatures that came with them. Starting a host reads the store only; `accelhost pull`
+//! writes it.
+//!
+//! Layout under the store's root:
+//! - `blobs/sha256/<hex>`: manifests, configs, components and signature payloads;
+//! - `tags/<registry>/<repository>/_tags/<tag>`: the digest of the manifest the tag named when it
+//!   was pulled;
+//! - `signatures/sha256-<hex>.json`: the signatures of a manifest, each a payload's digest
+//!   and the base64 signature over it.
+//!
+//! Everything read back is checked against its digest, so a changed blob is refused rather
+//! than loaded.
+
+mod reference;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use reference::{OCI_SCHEME, OciReference};
+
+/// Environment variable that moves the store.
+pub const STORE_ENV: &str = "ACCELHOST_STORE";
+/// The media type of a wasm component layer (the CNCF wasm OCI artifact layout).
+pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The media type of a wasm artifact's config.
+pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// The longest manifest or signature record read: real ones are a few KiB.
+const MAX_METADATA: u64 = 1 << 20;
+
+/// What went wrong with the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file of the store could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The reference was never pulled into this store.
+    #[error("{reference} is not in the store {}: run `accelhost pull {reference}`", .store.display())]
+    NotPulled {
+        /// The reference as given.
+        reference: String,
+        /// The store's root.
+        store: PathBuf,
+    },
+    /// A stored blob whose bytes no longer have its digest, or bytes given under another digest.
+    #[error(
+        "blob {digest} in the store has the digest {actual}: it was changed after it was written"
+    )]
+    Tampered {
+        /// The digest it is stored under.
+        digest: String,
+        /// The digest of its bytes.
+        actual: String,
+    },
+    /// A manifest that is not a wasm component artifact, or a record that cannot be read.
+    #[error("{what}: {reason}")]
+    Invalid {
+        /// The manifest or record.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No store directory could be chosen.
+    #[error("no store: set {STORE_ENV}, XDG_DATA_HOME or HOME")]
+    NoRoot,
+}
+
+/// A signature kept with an artifact: the payload and the base64 signature over it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredSignature {
+    /// The signed payload's bytes (cosign's simple-signing JSON).
+    pub payload: Vec<u8>,
+    /// The base64 signature over `payload`.
+    pub signature: String,
+}
+
+/// A pulled wasm component artifact: its manifest, its component's blob and its signatures.
+#[derive(Clone, Debug)]
+pub struct Artifact {
+    /// The manifest's digest (`sha256:<hex>`).
+    pub manifest_digest: String,
+    /// The component layer's digest, as the manifest lists it.
+    pub layer_digest: String,
+    /// The component layer's size, as the manifest lists it.
+    pub layer_size: u64,
+    /// Where the component's bytes are (to be checked against `layer_digest` when read).
+    pub layer_path: PathBuf,
+    /// The signatures pulled with it.
+    pub signatures: Vec<StoredSignature>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SignatureRecord {
+    payload: String,
+    signature: String,
+}
+
+/// A store of pulled plugins, at a root directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// The store at `root`.
+    pub fn at(root: impl Into<PathBuf>) -> Store {
+        Store { root: root.into() }
+    }
+
+    /// The store `ACCELHOST_STORE` names, else `$XDG_DATA_HOME/accelhost/store`, else
+    /// `~/.local/share/accelhost/store`.
+    pub fn open_default() -> Result<Store, StoreError> {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(root) = var(STORE_ENV) {
+            return Ok(Store::at(root));
+        }
+        let data = var("XDG_DATA_HOME")
+            .or_else(|| var("HOME").map(|home| home.join(".local/share")))
+            .ok_or(StoreError::NoRoot)?;
+        Ok(Store::at(data.join("accelhost/store")))
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the blob of `digest` is kept.
+    pub fn blob_path(&self, digest: &str) -> Result<PathBuf, StoreError> {
+        reference::check_digest(digest).map_err(|reason| StoreError::Invalid {
+            what: "blob".into(),
+            reason,
+        })?;
+        Ok(self
+            .root
+            .join("blobs/sha256")
+            .join(&digest["sha256:".len()..]))
+    }
+
+    /// Keeps `bytes` as the blob of `digest`, refusing bytes of another digest.
+    pub fn put_blob(&self, digest: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+        let path = self.blob_path(digest)?;
+        let actual = digest_of(bytes);
+        if actual != digest {
+            return Err(StoreError::Tampered {
+                digest: digest.to_string(),
+                actual,
+            });
+        }
+        write_atomically(&path, bytes)?;
+        Ok(path)
+    }
+
+    /// Records that `reference`'s tag names the manifest `manifest_digest`, whose blob must be
+    /// in the store.
+    pub fn pin(&self, reference: &OciReference, manifest_digest: &str) -> Result<(), StoreError> {
+        let manifest = self.blob_path(manifest_digest)?;
+        if !manifest.is_file() {
+            return Err(StoreError::Invalid {
+                what: reference.to_string(),
+                reason: format!("its manifest {manifest_digest} is not in the store"),
+            });
+        }
+        if let Some(path) = self.tag_path(reference) {
+            write_atomically(&path, format!("{manifest_digest}\n").as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The digest of the manifest `reference` names: the digest it pins, or the one its tag
+    /// named when it was last pulled. The manifest must be in the store.
+    pub fn resolve(&self, reference: &OciReference) -> Result<String, StoreError> {
+        let not_pulled = || StoreError::NotPulled {
+            reference: reference.to_string(),
+            store: self.root.clone(),
+        };
+        let digest = match (&reference.digest, self.tag_path(reference)) {
+            (Some(digest), _) => digest.clone(),
+            (None, Some(path)) => {
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(text) => text,
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(not_pulled());
+                    }
+                    Err(source) => return Err(StoreError::Io { path, source }),
+                };
+                let digest = text.trim().to_string();
+                reference::check_digest(&digest).map_err(|reason| StoreError::Invalid {
+                    what: path.display().to_string(),
+                    reason,
+                })?;
+                digest
+            }
+            (None, None) => return Err(not_pulled()),
+        };
+        if !self.blob_path(&digest)?.is_file() {
+            return Err(not_pulled());
+        }
+        Ok(digest)
+    }
+
+    /// Keeps `signatures` (payload, base64 signature) as the signatures of the manifest
+    /// `manifest_digest`, replacing those kept before.
+    pub fn put_signatures(
+        &self,
+        manifest_digest: &str,
+        signatures: &[(Vec<u8>, String)],
+    ) -> Result<(), StoreError> {
+        let mut records = Vec::with_capacity(signatures.len());
+        for (payload, signature) in signatures {
+            let digest = digest_of(payload);
+            self.put_blob(&digest, payload)?;
+            records.push(SignatureRecord {
+                payload: digest,
+                signature: signature.trim().to_string(),
+            });
+        }
+        let path = self.signatures_path(manifest_digest)?;
+        let text = serde_json::to_vec_pretty(&records).expect("records serialize");
+        write_atomically(&path, &text)
+    }
+
+    /// The artifact of the manifest `manifest_digest`: the manifest read back and checked
+    /// against its digest, its one `application/wasm` layer, and its signatures.
+    pub fn artifact(&self, manifest_digest: &str) -> Result<Artifact, StoreError> {
+        let manifest = self.read_blob(manifest_digest)?;
+        let what = || format!("manifest {manifest_digest}");
+        let (layer_digest, layer_size) =
+            wasm_layer(&manifest).map_err(|reason| StoreError::Invalid {
+                what: what(),
+                reason,
+            })?;
+        let layer_path = self.blob_path(&layer_digest)?;
+        let mut signatures = Vec::new();
+        let records_path = self.signatures_path(manifest_digest)?;
+        match read_bounded(&records_path) {
+            Ok(text) => {
+                let records: Vec<SignatureRecord> =
+                    serde_json::from_slice(&text).map_err(|err| StoreError::Invalid {
+                        what: records_path.display().to_string(),
+                        reason: err.to_string(),
+                    })?;
+                for record in records {
+                    signatures.push(StoredSignature {
+                        payload: self.read_blob(&record.payload)?,
+                        signature: record.signature,
+                    });
+                }
+            }
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            }
+            Err(err) => return Err(err),
+        }
+        Ok(Artifact {
+            manifest_digest: manifest_digest.to_string(),
+            layer_digest,
+            layer_size,
+            layer_path,
+            signatures,
+        })
+    }
+
+    /// A small blob (a manifest, a payload), checked against its digest.
+    fn read_blob(&self, digest: &str) -> Result<Vec<u8>, StoreError> {
+        let bytes = read_bounded(&self.blob_path(digest)?)?;
+        let actual = digest_of(&bytes);
+        if actual != digest {
+            return Err(StoreError::Tampered {
+                digest: digest.to_string(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn tag_path(&self, reference: &OciReference) -> Option<PathBuf> {
+        let tag = reference.tag.as_ref()?;
+        Some(
+            self.root
+                .join("tags")
+                .join(&reference.registry)
+                .join(&reference.repository)
+                .join("_tags")
+                .join(tag),
+        )
+    }
+
+    fn signatures_path(&self, manifest_digest: &str) -> Result<PathBuf, StoreError> {
+        self.blob_path(manifest_digest)?;
+        Ok(self
+            .root
+            .join("signatures")
+            .join(format!("{}.json", manifest_digest.replace(':', "-"))))
+    }
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", crate::runtime::hex(&Sha256::digest(bytes)))
+}
+
+/// The digest and size of the one `application/wasm` layer of the OCI image manifest
+/// `manifest`, whose config must be a wasm artifact's.
+pub fn wasm_layer(manifest: &[u8]) -> Result<(String, u64), String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Descriptor {
+        media_type: String,
+        digest: String,
+        size: u64,
+    }
+    #[derive(Deserialize)]
+    struct Manifest {
+        config: Descriptor,
+        layers: Vec<Descriptor>,
+    }
+    let manifest: Manifest = serde_json::from_slice(manifest)
+        .map_err(|err| format!("not an OCI image manifest: {err}"))?;
+    if manifest.config.media_type != WASM_CONFIG_MEDIA_TYPE {
+        return Err(format!(
+            "its config is '{}', not a wasm component's ('{WASM_CONFIG_MEDIA_TYPE}')",
+            manifest.config.media_type
+        ));
+    }
+    let types: Vec<&str> = manifest
+        .layers
+        .iter()
+        .map(|l| l.media_type.as_str())
+        .collect();
+    match manifest.layers.as_slice() {
+        [layer] if layer.media_type == WASM_LAYER_MEDIA_TYPE => {
+            reference::check_digest(&layer.digest)?;
+            Ok((layer.digest.clone(), layer.size))
+        }
+        _ => Err(format!(
+            "a wasm component artifact has one layer of type '{WASM_LAYER_MEDIA_TYPE}'; this one \
+             has [{}]",
+            types.join(", ")
+        )),
+    }
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>, StoreError> {
+    use std::io::Read;
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_METADATA + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_METADATA {
+        return Err(StoreError::Invalid {
+            what: path.display().to_string(),
+            reason: format!("larger than {MAX_METADATA} bytes: not a manifest or record"),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so that a
+/// reader sees the old file or the new one, never a part.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    let dir = path.parent().expect("store paths have a parent");
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let mut file = std::fs::File::create(&temp).map_err(io(&temp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io(&temp))?;
+    std::fs::rename(&temp, path).map_err(io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("accelhost-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn manifest(layers: &[(&str, &str, u64)]) -> Vec<u8> {
+        let layers: Vec<_> = layers
+            .iter()
+            .map(|(media_type, digest, size)| {
+                serde_json::json!({"mediaType": media_type, "digest": digest, "size": size})
+            })
+            .collect();
+        serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": WASM_CONFIG_MEDIA_TYPE, "digest": digest_of(b"{}"), "size": 2},
+            "layers": layers,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pulled_artifact_resolves_by_tag_and_by_digest_and_keeps_its_signatures() {
+        let root = scratch("roundtrip");
+        let store = Store::at(&root);
+        let component = b"\0asm component bytes";
+        let layer = digest_of(component);
+        let manifest = manifest(&[(WASM_LAYER_MEDIA_TYPE, &layer, component.len() as u64)]);
+        let manifest_digest = digest_of(&manifest);
+        let reference: OciReference = "oci://127.0.0.1:5000/vendor/p:1".parse().unwrap();
+        assert!(matches!(
+            store.resolve(&reference),
+            Err(StoreError::NotPulled { .. })
+        ));
+        assert!(
+            store.pin(&reference, &manifest_digest).is_err(),
+            "a tag is pinned to a manifest the store has"
+        );
+        store.put_blob(&layer, component).unwrap();
+        store.put_blob(&manifest_digest, &manifest).unwrap();
+        store
+            .put_signatures(&manifest_digest, &[(b"payload".to_vec(), "c2ln\n".into())])
+            .unwrap();
+        store.pin(&reference, &manifest_digest).unwrap();
+        assert_eq!(store.resolve(&reference).unwrap(), manifest_digest);
+        let pinned = OciReference {
+            tag: None,
+            digest: Some(manifest_digest.clone()),
+            ..reference.clone()
+        };
+        assert_eq!(store.resolve(&pinned).unwrap(), manifest_digest);
+        let artifact = store.artifact(&manifest_digest).unwrap();
+        assert_eq!(artifact.layer_digest, layer);
+        assert_eq!(std::fs::read(&artifact.layer_path).unwrap(), component);
+        assert_eq!(
+            artifact.signatures,
+            vec![StoredSignature {
+                payload: b"payload".to_vec(),
+                signature: "c2ln".into()
+            }]
+        );
+        let message = store
+            .resolve(&reference.with_tag("2"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            message,
+            format!(
+                "oci://127.0.0.1:5000/vendor/p:2 is not in the store {}: run `accelhost pull \
+                 oci://127.0.0.1:5000/vendor/p:2`",
+                root.display()
+            )
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn changed_blobs_and_bytes_under_another_digest_are_refused() {
+        let root = scratch("tamper");
+        let store = Store::at(&root);
+        let err = store.put_blob(&digest_of(b"a"), b"b").unwrap_err();
+        assert!(matches!(err, StoreError::Tampered { .. }), "{err}");
+        let component = b"component";
+        let layer = digest_of(component);
+        let manifest = manifest(&[(WASM_LAYER_MEDIA_TYPE, &layer, 9)]);
+        let manifest_digest = digest_of(&manifest);
+        let path = store.put_blob(&manifest_digest, &manifest).unwrap();
+        std::fs::write(&path, manifest.to_ascii_uppercase()).unwrap();
+        let err = store.artifact(&manifest_digest).unwrap_err().to_string();
+        assert!(err.contains("it was changed after it was written"), "{err}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_manifest_that_is_not_one_wasm_layer_is_refused_with_what_it_has() {
+        let digest = digest_of(b"x");
+        let two = manifest(&[
+            (WASM_LAYER_MEDIA_TYPE, &digest, 1),
+            (WASM_LAYER_MEDIA_TYPE, &digest, 1),
+        ]);
+        let err = wasm_layer(&two).unwrap_err();
+        assert!(
+            err.contains("this one has [application/wasm, application/wasm]"),
+            "{err}"
+        );
+        let tar = manifest(&[("application/vnd.oci.image.layer.v1.tar+gzip", &digest, 1)]);
+        assert!(
+            wasm_layer(&tar)
+                .unwrap_err()
+                .contains("has [application/vnd.oci.image.layer.v1.tar+gzip]")
+        );
+        let image = String::from_utf8(manifest(&[(WASM_LAYER_MEDIA_TYPE, &digest, 1)]))
+            .unwrap()
+            .replace(
+                WASM_CONFIG_MEDIA_TYPE,
+                "application/vnd.oci.image.config.v1+json",
+            );
+        assert!(
+            wasm_layer(image.as_bytes())
+                .unwrap_err()
+                .contains("not a wasm component's")
+        );
+        assert!(
+            wasm_layer(b"[]")
+                .unwrap_err()
+                .contains("not an OCI image manifest")
+        );
+    }
+}

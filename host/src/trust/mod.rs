@@ -1,0 +1,328 @@
+//! Signed plugins: the keys a config trusts, and the one check that a plugin's component was
+//! signed by one of them, made before any of it is compiled.
+//!
+//! Two signature forms are read, both as cosign writes them with a key pair:
+//! - beside a plugin file, `<module>.sig`: the base64 signature over the file's bytes
+//!   (`cosign sign-blob --key`, `accelhost-sdk sign`, or `openssl dgst -sha256 -sign`);
+//! - beside an OCI artifact in the [store](crate::store): the signatures cosign attaches at the
+//!   tag `sha256-<manifest hex>.sig`, each over a payload that names the manifest's digest.
+
+mod cosign;
+mod key;
+
+use std::fmt;
+use std::sync::Arc;
+
+use base64::Engine;
+use serde::Serialize;
+
+pub use cosign::{
+    SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, SIMPLE_SIGNING_TYPE, simple_signing_payload,
+};
+pub use key::{KeyAlgorithm, PublicKey};
+
+use crate::store::Artifact;
+
+/// The extension of a plugin file's detached signature: `plugin.wasm.sig`.
+pub const SIGNATURE_EXTENSION: &str = "sig";
+/// The longest signature file read: a base64 DER ECDSA signature is under 100 bytes.
+const MAX_SIGNATURE_TEXT: u64 = 4096;
+
+/// Why a plugin's signature was not accepted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TrustError {
+    /// A key file that cannot be used.
+    #[error("key {key}: {reason}")]
+    Key {
+        /// The key's file (or its name in the config).
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No signature where one is required.
+    #[error("it is not signed ({looked_for}), and its config requires a signature by {keys}")]
+    Unsigned {
+        /// Where the signature was looked for.
+        looked_for: String,
+        /// The keys it may be signed by, by name and fingerprint.
+        keys: String,
+    },
+    /// A signature that no trusted key verifies.
+    #[error("its signature ({signature}) does not verify with {keys}")]
+    NotVerified {
+        /// Where the signature came from.
+        signature: String,
+        /// The keys tried, by name and fingerprint.
+        keys: String,
+    },
+    /// A signature that is not base64, or too long to be one.
+    #[error("its signature ({signature}) cannot be read: {reason}")]
+    Malformed {
+        /// Where the signature came from.
+        signature: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A cosign payload that does not sign this artifact.
+    #[error("its signature payload does not match: {reason}")]
+    Payload {
+        /// What does not match.
+        reason: String,
+    },
+}
+
+/// Who signed a plugin, as its config names the key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Signer {
+    /// The key's name in the config's `trust.keys`.
+    pub key: String,
+    /// The key's fingerprint ([`PublicKey::fingerprint`]).
+    pub fingerprint: String,
+}
+
+impl fmt::Display for Signer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.key, self.fingerprint)
+    }
+}
+
+/// What is known of who made a plugin's component.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Provenance {
+    /// Not loaded yet, or refused.
+    #[default]
+    Unknown,
+    /// Shipped inside the host binary: trusted as the host is.
+    BuiltIn,
+    /// Verified to be signed by a trusted key.
+    Signed(Signer),
+    /// Loaded without a verified signature: none was required.
+    Unsigned,
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Provenance::Unknown => f.write_str("-"),
+            Provenance::BuiltIn => f.write_str("built in"),
+            Provenance::Signed(signer) => write!(f, "signed by {signer}"),
+            Provenance::Unsigned => f.write_str("unsigned"),
+        }
+    }
+}
+
+/// Named public keys, any one of which a signature may verify with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrustedKeys {
+    keys: Arc<Vec<(String, PublicKey)>>,
+}
+
+impl TrustedKeys {
+    /// The keys, by the names messages give them.
+    pub fn new(keys: Vec<(String, PublicKey)>) -> TrustedKeys {
+        TrustedKeys {
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// Whether there is no key.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The keys by name and fingerprint, for messages: `vendor (sha256:…) or ops (sha256:…)`.
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self
+            .keys
+            .iter()
+            .map(|(name, key)| format!("{name} ({})", key.fingerprint()))
+            .collect();
+        match names.len() {
+            0 => "no key".into(),
+            1 => format!("the key {}", names[0]),
+            _ => format!("any of the keys {}", names.join(", ")),
+        }
+    }
+
+    /// The first key that verifies `signature` over `message`.
+    fn signer_of(&self, message: &[u8], signature: &[u8]) -> Option<Signer> {
+        self.keys
+            .iter()
+            .find(|(_, key)| key.verify(message, signature))
+            .map(|(name, key)| Signer {
+                key: name.clone(),
+                fingerprint: key.fingerprint().to_string(),
+            })
+    }
+
+    /// Verifies the base64 signature `text` (from `origin`, for messages) over `blob`.
+    pub fn verify_blob(
+        &self,
+        blob: &[u8],
+        text: &[u8],
+        origin: &str,
+    ) -> Result<Signer, TrustError> {
+        let signature = decode_signature(text, origin)?;
+        self.signer_of(blob, &signature)
+            .ok_or_else(|| TrustError::NotVerified {
+                signature: origin.to_string(),
+                keys: self.describe(),
+            })
+    }
+
+    /// Verifies that one of the signatures stored with `artifact` is a trusted key's over a
+    /// payload naming its manifest. The manifest names the component's digest, which loading
+    /// checks against the component's bytes.
+    pub fn verify_artifact(&self, artifact: &Artifact) -> Result<Signer, TrustError> {
+        let origin = format!("cosign signature of {}", artifact.manifest_digest);
+        if artifact.signatures.is_empty() {
+            return Err(TrustError::Unsigned {
+                looked_for: format!("no {origin} in the store"),
+                keys: self.describe(),
+            });
+        }
+        let mut last = None;
+        for stored in &artifact.signatures {
+            let signature = match decode_signature(stored.signature.as_bytes(), &origin) {
+                Ok(signature) => signature,
+                Err(err) => {
+                    last = Some(err);
+                    continue;
+                }
+            };
+            let Some(signer) = self.signer_of(&stored.payload, &signature) else {
+                continue;
+            };
+            // Verified first, then read: the payload's text is only believed once signed.
+            match cosign::check_payload(&stored.payload, &artifact.manifest_digest) {
+                Ok(()) => return Ok(signer),
+                Err(err) => last = Some(err),
+            }
+        }
+        Err(last.unwrap_or_else(|| TrustError::NotVerified {
+            signature: origin,
+            keys: self.describe(),
+        }))
+    }
+}
+
+/// What a plugin's config entry asks of its component's signature.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SignaturePolicy {
+    /// The keys a signature is verified with: the entry's `signed_by`, else every key of the
+    /// config's `trust.keys`.
+    pub keys: TrustedKeys,
+    /// Whether an unsigned component is refused (`signed_by` given, or
+    /// `trust.require_signatures`).
+    pub required: bool,
+}
+
+impl SignaturePolicy {
+    /// Whether a signature is looked at at all: without keys there is nothing to verify with.
+    pub fn checks(&self) -> bool {
+        self.required || !self.keys.is_empty()
+    }
+}
+
+/// The signature bytes that base64 `text` stands for (surrounding white space allowed).
+fn decode_signature(text: &[u8], origin: &str) -> Result<Vec<u8>, TrustError> {
+    let malformed = |reason: String| TrustError::Malformed {
+        signature: origin.to_string(),
+        reason,
+    };
+    if text.len() as u64 > MAX_SIGNATURE_TEXT {
+        return Err(malformed(format!(
+            "{} bytes, more than a signature ({MAX_SIGNATURE_TEXT} at most)",
+            text.len()
+        )));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim_ascii())
+        .map_err(|err| malformed(format!("not base64: {err}")))
+}
+
+/// Reads the detached signature of a plugin file, at most [`MAX_SIGNATURE_TEXT`] bytes of it:
+/// `None` when there is none.
+pub(crate) fn read_detached(path: &std::path::Path) -> Result<Option<Vec<u8>>, TrustError> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(TrustError::Malformed {
+                signature: path.display().to_string(),
+                reason: format!("cannot read it: {err}"),
+            });
+        }
+    };
+    let mut text = Vec::new();
+    file.take(MAX_SIGNATURE_TEXT + 1)
+        .read_to_end(&mut text)
+        .map_err(|err| TrustError::Malformed {
+            signature: path.display().to_string(),
+            reason: format!("cannot read it: {err}"),
+        })?;
+    Ok(Some(text))
+}
+
+/// The compile cache's key for a component of digest `sha256` loaded under `provenance`: the
+/// digest itself for an unsigned component, and a key of its own for each signer, so that
+/// what was compiled for a verified load is never found by an unverified one, nor the reverse.
+pub(crate) fn cache_key(sha256: [u8; 32], provenance: &Provenance) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    match provenance {
+        Provenance::Signed(signer) => Sha256::new()
+            .chain_update(b"accelhost-verified-component\0")
+            .chain_update(sha256)
+            .chain_update(signer.fingerprint.as_bytes())
+            .finalize()
+            .into(),
+        Provenance::Unknown | Provenance::BuiltIn | Provenance::Unsigned => sha256,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verified_and_unverified_loads_of_one_component_have_different_cache_keys() {
+        let digest = [7u8; 32];
+        let signer = |fingerprint: &str| {
+            Provenance::Signed(Signer {
+                key: "vendor".into(),
+                fingerprint: fingerprint.into(),
+            })
+        };
+        let unsigned = cache_key(digest, &Provenance::Unsigned);
+        assert_eq!(unsigned, digest);
+        let verified = cache_key(digest, &signer("sha256:0011223344556677"));
+        assert_ne!(verified, unsigned);
+        assert_ne!(
+            verified,
+            cache_key(digest, &signer("sha256:8899aabbccddeeff"))
+        );
+        assert_eq!(
+            verified,
+            cache_key(digest, &signer("sha256:0011223344556677"))
+        );
+    }
+
+    #[test]
+    fn a_signature_that_is_not_base64_or_too_long_is_refused_by_what_it_is() {
+        let err = decode_signature(b"not base64!", "p.wasm.sig").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("its signature (p.wasm.sig) cannot be read: not base64"),
+            "{err}"
+        );
+        let err = decode_signature(&[b'A'; 5000], "p.wasm.sig").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("5000 bytes, more than a signature"),
+            "{err}"
+        );
+        assert_eq!(decode_signature(b" AAEC\n", "x").unwrap(), vec![0, 1, 2]);
+    }
+}
