@@ -360,7 +360,7 @@ fn check_config_loads_each_module_without_running_it() {
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains(&format!(
-            "plugin 'dfl' (builtin:dfl): ok, built for accel:plugin@{}",
+            "plugin 'dfl' (builtin:dfl): ok, built for accel:plugin@{}, built in",
             accelhost::WIT_VERSION
         )),
         "{stdout}"

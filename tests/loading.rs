@@ -163,7 +163,7 @@ fn check_module_validates_without_running_plugin_code() {
     let cache = accelhost::ComponentCache::at(Some(support::cache_dir()));
     for entry in &config.plugins {
         assert_eq!(
-            accelhost::check_module(entry, &cache).unwrap(),
+            accelhost::check_module(entry, &cache).unwrap().wit_version,
             accelhost::WIT_VERSION
         );
     }

@@ -611,7 +611,8 @@ fn measure_load(built: &Built, version: &str) -> LoadTimes {
         accelhost::perf::forget_loaded();
         let started = Instant::now();
         let found = accelhost::check_module(&config.plugins[0], &cache)
-            .unwrap_or_else(|e| panic!("{}: {e}", component.display()));
+            .unwrap_or_else(|e| panic!("{}: {e}", component.display()))
+            .wit_version;
         let took = started.elapsed();
         assert_eq!(found, version, "{}", component.display());
         took

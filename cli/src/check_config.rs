@@ -51,11 +51,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         match accelhost::check_module(entry, &cache) {
-            Ok(version) => println!(
-                "  plugin '{}' ({}): ok, built for accel:plugin@{}",
+            Ok(checked) => println!(
+                "  plugin '{}' ({}): ok, built for accel:plugin@{}, {}",
                 entry.name,
                 entry.module_text,
-                inert(&version)
+                inert(&checked.wit_version),
+                checked.provenance
             ),
             Err(err) => {
                 failed = true;

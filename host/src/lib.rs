@@ -68,7 +68,7 @@ pub use attributes::AttributeInfo;
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{CompileFailure, Error, ErrorCode, FaultCause, Result, TrapKind};
 pub use manager::{
-    CallFigures, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
+    CallFigures, CheckedModule, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
 };
 pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, SharedText, host_matches,

@@ -781,18 +781,30 @@ fn refusal_error(entry: &PluginEntry, err: LoadError, remembered: bool) -> Error
     }
 }
 
-/// Checks that the module of `entry` is a plugin this host can load (a component, built for a
-/// compatible `accel:plugin` version, needing only imports the host provides) without running
-/// any of its code. Returns the `accel:plugin` version it was built for.
-pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<String, Error> {
+/// What [`check_module`] found of a module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckedModule {
+    /// The `accel:plugin` version it was built for.
+    pub wit_version: String,
+    /// Who made it, as its signature tells (checked against the config's trust policy).
+    pub provenance: Provenance,
+}
+
+/// Checks that the module of `entry` is a plugin this host can load (signed as its config
+/// requires, a component, built for a compatible `accel:plugin` version, needing only imports
+/// the host provides) without running any of its code.
+pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<CheckedModule, Error> {
     // A large plugin starts on baseline code, but it is checked on its optimized code: that is
     // the code it runs on, and the check leaves it in the compile cache. So the check compiles
     // the optimized code at once; baseline code first would be thrown away (an optimized
     // compile remembered as failed still fails the check).
     let mut optimized_at_once = entry.clone();
     optimized_at_once.load_policy.baseline_first_mib = u64::MAX;
-    let (loaded, _) = load_module(&optimized_at_once, cache)?;
-    Ok(loaded.wit_version.clone())
+    let (loaded, provenance) = load_module(&optimized_at_once, cache)?;
+    Ok(CheckedModule {
+        wit_version: loaded.wit_version.clone(),
+        provenance,
+    })
 }
 
 /// An open handle as the manager tracks it.
