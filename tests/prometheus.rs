@@ -59,20 +59,11 @@ fn free_port() -> u16 {
 }
 
 fn missing(tool: &str) -> Option<String> {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return None;
-    }
-    let why = format!("`{tool}` is not installed (Debian's `prometheus` package has it)");
-    if std::env::var_os("ACCELHOST_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
-        panic!("{why}, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
-    }
-    Some(why)
+    support::tool_missing(
+        tool,
+        "--version",
+        format!("`{tool}` is not installed (Debian's `prometheus` package has it)"),
+    )
 }
 
 /// Starts `accelhost serve` in `dir` (an NLB0 card, an XRT card, and the chaos plugin, which

@@ -42,7 +42,7 @@ pub fn trials() -> Vec<Trial> {
 /// The `accelhost-sdk` binary of this checkout: another package's binary, which cargo builds
 /// for this test only when the whole workspace is tested, so it is brought up to date here
 /// (a no-op when it is).
-fn sdk_tool() -> PathBuf {
+pub fn sdk_tool() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -341,7 +341,10 @@ fn a_pulled_plugin_starts_offline_from_the_store_with_its_cosign_signature_check
     let err = accelhost::Config::load(&missing).unwrap_err().to_string();
     assert!(
         err.contains("plugins[0].module: oci://127.0.0.1:1/vendor/other:1 is not in the store")
-            && err.contains("run `accelhost pull oci://127.0.0.1:1/vendor/other:1`"),
+            && err.contains(&format!(
+                "run `accelhost pull --store {} oci://127.0.0.1:1/vendor/other:1`",
+                dir.join("store").display()
+            )),
         "{err}"
     );
 }

@@ -1,8 +1,10 @@
 //! The CLI's end-to-end tests that run under the suite's own runner
 //! (`tests/support/harness.rs`), one binary: they need a tool from outside the build (network
-//! namespaces and `ip`, Debian's `prometheus`, grpcio, the SDK's toolchains) and report the
-//! reason when it is missing instead of passing.
+//! namespaces and `ip`, Debian's `prometheus` and `docker-registry`, openssl, grpcio, the SDK's
+//! toolchains) and report the reason when it is missing instead of passing.
 
+#[path = "support/registry.rs"]
+mod registry;
 #[path = "support/remote.rs"]
 mod remote;
 #[path = "support/served.rs"]
@@ -11,6 +13,7 @@ mod support;
 
 mod grpc_python;
 mod node_netns;
+mod oci_registry;
 mod prometheus;
 mod sdk_quickstart;
 
@@ -19,5 +22,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(prometheus::trials());
     trials.extend(grpc_python::trials());
     trials.extend(sdk_quickstart::trials());
+    trials.extend(oci_registry::trials());
     support::harness::run(&trials, support::harness::Overlap::AsLibtest)
 }

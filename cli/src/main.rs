@@ -9,6 +9,7 @@ mod list;
 mod plugins;
 mod poke;
 mod program;
+mod pull;
 mod serve;
 mod start;
 mod top;
@@ -36,6 +37,9 @@ Environment:
   ACCELHOST_CONFIG       config file to use when --config is not given
   ACCELHOST_PLUGIN_PATH  extra directories (':'-separated) to find plugin modules in
   ACCELHOST_CACHE_DIR    where compiled plugins are cached ('off' disables the cache)
+  ACCELHOST_STORE        the store `pull` writes and oci:// modules load from, when the
+                         config names none (default $XDG_DATA_HOME/accelhost/store)
+  ACCELHOST_REGISTRY_USER, ACCELHOST_REGISTRY_PASSWORD  basic auth for `pull`
   ACCELHOST_COMPILE_WORKER  the executable that compiles plugin files, bounded by their
                          load_policy (default: this accelhost itself)
   ACCELHOST_CACHE_MAX_MIB  the cache's cap; least recently used entries go first
@@ -104,6 +108,10 @@ enum Command {
     /// from its Prometheus endpoint.
     #[command(after_help = top::AFTER_HELP)]
     Top(top::Args),
+    /// Pull plugins from OCI registries into the local store, pinned by digest and, with
+    /// --key, verified (cosign signatures) before they are pinned.
+    #[command(after_help = pull::AFTER_HELP)]
+    Pull(pull::Args),
     /// Write xclbin images for the emulated XRT card, or check one.
     #[command(subcommand)]
     Xclbin(xclbin::Command),
@@ -149,6 +157,7 @@ fn main() -> ExitCode {
         Command::Top(args) => top::run(args),
         Command::Bench(args) => accelhost_bench::run(args),
         Command::Xclbin(command) => xclbin::run(command),
+        Command::Pull(args) => pull::run(cli.config, args),
     };
     match result {
         Ok(code) => code,

@@ -36,10 +36,8 @@ mod properties;
 pub mod remote;
 mod runtime;
 mod state;
-pub mod store;
 pub mod text;
 mod trace;
-pub mod trust;
 pub mod types;
 pub mod workloads;
 pub mod xclbin;
@@ -60,6 +58,10 @@ mod families;
 #[doc(hidden)]
 pub mod perf;
 
+/// Signed plugins: trusted keys and signature checks ([`accelhost_trust`]).
+pub use accelhost_trust as trust;
+/// The store of plugins pulled from OCI registries.
+pub use accelhost_trust::store;
 pub use api::{
     Arg, DmaBuffer, Enumeration, Event, EventStatus, Handle, Host, HostBuilder, Kernel, Memory,
     MmioRegion, Program, Queue, Token,

@@ -180,3 +180,22 @@ pub fn run_accelhost(binary: &str, dir: &Path, args: &[&str], env: &[(&str, &str
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// Why the tool `program` cannot run here (`why`, when `program version_arg` does not
+/// succeed), or `None` when it can. A missing tool fails the test under
+/// `ACCELHOST_REQUIRE_TOOLCHAINS=1`, as CI sets it.
+pub fn tool_missing(program: &str, version_arg: &str, why: String) -> Option<String> {
+    let found = Command::new(program)
+        .arg(version_arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return None;
+    }
+    if std::env::var_os("ACCELHOST_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
+        panic!("{why}, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
+    }
+    Some(why)
+}

@@ -687,7 +687,12 @@ pub(crate) fn load_module(
     if let Some(sha) = known {
         let provenance = provenance_of(&signature, &[])?;
         if let Some(loaded) = runtime
-            .load_compiled(&trust::cache_key(sha, &provenance), cache, metered, limits)
+            .load_compiled(
+                &verified_cache_key(sha, &provenance),
+                cache,
+                metered,
+                limits,
+            )
             .map_err(refused)?
         {
             return Ok((loaded, provenance));
@@ -712,7 +717,7 @@ pub(crate) fn load_module(
     let provenance = provenance_of(&signature, &wasm)?;
     let loaded = runtime.load(
         &wasm,
-        Some(trust::cache_key(sha, &provenance)),
+        Some(verified_cache_key(sha, &provenance)),
         &entry.name,
         cache,
         metered,
@@ -723,6 +728,21 @@ pub(crate) fn load_module(
         cache.remember_digest(&identity, &sha);
     }
     Ok((loaded.map_err(refused)?, provenance))
+}
+
+/// The compile cache's key for a component of digest `sha256` loaded under `provenance`: the
+/// digest itself for an unsigned component, and a key of its own for each signer, so that
+/// what was compiled for a verified load is never found by an unverified one, nor the reverse.
+fn verified_cache_key(sha256: [u8; 32], provenance: &Provenance) -> [u8; 32] {
+    match provenance {
+        Provenance::Signed(signer) => Sha256::new()
+            .chain_update(b"accelhost-verified-component\0")
+            .chain_update(sha256)
+            .chain_update(signer.fingerprint.as_bytes())
+            .finalize()
+            .into(),
+        Provenance::Unknown | Provenance::BuiltIn | Provenance::Unsigned => sha256,
+    }
 }
 
 /// A signature found for a component: over a plugin file's bytes (its text and file), or over
@@ -993,5 +1013,33 @@ impl PluginSlot {
             mmio_writes: self.usage.mmio().1,
             fuel_burned: self.entry.load_policy.fuel.map(|_| self.usage.fuel()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verified_and_unverified_loads_of_one_component_have_different_cache_keys() {
+        let digest = [7u8; 32];
+        let signer = |fingerprint: &str| {
+            Provenance::Signed(Signer {
+                key: "vendor".into(),
+                fingerprint: fingerprint.into(),
+            })
+        };
+        let unsigned = verified_cache_key(digest, &Provenance::Unsigned);
+        assert_eq!(unsigned, digest);
+        let verified = verified_cache_key(digest, &signer("sha256:0011223344556677"));
+        assert_ne!(verified, unsigned);
+        assert_ne!(
+            verified,
+            verified_cache_key(digest, &signer("sha256:8899aabbccddeeff"))
+        );
+        assert_eq!(
+            verified,
+            verified_cache_key(digest, &signer("sha256:0011223344556677"))
+        );
     }
 }

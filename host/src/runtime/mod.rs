@@ -25,7 +25,6 @@ use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub(crate) use cache::FileIdentity;
-pub(crate) use cache::hex;
 pub use cache::{CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB};
 pub use compile::PROGRESS_TARGET;
 pub(crate) use engine::EngineKind;

@@ -2,6 +2,8 @@
 //! into components next to their sources, and installs and shows each language's toolchain.
 //! The SDK it builds with is embedded in it, so it works from any directory.
 
+mod distribute;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,12 +16,15 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     version,
-    about = "Write accelhost plugins in Rust, C, JavaScript and Python: scaffold, build, install toolchains",
+    about = "Write accelhost plugins in Rust, C, JavaScript and Python: scaffold, build, install toolchains, sign and push",
     after_help = "A plugin in four steps:\n  \
         accelhost-sdk toolchains --install js     # once: the language's toolchain\n  \
         accelhost-sdk new js my-plugin            # a plugin that builds and loads as it is\n  \
         cd my-plugin && accelhost-sdk build       # my-plugin.wasm, next to plugin.js\n  \
         accelhost list                            # ./accelhost.json loads it\n\n\
+        Signed and pushed to a registry:\n  \
+        accelhost-sdk keygen --out release        # once: release.key, and release.pub to share\n  \
+        accelhost-sdk push my-plugin.wasm oci://REGISTRY/plugins/my-plugin:1.0 --key release.key\n\n\
         The SDK (WIT, helpers, templates) is inside this tool; it unpacks, with the toolchains \
         it installs and its build files, into $ACCELHOST_SDK_HOME (default \
         $XDG_CACHE_HOME/accelhost-sdk, else ~/.cache/accelhost-sdk)."
@@ -79,6 +84,17 @@ enum Command {
     /// In an accelhost checkout: regenerate the TypeScript types of wit/ in sdk/js/generated
     /// (as `npm run types`).
     JsTypes,
+    /// Make a signing key pair: NAME.key (private) and NAME.pub (for the operators' configs
+    /// and `accelhost pull --key`).
+    #[command(after_help = distribute::KEYGEN_HELP)]
+    Keygen(distribute::KeygenArgs),
+    /// Sign plugin files: FILE.sig beside each, as `cosign sign-blob --key` writes it.
+    #[command(after_help = distribute::SIGN_HELP)]
+    Sign(distribute::SignArgs),
+    /// Push a plugin component to an OCI registry (the wasm OCI artifact layout), signed with
+    /// --key as cosign signs images.
+    #[command(after_help = distribute::PUSH_HELP)]
+    Push(distribute::PushArgs),
 }
 
 fn main() -> ExitCode {
@@ -192,6 +208,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", out.display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Keygen(args) => distribute::keygen(args).map(|()| ExitCode::SUCCESS),
+        Command::Sign(args) => distribute::sign(args).map(|()| ExitCode::SUCCESS),
+        Command::Push(args) => distribute::push(args).map(|()| ExitCode::SUCCESS),
     }
 }
 

@@ -106,8 +106,8 @@ impl FromStr for OciReference {
     }
 }
 
-/// Checks `sha256:<64 lower-case hex digits>`.
-pub(crate) fn check_digest(digest: &str) -> Result<(), String> {
+/// Checks `sha256:<64 lower-case hex digits>`, the one digest form the store keeps.
+pub fn check_digest(digest: &str) -> Result<(), String> {
     match digest.strip_prefix("sha256:") {
         Some(hex)
             if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>

@@ -1,7 +1,7 @@
 //! The local store of plugins pulled from OCI registries: content-addressed blobs, the tags
 //! they were pulled by (pinned to a manifest digest until pulled again), and the cosign
 //! signatures that came with them. Starting a host reads the store only; `accelhost pull`
-//! writes it.
+//! (through `accelhost-oci`) writes it.
 //!
 //! Layout under the store's root:
 //! - `blobs/sha256/<hex>`: manifests, configs, components and signature payloads;
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use reference::{OCI_SCHEME, OciReference};
+pub use reference::{OCI_SCHEME, OciReference, check_digest};
 
 /// Environment variable that moves the store.
 pub const STORE_ENV: &str = "ACCELHOST_STORE";
@@ -44,7 +44,11 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The reference was never pulled into this store.
-    #[error("{reference} is not in the store {}: run `accelhost pull {reference}`", .store.display())]
+    #[error(
+        "{reference} is not in the store {}: run `accelhost pull --store {} {reference}`",
+        .store.display(),
+        .store.display()
+    )]
     NotPulled {
         /// The reference as given.
         reference: String,
@@ -309,7 +313,7 @@ impl Store {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{}", crate::runtime::hex(&Sha256::digest(bytes)))
+    format!("sha256:{}", crate::hex(&Sha256::digest(bytes)))
 }
 
 /// The digest and size of the one `application/wasm` layer of the OCI image manifest
@@ -469,8 +473,8 @@ mod tests {
         assert_eq!(
             message,
             format!(
-                "oci://127.0.0.1:5000/vendor/p:2 is not in the store {}: run `accelhost pull \
-                 oci://127.0.0.1:5000/vendor/p:2`",
+                "oci://127.0.0.1:5000/vendor/p:2 is not in the store {0}: run `accelhost pull \
+                 --store {0} oci://127.0.0.1:5000/vendor/p:2`",
                 root.display()
             )
         );

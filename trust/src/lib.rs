@@ -1,5 +1,8 @@
-//! Signed plugins: the keys a config trusts, and the one check that a plugin's component was
-//! signed by one of them, made before any of it is compiled.
+#![warn(missing_docs)]
+//! Signed plugins: the keys a config trusts, the check that a plugin's component was signed
+//! by one of them (which the accelhost library makes before it compiles any of it), and the
+//! [store] of plugins pulled from OCI registries. A crate of its own, without wasmtime, so
+//! that the SDK's signing and pushing and the OCI client build without the host.
 //!
 //! Two signature forms are read, both as cosign writes them with a key pair:
 //! - beside a plugin file, `<module>.sig`: the base64 signature over the file's bytes
@@ -9,6 +12,7 @@
 
 mod cosign;
 mod key;
+pub mod store;
 
 use std::fmt;
 use std::sync::Arc;
@@ -242,9 +246,9 @@ fn decode_signature(text: &[u8], origin: &str) -> Result<Vec<u8>, TrustError> {
         .map_err(|err| malformed(format!("not base64: {err}")))
 }
 
-/// Reads the detached signature of a plugin file, at most [`MAX_SIGNATURE_TEXT`] bytes of it:
+/// Reads the detached signature at `path` (a plugin file's, [`SIGNATURE_EXTENSION`] beside it), at most [`MAX_SIGNATURE_TEXT`] bytes of it:
 /// `None` when there is none.
-pub(crate) fn read_detached(path: &std::path::Path) -> Result<Option<Vec<u8>>, TrustError> {
+pub fn read_detached(path: &std::path::Path) -> Result<Option<Vec<u8>>, TrustError> {
     use std::io::Read;
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -266,48 +270,14 @@ pub(crate) fn read_detached(path: &std::path::Path) -> Result<Option<Vec<u8>>, T
     Ok(Some(text))
 }
 
-/// The compile cache's key for a component of digest `sha256` loaded under `provenance`: the
-/// digest itself for an unsigned component, and a key of its own for each signer, so that
-/// what was compiled for a verified load is never found by an unverified one, nor the reverse.
-pub(crate) fn cache_key(sha256: [u8; 32], provenance: &Provenance) -> [u8; 32] {
-    use sha2::{Digest, Sha256};
-    match provenance {
-        Provenance::Signed(signer) => Sha256::new()
-            .chain_update(b"accelhost-verified-component\0")
-            .chain_update(sha256)
-            .chain_update(signer.fingerprint.as_bytes())
-            .finalize()
-            .into(),
-        Provenance::Unknown | Provenance::BuiltIn | Provenance::Unsigned => sha256,
-    }
+/// Lower-case hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn verified_and_unverified_loads_of_one_component_have_different_cache_keys() {
-        let digest = [7u8; 32];
-        let signer = |fingerprint: &str| {
-            Provenance::Signed(Signer {
-                key: "vendor".into(),
-                fingerprint: fingerprint.into(),
-            })
-        };
-        let unsigned = cache_key(digest, &Provenance::Unsigned);
-        assert_eq!(unsigned, digest);
-        let verified = cache_key(digest, &signer("sha256:0011223344556677"));
-        assert_ne!(verified, unsigned);
-        assert_ne!(
-            verified,
-            cache_key(digest, &signer("sha256:8899aabbccddeeff"))
-        );
-        assert_eq!(
-            verified,
-            cache_key(digest, &signer("sha256:0011223344556677"))
-        );
-    }
 
     #[test]
     fn a_signature_that_is_not_base64_or_too_long_is_refused_by_what_it_is() {

@@ -110,10 +110,7 @@ impl PublicKey {
         Ok(PublicKey {
             algorithm,
             key: key.to_vec(),
-            fingerprint: format!(
-                "sha256:{}",
-                &crate::runtime::hex(&Sha256::digest(der))[..16]
-            ),
+            fingerprint: format!("sha256:{}", &crate::hex(&Sha256::digest(der))[..16]),
         })
     }
 
