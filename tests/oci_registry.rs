@@ -589,13 +589,8 @@ fn publish_helper() -> Outcome {
         std::fs::read(&dfl).unwrap()
     );
     // The stored signature verifies offline, from the store alone.
-    let public = accelhost_oci::SigningKey::read(&key)
-        .unwrap()
-        .public_key_pem();
-    let keys = TrustedKeys::new(vec![(
-        "signer".into(),
-        PublicKey::from_pem(public.as_bytes()).unwrap(),
-    )]);
+    let public = accelhost_oci::SigningKey::read(&key).unwrap().public_key();
+    let keys = TrustedKeys::new(vec![("signer".into(), public)]);
     drop(registry);
     assert_eq!(keys.verify_artifact(&artifact).unwrap().key, "signer");
     Outcome::Passed

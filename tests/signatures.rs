@@ -7,19 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use accelhost::store::{Store, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, digest_of};
-use accelhost::trust::{Provenance, simple_signing_payload};
+use accelhost::trust::{KeyAlgorithm, Provenance, PublicKey, simple_signing_payload};
 use accelhost::{Filter, PluginInfo, PluginStatus};
 use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
 
 use crate::support;
-
-/// The DER of a P-256 SubjectPublicKeyInfo before its point.
-const P256_SPKI_PREFIX: [u8; 26] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-];
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -36,16 +30,8 @@ impl Key {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).unwrap();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
             .unwrap();
-        let spki = [&P256_SPKI_PREFIX[..], pair.public_key().as_ref()].concat();
-        let public_pem = dir.join(format!("{name}.pub"));
-        std::fs::write(
-            &public_pem,
-            format!(
-                "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
-                b64(&spki)
-            ),
-        )
-        .unwrap();
+        let public = PublicKey::from_raw(KeyAlgorithm::EcdsaP256, pair.public_key().as_ref());
+        std::fs::write(dir.join(format!("{name}.pub")), public.unwrap().to_pem()).unwrap();
         Key { pair }
     }
 

@@ -9,18 +9,8 @@ use base64::engine::general_purpose::STANDARD;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair};
 
-pub use accelhost_trust::KeyAlgorithm;
+pub use accelhost_trust::{KeyAlgorithm, PublicKey};
 
-/// The DER of a P-256 SubjectPublicKeyInfo before its 65-byte point (`id-ecPublicKey`,
-/// `prime256v1`).
-const P256_SPKI_PREFIX: [u8; 26] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-];
-/// The DER of an Ed25519 SubjectPublicKeyInfo before its 32-byte key (`id-Ed25519`).
-const ED25519_SPKI_PREFIX: [u8; 12] = [
-    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
-];
 /// The largest key file read: a PKCS#8 P-256 or Ed25519 key is a few hundred bytes.
 const MAX_KEY_FILE: u64 = 64 * 1024;
 
@@ -156,7 +146,7 @@ impl SigningKey {
             }
         };
         let key = SigningKey::from_pkcs8_der(&der).map_err(|_| failed("reading it"))?;
-        Ok((pem_encode("PRIVATE KEY", &der), key.public_key_pem()))
+        Ok((pem_encode("PRIVATE KEY", &der), key.public_key().to_pem()))
     }
 
     /// The key's scheme.
@@ -186,18 +176,14 @@ impl SigningKey {
         STANDARD.encode(self.sign(message))
     }
 
-    /// The DER SubjectPublicKeyInfo of the key's public half.
-    pub fn public_key_der(&self) -> Vec<u8> {
-        match &self.pair {
-            Pair::Ecdsa(pair) => [&P256_SPKI_PREFIX[..], pair.public_key().as_ref()].concat(),
-            Pair::Ed25519(pair) => [&ED25519_SPKI_PREFIX[..], pair.public_key().as_ref()].concat(),
-        }
-    }
-
-    /// The public half as `-----BEGIN PUBLIC KEY-----` PEM: what a config's `trust.keys` and
-    /// `accelhost pull --key` read.
-    pub fn public_key_pem(&self) -> String {
-        pem_encode("PUBLIC KEY", &self.public_key_der())
+    /// The key's public half: what a config's `trust.keys` and `accelhost pull --key` verify
+    /// with (`public_key().to_pem()` is the `.pub` file).
+    pub fn public_key(&self) -> PublicKey {
+        let (algorithm, raw) = match &self.pair {
+            Pair::Ecdsa(pair) => (KeyAlgorithm::EcdsaP256, pair.public_key().as_ref()),
+            Pair::Ed25519(pair) => (KeyAlgorithm::Ed25519, pair.public_key().as_ref()),
+        };
+        PublicKey::from_raw(algorithm, raw).expect("a key pair's public half is a public key")
     }
 }
 
@@ -270,7 +256,6 @@ fn pem_encode(label: &str, der: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use accelhost_trust::PublicKey;
 
     use super::*;
 
@@ -288,7 +273,7 @@ mod tests {
             );
             let key = SigningKey::from_pem(&private).unwrap();
             assert_eq!(key.algorithm(), algorithm);
-            assert_eq!(key.public_key_pem(), public);
+            assert_eq!(key.public_key().to_pem(), public);
             let verifier = PublicKey::from_pem(public.as_bytes()).unwrap();
             assert_eq!(verifier.algorithm(), algorithm);
             let signature = key.sign(b"plugin bytes");
@@ -332,7 +317,7 @@ MC4CAQAwBQYDK2VwBCIEIFMvCG1NLGXt1TPToeKXDZsv7oMP6bC2fszbDbEiWpAK
         assert_eq!(p256.algorithm(), KeyAlgorithm::EcdsaP256);
         // What `openssl pkey -pubout` writes for it.
         assert_eq!(
-            p256.public_key_pem(),
+            p256.public_key().to_pem(),
             "-----BEGIN PUBLIC KEY-----
 MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEvTtTignlW50l50BxIgzAFfzkRqNn
 CnaQsTvV8sVxJJ/IUj1DFKDmGC7dvp5heVy+nqpGTWl5NSJLIN4virpgCA==
@@ -342,14 +327,14 @@ CnaQsTvV8sVxJJ/IUj1DFKDmGC7dvp5heVy+nqpGTWl5NSJLIN4virpgCA==
         let ed = SigningKey::from_pem(ED25519).unwrap();
         assert_eq!(ed.algorithm(), KeyAlgorithm::Ed25519);
         assert_eq!(
-            ed.public_key_pem(),
+            ed.public_key().to_pem(),
             "-----BEGIN PUBLIC KEY-----
 MCowBQYDK2VwAyEAXM6eOVEzj7uMDPx3HybX4VwgM/bU5ZqKXuFFcR5pkBg=
 -----END PUBLIC KEY-----
 "
         );
         for key in [p256, ed] {
-            let public = PublicKey::from_pem(key.public_key_pem().as_bytes()).unwrap();
+            let public = PublicKey::from_pem(key.public_key().to_pem().as_bytes()).unwrap();
             assert!(public.verify(b"m", &key.sign(b"m")));
         }
     }

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use accelhost::store::{OciReference, Store};
-use accelhost::trust::{PublicKey, TrustedKeys};
+use accelhost::trust::TrustedKeys;
 use accelhost_oci::{PullOptions, Pulled, PushOptions, SigningKey};
 
 /// How long the registry may take to answer `GET /v2/` after it starts.
@@ -174,10 +174,7 @@ pub fn publish(
     let reference = registry.reference(repository_tag);
     let signing_key = key.map(|key| SigningKey::read(key).unwrap());
     let keys = match &signing_key {
-        Some(key) => TrustedKeys::new(vec![(
-            "publisher".into(),
-            PublicKey::from_pem(key.public_key_pem().as_bytes()).unwrap(),
-        )]),
+        Some(key) => TrustedKeys::new(vec![("publisher".into(), key.public_key())]),
         None => TrustedKeys::default(),
     };
     let bytes = std::fs::read(wasm).unwrap();

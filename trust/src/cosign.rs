@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::TrustError;
+use crate::error::TrustError;
 
 /// The `critical.type` of a cosign signature payload.
 pub const SIMPLE_SIGNING_TYPE: &str = "cosign container image signature";

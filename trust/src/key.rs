@@ -10,7 +10,7 @@ use rustls_pki_types::SubjectPublicKeyInfoDer;
 use rustls_pki_types::pem::PemObject;
 use sha2::{Digest, Sha256};
 
-use super::TrustError;
+use crate::error::TrustError;
 
 /// The DER of a P-256 SubjectPublicKeyInfo up to its 65-byte uncompressed point: the
 /// algorithm `id-ecPublicKey` with the named curve `prime256v1`.
@@ -47,6 +47,8 @@ pub struct PublicKey {
     algorithm: KeyAlgorithm,
     /// The key itself: the uncompressed point (P-256) or the 32 bytes (Ed25519).
     key: Vec<u8>,
+    /// Its SubjectPublicKeyInfo, as the PEM file holds it.
+    spki: Vec<u8>,
     fingerprint: String,
 }
 
@@ -110,8 +112,39 @@ impl PublicKey {
         Ok(PublicKey {
             algorithm,
             key: key.to_vec(),
-            fingerprint: format!("sha256:{}", &crate::hex(&Sha256::digest(der))[..16]),
+            spki: der.to_vec(),
+            fingerprint: format!("sha256:{}", &crate::store::hex(&Sha256::digest(der))[..16]),
         })
+    }
+
+    /// The key of `algorithm` whose bytes are `key`: the 65-byte uncompressed P-256 point, or
+    /// the 32 bytes of an Ed25519 key (what a key pair's public half gives).
+    pub fn from_raw(algorithm: KeyAlgorithm, key: &[u8]) -> Result<PublicKey, String> {
+        let prefix: &[u8] = match algorithm {
+            KeyAlgorithm::EcdsaP256 => &P256_SPKI_PREFIX,
+            KeyAlgorithm::Ed25519 => &ED25519_SPKI_PREFIX,
+        };
+        PublicKey::from_spki_der(&[prefix, key].concat())
+    }
+
+    /// The key's DER SubjectPublicKeyInfo.
+    pub fn spki_der(&self) -> &[u8] {
+        &self.spki
+    }
+
+    /// The key as the PEM file (`-----BEGIN PUBLIC KEY-----`) a config's `trust.keys` reads.
+    pub fn to_pem(&self) -> String {
+        use base64::Engine;
+        let body = base64::engine::general_purpose::STANDARD.encode(&self.spki);
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
+            .collect();
+        format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            lines.join("\n")
+        )
     }
 
     /// The key's scheme.
@@ -160,8 +193,10 @@ mod tests {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).unwrap();
         let ecdsa = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
             .unwrap();
-        let spki = [&P256_SPKI_PREFIX[..], ecdsa.public_key().as_ref()].concat();
-        let key = PublicKey::from_pem(&pem(&spki)).unwrap();
+        let raw =
+            PublicKey::from_raw(KeyAlgorithm::EcdsaP256, ecdsa.public_key().as_ref()).unwrap();
+        let key = PublicKey::from_pem(raw.to_pem().as_bytes()).unwrap();
+        assert_eq!(key, raw, "written as PEM and read back");
         assert_eq!(key.algorithm(), KeyAlgorithm::EcdsaP256);
         let sig = ecdsa.sign(&rng, b"component").unwrap();
         assert!(key.verify(b"component", sig.as_ref()));

@@ -313,7 +313,12 @@ impl Store {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{}", crate::hex(&Sha256::digest(bytes)))
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The digest and size of the one `application/wasm` layer of the OCI image manifest
