@@ -156,6 +156,21 @@ fn a_config_requiring_signatures_refuses_unsigned_tampered_and_foreign_plugins_a
     );
     std::fs::write(dir.join("dfl.wasm"), &wasm).unwrap();
 
+    // A FIFO where the signature would be: refused by what it is, without waiting for a
+    // writer (the start would hang on a plain open).
+    std::fs::remove_file(&sig).unwrap();
+    let fifo = std::ffi::CString::new(sig.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let (done, waited) = std::sync::mpsc::channel();
+    let fifo_config = path.clone();
+    std::thread::spawn(move || done.send(refusal(&start(&fifo_config))));
+    let reason = waited
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the start waited on the FIFO");
+    assert!(reason.contains("is a FIFO (named pipe)"), "{reason}");
+    std::fs::remove_file(&sig).unwrap();
+
     std::fs::write(&sig, "this is not base64!").unwrap();
     let reason = refusal(&start(&path));
     assert!(reason.contains("cannot be read: not base64"), "{reason}");

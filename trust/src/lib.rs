@@ -21,6 +21,4 @@ pub use cosign::{
 };
 pub use error::TrustError;
 pub use key::{KeyAlgorithm, PublicKey};
-pub use verify::{
-    Provenance, SIGNATURE_EXTENSION, SignaturePolicy, Signer, TrustedKeys, read_detached,
-};
+pub use verify::{Provenance, SIGNATURE_EXTENSION, SignaturePolicy, Signer, TrustedKeys};

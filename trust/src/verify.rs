@@ -189,30 +189,6 @@ fn decode_signature(text: &[u8], origin: &str) -> Result<Vec<u8>, TrustError> {
         .map_err(|err| malformed(format!("not base64: {err}")))
 }
 
-/// Reads the detached signature at `path` (a plugin file's, [`SIGNATURE_EXTENSION`] beside it), at most [`MAX_SIGNATURE_TEXT`] bytes of it:
-/// `None` when there is none.
-pub fn read_detached(path: &std::path::Path) -> Result<Option<Vec<u8>>, TrustError> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(TrustError::Malformed {
-                signature: path.display().to_string(),
-                reason: format!("cannot read it: {err}"),
-            });
-        }
-    };
-    let mut text = Vec::new();
-    file.take(MAX_SIGNATURE_TEXT + 1)
-        .read_to_end(&mut text)
-        .map_err(|err| TrustError::Malformed {
-            signature: path.display().to_string(),
-            reason: format!("cannot read it: {err}"),
-        })?;
-    Ok(Some(text))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

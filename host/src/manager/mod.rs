@@ -623,7 +623,7 @@ pub(crate) fn load_module(
         ModuleSource::File(path) => {
             let detached = detached_signature(path);
             let signature = if policy.checks() {
-                trust::read_detached(&detached).map_err(untrusted)?
+                read_detached(&detached).map_err(untrusted)?
             } else {
                 None
             };
@@ -758,6 +758,30 @@ fn detached_signature(path: &Path) -> PathBuf {
     name.push(".");
     name.push(trust::SIGNATURE_EXTENSION);
     PathBuf::from(name)
+}
+
+/// The detached signature at `path`, opened and read as a module file is (a regular file,
+/// never waited on as a FIFO would be, a bounded read): `None` when there is none.
+fn read_detached(path: &Path) -> Result<Option<Vec<u8>>, TrustError> {
+    use module_file::ModuleFileError;
+    let unreadable = |reason: String| TrustError::Malformed {
+        signature: path.display().to_string(),
+        reason,
+    };
+    let opened = module_file::open(path, 1)
+        .and_then(|(file, meta)| module_file::read(path, &file, meta.len(), 1));
+    match opened {
+        Ok(text) => Ok(Some(text)),
+        Err(ModuleFileError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(ModuleFileError::TooLarge { .. } | ModuleFileError::GrewTooLarge { .. }) => {
+            Err(unreadable("over 1 MiB, far more than a signature".into()))
+        }
+        Err(err) => Err(unreadable(err.to_string())),
+    }
 }
 
 /// The 32 bytes of a `sha256:<hex>` digest (checked when the store read it).
