@@ -16,6 +16,7 @@
 mod reference;
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -368,10 +369,21 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, StoreError> {
         path: path.to_path_buf(),
         source,
     };
+    // Opened without waiting (a FIFO opened for reading waits for a writer), and read only if
+    // what was opened is a regular file.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(StoreError::Invalid {
+            what: path.display().to_string(),
+            reason: "not a regular file".into(),
+        });
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(io)?
-        .take(MAX_METADATA + 1)
+    file.take(MAX_METADATA + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if bytes.len() as u64 > MAX_METADATA {
@@ -500,6 +512,27 @@ mod tests {
         std::fs::write(&path, manifest.to_ascii_uppercase()).unwrap();
         let err = store.artifact(&manifest_digest).unwrap_err().to_string();
         assert!(err.contains("it was changed after it was written"), "{err}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_in_the_store_is_refused_without_waiting_for_a_writer() {
+        let root = scratch("fifo");
+        let store = Store::at(&root);
+        let manifest = manifest(&[(WASM_LAYER_MEDIA_TYPE, &digest_of(b"x"), 1)]);
+        let manifest_digest = digest_of(&manifest);
+        let path = store.blob_path(&manifest_digest).unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (done, waited) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(store.artifact(&manifest_digest).map(|_| ())));
+        let err = waited
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("reading the store waited on the FIFO")
+            .unwrap_err();
+        assert!(err.to_string().ends_with(": not a regular file"), "{err}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 
