@@ -291,9 +291,15 @@ pub fn run(data: &[u8]) {
 
 /// This process's compile cache: its own, so that every run compiles its inputs again (a
 /// shared cache would remember their refusals from the last run and compile nothing), made
-/// once; those of processes that are gone are removed first.
+/// once and removed when the process exits; those of processes that ended without exiting
+/// (killed, or a crash the fuzzer found) are removed first.
 fn cache_dir() -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    extern "C" fn remove_dir() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     DIR.get_or_init(|| {
         const PREFIX: &str = "accelhost-fuzz-compile-cache-";
         let temp = std::env::temp_dir();
@@ -305,6 +311,8 @@ fn cache_dir() -> PathBuf {
             }
         }
         let dir = temp.join(format!("{PREFIX}{}", std::process::id()));
+        // SAFETY: registers a function that takes no arguments and only removes files.
+        unsafe { libc::atexit(remove_dir) };
         // The dfl plugin compiled once, so that the entries an input finds are all there
         // before it.
         let config = r#"{"plugins": [{"name": "dfl", "module": "builtin:dfl"}]}"#;
