@@ -47,12 +47,20 @@ fn library_dir() -> PathBuf {
     profile_dir
 }
 
-/// The prefix the library is installed into (once per test run).
+/// The prefix the library is installed into (once per test run, removed when the process
+/// exits).
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    extern "C" fn remove_prefix() {
+        if let Some(prefix) = PREFIX.get() {
+            let _ = std::fs::remove_dir_all(prefix);
+        }
+    }
     PREFIX.get_or_init(|| {
         let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("opae-prefix");
         let _ = std::fs::remove_dir_all(&prefix);
+        // SAFETY: registers a function that takes no arguments and only removes files.
+        unsafe { libc::atexit(remove_prefix) };
         let out = run(Command::new("sh")
             .arg(crate_dir().join("install.sh"))
             .arg("--lib-dir")
@@ -136,6 +144,12 @@ fn build(source: &Path, name: &str, extra: &[&str]) -> PathBuf {
     binary
 }
 
+/// The compile cache of the programs these tests run, under the target's temporary
+/// directory rather than the user's.
+fn tests_cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
+}
+
 /// Runs a built program on the embedded default config (no config file around it).
 fn run_program(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let workdir = prefix().join("run");
@@ -146,6 +160,7 @@ fn run_program(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .env("LD_LIBRARY_PATH", prefix().join("lib"))
         .env_remove("ACCELHOST_CONFIG")
         .env("XDG_CONFIG_HOME", &workdir)
+        .env("ACCELHOST_CACHE_DIR", tests_cache_dir())
         .envs(env.iter().copied()))
 }
 
@@ -209,8 +224,10 @@ fn hello_fpga_builds_with_pkg_config_and_passes() {
     );
 }
 
-/// A node serving this process's uid in a runtime of its own, until dropped.
+/// A node serving this process's uid in a runtime of its own, until dropped (its folder goes
+/// with it).
 struct LocalNode {
+    dir: PathBuf,
     socket: PathBuf,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     runtime: tokio::runtime::Runtime,
@@ -237,7 +254,11 @@ impl LocalNode {
         .unwrap();
         let serve = std::sync::Arc::new(accelhost_node::ServeConfig::load(&config).unwrap());
         let host = std::sync::Arc::new(
-            accelhost::Host::with_config(accelhost::Config::embedded_default()).unwrap(),
+            accelhost::Host::builder()
+                .config(accelhost::Config::embedded_default())
+                .cache_dir(tests_cache_dir())
+                .build()
+                .unwrap(),
         );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -252,6 +273,7 @@ impl LocalNode {
             }));
         });
         LocalNode {
+            dir,
             socket,
             stop: Some(stop),
             runtime,
@@ -264,6 +286,7 @@ impl Drop for LocalNode {
         let _ = self.stop.take().map(|stop| stop.send(()));
         self.runtime
             .block_on(async { tokio::time::sleep(std::time::Duration::from_millis(100)).await });
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -625,6 +648,7 @@ fn install_sh_explains_itself_and_refuses_bad_arguments() {
         !fresh_prefix.exists(),
         "a failed install leaves no prefix behind"
     );
+    std::fs::remove_dir_all(&scratch).unwrap();
 }
 
 /// The `accelhost` binary of this profile, built here if the workspace build did not.
@@ -652,7 +676,8 @@ fn info_attributes(device: &str) -> (String, std::collections::BTreeMap<String, 
         .args(["info", device])
         .current_dir(&workdir)
         .env_remove("ACCELHOST_CONFIG")
-        .env("XDG_CONFIG_HOME", &workdir));
+        .env("XDG_CONFIG_HOME", &workdir)
+        .env("ACCELHOST_CACHE_DIR", tests_cache_dir()));
     let report = text(&out);
     assert!(out.status.success(), "accelhost info {device}: {report}");
     let attributes = report

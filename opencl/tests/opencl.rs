@@ -23,6 +23,11 @@ use accelhost_opencl::{
 use harness::{Outcome, Trial};
 
 fn main() -> std::process::ExitCode {
+    // The platform's hosts in this process (the calls made directly) and in the programs it
+    // runs compile into the tests' cache under the target, not the user's.
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache");
+    // SAFETY: main is the process's only thread until the trials start.
+    unsafe { std::env::set_var("ACCELHOST_CACHE_DIR", cache) };
     harness::run(
         &[
             Trial {

@@ -21,10 +21,19 @@ pub fn serial() -> MutexGuard<'static, ()> {
     static STARTED: Mutex<bool> = Mutex::new(false);
     let mut started = STARTED.lock().unwrap();
     if !*started {
+        // The process's host compiles into the tests' cache under the target, not the user's.
+        // SAFETY: no host has started in this process yet and every test that starts one takes
+        // this lock first: the other tests' threads read the environment only through std.
+        unsafe { std::env::set_var("ACCELHOST_CACHE_DIR", tests_cache_dir()) };
         load_json(accelhost::builtin::embedded_default_text());
         *started = true;
     }
     guard
+}
+
+/// The compile cache of the C API's tests, under the target's temporary directory.
+pub fn tests_cache_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
 }
 
 /// Replaces the host with one on `json`.

@@ -511,12 +511,14 @@ impl fmt::Debug for DmaBuffer {
 #[cfg(test)]
 mod tests {
     use crate::families::dfl::abi::nlb0;
-    use crate::{Config, Filter, Host, OpenMode};
+    use crate::{ComponentCache, Config, Filter, Host, OpenMode};
 
     #[test]
     fn host_ptr_is_the_buffer_memory() {
+        // No compile cache: a unit test does not write the user's.
         let host = Host::builder()
             .config(Config::embedded_default())
+            .compile_cache(ComponentCache::at(None))
             .build()
             .unwrap();
         let token = host
