@@ -2,7 +2,8 @@
 //! built commands, as an author and an operator use them: `accelhost-sdk keygen` and `push`
 //! (signed), `accelhost pull` by tag and by digest, verified with the right key, refused with a
 //! wrong key, unsigned, or a tampered layer, and a tag pinned until it is pulled again; and
-//! `accelhost-sdk sign` checked by openssl. Without `docker-registry` (or `openssl`) a trial
+//! `accelhost-sdk sign` checked by openssl, and openssl's keys and signatures (P-256 and
+//! Ed25519) trusted by accelhost. Without `docker-registry` (or `openssl`) a trial
 //! is reported ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1`.
 
 use crate::registry::{self, Registry};
@@ -61,26 +62,22 @@ fn run(program: &Path, dir: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|err| panic!("running {}: {err}", program.display()))
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Runs and expects success; its stdout.
 fn ok(program: &Path, dir: &Path, args: &[&str]) -> String {
     let out = run(program, dir, args);
-    assert!(out.status.success(), "{args:?}: {}", text(&out));
+    assert!(out.status.success(), "{args:?}: {}", support::report(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Runs and expects failure (exit 1); its stderr.
 fn refused(program: &Path, dir: &Path, args: &[&str]) -> String {
     let out = run(program, dir, args);
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{args:?}: {}",
+        support::report(&out)
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -159,7 +156,7 @@ fn signed_push_and_pulls() -> Outcome {
         run(accelhost, &dir, &args)
     };
     let out = pull(&by_tag, &shown, &[&author_pub]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         format!(
@@ -191,7 +188,7 @@ fn signed_push_and_pulls() -> Outcome {
         &by_digest.to_string(),
         &[&other_pub, &author_pub],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let line = String::from_utf8_lossy(&out.stdout);
     assert!(
         line.starts_with(&format!("{by_digest}  {manifest}  ")),
@@ -209,7 +206,7 @@ fn signed_push_and_pulls() -> Outcome {
     // A wrong key: refused, naming the reference and the key, and the tag is not pinned.
     let wrong = dir.join("store-wrong");
     let out = pull(&wrong, &shown, &[&other_pub]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", support::report(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
@@ -254,11 +251,11 @@ fn signed_push_and_pulls() -> Outcome {
     );
     assert!(Store::at(&wrong).resolve(&unsigned).is_err());
     let out = pull(&wrong, &unsigned.to_string(), &[]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).ends_with(" bytes  unsigned\n"),
         "{}",
-        text(&out)
+        support::report(&out)
     );
 
     // The tag moves on the registry: the pinned store does not follow until pulled again.
@@ -354,19 +351,19 @@ fn signed_push_and_pulls() -> Outcome {
         run(accelhost, &dir, &["--config", path(&config), "plugins"])
     };
     let out = offline(&author_pub);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("signed by vendor (sha256:") && stdout.contains("running"),
         "{}",
-        text(&out)
+        support::report(&out)
     );
     let out = offline(&other_pub);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", support::report(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("does not verify with the key vendor"),
         "{}",
-        text(&out)
+        support::report(&out)
     );
     Outcome::Passed
 }
@@ -661,14 +658,14 @@ fn openssl_interop() -> Outcome {
         String::from_utf8_lossy(&out.stdout),
         "Verified OK\n",
         "{}",
-        text(&out)
+        support::report(&out)
     );
     // ... and the reverse: openssl's signature with the same key verifies in accelhost.
     let out = openssl(
         &dir,
         &["dgst", "-sha256", "-sign", "p256.key", "plugin.wasm"],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let keys = |public: &str| {
         TrustedKeys::new(vec![(
             public.into(),
@@ -692,7 +689,7 @@ fn openssl_interop() -> Outcome {
             "openssl.key",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let out = openssl(
         &dir,
         &[
@@ -704,7 +701,7 @@ fn openssl_interop() -> Outcome {
             "openssl.pub",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     ok(&sdk, &dir, &["sign", "--key", "openssl.key", "plugin.wasm"]);
     let sig = std::fs::read_to_string(dir.join("plugin.wasm.sig")).unwrap();
     keys("openssl.pub")
@@ -738,7 +735,7 @@ fn openssl_interop() -> Outcome {
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("Signature Verified Successfully"),
         "{}",
-        text(&out)
+        support::report(&out)
     );
     let out = openssl(
         &dir,
@@ -752,8 +749,39 @@ fn openssl_interop() -> Outcome {
             "plugin.wasm",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     keys("ed.pub")
+        .verify_blob(&bytes, base64(&out.stdout).as_bytes(), "openssl")
+        .unwrap();
+    // An Ed25519 key openssl made: its public key file is read as a trusted key.
+    for args in [
+        &["genpkey", "-algorithm", "ed25519", "-out", "openssl-ed.key"][..],
+        &[
+            "pkey",
+            "-in",
+            "openssl-ed.key",
+            "-pubout",
+            "-out",
+            "openssl-ed.pub",
+        ],
+    ] {
+        let out = openssl(&dir, args);
+        assert!(out.status.success(), "{}", support::report(&out));
+    }
+    let out = openssl(
+        &dir,
+        &[
+            "pkeyutl",
+            "-sign",
+            "-inkey",
+            "openssl-ed.key",
+            "-rawin",
+            "-in",
+            "plugin.wasm",
+        ],
+    );
+    assert!(out.status.success(), "{}", support::report(&out));
+    keys("openssl-ed.pub")
         .verify_blob(&bytes, base64(&out.stdout).as_bytes(), "openssl")
         .unwrap();
     Outcome::Passed

@@ -80,15 +80,6 @@ fn run(bin: &Path, dir: &Path, program: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|err| panic!("running {program}: {err}"))
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn quickstart(language: &str, entry: &str) -> Outcome {
     let root = std::env::temp_dir().join(format!(
         "accelhost-quickstart-{language}-{}",
@@ -120,37 +111,49 @@ fn quickstart(language: &str, entry: &str) -> Outcome {
         "accelhost-sdk",
         &["new", language, "my-nlb0", "--from", "nlb0"],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let plugin = root.join("my-nlb0");
-    assert!(plugin.join(entry).is_file(), "{}", text(&out));
+    assert!(plugin.join(entry).is_file(), "{}", support::report(&out));
     let out = run(
         &bin,
         &root,
         "accelhost-sdk",
         &["new", language, "my-template"],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let out = run(&bin, &root, "accelhost-sdk", &["new", language, "my-nlb0"]);
-    assert!(!out.status.success(), "new over a plugin: {}", text(&out));
-    assert!(text(&out).contains("is not empty"), "{}", text(&out));
+    assert!(
+        !out.status.success(),
+        "new over a plugin: {}",
+        support::report(&out)
+    );
+    assert!(
+        support::report(&out).contains("is not empty"),
+        "{}",
+        support::report(&out)
+    );
 
     // 3. Build: the component lands next to the sources, with the entry that loads it.
     let out = run(&bin, &plugin, "accelhost-sdk", &["build"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     let component = plugin.join("my-nlb0.wasm");
-    assert!(component.is_file(), "{}", text(&out));
+    assert!(component.is_file(), "{}", support::report(&out));
     assert!(
-        text(&out).contains("precompiled into the host's compile cache"),
+        support::report(&out).contains("precompiled into the host's compile cache"),
         "{}",
-        text(&out)
+        support::report(&out)
     );
     let entry_line = format!(
         "{{ \"name\": \"my-nlb0\", \"module\": \"{}\" }}",
         component.display()
     );
-    assert!(text(&out).contains(&entry_line), "{}", text(&out));
+    assert!(
+        support::report(&out).contains(&entry_line),
+        "{}",
+        support::report(&out)
+    );
     let out = run(&bin, &root.join("my-template"), "accelhost-sdk", &["build"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
 
     // A build told to write two plugins into one file is refused before it builds anything.
     let out = run(
@@ -159,24 +162,28 @@ fn quickstart(language: &str, entry: &str) -> Outcome {
         "accelhost-sdk",
         &["build", "my-nlb0", "my-template", "--out", "both.wasm"],
     );
-    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!out.status.success(), "{}", support::report(&out));
     assert!(
-        text(&out).contains("--out names one component: give one directory with it"),
+        support::report(&out).contains("--out names one component: give one directory with it"),
         "{}",
-        text(&out)
+        support::report(&out)
     );
     assert!(!root.join("both.wasm").exists());
 
     // 4. Load: `accelhost` finds ./accelhost.json in the plugin's directory.
     let out = run(&bin, &plugin, "accelhost", &["list"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("my-nlb0/emu:card0"), "{}", text(&out));
-    let out = run(&bin, &root.join("my-template"), "accelhost", &["list"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
     assert!(
-        text(&out).contains("my-template/template0"),
+        support::report(&out).contains("my-nlb0/emu:card0"),
         "{}",
-        text(&out)
+        support::report(&out)
+    );
+    let out = run(&bin, &root.join("my-template"), "accelhost", &["list"]);
+    assert!(out.status.success(), "{}", support::report(&out));
+    assert!(
+        support::report(&out).contains("my-template/template0"),
+        "{}",
+        support::report(&out)
     );
 
     // 5. Poke: open, MMIO through the plugin's region, reset.
@@ -194,8 +201,8 @@ fn quickstart(language: &str, entry: &str) -> Outcome {
             "reset",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
-    let report = text(&out);
+    assert!(out.status.success(), "{}", support::report(&out));
+    let report = support::report(&out);
     let result = |step: &str| -> Vec<&str> {
         report
             .lines()
@@ -211,8 +218,12 @@ fn quickstart(language: &str, entry: &str) -> Outcome {
     // 6. Rebuilding unchanged sources keeps the component: the same bytes, still cached.
     let before = std::fs::read(&component).unwrap();
     let out = run(&bin, &plugin, "accelhost-sdk", &["build"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("kept"), "{}", text(&out));
+    assert!(out.status.success(), "{}", support::report(&out));
+    assert!(
+        support::report(&out).contains("kept"),
+        "{}",
+        support::report(&out)
+    );
     assert_eq!(std::fs::read(&component).unwrap(), before);
 
     std::fs::remove_dir_all(&root).unwrap();

@@ -176,6 +176,16 @@ pub fn run_accelhost(binary: &str, dir: &Path, args: &[&str], env: &[(&str, &str
     cmd.output().expect("running accelhost")
 }
 
+/// A finished program's status, stdout and stderr, for assertion messages.
+pub fn report(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Output bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
