@@ -1267,7 +1267,7 @@ fn containment_attacks() -> Vec<Attack> {
         },
     ));
     attacks.push(attack(
-        "failed events with 4 KiB messages, all kept",
+        "failed events with one 4 KiB message, all kept: held once, they fill the table",
         r#"{"attack_in": "open", "attack": "event-messages"}"#,
         r#""call_timeout_ms": 10000"#,
         &[Neighbour::Xocl],
@@ -1276,7 +1276,7 @@ fn containment_attacks() -> Vec<Attack> {
                 matches!(
                     c,
                     FaultCause::ResourceLimit {
-                        field: "load_policy.host_memory_mib",
+                        field: "load_policy.max_resources",
                         ..
                     }
                 )
@@ -1284,7 +1284,7 @@ fn containment_attacks() -> Vec<Attack> {
         },
     ));
     attacks.push(attack(
-        "failed events with 256 KiB messages cut to 1 KiB, all kept",
+        "failed events with one 256 KiB message cut to 1 KiB, all kept: held once",
         r#"{"attack_in": "open", "attack": "event-messages-256k"}"#,
         r#""call_timeout_ms": 10000"#,
         &[],
@@ -1293,7 +1293,7 @@ fn containment_attacks() -> Vec<Attack> {
                 matches!(
                     c,
                     FaultCause::ResourceLimit {
-                        field: "load_policy.host_memory_mib",
+                        field: "load_policy.max_resources",
                         ..
                     }
                 )

@@ -14,4 +14,5 @@ mod layout;
 mod ledger;
 mod signatures;
 mod versions;
+mod vouching;
 mod xocl_flow;

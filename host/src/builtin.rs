@@ -146,13 +146,32 @@ fn default_config() -> String {
     serde_json::to_string_pretty(&config).expect("JSON values serialize")
 }
 
+/// The largest config file read, in MiB: thousands of plugins and cards.
+pub const MAX_CONFIG_MIB: u64 = 16;
+
 impl Config {
-    /// Reads and validates the config file at `path`.
+    /// Reads and validates the config file at `path`: a regular file of at most
+    /// [`MAX_CONFIG_MIB`] MiB, read without waiting on a FIFO or a device.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let source = ConfigSource::File(path.to_path_buf());
-        let text = std::fs::read_to_string(path).map_err(|err| {
-            ConfigError::new(&source, "", format!("cannot read the config file: {err}"))
+        let limit = crate::files::Limit {
+            what: "config file",
+            max_mib: MAX_CONFIG_MIB,
+            set_by: "the largest config accelhost reads",
+        };
+        let unreadable = |reason: String| {
+            ConfigError::new(
+                &source,
+                "",
+                format!("cannot read the config file: {reason}"),
+            )
+        };
+        let bytes = crate::files::read_regular(path, &limit).map_err(|err| match err {
+            crate::files::FileError::Io { source, .. } => unreadable(source.to_string()),
+            other => unreadable(other.to_string()),
         })?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
         Self::parse(&text, source)
     }
 

@@ -174,11 +174,49 @@ pub enum FaultCause {
     /// It answered out of bounds: too many devices, strings too long, duplicate tokens or
     /// names.
     RefusedAnswer,
+    /// It answered something false about what the host hands on to programs: a buffer
+    /// shorter than asked or not its own, an id it already gave for a live object, a region
+    /// the device does not have. The host refused the answer before any caller saw it.
+    Lie {
+        /// What the answer was false about.
+        about: Falsehood,
+    },
+    /// An event it handed out did not complete within `load_policy.event_deadline_ms`; the
+    /// host failed the event with a timeout and ended the instance.
+    EventDeadline {
+        /// The deadline, in milliseconds.
+        deadline_ms: u64,
+    },
     /// It called WASI's `exit`.
     Exited {
         /// The exit status it gave.
         status: i32,
     },
+}
+
+/// What a [`FaultCause::Lie`] was about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Falsehood {
+    /// Memory: a buffer or allocation shorter than asked, missing, or not the plugin's own.
+    Memory,
+    /// An id (buffer, allocation, program, queue, handle) it already gave for an object that
+    /// is still live.
+    Id,
+    /// An MMIO region the device did not declare.
+    Region,
+}
+
+impl Falsehood {
+    /// The short name, as `accelhost plugins` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Falsehood::Memory => "memory",
+            Falsehood::Id => "id",
+            Falsehood::Region => "region",
+        }
+    }
 }
 
 /// The kind of a [`FaultCause::Trap`]: what the plugin did, as far as the trap tells.
@@ -233,6 +271,8 @@ impl FaultCause {
             FaultCause::ResourceLimit { .. } => "resource-limit",
             FaultCause::TimeBudget { .. } => "time-budget",
             FaultCause::RefusedAnswer => "refused-answer",
+            FaultCause::Lie { .. } => "lie",
+            FaultCause::EventDeadline { .. } => "event-deadline",
             FaultCause::Exited { .. } => "exited",
         }
     }
@@ -455,10 +495,20 @@ pub enum Error {
     Buffer {
         /// The device the buffer was prepared for, by its id (`plugin/name`).
         device: String,
-        /// The plugin's id for the buffer (OPAE's workspace id).
+        /// The buffer's id (OPAE's workspace id).
         id: u64,
         /// The range that was refused.
         source: RangeError,
+    },
+
+    /// A plugin's event stayed pending past its `load_policy.event_deadline_ms`: the host
+    /// failed it (and ended the plugin instance that made it).
+    #[error("{} did not complete: {}", inert(what), inert(message))]
+    EventExpired {
+        /// The command the event was for, such as `launch of vadd on xocl/emu:xocl0`.
+        what: String,
+        /// Which plugin and deadline, for people.
+        message: String,
     },
 
     /// A wait on the host (such as a poll of a DMA buffer word) ran past its timeout.
@@ -518,7 +568,7 @@ impl Error {
                 MmioFault::Device(_) => ErrorCode::DeviceError,
             },
             Error::Buffer { .. } | Error::InvalidArgument { .. } => ErrorCode::InvalidArgument,
-            Error::WaitTimeout { .. } => ErrorCode::Timeout,
+            Error::WaitTimeout { .. } | Error::EventExpired { .. } => ErrorCode::Timeout,
             Error::Device { .. } => ErrorCode::DeviceError,
             Error::Internal(_) => ErrorCode::Internal,
         }

@@ -29,6 +29,7 @@ mod convert;
 pub mod cxl;
 mod error;
 mod family;
+pub mod files;
 mod imports;
 pub mod ledger;
 mod manager;
@@ -68,7 +69,7 @@ pub use api::{
 };
 pub use attributes::AttributeInfo;
 pub use config::{Config, ConfigError, ConfigOrigin};
-pub use error::{CompileFailure, Error, ErrorCode, FaultCause, Result, TrapKind};
+pub use error::{CompileFailure, Error, ErrorCode, Falsehood, FaultCause, Result, TrapKind};
 pub use manager::{
     CallFigures, CheckedModule, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
 };

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::manager::PluginSlot;
 use crate::runtime::plugin::Answer;
 use crate::runtime::{ComponentCache, LoadedComponent, PluginInstance, runtime};
-use crate::state::{LogBudget, PluginContext};
+use crate::state::{FailureMessages, LogBudget, PluginContext, Shared};
 
 /// Forgets every compiled plugin this process holds in memory, so that the next start of a
 /// plugin reads the on-disk cache (or compiles) as a fresh process would; waits first for
@@ -94,9 +94,12 @@ impl PluginBench {
             &entry.grants,
             entry.load_policy,
             devices.clone(),
-            LogBudget::new(entry.load_policy.log_bytes_per_second),
-            Arc::default(),
-            Arc::default(),
+            Shared {
+                log: LogBudget::new(entry.load_policy.log_bytes_per_second),
+                control: Arc::default(),
+                usage: Arc::default(),
+                messages: Arc::new(FailureMessages::new(&entry.name)),
+            },
         );
         Ok(PluginBench {
             entry,

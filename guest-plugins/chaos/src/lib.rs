@@ -46,11 +46,18 @@
 //!   interface (an `interface` extra), so the doors that list only that family's devices
 //!   (XRT's) list it.
 //! - `script_in` with `script` (hex): run the script (see [`script`]) in that export.
+//! - `lie` (a list): answer falsely about what the host hands on to programs:
+//!   `"short-buffer"` (`prepare-buffer` and `mem-alloc` answer a 4 KiB buffer whatever was
+//!   asked), `"no-host-memory"` (`mem-alloc` answers host memory without a buffer),
+//!   `"repeat-id"` (every buffer, allocation, program and queue is id 1, every open handle 1),
+//!   `"pending-events"` (every enqueue returns an event that never completes),
+//!   `"failed-events"` (every enqueue returns a failed event whose 1 KiB message is new each
+//!   time).
 //!
 //! `register-event` otherwise returns an event that never fires (a watch on a word nobody
 //! writes), and `reconfigure` runs its image as a script of import calls (see [`script`]).
-//! Otherwise the plugin behaves: memory, programs, kernels and queues are accepted, and
-//! enqueued work completes at once (it does nothing).
+//! Otherwise the plugin behaves: memory, programs, kernels and queues are accepted (each with
+//! an id of its own), and enqueued work completes at once (it does nothing).
 
 mod attacks;
 pub mod script;
@@ -125,6 +132,56 @@ impl Chaos {
     /// The aliased answer the last script asked for, if any.
     fn aliased_answer(&self) -> Option<(usize, usize)> {
         self.kept.last().and_then(|made| made.aliased_answer)
+    }
+
+    /// Whether the config's `lie` list names `lie`.
+    fn lies(&self, lie: &str) -> bool {
+        self.config
+            .get("lie")
+            .and_then(|v| v.as_array())
+            .is_some_and(|lies| lies.iter().any(|l| l.as_str() == Some(lie)))
+    }
+
+    /// A fresh id, or 1 when the plugin repeats its ids.
+    fn next_id(&mut self) -> u64 {
+        self.next_handle += 1;
+        if self.lies("repeat-id") {
+            1
+        } else {
+            self.next_handle
+        }
+    }
+
+    /// A buffer for `size` bytes: 4 KiB when the plugin lies about memory.
+    fn buffer_for(&self, size: u64) -> Result<dma::Buffer> {
+        dma::Buffer::allocate(if self.lies("short-buffer") {
+            4096
+        } else {
+            size
+        })
+    }
+
+    /// The event of an enqueued command, as the config's lies make it.
+    fn enqueued(&mut self) -> Result<events::Event> {
+        if self.lies("pending-events") {
+            let buffer = dma::Buffer::allocate(4096)?;
+            let never = buffer.watch64(0, 1, 1)?;
+            self.watched.push(buffer);
+            return Ok(never);
+        }
+        if self.lies("failed-events") {
+            self.next_handle += 1;
+            let message = format!(
+                "chaos command {} failed: {}",
+                self.next_handle,
+                "x".repeat(1000)
+            );
+            return Ok(events::Event::failed(&Error::new(
+                accelhost_sdk::ErrorCode::DeviceError,
+                message,
+            )));
+        }
+        Ok(events::Event::completed())
     }
 
     fn evil(&self) -> bool {
@@ -208,7 +265,7 @@ impl Chaos {
             socket_id: None,
             device_type: "fpga".into(),
             host: "localhost".into(),
-            num_mmio: 0,
+            num_mmio: 1,
             num_interrupts: 0,
             accelerator_state: None,
             parent: None,
@@ -580,8 +637,7 @@ impl Plugin for Chaos {
         }
         let impersonating = self.config.get("impersonate").is_some();
         if token == TOKEN || impersonating {
-            self.next_handle += 1;
-            Ok(self.next_handle)
+            Ok(self.next_id())
         } else {
             Err(Error::not_found(format!("no token {token}")))
         }
@@ -603,9 +659,9 @@ impl Plugin for Chaos {
         _flags: accelhost_sdk::BufferFlags,
     ) -> Result<accelhost_sdk::PreparedBuffer> {
         self.misbehave("prepare-buffer")?;
-        let buffer = dma::Buffer::allocate(size)?;
+        let buffer = self.buffer_for(size)?;
         Ok(accelhost_sdk::PreparedBuffer {
-            id: 1,
+            id: self.next_id(),
             iova: 0,
             buffer,
         })
@@ -663,13 +719,14 @@ impl Plugin for Chaos {
         _bank: Option<u32>,
     ) -> Result<accelhost_sdk::Allocation> {
         self.misbehave("mem-alloc")?;
-        self.next_handle += 1;
         let buffer = match kind {
             accelhost_sdk::MemoryKind::Device => None,
-            _ => Some(dma::Buffer::allocate(size)?),
+            _ if self.lies("no-host-memory") => None,
+            _ => Some(self.buffer_for(size)?),
         };
+        let id = self.next_id();
         Ok(accelhost_sdk::Allocation {
-            id: self.next_handle,
+            id,
             buffer,
             device_address: 0x1000 * self.next_handle,
         })
@@ -681,8 +738,7 @@ impl Plugin for Chaos {
 
     fn program_create(&mut self, _handle: u64, _image: &image::Image) -> Result<u64> {
         self.misbehave("program-create")?;
-        self.next_handle += 1;
-        Ok(self.next_handle)
+        Ok(self.next_id())
     }
 
     fn program_release(&mut self, _program: u64) -> Result<()> {
@@ -696,8 +752,7 @@ impl Plugin for Chaos {
 
     fn queue_create(&mut self, _handle: u64) -> Result<u64> {
         self.misbehave("queue-create")?;
-        self.next_handle += 1;
-        Ok(self.next_handle)
+        Ok(self.next_id())
     }
 
     fn queue_release(&mut self, _queue: u64) -> Result<()> {
@@ -712,7 +767,7 @@ impl Plugin for Chaos {
         _size: u64,
     ) -> Result<events::Event> {
         self.misbehave("enqueue-memcpy")?;
-        Ok(events::Event::completed())
+        self.enqueued()
     }
 
     fn enqueue_launch(
@@ -723,7 +778,7 @@ impl Plugin for Chaos {
         _size: accelhost_sdk::LaunchSize,
     ) -> Result<events::Event> {
         self.misbehave("enqueue-launch")?;
-        Ok(events::Event::completed())
+        self.enqueued()
     }
 }
 

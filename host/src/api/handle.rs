@@ -3,12 +3,14 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::inner::HostInner;
 use super::token::Token;
-use crate::devices::{CheckedMmio, DmaMemory, MmioFault, PollOutcome, poll_memory_until};
+use crate::devices::{
+    CheckedMmio, Completion, DmaMemory, MmioFault, PollOutcome, poll_memory_until,
+};
 use crate::error::{Error, Result};
 use crate::manager::PluginSlot;
 use crate::manager::handles::HandleKey;
@@ -88,6 +90,13 @@ impl Handle {
         Ok((&t.slot, t.generation, t.plugin_handle))
     }
 
+    /// Holds `completion`, an event the plugin handed out through this handle, to the
+    /// plugin's `load_policy.event_deadline_ms`.
+    pub(crate) fn watch(&self, completion: &Arc<Completion>) {
+        let target = &self.inner.target;
+        target.slot.watch_event(completion, target.generation);
+    }
+
     /// `Ok` while the handle is open.
     pub(crate) fn check_open(&self) -> Result<()> {
         self.target().map(drop)
@@ -131,8 +140,19 @@ impl Handle {
         }
     }
 
-    /// Maps MMIO region `index` (0 is the AFU's registers).
+    /// Maps MMIO region `index` (0 is the AFU's registers), one of the `num_mmio` regions the
+    /// device declared.
     pub fn map_mmio(&self, index: u32) -> Result<MmioRegion> {
+        let declared = self.inner.token.properties().num_mmio;
+        if index >= declared {
+            return Err(Error::InvalidArgument {
+                call: "map-mmio",
+                message: format!(
+                    "{} has {declared} MMIO region(s) (num_mmio), so there is no region {index}",
+                    self.inner.token.id()
+                ),
+            });
+        }
         let region = self.call("map-mmio", format_args!("index={index}"), |p, handle| {
             p.map_mmio(handle, index)
         })?;
@@ -161,12 +181,13 @@ impl Handle {
             format_args!("size={size} read_only={read_only}"),
             |p, handle| p.prepare_buffer(handle, size, read_only),
         )?;
-        let (id, memory, iova) = (prepared.id, prepared.memory, prepared.iova);
+        let (plugin_id, memory, iova) = (prepared.id, prepared.memory, prepared.iova);
         Ok(DmaBuffer {
             device: self.device_name(),
             memory,
             iova,
-            id,
+            id: next_buffer_id(),
+            plugin_id,
             handle: self.clone(),
             released: AtomicBool::new(false),
         })
@@ -350,6 +371,12 @@ pub(crate) fn shared_descriptor(memory: &DmaMemory) -> Result<Option<std::os::fd
     }
 }
 
+/// A buffer id never handed out before in this process.
+fn next_buffer_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Host memory shared with a device (OPAE's prepared buffer). The application reads and
 /// writes it directly; the device reaches it at [`iova`](Self::iova). Released by
 /// [`release`](Self::release) or on drop.
@@ -357,7 +384,10 @@ pub struct DmaBuffer {
     device: Arc<str>,
     memory: Arc<DmaMemory>,
     iova: u64,
+    /// The host's id, which callers see.
     id: u64,
+    /// The plugin's id, which only the plugin's calls see.
+    plugin_id: u64,
     handle: Handle,
     released: AtomicBool,
 }
@@ -373,7 +403,8 @@ impl DmaBuffer {
         self.iova
     }
 
-    /// The plugin's id for the buffer (OPAE's workspace id).
+    /// The buffer's id (OPAE's workspace id): assigned by the host, never given to two
+    /// buffers of one process, whatever the plugin numbers its buffers.
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -485,7 +516,7 @@ impl DmaBuffer {
         if self.released.swap(true, Ordering::AcqRel) || !self.handle.is_open() {
             return Ok(());
         }
-        self.handle.release_buffer(self.id)
+        self.handle.release_buffer(self.plugin_id)
     }
 }
 

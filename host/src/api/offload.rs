@@ -317,7 +317,7 @@ impl Event {
         match self.inner.completion.state() {
             CompletionState::Pending => EventStatus::Pending,
             CompletionState::Complete => EventStatus::Complete,
-            CompletionState::Failed(why) => EventStatus::Failed(why),
+            CompletionState::Failed(why) => EventStatus::Failed(why.to_string()),
         }
     }
 
@@ -328,7 +328,9 @@ impl Event {
         self.inner.completion.on_finish(f);
     }
 
-    /// Waits until the command finished.
+    /// Waits until the command finished: at the latest by the plugin's
+    /// `load_policy.event_deadline_ms` after it was handed out, when the host fails an event
+    /// still pending ([`Error::EventExpired`]).
     pub fn wait(&self) -> Result<()> {
         self.wait_until(None)
     }
@@ -344,9 +346,15 @@ impl Event {
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
         match self.inner.completion.wait(deadline) {
             CompletionState::Complete => Ok(()),
+            CompletionState::Failed(why) if self.inner.completion.expired() => {
+                Err(Error::EventExpired {
+                    what: self.inner.what.text(),
+                    message: why.to_string(),
+                })
+            }
             CompletionState::Failed(why) => Err(Error::Device {
                 device: self.inner.what.text(),
-                message: why,
+                message: why.to_string(),
             }),
             CompletionState::Pending => Err(Error::WaitTimeout {
                 what: self.inner.what.text(),
@@ -532,6 +540,7 @@ impl Queue {
     }
 
     fn track(&self, completion: Arc<Completion>, command: &'static str, kept: Kept) -> Event {
+        self.inner.handle.watch(&completion);
         let event = Event {
             inner: Arc::new(EventInner {
                 completion,
@@ -625,6 +634,7 @@ impl Handle {
             format_args!("kind={kind:?} vector={vector}"),
             |p, h| p.register_event(h, kind, vector),
         )?;
+        self.watch(&completion);
         Ok(Event::new(
             completion,
             format!("{kind:?} {vector} on {}", self.token().id()),

@@ -85,6 +85,12 @@ pub struct LoadPolicy {
     /// a plugin path naming a huge file must not fill the host's memory.
     #[serde(default = "default_max_module_mib")]
     pub max_module_mib: u64,
+    /// How long an event the plugin hands out (a launch's, a copy's, an interrupt's) may stay
+    /// pending, in milliseconds. Past it the host fails the event with a timeout, waking every
+    /// waiter, and counts it as a fault of the plugin (`on_fault` decides what follows). The
+    /// default, ten minutes, is far above any workload of the emulated cards (milliseconds).
+    #[serde(default = "default_event_deadline_ms")]
+    pub event_deadline_ms: u64,
 }
 
 fn default_max_restarts() -> u32 {
@@ -137,6 +143,9 @@ fn default_baseline_first_mib() -> u64 {
 fn default_max_module_mib() -> u64 {
     128
 }
+fn default_event_deadline_ms() -> u64 {
+    600_000
+}
 
 impl Default for LoadPolicy {
     fn default() -> Self {
@@ -160,6 +169,7 @@ impl Default for LoadPolicy {
             compile_memory_mib: default_compile_memory_mib(),
             baseline_first_mib: default_baseline_first_mib(),
             max_module_mib: default_max_module_mib(),
+            event_deadline_ms: default_event_deadline_ms(),
         }
     }
 }

@@ -524,6 +524,12 @@ fn validate_policy(policy: &LoadPolicy) -> Result<(), (String, String)> {
         ("compile_memory_mib", policy.compile_memory_mib, 64, 65_536),
         ("baseline_first_mib", policy.baseline_first_mib, 0, 4096),
         ("max_module_mib", policy.max_module_mib, 1, 4096),
+        (
+            "event_deadline_ms",
+            policy.event_deadline_ms,
+            1,
+            7 * 24 * 3_600_000,
+        ),
     ])
 }
 

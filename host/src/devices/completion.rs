@@ -1,7 +1,8 @@
 //! Completion objects: set by a device (or a plugin, for work it finished at once) and waited
 //! on by the host, never inside a plugin.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use crate::devices::{lock, wait_timeout};
@@ -13,8 +14,9 @@ pub enum CompletionState {
     Pending,
     /// Finished successfully.
     Complete,
-    /// Finished with an error; the message says why.
-    Failed(String),
+    /// Finished with an error; the message says why. Shared, so that the many events of one
+    /// failure (and a plugin's repeated messages) keep one copy.
+    Failed(Arc<str>),
 }
 
 /// Called once when a completion finishes (a scheduler waiting on dependencies, say).
@@ -24,6 +26,8 @@ type Watcher = Box<dyn FnOnce() + Send>;
 pub struct Completion {
     state: Mutex<(CompletionState, Vec<Watcher>)>,
     changed: Condvar,
+    /// Failed by the host because it stayed pending past its deadline.
+    expired: AtomicBool,
 }
 
 impl std::fmt::Debug for Completion {
@@ -44,6 +48,7 @@ impl Completion {
         Completion {
             state: Mutex::new((state, Vec::new())),
             changed: Condvar::new(),
+            expired: AtomicBool::new(false),
         }
     }
 
@@ -64,10 +69,24 @@ impl Completion {
     /// Moves a pending completion to `state`, wakes the waiters and runs the watchers; later
     /// calls do nothing.
     pub fn finish(&self, state: CompletionState) {
+        self.finish_as(state, false);
+    }
+
+    /// Fails a pending completion that ran past its deadline with `why`, as
+    /// [`finish`](Self::finish) does, marking it [`expired`](Self::expired); a completion that
+    /// already finished is left as it is. True if it expired here.
+    pub fn expire(&self, why: Arc<str>) -> bool {
+        self.finish_as(CompletionState::Failed(why), true)
+    }
+
+    fn finish_as(&self, state: CompletionState, expired: bool) -> bool {
         let watchers = {
             let mut current = self.lock();
             if current.0 != CompletionState::Pending {
-                return;
+                return false;
+            }
+            if expired {
+                self.expired.store(true, Ordering::Release);
             }
             current.0 = state;
             self.changed.notify_all();
@@ -76,6 +95,12 @@ impl Completion {
         for watcher in watchers {
             watcher();
         }
+        true
+    }
+
+    /// Whether the host failed it for running past its deadline ([`expire`](Self::expire)).
+    pub fn expired(&self) -> bool {
+        self.expired.load(Ordering::Acquire)
     }
 
     /// Runs `watcher` once the completion finishes (at once if it already has).
@@ -118,6 +143,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
             setter.finish(CompletionState::Complete);
             setter.finish(CompletionState::Failed("ignored".into()));
+            assert!(!setter.expire("too late".into()), "finished already");
         });
         let state = done.wait(Instant::now() + Duration::from_secs(5));
         assert_eq!(state, CompletionState::Complete);

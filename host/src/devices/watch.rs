@@ -37,7 +37,8 @@ impl Watch {
             }
             Ok(_) => false,
             Err(err) => {
-                self.done.finish(CompletionState::Failed(err.to_string()));
+                self.done
+                    .finish(CompletionState::Failed((err.to_string()).into()));
                 true
             }
         }

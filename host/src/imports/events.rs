@@ -8,12 +8,8 @@ use crate::bindings::accel::plugin::events::{self, EventState};
 use crate::bindings::accel::plugin::types::Error as GuestError;
 use crate::devices::{Completion, CompletionState};
 use crate::error::ErrorCode;
-use crate::state::HostLimit;
-use crate::state::{EventResource, ImportError, PluginState, guest_error};
+use crate::state::{EventResource, HostLimit, ImportError, MAX_MESSAGE, PluginState, guest_error};
 use crate::text::cut_to;
-
-/// The longest failure message an event keeps; the rest is cut.
-const MAX_MESSAGE: usize = 1024;
 
 impl PluginState {
     /// A new event for `completion`, charged to the plugin's host budget with its message.
@@ -39,11 +35,15 @@ impl events::HostEvent for PluginState {
         self.push_event(completion, 0)
     }
 
+    /// An event that failed with the plugin's message, interned: however many such events a
+    /// program keeps, the plugin's messages are held once each (`state::messages`).
     fn failed(&mut self, error: GuestError) -> wasmtime::Result<Resource<EventResource>> {
-        let message = cut_to(error.message, MAX_MESSAGE);
-        let bytes = message.len();
+        let message = self
+            .ctx
+            .messages
+            .intern(&cut_to(error.message, MAX_MESSAGE));
         let completion = Arc::new(Completion::with_state(CompletionState::Failed(message)));
-        self.push_event(completion, bytes)
+        self.push_event(completion, 0)
     }
 
     fn duplicate(
@@ -73,7 +73,9 @@ impl events::HostEvent for PluginState {
         })?;
         match finished.unwrap_or(CompletionState::Pending) {
             CompletionState::Complete => Ok(()),
-            CompletionState::Failed(why) => Err(guest_error(ErrorCode::DeviceError, why)),
+            CompletionState::Failed(why) => {
+                Err(guest_error(ErrorCode::DeviceError, why.to_string()))
+            }
             CompletionState::Pending => Err(guest_error(
                 ErrorCode::Timeout,
                 "event wait timed out (or reached the call's deadline)",

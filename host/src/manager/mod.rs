@@ -3,9 +3,9 @@
 //! held and revoking its leases), restarts it by its load policy, and keeps the table of open
 //! handles.
 
+mod deadlines;
 pub(crate) mod handles;
 pub(crate) mod lease;
-mod module_file;
 mod stats;
 
 pub use stats::{CallFigures, DURATION_BUCKETS};
@@ -15,24 +15,26 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
-use crate::devices::{DeviceRegistry, Owner, lock};
+use crate::devices::{Completion, DeviceRegistry, Owner, lock};
 use crate::error::{Error, ErrorCode, FaultCause, REMEMBERED, TrapKind};
+use crate::files;
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
     CallFailure, CompileLimits, ComponentCache, FileIdentity, LoadError, LoadedComponent,
     PluginInstance, Tier, runtime,
 };
-use crate::state::{CallControl, LogBudget, PluginContext, Usage};
+use crate::state::{CallControl, FailureMessages, LogBudget, PluginContext, Shared, Usage};
 use crate::text::cut_to;
 use crate::text::inert;
 use crate::trace;
 use crate::trust::{self, Provenance, Signer, TrustError};
+use deadlines::{EventDeadlines, Expired, Expiry};
 use handles::{HandleKey, HandleTable};
 use lease::Lease;
 
@@ -154,6 +156,10 @@ pub(crate) struct PluginSlot {
     open_handles: AtomicU32,
     /// What its calls did, over every instance.
     stats: CallStats,
+    /// The events it handed out that are still pending, each until its deadline.
+    deadlines: EventDeadlines,
+    /// The failure messages its events carry, over every instance.
+    messages: Arc<FailureMessages>,
 }
 
 fn next_generation() -> u64 {
@@ -179,6 +185,7 @@ impl PluginSlot {
             PluginStatus::Disabled
         };
         let log = LogBudget::new(entry.load_policy.log_bytes_per_second);
+        let messages = Arc::new(FailureMessages::new(&entry.name));
         Arc::new_cyclic(|me| PluginSlot {
             entry,
             devices,
@@ -201,6 +208,8 @@ impl PluginSlot {
             generation: AtomicU64::new(0),
             open_handles: AtomicU32::new(0),
             stats: CallStats::counting(count_calls),
+            deadlines: EventDeadlines::default(),
+            messages,
         })
     }
 
@@ -255,9 +264,12 @@ impl PluginSlot {
             &self.entry.grants,
             self.entry.load_policy,
             self.devices.clone(),
-            self.log.clone(),
-            self.control.clone(),
-            self.usage.clone(),
+            Shared {
+                log: self.log.clone(),
+                control: self.control.clone(),
+                usage: self.usage.clone(),
+                messages: self.messages.clone(),
+            },
         );
         lock(&self.state).owner = Some(ctx.owner.clone());
         let instance = PluginInstance::new(&loaded, ctx)
@@ -416,6 +428,18 @@ impl PluginSlot {
         self.stats
             .record(call, took, Ended::Faulted(failure.cause.name()));
         let live = guard.take().expect("checked above");
+        Err(self.fault(guard, live, call, failure))
+    }
+
+    /// Ends `live`, which faulted in `call` (its lock is `guard`, released here), and returns
+    /// the error callers see.
+    fn fault(
+        &self,
+        guard: std::sync::MutexGuard<'_, Option<Live>>,
+        live: Live,
+        call: &'static str,
+        failure: CallFailure,
+    ) -> Error {
         if live.started {
             // Callers that find no instance from now on see why, even before the release ends.
             self.set_status(PluginStatus::Faulted {
@@ -425,12 +449,19 @@ impl PluginSlot {
         }
         drop(guard);
         self.end_faulted(live, call, &failure);
-        Err(Error::Faulted {
+        Error::Faulted {
             plugin: self.entry.name.clone(),
             call,
             cause: failure.cause,
             reason: failure.reason,
-        })
+        }
+    }
+
+    /// Watches `completion`, an event instance `generation` handed out, failing it and
+    /// faulting the instance if it is still pending after `load_policy.event_deadline_ms`.
+    pub(crate) fn watch_event(self: &Arc<Self>, completion: &Arc<Completion>, generation: u64) {
+        let due = Instant::now() + Duration::from_millis(self.policy().event_deadline_ms);
+        EventDeadlines::watch(self, completion, generation, due);
     }
 
     /// Ends an instance that faulted: its leases are revoked first, so that applications
@@ -577,6 +608,62 @@ impl PluginSlot {
     }
 }
 
+impl Expiry for PluginSlot {
+    fn deadlines(&self) -> &EventDeadlines {
+        &self.deadlines
+    }
+
+    fn expired_message(&self) -> Arc<str> {
+        format!(
+            "plugin '{}' did not complete the event within {} ms \
+             (load_policy.event_deadline_ms); the host failed it and ended the instance",
+            self.name(),
+            self.policy().event_deadline_ms
+        )
+        .into()
+    }
+
+    /// Faults each instance whose events expired, if it still runs: on a thread of its own,
+    /// since a call running in it holds its lock until that call's deadline.
+    fn expired(self: Arc<Self>, expired: Vec<Expired>) {
+        let mut generations: Vec<u64> = expired.iter().map(|e| e.generation).collect();
+        generations.dedup();
+        let spawned = std::thread::Builder::new()
+            .name("accelhost-event-fault".into())
+            .spawn(move || {
+                for generation in generations {
+                    self.fault_expired(generation);
+                }
+            });
+        if let Err(err) = spawned {
+            tracing::error!("cannot fault a plugin whose events expired: {err}");
+        }
+    }
+}
+
+impl PluginSlot {
+    /// Ends instance `generation`, if it still runs, for an event it left pending past its
+    /// deadline.
+    fn fault_expired(&self, generation: u64) {
+        let deadline_ms = self.policy().event_deadline_ms;
+        let mut guard = lock(&self.live);
+        let Some(live) = guard.take_if(|live| live.generation == generation) else {
+            return;
+        };
+        const CALL: &str = "event";
+        self.stats
+            .record(CALL, Duration::ZERO, Ended::Faulted("event-deadline"));
+        let failure = CallFailure {
+            cause: FaultCause::EventDeadline { deadline_ms },
+            reason: format!(
+                "an event it handed out was still pending after {deadline_ms} ms \
+                 (load_policy.event_deadline_ms)"
+            ),
+        };
+        drop(self.fault(guard, live, CALL, failure));
+    }
+}
+
 /// The reason inside a load error, or the whole error.
 fn reason_of(err: &Error) -> String {
     match err {
@@ -660,11 +747,15 @@ pub(crate) fn load_module(
             )
         }
     };
-    let limit_mib = entry.load_policy.max_module_mib;
-    let unreadable = |err: module_file::ModuleFileError| load_error(err.to_string());
+    let limit = files::Limit {
+        what: "plugin file",
+        max_mib: entry.load_policy.max_module_mib,
+        set_by: "load_policy.max_module_mib",
+    };
+    let unreadable = |err: files::FileError| load_error(err.to_string());
     // What the file is and how large come from the one look at the opened file that the
     // remembered digest is checked against, so the digest cannot skip them.
-    let (file, meta) = module_file::open(&path, limit_mib).map_err(unreadable)?;
+    let (file, meta) = files::open(&path, &limit).map_err(unreadable)?;
     let identity = FileIdentity::of(&path, &meta);
     // A signature over the file's bytes needs them read; a manifest's signature covers the
     // digest the store's file is checked against, which a remembered digest stands for.
@@ -698,7 +789,7 @@ pub(crate) fn load_module(
             return Ok((loaded, provenance));
         }
     }
-    let wasm = module_file::read(&path, &file, meta.len(), limit_mib).map_err(unreadable)?;
+    let wasm = files::read(&path, &file, meta.len(), &limit).map_err(unreadable)?;
     // Remembered only if nothing wrote the file while it was read.
     let unchanged = file
         .metadata()
@@ -763,21 +854,20 @@ fn detached_signature(path: &Path) -> PathBuf {
 /// The detached signature at `path`, opened and read as a module file is (a regular file,
 /// never waited on as a FIFO would be, a bounded read): `None` when there is none.
 fn read_detached(path: &Path) -> Result<Option<Vec<u8>>, TrustError> {
-    use module_file::ModuleFileError;
+    use files::FileError;
     let unreadable = |reason: String| TrustError::Malformed {
         signature: path.display().to_string(),
         reason,
     };
-    let opened = module_file::open(path, 1)
-        .and_then(|(file, meta)| module_file::read(path, &file, meta.len(), 1));
-    match opened {
+    let limit = files::Limit {
+        what: "signature file",
+        max_mib: 1,
+        set_by: "far more than a signature",
+    };
+    match files::read_regular(path, &limit) {
         Ok(text) => Ok(Some(text)),
-        Err(ModuleFileError::Io { source, .. })
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            Ok(None)
-        }
-        Err(ModuleFileError::TooLarge { .. } | ModuleFileError::GrewTooLarge { .. }) => {
+        Err(err) if err.is_not_found() => Ok(None),
+        Err(FileError::TooLarge { .. } | FileError::GrewTooLarge { .. }) => {
             Err(unreadable("over 1 MiB, far more than a signature".into()))
         }
         Err(err) => Err(unreadable(err.to_string())),

@@ -110,20 +110,21 @@ impl PluginState {
         let completion = Arc::new(Completion::default());
         let (done, mirrors) = (completion.clone(), mirrors.clone());
         let call_timeout = self.call_timeout();
-        let finish: Done = Box::new(move |outcome| match outcome {
-            Err(message) => done.finish(CompletionState::Failed(message)),
-            Ok(()) => mirrors.after_pull(
-                Box::new(move |pulled| {
-                    done.finish(match pulled {
+        let finish: Done =
+            Box::new(move |outcome| match outcome {
+                Err(message) => done.finish(CompletionState::Failed(message.into())),
+                Ok(()) => mirrors.after_pull(
+                    Box::new(move |pulled| {
+                        done.finish(match pulled {
                         Err(err) => CompletionState::Failed(format!(
                             "the device finished, but reading back its buffers failed: {err}"
-                        )),
+                        ).into()),
                         Ok(()) => CompletionState::Complete,
                     })
-                }),
-                Instant::now() + call_timeout,
-            ),
-        });
+                    }),
+                    Instant::now() + call_timeout,
+                ),
+            });
         (completion, finish)
     }
 }

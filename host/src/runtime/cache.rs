@@ -4,9 +4,11 @@
 //! entry must be owned by this user and not writable by others, and its checksum must match.
 //! Nothing is created in a folder of the cache before the folder has passed the same check.
 //!
-//! The checksum only catches a damaged entry (a torn or corrupted file): it sits in the same
-//! file, so whoever could rewrite the entry could rewrite it too, and trust comes from the
-//! ownership and permission checks alone. A CRC-32 does that job in a fraction of the time of
+//! The header names the key the entry was stored under, and the checksum covers it: an entry
+//! copied over another's name is a miss. The checksum only catches a damaged or misplaced
+//! entry (a torn or corrupted file, one renamed): it sits in the same file, so whoever could
+//! rewrite the entry could rewrite it too, and trust comes from the ownership and permission
+//! checks alone. A CRC-32 does that job in a fraction of the time of
 //! the SHA-256 it replaced, which took ~250 µs of every plugin start from the cache.
 //!
 //! A verified payload goes to wasmtime as a sealed memory file that it maps, rather than as
@@ -46,10 +48,16 @@ pub const CACHE_MAX_ENV: &str = "ACCELHOST_CACHE_MAX_MIB";
 /// (35–38 MiB compiled). Unbounded, the test suite's cache had grown to 5.3 GB, mostly of
 /// JavaScript and Python builds, which differ at every build.
 pub const DEFAULT_CACHE_MAX_MIB: u64 = 2048;
-/// Version 2: a CRC-32 instead of a SHA-256 (version 1 entries are compiled again, once).
-const MAGIC: &[u8; 16] = b"accelhost-cwasm2";
-/// An entry's header: the magic, then the CRC-32 of the payload (little-endian).
-const HEADER: usize = MAGIC.len() + 4;
+/// Version 3: the header carries the entry's key, covered by the checksum (older entries are
+/// compiled again, once).
+const MAGIC: &[u8; 16] = b"accelhost-cwasm3";
+/// What an entry was compiled from and for: the hash of the wasm (of the wasm and its signer,
+/// for a signed plugin) and the engine's compatibility hash (its version and flags).
+const KEY: usize = 32 + 8;
+/// An entry's header: the magic, the key, then the CRC-32 of the key and the payload
+/// (little-endian). An entry copied over another's name carries its own key, so it is a miss
+/// and the component compiles again, never the other's code under this one's name.
+const HEADER: usize = MAGIC.len() + KEY + 4;
 /// The first word of a remembered digest. Version 2 carries the path, so that the record of
 /// a path that is gone can be found; version 1 records are removed.
 const DIGEST_MAGIC: &str = "accelhost-file-digest2";
@@ -260,11 +268,12 @@ impl ComponentCache {
             return None;
         }
         let (mut file, meta) = open_trusted(&path)?;
+        let key = entry_key(engine, wasm_sha);
         // SAFETY (both deserializations): the payload was produced by `Component::serialize`
         // of this same engine configuration (the file name carries its compatibility hash),
         // written by this user into a directory only this user can write, and its checksum
         // matches.
-        let deserialized = match SealedCopy::of_payload(&file, meta.len()) {
+        let deserialized = match SealedCopy::of_payload(&file, meta.len(), &key) {
             Some(sealed) => {
                 if !sealed.checksum_matches {
                     return None;
@@ -274,7 +283,7 @@ impl ComponentCache {
             None => {
                 let mut bytes = Vec::new();
                 file.read_to_end(&mut bytes).ok()?;
-                unsafe { Component::deserialize(engine, verified_payload(&bytes)?) }
+                unsafe { Component::deserialize(engine, verified_payload(&bytes, &key)?) }
             }
         };
         match deserialized {
@@ -308,11 +317,7 @@ impl ComponentCache {
             return;
         };
         let result = trusted_folder(dir).and_then(|()| {
-            let mut bytes = Vec::with_capacity(HEADER + payload.len());
-            bytes.extend_from_slice(MAGIC);
-            bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-            bytes.extend_from_slice(payload);
-            write_replacing(&path, &bytes)
+            write_replacing(&path, &entry_bytes(&entry_key(engine, wasm_sha), payload))
         });
         match result {
             Ok(()) => self.evict(Some(&path)),
@@ -383,9 +388,40 @@ impl ComponentCache {
 /// The name of what the cache keeps for the wasm with hash `wasm_sha` compiled by `engine`:
 /// the hash and the engine's compatibility hash.
 pub(super) fn keyed_name(engine: &Engine, wasm_sha: &[u8; 32]) -> String {
+    format!("{}-{:016x}", hex(wasm_sha), engine_hash(engine))
+}
+
+/// The engine's compatibility hash (its version, target and flags), in 64 bits.
+fn engine_hash(engine: &Engine) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    format!("{}-{:016x}", hex(wasm_sha), hasher.finish())
+    hasher.finish()
+}
+
+/// The key an entry of the wasm with hash `wasm_sha`, compiled by `engine`, is stored under.
+fn entry_key(engine: &Engine, wasm_sha: &[u8; 32]) -> [u8; KEY] {
+    let mut key = [0u8; KEY];
+    key[..32].copy_from_slice(wasm_sha);
+    key[32..].copy_from_slice(&engine_hash(engine).to_le_bytes());
+    key
+}
+
+/// The checksum of an entry stored under `key` with `payload`.
+fn checksum(key: &[u8; KEY], payload: &[u8]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(key);
+    crc.update(payload);
+    crc.finalize()
+}
+
+/// The whole entry file for `payload` stored under `key`.
+fn entry_bytes(key: &[u8; KEY], payload: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(HEADER + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(key);
+    bytes.extend_from_slice(&checksum(key, payload).to_le_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
 }
 
 /// Removes from `folder` the files not used for [`UNUSED_RECORD`] and the temporary files of
@@ -569,19 +605,21 @@ struct SealedCopy {
 }
 
 impl SealedCopy {
-    /// Copies the payload of the cache entry `entry` (`len` bytes in all, header included).
-    fn of_payload(entry: &std::fs::File, len: u64) -> Option<SealedCopy> {
+    /// Copies the payload of the cache entry `entry` (`len` bytes in all, header included),
+    /// which must have been stored under `key`.
+    fn of_payload(entry: &std::fs::File, len: u64, key: &[u8; KEY]) -> Option<SealedCopy> {
         use std::os::unix::fs::FileExt;
         let header = HEADER as u64;
         let mut head = [0u8; HEADER];
         entry.read_exact_at(&mut head, 0).ok()?;
-        let expected = header_checksum(&head)?;
+        let expected = header_checksum(&head, key)?;
         if len <= header {
             return None;
         }
         let mut file = memory_file()?;
         let mut chunk = vec![0u8; 64 << 10];
         let mut crc = crc32fast::Hasher::new();
+        crc.update(key);
         let mut offset = header;
         while offset < len {
             let want = chunk.len().min((len - offset) as usize);
@@ -630,12 +668,13 @@ fn seal(file: &std::fs::File) -> Option<()> {
     (unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } == 0).then_some(())
 }
 
-/// Opens the file at `path` for reading, not through a link, if it is [`trusted`] by the
+/// Opens the file at `path` for reading, not through a link and without waiting (a FIFO
+/// planted there would block the open until a writer came), if it is [`trusted`] by the
 /// metadata of what was opened.
 pub(super) fn open_trusted(path: &Path) -> Option<(std::fs::File, std::fs::Metadata)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
@@ -682,15 +721,19 @@ fn distrust(meta: &std::fs::Metadata, is_dir: bool) -> Option<String> {
     }
 }
 
-/// The checksum an entry's header gives for its payload, if `bytes` start with a header.
-fn header_checksum(bytes: &[u8]) -> Option<u32> {
-    let sum = bytes.strip_prefix(MAGIC.as_slice())?.get(..4)?;
-    Some(u32::from_le_bytes(sum.try_into().ok()?))
+/// The checksum an entry's header gives, if `bytes` start with the header of an entry stored
+/// under `key`.
+fn header_checksum(bytes: &[u8], key: &[u8; KEY]) -> Option<u32> {
+    let rest = bytes
+        .strip_prefix(MAGIC.as_slice())?
+        .strip_prefix(key.as_slice())?;
+    Some(u32::from_le_bytes(rest.get(..4)?.try_into().ok()?))
 }
 
-fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
+/// The payload of the entry `bytes`, if it was stored under `key` and is whole.
+fn verified_payload<'a>(bytes: &'a [u8], key: &[u8; KEY]) -> Option<&'a [u8]> {
     let payload = bytes.get(HEADER..)?;
-    (crc32fast::hash(payload) == header_checksum(bytes)?).then_some(payload)
+    (checksum(key, payload) == header_checksum(bytes, key)?).then_some(payload)
 }
 
 /// Lower-case hex of `bytes`.
@@ -715,26 +758,31 @@ mod tests {
 
     use super::*;
 
+    /// The key the tests store their entries under.
+    const TEST_KEY: [u8; KEY] = [7; KEY];
+
     #[test]
-    fn payload_checksum_is_verified() {
+    fn payload_checksum_and_key_are_verified() {
         let payload = b"compiled bytes";
-        let mut file = MAGIC.to_vec();
-        file.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        file.extend_from_slice(payload);
-        assert_eq!(verified_payload(&file), Some(&payload[..]));
+        let mut file = entry_bytes(&TEST_KEY, payload);
+        assert_eq!(verified_payload(&file, &TEST_KEY), Some(&payload[..]));
+        let mut other_key = TEST_KEY;
+        other_key[39] ^= 1;
+        assert_eq!(
+            verified_payload(&file, &other_key),
+            None,
+            "an entry stored under another key is a miss"
+        );
         let last = file.len() - 1;
         file[last] ^= 1;
-        assert_eq!(verified_payload(&file), None);
-        assert_eq!(verified_payload(b"short"), None);
+        assert_eq!(verified_payload(&file, &TEST_KEY), None);
+        assert_eq!(verified_payload(b"short", &TEST_KEY), None);
     }
 
     /// An entry file in a fresh temporary directory: the header, then `payload`.
     fn entry_file(name: &str, payload: &[u8]) -> (PathBuf, std::fs::File) {
         let path = std::env::temp_dir().join(format!("accelhost-{name}-{}", std::process::id()));
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        bytes.extend_from_slice(payload);
-        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(&path, entry_bytes(&TEST_KEY, payload)).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         (path, file)
     }
@@ -744,8 +792,8 @@ mod tests {
         let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let (path, entry) = entry_file("sealed", &payload);
         let len = entry.metadata().unwrap().len();
-        let copy =
-            SealedCopy::of_payload(&entry, len).expect("memory files and /proc/self/fd work here");
+        let copy = SealedCopy::of_payload(&entry, len, &TEST_KEY)
+            .expect("memory files and /proc/self/fd work here");
         std::fs::remove_file(&path).unwrap();
         assert_eq!(std::fs::read(copy.path()).unwrap(), payload);
         assert!(copy.checksum_matches);
@@ -764,12 +812,12 @@ mod tests {
             .write_all(b"!")
             .unwrap();
         let len = entry.metadata().unwrap().len();
-        let copy = SealedCopy::of_payload(&entry, len).expect("memory files work here");
+        let copy = SealedCopy::of_payload(&entry, len, &TEST_KEY).expect("memory files work here");
         std::fs::remove_file(&path).unwrap();
         assert!(!copy.checksum_matches);
         let header_only = HEADER as u64;
         assert!(
-            SealedCopy::of_payload(&entry, header_only).is_none(),
+            SealedCopy::of_payload(&entry, header_only, &TEST_KEY).is_none(),
             "no payload"
         );
     }
@@ -1011,6 +1059,41 @@ mod tests {
             .unwrap()
             .set_modified(SystemTime::now() - ago)
             .unwrap();
+    }
+
+    #[test]
+    fn an_entry_copied_over_another_is_a_miss_and_a_fifo_entry_is_not_waited_on() {
+        let (engine, component) = engine_and_component();
+        let (base, dir) = fresh_base("cache-swap");
+        let cache = ComponentCache::at(Some(dir.clone()));
+        cache.store(&engine, &[1; 32], &component);
+        cache.store(&engine, &[2; 32], &component);
+        assert!(cache.load(&engine, &[2; 32]).is_some());
+        let first = cache.entry(&engine, &[1; 32]).unwrap();
+        let second = cache.entry(&engine, &[2; 32]).unwrap();
+        std::fs::copy(&first, &second).unwrap();
+        assert!(
+            cache.load(&engine, &[2; 32]).is_none(),
+            "the entry of another key was loaded under this one"
+        );
+        assert!(
+            cache.load(&engine, &[1; 32]).is_some(),
+            "the original still loads"
+        );
+        std::fs::remove_file(&second).unwrap();
+        let c_path = std::ffi::CString::new(second.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let loading = cache.clone();
+        let engine_copy = engine.clone();
+        std::thread::spawn(move || tx.send(loading.load(&engine_copy, &[2; 32]).is_none()));
+        assert!(
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("loading a FIFO entry blocked"),
+            "a FIFO is not an entry"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -5,7 +5,7 @@ use wasmtime::Trap;
 use wasmtime::component::ResourceTableError;
 
 use crate::config::LoadPolicy;
-use crate::error::{FaultCause, TrapKind};
+use crate::error::{Falsehood, FaultCause, TrapKind};
 use crate::state::{HostLimit, Interrupted};
 
 /// How wasmtime says that lifting a call's data from the plugin took more bytes than the
@@ -15,6 +15,17 @@ const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exh
 /// How wasmtime says that a store holds as many component handles as it may (its limit is
 /// set to `max_resources`; the error is a message only).
 const HANDLE_LIMIT_EXCEEDED: &str = "store handle limit exceeded";
+
+/// An answer the host refused because it was false about what the host hands on: ends the
+/// instance as [`FaultCause::Lie`], before any caller sees the answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{detail} (a lie about {})", about.name())]
+pub(crate) struct FalseAnswer {
+    /// What it was false about.
+    pub about: Falsehood,
+    /// What was asked and what came back, for people.
+    pub detail: String,
+}
 
 /// The cause of a failed call, and what happened for people (naming the limit and the
 /// `load_policy` field when one was hit).
@@ -35,6 +46,12 @@ pub(crate) fn classify(err: &wasmtime::Error, policy: &LoadPolicy) -> (FaultCaus
                 "the call was cancelled from another thread".into(),
             ),
         };
+    }
+    if let Some(lie) = err.downcast_ref::<FalseAnswer>() {
+        return (
+            FaultCause::Lie { about: lie.about },
+            format!("its answer was refused: {lie}"),
+        );
     }
     if let Some(limit) = err.downcast_ref::<HostLimit>() {
         let cause = match limit {
@@ -156,6 +173,15 @@ mod tests {
             FaultCause::Deadline { timeout_ms: 5000 }
         );
         assert_eq!(cause_of(Interrupted::Cancelled), FaultCause::Cancelled);
+        assert_eq!(
+            cause_of(FalseAnswer {
+                about: Falsehood::Memory,
+                detail: "a 4096-byte buffer for 2097152 bytes".into()
+            }),
+            FaultCause::Lie {
+                about: Falsehood::Memory
+            }
+        );
         assert_eq!(
             cause_of(HostLimit::RandomBytes {
                 asked: 64 << 20,

@@ -68,19 +68,22 @@ pub const INSTANCE_BYTES: u64 = 1 << 20;
 
 /// [`worst_case_host_memory`] written out, for people.
 pub const WORST_CASE_FORMULA: &str = "memory_mib + 8 B x max_table_elements \
-    + 2 x host_memory_mib + 1 MiB + dma_memory_mib + 256 B x max_resources + 1 MiB";
+    + 2 x host_memory_mib + 1 MiB + dma_memory_mib + 256 B x max_resources + 1 MiB \
+    + 272 KiB";
 
 /// The most host memory one instance of `entry` can make the host hold at once, in bytes:
 ///
 /// `memory_mib + 8 B × max_table_elements + 2 × host_memory_mib + MAX_TRANSFER
-///  + dma_memory_mib + WASI_RESOURCE_BYTES × max_resources + INSTANCE_BYTES`
+///  + dma_memory_mib + WASI_RESOURCE_BYTES × max_resources + INSTANCE_BYTES
+///  + KEPT_MESSAGE_BYTES`
 ///
 /// Its linear memories and tables; what the host keeps for it (its host-memory budget), and as
 /// much again between two safe points: the data the host lifts from it in one go is bounded
 /// by what its budget has left (wasmtime's hostcall fuel), and an import's own copies by
 /// [`MAX_TRANSFER`](crate::imports::MAX_TRANSFER); its DMA memory; WASI's own resources
 /// (pollables, stream handles) on the threads that serve them; the instance's output
-/// buffers. With the ledger installed (`crate::ledger`) the host-memory budget counts every
+/// buffers; the failure messages its events carry, which programs may keep (interned, at most
+/// 256 of 1 KiB: `state::messages`). With the ledger installed (`crate::ledger`) the host-memory budget counts every
 /// block the host allocates for the plugin, the store and instance included; without it, only
 /// what the imports' call sites charge. Compiling is not counted: a component from a file
 /// compiles in a worker process with limits of its own, and compiled code is shared by every
@@ -95,6 +98,7 @@ pub fn worst_case_host_memory(entry: &crate::config::PluginEntry) -> u64 {
         + entry.grants.dma_memory_mib * mib
         + WASI_RESOURCE_BYTES * u64::from(policy.max_resources)
         + INSTANCE_BYTES
+        + crate::state::KEPT_MESSAGE_BYTES
 }
 
 /// A compiled, linked plugin, ready to instantiate.

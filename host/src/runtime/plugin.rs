@@ -15,9 +15,12 @@ use crate::attributes::AttributeInfo;
 use crate::bindings::accel::plugin::types as wit;
 use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, inventory, offload};
 use crate::devices::{Budget, Completion, DmaMemory};
-use crate::error::ErrorCode;
+use crate::error::{ErrorCode, Falsehood};
 use crate::properties::{Filter, OpenMode, Properties, SharedText};
-use crate::state::{EventResource, HostLimit, ImageResource, PluginState, RegionResource};
+use crate::runtime::fault::FalseAnswer;
+use crate::state::{
+    BufferResource, EventResource, HostLimit, IdKind, ImageResource, PluginState, RegionResource,
+};
 use crate::types::{EventKind, MemoryKind};
 
 /// A plugin's refusal: the code it gave and its message.
@@ -382,10 +385,17 @@ impl<'a> Calls<'a> {
             OpenMode::Shared => wit::OpenMode::Shared,
             OpenMode::Exclusive => wit::OpenMode::Exclusive,
         };
-        Ok(optional!(self, fpga, open, (token, mode)).map_err(refusal))
+        match optional!(self, fpga, open, (token, mode)) {
+            Ok(handle) => {
+                self.claim(IdKind::Handle, 0, handle)?;
+                Ok(Ok(handle))
+            }
+            Err(err) => Ok(Err(refusal(err))),
+        }
     }
 
     pub fn close(&mut self, handle: u64) -> wasmtime::Result<Answer<()>> {
+        self.store.data_mut().live_ids.release_handle(handle);
         Ok(optional!(self, fpga, close, (handle,)).map_err(refusal))
     }
 
@@ -401,6 +411,8 @@ impl<'a> Calls<'a> {
         }
     }
 
+    /// A buffer of at least `size` bytes; an answer shorter than that, or memory that is not
+    /// the instance's own, is a lie that ends the instance.
     pub fn prepare_buffer(
         &mut self,
         handle: u64,
@@ -415,6 +427,8 @@ impl<'a> Calls<'a> {
         match optional!(self, fpga, prepare_buffer, (handle, size, flags)) {
             Ok(prepared) => {
                 let buffer = self.store.data_mut().table().delete(prepared.buffer)?;
+                self.check_memory("prepare-buffer", &buffer, size)?;
+                self.claim(IdKind::Buffer, handle, prepared.id)?;
                 Ok(Ok(PreparedBuffer {
                     id: prepared.id,
                     memory: buffer.memory,
@@ -426,7 +440,48 @@ impl<'a> Calls<'a> {
     }
 
     pub fn release_buffer(&mut self, handle: u64, id: u64) -> wasmtime::Result<Answer<()>> {
+        self.store
+            .data_mut()
+            .live_ids
+            .release(IdKind::Buffer, handle, id);
         Ok(optional!(self, fpga, release_buffer, (handle, id)).map_err(refusal))
+    }
+
+    /// Records the id of `kind` the plugin just gave (on `handle`, for the kinds numbered per
+    /// handle); an id the host already keeps for a live object is a lie.
+    fn claim(&mut self, kind: IdKind, handle: u64, id: u64) -> wasmtime::Result<()> {
+        if self.store.data_mut().live_ids.claim(kind, handle, id) {
+            return Ok(());
+        }
+        let what = kind.what();
+        Err(FalseAnswer {
+            about: Falsehood::Id,
+            detail: format!(
+                "it gave {what} id {id} again while the {what} it first named is still in use"
+            ),
+        }
+        .into())
+    }
+
+    /// Refuses memory handed back for a request of `size` bytes (`call`) that is shorter, or
+    /// that this instance did not allocate.
+    fn check_memory(&self, call: &str, buffer: &BufferResource, size: u64) -> wasmtime::Result<()> {
+        let memory = &buffer.memory;
+        let detail = if memory.len() < size {
+            format!(
+                "it answered {call} of {size} bytes with a buffer of {} bytes",
+                memory.len()
+            )
+        } else if memory.owner() != self.store.data().ctx.owner.id {
+            format!("it answered {call} with memory that another instance allocated")
+        } else {
+            return Ok(());
+        };
+        Err(FalseAnswer {
+            about: Falsehood::Memory,
+            detail,
+        }
+        .into())
     }
 
     pub fn reset(&mut self, handle: u64) -> wasmtime::Result<Answer<()>> {
@@ -465,6 +520,8 @@ impl<'a> Calls<'a> {
         self.completion(answer)
     }
 
+    /// An allocation of `size` bytes; host-visible kinds must come with host memory of at
+    /// least that size (the instance's own), or the answer is a lie that ends the instance.
     pub fn mem_alloc(
         &mut self,
         handle: u64,
@@ -472,17 +529,32 @@ impl<'a> Calls<'a> {
         size: u64,
         bank: Option<u32>,
     ) -> wasmtime::Result<Answer<Allocation>> {
-        let kind = match kind {
+        let wit_kind = match kind {
             MemoryKind::Host => offload::MemoryKind::Host,
             MemoryKind::Device => offload::MemoryKind::Device,
             MemoryKind::Shared => offload::MemoryKind::Shared,
         };
-        match optional!(self, offload, mem_alloc, (handle, kind, size, bank)) {
+        match optional!(self, offload, mem_alloc, (handle, wit_kind, size, bank)) {
             Ok(allocation) => {
                 let host = match allocation.buffer {
-                    Some(buffer) => Some(self.store.data_mut().table().delete(buffer)?.memory),
+                    Some(buffer) => {
+                        let buffer = self.store.data_mut().table().delete(buffer)?;
+                        self.check_memory("mem-alloc", &buffer, size)?;
+                        Some(buffer.memory)
+                    }
+                    None if kind != MemoryKind::Device => {
+                        return Err(FalseAnswer {
+                            about: Falsehood::Memory,
+                            detail: format!(
+                                "it answered mem-alloc of {size} bytes of {kind:?} memory \
+                                 without host memory"
+                            ),
+                        }
+                        .into());
+                    }
                     None => None,
                 };
+                self.claim(IdKind::Allocation, handle, allocation.id)?;
                 Ok(Ok(Allocation {
                     id: allocation.id,
                     host,
@@ -494,6 +566,10 @@ impl<'a> Calls<'a> {
     }
 
     pub fn mem_free(&mut self, handle: u64, id: u64) -> wasmtime::Result<Answer<()>> {
+        self.store
+            .data_mut()
+            .live_ids
+            .release(IdKind::Allocation, handle, id);
         Ok(optional!(self, offload, mem_free, (handle, id)).map_err(refusal))
     }
 
@@ -509,10 +585,20 @@ impl<'a> Calls<'a> {
         let (owned, borrowed) = lend_image(self.store, image)?;
         let answer = offload.program_create(&mut *self.store, (handle, borrowed));
         self.store.data_mut().table().delete(owned)?;
-        Ok(answer?.map_err(refusal))
+        match answer? {
+            Ok(program) => {
+                self.claim(IdKind::Program, handle, program)?;
+                Ok(Ok(program))
+            }
+            Err(err) => Ok(Err(refusal(err))),
+        }
     }
 
     pub fn program_release(&mut self, program: u64) -> wasmtime::Result<Answer<()>> {
+        self.store
+            .data_mut()
+            .live_ids
+            .release(IdKind::Program, 0, program);
         Ok(optional!(self, offload, program_release, (program,)).map_err(refusal))
     }
 
@@ -521,10 +607,20 @@ impl<'a> Calls<'a> {
     }
 
     pub fn queue_create(&mut self, handle: u64) -> wasmtime::Result<Answer<u64>> {
-        Ok(optional!(self, offload, queue_create, (handle,)).map_err(refusal))
+        match optional!(self, offload, queue_create, (handle,)) {
+            Ok(queue) => {
+                self.claim(IdKind::Queue, handle, queue)?;
+                Ok(Ok(queue))
+            }
+            Err(err) => Ok(Err(refusal(err))),
+        }
     }
 
     pub fn queue_release(&mut self, queue: u64) -> wasmtime::Result<Answer<()>> {
+        self.store
+            .data_mut()
+            .live_ids
+            .release(IdKind::Queue, 0, queue);
         Ok(optional!(self, offload, queue_release, (queue,)).map_err(refusal))
     }
 

@@ -6,7 +6,9 @@
 mod control;
 mod error;
 mod limits;
+mod live_ids;
 mod log_budget;
+mod messages;
 mod resources;
 mod usage;
 
@@ -24,7 +26,10 @@ use crate::family::ReleaseStage;
 pub(crate) use control::{CallControl, EPOCH_TICK, Interrupted, StopCondition};
 pub(crate) use error::{ImportError, guest_error};
 pub(crate) use limits::{HostLimit, PluginLimits};
+pub(crate) use live_ids::{IdKind, LiveIds};
 pub use log_budget::LogBudget;
+pub(crate) use messages::MAX_MESSAGE;
+pub use messages::{FailureMessages, KEPT_BYTES as KEPT_MESSAGE_BYTES};
 pub use resources::{BufferResource, DeviceResource, EventResource, ImageResource, RegionResource};
 pub(crate) use resources::{guest_handle, host_handle};
 pub use usage::Usage;
@@ -46,6 +51,21 @@ pub struct PluginContext {
     pub(crate) control: Arc<CallControl>,
     /// What the plugin's instances used, shared by them.
     pub usage: Arc<Usage>,
+    /// The failure messages its events carry, shared by its instances.
+    pub messages: Arc<FailureMessages>,
+}
+
+/// What one plugin's instances share, made once for the plugin.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    /// The log volume budget.
+    pub log: LogBudget,
+    /// Which call runs, and whether it was cancelled.
+    pub control: Arc<CallControl>,
+    /// What the instances used.
+    pub usage: Arc<Usage>,
+    /// The failure messages their events carry.
+    pub messages: Arc<FailureMessages>,
 }
 
 impl PluginContext {
@@ -56,10 +76,14 @@ impl PluginContext {
         grants: &Grants,
         policy: LoadPolicy,
         devices: Arc<DeviceRegistry>,
-        log: LogBudget,
-        control: Arc<CallControl>,
-        usage: Arc<Usage>,
+        shared: Shared,
     ) -> Arc<Self> {
+        let Shared {
+            log,
+            control,
+            usage,
+            messages,
+        } = shared;
         let mut owner = Owner::new(grants.dma_memory_mib << 20, policy.host_memory_mib << 20);
         owner.shares_memory = devices.shares_memory();
         Arc::new(PluginContext {
@@ -71,6 +95,7 @@ impl PluginContext {
             log,
             control,
             usage,
+            messages,
         })
     }
 }
@@ -90,6 +115,8 @@ pub struct PluginState {
     completions: Vec<Weak<Completion>>,
     /// Prune `completions` when it grows past this.
     prune_at: usize,
+    /// The ids it gave for objects the host keeps, so that it cannot give one twice.
+    pub(crate) live_ids: LiveIds,
 }
 
 /// What one host resource costs beyond its own payload: its table entry, the object behind
@@ -112,6 +139,7 @@ impl PluginState {
             call: 0,
             completions: Vec::new(),
             prune_at: PRUNE_FLOOR,
+            live_ids: LiveIds::default(),
         }
     }
 
@@ -177,7 +205,7 @@ impl PluginState {
         }
         for completion in self.completions.drain(..) {
             if let Some(completion) = completion.upgrade() {
-                completion.finish(CompletionState::Failed(why.to_string()));
+                completion.finish(CompletionState::Failed((why.to_string()).into()));
             }
         }
     }

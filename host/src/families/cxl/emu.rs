@@ -255,7 +255,9 @@ impl CtxState {
 
     fn fail_waiters(&mut self, why: &str) {
         for waiter in self.waiters.drain(..) {
-            waiter.done.finish(CompletionState::Failed(why.to_string()));
+            waiter
+                .done
+                .finish(CompletionState::Failed((why.to_string()).into()));
         }
     }
 

@@ -345,7 +345,7 @@ impl Events {
                 AfuEvent::DataStorage { .. } | AfuEvent::AfuError(_) => {
                     let why = describe(&event);
                     for (_, done) in self.waiters.drain(..) {
-                        finished.push((done, CompletionState::Failed(why.clone())));
+                        finished.push((done, CompletionState::Failed((why.clone()).into())));
                     }
                 }
             }
@@ -369,12 +369,12 @@ impl Events {
                 }
                 AfuEvent::Interrupt(_) => {}
                 AfuEvent::DataStorage { .. } | AfuEvent::AfuError(_) => {
-                    return Some(CompletionState::Failed(describe(&queued.event)));
+                    return Some(CompletionState::Failed((describe(&queued.event)).into()));
                 }
             }
         }
         self.ended
-            .map(|code| CompletionState::Failed(reader_failed(code)))
+            .map(|code| CompletionState::Failed(reader_failed(code).into()))
     }
 
     /// Forgets waits nobody holds any more.
@@ -387,7 +387,7 @@ impl Events {
     fn fail_all(&mut self, why: &str) -> Finished {
         self.waiters
             .drain(..)
-            .map(|(_, done)| (done, CompletionState::Failed(why.to_owned())))
+            .map(|(_, done)| (done, CompletionState::Failed((why.to_owned()).into())))
             .collect()
     }
 }

@@ -598,7 +598,7 @@ impl XoclClient for EmulatedClient {
                     drop(state);
                     settle(
                         &done,
-                        CompletionState::Failed(format!("a dependency failed: {why}")),
+                        CompletionState::Failed(format!("a dependency failed: {why}").into()),
                     );
                     return Ok(done);
                 }
@@ -816,7 +816,7 @@ impl Card {
             drop(state);
             settle(
                 &waiting.pending.done,
-                CompletionState::Failed(format!("a dependency failed: {why}")),
+                CompletionState::Failed(format!("a dependency failed: {why}").into()),
             );
             return;
         }
@@ -912,7 +912,7 @@ impl Card {
             match result {
                 _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
                 Ok(()) => CompletionState::Complete,
-                Err(err) => CompletionState::Failed(format!("copy failed: {err}")),
+                Err(err) => CompletionState::Failed(format!("copy failed: {err}").into()),
             },
         );
     }
@@ -1074,10 +1074,9 @@ impl ComputeUnit {
             match outcome {
                 _ if current != job.epoch => CompletionState::Failed("the device was reset".into()),
                 Ok(()) => CompletionState::Complete,
-                Err(why) => CompletionState::Failed(format!(
-                    "compute unit {} ({}): {why}",
-                    self.index, self.name
-                )),
+                Err(why) => CompletionState::Failed(
+                    format!("compute unit {} ({}): {why}", self.index, self.name).into(),
+                ),
             },
         );
         // The unit is free: a launch may have been waiting for it.

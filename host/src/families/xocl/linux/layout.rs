@@ -255,12 +255,12 @@ pub(super) fn exec_outcome(header: u32) -> Option<CompletionState> {
     }
     Some(match ErtState::from_raw(raw) {
         Some(ErtState::Completed) => CompletionState::Complete,
-        Some(state) => CompletionState::Failed(format!(
-            "the device ended the command in state {state:?} ({raw})"
-        )),
-        None => CompletionState::Failed(format!(
-            "the device ended the command in unknown state {raw}"
-        )),
+        Some(state) => CompletionState::Failed(
+            format!("the device ended the command in state {state:?} ({raw})").into(),
+        ),
+        None => CompletionState::Failed(
+            format!("the device ended the command in unknown state {raw}").into(),
+        ),
     })
 }
 

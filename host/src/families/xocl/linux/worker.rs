@@ -59,7 +59,7 @@ pub(super) fn run_worker(shared: &Shared) {
             _ => None,
         });
         let outcome = match failed {
-            Some(why) => CompletionState::Failed(format!("a dependency failed: {why}")),
+            Some(why) => CompletionState::Failed(format!("a dependency failed: {why}").into()),
             None => run(shared, job.work),
         };
         job.done.finish(outcome);
@@ -104,7 +104,7 @@ pub(super) fn run(shared: &Shared, work: Work) -> CompletionState {
     };
     match result {
         Ok(_) => CompletionState::Complete,
-        Err(why) => CompletionState::Failed(why),
+        Err(why) => CompletionState::Failed(why.into()),
     }
 }
 
@@ -116,25 +116,31 @@ pub(super) fn run_exec(shared: &Shared, words: &[u32]) -> CompletionState {
     let mut arg = create_bo_arg(size, abi::BO_FLAGS_EXECBUF);
     let bo = match GemHandle::create(fd, &mut arg) {
         Ok(bo) => bo,
-        Err(e) => return CompletionState::Failed(format!("creating the exec BO failed: {e}")),
+        Err(e) => {
+            return CompletionState::Failed(format!("creating the exec BO failed: {e}").into());
+        }
     };
     // Declared after `bo`, so it is unmapped before the BO is closed.
     let memory = match map_bo(fd, bo.handle, size, shared.owner.id, &shared.owner.host) {
         Ok(memory) => memory,
-        Err(e) => return CompletionState::Failed(format!("mapping the exec BO failed: {e}")),
+        Err(e) => {
+            return CompletionState::Failed(format!("mapping the exec BO failed: {e}").into());
+        }
     };
     if let Err(e) = memory.write(0, &exec_packet(words)) {
-        return CompletionState::Failed(format!("writing the exec BO failed: {e}"));
+        return CompletionState::Failed(format!("writing the exec BO failed: {e}").into());
     }
     let mut exec = execbuf_arg(bo.handle);
     // SAFETY: EXECBUF reads and writes one `ExecbufArg`, which `exec` is.
     if let Err(e) = unsafe { ioctl_ptr(fd, abi::DRM_IOCTL_XOCL_EXECBUF, &mut exec) } {
-        return CompletionState::Failed(format!("EXECBUF failed: {e}"));
+        return CompletionState::Failed(format!("EXECBUF failed: {e}").into());
     }
     loop {
         let header = match memory.load_u64(0) {
             Ok(word) => word as u32,
-            Err(e) => return CompletionState::Failed(format!("reading the exec BO failed: {e}")),
+            Err(e) => {
+                return CompletionState::Failed(format!("reading the exec BO failed: {e}").into());
+            }
         };
         if let Some(outcome) = exec_outcome(header) {
             return outcome;
@@ -143,7 +149,9 @@ pub(super) fn run_exec(shared: &Shared, words: &[u32]) -> CompletionState {
             Ok(true) => {}
             Ok(false) => return CompletionState::Failed(CLIENT_CLOSED.into()),
             Err(e) => {
-                return CompletionState::Failed(format!("polling the render node failed: {e}"));
+                return CompletionState::Failed(
+                    format!("polling the render node failed: {e}").into(),
+                );
             }
         }
     }

@@ -1,6 +1,7 @@
-//! A plugin's module file, opened and read within bounds: what it is (a regular file, not a
-//! FIFO, device, socket or directory) and how large (`load_policy.max_module_mib`) are decided
-//! before a byte of it is read, so a hostile path can neither block the start nor fill memory.
+//! Files opened and read within bounds: what a file is (a regular file, not a FIFO, device,
+//! socket or directory) and how large are decided before a byte of it is read, so a hostile
+//! path can neither block the caller nor fill its memory. Plugin module files, signatures and
+//! the files programs name through the doors (xclbin images, configs) are all read here.
 
 use std::fs::{File, Metadata};
 use std::io::Read;
@@ -9,70 +10,119 @@ use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
 
-/// Why a module file was refused, or could not be read.
+/// What a file is for and how large it may be: refusals name both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// What the file is, for messages: `plugin file`, `xclbin file`.
+    pub what: &'static str,
+    /// The most MiB read of it.
+    pub max_mib: u64,
+    /// Where the limit comes from, for messages: a config field such as
+    /// `load_policy.max_module_mib`, or a constant's description.
+    pub set_by: &'static str,
+}
+
+impl Limit {
+    fn max_bytes(&self) -> u64 {
+        self.max_mib.saturating_mul(MIB)
+    }
+}
+
+/// Why a file was refused, or could not be read.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ModuleFileError {
+pub enum FileError {
     /// The path names something that is not a regular file.
-    #[error("{} is {kind}, not a plugin file", .path.display())]
+    #[error("{} is {kind}, not a {what}", .path.display())]
     NotAFile {
-        /// The module file's path.
+        /// The file's path.
         path: PathBuf,
         /// What it is instead, with its article: `a FIFO (named pipe)`.
         kind: &'static str,
+        /// What it should have been ([`Limit::what`]).
+        what: &'static str,
     },
-    /// The file is larger than `load_policy.max_module_mib`; none of it was read.
+    /// The file is larger than its limit; none of it was read.
     #[error(
-        "{} is {} MiB, over the {limit_mib} MiB limit (load_policy.max_module_mib)",
+        "{} is {} MiB, over the {} MiB limit ({})",
         .path.display(),
-        mib_rounded_up(*.size)
+        mib_rounded_up(*.size),
+        .limit.max_mib,
+        .limit.set_by
     )]
     TooLarge {
-        /// The module file's path.
+        /// The file's path.
         path: PathBuf,
         /// Its length in bytes when it was opened.
         size: u64,
-        /// `load_policy.max_module_mib`.
-        limit_mib: u64,
+        /// The limit it is over.
+        limit: Limit,
     },
-    /// The file grew past `load_policy.max_module_mib` while it was read; reading stopped there.
+    /// The file grew past its limit while it was read; reading stopped there.
     #[error(
-        "{} grew past the {limit_mib} MiB limit (load_policy.max_module_mib) while it was read",
-        .path.display()
+        "{} grew past the {} MiB limit ({}) while it was read",
+        .path.display(),
+        .limit.max_mib,
+        .limit.set_by
     )]
     GrewTooLarge {
-        /// The module file's path.
+        /// The file's path.
         path: PathBuf,
-        /// `load_policy.max_module_mib`.
-        limit_mib: u64,
+        /// The limit it grew past.
+        limit: Limit,
     },
     /// Opening or reading it failed.
     #[error("cannot read {}: {source}", .path.display())]
     Io {
-        /// The module file's path.
+        /// The file's path.
         path: PathBuf,
         /// What the system said.
         source: std::io::Error,
     },
 }
 
-/// The module file at `path`, opened for reading, with the metadata of what was opened: a
-/// regular file of at most `limit_mib` MiB, or an error saying what it is instead.
+impl FileError {
+    /// Whether the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+
+    /// The system's error number for the refusal, as a C API reports it: `ENOENT`, `EISDIR`,
+    /// `EINVAL` for what is not a regular file, `EFBIG` for a file over its limit.
+    pub fn errno(&self) -> i32 {
+        match self {
+            FileError::NotAFile { kind, .. } if *kind == "a directory" => libc::EISDIR,
+            FileError::NotAFile { .. } => libc::EINVAL,
+            FileError::TooLarge { .. } | FileError::GrewTooLarge { .. } => libc::EFBIG,
+            FileError::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+        }
+    }
+}
+
+/// Reads the whole file at `path` within `limit`: a regular file, opened without waiting,
+/// measured before it is read and cut off one byte past the limit if it grows meanwhile.
+pub fn read_regular(path: &Path, limit: &Limit) -> Result<Vec<u8>, FileError> {
+    let (file, meta) = open(path, limit)?;
+    read(path, &file, meta.len(), limit)
+}
+
+/// The file at `path`, opened for reading, with the metadata of what was opened: a regular
+/// file within `limit`, or an error saying what it is instead.
 ///
 /// The path is looked at before it is opened, so that a device is never opened (opening some
 /// acts on the device: a watchdog arms, a tape rewinds); what was opened is looked at again,
 /// since the path may have been replaced in between.
-pub(crate) fn open(path: &Path, limit_mib: u64) -> Result<(File, Metadata), ModuleFileError> {
-    let io = |source| ModuleFileError::Io {
+pub fn open(path: &Path, limit: &Limit) -> Result<(File, Metadata), FileError> {
+    let io = |source| FileError::Io {
         path: path.to_path_buf(),
         source,
     };
-    refuse_unless_regular(path, &std::fs::metadata(path).map_err(io)?)?;
-    let (file, meta) = open_regular(path)?;
-    if meta.len() > limit_mib.saturating_mul(MIB) {
-        return Err(ModuleFileError::TooLarge {
+    refuse_unless_regular(path, &std::fs::metadata(path).map_err(io)?, limit.what)?;
+    let (file, meta) = open_regular(path, limit.what)?;
+    if meta.len() > limit.max_bytes() {
+        return Err(FileError::TooLarge {
             path: path.to_path_buf(),
             size: meta.len(),
-            limit_mib,
+            limit: *limit,
         });
     }
     Ok((file, meta))
@@ -80,8 +130,8 @@ pub(crate) fn open(path: &Path, limit_mib: u64) -> Result<(File, Metadata), Modu
 
 /// Opens `path` without waiting (a FIFO opened for reading would block until a writer came)
 /// and refuses what the descriptor is if it is not a regular file.
-fn open_regular(path: &Path) -> Result<(File, Metadata), ModuleFileError> {
-    let io = |source| ModuleFileError::Io {
+fn open_regular(path: &Path, what: &'static str) -> Result<(File, Metadata), FileError> {
+    let io = |source| FileError::Io {
         path: path.to_path_buf(),
         source,
     };
@@ -91,13 +141,17 @@ fn open_regular(path: &Path) -> Result<(File, Metadata), ModuleFileError> {
         .open(path)
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
-    refuse_unless_regular(path, &meta)?;
+    refuse_unless_regular(path, &meta, what)?;
     Ok((file, meta))
 }
 
-fn refuse_unless_regular(path: &Path, meta: &Metadata) -> Result<(), ModuleFileError> {
+fn refuse_unless_regular(
+    path: &Path,
+    meta: &Metadata,
+    what: &'static str,
+) -> Result<(), FileError> {
     let kind = meta.file_type();
-    let what = if kind.is_file() {
+    let is = if kind.is_file() {
         return Ok(());
     } else if kind.is_dir() {
         "a directory"
@@ -112,41 +166,38 @@ fn refuse_unless_regular(path: &Path, meta: &Metadata) -> Result<(), ModuleFileE
     } else {
         "not a regular file"
     };
-    Err(ModuleFileError::NotAFile {
+    Err(FileError::NotAFile {
         path: path.to_path_buf(),
-        kind: what,
+        kind: is,
+        what,
     })
 }
 
-/// Reads the module file `file` (opened by [`open`] from `path`, `len` bytes long then), at
-/// most `limit_mib` MiB of it: a file that grows after it was measured is cut off one byte
-/// past the limit and refused.
-pub(crate) fn read(
-    path: &Path,
-    file: &File,
-    len: u64,
-    limit_mib: u64,
-) -> Result<Vec<u8>, ModuleFileError> {
-    let io = |source| ModuleFileError::Io {
+/// Reads `file` (opened by [`open`] from `path`, `len` bytes long then), at most `limit` of
+/// it: a file that grows after it was measured is cut off one byte past the limit and
+/// refused.
+pub fn read(path: &Path, file: &File, len: u64, limit: &Limit) -> Result<Vec<u8>, FileError> {
+    let io = |source| FileError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let limit = limit_mib.saturating_mul(MIB);
-    let mut wasm = Vec::new();
+    let max = limit.max_bytes();
+    let mut bytes = Vec::new();
     // Reserved fallibly, by the length measured (at most the limit): a file too large for
     // this machine's memory is an error, not an abort.
-    wasm.try_reserve_exact(len.min(limit) as usize)
+    bytes
+        .try_reserve_exact(len.min(max) as usize)
         .map_err(|err| io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, err)))?;
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut wasm)
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
         .map_err(io)?;
-    if wasm.len() as u64 > limit {
-        return Err(ModuleFileError::GrewTooLarge {
+    if bytes.len() as u64 > max {
+        return Err(FileError::GrewTooLarge {
             path: path.to_path_buf(),
-            limit_mib,
+            limit: *limit,
         });
     }
-    Ok(wasm)
+    Ok(bytes)
 }
 
 /// `bytes` in MiB, rounded up to a tenth, and shown without the tenth when it is whole: a
@@ -172,10 +223,8 @@ mod tests {
     const HANG: Duration = Duration::from_secs(20);
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "accelhost-module-file-{name}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("accelhost-files-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -195,9 +244,18 @@ mod tests {
             .unwrap_or_else(|_| panic!("still blocked after {HANG:?}"))
     }
 
-    fn kind_refused(result: Result<(File, Metadata), ModuleFileError>) -> &'static str {
+    /// A plugin file's limit of `max_mib`.
+    fn plugin(max_mib: u64) -> Limit {
+        Limit {
+            what: "plugin file",
+            max_mib,
+            set_by: "load_policy.max_module_mib",
+        }
+    }
+
+    fn kind_refused(result: Result<(File, Metadata), FileError>) -> &'static str {
         match result {
-            Err(ModuleFileError::NotAFile { kind, .. }) => kind,
+            Err(FileError::NotAFile { kind, .. }) => kind,
             Err(other) => panic!("refused for another reason: {other}"),
             Ok(_) => panic!("opened"),
         }
@@ -209,7 +267,7 @@ mod tests {
         let fifo = dir.join("plugin.wasm");
         mkfifo(&fifo);
         let path = fifo.clone();
-        let err = within_bound(move || open(&path, 128).unwrap_err());
+        let err = within_bound(move || open(&path, &plugin(128)).unwrap_err());
         assert_eq!(
             err.to_string(),
             format!(
@@ -220,7 +278,7 @@ mod tests {
         // The path was a regular file when it was looked at, and a FIFO when it was opened:
         // the open itself must not wait for a writer either.
         let path = fifo.clone();
-        let kind = within_bound(move || kind_refused(open_regular(&path)));
+        let kind = within_bound(move || kind_refused(open_regular(&path, "plugin file")));
         assert_eq!(kind, "a FIFO (named pipe)");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -228,32 +286,32 @@ mod tests {
     #[test]
     fn what_is_not_a_regular_file_is_refused_by_what_it_is() {
         let dir = scratch("kinds");
-        assert_eq!(kind_refused(open(&dir, 128)), "a directory");
+        assert_eq!(kind_refused(open(&dir, &plugin(128))), "a directory");
         std::os::unix::fs::symlink(&dir, dir.join("link.wasm")).unwrap();
         assert_eq!(
-            kind_refused(open(&dir.join("link.wasm"), 128)),
+            kind_refused(open(&dir.join("link.wasm"), &plugin(128))),
             "a directory",
             "links are followed to what they name"
         );
         assert_eq!(
-            kind_refused(open(Path::new("/dev/zero"), 128)),
+            kind_refused(open(Path::new("/dev/zero"), &plugin(128))),
             "a character device"
         );
         assert_eq!(
-            kind_refused(open_regular(Path::new("/dev/zero"))),
+            kind_refused(open_regular(Path::new("/dev/zero"), "plugin file")),
             "a character device"
         );
         let socket = dir.join("socket.wasm");
         let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-        assert_eq!(kind_refused(open(&socket, 128)), "a socket");
-        let message = open(&socket, 128).unwrap_err().to_string();
+        assert_eq!(kind_refused(open(&socket, &plugin(128))), "a socket");
+        let message = open(&socket, &plugin(128)).unwrap_err().to_string();
         assert_eq!(
             message,
             format!("{} is a socket, not a plugin file", socket.display())
         );
-        let missing = open(&dir.join("missing.wasm"), 128).unwrap_err();
+        let missing = open(&dir.join("missing.wasm"), &plugin(128)).unwrap_err();
         assert!(
-            matches!(&missing, ModuleFileError::Io { source, .. }
+            matches!(&missing, FileError::Io { source, .. }
                 if source.kind() == std::io::ErrorKind::NotFound),
             "{missing}"
         );
@@ -275,7 +333,7 @@ mod tests {
         let made =
             unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(7, 0)) };
         assert_eq!(made, 0, "{}", std::io::Error::last_os_error());
-        assert_eq!(kind_refused(open(&node, 128)), "a block device");
+        assert_eq!(kind_refused(open(&node, &plugin(128))), "a block device");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -285,12 +343,12 @@ mod tests {
         let file = dir.join("plugin.wasm");
         let sparse = File::create(&file).unwrap();
         sparse.set_len(MIB).unwrap();
-        let (_, meta) = open(&file, 1).expect("exactly the limit is allowed");
+        let (_, meta) = open(&file, &plugin(1)).expect("exactly the limit is allowed");
         assert_eq!(meta.len(), MIB);
         sparse.set_len(MIB + 1).unwrap();
-        let err = open(&file, 1).unwrap_err();
+        let err = open(&file, &plugin(1)).unwrap_err();
         assert!(
-            matches!(err, ModuleFileError::TooLarge { size, limit_mib: 1, .. } if size == MIB + 1),
+            matches!(err, FileError::TooLarge { size, limit: Limit { max_mib: 1, .. }, .. } if size == MIB + 1),
             "{err:?}"
         );
         assert_eq!(
@@ -301,7 +359,7 @@ mod tests {
             )
         );
         sparse.set_len(8 << 30).unwrap();
-        let err = open(&file, 128).unwrap_err();
+        let err = open(&file, &plugin(128)).unwrap_err();
         assert!(
             err.to_string()
                 .contains("is 8192 MiB, over the 128 MiB limit"),
@@ -315,9 +373,9 @@ mod tests {
         let dir = scratch("grow");
         let path = dir.join("plugin.wasm");
         std::fs::write(&path, vec![7u8; MIB as usize]).unwrap();
-        let (file, meta) = open(&path, 1).unwrap();
+        let (file, meta) = open(&path, &plugin(1)).unwrap();
         assert_eq!(
-            read(&path, &file, meta.len(), 1).unwrap(),
+            read(&path, &file, meta.len(), &plugin(1)).unwrap(),
             vec![7u8; MIB as usize]
         );
         // Grown by a byte since it was measured.
@@ -327,7 +385,7 @@ mod tests {
             .unwrap()
             .write_all(b"!")
             .unwrap();
-        let err = read(&path, &File::open(&path).unwrap(), meta.len(), 1).unwrap_err();
+        let err = read(&path, &File::open(&path).unwrap(), meta.len(), &plugin(1)).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -340,11 +398,8 @@ mod tests {
         let (reader, mut writer) = std::io::pipe().unwrap();
         let writing = std::thread::spawn(move || writer.write_all(&vec![1u8; 3 << 20]));
         let mut pipe = File::from(std::os::fd::OwnedFd::from(reader));
-        let err = read(&path, &pipe, 0, 1).unwrap_err();
-        assert!(
-            matches!(err, ModuleFileError::GrewTooLarge { .. }),
-            "{err:?}"
-        );
+        let err = read(&path, &pipe, 0, &plugin(1)).unwrap_err();
+        assert!(matches!(err, FileError::GrewTooLarge { .. }), "{err:?}");
         let mut rest = Vec::new();
         pipe.read_to_end(&mut rest).unwrap();
         writing.join().unwrap().unwrap();
