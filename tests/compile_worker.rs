@@ -55,6 +55,10 @@ fn main() -> std::process::ExitCode {
                 name: "hosts_starting_side_by_side_each_end_their_compile_at_the_limit",
                 run: hosts_starting_side_by_side_each_end_their_compile_at_the_limit,
             },
+            Trial {
+                name: "a_plugin_still_compiling_holds_up_nobody",
+                run: a_plugin_still_compiling_holds_up_nobody,
+            },
         ],
         support::harness::Overlap::OneAtATime,
     )
@@ -82,14 +86,18 @@ fn config_beside_dfl(dir: &Path, plugins: &[String]) -> Config {
     Config::load(&path).unwrap()
 }
 
-/// Starts a host on `config` with the compile cache `cache`, on another thread, and gives
-/// what it made and how long it took; a start that takes longer than [`HANG`] fails.
+/// Starts a host on `config` with the compile cache `cache`, on another thread, waits until
+/// none of its plugins is still loading, and gives what it made and how long that took; a
+/// start that takes longer than [`HANG`] fails.
 fn start(config: Config, cache: &Path) -> (accelhost::Result<Host>, Duration) {
     let cache = cache.to_path_buf();
     let (sender, started) = mpsc::channel();
     std::thread::spawn(move || {
         let began = Instant::now();
         let host = Host::builder().config(config).cache_dir(cache).build();
+        if let Ok(host) = &host {
+            host.wait_loaded(HANG);
+        }
         let _ = sender.send((host, began.elapsed()));
     });
     started.recv_timeout(HANG).unwrap_or_else(|_| {
@@ -235,6 +243,59 @@ fn a_compile_past_its_time_limit_ends_there_and_the_others_load() -> Outcome {
     assert!(took >= Duration::from_millis(2500), "{took:?}");
     dfl_lists_its_card(&host);
     assert!(children().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// A plugin file whose compile takes minutes: the host starts within seconds, serving the
+/// other plugins; the slow one shows as loading, an enumeration says so, and a host that shuts
+/// down gives its compile up, leaving no worker behind.
+fn a_plugin_still_compiling_holds_up_nobody() -> Outcome {
+    let (dir, file, cache) = dir_with("slow.wasm", &crafted::one_huge_function());
+    let config = config_beside_dfl(
+        &dir,
+        &[file_plugin(
+            "slow",
+            &file,
+            r#""compile_timeout_ms": 300000"#,
+        )],
+    );
+    let began = Instant::now();
+    let host = Host::builder()
+        .config(config)
+        .cache_dir(&cache)
+        .build()
+        .unwrap();
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "the start waited for the slow compile: {took:?}"
+    );
+    assert_eq!(status_of(&host, "slow"), PluginStatus::Loading);
+    dfl_lists_its_card(&host);
+    let found = host.enumerate(&[]);
+    assert!(
+        found
+            .failures
+            .iter()
+            .any(|f| matches!(f, Error::StillLoading { plugin } if plugin == "slow")),
+        "{:?}",
+        found.failures
+    );
+    assert!(!host.wait_loaded(Duration::from_millis(200)));
+    assert!(!children().is_empty(), "its compile worker runs");
+    let stopping = Instant::now();
+    drop(host);
+    let until = Instant::now() + Duration::from_secs(20);
+    while !children().is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        children(),
+        Vec::<String>::new(),
+        "the compile was given up when the host shut down"
+    );
+    assert!(stopping.elapsed() < Duration::from_secs(20));
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

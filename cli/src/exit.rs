@@ -33,6 +33,7 @@ pub fn missing(host: &Host, failures: &[Error]) -> Vec<String> {
             PluginStatus::LoadFailed { .. } => "failed to load",
             PluginStatus::Restarting { .. } => "is restarting after a fault",
             PluginStatus::Faulted { .. } => "faulted",
+            PluginStatus::Loading => "is still loading (its component is compiling)",
             _ => continue,
         };
         missing.push(format!("plugin '{}' {what}", plugin.name));

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use accelhost::{Filter, Guid, Token};
 use serde::Serialize;
 
-use accelhost::text::inert_json;
+use accelhost::text::{inert, inert_json};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -44,7 +45,7 @@ impl<'a> DeviceEntry<'a> {
 }
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
-    let host = crate::start::start_host(config)?;
+    let host = crate::start::start_host_at_once(config)?;
     let mut filter = Filter::new();
     filter.guid = args.guid;
     filter.device_type = args.device_type;
@@ -54,17 +55,49 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         vec![filter]
     };
+    if args.json {
+        // One JSON document: every plugin loaded first.
+        host.wait_loaded(Duration::MAX);
+    }
     let found = host.enumerate(&filters);
-    for failure in &found.failures {
+    let loading = loading_plugins(&found);
+    for failure in found.failures.iter().filter(|f| !is_loading(f)) {
         eprintln!("warning: {failure}");
     }
-    let missing = crate::exit::missing(&host, &found.failures);
     if args.json {
+        let missing = crate::exit::missing(&host, &found.failures);
         let entries: Vec<DeviceEntry> = found.tokens.iter().map(DeviceEntry::new).collect();
         println!("{}", inert_json(serde_json::to_string_pretty(&entries)?));
         return Ok(crate::exit::found(&missing));
     }
-    if found.tokens.is_empty() {
+    if !found.tokens.is_empty() {
+        print!("{}", table(&found.tokens));
+    }
+    // The plugins still compiling hold up nobody: their devices follow once they load.
+    let mut later = Vec::new();
+    let mut failures = found.failures;
+    if !loading.is_empty() {
+        eprintln!(
+            "plugin(s) {} still loading (compiling); their devices follow once they load",
+            inert(&loading.join(", "))
+        );
+        host.wait_loaded(Duration::MAX);
+        let again = host.enumerate(&filters);
+        later = again
+            .tokens
+            .into_iter()
+            .filter(|t| loading.iter().any(|p| p == t.plugin()))
+            .collect();
+        failures = again.failures;
+        for failure in &failures {
+            eprintln!("warning: {failure}");
+        }
+        if !later.is_empty() {
+            print!("{}", table(&later));
+        }
+    }
+    let missing = crate::exit::missing(&host, &failures);
+    if found.tokens.is_empty() && later.is_empty() {
         let running: Vec<String> = host
             .plugins()
             .into_iter()
@@ -80,10 +113,28 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                 running.join(", ")
             }
         );
-        return Ok(crate::exit::found(&missing));
     }
-    let rows: Vec<Vec<String>> = found
-        .tokens
+    Ok(crate::exit::found(&missing))
+}
+
+/// Whether an enumeration failure says its plugin is still loading.
+fn is_loading(failure: &accelhost::Error) -> bool {
+    matches!(failure, accelhost::Error::StillLoading { .. })
+}
+
+/// The plugins an enumeration found still loading.
+fn loading_plugins(found: &accelhost::Enumeration) -> Vec<String> {
+    found
+        .failures
+        .iter()
+        .filter(|f| is_loading(f))
+        .filter_map(|f| f.plugin().map(str::to_string))
+        .collect()
+}
+
+/// The table `list` prints of `tokens`.
+fn table(tokens: &[Token]) -> String {
+    let rows: Vec<Vec<String>> = tokens
         .iter()
         .map(|t| {
             let p = t.properties();
@@ -99,20 +150,16 @@ pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        accelhost::text::table(
-            &[
-                "DEVICE",
-                "TYPE",
-                "GUID",
-                "VENDOR:DEVICE",
-                "BUS",
-                "HOST",
-                "STATE"
-            ],
-            &rows
-        )
-    );
-    Ok(crate::exit::found(&missing))
+    accelhost::text::table(
+        &[
+            "DEVICE",
+            "TYPE",
+            "GUID",
+            "VENDOR:DEVICE",
+            "BUS",
+            "HOST",
+            "STATE",
+        ],
+        &rows,
+    )
 }

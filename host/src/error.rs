@@ -472,6 +472,17 @@ pub enum Error {
         state: String,
     },
 
+    /// The plugin's component is still compiling, past the few seconds a host's start waits
+    /// for it; [`Host::wait_loaded`](crate::Host::wait_loaded) waits for it.
+    #[error(
+        "plugin '{plugin}' is still loading: its component is compiling; its devices come once \
+         it is done"
+    )]
+    StillLoading {
+        /// The plugin's name in the config.
+        plugin: String,
+    },
+
     /// A token, handle, buffer or region outlived what it refers to.
     #[error("{what} is no longer valid: {}", inert(why))]
     Stale {
@@ -558,7 +569,9 @@ impl Error {
             Error::Compile { .. } => ErrorCode::LoadFailed,
             Error::Plugin { code, .. } => *code,
             Error::Faulted { .. } => ErrorCode::PluginFaulted,
-            Error::PluginUnavailable { .. } => ErrorCode::PluginUnavailable,
+            Error::PluginUnavailable { .. } | Error::StillLoading { .. } => {
+                ErrorCode::PluginUnavailable
+            }
             Error::Stale { .. } => ErrorCode::Stale,
             Error::Mmio { fault, .. } => match fault {
                 MmioFault::OutOfRange { .. } | MmioFault::Misaligned { .. } => {
@@ -598,7 +611,8 @@ impl Error {
             | Error::Compile { plugin, .. }
             | Error::Plugin { plugin, .. }
             | Error::Faulted { plugin, .. }
-            | Error::PluginUnavailable { plugin, .. } => Some(plugin),
+            | Error::PluginUnavailable { plugin, .. }
+            | Error::StillLoading { plugin } => Some(plugin),
             _ => None,
         }
     }

@@ -86,6 +86,7 @@ impl DeviceBook {
                         Some(PluginStatus::Running) => Some("missing from the enumeration"),
                         Some(PluginStatus::Restarting { .. }) => Some("its plugin is restarting"),
                         Some(PluginStatus::Disabled) => Some("its plugin is disabled"),
+                        Some(PluginStatus::Loading) => Some("its plugin is still loading"),
                         Some(_) => Some("its plugin is faulted"),
                         None => Some("its plugin is gone"),
                     };

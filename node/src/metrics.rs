@@ -229,16 +229,18 @@ fn state_name(status: &PluginStatus) -> &'static str {
         PluginStatus::Faulted { .. } => "faulted",
         PluginStatus::Disabled => "disabled",
         PluginStatus::LoadFailed { .. } => "load_failed",
+        PluginStatus::Loading => "loading",
         _ => "other",
     }
 }
 
-const STATES: [&str; 6] = [
+const STATES: [&str; 7] = [
     "running",
     "restarting",
     "faulted",
     "disabled",
     "load_failed",
+    "loading",
     "other",
 ];
 

@@ -179,6 +179,33 @@ impl Host {
         self.inner.manager.slots.iter().map(|s| s.info()).collect()
     }
 
+    /// Waits up to `timeout` for the plugins still loading ([`PluginStatus::Loading`]: a
+    /// plugin file whose compile outlasted the start) to start or fail; true if none is
+    /// loading any more. [`Host::enumerate`] reports each plugin still loading as a failure,
+    /// so a program that needs its devices can wait here first. Each compile ends by its
+    /// plugin's `load_policy.compile_timeout_ms`, so `Duration::MAX` waits no longer than the
+    /// longest of those.
+    ///
+    /// [`PluginStatus::Loading`]: crate::PluginStatus::Loading
+    pub fn wait_loaded(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        loop {
+            let loading = self
+                .inner
+                .manager
+                .slots
+                .iter()
+                .any(|s| s.status() == crate::manager::PluginStatus::Loading);
+            if !loading {
+                return true;
+            }
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Stops the call running in plugin `plugin`, from any thread: a call stuck in wasm or in
     /// a host wait ends within about 10 ms, failing with [`ErrorCode::PluginFaulted`](crate::ErrorCode::PluginFaulted).
     /// A call stopped half-way leaves the instance in an unknown state, so the instance is
@@ -232,6 +259,13 @@ impl Host {
             }
         };
         let mut found = Enumeration::default();
+        for slot in &self.inner.manager.slots {
+            if slot.status() == crate::manager::PluginStatus::Loading {
+                found.failures.push(Error::StillLoading {
+                    plugin: slot.name().to_string(),
+                });
+            }
+        }
         for answer in answers {
             match answer {
                 Ok(tokens) => found.tokens.extend(tokens),

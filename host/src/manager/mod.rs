@@ -26,8 +26,8 @@ use crate::error::{Error, ErrorCode, FaultCause, REMEMBERED, TrapKind};
 use crate::files;
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
-    CallFailure, CompileLimits, ComponentCache, FileIdentity, LoadError, LoadedComponent,
-    PluginInstance, Tier, runtime,
+    CallFailure, CompileLimits, CompileWatch, ComponentCache, FileIdentity, LoadError,
+    LoadedComponent, PluginInstance, Tier, runtime,
 };
 use crate::state::{CallControl, FailureMessages, LogBudget, PluginContext, Shared, Usage};
 use crate::text::cut_to;
@@ -80,6 +80,9 @@ pub enum PluginStatus {
         /// not restarted.
         reason: String,
     },
+    /// Its component is still compiling, past the few seconds a start waits for it; the other
+    /// plugins are served meanwhile, and it starts when the compile ends.
+    Loading,
     /// The host shut it down.
     Stopped,
 }
@@ -103,6 +106,9 @@ impl fmt::Display for PluginStatus {
                 inert(reason)
             ),
             PluginStatus::Faulted { reason, .. } => write!(f, "faulted: {}", inert(reason)),
+            PluginStatus::Loading => {
+                f.write_str("loading: its component is still compiling (it starts when done)")
+            }
             PluginStatus::Stopped => f.write_str("stopped"),
         }
     }
@@ -160,6 +166,8 @@ pub(crate) struct PluginSlot {
     deadlines: EventDeadlines,
     /// The failure messages its events carry, over every instance.
     messages: Arc<FailureMessages>,
+    /// Set when the host shuts down: a compile of its module still running is given up.
+    abandon_compile: Arc<AtomicBool>,
 }
 
 fn next_generation() -> u64 {
@@ -210,6 +218,7 @@ impl PluginSlot {
             stats: CallStats::counting(count_calls),
             deadlines: EventDeadlines::default(),
             messages,
+            abandon_compile: Arc::default(),
         })
     }
 
@@ -235,6 +244,37 @@ impl PluginSlot {
             module: self.entry.module_text.clone(),
             reason: reason.into(),
         }
+    }
+
+    /// [`start`](Self::start), calling `on_long` if a compile of the plugin's file takes long
+    /// (a built-in plugin is always waited for). A plugin the host shut down meanwhile is not
+    /// left running, and its compile is given up.
+    fn start_telling(&self, on_long: Box<dyn Fn() + Send + Sync>) -> Result<(), Error> {
+        let result = match self.entry.module {
+            ModuleSource::Builtin(_) => self.start(),
+            _ => {
+                let watch = Arc::new(CompileWatch {
+                    on_long,
+                    abandoned: self.abandon_compile.clone(),
+                });
+                crate::runtime::watching_compiles(watch, || self.start())
+            }
+        };
+        if result.is_ok() && self.shut_down.load(Ordering::Acquire) {
+            self.discard_live("the host shut down while the plugin started");
+            self.set_status(PluginStatus::Stopped);
+        }
+        result
+    }
+
+    /// Shows the plugin as loading while its start still runs; false if the start ended.
+    fn mark_loading(&self) -> bool {
+        let mut state = lock(&self.state);
+        if state.status != PluginStatus::Stopped {
+            return false;
+        }
+        state.status = PluginStatus::Loading;
+        true
     }
 
     /// Loads, instantiates, configures and initializes the plugin. On failure nothing is
@@ -318,6 +358,7 @@ impl PluginSlot {
     /// Calls `finalize` and ends the instance; no restart follows.
     pub(crate) fn stop(&self) {
         self.shut_down.store(true, Ordering::Release);
+        self.abandon_compile.store(true, Ordering::Release);
         // A restart may be running `configure`: end it now rather than at its deadline.
         self.control.cancel();
         let running = lock(&self.live).as_ref().is_some_and(|l| l.started);
@@ -967,20 +1008,18 @@ impl Manager {
         count_calls: bool,
     ) -> Result<Manager, Error> {
         let devices = Arc::new(devices);
-        let mut slots: Vec<Arc<PluginSlot>> = Vec::with_capacity(config.plugins.len());
-        for entry in &config.plugins {
-            let slot = PluginSlot::new(entry.clone(), devices.clone(), cache.clone(), count_calls);
-            let started = if entry.enabled { slot.start() } else { Ok(()) };
-            if let Err(err) = started {
-                if entry.load_policy.on_error == OnLoadError::Fail {
-                    for started in &slots {
-                        started.stop();
-                    }
-                    return Err(err);
-                }
-                tracing::warn!(plugin = %entry.name, "skipping plugin: {err}");
+        let slots: Vec<Arc<PluginSlot>> = config
+            .plugins
+            .iter()
+            .map(|entry| {
+                PluginSlot::new(entry.clone(), devices.clone(), cache.clone(), count_calls)
+            })
+            .collect();
+        if let Err(err) = start_all(&slots) {
+            for slot in &slots {
+                slot.stop();
             }
-            slots.push(slot);
+            return Err(err);
         }
         // Room for every plugin's `max_handles` at once, so no plugin can fill the table for
         // another.
@@ -1039,6 +1078,71 @@ impl Manager {
             runtime.let_compiles_finish();
         }
     }
+}
+
+/// What a plugin's start told the host's start.
+enum Started {
+    /// It started, or failed to (and is reported as failed).
+    Done(usize, Result<(), Error>),
+    /// Its component's compile is taking long: the host's start need not wait for it.
+    Compiling(usize),
+}
+
+/// Starts every enabled plugin of `slots`, each on a thread of its own: returns once each has
+/// started or failed, or is still compiling past the few seconds a compile is given before it
+/// is announced (it then shows as [`PluginStatus::Loading`] and starts when the compile ends).
+/// A plugin whose `load_policy.on_error` is `fail` is waited for, and its failure is the
+/// start's.
+fn start_all(slots: &[Arc<PluginSlot>]) -> Result<(), Error> {
+    let (tell, told) = std::sync::mpsc::channel();
+    let mut waiting: Vec<usize> = Vec::new();
+    for (index, slot) in slots.iter().enumerate() {
+        if !slot.entry.enabled {
+            continue;
+        }
+        waiting.push(index);
+        let (slot, tell) = (slot.clone(), tell.clone());
+        let compiling = tell.clone();
+        let spawned = std::thread::Builder::new()
+            .name("accelhost-start".into())
+            .spawn(move || {
+                let on_long = Box::new(move || {
+                    let _ = compiling.send(Started::Compiling(index));
+                });
+                let started = slot.start_telling(on_long);
+                let _ = tell.send(Started::Done(index, started));
+            });
+        if let Err(err) = spawned {
+            return Err(Error::Internal(format!(
+                "cannot start a plugin's thread: {err}"
+            )));
+        }
+    }
+    drop(tell);
+    let mut loading = Vec::new();
+    while waiting.iter().any(|i| !loading.contains(i)) {
+        let Ok(told) = told.recv() else { break };
+        match told {
+            Started::Done(index, result) => {
+                waiting.retain(|&i| i != index);
+                loading.retain(|&i| i != index);
+                let slot = &slots[index];
+                if let Err(err) = result {
+                    if slot.entry.load_policy.on_error == OnLoadError::Fail {
+                        return Err(err);
+                    }
+                    tracing::warn!(plugin = %slot.entry.name, "skipping plugin: {err}");
+                }
+            }
+            Started::Compiling(index) => {
+                let slot = &slots[index];
+                if slot.entry.load_policy.on_error != OnLoadError::Fail && slot.mark_loading() {
+                    loading.push(index);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What `accelhost plugins` shows about one plugin.

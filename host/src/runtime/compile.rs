@@ -2,7 +2,9 @@
 //! Python plugin takes Cranelift 10-16 s on its first load, which would otherwise look like a
 //! hang. The lines are the same whether the compile runs in this process or in a worker.
 
-use std::sync::{Condvar, Mutex};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::Engine;
@@ -18,6 +20,36 @@ pub const PROGRESS_TARGET: &str = "accelhost::progress";
 
 /// How long a compile runs before it is announced.
 const ANNOUNCE_AFTER: Duration = Duration::from_secs(2);
+
+/// What a plugin's start wants to know of the compiles on its thread: when one takes long
+/// (the host's start need not wait for it), and whether to give it up (the host shut down).
+pub(crate) struct CompileWatch {
+    /// Called once a compile passes [`ANNOUNCE_AFTER`].
+    pub on_long: Box<dyn Fn() + Send + Sync>,
+    /// Set when the compile is no longer wanted; a compile in a worker then ends at once.
+    pub abandoned: Arc<AtomicBool>,
+}
+
+thread_local! {
+    static WATCH: RefCell<Option<Arc<CompileWatch>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the compiles on this thread watched by `watch`.
+pub(crate) fn watching_compiles<R>(watch: Arc<CompileWatch>, f: impl FnOnce() -> R) -> R {
+    let before = WATCH.with(|cell| cell.replace(Some(watch)));
+    let result = f();
+    WATCH.with(|cell| *cell.borrow_mut() = before);
+    result
+}
+
+/// Whether the compile running on this thread is no longer wanted.
+pub(crate) fn abandoned() -> bool {
+    WATCH.with(|cell| {
+        cell.borrow()
+            .as_ref()
+            .is_some_and(|w| w.abandoned.load(Ordering::Acquire))
+    })
+}
 
 /// Runs `compile`, the compile of the `wasm_len` bytes of `plugin`'s component with the
 /// `tier` compiler (in this process or in a worker); one that outlasts [`ANNOUNCE_AFTER`] is
@@ -36,12 +68,16 @@ fn announced_after<T>(
     let done = (Mutex::new(false), Condvar::new());
     let started = Instant::now();
     let mib = wasm_len as f64 / f64::from(1 << 20);
+    let watch = WATCH.with(|cell| cell.borrow().clone());
     std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut finished = lock(&done.0);
             while !*finished {
                 let left = announce_after.saturating_sub(started.elapsed());
                 if left.is_zero() {
+                    if let Some(watch) = &watch {
+                        (watch.on_long)();
+                    }
                     match tier {
                         Tier::Optimized => tracing::info!(
                             target: PROGRESS_TARGET,

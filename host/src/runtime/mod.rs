@@ -27,6 +27,7 @@ use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 pub(crate) use cache::FileIdentity;
 pub use cache::{CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB};
 pub use compile::PROGRESS_TARGET;
+pub(crate) use compile::{CompileWatch, watching_compiles};
 pub(crate) use engine::EngineKind;
 pub use engine::Tier;
 pub(crate) use instance::{CallFailure, PluginInstance};

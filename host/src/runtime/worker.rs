@@ -279,6 +279,9 @@ fn serve(args: Vec<OsString>) -> i32 {
     }
 }
 
+/// How often a compile the host waits on looks whether it is still wanted.
+const ABANDON_CHECK: Duration = Duration::from_millis(50);
+
 /// A worker process, killed and reaped when dropped unless it was reaped already: no way out
 /// of a compile, an unwinding one included, leaves it running.
 struct Running {
@@ -355,12 +358,26 @@ pub(crate) fn compile(
     }
     // The frame comes, or the reader gives up, when the worker closes its stdout: it is
     // ending then, normally at once.
-    let frame = match frame.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        Ok(frame) => frame,
-        Err(mpsc::RecvTimeoutError::Timeout) => return timed_out(worker),
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err(FrameError::Io(std::io::Error::other(
-            "its output reader stopped",
-        ))),
+    let frame = loop {
+        if super::compile::abandoned() {
+            let _ = worker.kill_and_reap();
+            return Err(CompileFailure::Worker {
+                reason: "the host shut down while the plugin compiled".into(),
+            });
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return timed_out(worker);
+        }
+        match frame.recv_timeout(left.min(ABANDON_CHECK)) {
+            Ok(frame) => break frame,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(FrameError::Io(std::io::Error::other(
+                    "its output reader stopped",
+                )));
+            }
+        }
     };
     let Some(status) = wait_until(&mut worker, deadline) else {
         return timed_out(worker);
@@ -416,7 +433,7 @@ fn start(
     let rlimits = WorkerRlimits::for_limits(limits);
     let alarm_seconds = u32::try_from(limits.timeout_ms.div_ceil(1000)).unwrap_or(u32::MAX);
     // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
-    // (getrlimit, setrlimit, alarm, setpriority), on values computed before the fork. The
+    // (getrlimit, setrlimit, alarm, setpriority, prctl), on values computed before the fork. The
     // alarm and the priority are kept across exec. A background compile runs behind the
     // plugins it is for: those run on baseline code meanwhile and start at once.
     unsafe {
@@ -425,6 +442,10 @@ fn start(
             if background {
                 libc::alarm(alarm_seconds);
                 libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICENESS);
+            } else {
+                // A compile the host waits on dies with the thread that waits: a host that
+                // exits (a short command, or one killed) leaves no compile running.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             }
             Ok(())
         });
