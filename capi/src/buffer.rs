@@ -47,11 +47,10 @@ pub unsafe extern "C" fn fpgaPrepareBuffer(
         } else {
             h.accelerator("fpgaPrepareBuffer")?.prepare_buffer(len)?
         };
+        // The workspace id is the library's, never given to two buffers: the buffer at
+        // `ptr` stays prepared until the program releases it.
         let (ptr, id) = (buffer.host_ptr(), buffer.id());
-        let previous = lock(&h.state).buffers.insert(id, buffer);
-        if previous.is_some() {
-            tracing::warn!("the plugin reused workspace id {id} while it was prepared");
-        }
+        lock(&h.state).buffers.insert(id, buffer);
         // SAFETY: both non-NULL, valid for one write each by the caller's contract.
         unsafe {
             buf_addr.write(ptr.cast());

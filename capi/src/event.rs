@@ -100,7 +100,6 @@ impl Drop for Registration {
 
 impl Object for EventObject {
     const KIND: &'static str = "event handle";
-    const TAG: usize = 4;
     /// First: a registration holds a device event of the handle it was made on.
     const TEARDOWN_RANK: u8 = 0;
 }

@@ -38,7 +38,6 @@ pub(crate) struct HandleState {
 
 impl Object for HandleObject {
     const KIND: &'static str = "handle";
-    const TAG: usize = 3;
     /// After the events and offload objects made through handles, before the tokens.
     const TEARDOWN_RANK: u8 = 2;
 }

@@ -7,13 +7,9 @@
 //! is caught and returned as `FPGA_EXCEPTION`. The objects C holds (properties, tokens,
 //! handles, event handles, offload objects) are opaque values looked up in a registry on
 //! every call, never dereferenced, so a NULL, destroyed, forged or wrong-kind value is
-//! `FPGA_INVALID_PARAM`. `capi/README.md` has the details.
-
-/// The library charges host memory to the plugin it works for where it is allocated
-/// (`accelhost::ledger`), as the `accelhost` binary does: the C program's own `malloc` is
-/// untouched; the library's Rust allocations go through the ledger.
-#[global_allocator]
-static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+//! `FPGA_INVALID_PARAM`. `capi/README.md` has the details. What every door shares (the
+//! handle table, the panic guard, the C helpers, the process's host, the host-memory ledger
+//! as the allocator) comes from `accelhost-door`.
 
 mod attributes;
 pub mod buffer;

@@ -70,7 +70,6 @@ macro_rules! offload_kind {
     ($ty:ty, $what:literal, $retain:ident, $release:ident) => {
         impl Object for Counted<$ty> {
             const KIND: &'static str = $what;
-            const TAG: usize = 5;
             /// Before the handles they were made on.
             const TEARDOWN_RANK: u8 = 1;
         }

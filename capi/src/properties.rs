@@ -206,7 +206,6 @@ struct PropertiesObject(Mutex<PropsData>);
 
 impl Object for PropertiesObject {
     const KIND: &'static str = "properties object";
-    const TAG: usize = 1;
 }
 
 /// Registers a new properties object holding `data`.

@@ -3,68 +3,33 @@
 
 use std::ffi::c_char;
 use std::path::Path;
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use accelhost::config::{Config, ConfigSource};
 use accelhost::{ConfigOrigin, Host};
+use accelhost_door::process::{ProcessHost, discover};
 
-use crate::ffi::{c_str, guard, lock};
+use crate::ffi::{c_str, guard};
 use crate::registry;
 use crate::result::CapiResult;
 use crate::types::fpga_result;
 
-static HOST: RwLock<Option<Host>> = RwLock::new(None);
-/// Serializes starting and replacing the host, so that two first calls start one host.
-static STARTING: Mutex<()> = Mutex::new(());
-
-fn read() -> RwLockReadGuard<'static, Option<Host>> {
-    HOST.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn write() -> RwLockWriteGuard<'static, Option<Host>> {
-    HOST.write().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The config at `path`, or found by the CLI's lookup order (without a --config) if `None`.
-fn discover(path: Option<&str>) -> CapiResult<(Config, ConfigOrigin)> {
-    Ok(accelhost::builtin::discover(path.map(Path::new)).map_err(accelhost::Error::from)?)
-}
+static HOST: ProcessHost = ProcessHost::new();
 
 /// The running host, started on the usual config lookup (`$ACCELHOST_CONFIG`, then
 /// `./accelhost.json`, ..., then the embedded default) if none runs yet.
 pub(crate) fn host() -> CapiResult<Host> {
-    if let Some(host) = read().as_ref() {
-        return Ok(host.clone());
-    }
-    let _starting = lock(&STARTING);
-    if let Some(host) = read().as_ref() {
-        return Ok(host.clone());
-    }
-    install(discover(None)?)
+    Ok(HOST.get()?)
 }
 
-fn install((config, origin): (Config, ConfigOrigin)) -> CapiResult<Host> {
-    let host = Host::builder()
-        .discovered_config(config, origin)
-        .remote(std::sync::Arc::new(accelhost_node::NodeConnector::new()))
-        .build()?;
-    *write() = Some(host.clone());
-    Ok(host)
-}
-
-/// Drops every object C holds, in the registry's teardown order, then the host (its
-/// plugins are finalized when the last clone goes).
-fn shut_down() {
-    let host = write().take();
+/// Drops every object C holds, in the registry's teardown order.
+fn release_all() {
     drop(registry::drain());
-    drop(host);
 }
 
 /// Replaces the running host with one on `config` (every object C holds is dropped).
 fn replace(config: (Config, ConfigOrigin)) -> CapiResult {
-    let _starting = lock(&STARTING);
-    shut_down();
-    install(config).map(drop)
+    HOST.replace(config, release_all).map(drop)?;
+    Ok(())
 }
 
 /// OPAE's `fpgaInitialize`: starts the host on `config_file`, or on the usual lookup when it
@@ -75,17 +40,17 @@ fn replace(config: (Config, ConfigOrigin)) -> CapiResult {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fpgaInitialize(config_file: *const c_char) -> fpga_result {
     guard("fpgaInitialize", || {
-        let _starting = lock(&STARTING);
-        if read().is_some() {
+        if HOST.running().is_some() {
             return Ok(());
         }
         let path = if config_file.is_null() {
             None
         } else {
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-            Some(unsafe { c_str(config_file, "config_file") }?)
+            Some(Path::new(unsafe { c_str(config_file, "config_file") }?))
         };
-        install(discover(path)?).map(drop)
+        HOST.start(Some(discover(path)?)).map(drop)?;
+        Ok(())
     })
 }
 
@@ -94,8 +59,7 @@ pub unsafe extern "C" fn fpgaInitialize(config_file: *const c_char) -> fpga_resu
 #[unsafe(no_mangle)]
 pub extern "C" fn fpgaFinalize() -> fpga_result {
     guard("fpgaFinalize", || {
-        let _starting = lock(&STARTING);
-        shut_down();
+        HOST.shut_down(release_all);
         Ok(())
     })
 }
@@ -110,7 +74,7 @@ pub unsafe extern "C" fn accelhostLoadConfig(path: *const c_char) -> fpga_result
     guard("accelhostLoadConfig", || {
         // SAFETY: NULL or NUL-terminated by the caller's contract.
         let path = unsafe { c_str(path, "path") }?;
-        replace(discover(Some(path))?)
+        replace(discover(Some(Path::new(path)))?)
     })
 }
 

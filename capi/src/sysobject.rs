@@ -26,7 +26,6 @@ pub(crate) struct SysObject {
 
 impl Object for SysObject {
     const KIND: &'static str = "sysobject";
-    const TAG: usize = 6;
 }
 
 /// Whether `path` is an attribute (`Some(false)`), a container (`Some(true)`) or neither.

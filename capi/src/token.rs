@@ -9,19 +9,21 @@ use crate::registry::{self, Object};
 use crate::result::CapiResult;
 use crate::types::*;
 
-impl Object for Token {
+/// What an `fpga_token` stands for.
+struct TokenObject(Token);
+
+impl Object for TokenObject {
     const KIND: &'static str = "token";
-    const TAG: usize = 2;
 }
 
 /// The token behind `token`.
 pub(crate) fn token_of(token: fpga_token) -> CapiResult<Token> {
-    Ok(Token::clone(&*registry::get::<Token>(token)?))
+    Ok(registry::get::<TokenObject>(token)?.0.clone())
 }
 
 /// Registers `token`; returns the `fpga_token` C holds.
 pub(crate) fn new_token(token: Token) -> fpga_token {
-    registry::insert(token)
+    registry::insert(TokenObject(token))
 }
 
 /// OPAE's `fpgaCloneToken`: a second token for the same device.
@@ -47,7 +49,7 @@ pub unsafe extern "C" fn fpgaCloneToken(src: fpga_token, dst: *mut fpga_token) -
 pub unsafe extern "C" fn fpgaDestroyToken(token: *mut fpga_token) -> fpga_result {
     guard("fpgaDestroyToken", || {
         // SAFETY: NULL or valid for a read and a write by the caller's contract.
-        unsafe { registry::destroy::<Token>(token, "token") }
+        unsafe { registry::destroy::<TokenObject>(token, "token") }
     })
 }
 

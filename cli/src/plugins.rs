@@ -13,7 +13,7 @@ pub struct Args {
 }
 
 pub fn run(config: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
-    let host = crate::start::start_host_at_once(config)?;
+    let host = crate::start::start_host(config)?;
     let plugins = host.plugins();
     let missing = crate::exit::missing(&host, &[]);
     if args.json {

@@ -1,7 +1,7 @@
 //! The AFU calls: names, open (by device node or from an enumerated handle), free, the
 //! context's fd and process element, and attach (START_WORK).
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use accelhost::cxl::ContextKind;
 
 use crate::context::{AfuHandle, Opened, Scope, afu_handle, next_afu};
-use crate::error::{CxlResult, answer, bad_handle, failed, refuse, status};
+use crate::error::{CxlResult, answer, failed, refuse, status};
 use crate::event_queue::Events;
 use crate::handles::{self, lock};
 use crate::state::{self, has_node, node_index};
@@ -24,17 +24,20 @@ fn open(call: &str, index: usize, kind: ContextKind) -> CxlResult<*mut c_void> {
         .open(kind)
         .map_err(|err| failed(call, &format!("opening /dev/cxl/{node}"), &err))?;
     let events = Events::new().map_err(|err| failed(call, "creating the event fd", &err))?;
-    Ok(handles::publish(Arc::new(AfuHandle {
-        position: AtomicUsize::new(index),
-        scope: None,
-        opened: Some(Opened {
-            kind,
-            context: Arc::new(context),
-            events,
-            mapping: Mutex::new(None),
-            attached_by: Mutex::new(None),
+    handles::publish(
+        call,
+        Arc::new(AfuHandle {
+            position: AtomicUsize::new(index),
+            scope: None,
+            opened: Some(Opened {
+                kind,
+                context: Arc::new(context),
+                events,
+                mapping: Mutex::new(None),
+                attached_by: Mutex::new(None),
+            }),
         }),
-    })))
+    )
 }
 
 pub extern "C" fn cxl_afu_next(afu: *mut c_void) -> *mut c_void {
@@ -59,11 +62,9 @@ pub extern "C" fn cxl_afu_dev_name(afu: *mut c_void) -> *mut c_char {
 pub extern "C" fn cxl_afu_open_dev(path: *const c_char) -> *mut c_void {
     let call = "cxl_afu_open_dev";
     answer(call, std::ptr::null_mut(), || {
-        if path.is_null() {
-            return Err(refuse(call, libc::EINVAL, "the path is NULL"));
-        }
-        // SAFETY: the caller gives a NUL-terminated path.
-        let path = unsafe { CStr::from_ptr(path) }.to_string_lossy();
+        // SAFETY: the caller gives NULL or a NUL-terminated path.
+        let path = unsafe { accelhost_door::c::c_str_lossy(path, "the path") }
+            .map_err(|e| refuse(call, libc::EINVAL, e))?;
         let (index, kind) = state::find_node(call, &path)?;
         open(call, index, kind)
     })
@@ -116,9 +117,13 @@ pub extern "C" fn cxl_afu_fd_to_h(fd: c_int) -> *mut c_void {
 }
 
 pub extern "C" fn cxl_afu_free(afu: *mut c_void) {
-    if !afu.is_null() && handles::remove::<AfuHandle>(afu).is_none() {
-        bad_handle("cxl_afu_free", "cxl_afu_h");
-    }
+    let call = "cxl_afu_free";
+    answer(call, (), || {
+        if afu.is_null() {
+            return Ok(());
+        }
+        handles::remove::<AfuHandle>(call, afu)
+    })
 }
 
 pub extern "C" fn cxl_afu_opened(afu: *mut c_void) -> c_int {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use accelhost::cxl::{Context, ContextKind};
 
-use crate::error::{CxlResult, bad_handle, refuse};
+use crate::error::{CxlResult, refuse};
 use crate::event_queue::Events;
 use crate::handles;
 use crate::mapping::Mapping;
@@ -31,6 +31,10 @@ pub struct AfuHandle {
     pub scope: Option<Scope>,
     /// Set for a handle a device node was opened with.
     pub opened: Option<Opened>,
+}
+
+impl accelhost_door::handles::Object for AfuHandle {
+    const KIND: &'static str = "cxl_afu_h";
 }
 
 /// A context and what hangs off it.
@@ -64,7 +68,7 @@ impl AfuHandle {
 
 /// The live AFU handle `afu`, or `EINVAL`.
 pub fn afu_handle(call: &str, afu: *mut c_void) -> CxlResult<Arc<AfuHandle>> {
-    handles::get::<AfuHandle>(afu).ok_or_else(|| bad_handle(call, "cxl_afu_h"))
+    handles::get::<AfuHandle>(call, afu)
 }
 
 /// The next AFU of `scope` after `afu` (NULL: the first), moving `afu` there; at the end the
@@ -79,11 +83,14 @@ pub fn next_afu(call: &str, scope: Scope, afu: *mut c_void) -> CxlResult<*mut c_
         let Some(first) = (0..afus.len()).find(|&index| in_scope(index)) else {
             return Ok(std::ptr::null_mut());
         };
-        return Ok(handles::publish(Arc::new(AfuHandle {
-            position: AtomicUsize::new(first),
-            scope: Some(scope),
-            opened: None,
-        })));
+        return handles::publish(
+            call,
+            Arc::new(AfuHandle {
+                position: AtomicUsize::new(first),
+                scope: Some(scope),
+                opened: None,
+            }),
+        );
     }
     let handle = afu_handle(call, afu)?;
     if handle.scope.is_none() {
@@ -100,7 +107,7 @@ pub fn next_afu(call: &str, scope: Scope, afu: *mut c_void) -> CxlResult<*mut c_
             Ok(afu)
         }
         None => {
-            handles::remove::<AfuHandle>(afu);
+            handles::remove::<AfuHandle>(call, afu)?;
             Ok(std::ptr::null_mut())
         }
     }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::{Scope, next_afu};
-use crate::error::{CxlResult, answer, bad_handle};
+use accelhost_door::handles::Object;
+
+use crate::error::{CxlResult, answer};
 use crate::handles;
 use crate::state;
 
@@ -15,8 +17,12 @@ struct AdapterHandle {
     position: AtomicUsize,
 }
 
+impl Object for AdapterHandle {
+    const KIND: &'static str = "cxl_adapter_h";
+}
+
 fn adapter_handle(call: &str, adapter: *mut c_void) -> CxlResult<Arc<AdapterHandle>> {
-    handles::get::<AdapterHandle>(adapter).ok_or_else(|| bad_handle(call, "cxl_adapter_h"))
+    handles::get::<AdapterHandle>(call, adapter)
 }
 
 /// The card number of a live adapter handle.
@@ -32,9 +38,12 @@ pub extern "C" fn cxl_adapter_next(adapter: *mut c_void) -> *mut c_void {
     answer(call, std::ptr::null_mut(), || {
         let adapters = state::adapters(call)?;
         if adapter.is_null() {
-            return Ok(handles::publish(Arc::new(AdapterHandle {
-                position: AtomicUsize::new(0),
-            })));
+            return handles::publish(
+                call,
+                Arc::new(AdapterHandle {
+                    position: AtomicUsize::new(0),
+                }),
+            );
         }
         let handle = adapter_handle(call, adapter)?;
         let next = handle.position.load(Ordering::Acquire) + 1;
@@ -42,7 +51,7 @@ pub extern "C" fn cxl_adapter_next(adapter: *mut c_void) -> *mut c_void {
             handle.position.store(next, Ordering::Release);
             Ok(adapter)
         } else {
-            handles::remove::<AdapterHandle>(adapter);
+            handles::remove::<AdapterHandle>(call, adapter)?;
             Ok(std::ptr::null_mut())
         }
     })
@@ -59,9 +68,13 @@ pub extern "C" fn cxl_adapter_dev_name(adapter: *mut c_void) -> *mut c_char {
 }
 
 pub extern "C" fn cxl_adapter_free(adapter: *mut c_void) {
-    if !adapter.is_null() && handles::remove::<AdapterHandle>(adapter).is_none() {
-        bad_handle("cxl_adapter_free", "cxl_adapter_h");
-    }
+    let call = "cxl_adapter_free";
+    answer(call, (), || {
+        if adapter.is_null() {
+            return Ok(());
+        }
+        handles::remove::<AdapterHandle>(call, adapter)
+    })
 }
 
 pub extern "C" fn cxl_adapter_afu_next(adapter: *mut c_void, afu: *mut c_void) -> *mut c_void {

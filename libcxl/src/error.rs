@@ -5,7 +5,9 @@
 use std::ffi::c_int;
 use std::fmt::Display;
 use std::io;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+
+pub use accelhost_door::boundary::set_errno;
+use accelhost_door::boundary::{guard, say};
 
 /// A failure already reported on stderr: the `errno` it sets.
 #[derive(Debug, Clone, Copy)]
@@ -16,11 +18,7 @@ pub type CxlResult<T> = Result<T, Failure>;
 
 /// Says `message` on stderr for `call` and fails with `errno`.
 pub fn refuse(call: &str, errno: c_int, message: impl Display) -> Failure {
-    let message = message.to_string();
-    eprintln!(
-        "accelhost libcxl: {call}: {}",
-        accelhost::text::inert(&message)
-    );
+    say("accelhost libcxl", call, message);
     Failure(errno)
 }
 
@@ -34,28 +32,12 @@ pub fn failed(call: &str, doing: &str, err: &io::Error) -> Failure {
     )
 }
 
-/// A handle that is not a live one of the kind the call takes.
-pub fn bad_handle(call: &str, kind: &str) -> Failure {
-    refuse(call, libc::EINVAL, format!("not a live {kind} handle"))
-}
-
-/// Sets this thread's `errno`.
-pub fn set_errno(errno: c_int) {
-    // SAFETY: __errno_location gives this thread's errno.
-    unsafe { *libc::__errno_location() = errno };
-}
-
 /// Runs `body` and answers as libcxl does, with `failure` for an error: `errno` set, and a
 /// panic (a bug of ours) is an `EFAULT` with a message, never an abort of the program.
 pub fn answer<T>(call: &str, failure: T, body: impl FnOnce() -> CxlResult<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(Failure(errno))) => {
-            set_errno(errno);
-            failure
-        }
-        Err(_) => {
-            let Failure(errno) = refuse(call, libc::EFAULT, "an internal error (a panic)");
+    match guard(call, |why| Err(refuse(call, libc::EFAULT, why)), body) {
+        Ok(value) => value,
+        Err(Failure(errno)) => {
             set_errno(errno);
             failure
         }
@@ -69,10 +51,7 @@ pub fn status(call: &str, body: impl FnOnce() -> CxlResult<()>) -> c_int {
 
 /// Writes `value` through the caller's out-pointer, refusing NULL.
 pub fn store<T>(call: &str, out: *mut T, value: T) -> CxlResult<()> {
-    if out.is_null() {
-        return Err(refuse(call, libc::EINVAL, "the output pointer is NULL"));
-    }
-    // SAFETY: the caller gives a pointer to a writable `T` (checked non-NULL above).
-    unsafe { out.write(value) };
-    Ok(())
+    // SAFETY: the caller gives NULL or a pointer to a writable `T`.
+    unsafe { accelhost_door::c::write_out(out, value, "the output pointer") }
+        .map_err(|e| refuse(call, libc::EINVAL, e))
 }

@@ -228,45 +228,21 @@ pub extern "C" fn olMemFree(device: *mut c_void, kind: u32, address: *mut c_void
 pub unsafe extern "C" fn olCreateQueue(device: *mut c_void, out: *mut *mut c_void) -> OlResult {
     answer("olCreateQueue", || {
         let device = state::accelerator(device, "has no queues")?;
-        unsafe {
-            give(out, "Queue", || {
-                Ok(publish(Arc::new(Queue::create(device)?)))
-            })
-        }
+        unsafe { give(out, "Queue", || publish(Arc::new(Queue::create(device)?))) }
     })
-}
-
-/// One reference-count call: `change` (retain or release of one type) on a live handle.
-fn counted(
-    handle: *mut c_void,
-    change: fn(*mut c_void) -> bool,
-    what: &str,
-    invalid: Errc,
-) -> OlRes<()> {
-    if handle.is_null() {
-        return Err(fail(
-            OL_ERRC_INVALID_NULL_HANDLE,
-            format!("the {what} is NULL"),
-        ));
-    }
-    if change(handle) {
-        Ok(())
-    } else {
-        Err(fail(invalid, format!("not a live {what}")))
-    }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn olRetainQueue(queue: *mut c_void) -> OlResult {
     answer("olRetainQueue", || {
-        counted(queue, retain::<Queue>, "queue", OL_ERRC_INVALID_QUEUE)
+        retain::<Queue>(queue, OL_ERRC_INVALID_QUEUE)
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn olReleaseQueue(queue: *mut c_void) -> OlResult {
     answer("olReleaseQueue", || {
-        counted(queue, release::<Queue>, "queue", OL_ERRC_INVALID_QUEUE)
+        release::<Queue>(queue, OL_ERRC_INVALID_QUEUE)
     })
 }
 
@@ -279,14 +255,14 @@ pub extern "C" fn olWaitQueue(queue: *mut c_void) -> OlResult {
 #[unsafe(no_mangle)]
 pub extern "C" fn olRetainEvent(event: *mut c_void) -> OlResult {
     answer("olRetainEvent", || {
-        counted(event, retain::<Event>, "event", OL_ERRC_INVALID_EVENT)
+        retain::<Event>(event, OL_ERRC_INVALID_EVENT)
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn olReleaseEvent(event: *mut c_void) -> OlResult {
     answer("olReleaseEvent", || {
-        counted(event, release::<Event>, "event", OL_ERRC_INVALID_EVENT)
+        release::<Event>(event, OL_ERRC_INVALID_EVENT)
     })
 }
 
@@ -311,7 +287,7 @@ pub unsafe extern "C" fn olEnqueueMemcpy(
     answer("olEnqueueMemcpy", || {
         let queue = Queue::of(queue)?;
         let done = enqueue::memcpy(&queue, target, target_device, source, source_device, size)?;
-        unsafe { record(done, event) };
+        unsafe { record(done, event) }?;
         Ok(())
     })
 }
@@ -343,7 +319,7 @@ pub unsafe extern "C" fn olEnqueueKernelLaunch(
             unsafe { std::slice::from_raw_parts(data.cast(), data_size) }
         };
         let done = enqueue::launch(&queue, &kernel, data, sizes)?;
-        unsafe { record(done, event) };
+        unsafe { record(done, event) }?;
         Ok(())
     })
 }
@@ -369,7 +345,7 @@ pub unsafe extern "C" fn olCreateProgram(
         let image = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
         unsafe {
             give(out, "Program", || {
-                Ok(publish(Arc::new(Program::create(device, image)?)))
+                publish(Arc::new(Program::create(device, image)?))
             })
         }
     })
@@ -378,24 +354,14 @@ pub unsafe extern "C" fn olCreateProgram(
 #[unsafe(no_mangle)]
 pub extern "C" fn olRetainProgram(program: *mut c_void) -> OlResult {
     answer("olRetainProgram", || {
-        counted(
-            program,
-            retain::<Program>,
-            "program",
-            OL_ERRC_INVALID_ARGUMENT,
-        )
+        retain::<Program>(program, OL_ERRC_INVALID_ARGUMENT)
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn olReleaseProgram(program: *mut c_void) -> OlResult {
     answer("olReleaseProgram", || {
-        counted(
-            program,
-            release::<Program>,
-            "program",
-            OL_ERRC_INVALID_ARGUMENT,
-        )
+        release::<Program>(program, OL_ERRC_INVALID_ARGUMENT)
     })
 }
 
@@ -416,30 +382,21 @@ pub unsafe extern "C" fn olCreateKernel(
         let name = unsafe { CStr::from_ptr(name) }
             .to_str()
             .map_err(|_| fail(OL_ERRC_INVALID_KERNEL_NAME, "KernelName is not UTF-8"))?;
-        unsafe {
-            give(out, "Kernel", || {
-                Ok(publish(Arc::new(program.kernel(name)?)))
-            })
-        }
+        unsafe { give(out, "Kernel", || publish(Arc::new(program.kernel(name)?))) }
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn olRetainKernel(kernel: *mut c_void) -> OlResult {
     answer("olRetainKernel", || {
-        counted(kernel, retain::<Kernel>, "kernel", OL_ERRC_INVALID_ARGUMENT)
+        retain::<Kernel>(kernel, OL_ERRC_INVALID_ARGUMENT)
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn olReleaseKernel(kernel: *mut c_void) -> OlResult {
     answer("olReleaseKernel", || {
-        counted(
-            kernel,
-            release::<Kernel>,
-            "kernel",
-            OL_ERRC_INVALID_ARGUMENT,
-        )
+        release::<Kernel>(kernel, OL_ERRC_INVALID_ARGUMENT)
     })
 }
 

@@ -3,11 +3,10 @@
 //! allocation's address is address space reserved and never backed, so it is unique and a
 //! dereference by the program faults, as on a device.
 
-use std::collections::BTreeMap;
-use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use accelhost::{Memory, MemoryKind};
+use accelhost_door::usm::{AddressMap, DeviceAddresses};
 
 use crate::result::{OlRes, fail, failed};
 use crate::state::{Device, handle_of};
@@ -19,47 +18,26 @@ pub struct Allocation {
     /// The device it was made on (its handle's address).
     device: usize,
     kind: u32,
-    base: usize,
-    size: usize,
-    reserved: bool,
-}
-
-impl Drop for Allocation {
-    fn drop(&mut self) {
-        if self.reserved {
-            // SAFETY: base and size are the reservation's, made by mmap and unmapped once.
-            unsafe { libc::munmap(self.base as *mut c_void, self.size) };
-        }
-    }
+    /// Whether its address is a device address (address space the program must not touch).
+    device_memory: bool,
 }
 
 /// Live allocations by their first byte's address.
-static LIVE: Mutex<BTreeMap<usize, Arc<Allocation>>> = Mutex::new(BTreeMap::new());
-
-fn live() -> MutexGuard<'static, BTreeMap<usize, Arc<Allocation>>> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
+static LIVE: AddressMap<Allocation> = AddressMap::new();
+/// The addresses of device allocations: reserved, never backed, never handed out twice.
+static DEVICE_ADDRESSES: DeviceAddresses = DeviceAddresses::new();
 
 /// The allocation of `device` that holds `size` bytes at `address`, and where in it they
 /// start.
 pub fn find(device: &Device, address: usize, size: usize) -> Option<(Arc<Allocation>, u64)> {
-    let live = live();
-    let (_, allocation) = live.range(..=address).next_back()?;
-    let offset = address - allocation.base;
-    let fits = offset
-        .checked_add(size)
-        .is_some_and(|end| end <= allocation.size);
-    (allocation.device == handle_of(device) as usize && fits)
-        .then(|| (allocation.clone(), offset as u64))
+    let (allocation, offset) = LIVE.find(address, size)?;
+    (allocation.device == handle_of(device) as usize).then_some((allocation, offset as u64))
 }
 
 /// Whether `address` lies in a device allocation of any device (address space the program
 /// must not touch).
 pub fn is_device_memory(address: usize) -> bool {
-    let live = live();
-    live.range(..=address)
-        .next_back()
-        .is_some_and(|(_, a)| a.reserved && address - a.base < a.size)
+    LIVE.find(address, 1).is_some_and(|(a, _)| a.device_memory)
 }
 
 /// `size` bytes of `kind` (an `ol_alloc_type_t`) on `device`; their address.
@@ -82,67 +60,48 @@ pub fn allocate(device: &Device, kind: u32, size: usize) -> OlRes<usize> {
         .handle
         .alloc(memory_kind, size as u64)
         .map_err(|err| failed(&err))?;
-    let (base, reserved) = match memory.host_ptr() {
+    let (base, device_memory) = match memory.host_ptr() {
         Some(pointer) => (pointer as usize, false),
-        None => (reserve(size)?, true),
+        None => (
+            DEVICE_ADDRESSES.take(size).ok_or_else(|| {
+                fail(
+                    OL_ERRC_OUT_OF_RESOURCES,
+                    format!("no {size} bytes of address space for a device allocation"),
+                )
+            })?,
+            true,
+        ),
     };
-    live().insert(
-        base,
-        Arc::new(Allocation {
-            memory,
-            device: handle_of(device) as usize,
-            kind,
-            base,
-            size,
-            reserved,
-        }),
-    );
+    let allocation = Arc::new(Allocation {
+        memory,
+        device: handle_of(device) as usize,
+        kind,
+        device_memory,
+    });
+    LIVE.insert(base, size, allocation).map_err(|overlap| {
+        fail(
+            OL_ERRC_OUT_OF_RESOURCES,
+            format!("the new allocation {overlap}"),
+        )
+    })?;
     Ok(base)
 }
 
 /// Frees the allocation of `kind` on `device` that starts at `address`. Its memory is
 /// released once no queued command uses it any more.
 pub fn free(device: &Device, kind: u32, address: usize) -> OlRes<()> {
-    let mut live = live();
-    match live.get(&address) {
-        Some(a) if a.device == handle_of(device) as usize && a.kind == kind => {}
-        Some(_) => {
-            return Err(fail(
-                OL_ERRC_INVALID_ARGUMENT,
-                format!("{address:#x} was not allocated on this device with this type"),
-            ));
-        }
-        None => {
-            return Err(fail(
-                OL_ERRC_INVALID_ARGUMENT,
-                format!("{address:#x} is not the start of a live allocation"),
-            ));
-        }
-    }
-    let freed = live.remove(&address);
-    drop(live);
-    drop(freed);
-    Ok(())
-}
-
-/// `size` bytes of address space that nothing backs.
-fn reserve(size: usize) -> OlRes<usize> {
-    // SAFETY: a fresh anonymous mapping with no access; nothing else refers to it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
+    let Some(allocation) = LIVE.starting_at(address) else {
         return Err(fail(
-            OL_ERRC_OUT_OF_RESOURCES,
-            format!("no {size} bytes of address space for a device allocation"),
+            OL_ERRC_INVALID_ARGUMENT,
+            format!("{address:#x} is not the start of a live allocation"),
+        ));
+    };
+    if allocation.device != handle_of(device) as usize || allocation.kind != kind {
+        return Err(fail(
+            OL_ERRC_INVALID_ARGUMENT,
+            format!("{address:#x} was not allocated on this device with this type"),
         ));
     }
-    Ok(base as usize)
+    drop(LIVE.remove_if(address, |a| std::ptr::eq(a, &*allocation)));
+    Ok(())
 }

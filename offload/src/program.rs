@@ -9,7 +9,9 @@ use std::sync::Arc;
 use accelhost::xclbin::{ArgKind, KernelArg};
 use accelhost::{Arg, ErrorCode};
 
-use crate::handles::get;
+use accelhost_door::handles::Object;
+
+use crate::handles::of;
 use crate::memory::{Allocation, find};
 use crate::result::{OlRes, fail, failed};
 use crate::state::Device;
@@ -23,11 +25,19 @@ pub struct Program {
     kernels: Vec<(String, Vec<KernelArg>)>,
 }
 
+impl Object for Program {
+    const KIND: &'static str = "ol_program";
+}
+
 /// A kernel of a program.
 pub struct Kernel {
     pub program: Arc<Program>,
     pub kernel: accelhost::Kernel,
     args: Option<Vec<KernelArg>>,
+}
+
+impl Object for Kernel {
+    const KIND: &'static str = "ol_symbol";
 }
 
 /// An argument as a launch passes it: what it holds until the launch is enqueued.
@@ -56,7 +66,7 @@ impl Program {
         if handle.is_null() {
             return Err(fail(OL_ERRC_INVALID_NULL_HANDLE, "the program is NULL"));
         }
-        get::<Program>(handle).ok_or_else(|| fail(OL_ERRC_INVALID_ARGUMENT, "not a live program"))
+        of::<Program>(handle, OL_ERRC_INVALID_ARGUMENT)
     }
 
     /// Loads `image` on `device`.
@@ -112,7 +122,7 @@ impl Kernel {
         if handle.is_null() {
             return Err(fail(OL_ERRC_INVALID_NULL_HANDLE, "the kernel is NULL"));
         }
-        get::<Kernel>(handle).ok_or_else(|| fail(OL_ERRC_INVALID_ARGUMENT, "not a live kernel"))
+        of::<Kernel>(handle, OL_ERRC_INVALID_ARGUMENT)
     }
 
     /// The arguments in `data`, laid out as the metadata says; a buffer argument is an

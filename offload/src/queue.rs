@@ -4,7 +4,9 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::handles::{get, publish};
+use accelhost_door::handles::Object;
+
+use crate::handles::{of, publish};
 use crate::result::{OlRes, fail, failed};
 use crate::state::Device;
 use crate::types::*;
@@ -15,8 +17,16 @@ pub struct Queue {
     pub commands: accelhost::Queue,
 }
 
+impl Object for Queue {
+    const KIND: &'static str = "ol_queue";
+}
+
 /// A recorded command's completion.
 pub struct Event(pub accelhost::Event);
+
+impl Object for Event {
+    const KIND: &'static str = "ol_event";
+}
 
 impl Queue {
     /// The queue of a live handle.
@@ -24,7 +34,7 @@ impl Queue {
         if handle.is_null() {
             return Err(fail(OL_ERRC_INVALID_NULL_HANDLE, "the queue is NULL"));
         }
-        get::<Queue>(handle).ok_or_else(|| fail(OL_ERRC_INVALID_QUEUE, "not a live queue"))
+        of::<Queue>(handle, OL_ERRC_INVALID_QUEUE)
     }
 
     /// A new queue on `device`.
@@ -45,7 +55,7 @@ impl Event {
         if handle.is_null() {
             return Err(fail(OL_ERRC_INVALID_NULL_HANDLE, "the event is NULL"));
         }
-        get::<Event>(handle).ok_or_else(|| fail(OL_ERRC_INVALID_EVENT, "not a live event"))
+        of::<Event>(handle, OL_ERRC_INVALID_EVENT)
     }
 
     /// Waits for the command; its failure is the answer.
@@ -58,9 +68,11 @@ impl Event {
 ///
 /// # Safety
 /// `out` is NULL or points to a writable handle.
-pub unsafe fn record(event: accelhost::Event, out: *mut *mut c_void) {
+pub unsafe fn record(event: accelhost::Event, out: *mut *mut c_void) -> OlRes<()> {
     if !out.is_null() {
+        let handle = publish(Arc::new(Event(event)))?;
         // SAFETY: out is a writable ol_event_handle_t.
-        unsafe { out.write(publish(Arc::new(Event(event)))) };
+        unsafe { out.write(handle) };
     }
+    Ok(())
 }

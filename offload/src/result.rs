@@ -8,7 +8,6 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 
 use accelhost::ErrorCode;
@@ -112,16 +111,19 @@ thread_local! {
 /// Runs `body` and answers: NULL, or the interned error; a panic (a bug of ours) is
 /// `OL_ERRC_UNKNOWN` with a message, never an abort of the program.
 pub fn answer(call: &str, body: impl FnOnce() -> OlRes<()>) -> OlResult {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => std::ptr::null(),
-        Ok(Err(failure)) => intern(Failure {
-            details: format!("{call}: {}", failure.details),
-            ..failure
-        }),
-        Err(_) => intern(fail(
-            OL_ERRC_UNKNOWN,
-            format!("{call}: an internal error (a panic)"),
-        )),
+    let outcome = accelhost_door::boundary::guard(
+        call,
+        |why| Err(fail(OL_ERRC_UNKNOWN, why)),
+        || {
+            body().map_err(|failure| Failure {
+                details: format!("{call}: {}", failure.details),
+                ..failure
+            })
+        },
+    );
+    match outcome {
+        Ok(()) => std::ptr::null(),
+        Err(failure) => intern(failure),
     }
 }
 

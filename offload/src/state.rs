@@ -6,7 +6,7 @@
 //! interface and answer its queues; each is opened once, shared.
 
 use std::ffi::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use accelhost::{ErrorCode, Handle, Host, ObjectType, OpenMode, Token};
 
@@ -96,10 +96,7 @@ pub fn platform(handle: *mut c_void) -> OlRes<()> {
 }
 
 fn start() -> State {
-    let host = match Host::builder()
-        .remote(Arc::new(accelhost_node::NodeConnector::new()))
-        .build()
-    {
+    let host = match accelhost_door::process::start(None) {
         Ok(host) => host,
         Err(err) => {
             return State {

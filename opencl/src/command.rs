@@ -90,8 +90,7 @@ impl Enqueue {
         let event = Event::command(&self.queue, command);
         event.start(progress);
         // SAFETY: per the contract above.
-        unsafe { give(out, event) };
-        Ok(())
+        unsafe { give(out, event) }
     }
 
     /// Holds the command back behind its queue's backlog.
@@ -135,7 +134,7 @@ impl Enqueue {
             held.start(progress);
         }))?;
         // SAFETY: per the contract above.
-        unsafe { give(out, event.clone()) };
+        unsafe { give(out, event.clone()) }?;
         if blocking {
             event.wait()?;
         }
@@ -147,11 +146,13 @@ impl Enqueue {
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a handle.
-unsafe fn give(out: *mut *mut c_void, event: Arc<Event>) {
+unsafe fn give(out: *mut *mut c_void, event: Arc<Event>) -> ClResult<()> {
     if !out.is_null() {
+        let handle = publish(event)?;
         // SAFETY: per the contract above.
-        unsafe { out.write(publish(event)) };
+        unsafe { out.write(handle) };
     }
+    Ok(())
 }
 
 /// An address in the application's memory, which a command held back reaches when it runs

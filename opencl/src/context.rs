@@ -22,6 +22,10 @@ pub struct Context {
     properties: Vec<isize>,
 }
 
+impl crate::object::Object for Context {
+    const KIND: &'static str = "cl_context";
+}
+
 impl Context {
     /// Where `device` is in the context, if it is.
     pub fn index_of(&self, device: *const Device) -> Option<usize> {
@@ -94,11 +98,11 @@ fn make(
             .map_err(|err| report(call, &err))?;
         handles.push(handle);
     }
-    Ok(publish(Arc::new(Context {
+    publish(Arc::new(Context {
         devices,
         handles,
         properties,
-    })))
+    }))
 }
 
 pub(crate) extern "C" fn create_context(

@@ -2,6 +2,7 @@
 //! (which names the plugin and the call) on stderr, since OpenCL returns only a number.
 
 use accelhost::{Error, ErrorCode};
+use accelhost_door::boundary::{guard, say};
 
 use crate::cl::*;
 
@@ -23,15 +24,16 @@ pub fn code_for(code: ErrorCode) -> cl_int {
     }
 }
 
-/// Says `err` on stderr for the entry point `call`, and gives its OpenCL code.
+/// Says `err` on stderr for the entry point `call` (plugin text made inert), and gives its
+/// OpenCL code.
 pub fn report(call: &str, err: &Error) -> cl_int {
-    eprintln!("accelhost OpenCL: {call}: {err}");
+    say("accelhost OpenCL", call, err);
     code_for(err.code())
 }
 
 /// Says `message` on stderr for `call`, and gives `code`.
 pub fn refuse(call: &str, code: cl_int, message: &str) -> cl_int {
-    eprintln!("accelhost OpenCL: {call}: {message}");
+    say("accelhost OpenCL", call, message);
     code
 }
 
@@ -39,10 +41,14 @@ pub fn refuse(call: &str, code: cl_int, message: &str) -> cl_int {
 /// panic (a bug of ours) is `CL_OUT_OF_RESOURCES` with a message, never an abort of the
 /// program.
 pub fn status(call: &str, body: impl FnOnce() -> ClResult<()>) -> cl_int {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        Ok(Ok(())) => CL_SUCCESS,
-        Ok(Err(code)) => code,
-        Err(_) => refuse(call, CL_OUT_OF_RESOURCES, "an internal error (a panic)"),
+    let outcome = guard(
+        call,
+        |why| Err(refuse(call, CL_OUT_OF_RESOURCES, &why)),
+        body,
+    );
+    match outcome {
+        Ok(()) => CL_SUCCESS,
+        Err(code) => code,
     }
 }
 
@@ -53,13 +59,14 @@ pub fn object(
     errcode_ret: *mut cl_int,
     body: impl FnOnce() -> ClResult<*mut std::ffi::c_void>,
 ) -> *mut std::ffi::c_void {
-    let (object, code) = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        Ok(Ok(object)) => (object, CL_SUCCESS),
-        Ok(Err(code)) => (std::ptr::null_mut(), code),
-        Err(_) => (
-            std::ptr::null_mut(),
-            refuse(call, CL_OUT_OF_RESOURCES, "an internal error (a panic)"),
-        ),
+    let outcome = guard(
+        call,
+        |why| Err(refuse(call, CL_OUT_OF_RESOURCES, &why)),
+        body,
+    );
+    let (object, code) = match outcome {
+        Ok(object) => (object, CL_SUCCESS),
+        Err(code) => (std::ptr::null_mut(), code),
     };
     if !errcode_ret.is_null() {
         // SAFETY: a non-NULL errcode_ret points to a cl_int the caller owns.
@@ -68,28 +75,16 @@ pub fn object(
     object
 }
 
-/// Writes `value` through `out` when it is not NULL.
-///
-/// # Safety
-/// `out` is NULL or valid for a write of a `T`.
-pub unsafe fn write_if<T>(out: *mut T, value: T) {
-    if !out.is_null() {
-        // SAFETY: per the contract above.
-        unsafe { out.write(value) };
-    }
-}
+pub use accelhost_door::c::write_if;
 
 /// The `count` elements at `list`, which must be NULL exactly when `count` is 0; `code` if not.
 ///
 /// # Safety
 /// A non-NULL `list` points to `count` elements.
 pub unsafe fn list<'a, T>(count: cl_uint, list: *const T, code: cl_int) -> ClResult<&'a [T]> {
-    match (count, list.is_null()) {
-        (0, true) => Ok(&[]),
-        (0, false) | (_, true) => Err(code),
-        // SAFETY: per the contract above.
-        (n, false) => Ok(unsafe { std::slice::from_raw_parts(list, n as usize) }),
-    }
+    // SAFETY: per the contract above.
+    unsafe { accelhost_door::c::list(list, count as usize, "the list", "its count") }
+        .map_err(|_| code)
 }
 
 #[cfg(test)]

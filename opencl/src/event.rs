@@ -50,6 +50,10 @@ pub struct Event {
     finished_ns: Arc<AtomicU64>,
 }
 
+impl crate::object::Object for Event {
+    const KIND: &'static str = "cl_event";
+}
+
 /// Nanoseconds since the first time the platform asked: the profiling clock.
 fn now_ns() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -228,11 +232,11 @@ pub(crate) extern "C" fn create_user_event(
 ) -> *mut c_void {
     object("clCreateUserEvent", errcode_ret, || {
         let context = context(context_handle)?;
-        Ok(publish(Event::new(
+        publish(Event::new(
             Held::new(context_handle, context),
             None,
             CL_COMMAND_USER,
-        )))
+        ))
     })
 }
 

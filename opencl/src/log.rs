@@ -19,7 +19,7 @@ pub fn unsupported(name: &'static CStr) {
     }
 }
 
-/// Says why the platform lists no devices.
+/// Says why the platform lists no devices (plugin text made inert).
 pub fn no_devices(why: &dyn std::fmt::Display) {
-    eprintln!("accelhost OpenCL: the platform has no devices: {why}");
+    accelhost_door::boundary::say("accelhost OpenCL", "the platform has no devices", why);
 }

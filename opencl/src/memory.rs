@@ -41,6 +41,10 @@ pub struct Buffer {
     maps: Mutex<HashMap<usize, Mapping>>,
 }
 
+impl crate::object::Object for Buffer {
+    const KIND: &'static str = "cl_mem";
+}
+
 /// A mapped region.
 struct Mapping {
     offset: usize,
@@ -231,7 +235,7 @@ pub(crate) extern "C" fn create_buffer(
             let staging = handle.create_queue().map_err(|err| report(CALL, &err))?;
             write_now(&buffer, &staging, data).map_err(|err| report(CALL, &err))?;
         }
-        Ok(publish(Arc::new(buffer)))
+        publish(Arc::new(buffer))
     })
 }
 
@@ -317,7 +321,7 @@ pub(crate) extern "C" fn create_sub_buffer(
             },
             maps: Mutex::new(HashMap::new()),
         };
-        Ok(publish(Arc::new(sub)))
+        publish(Arc::new(sub))
     })
 }
 

@@ -29,6 +29,10 @@ pub struct Program {
     kernels: Vec<KernelMeta>,
 }
 
+impl crate::object::Object for Program {
+    const KIND: &'static str = "cl_program";
+}
+
 /// A kernel argument as set.
 #[derive(Clone)]
 enum ArgValue {
@@ -45,6 +49,10 @@ pub struct Kernel {
     /// Its arguments, when the image describes them.
     described: Option<Vec<accelhost::xclbin::KernelArg>>,
     args: Mutex<Vec<Option<ArgValue>>>,
+}
+
+impl crate::object::Object for Kernel {
+    const KIND: &'static str = "cl_kernel";
 }
 
 /// The most arguments a kernel the image does not describe may take.
@@ -137,13 +145,13 @@ pub(crate) extern "C" fn create_program_with_binary(
         let kernels = accelhost::xclbin::parse(&binary)
             .map(|image| image.kernels)
             .unwrap_or_default();
-        Ok(publish(Arc::new(Program {
+        publish(Arc::new(Program {
             context: Held::new(context_handle, context),
             device,
             program,
             binary,
             kernels,
-        })))
+        }))
     })
 }
 
@@ -269,12 +277,12 @@ pub(crate) extern "C" fn create_kernel(
             args
         });
         let slots = described.as_ref().map_or(0, Vec::len);
-        Ok(publish(Arc::new(Kernel {
+        publish(Arc::new(Kernel {
             program: Held::new(program_handle, program),
             kernel,
             described,
             args: Mutex::new((0..slots).map(|_| None).collect()),
-        })))
+        }))
     })
 }
 

@@ -26,6 +26,10 @@ pub struct Queue {
     drained: Condvar,
 }
 
+impl crate::object::Object for Queue {
+    const KIND: &'static str = "cl_command_queue";
+}
+
 /// A command held back: it waits for its events, then runs.
 pub type Job = Box<dyn FnOnce() + Send>;
 
@@ -146,14 +150,14 @@ fn make(
         .handle(index)
         .create_queue()
         .map_err(|err| report(call, &err))?;
-    Ok(publish(Arc::new(Queue {
+    publish(Arc::new(Queue {
         context: Held::new(context_handle, context),
         device: index,
         queue,
         properties,
         backlog: Mutex::default(),
         drained: Condvar::new(),
-    })))
+    }))
 }
 
 pub(crate) extern "C" fn create_command_queue(

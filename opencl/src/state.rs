@@ -4,7 +4,7 @@
 //! OpenCL's platform and root devices are. The devices are the accelerators of plugins that
 //! export the offload interface and answer its queues.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use accelhost::{Host, ObjectType};
 
@@ -26,10 +26,7 @@ pub fn state() -> &'static State {
 }
 
 fn start() -> State {
-    let host = match Host::builder()
-        .remote(Arc::new(accelhost_node::NodeConnector::new()))
-        .build()
-    {
+    let host = match accelhost_door::process::start(None) {
         Ok(host) => host,
         Err(err) => {
             crate::log::no_devices(&format!("accelhost could not start: {err}"));

@@ -5,11 +5,12 @@
 //! address space reserved and never backed, so that it is unique and a dereference by the
 //! application faults, as on a real device.
 
-use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use accelhost::{Memory, MemoryKind};
+
+use accelhost_door::usm::{AddressMap, DeviceAddresses};
 
 use crate::cl::*;
 use crate::command::{Enqueue, HostAddress};
@@ -33,8 +34,6 @@ pub struct Allocation {
     base: usize,
     size: usize,
     memory: Memory,
-    /// Whether `base` is a reservation of address space, returned when the allocation goes.
-    reserved: bool,
 }
 
 impl Allocation {
@@ -54,48 +53,14 @@ impl Allocation {
     }
 }
 
-impl Drop for Allocation {
-    fn drop(&mut self) {
-        if self.reserved {
-            // SAFETY: base and size are the reservation's, made by mmap and unmapped once.
-            unsafe { libc::munmap(self.base as *mut c_void, self.size) };
-        }
-    }
-}
-
 /// Live allocations by their first byte's address.
-static LIVE: Mutex<BTreeMap<usize, Arc<Allocation>>> = Mutex::new(BTreeMap::new());
-
-fn live() -> std::sync::MutexGuard<'static, BTreeMap<usize, Arc<Allocation>>> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
+static LIVE: AddressMap<Allocation> = AddressMap::new();
+/// The addresses of device allocations: reserved, never backed, never handed out twice.
+static DEVICE_ADDRESSES: DeviceAddresses = DeviceAddresses::new();
 
 /// The allocation `ptr` points into, and where in it.
 pub fn find(ptr: *const c_void) -> Option<(Arc<Allocation>, usize)> {
-    let address = ptr as usize;
-    let live = live();
-    let (base, allocation) = live.range(..=address).next_back()?;
-    let offset = address - base;
-    (offset < allocation.size).then(|| (allocation.clone(), offset))
-}
-
-/// Reserves `size` bytes of address space that is never backed.
-fn reserve(size: usize) -> ClResult<usize> {
-    // SAFETY: a fresh anonymous mapping with no access; nothing else refers to it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(CL_OUT_OF_HOST_MEMORY);
-    }
-    Ok(base as usize)
+    LIVE.find(ptr as usize, 1)
 }
 
 /// Checks the allocation properties: only `CL_MEM_ALLOC_FLAGS_INTEL`, whose placement and
@@ -160,23 +125,21 @@ fn allocate(
     }
     let (on, memory) = made?;
     let device = device.map(|_| context.device(on));
-    let (base, reserved) = match memory.host_ptr() {
-        Some(pointer) => (pointer as usize, false),
-        None => (reserve(size)?, true),
+    let base = match memory.host_ptr() {
+        Some(pointer) => pointer as usize,
+        None => DEVICE_ADDRESSES.take(size).ok_or(CL_OUT_OF_HOST_MEMORY)?,
     };
-    live().insert(
+    let allocation = Arc::new(Allocation {
+        context: Held::new(context_handle, context),
+        device,
+        on,
+        kind,
         base,
-        Arc::new(Allocation {
-            context: Held::new(context_handle, context),
-            device,
-            on,
-            kind,
-            base,
-            size,
-            memory,
-            reserved,
-        }),
-    );
+        size,
+        memory,
+    });
+    LIVE.insert(base, size, allocation)
+        .map_err(|_| CL_OUT_OF_RESOURCES)?;
     Ok(base as *mut c_void)
 }
 
@@ -255,13 +218,15 @@ pub(crate) extern "C" fn mem_free(context_handle: *mut c_void, ptr: *mut c_void)
         if ptr.is_null() {
             return Ok(());
         }
-        let mut live = live();
-        match live.get(&(ptr as usize)) {
-            Some(allocation) if Arc::ptr_eq(allocation.context(), &context) => {
-                live.remove(&(ptr as usize));
+        let freed = LIVE.remove_if(ptr as usize, |allocation| {
+            Arc::ptr_eq(allocation.context(), &context)
+        });
+        match freed {
+            Some(freed) => {
+                drop(freed);
                 Ok(())
             }
-            _ => Err(CL_INVALID_VALUE),
+            None => Err(CL_INVALID_VALUE),
         }
     })
 }

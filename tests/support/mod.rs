@@ -85,13 +85,16 @@ pub fn write_config(json: &str) -> PathBuf {
     path
 }
 
-/// A host on the config text `json` (module paths relative to a fresh directory).
+/// A host on the config text `json` (module paths relative to a fresh directory), with every
+/// plugin loaded (a plugin file whose compile outlasts the start is waited for).
 pub fn host(json: &str) -> accelhost::Result<Host> {
     let config = Config::load(&write_config(json))?;
-    Host::builder()
+    let host = Host::builder()
         .config(config)
         .cache_dir(cache_dir())
-        .build()
+        .build()?;
+    host.wait_loaded(std::time::Duration::MAX);
+    Ok(host)
 }
 
 /// A host on the embedded default config.

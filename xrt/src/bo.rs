@@ -8,8 +8,10 @@ use std::sync::Arc;
 use accelhost::{Memory, MemoryKind};
 
 use crate::device::Device;
-use crate::error::{XrtResult, answer, bad_handle, failed, handle, refuse, status};
-use crate::handles::{get, publish, remove};
+use accelhost_door::handles::Object;
+
+use crate::error::{XrtResult, answer, failed, handle, refuse, status};
+use crate::handles::{close, of, publish};
 
 /// `XCL_BO_FLAGS_DEV_ONLY`: device memory with no backing store.
 const DEV_ONLY: u64 = 1 << 28;
@@ -37,10 +39,14 @@ pub struct Bo {
     size: u64,
 }
 
+impl Object for Bo {
+    const KIND: &'static str = "buffer";
+}
+
 impl Bo {
     /// The buffer of a live handle.
     pub fn of(call: &str, bo: *mut c_void) -> XrtResult<Arc<Bo>> {
-        get::<Bo>(bo).ok_or_else(|| bad_handle(call, "buffer"))
+        of::<Bo>(call, bo)
     }
 
     /// What a kernel argument gets: the device memory (the backing store for a host-only
@@ -131,12 +137,15 @@ pub extern "C" fn xrtBOAlloc(
                 .then(|| allocate(CALL, &device, MemoryKind::Host, size, bank))
                 .transpose()?,
         };
-        Ok(publish(Arc::new(Bo {
-            owner: device,
-            backing: Arc::new(backing),
-            offset: 0,
-            size,
-        })))
+        publish(
+            CALL,
+            Arc::new(Bo {
+                owner: device,
+                backing: Arc::new(backing),
+                offset: 0,
+                size,
+            }),
+        )
     })
 }
 
@@ -165,23 +174,22 @@ pub extern "C" fn xrtBOSubAlloc(parent: *mut c_void, size: usize, offset: usize)
     handle(CALL, || {
         let parent = Bo::of(CALL, parent)?;
         parent.check_range(CALL, offset as u64, size as u64)?;
-        Ok(publish(Arc::new(Bo {
-            owner: parent.owner.clone(),
-            backing: parent.backing.clone(),
-            offset: parent.offset + offset as u64,
-            size: size as u64,
-        })))
+        publish(
+            CALL,
+            Arc::new(Bo {
+                owner: parent.owner.clone(),
+                backing: parent.backing.clone(),
+                offset: parent.offset + offset as u64,
+                size: size as u64,
+            }),
+        )
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn xrtBOFree(bo: *mut c_void) -> c_int {
     const CALL: &str = "xrtBOFree";
-    status(CALL, || {
-        remove::<Bo>(bo)
-            .map(drop)
-            .ok_or_else(|| bad_handle(CALL, "buffer"))
-    })
+    status(CALL, || close::<Bo>(CALL, bo))
 }
 
 /// The size in bytes; 0 with `errno` set for a bad handle.

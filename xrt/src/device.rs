@@ -1,14 +1,16 @@
 //! Devices (`xrtDeviceHandle`) and the xclbin each has loaded, and xclbin files
 //! (`xrtXclbinHandle`). Loading checks the image in the library before any plugin sees it.
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::{Arc, Mutex};
 
 use accelhost::xclbin::Xclbin;
 use accelhost::{Handle, OpenMode, Program, Queue};
 
-use crate::error::{XrtResult, bad_handle, failed, handle, refuse, status};
-use crate::handles::{get, publish, remove};
+use accelhost_door::handles::Object;
+
+use crate::error::{XrtResult, failed, handle, refuse, status, text};
+use crate::handles::{close, of, publish};
 use crate::state::state;
 
 /// An open card.
@@ -25,10 +27,18 @@ pub struct Loaded {
     pub image: Xclbin,
 }
 
+impl Object for Device {
+    const KIND: &'static str = "device";
+}
+
 /// An xclbin read from a file, not loaded yet.
 struct XclbinFile {
     bytes: Vec<u8>,
     image: Xclbin,
+}
+
+impl Object for XclbinFile {
+    const KIND: &'static str = "xclbin";
 }
 
 /// Where `struct axlf` keeps the image's length (`m_header.m_length`): after the magic,
@@ -43,7 +53,7 @@ const MAX_IMAGE: u64 = 1 << 32;
 impl Device {
     /// The device of a live handle.
     pub fn of(call: &str, device: *mut c_void) -> XrtResult<Arc<Device>> {
-        get::<Device>(device).ok_or_else(|| bad_handle(call, "device"))
+        of::<Device>(call, device)
     }
 
     /// The xclbin loaded on the device.
@@ -95,30 +105,32 @@ fn open(call: &str, card: usize) -> XrtResult<*mut c_void> {
         .open(token, OpenMode::Shared)
         .map_err(|err| failed(call, &err))?;
     let transfers = handle.create_queue().map_err(|err| failed(call, &err))?;
-    Ok(publish(Arc::new(Device {
-        handle,
-        transfers,
-        loaded: Mutex::new(None),
-    })))
+    publish(
+        call,
+        Arc::new(Device {
+            handle,
+            transfers,
+            loaded: Mutex::new(None),
+        }),
+    )
 }
 
-/// A NUL-terminated string argument.
-pub fn text<'a>(call: &str, what: &str, text: *const c_char) -> XrtResult<&'a str> {
-    if text.is_null() {
-        return Err(refuse(call, libc::EINVAL, format!("{what} is NULL")));
-    }
-    // SAFETY: a non-NULL string argument is NUL-terminated.
-    unsafe { CStr::from_ptr(text) }
-        .to_str()
-        .map_err(|_| refuse(call, libc::EINVAL, format!("{what} is not UTF-8")))
-}
+/// The largest xclbin file read: far above any card's image.
+const MAX_XCLBIN_FILE_MIB: u64 = 4096;
 
+/// The xclbin file at the path argument `path`: a regular file (a FIFO or a device is refused
+/// without being waited on or read), of at most [`MAX_XCLBIN_FILE_MIB`] MiB, measured before
+/// it is read.
 fn read_file(call: &str, path: *const c_char) -> XrtResult<Vec<u8>> {
-    let path = text(call, "the path", path)?;
-    std::fs::read(path).map_err(|err| {
-        let errno = err.raw_os_error().unwrap_or(libc::EIO);
-        refuse(call, errno, format!("reading {path}: {err}"))
-    })
+    // SAFETY: the path argument is NULL or a NUL-terminated string.
+    let path = unsafe { text(call, "the path", path) }?;
+    let limit = accelhost::files::Limit {
+        what: "xclbin file",
+        max_mib: MAX_XCLBIN_FILE_MIB,
+        set_by: "the largest xclbin file the XRT door reads",
+    };
+    accelhost::files::read_regular(std::path::Path::new(path), &limit)
+        .map_err(|err| refuse(call, err.errno(), err))
 }
 
 /// Writes a uuid's 16 bytes to `out`.
@@ -152,7 +164,8 @@ pub extern "C" fn xrtDeviceOpen(index: c_uint) -> *mut c_void {
 pub extern "C" fn xrtDeviceOpenByBDF(bdf: *const c_char) -> *mut c_void {
     const CALL: &str = "xrtDeviceOpenByBDF";
     handle(CALL, || {
-        let bdf = text(CALL, "the BDF", bdf)?;
+        // SAFETY: the BDF argument is NULL or a NUL-terminated string.
+        let bdf = unsafe { text(CALL, "the BDF", bdf) }?;
         let card = state()
             .cards
             .iter()
@@ -170,11 +183,7 @@ pub extern "C" fn xrtDeviceOpenByBDF(bdf: *const c_char) -> *mut c_void {
 #[unsafe(no_mangle)]
 pub extern "C" fn xrtDeviceClose(device: *mut c_void) -> c_int {
     const CALL: &str = "xrtDeviceClose";
-    status(CALL, || {
-        remove::<Device>(device)
-            .map(drop)
-            .ok_or_else(|| bad_handle(CALL, "device"))
-    })
+    status(CALL, || close::<Device>(CALL, device))
 }
 
 #[unsafe(no_mangle)]
@@ -224,7 +233,7 @@ pub extern "C" fn xrtDeviceLoadXclbinHandle(device: *mut c_void, xclbin: *mut c_
     const CALL: &str = "xrtDeviceLoadXclbinHandle";
     status(CALL, || {
         let device = Device::of(CALL, device)?;
-        let file = get::<XclbinFile>(xclbin).ok_or_else(|| bad_handle(CALL, "xclbin"))?;
+        let file = of::<XclbinFile>(CALL, xclbin)?;
         device.load(CALL, &file.bytes)
     })
 }
@@ -265,25 +274,21 @@ pub extern "C" fn xrtXclbinAllocFilename(path: *const c_char) -> *mut c_void {
     handle(CALL, || {
         let bytes = read_file(CALL, path)?;
         let image = parse(CALL, &bytes)?;
-        Ok(publish(Arc::new(XclbinFile { bytes, image })))
+        publish(CALL, Arc::new(XclbinFile { bytes, image }))
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn xrtXclbinFreeHandle(xclbin: *mut c_void) -> c_int {
     const CALL: &str = "xrtXclbinFreeHandle";
-    status(CALL, || {
-        remove::<XclbinFile>(xclbin)
-            .map(drop)
-            .ok_or_else(|| bad_handle(CALL, "xclbin"))
-    })
+    status(CALL, || close::<XclbinFile>(CALL, xclbin))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn xrtXclbinGetUUID(xclbin: *mut c_void, out: *mut u8) -> c_int {
     const CALL: &str = "xrtXclbinGetUUID";
     status(CALL, || {
-        let file = get::<XclbinFile>(xclbin).ok_or_else(|| bad_handle(CALL, "xclbin"))?;
+        let file = of::<XclbinFile>(CALL, xclbin)?;
         write_uuid(CALL, file.image.uuid, out)
     })
 }

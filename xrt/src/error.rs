@@ -4,9 +4,9 @@
 
 use std::ffi::{c_int, c_void};
 use std::fmt::Display;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use accelhost::ErrorCode;
+use accelhost_door::boundary::{guard, say, set_errno};
 
 /// A failure already reported on stderr: the `errno` it sets.
 #[derive(Debug, Clone, Copy)]
@@ -17,22 +17,13 @@ pub type XrtResult<T> = Result<T, Failure>;
 
 /// Says `message` on stderr for `call` (plugin text made inert) and fails with `errno`.
 pub fn refuse(call: &str, errno: c_int, message: impl Display) -> Failure {
-    let message = message.to_string();
-    eprintln!(
-        "accelhost XRT: {call}: {}",
-        accelhost::text::inert(&message)
-    );
+    say("accelhost XRT", call, message);
     Failure(errno)
 }
 
 /// Reports the library's `err` for `call`, failing with its `errno`.
 pub fn failed(call: &str, err: &accelhost::Error) -> Failure {
     refuse(call, errno_for(err.code()), err)
-}
-
-/// A handle that is not a live one of the kind the call takes.
-pub fn bad_handle(call: &str, kind: &str) -> Failure {
-    refuse(call, libc::EINVAL, format!("not an open {kind} handle"))
 }
 
 /// The `errno` of each library error code.
@@ -58,22 +49,13 @@ fn errno_for(code: ErrorCode) -> c_int {
     }
 }
 
-fn set_errno(errno: c_int) {
-    // SAFETY: __errno_location gives this thread's errno.
-    unsafe { *libc::__errno_location() = errno };
-}
-
 /// Runs `body` and answers as XRT does, with `failure` for an error: `errno` set, and a
 /// panic (a bug of ours) is an `EFAULT` with a message, never an abort of the program.
 pub fn answer<T>(call: &str, failure: T, body: impl FnOnce() -> XrtResult<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(Failure(errno))) => {
-            set_errno(errno);
-            failure
-        }
-        Err(_) => {
-            let Failure(errno) = refuse(call, libc::EFAULT, "an internal error (a panic)");
+    let outcome = guard(call, |why| Err(refuse(call, libc::EFAULT, why)), body);
+    match outcome {
+        Ok(value) => value,
+        Err(Failure(errno)) => {
             set_errno(errno);
             failure
         }
@@ -88,4 +70,17 @@ pub fn status(call: &str, body: impl FnOnce() -> XrtResult<()>) -> c_int {
 /// [`answer`] for a call that returns a handle: the handle, or NULL with `errno` set.
 pub fn handle(call: &str, body: impl FnOnce() -> XrtResult<*mut c_void>) -> *mut c_void {
     answer(call, std::ptr::null_mut(), body)
+}
+
+/// A NUL-terminated UTF-8 string argument (`what`), failing `call` with `EINVAL`.
+///
+/// # Safety
+/// `text` must be NULL or a NUL-terminated string that stays valid for the call.
+pub unsafe fn text<'a>(
+    call: &str,
+    what: &'static str,
+    text: *const std::ffi::c_char,
+) -> XrtResult<&'a str> {
+    // SAFETY: the caller's contract.
+    unsafe { accelhost_door::c::c_str(text, what) }.map_err(|e| refuse(call, libc::EINVAL, e))
 }

@@ -1,42 +1,37 @@
-//! The handles the C API gives out (`xrtDeviceHandle` and the others are `void*`): each is
-//! the address of a live object in one table, looked up before anything is read through it,
-//! so a stale, foreign or mistyped handle is an error (`EINVAL`), never a read of freed
-//! memory. A call holds its own reference to the object while it runs.
+//! The handles the C API gives out (`xrtDeviceHandle` and the others are `void*`): keys into
+//! the door crate's table, whose values are never given twice, so a closed, foreign or
+//! mistyped handle is an error (`EINVAL`), never another object. A call holds its own
+//! reference to the object while it runs.
 
-use std::any::Any;
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-type Live = HashMap<usize, Arc<dyn Any + Send + Sync>>;
+use accelhost_door::handles::{Handles, Object};
 
-static LIVE: Mutex<Option<Live>> = Mutex::new(None);
+use crate::error::{Failure, XrtResult, refuse};
 
-fn live() -> MutexGuard<'static, Option<Live>> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+static HANDLES: Handles = Handles::opaque();
+
+/// The live `T` behind `handle`.
+pub fn of<T: Object>(call: &str, handle: *const c_void) -> XrtResult<Arc<T>> {
+    HANDLES
+        .get::<T>(handle)
+        .map_err(|e| refuse(call, libc::EINVAL, e))
 }
 
-/// A handle for `object`, live until [`remove`]d.
-pub fn publish<T: Any + Send + Sync>(object: Arc<T>) -> *mut c_void {
-    let handle = Arc::as_ptr(&object).cast::<c_void>().cast_mut();
-    live()
-        .get_or_insert_with(HashMap::new)
-        .insert(handle as usize, object);
-    handle
+/// A handle for `object`.
+pub fn publish<T: Object>(call: &str, object: Arc<T>) -> XrtResult<*mut c_void> {
+    HANDLES.insert(object).ok_or_else(|| no_handles(call))
 }
 
-/// The object of a live handle of type `T`.
-pub fn get<T: Any + Send + Sync>(handle: *mut c_void) -> Option<Arc<T>> {
-    let object = live().as_ref()?.get(&(handle as usize))?.clone();
-    object.downcast::<T>().ok()
+/// Ends the live `T` behind `handle`; its object lives on while a running call holds it.
+pub fn close<T: Object>(call: &str, handle: *const c_void) -> XrtResult<()> {
+    HANDLES
+        .remove::<T>(handle)
+        .map(drop)
+        .map_err(|e| refuse(call, libc::EINVAL, e))
 }
 
-/// Ends a live handle of type `T`, giving its object (which lives on while others hold it).
-pub fn remove<T: Any + Send + Sync>(handle: *mut c_void) -> Option<Arc<T>> {
-    let mut live = live();
-    let table = live.as_mut()?;
-    if !table.get(&(handle as usize))?.is::<T>() {
-        return None;
-    }
-    table.remove(&(handle as usize))?.downcast::<T>().ok()
+fn no_handles(call: &str) -> Failure {
+    refuse(call, libc::ENOMEM, "the process has no handle values left")
 }

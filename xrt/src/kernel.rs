@@ -7,9 +7,12 @@ use std::sync::Arc;
 
 use accelhost::xclbin::{ArgKind, IpKind, KernelArg};
 
-use crate::device::{Device, Loaded, read_uuid, text};
-use crate::error::{XrtResult, answer, bad_handle, failed, handle, refuse, status};
-use crate::handles::{get, publish, remove};
+use crate::device::{Device, Loaded, read_uuid};
+use crate::error::text;
+use accelhost_door::handles::Object;
+
+use crate::error::{XrtResult, answer, failed, handle, refuse, status};
+use crate::handles::{close, of, publish};
 
 /// A kernel opened on a device.
 pub struct Kernel {
@@ -20,10 +23,14 @@ pub struct Kernel {
     pub args: Vec<KernelArg>,
 }
 
+impl Object for Kernel {
+    const KIND: &'static str = "kernel";
+}
+
 impl Kernel {
     /// The kernel of a live handle.
     pub fn of(call: &str, kernel: *mut c_void) -> XrtResult<Arc<Kernel>> {
-        get::<Kernel>(kernel).ok_or_else(|| bad_handle(call, "kernel"))
+        of::<Kernel>(call, kernel)
     }
 
     /// Argument `index` as the metadata describes it.
@@ -88,7 +95,8 @@ fn open(
 ) -> XrtResult<*mut c_void> {
     let device = Device::of(call, device)?;
     let uuid = read_uuid(call, uuid)?;
-    let name = text(call, "the kernel name", name)?;
+    // SAFETY: the name argument is NULL or a NUL-terminated string.
+    let name = unsafe { text(call, "the kernel name", name) }?;
     let loaded = device.loaded(call)?;
     if loaded.image.uuid != uuid {
         return Err(refuse(
@@ -117,12 +125,15 @@ fn open(
         .program
         .kernel(name)
         .map_err(|err| failed(call, &err))?;
-    Ok(publish(Arc::new(Kernel {
-        device,
-        loaded,
-        kernel,
-        args,
-    })))
+    publish(
+        call,
+        Arc::new(Kernel {
+            device,
+            loaded,
+            kernel,
+            args,
+        }),
+    )
 }
 
 #[unsafe(no_mangle)]
@@ -149,11 +160,7 @@ pub extern "C" fn xrtPLKernelOpenExclusive(
 #[unsafe(no_mangle)]
 pub extern "C" fn xrtKernelClose(kernel: *mut c_void) -> c_int {
     const CALL: &str = "xrtKernelClose";
-    status(CALL, || {
-        remove::<Kernel>(kernel)
-            .map(drop)
-            .ok_or_else(|| bad_handle(CALL, "kernel"))
-    })
+    status(CALL, || close::<Kernel>(CALL, kernel))
 }
 
 /// The memory group (bank) of argument `index`; -1 with `errno` set when it has none.

@@ -3,6 +3,7 @@
 //! and waited on the host. The states are XRT's `ert_cmd_state` values.
 
 use std::ffi::{VaList, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,8 +11,10 @@ use accelhost::xclbin::ArgKind;
 use accelhost::{Arg, ErrorCode, Event, EventStatus, Queue};
 
 use crate::bo::Bo;
-use crate::error::{XrtResult, answer, bad_handle, failed, handle, refuse, status};
-use crate::handles::{get, publish, remove};
+use accelhost_door::handles::Object;
+
+use crate::error::{XrtResult, answer, failed, handle, refuse, status};
+use crate::handles::{close, of, publish};
 use crate::kernel::Kernel;
 
 /// `ERT_CMD_STATE_NEW`: not started.
@@ -44,11 +47,17 @@ pub struct Run {
     started: Mutex<Option<Event>>,
     /// Callbacks for completion, with their data (addresses, kept as numbers).
     callbacks: Mutex<Vec<(Callback, usize)>>,
+    /// The handle C holds for the run, which its callbacks get.
+    handle: AtomicUsize,
+}
+
+impl Object for Run {
+    const KIND: &'static str = "run";
 }
 
 impl Run {
     fn of(call: &str, run: *mut c_void) -> XrtResult<Arc<Run>> {
-        get::<Run>(run).ok_or_else(|| bad_handle(call, "run"))
+        of::<Run>(call, run)
     }
 
     fn new(call: &str, kernel: Arc<Kernel>) -> XrtResult<Run> {
@@ -63,6 +72,7 @@ impl Run {
             queue,
             started: Mutex::new(None),
             callbacks: Mutex::new(Vec::new()),
+            handle: AtomicUsize::new(0),
         })
     }
 
@@ -191,7 +201,7 @@ impl Run {
             .map_err(|err| failed(call, &err))?;
         let callbacks = lock(&self.callbacks).clone();
         if !callbacks.is_empty() {
-            let (run, watched) = (Arc::as_ptr(self) as usize, event.clone());
+            let (run, watched) = (self.handle.load(Ordering::Acquire), event.clone());
             event.on_finish(move || {
                 let state = state_of(Some(&watched));
                 for (callback, data) in callbacks {
@@ -201,6 +211,13 @@ impl Run {
         }
         *started = Some(event);
         Ok(())
+    }
+
+    /// Gives C a handle for the run.
+    fn publish(self: Arc<Self>, call: &str) -> XrtResult<*mut c_void> {
+        let handle = publish(call, self.clone())?;
+        self.handle.store(handle as usize, Ordering::Release);
+        Ok(handle)
     }
 
     fn event(&self, call: &str) -> XrtResult<Event> {
@@ -217,6 +234,8 @@ impl Run {
         };
         match waited {
             Ok(()) => Ok(COMPLETED),
+            // The plugin's event ran past its deadline: the run failed, and says why.
+            Err(err @ accelhost::Error::EventExpired { .. }) => Err(failed(call, &err)),
             Err(err) if err.code() == ErrorCode::Timeout => Ok(TIMEOUT),
             Err(err) => Err(failed(call, &err)),
         }
@@ -241,7 +260,7 @@ pub extern "C" fn xrtRunOpen(kernel: *mut c_void) -> *mut c_void {
     const CALL: &str = "xrtRunOpen";
     handle(CALL, || {
         let kernel = Kernel::of(CALL, kernel)?;
-        Ok(publish(Arc::new(Run::new(CALL, kernel)?)))
+        Arc::new(Run::new(CALL, kernel)?).publish(CALL)
     })
 }
 
@@ -260,7 +279,8 @@ pub unsafe extern "C" fn xrtKernelRun(kernel: *mut c_void, mut args: ...) -> *mu
             unsafe { run.set_from(CALL, arg.index as c_int, &mut args)? };
         }
         run.start(CALL)?;
-        Ok(publish(run))
+        // No callback can be set before C has the handle: the run's value is set in time.
+        run.publish(CALL)
     })
 }
 
@@ -387,9 +407,5 @@ pub extern "C" fn xrtRunSetCallback(
 #[unsafe(no_mangle)]
 pub extern "C" fn xrtRunClose(run: *mut c_void) -> c_int {
     const CALL: &str = "xrtRunClose";
-    status(CALL, || {
-        remove::<Run>(run)
-            .map(drop)
-            .ok_or_else(|| bad_handle(CALL, "run"))
-    })
+    status(CALL, || close::<Run>(CALL, run))
 }

@@ -3,7 +3,7 @@
 //! embedded default), and kept for the process's life. Device index `n` of
 //! `xrtDeviceOpen` is the nth card in the order the library lists devices.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use accelhost::{Host, ObjectType, Token};
 
@@ -22,10 +22,7 @@ pub fn state() -> &'static State {
 }
 
 fn start() -> State {
-    let host = match Host::builder()
-        .remote(Arc::new(accelhost_node::NodeConnector::new()))
-        .build()
-    {
+    let host = match accelhost_door::process::start(None) {
         Ok(host) => host,
         Err(err) => {
             return State {
