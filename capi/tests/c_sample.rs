@@ -9,6 +9,13 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
+#[path = "../../tests/support/door.rs"]
+#[allow(dead_code)]
+mod door;
+#[path = "../../tests/support/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -774,4 +781,83 @@ fn opae_2_devices_errors_metrics_and_clocks_from_c_agree_with_accelhost_info() {
         report.contains(&format!("user clock {}/{} MHz", khz / 1000, khz / 2000)),
         "{report}"
     );
+}
+
+/// Runs tests/c/liar.c in `mode` over the chaos plugin telling `lies`: its report, once it
+/// exited by itself (no signal) with every check held.
+fn liar(mode: &str, lies: &[&str]) -> Option<String> {
+    if !c_tools_present() {
+        return None;
+    }
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let binary = BINARY.get_or_init(|| build(&crate_dir().join("tests/c/liar.c"), "liar", &[]));
+    let dir = prefix().join(format!("liar-{mode}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (config, _) = door::config_with_liar(&dir, lies, serde_json::json!({}));
+    let out = run_program(
+        binary,
+        &[mode],
+        &[("ACCELHOST_CONFIG", config.to_str().unwrap())],
+    );
+    let report = text(&out);
+    assert!(
+        out.status.code().is_some(),
+        "{mode}: ended by a signal: {report}"
+    );
+    assert!(out.status.success(), "{mode}: {report}");
+    assert!(report.contains("\n0 failed"), "{mode}: {report}");
+    Some(report)
+}
+
+/// A plugin that answers fpgaPrepareBuffer of 2 MiB with 4 KiB: the call fails, with no
+/// address handed out, the plugin is faulted for the lie, and NLB0 goes on.
+#[test]
+fn a_buffer_shorter_than_asked_is_an_opae_error() {
+    let Some(report) = liar("short", &["short-buffer"]) else {
+        return;
+    };
+    assert!(report.contains("2 MiB from the liar: "), "{report}");
+}
+
+/// A plugin that gives one workspace id to two buffers: the second fails, and the first
+/// stays prepared at its address (OPAE promises it until fpgaReleaseBuffer).
+#[test]
+fn a_workspace_id_given_twice_is_an_opae_error_and_the_first_buffer_stays() {
+    let Some(report) = liar("repeat", &["repeat-id"]) else {
+        return;
+    };
+    assert!(
+        report.contains("ok: the first buffer stays whole and writable"),
+        "{report}"
+    );
+}
+
+/// An interrupt event and a launch whose completions never come: the event's file
+/// descriptor becomes readable, and accelhostEventWait returns an error naming the event
+/// deadline, within the deadline plus 5 s.
+#[test]
+fn events_that_never_complete_end_by_the_event_deadline_through_opae() {
+    let Some(report) = liar("pending", &["pending-events"]) else {
+        return;
+    };
+    let waited: f64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("the event's fd became readable after "))
+        .and_then(|rest| rest.split(" ms").next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no wait time in:\n{report}"));
+    assert!(
+        waited < (door::LIAR_EVENT_DEADLINE_MS + 5000) as f64,
+        "waited {waited} ms:\n{report}"
+    );
+}
+
+/// NLB0 closed, then opened until a handle could land on the old value: none does, the old
+/// handle is FPGA_INVALID_PARAM, and the newest is untouched.
+#[test]
+fn a_closed_handle_stays_an_error_whatever_is_opened_after() {
+    let Some(report) = liar("stale", &[]) else {
+        return;
+    };
+    assert!(report.contains("one has its value: no"), "{report}");
 }

@@ -155,7 +155,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let source = ConfigSource::File(path.to_path_buf());
         let limit = crate::files::Limit {
-            what: "config file",
+            what: "a config file",
             max_mib: MAX_CONFIG_MIB,
             set_by: "the largest config accelhost reads",
         };

@@ -13,7 +13,7 @@ const MIB: u64 = 1 << 20;
 /// What a file is for and how large it may be: refusals name both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limit {
-    /// What the file is, for messages: `plugin file`, `xclbin file`.
+    /// What the file is, with its article, for messages: `a plugin file`, `an xclbin file`.
     pub what: &'static str,
     /// The most MiB read of it.
     pub max_mib: u64,
@@ -32,7 +32,7 @@ impl Limit {
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
     /// The path names something that is not a regular file.
-    #[error("{} is {kind}, not a {what}", .path.display())]
+    #[error("{} is {kind}, not {what}", .path.display())]
     NotAFile {
         /// The file's path.
         path: PathBuf,
@@ -247,7 +247,7 @@ mod tests {
     /// A plugin file's limit of `max_mib`.
     fn plugin(max_mib: u64) -> Limit {
         Limit {
-            what: "plugin file",
+            what: "a plugin file",
             max_mib,
             set_by: "load_policy.max_module_mib",
         }
@@ -278,7 +278,7 @@ mod tests {
         // The path was a regular file when it was looked at, and a FIFO when it was opened:
         // the open itself must not wait for a writer either.
         let path = fifo.clone();
-        let kind = within_bound(move || kind_refused(open_regular(&path, "plugin file")));
+        let kind = within_bound(move || kind_refused(open_regular(&path, "a plugin file")));
         assert_eq!(kind, "a FIFO (named pipe)");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -298,7 +298,7 @@ mod tests {
             "a character device"
         );
         assert_eq!(
-            kind_refused(open_regular(Path::new("/dev/zero"), "plugin file")),
+            kind_refused(open_regular(Path::new("/dev/zero"), "a plugin file")),
             "a character device"
         );
         let socket = dir.join("socket.wasm");

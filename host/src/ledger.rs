@@ -267,7 +267,8 @@ impl Account {
 /// Runs `f` with what this thread allocates charged to no account (the account that was
 /// current before is current again afterwards, also if `f` unwinds): for memory the host
 /// keeps for a plugin but charges to another of its budgets, such as a remote buffer's shadow
-/// copy, which its DMA grant pays for.
+/// copy, which its DMA grant pays for; or that a program keeps, such as the record of an event
+/// that finished.
 pub fn uncharged<R>(f: impl FnOnce() -> R) -> R {
     with_current(ptr::null(), f)
 }

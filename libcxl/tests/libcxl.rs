@@ -42,6 +42,10 @@ fn main() -> std::process::ExitCode {
                 run: the_afus_are_the_configs_and_a_bad_config_is_named,
             },
             Trial {
+                name: "a_freed_handle_stays_an_error_whatever_is_opened_after",
+                run: a_freed_handle_stays_an_error_whatever_is_opened_after,
+            },
+            Trial {
                 name: "every_libcxl_name_has_its_version_node",
                 run: every_libcxl_name_has_its_version_node,
             },
@@ -227,5 +231,17 @@ fn every_libcxl_name_has_its_version_node() -> Outcome {
         .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL ") && !l.contains(" UND "))
         .count();
     assert_eq!(functions, 66, "{listing}");
+    Outcome::Passed
+}
+
+/// tests/c/stale.c: a context freed, then contexts opened until one could land on its
+/// handle: none does, the old handle is EINVAL, and the newest context is untouched.
+fn a_freed_handle_stays_an_error_whatever_is_opened_after() -> Outcome {
+    let report = match program("c/stale.c", &[], None) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(report.contains("one has its handle: no"), "{report}");
+    assert!(report.contains("\n0 failed"), "{report}");
     Outcome::Passed
 }

@@ -13,7 +13,7 @@ mod harness;
 use std::sync::OnceLock;
 
 use accelhost::workloads::vadd::vadd_image;
-use door::{Door, config_with_chaos, inert, text};
+use door::{Door, config_with_chaos, config_with_liar, inert, text};
 use harness::{Outcome, Trial};
 
 static OFFLOAD: Door = Door {
@@ -34,6 +34,14 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "a_faulting_plugin_is_an_offload_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_offload_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "a_lying_plugin_is_an_offload_error_and_the_program_goes_on",
+                run: a_lying_plugin_is_an_offload_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "a_released_handle_stays_an_error_whatever_is_made_after",
+                run: a_released_handle_stays_an_error_whatever_is_made_after,
             },
             Trial {
                 name: "the_install_script_explains_itself_and_refuses_bad_input",
@@ -105,5 +113,73 @@ fn a_faulting_plugin_is_an_offload_error_and_the_program_goes_on() -> Outcome {
         "{report}"
     );
     assert!(inert(&String::from_utf8_lossy(&out.stdout)), "{report}");
+    Outcome::Passed
+}
+
+/// Runs `tests/c/liar.c` (built once into `dir`) in `mode` over the chaos plugin telling
+/// `lies`; its report once it exited by itself (no signal) with every check held, and the
+/// plugin's worst case.
+fn liar(exe: &std::path::Path, mode: &str, args: &[&str], lies: &[&str]) -> (String, u64) {
+    let dir = OFFLOAD.scratch(&format!("liar-{mode}-{}", lies.join("-")));
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let (config, worst_case) = config_with_liar(&dir, lies, serde_json::json!({}));
+    let mut all = vec![mode, "vadd.xclbin"];
+    all.extend_from_slice(args);
+    let out = OFFLOAD.run_program(exe, &all, &dir, Some(&config));
+    let report = text(&out);
+    assert!(
+        out.status.code().is_some(),
+        "{mode}: ended by a signal: {report}"
+    );
+    assert!(out.status.success(), "{mode}: {report}");
+    assert!(report.contains("\n0 failed"), "{mode}: {report}");
+    (report, worst_case)
+}
+
+/// A plugin that lies about memory, ids and time under an Offload program: a host
+/// allocation shorter than asked and an id given twice are errors (the first allocation
+/// stays whole), a launch whose event never completes makes olWaitEvent an error within the
+/// event deadline plus 5 s, 200,000 kept events that the plugin failed with messages of their
+/// own hold no more than its worst case plus 32 MiB beyond honest ones, and a copy through
+/// the XRT card in the same process is exact after each.
+fn a_lying_plugin_is_an_offload_error_and_the_program_goes_on() -> Outcome {
+    let dir = OFFLOAD.scratch("liar");
+    let exe = match OFFLOAD.build("cc", "-std=c11", "c/liar.c", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let (report, _) = liar(&exe, "short", &[], &["short-buffer"]);
+    assert!(report.contains("a lie about memory"), "{report}");
+    let (report, _) = liar(&exe, "repeat", &[], &["repeat-id"]);
+    assert!(report.contains("a lie about id"), "{report}");
+    let (report, _) = liar(&exe, "pending", &[], &["pending-events"]);
+    let waited: f64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("olWaitEvent returned an error after "))
+        .and_then(|rest| rest.split(" ms").next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no wait time in:\n{report}"));
+    assert!(
+        waited < (door::LIAR_EVENT_DEADLINE_MS + 5000) as f64,
+        "waited {waited} ms:\n{report}"
+    );
+    assert!(report.contains("load_policy.event_deadline_ms"), "{report}");
+    let count = door::KEPT_EVENTS.to_string();
+    let (lied, worst_case) = liar(&exe, "kept", &[&count], &["failed-events"]);
+    let (honest, _) = liar(&exe, "kept", &[&count], &[]);
+    door::check_kept(&lied, &honest, worst_case);
+    Outcome::Passed
+}
+
+/// A queue released, then queues made until one could land on its handle: none does, the
+/// old handle is OL_ERRC_INVALID_QUEUE, and the newest queue is untouched.
+fn a_released_handle_stays_an_error_whatever_is_made_after() -> Outcome {
+    let dir = OFFLOAD.scratch("stale");
+    let exe = match OFFLOAD.build("cc", "-std=c11", "c/liar.c", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let (report, _) = liar(&exe, "stale", &[], &[]);
+    assert!(report.contains("one has its handle: no"), "{report}");
     Outcome::Passed
 }

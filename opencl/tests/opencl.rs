@@ -6,6 +6,9 @@
 //! ICD loader, `clinfo`, PyOpenCL) is reported ignored with the reason, or fails under
 //! `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI).
 
+#[path = "../../tests/support/door.rs"]
+#[allow(dead_code)]
+mod door;
 #[path = "../../tests/support/harness.rs"]
 mod harness;
 
@@ -73,6 +76,14 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "a_lying_plugin_is_an_opencl_error_and_the_program_goes_on",
+                run: a_lying_plugin_is_an_opencl_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "a_released_handle_stays_an_error_whatever_is_made_after",
+                run: a_released_handle_stays_an_error_whatever_is_made_after,
             },
         ],
         harness::Overlap::OneAtATime,
@@ -814,6 +825,83 @@ fn dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue() -> Outcome {
     ] {
         assert!(report.contains(line), "no '{line}' in {report}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// Runs `tests/c/liar.c` in `mode` (with `args`) over the chaos plugin telling `lies`; its
+/// report once it exited by itself (no signal) with every check held, and the plugin's worst
+/// case.
+fn liar(exe: &Path, mode: &str, args: &[&str], lies: &[&str]) -> (String, u64) {
+    let dir = scratch(&format!("liar-{mode}-{}", lies.join("-")));
+    let (config, worst_case) = door::config_with_liar(&dir, lies, serde_json::json!({}));
+    let mut all = vec![mode];
+    all.extend_from_slice(args);
+    let out = against_platform(exe, &all, &dir, Some(&config));
+    let report = text(&out);
+    assert!(
+        out.status.code().is_some(),
+        "{mode}: ended by a signal: {report}"
+    );
+    assert!(out.status.success(), "{mode}: {report}");
+    assert!(report.contains("\n0 failed"), "{mode}: {report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    (report, worst_case)
+}
+
+/// A plugin that lies about memory, ids and time, under an OpenCL program through the ICD
+/// loader: a USM allocation shorter than asked, an id given twice and an event that never
+/// completes are each an OpenCL error (the last within the event deadline plus 5 s), a
+/// program that keeps 200,000 events the plugin failed with messages of their own holds no
+/// more than the plugin's worst case plus 32 MiB beyond honest events, and a copy through
+/// the XRT card in the same process is exact after each.
+fn a_lying_plugin_is_an_opencl_error_and_the_program_goes_on() -> Outcome {
+    let dir = scratch("liar");
+    let exe = match compile("liar", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let (report, _) = liar(&exe, "short", &[], &["short-buffer"]);
+    assert!(
+        report.contains("2 MiB of host memory from the liar: NULL"),
+        "{report}"
+    );
+    assert!(report.contains("a lie about memory"), "{report}");
+    let (report, _) = liar(&exe, "repeat", &[], &["repeat-id"]);
+    assert!(report.contains("a lie about id"), "{report}");
+    let (report, _) = liar(&exe, "pending", &[], &["pending-events"]);
+    let waited = door::figure(&report, "clWaitForEvents returned")
+        .and_then(|_| {
+            report
+                .lines()
+                .find(|l| l.starts_with("clWaitForEvents returned"))
+                .and_then(|l| l.split(" after ").nth(1))
+                .and_then(|rest| rest.trim_end_matches(" ms").parse::<f64>().ok())
+        })
+        .unwrap_or_else(|| panic!("no wait time in:\n{report}"));
+    assert!(
+        waited < (door::LIAR_EVENT_DEADLINE_MS + 5000) as f64,
+        "waited {waited} ms:\n{report}"
+    );
+    assert!(report.contains("load_policy.event_deadline_ms"), "{report}");
+    let count = door::KEPT_EVENTS.to_string();
+    let (lied, worst_case) = liar(&exe, "kept", &[&count], &["failed-events"]);
+    let (honest, _) = liar(&exe, "kept", &[&count], &[]);
+    door::check_kept(&lied, &honest, worst_case);
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// A buffer released, then buffers made until one could land on its handle: none does, the
+/// old handle is `CL_INVALID_MEM_OBJECT` for every call, and the newest buffer is untouched.
+fn a_released_handle_stays_an_error_whatever_is_made_after() -> Outcome {
+    let dir = scratch("stale");
+    let exe = match compile("liar", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let (report, _) = liar(&exe, "stale", &[], &[]);
+    assert!(report.contains("one has its handle: no"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

@@ -249,3 +249,78 @@ pub fn inert(text: &str) -> bool {
         .chars()
         .any(|c| (c.is_control() && c != '\n') || ('\u{80}'..='\u{9f}').contains(&c))
 }
+
+/// The chaos plugin's `load_policy` when it lies in the doors' tests: limits small enough
+/// that its worst case (`accelhost::worst_case_host_memory`) is a few tens of MiB, and an
+/// event deadline of [`LIAR_EVENT_DEADLINE_MS`].
+pub fn liar_policy() -> serde_json::Value {
+    serde_json::json!({
+        "on_fault": "disable",
+        "call_timeout_ms": 2000,
+        "event_deadline_ms": LIAR_EVENT_DEADLINE_MS,
+        "memory_mib": 16,
+        "max_table_elements": 4096,
+        "host_memory_mib": 4,
+        "max_resources": 4096
+    })
+}
+
+/// The event deadline of the lying plugin in the doors' tests.
+pub const LIAR_EVENT_DEADLINE_MS: u64 = 1500;
+
+/// The embedded default config with the chaos plugin added, telling `lies` (its `lie` list,
+/// with `settings` merged in) under [`liar_policy`]: written to `dir`, its path returned, with
+/// the most host memory that plugin can make the host hold.
+pub fn config_with_liar(dir: &Path, lies: &[&str], settings: serde_json::Value) -> (PathBuf, u64) {
+    let mut config: serde_json::Value =
+        serde_json::from_str(accelhost::builtin::embedded_default_text()).unwrap();
+    let mut plugin_config = serde_json::json!({ "lie": lies });
+    for (key, value) in settings.as_object().into_iter().flatten() {
+        plugin_config[key] = value.clone();
+    }
+    config["plugins"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "name": "chaos",
+            "module": "builtin:chaos",
+            "config": plugin_config,
+            "load_policy": liar_policy(),
+            "grants": {"dma_memory_mib": 8}
+        }));
+    let path = dir.join("accelhost.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let parsed = accelhost::Config::load(&path).unwrap();
+    let entry = parsed.plugins.iter().find(|p| p.name == "chaos").unwrap();
+    (path, accelhost::worst_case_host_memory(entry))
+}
+
+/// The number after `label` in `report` (a line `label N`).
+pub fn figure(report: &str, label: &str) -> Option<f64> {
+    report
+        .lines()
+        .find_map(|line| line.strip_prefix(label))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The events a program keeps in the doors' RSS checks (the count the hostile tests were
+/// tried with, outside the team).
+pub const KEPT_EVENTS: u64 = 200_000;
+
+/// Checks what the `kept` runs of a door's liar program printed: the program that kept
+/// [`KEPT_EVENTS`] events failed by a plugin with a message of its own each grew by at most
+/// the plugin's worst case plus 32 MiB more than one that kept as many honest events.
+pub fn check_kept(liar: &str, honest: &str, worst_case: u64) {
+    let growth = |report: &str| {
+        figure(report, "peak rss growth KiB:")
+            .unwrap_or_else(|| panic!("no peak RSS in:\n{report}"))
+    };
+    let (liar_kib, honest_kib) = (growth(liar), growth(honest));
+    let allowed_kib = (worst_case + (32 << 20)) as f64 / 1024.0;
+    assert!(
+        liar_kib - honest_kib <= allowed_kib,
+        "the lying plugin's events took {liar_kib} KiB, honest ones {honest_kib} KiB: more than \
+         its worst case plus 32 MiB ({allowed_kib} KiB)\n{liar}"
+    );
+}

@@ -125,7 +125,7 @@ fn read_file(call: &str, path: *const c_char) -> XrtResult<Vec<u8>> {
     // SAFETY: the path argument is NULL or a NUL-terminated string.
     let path = unsafe { text(call, "the path", path) }?;
     let limit = accelhost::files::Limit {
-        what: "xclbin file",
+        what: "an xclbin file",
         max_mib: MAX_XCLBIN_FILE_MIB,
         set_by: "the largest xclbin file the XRT door reads",
     };

@@ -12,7 +12,7 @@ mod harness;
 use std::sync::OnceLock;
 
 use accelhost::workloads::vadd::vadd_image;
-use door::{Door, config_with_chaos, inert, text};
+use door::{Door, config_with_chaos, config_with_liar, inert, text};
 use harness::{Outcome, Trial};
 
 static XRT: Door = Door {
@@ -37,6 +37,18 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "a_lying_plugin_is_an_xrt_error_and_the_program_goes_on",
+                run: a_lying_plugin_is_an_xrt_error_and_the_program_goes_on,
+            },
+            Trial {
+                name: "xclbin_paths_that_are_no_files_are_refused_at_once",
+                run: xclbin_paths_that_are_no_files_are_refused_at_once,
+            },
+            Trial {
+                name: "a_freed_handle_stays_an_error_whatever_is_made_after",
+                run: a_freed_handle_stays_an_error_whatever_is_made_after,
             },
             Trial {
                 name: "the_install_script_explains_itself_and_refuses_bad_input",
@@ -141,5 +153,91 @@ fn a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on() -> Outcome {
         report.contains("accelhost XRT: xrtBOAlloc: plugin 'chaos' faulted in mem-alloc"),
         "{report}"
     );
+    Outcome::Passed
+}
+
+/// Runs `tests/c/liar.c` in `mode` over the chaos plugin, dressed as an XRT card, telling
+/// `lies`; its report once it exited by itself (no signal) with every check held.
+fn liar(mode: &str, lies: &[&str], extra: &[&str]) -> Result<String, Outcome> {
+    let dir = XRT.scratch(&format!("liar-{mode}"));
+    let exe = XRT.build("cc", "-std=c11", "c/liar.c", &dir)?;
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let (config, _) = config_with_liar(&dir, lies, serde_json::json!({"interface": "xocl"}));
+    let mut args = vec![mode, "vadd.xclbin"];
+    args.extend_from_slice(extra);
+    let out = XRT.run_program(&exe, &args, &dir, Some(&config));
+    let report = text(&out);
+    assert!(
+        out.status.code().is_some(),
+        "{mode}: ended by a signal: {report}"
+    );
+    assert!(out.status.success(), "{mode}: {report}");
+    assert!(report.contains("\n0 failed"), "{mode}: {report}");
+    Ok(report)
+}
+
+/// A plugin that lies about memory, ids and time under an XRT program: a buffer shorter
+/// than asked and an id given twice are errors (no pointer past the memory is handed out,
+/// the first buffer stays whole), a run whose event never completes ends in
+/// ERT_CMD_STATE_ERROR within the event deadline plus 5 s, and vadd on the emulated card in
+/// the same process is exact after each.
+fn a_lying_plugin_is_an_xrt_error_and_the_program_goes_on() -> Outcome {
+    let report = match liar("short", &["short-buffer"], &[]) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(
+        report.contains("a 2 MiB buffer of the liar: NULL"),
+        "{report}"
+    );
+    assert!(report.contains("a lie about memory"), "{report}");
+    let report = liar("repeat", &["repeat-id"], &[]).unwrap_or_else(|_| unreachable!());
+    assert!(report.contains("a lie about id"), "{report}");
+    let report = liar("pending", &["pending-events"], &[]).unwrap_or_else(|_| unreachable!());
+    let waited: f64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("xrtRunWait returned 5 after "))
+        .and_then(|rest| rest.trim_end_matches(" ms").parse().ok())
+        .unwrap_or_else(|| panic!("no wait time in:\n{report}"));
+    assert!(
+        waited < (door::LIAR_EVENT_DEADLINE_MS + 5000) as f64,
+        "waited {waited} ms:\n{report}"
+    );
+    assert!(report.contains("load_policy.event_deadline_ms"), "{report}");
+    Outcome::Passed
+}
+
+/// xclbin paths a program names that are no files: /dev/zero, a FIFO nobody writes and a
+/// directory are refused at once by xrtDeviceLoadXclbinFile and xrtXclbinAllocFilename,
+/// neither read (a GiB from /dev/zero) nor waited on (the FIFO).
+fn xclbin_paths_that_are_no_files_are_refused_at_once() -> Outcome {
+    let dir = XRT.scratch("fifo");
+    let fifo = dir.join("image.xclbin");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let report = match liar("path", &[], &[fifo.to_str().unwrap()]) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(
+        report.contains("/dev/zero is a character device, not an xclbin file"),
+        "{report}"
+    );
+    assert!(
+        report.contains("is a FIFO (named pipe), not an xclbin file"),
+        "{report}"
+    );
+    Outcome::Passed
+}
+
+/// A buffer freed, then buffers made until one could land on its handle: none does, the old
+/// handle is EINVAL, and the newest buffer is untouched.
+fn a_freed_handle_stays_an_error_whatever_is_made_after() -> Outcome {
+    let report = match liar("stale", &[], &[]) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(report.contains("one has its handle: no"), "{report}");
     Outcome::Passed
 }

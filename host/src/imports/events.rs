@@ -31,8 +31,7 @@ impl PluginState {
 
 impl events::HostEvent for PluginState {
     fn completed(&mut self) -> wasmtime::Result<Resource<EventResource>> {
-        let completion = Arc::new(Completion::with_state(CompletionState::Complete));
-        self.push_event(completion, 0)
+        self.push_event(Completion::complete(), 0)
     }
 
     /// An event that failed with the plugin's message, interned: however many such events a

@@ -789,7 +789,7 @@ pub(crate) fn load_module(
         }
     };
     let limit = files::Limit {
-        what: "plugin file",
+        what: "a plugin file",
         max_mib: entry.load_policy.max_module_mib,
         set_by: "load_policy.max_module_mib",
     };
@@ -901,7 +901,7 @@ fn read_detached(path: &Path) -> Result<Option<Vec<u8>>, TrustError> {
         reason,
     };
     let limit = files::Limit {
-        what: "signature file",
+        what: "a signature file",
         max_mib: 1,
         set_by: "far more than a signature",
     };

@@ -14,7 +14,7 @@ use wasmtime::component::{Component, ComponentExportIndex, Func, Instance, Resou
 use crate::attributes::AttributeInfo;
 use crate::bindings::accel::plugin::types as wit;
 use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, inventory, offload};
-use crate::devices::{Budget, Completion, DmaMemory};
+use crate::devices::{Budget, Completion, CompletionState, DmaMemory};
 use crate::error::{ErrorCode, Falsehood};
 use crate::properties::{Filter, OpenMode, Properties, SharedText};
 use crate::runtime::fault::FalseAnswer;
@@ -663,15 +663,24 @@ impl<'a> Calls<'a> {
         self.completion(answer)
     }
 
-    /// Takes the completion of an event the plugin returned out of its table.
+    /// Takes the completion of an event the plugin returned out of its table. One that
+    /// finished already (work the plugin did at once, or refused) becomes the program's own,
+    /// charged to nobody: however many such events a program keeps, the plugin cannot make
+    /// them larger (a failure's message is interned, `state::messages`). One still pending is
+    /// the device's, charged to the instance until it finishes and the program lets go.
     fn completion(
         &mut self,
         answer: Result<Resource<EventResource>, wit::Error>,
     ) -> wasmtime::Result<Answer<Arc<Completion>>> {
-        match answer {
-            Ok(event) => Ok(Ok(self.store.data_mut().table().delete(event)?.completion)),
-            Err(err) => Ok(Err(refusal(err))),
-        }
+        let event = match answer {
+            Ok(event) => self.store.data_mut().table().delete(event)?.completion,
+            Err(err) => return Ok(Err(refusal(err))),
+        };
+        Ok(Ok(match event.state() {
+            CompletionState::Pending => event,
+            CompletionState::Complete => Completion::complete(),
+            failed => crate::ledger::uncharged(|| Arc::new(Completion::with_state(failed))),
+        }))
     }
 }
 
