@@ -10,14 +10,15 @@
 //! found something: a panic inside the host library, or an answer that breaks a property the
 //! target checks (a decode that does not survive an encode, an error the host must not give).
 
-/// The targets run as the `accelhost` binary does: with the host-memory ledger as the
-/// allocator (the `imports` oracle holds a plugin to the formula that assumes it).
-#[global_allocator]
-static LEDGER: accelhost::ledger::Ledger = accelhost::ledger::Ledger::system();
+// The targets run as the `accelhost` binary does: with the host-memory ledger as the
+// allocator (the `imports` oracle holds a plugin to the formula that assumes it). The doors'
+// shared crate, linked in for the `doors` target, installs it.
+use accelhost_door as _;
 
 pub mod compile;
 pub mod config;
 pub mod cxl;
+pub mod doors;
 pub mod ert;
 pub mod imports;
 pub mod mutate;
@@ -37,7 +38,7 @@ pub struct Target {
 }
 
 /// Every target, in the order the smoke test runs them.
-pub const TARGETS: [Target; 7] = [
+pub const TARGETS: [Target; 8] = [
     Target {
         name: "config",
         run: config::run,
@@ -65,6 +66,10 @@ pub const TARGETS: [Target; 7] = [
     Target {
         name: "serve_config",
         run: serve_config::run,
+    },
+    Target {
+        name: "doors",
+        run: doors::run,
     },
 ];
 

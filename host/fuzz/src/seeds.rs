@@ -24,6 +24,7 @@ pub fn seeds(target: &str) -> Vec<Seed> {
         "imports" => imports(),
         "compile" => compile(),
         "serve_config" => serve_config(),
+        "doors" => doors(),
         _ => Vec::new(),
     }
 }
@@ -32,6 +33,107 @@ const UUID: Guid = Guid {
     high: 0x0123_4567_89AB_CDEF,
     low: 0xFEDC_BA98_7654_3210,
 };
+
+/// Sequences of the doors' C calls (three bytes per op: the call, two argument bytes; see
+/// `crate::doors`): the flows a program runs on the emulated card, on the lying device and on
+/// handles it released.
+fn doors() -> Vec<Seed> {
+    let ops = |ops: &[[u8; 3]]| ops.concat();
+    vec![
+        (
+            "xrt-vadd-on-the-card-then-stale-handles",
+            ops(&[
+                [0, 0, 0],
+                [2, 0, 0],
+                [3, 0, 0x10],
+                [3, 0, 0x11],
+                [3, 0, 0x12],
+                [6, 0, 0],
+                [7, 0, 0x20],
+                [8, 0, 0x10],
+                [9, 0, 0],
+                [10, 0, 0x08],
+                [11, 0, 0],
+                [12, 0, 0],
+                [13, 0, 0],
+                [5, 0, 0],
+                [5, 0x04, 0],
+                [6, 0x04, 0],
+                [7, 0x04, 0x20],
+                [1, 0, 0],
+                [2, 0x04, 0],
+            ]),
+        ),
+        (
+            "xrt-on-the-liar",
+            ops(&[
+                [0, 1, 0],
+                [2, 0, 0],
+                [9, 0, 0],
+                [3, 0, 0x02],
+                [6, 0, 0],
+                [10, 0, 0x08],
+                [11, 0, 0],
+                [11, 0, 1],
+                [12, 0, 0],
+                [3, 0, 0x02],
+                [3, 0, 0x10],
+                [1, 0, 0],
+            ]),
+        ),
+        (
+            "xrt-ids-given-twice",
+            ops(&[
+                [0, 2, 0],
+                [2, 0, 0],
+                [3, 0, 0x02],
+                [3, 0, 0x02],
+                [6, 0, 0],
+                [9, 0, 0],
+                [10, 0, 0x08],
+                [11, 0, 0],
+                [1, 0, 0],
+            ]),
+        ),
+        (
+            "offload-copies-then-stale-handles",
+            ops(&[
+                [17, 2, 0],
+                [14, 2, 0x12],
+                [20, 0, 0x05],
+                [21, 0, 0x05],
+                [22, 0, 0],
+                [23, 0, 0],
+                [23, 0x04, 0],
+                [16, 0, 0],
+                [16, 0, 0],
+                [18, 0, 1],
+                [19, 0x04, 0],
+                [18, 0x06, 0],
+            ]),
+        ),
+        (
+            "offload-on-the-liar",
+            ops(&[
+                [17, 3, 0],
+                [14, 3, 0x00],
+                [20, 0, 0x01],
+                [22, 0, 0],
+                [19, 0, 0],
+                [14, 3, 0x04],
+                [14, 3, 0x10],
+                [18, 0, 1],
+            ]),
+        ),
+        (
+            "forged-and-null-handles-everywhere",
+            (0u8..24)
+                .flat_map(|call| [[call, 0x06, 0xC1], [call, 0x07, 0xC2]])
+                .flatten()
+                .collect(),
+        ),
+    ]
+}
 
 fn serve_config() -> Vec<Seed> {
     vec![

@@ -14,6 +14,8 @@ fn mutations(target: &str) -> usize {
     match target {
         // Every input is a plugin call that may wait on the host or restart the plugins.
         "imports" => 24,
+        // Every input is a sequence of the doors' calls, whose waits may run to a deadline.
+        "doors" => 24,
         // Every input is a host start whose compile may run to its limit.
         "compile" => 4,
         "config" | "xclbin" | "serve_config" => 1500,

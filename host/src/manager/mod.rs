@@ -691,7 +691,7 @@ impl PluginSlot {
         let Some(live) = guard.take_if(|live| live.generation == generation) else {
             return;
         };
-        const CALL: &str = "event";
+        const CALL: &str = "event-deadline";
         self.stats
             .record(CALL, Duration::ZERO, Ended::Faulted("event-deadline"));
         let failure = CallFailure {
