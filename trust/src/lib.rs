@@ -13,6 +13,7 @@
 mod cosign;
 mod error;
 mod key;
+pub mod private;
 pub mod store;
 mod verify;
 

@@ -31,10 +31,11 @@
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use accelhost_trust::private::{self, Privacy};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -215,7 +216,7 @@ impl ComponentCache {
     pub(crate) fn known_digest(&self, identity: &FileIdentity) -> Option<[u8; 32]> {
         let dir = self.dir.as_deref()?;
         let files = dir.join(FILES);
-        if !trusted(dir, true) || !trusted(&files, true) {
+        if !trusted(dir) || !trusted(&files) {
             return None;
         }
         let (file, _) = open_trusted(&files.join(identity.record_name()))?;
@@ -245,7 +246,9 @@ impl ComponentCache {
         let files = dir.join(FILES);
         let result = trusted_folder(dir)
             .and_then(|()| trusted_folder(&files))
-            .and_then(|()| write_replacing(&files.join(identity.record_name()), record.as_bytes()));
+            .and_then(|()| {
+                private::replace_file(&files.join(identity.record_name()), record.as_bytes())
+            });
         match result {
             Ok(()) => self.evict(None),
             Err(err) => {
@@ -264,7 +267,7 @@ impl ComponentCache {
     pub fn load(&self, engine: &Engine, wasm_sha: &[u8; 32]) -> Option<Component> {
         let dir = self.dir.as_ref()?;
         let path = self.entry(engine, wasm_sha)?;
-        if !trusted(dir, true) {
+        if !trusted(dir) {
             return None;
         }
         let (mut file, meta) = open_trusted(&path)?;
@@ -317,7 +320,7 @@ impl ComponentCache {
             return;
         };
         let result = trusted_folder(dir).and_then(|()| {
-            write_replacing(&path, &entry_bytes(&entry_key(engine, wasm_sha), payload))
+            private::replace_file(&path, &entry_bytes(&entry_key(engine, wasm_sha), payload))
         });
         match result {
             Ok(()) => self.evict(Some(&path)),
@@ -331,7 +334,7 @@ impl ComponentCache {
     /// refused it: an entry stored before the refusal by an earlier version of the host).
     pub(crate) fn forget(&self, engine: &Engine, wasm_sha: &[u8; 32]) {
         if let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry(engine, wasm_sha))
-            && trusted(dir, true)
+            && trusted(dir)
         {
             let _ = std::fs::remove_file(path);
         }
@@ -346,7 +349,7 @@ impl ComponentCache {
         let Some(dir) = self.dir.as_deref() else {
             return;
         };
-        if !trusted(dir, true) {
+        if !trusted(dir) {
             return;
         }
         let now = SystemTime::now();
@@ -375,11 +378,11 @@ impl ComponentCache {
             }
         }
         let files = dir.join(FILES);
-        if trusted(&files, true) {
+        if trusted(&files) {
             evict_records(&files, now);
         }
         let refused = dir.join(REFUSED);
-        if trusted(&refused, true) {
+        if trusted(&refused) {
             evict_unused(&refused, now);
         }
     }
@@ -543,52 +546,14 @@ fn max_mib(value: Option<&str>) -> u64 {
     }
 }
 
+/// Who may reach the cache's folders: this user alone ([`private`]).
+const CACHE: Privacy = Privacy::Private;
+
 /// Makes the cache folder `path` if it is absent (private, with any parents it lacks), then
 /// checks that it can be trusted: a directory, not a link, owned by this user and closed to
 /// others. Every writer goes through this before it creates anything inside the folder.
 pub(super) fn trusted_folder(path: &Path) -> std::io::Result<()> {
-    let private = || {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.mode(0o700);
-        builder
-    };
-    match private().create(path) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            private().recursive(true).create(path)?
-        }
-        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
-        _ => {}
-    }
-    let meta = std::fs::symlink_metadata(path)?;
-    match distrust(&meta, true) {
-        None => Ok(()),
-        Some(why) => Err(std::io::Error::other(format!(
-            "{} {why}: the compile cache keeps nothing there",
-            path.display()
-        ))),
-    }
-}
-
-/// Writes `bytes` to a private file beside `path`, then renames it over `path`: a reader sees
-/// the old file or the whole new one.
-pub(super) fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("{}-{n}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    private::folder(path, CACHE, "the compile cache")
 }
 
 /// A copy of a cache entry's payload in a sealed memory file, for wasmtime to map in place of
@@ -678,47 +643,14 @@ pub(super) fn open_trusted(path: &Path) -> Option<(std::fs::File, std::fs::Metad
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
-    trusted_metadata(&meta, false).then_some((file, meta))
+    private::distrust(&meta, false, CACHE)
+        .is_none()
+        .then_some((file, meta))
 }
 
-/// Owned by this user, and not writable by group or others (a directory: not even readable).
-pub(super) fn trusted(path: &Path, is_dir: bool) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|meta| trusted_metadata(&meta, is_dir))
-}
-
-/// [`trusted`] for metadata already read.
-fn trusted_metadata(meta: &std::fs::Metadata, is_dir: bool) -> bool {
-    distrust(meta, is_dir).is_none()
-}
-
-/// Why the cache folder (`is_dir`) or file that `meta` describes is not trusted, if it is not:
-/// it must be of that kind (a link is neither), owned by this user, and not writable by group
-/// or others (a folder: not even readable).
-fn distrust(meta: &std::fs::Metadata, is_dir: bool) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    let closed = if is_dir { 0o077 } else { 0o022 };
-    let kind = meta.file_type();
-    if kind.is_symlink() {
-        Some("is a link".into())
-    } else if (is_dir && !kind.is_dir()) || (!is_dir && !kind.is_file()) {
-        Some(format!(
-            "is not a {}",
-            if is_dir { "folder" } else { "regular file" }
-        ))
-    } else if meta.uid() != me {
-        Some(format!(
-            "is owned by uid {}, not by this user (uid {me})",
-            meta.uid()
-        ))
-    } else if meta.mode() & closed != 0 {
-        Some(format!(
-            "is open to others (mode {:o})",
-            meta.mode() & 0o7777
-        ))
-    } else {
-        None
-    }
+/// Whether the cache folder `path` can be trusted: owned by this user and closed to others.
+pub(super) fn trusted(path: &Path) -> bool {
+    private::trusted(path, CACHE)
 }
 
 /// The checksum an entry's header gives, if `bytes` start with the header of an entry stored
@@ -755,6 +687,8 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use std::os::unix::fs::DirBuilderExt;
 
     use super::*;
 
@@ -969,11 +903,13 @@ mod tests {
     fn only_private_directories_are_trusted() {
         let dir = std::env::temp_dir().join(format!("accelhost-cache-{}", std::process::id()));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
-        assert!(trusted(&dir, true));
-        assert!(!trusted(&dir, false), "a directory is not a file");
+        assert!(trusted(&dir));
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert!(!trusted(&dir), "the cache is not even readable by others");
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
             .unwrap();
-        assert!(!trusted(&dir, true));
+        assert!(!trusted(&dir));
         std::fs::remove_dir(&dir).unwrap();
     }
 

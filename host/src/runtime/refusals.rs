@@ -16,7 +16,6 @@ use wasmtime::Engine;
 use super::LoadError;
 use super::cache::{
     ComponentCache, REFUSED, keyed_name, mark_used, open_trusted, trusted, trusted_folder,
-    write_replacing,
 };
 use super::worker::CompileLimits;
 use crate::error::CompileFailure;
@@ -59,7 +58,7 @@ fn record_path(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32]) -> Optio
 pub(super) fn read(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32]) -> Option<LoadError> {
     let path = record_path(cache, engine, sha)?;
     let folder = path.parent()?;
-    if !trusted(cache.dir()?, true) || !trusted(folder, true) {
+    if !trusted(cache.dir()?) || !trusted(folder) {
         return None;
     }
     let (file, _) = open_trusted(&path)?;
@@ -87,7 +86,7 @@ pub(super) fn write(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32], ref
     let folder = path.parent().expect("the record is in refused/");
     let result = trusted_folder(dir)
         .and_then(|()| trusted_folder(folder))
-        .and_then(|()| write_replacing(&path, text.as_bytes()));
+        .and_then(|()| accelhost_trust::private::replace_file(&path, text.as_bytes()));
     if let Err(err) = result {
         tracing::warn!(dir = %dir.display(), "cannot remember a refused plugin: {err}");
     }
@@ -96,7 +95,7 @@ pub(super) fn write(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32], ref
 /// Forgets a refusal of the wasm with hash `sha` for `engine`: it loaded after all.
 pub(super) fn remove(cache: &ComponentCache, engine: &Engine, sha: &[u8; 32]) {
     if let (Some(dir), Some(path)) = (cache.dir(), record_path(cache, engine, sha))
-        && trusted(dir, true)
+        && trusted(dir)
     {
         let _ = std::fs::remove_file(path);
     }

@@ -11,13 +11,18 @@
 //!   and the base64 signature over it.
 //!
 //! Everything read back is checked against its digest, so a changed blob is refused rather
-//! than loaded.
+//! than loaded. The store is kept like the compile cache ([`crate::private`]): its folders are
+//! made with mode 0700 and used only when they are this user's (root's too, for reading) and
+//! nobody else can write them; every file is written under an unguessable name, created
+//! exclusively without following links, and renamed over its name, so a tag is replaced at
+//! once and a link planted at any name is replaced, never followed.
 
 mod reference;
 
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use crate::private::{self, Privacy};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -77,6 +82,17 @@ pub enum StoreError {
     /// No store directory could be chosen.
     #[error("no store: set {STORE_ENV}, XDG_DATA_HOME or HOME")]
     NoRoot,
+    /// A folder of the store is not one to trust: another user's, writable by others, or a
+    /// link.
+    #[error("the store {}: {} {why} (make it a folder of this user's, chmod 700, or choose another store)", .store.display(), .folder.display())]
+    Untrusted {
+        /// The store's root.
+        store: PathBuf,
+        /// The folder refused.
+        folder: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// A signature kept with an artifact: the payload and the base64 signature over it.
@@ -165,7 +181,7 @@ impl Store {
                 actual,
             });
         }
-        write_atomically(&path, bytes)?;
+        self.write(&path, bytes)?;
         Ok(path)
     }
 
@@ -180,7 +196,7 @@ impl Store {
             });
         }
         if let Some(path) = self.tag_path(reference) {
-            write_atomically(&path, format!("{manifest_digest}\n").as_bytes())?;
+            self.write(&path, format!("{manifest_digest}\n").as_bytes())?;
         }
         Ok(())
     }
@@ -195,12 +211,15 @@ impl Store {
         let digest = match (&reference.digest, self.tag_path(reference)) {
             (Some(digest), _) => digest.clone(),
             (None, Some(path)) => {
-                let text = match std::fs::read_to_string(&path) {
-                    Ok(text) => text,
-                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                self.check_reading(&path)?;
+                let text = match read_bounded(&path) {
+                    Ok(text) => String::from_utf8_lossy(&text).into_owned(),
+                    Err(StoreError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
                         return Err(not_pulled());
                     }
-                    Err(source) => return Err(StoreError::Io { path, source }),
+                    Err(err) => return Err(err),
                 };
                 let digest = text.trim().to_string();
                 reference::check_digest(&digest).map_err(|reason| StoreError::Invalid {
@@ -235,7 +254,7 @@ impl Store {
         }
         let path = self.signatures_path(manifest_digest)?;
         let text = serde_json::to_vec_pretty(&records).expect("records serialize");
-        write_atomically(&path, &text)
+        self.write(&path, &text)
     }
 
     /// The artifact of the manifest `manifest_digest`: the manifest read back and checked
@@ -251,6 +270,7 @@ impl Store {
         let layer_path = self.blob_path(&layer_digest)?;
         let mut signatures = Vec::new();
         let records_path = self.signatures_path(manifest_digest)?;
+        self.check_reading(&records_path)?;
         match read_bounded(&records_path) {
             Ok(text) => {
                 let records: Vec<SignatureRecord> =
@@ -280,7 +300,9 @@ impl Store {
 
     /// A small blob (a manifest, a payload), checked against its digest.
     fn read_blob(&self, digest: &str) -> Result<Vec<u8>, StoreError> {
-        let bytes = read_bounded(&self.blob_path(digest)?)?;
+        let path = self.blob_path(digest)?;
+        self.check_reading(&path)?;
+        let bytes = read_bounded(&path)?;
         let actual = digest_of(&bytes);
         if actual != digest {
             return Err(StoreError::Tampered {
@@ -289,6 +311,62 @@ impl Store {
             });
         }
         Ok(bytes)
+    }
+
+    /// Writes `bytes` as the store's file `path`: every folder from the root down to it made
+    /// (mode 0700) or checked to be this user's and closed to writers, then the file replaced
+    /// under an unguessable temporary name ([`private::replace_file`]).
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        let dir = path.parent().expect("store paths have a parent");
+        let mut folder = self.root.clone();
+        let below = dir.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        let steps = std::iter::once(folder.clone()).chain(below.components().map(|part| {
+            folder.push(part);
+            folder.clone()
+        }));
+        for step in steps.collect::<Vec<_>>() {
+            private::folder(&step, Privacy::OwnerWrites, "the store").map_err(
+                |source| match source.kind() {
+                    std::io::ErrorKind::PermissionDenied => StoreError::Untrusted {
+                        store: self.root.clone(),
+                        folder: step.clone(),
+                        why: distrust_reason(&step),
+                    },
+                    _ => StoreError::Io {
+                        path: step.clone(),
+                        source,
+                    },
+                },
+            )?;
+        }
+        private::replace_file(path, bytes).map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Refuses to read the store's file `path` unless every folder from the root down to it
+    /// is one to read from (this user's or root's, closed to writers); missing folders are
+    /// no reason.
+    fn check_reading(&self, path: &Path) -> Result<(), StoreError> {
+        let dir = path.parent().expect("store paths have a parent");
+        let mut folder = self.root.clone();
+        let below = dir.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        let mut steps = vec![folder.clone()];
+        for part in below.components() {
+            folder.push(part);
+            steps.push(folder.clone());
+        }
+        for step in steps {
+            if let Some(why) = private::distrust_reading(&step, Privacy::OwnerWrites) {
+                return Err(StoreError::Untrusted {
+                    store: self.root.clone(),
+                    folder: step,
+                    why,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn tag_path(&self, reference: &OciReference) -> Option<PathBuf> {
@@ -395,25 +473,13 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, StoreError> {
     Ok(bytes)
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so that a
-/// reader sees the old file or the new one, never a part.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| StoreError::Io { path, source }
-    };
-    let dir = path.parent().expect("store paths have a parent");
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let temp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let mut file = std::fs::File::create(&temp).map_err(io(&temp))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(io(&temp))?;
-    std::fs::rename(&temp, path).map_err(io(path))
+/// Why the folder `path` was refused, as [`private::distrust`] says.
+fn distrust_reason(path: &Path) -> String {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => private::distrust(&meta, true, Privacy::OwnerWrites)
+            .unwrap_or_else(|| "changed while it was checked".into()),
+        Err(err) => err.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -570,5 +636,125 @@ mod tests {
                 .unwrap_err()
                 .contains("not an OCI image manifest")
         );
+    }
+
+    /// The store of `scratch(name)` holding one pulled, pinned artifact; its reference and
+    /// manifest digest.
+    fn pulled(name: &str) -> (PathBuf, Store, OciReference, String) {
+        let root = scratch(name);
+        let store = Store::at(&root);
+        let component = b"\0asm component bytes";
+        let layer = digest_of(component);
+        store.put_blob(&layer, component).unwrap();
+        let manifest = manifest(&[(WASM_LAYER_MEDIA_TYPE, &layer, component.len() as u64)]);
+        let manifest_digest = store
+            .put_blob(&digest_of(&manifest), &manifest)
+            .map(|_| digest_of(&manifest))
+            .unwrap();
+        store.put_blob(&digest_of(b"{}"), b"{}").unwrap();
+        let reference: OciReference = "oci://127.0.0.1:5000/vendor/p:1".parse().unwrap();
+        store.pin(&reference, &manifest_digest).unwrap();
+        (root, store, reference, manifest_digest)
+    }
+
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_store_is_made_private_and_refused_when_others_can_write_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let (root, store, reference, digest) = pulled("private");
+        for folder in [
+            root.clone(),
+            root.join("blobs"),
+            root.join("blobs/sha256"),
+            root.join("tags"),
+        ] {
+            assert_eq!(mode(&folder), 0o700, "{}", folder.display());
+        }
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = store.resolve(&reference).unwrap_err();
+        assert!(matches!(err, StoreError::Untrusted { .. }), "{err}");
+        assert!(
+            err.to_string().contains("is open to others (mode 777)"),
+            "{err}"
+        );
+        let err = store.put_blob(&digest_of(b"x"), b"x").unwrap_err();
+        assert!(matches!(err, StoreError::Untrusted { .. }), "{err}");
+        let err = store.artifact(&digest).unwrap_err();
+        assert!(matches!(err, StoreError::Untrusted { .. }), "{err}");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            store.resolve(&reference).unwrap(),
+            digest,
+            "others may read it"
+        );
+        let tags = root.join("tags/127.0.0.1:5000");
+        std::fs::set_permissions(&tags, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = store.resolve(&reference).unwrap_err();
+        assert!(
+            err.to_string().contains("127.0.0.1:5000"),
+            "a folder below the root: {err}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_store_of_another_user_is_neither_written_nor_read() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: giving the store to another user needs root");
+            return;
+        }
+        let (root, store, reference, _) = pulled("owner");
+        let c_path = std::ffi::CString::new(root.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::chown(c_path.as_ptr(), 54321, 54321) }, 0);
+        let err = store.resolve(&reference).unwrap_err();
+        assert!(err.to_string().contains("owned by uid 54321"), "{err}");
+        let err = store.put_blob(&digest_of(b"y"), b"y").unwrap_err();
+        assert!(err.to_string().contains("owned by uid 54321"), "{err}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn links_planted_at_every_name_the_store_writes_are_replaced_never_followed() {
+        let (root, store, reference, digest) = pulled("links");
+        let victim = scratch("links-victim");
+        std::fs::create_dir_all(&victim).unwrap();
+        let target = victim.join("precious");
+        std::fs::write(&target, b"keep me").unwrap();
+        let blob = store.blob_path(&digest_of(b"z")).unwrap();
+        let tag = store.tag_path(&reference).unwrap();
+        let signatures = store.signatures_path(&digest).unwrap();
+        std::fs::create_dir_all(signatures.parent().unwrap()).unwrap();
+        for name in [&blob, &tag, &signatures] {
+            let _ = std::fs::remove_file(name);
+            std::os::unix::fs::symlink(&target, name).unwrap();
+        }
+        store.put_blob(&digest_of(b"z"), b"z").unwrap();
+        store.pin(&reference, &digest).unwrap();
+        store.put_signatures(&digest, &[]).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        for name in [&blob, &tag, &signatures] {
+            assert!(
+                !std::fs::symlink_metadata(name)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink(),
+                "{}",
+                name.display()
+            );
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(root.join("blobs/sha256"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(&victim).unwrap();
     }
 }
