@@ -9,3 +9,4 @@ mod support;
 #[path = "remote.rs"]
 mod builtin_remote;
 mod node;
+mod node_shares;

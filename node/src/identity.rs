@@ -36,11 +36,66 @@ pub enum Peer {
 }
 
 /// What a connection to an allocation's socket carries into its requests: the allocation,
-/// which is the client whatever the peer's uid (the socket is reachable only in its pod).
+/// which is the client whatever the peer's uid (the socket is reachable only in its pod), and
+/// the process that connected.
 #[derive(Clone, Debug)]
 pub struct AllocationConnectInfo {
     /// The allocation's id.
     pub allocation: std::sync::Arc<str>,
+    /// The process at the other end, as the kernel saw it connect.
+    pub process: Option<Process>,
+}
+
+/// The process at the other end of a Unix-socket connection, as the kernel recorded it when
+/// the process connected (`SO_PEERCRED`), in the node's own user and pid namespaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Process {
+    /// Its user id.
+    pub uid: u32,
+    /// Its process id; `None` when the node's pid namespace cannot see it (the kernel then
+    /// says 0).
+    pub pid: Option<i32>,
+}
+
+impl Process {
+    /// The process that connected `stream`, if the kernel says.
+    pub fn of_stream(stream: &tokio::net::UnixStream) -> Option<Process> {
+        stream.peer_cred().ok().map(Process::from)
+    }
+
+    /// The process whose connection put these extensions on a request, if it came through
+    /// a Unix socket of the node.
+    pub fn from_extensions(extensions: &tonic::Extensions) -> Option<Process> {
+        if let Some(info) = extensions.get::<AllocationConnectInfo>() {
+            return info.process;
+        }
+        extensions
+            .get::<UdsConnectInfo>()
+            .and_then(|info| info.peer_cred)
+            .map(Process::from)
+    }
+}
+
+impl From<tokio::net::unix::UCred> for Process {
+    fn from(cred: tokio::net::unix::UCred) -> Process {
+        Process {
+            uid: cred.uid(),
+            pid: cred.pid().filter(|&pid| pid > 0),
+        }
+    }
+}
+
+impl fmt::Display for Process {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.pid {
+            Some(pid) => write!(f, "process {pid} of uid {}", self.uid),
+            None => write!(
+                f,
+                "a process of uid {} whose pid the node cannot see",
+                self.uid
+            ),
+        }
+    }
 }
 
 impl Peer {

@@ -15,7 +15,8 @@ use crate::proto::SessionEvent;
 pub use crate::account::{DmaAccount, DmaCharge};
 use crate::config::ClientEntry;
 use crate::data::Shadow;
-use crate::offer::{MAX_OFFERS, Offer};
+use crate::identity::Process;
+use crate::offer::{MAX_OFFERS, Offer, RedeemError};
 
 /// One client's session: created by `Attach`, ended when its stream goes.
 pub struct Session {
@@ -23,6 +24,8 @@ pub struct Session {
     pub id: String,
     /// The client entry the caller was identified as, when it attached.
     pub client: Arc<ClientEntry>,
+    /// The process that attached it, on a Unix socket: the only one its memory is handed to.
+    pub process: Option<Process>,
     objects: Mutex<Objects>,
     /// The client's DMA account, shared by all its sessions.
     pub dma: DmaAccount,
@@ -156,23 +159,38 @@ impl Objects {
         }
     }
 
-    /// Offers the memory of object `number` to the client; the ticket to redeem it with,
-    /// or `None` when the session has [`MAX_OFFERS`] pending (expired ones are dropped first).
-    pub fn offer(&mut self, session: &str, number: u64, memory: OwnedFd) -> Option<Vec<u8>> {
+    /// Offers the memory of object `number` to the process `holder`; the ticket to redeem
+    /// it with, or `None` when the session has [`MAX_OFFERS`] pending (expired ones are
+    /// dropped first).
+    pub fn offer(
+        &mut self,
+        session: &str,
+        number: u64,
+        memory: OwnedFd,
+        holder: Process,
+    ) -> Option<Vec<u8>> {
         let now = Instant::now();
         self.offers.retain(|_, offer| !offer.expired(now));
         if self.offers.len() >= MAX_OFFERS || !self.held.contains_key(&number) {
             return None;
         }
-        let offer = Offer::new(memory);
+        let offer = Offer::new(memory, holder);
         let ticket = offer.ticket(session, number);
         self.offers.insert(number, offer);
         Some(ticket)
     }
 
-    /// Takes the offer of object `number` out, to redeem it.
-    pub fn take_offer(&mut self, number: u64) -> Option<Offer> {
-        self.offers.remove(&number)
+    /// Takes the offer of object `number` out for `redeemer` to redeem; an offer made to
+    /// another process stays where it is.
+    pub fn take_offer(&mut self, number: u64, redeemer: &Process) -> Result<Offer, RedeemError> {
+        match self.offers.get(&number) {
+            None => Err(RedeemError::NotOffered(number)),
+            Some(offer) if !offer.is_for(redeemer) => Err(RedeemError::WrongProcess(*redeemer)),
+            Some(_) => self
+                .offers
+                .remove(&number)
+                .ok_or(RedeemError::NotOffered(number)),
+        }
     }
 
     /// Objects held.
@@ -231,9 +249,10 @@ pub fn release_buffer(buffer: Arc<DmaBuffer>) -> accelhost::Result<()> {
 }
 
 impl Session {
-    /// A session for `client`.
+    /// A session for `client`, attached by `process` (on a Unix socket).
     pub fn new(
         client: Arc<ClientEntry>,
+        process: Option<Process>,
         dma: DmaAccount,
         events: mpsc::Sender<Result<SessionEvent, Status>>,
         max_streams: usize,
@@ -241,6 +260,7 @@ impl Session {
         Session {
             id: random_id(),
             client,
+            process,
             dma,
             streams: Arc::new(tokio::sync::Semaphore::new(max_streams)),
             objects: Mutex::new(Objects::default()),
@@ -492,8 +512,8 @@ mod tests {
 
     #[test]
     fn ids_are_distinct_and_numbers_never_repeat() {
-        let a = Session::new(client(), DmaAccount::default(), mpsc::channel(1).0, 1);
-        let b = Session::new(client(), DmaAccount::default(), mpsc::channel(1).0, 1);
+        let a = Session::new(client(), None, DmaAccount::default(), mpsc::channel(1).0, 1);
+        let b = Session::new(client(), None, DmaAccount::default(), mpsc::channel(1).0, 1);
         assert_ne!(a.id, b.id);
         assert_eq!(a.id.len(), 32);
         let mut objects = a.objects();
@@ -506,6 +526,7 @@ mod tests {
         entry.name = name.into();
         Arc::new(Session::new(
             Arc::new(entry),
+            None,
             DmaAccount::default(),
             mpsc::channel(1).0,
             1,

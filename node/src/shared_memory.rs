@@ -4,6 +4,11 @@
 //! descriptor as `SCM_RIGHTS`. Data then moves at memory speed; only doorbells and
 //! completions cross the gRPC connection.
 //!
+//! Who may redeem: only the process that attached the session, as the kernel names the
+//! redeeming connection's peer (`SO_PEERCRED`: the same uid and pid), once, within
+//! [`OFFER_LIFETIME`](crate::offer::OFFER_LIFETIME); a ticket is no bearer token, and one
+//! another process presents stays on offer for its own process.
+//!
 //! What keeps it contained: the memfd's size is sealed, so a client cannot make the node's
 //! mapping fault; an offer belongs to the object (released with it, so a pending descriptor
 //! never outlives the memory's charge), expires after [`OFFER_LIFETIME`](crate::offer::OFFER_LIFETIME), and a session has at
@@ -23,7 +28,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 
-use crate::offer::parse_ticket;
+use crate::identity::Process;
+use crate::offer::{RedeemError, parse_ticket};
 use crate::session::Sessions;
 
 /// What a connection that redeems a ticket sends first; an HTTP/2 client's first byte is
@@ -119,15 +125,19 @@ async fn first_byte(stream: &UnixStream) -> Option<u8> {
 /// Reads a redeeming request and answers it: the memory, or a status byte and why not.
 async fn serve_redeemer(stream: &UnixStream, sessions: &Weak<Sessions>) {
     let answer = match tokio::time::timeout(REDEEM_TIMEOUT, read_request(stream)).await {
-        Ok(Ok(ticket)) => redeem(&ticket, sessions),
-        Ok(Err(err)) => Err(format!("a malformed request: {err}")),
-        Err(_) => Err(format!("no ticket within {} s", REDEEM_TIMEOUT.as_secs())),
+        Ok(Ok(ticket)) => stream
+            .peer_cred()
+            .map_err(RedeemError::NoCredentials)
+            .map(Process::from)
+            .and_then(|redeemer| redeem(&ticket, &redeemer, sessions)),
+        Ok(Err(err)) => Err(RedeemError::Malformed(err)),
+        Err(_) => Err(RedeemError::Silent(REDEEM_TIMEOUT)),
     };
     let sent = match answer {
         Ok(memory) => send_with_descriptor(stream, 0, b"", Some(memory.as_raw_fd())).await,
         Err(why) => {
             tracing::debug!("refused a shared-memory ticket: {why}");
-            send_with_descriptor(stream, 1, why.as_bytes(), None).await
+            send_with_descriptor(stream, 1, why.to_string().as_bytes(), None).await
         }
     };
     if let Err(err) = sent {
@@ -175,18 +185,18 @@ impl tokio::io::AsyncRead for ReadHalf<'_> {
     }
 }
 
-/// The memory a ticket names, taken out of its session.
-fn redeem(ticket: &[u8], sessions: &Weak<Sessions>) -> Result<OwnedFd, String> {
-    let (secret, object, session) =
-        parse_ticket(ticket).ok_or_else(|| "a ticket too short or not UTF-8".to_string())?;
-    let sessions = sessions.upgrade().ok_or("the node is stopping")?;
-    let session = sessions
-        .get(session)
-        .ok_or_else(|| "the ticket's session ended".to_string())?;
-    let offer = session.objects().take_offer(object).ok_or_else(|| {
-        format!("object {object} has no memory on offer (redeemed, released or never offered)")
-    })?;
-    offer.redeem(secret, Instant::now()).map_err(str::to_string)
+/// The memory a ticket names, taken out of its session, if `redeemer` is the process that
+/// attached the session (an offer another process presents stays on offer).
+fn redeem(
+    ticket: &[u8],
+    redeemer: &Process,
+    sessions: &Weak<Sessions>,
+) -> Result<OwnedFd, RedeemError> {
+    let (secret, object, session) = parse_ticket(ticket).ok_or(RedeemError::Unreadable)?;
+    let sessions = sessions.upgrade().ok_or(RedeemError::Stopping)?;
+    let session = sessions.get(session).ok_or(RedeemError::SessionEnded)?;
+    let offer = session.objects().take_offer(object, redeemer)?;
+    offer.redeem(secret, Instant::now())
 }
 
 /// Sends `status` and `message`, with `descriptor` attached when given.

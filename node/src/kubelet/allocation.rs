@@ -28,7 +28,7 @@ use tonic::transport::server::Connected;
 use crate::authority::AuthorityFix;
 use crate::config::{ClientEntry, ClientGrants, ClientIdentity, KubernetesSettings};
 use crate::gate::PeerKey;
-use crate::identity::AllocationConnectInfo;
+use crate::identity::{AllocationConnectInfo, Process};
 use crate::listen::{ServeError, bind_unix, node_router, server};
 use crate::service::NodeService;
 
@@ -290,6 +290,7 @@ impl Allocations {
         let (stop, mut stopped) = watch::channel(false);
         let info = AllocationConnectInfo {
             allocation: allocation.id.as_str().into(),
+            process: None,
         };
         let peer = PeerKey::Allocation(info.allocation.clone());
         let incoming = crate::shared_memory::split_redeemers(
@@ -297,8 +298,11 @@ impl Allocations {
                 crate::listen::unix_incoming(listener, "kubernetes allocation").map(
                     move |stream| {
                         stream.map(|stream| AllocatedStream {
+                            info: AllocationConnectInfo {
+                                process: Process::of_stream(stream.get_ref()),
+                                ..info.clone()
+                            },
                             stream,
-                            info: info.clone(),
                         })
                     },
                 ),

@@ -11,6 +11,7 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::identity::Process;
 use crate::proto;
 use crate::session::{Object, Session, SessionCaps, Sessions, SessionsFull, no_object};
 use crate::status::status;
@@ -25,6 +26,7 @@ pub(super) async fn attach(
     let (events, receiver) = mpsc::channel(1);
     let session = Arc::new(Session::new(
         client.clone(),
+        Process::from_extensions(request.extensions()),
         node.sessions.account(&client.name),
         events.clone(),
         node.limits().max_streams_per_session,

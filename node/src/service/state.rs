@@ -130,8 +130,9 @@ impl NodeService {
     }
 
     /// Offers the memory of the session's new object `number` to a client on a Unix socket
-    /// that asked for it ([`crate::shared_memory`]): the ticket for the reply, or `None`
-    /// (the client mirrors the object) when the caller is not local, the memory
+    /// that asked for it ([`crate::shared_memory`]), for the process that attached the
+    /// session alone: the ticket for the reply, or `None` (the client mirrors the object)
+    /// when the caller is not local, the node cannot see that process's pid, the memory
     /// cannot be shared or the session has too many offers pending.
     pub(super) fn offer_memory<T>(
         &self,
@@ -144,6 +145,7 @@ impl NodeService {
         if !crate::shared_memory::offered_to(&Peer::of(request)) {
             return None;
         }
+        let holder = session.process.filter(|process| process.pid.is_some())?;
         let memory = match share() {
             Ok(memory) => memory?,
             Err(err) => {
@@ -151,7 +153,7 @@ impl NodeService {
                 return None;
             }
         };
-        let ticket = objects.offer(&session.id, number, memory)?;
+        let ticket = objects.offer(&session.id, number, memory, holder)?;
         Some(proto::SharedMemory {
             ticket: ticket.into(),
         })
