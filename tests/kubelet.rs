@@ -622,3 +622,148 @@ fn health_follows_faults_and_the_kubelet_is_found_late_and_again_after_a_restart
         "the node removes its sockets: {leftovers:?}"
     );
 }
+
+/// Every socket file under `dir`, recursively, as paths relative to it.
+fn sockets_under(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_owned()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_socket() {
+                found.push(entry.path().strip_prefix(dir).unwrap().to_owned());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// SIGTERM while the kubelet is up, watching, with a pod's allocation attached: the node
+/// removes every socket it made (its own, the metrics socket, each resource's in the
+/// kubelet's folder, each allocation's) and keeps only the allocations' folders for its next
+/// run, which serves them again.
+#[test]
+fn sigterm_leaves_no_socket_behind() {
+    let scratch = ShortScratch::new("term");
+    let dir = &scratch.0;
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    write_configs(dir);
+    let serve = std::fs::read_to_string(dir.join("serve.json"))
+        .unwrap()
+        .replace(
+            r#""metrics": {"address": "127.0.0.1:0"}"#,
+            r#""metrics": {"unix": {"path": "metrics.sock", "mode": "0600"}}"#,
+        );
+    assert!(serve.contains("metrics.sock"), "{serve}");
+    std::fs::write(dir.join("serve.json"), serve).unwrap();
+    let rt = runtime();
+    let mut kubelet = rt.block_on(async { RunningKubelet::start(&dir.join("plugins")) });
+    let (mut node, _) = Served::start(&[BIN], dir, "accelhost serve: node 'k8s-node' on");
+    let (watching, pod, folder) = rt.block_on(async {
+        let endpoints = kubelet.registered(&[NLB0, CHAOS]).await;
+        let mut nlb0 = plugin(&dir.join("plugins"), &endpoints[NLB0]).await;
+        let mut watch = nlb0
+            .list_and_watch(v1beta1::Empty {})
+            .await
+            .unwrap()
+            .into_inner();
+        next_list(&mut watch).await;
+        let answer = allocate(&mut nlb0, &[&["dfl/emu:d0"]]).await.unwrap();
+        let folder = PathBuf::from(&answer.container_responses[0].mounts[0].host_path);
+        let pod = Client::connect(
+            &Endpoint::Unix(folder.join("node.sock")),
+            ClientOptions::default(),
+        )
+        .await
+        .unwrap();
+        pod.enumerate(vec![]).await.unwrap();
+        (watch, pod, folder)
+    });
+    let mut made = sockets_under(dir);
+    made.retain(|p| !p.ends_with("kubelet.sock"));
+    assert_eq!(
+        made.len(),
+        5,
+        "node, metrics, two resources, one allocation: {made:?}"
+    );
+
+    node.signal(libc::SIGTERM);
+    assert!(node.wait(STEP).success());
+    let mut left = sockets_under(dir);
+    left.retain(|p| !p.ends_with("kubelet.sock"));
+    assert!(left.is_empty(), "sockets left after SIGTERM: {left:?}");
+    assert!(
+        folder.is_dir(),
+        "the allocation's folder stays for the next run"
+    );
+    drop((watching, pod));
+
+    // The next run serves the allocation again, in the same folder.
+    let (mut node, _) = Served::start(&[BIN], dir, "accelhost serve: node 'k8s-node' on");
+    rt.block_on(async {
+        kubelet.registered(&[NLB0, CHAOS]).await;
+        let pod = Client::connect(
+            &Endpoint::Unix(folder.join("node.sock")),
+            ClientOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(pod.enumerate(vec![]).await.unwrap().len(), 1);
+        drop(pod);
+        kubelet.stop().await;
+    });
+
+    // A kubelet that takes connections and never answers: SIGTERM while the node waits for
+    // its registration ends the wait, and the resource's socket goes too.
+    let plugins = dir.join("plugins");
+    // As a kubelet starting does: every socket in its folder is deleted first.
+    for socket in sockets_under(&plugins) {
+        std::fs::remove_file(plugins.join(socket)).unwrap();
+    }
+    let hung = std::os::unix::net::UnixListener::bind(plugins.join("kubelet.sock")).unwrap();
+    hung.set_nonblocking(true).unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = std::thread::spawn({
+        let done = done.clone();
+        move || {
+            let mut held = Vec::new();
+            let until = std::time::Instant::now() + STEP;
+            while !done.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < until
+            {
+                match hung.accept() {
+                    Ok((stream, _)) => held.push(stream),
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + STEP;
+    while !sockets_under(&plugins)
+        .iter()
+        .any(|p| p.to_string_lossy().starts_with("accelhost-"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the node never bound a resource's socket for the new kubelet"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let asked = std::time::Instant::now();
+    node.signal(libc::SIGTERM);
+    assert!(node.wait(STEP).success());
+    assert!(
+        asked.elapsed() < accelhost_node::server::DRAIN,
+        "a silent kubelet held the stop up for {:?}",
+        asked.elapsed()
+    );
+    let mut left = sockets_under(dir);
+    left.retain(|p| !p.ends_with("kubelet.sock"));
+    assert!(left.is_empty(), "sockets left after SIGTERM: {left:?}");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    held.join().unwrap();
+}

@@ -100,8 +100,50 @@ pub fn server() -> Server {
         .http2_keepalive_timeout(Some(KEEPALIVE))
 }
 
-/// Binds the socket at `path` with `mode`, replacing a stale socket file nobody serves on.
-pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
+/// A socket file the node bound: removed when dropped, unless what stands at its path is no
+/// longer that socket (a kubelet that restarts deletes the sockets in its folder, and
+/// something else may be bound there since). Every socket the node makes is held by one, so
+/// a clean exit leaves none behind, however its tasks end.
+#[derive(Debug)]
+pub struct SocketFile {
+    path: PathBuf,
+    /// The socket's device and inode, as bound.
+    identity: Option<(u64, u64)>,
+}
+
+impl SocketFile {
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the socket the node bound is still at its path.
+    pub fn is_in_place(&self) -> bool {
+        self.identity.is_some() && file_identity(&self.path) == self.identity
+    }
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        if self.is_in_place() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The device and inode of the socket at `path`, if a socket is there.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let found = std::fs::symlink_metadata(path).ok()?;
+    found
+        .file_type()
+        .is_socket()
+        .then(|| (found.dev(), found.ino()))
+}
+
+/// Binds the socket at `path` with `mode`, replacing a stale socket file nobody serves on;
+/// the socket file goes when the returned [`SocketFile`] is dropped.
+pub fn bind_unix(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), ServeError> {
     if path.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(ServeError::Io {
             what: "binding the socket",
@@ -167,7 +209,11 @@ pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
         });
     let _ = std::fs::remove_dir_all(&staging);
     let listener = bound?;
-    Ok(listener)
+    let file = SocketFile {
+        path: path.to_owned(),
+        identity: file_identity(path),
+    };
+    Ok((listener, file))
 }
 
 #[cfg(test)]
@@ -218,13 +264,30 @@ mod tests {
         std::fs::create_dir(&folder).unwrap();
         let path = folder.join("node.sock");
         assert_eq!(path.as_os_str().len(), MAX_SOCKET_PATH);
-        bind_unix(&path, 0o600).unwrap();
+        let (_listener, file) = bind_unix(&path, 0o600).unwrap();
         assert!(
             std::fs::symlink_metadata(&path)
                 .unwrap()
                 .file_type()
                 .is_socket()
         );
+        assert!(file.is_in_place());
+        drop(file);
+        assert!(!path.exists(), "the socket goes with its SocketFile");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_socket_made_again_by_someone_else_is_left_alone() {
+        let dir = scratch("replaced");
+        let path = dir.join("node.sock");
+        let (listener, file) = bind_unix(&path, 0o600).unwrap();
+        drop(listener);
+        std::fs::remove_file(&path).unwrap();
+        let _theirs = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(!file.is_in_place());
+        drop(file);
+        assert!(path.exists(), "another's socket at the same path stays");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use accelhost::Host;
@@ -17,7 +17,7 @@ use crate::config::{MetricsListen, ServeConfig};
 use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey, tcp_peer, unix_peer};
 use crate::kubelet::DevicePlugins;
 pub use crate::listen::{KEEPALIVE, ServeError};
-use crate::listen::{bind_unix, node_router, server, unix_incoming};
+use crate::listen::{SocketFile, bind_unix, node_router, server, unix_incoming};
 use crate::service::NodeService;
 
 /// How long calls and streams in flight may take to finish once the node is told to stop;
@@ -28,15 +28,16 @@ pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct BoundNode {
     service: Arc<NodeService>,
     device_plugins: Option<DevicePlugins>,
-    unix: Option<(UnixListener, PathBuf)>,
+    unix: Option<(UnixListener, SocketFile)>,
     tcp: Option<(TcpListener, ServerTlsConfig)>,
-    metrics: Option<MetricsListener>,
+    /// `/metrics`' listener, with its socket file when it is a Unix socket.
+    metrics: Option<(MetricsListener, Option<SocketFile>)>,
 }
 
 /// The bound listener of `/metrics`.
 enum MetricsListener {
     Tcp(TcpListener),
-    Unix(UnixListener, PathBuf),
+    Unix(UnixListener),
 }
 
 /// The most connections `/metrics` serves at once, from anyone: a scraper needs one or two,
@@ -55,7 +56,7 @@ impl BoundNode {
     /// Binds the listeners `config` names, for clients of `host`.
     pub async fn bind(config: Arc<ServeConfig>, host: Arc<Host>) -> Result<BoundNode, ServeError> {
         let unix = match &config.unix {
-            Some(unix) => Some((bind_unix(&unix.path, unix.mode)?, unix.path.clone())),
+            Some(unix) => Some(bind_unix(&unix.path, unix.mode)?),
             None => None,
         };
         let tcp = match &config.tcp {
@@ -80,19 +81,20 @@ impl BoundNode {
             None => None,
         };
         let metrics = match &config.metrics {
-            Some(MetricsListen::Tcp(address)) => Some(MetricsListener::Tcp(
-                TcpListener::bind(address)
-                    .await
-                    .map_err(|reason| ServeError::Io {
+            Some(MetricsListen::Tcp(address)) => Some((
+                MetricsListener::Tcp(TcpListener::bind(address).await.map_err(|reason| {
+                    ServeError::Io {
                         what: "listening for metrics on",
                         path: address.to_string().into(),
                         reason,
-                    })?,
+                    }
+                })?),
+                None,
             )),
-            Some(MetricsListen::Unix(unix)) => Some(MetricsListener::Unix(
-                bind_unix(&unix.path, unix.mode)?,
-                unix.path.clone(),
-            )),
+            Some(MetricsListen::Unix(unix)) => {
+                let (listener, file) = bind_unix(&unix.path, unix.mode)?;
+                Some((MetricsListener::Unix(listener), Some(file)))
+            }
             None => None,
         };
         let service = Arc::new(NodeService::new(host, config.clone()));
@@ -119,7 +121,7 @@ impl BoundNode {
     /// The address `/metrics` is served on (with the port the system chose, for port 0).
     pub fn metrics_address(&self) -> Option<SocketAddr> {
         match &self.metrics {
-            Some(MetricsListener::Tcp(listener)) => listener.local_addr().ok(),
+            Some((MetricsListener::Tcp(listener), _)) => listener.local_addr().ok(),
             _ => None,
         }
     }
@@ -147,20 +149,29 @@ impl BoundNode {
         let signal = |mut stopped: watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
-        let unix_path = self.unix.as_ref().map(|(_, path)| path.clone());
+        let BoundNode {
+            service,
+            device_plugins,
+            unix,
+            tcp,
+            metrics,
+        } = self;
+        // Held to the end: the socket files go when these do, however the serving ended.
+        let (unix, _unix_file) = unix.map_or((None, None), |(l, f)| (Some(l), Some(f)));
+        let (metrics, _metrics_file) = metrics.map_or((None, None), |(l, f)| (Some(l), f));
         let unix = async {
-            match self.unix {
-                Some((listener, _)) => {
+            match unix {
+                Some(listener) => {
                     let incoming = crate::shared_memory::split_redeemers(
-                        self.service.admit_each(
+                        service.admit_each(
                             unix_incoming(listener, "listen.unix"),
                             "listen.unix",
                             |stream| unix_peer(stream.get_ref()),
                         ),
-                        Arc::downgrade(&self.service.sessions()),
+                        Arc::downgrade(&service.sessions()),
                         |admitted| admitted.get_ref().get_ref(),
                     );
-                    node_router(server(), &self.service)
+                    node_router(server(), &service)
                         .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
                         .await
                 }
@@ -168,9 +179,9 @@ impl BoundNode {
             }
         };
         let tcp = async {
-            match self.tcp {
+            match tcp {
                 Some((listener, tls)) => {
-                    let incoming = self.service.admit_each(
+                    let incoming = service.admit_each(
                         Backoff::new(
                             TcpIncoming::from(listener).with_nodelay(Some(true)),
                             "listen.tcp",
@@ -178,19 +189,15 @@ impl BoundNode {
                         "listen.tcp",
                         tcp_peer,
                     );
-                    node_router(server().tls_config(tls)?, &self.service)
+                    node_router(server().tls_config(tls)?, &service)
                         .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
                         .await
                 }
                 None => Ok(()),
             }
         };
-        let metrics_socket = match &self.metrics {
-            Some(MetricsListener::Unix(_, path)) => Some(path.clone()),
-            _ => None,
-        };
         let metrics = async {
-            let node = self.service.metrics();
+            let node = service.metrics();
             let app = axum::Router::new().route(
                 "/metrics",
                 axum::routing::get(move |headers: axum::http::HeaderMap| {
@@ -199,13 +206,13 @@ impl BoundNode {
                 }),
             );
             let gate = Arc::new(Gate::default());
-            let served = match self.metrics {
+            let served = match metrics {
                 Some(MetricsListener::Tcp(listener)) => {
                     axum::serve(Capped::new(listener, gate), app)
                         .with_graceful_shutdown(signal(stopped.clone()))
                         .await
                 }
-                Some(MetricsListener::Unix(listener, _)) => {
+                Some(MetricsListener::Unix(listener)) => {
                     axum::serve(Capped::new(listener, gate), app)
                         .with_graceful_shutdown(signal(stopped.clone()))
                         .await
@@ -219,7 +226,7 @@ impl BoundNode {
             })
         };
         let health = {
-            let service = self.service.clone();
+            let service = service.clone();
             let stopped = stopped.clone();
             async move {
                 service.watch_health(stopped).await;
@@ -228,7 +235,7 @@ impl BoundNode {
         };
         let device_plugins = {
             let stopped = stopped.clone();
-            let plugins = self.device_plugins;
+            let plugins = device_plugins;
             async move {
                 if let Some(plugins) = plugins {
                     plugins.run(stopped).await;
@@ -236,7 +243,7 @@ impl BoundNode {
                 Ok::<(), ServeError>(())
             }
         };
-        let sessions = self.service.sessions();
+        let sessions = service.sessions();
         let trigger = async move {
             shutdown.await;
             tracing::info!(
@@ -271,9 +278,6 @@ impl BoundNode {
                 Ok(())
             }
         };
-        for path in unix_path.into_iter().chain(metrics_socket) {
-            let _ = std::fs::remove_file(path);
-        }
         served
     }
 }

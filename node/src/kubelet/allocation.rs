@@ -29,7 +29,7 @@ use crate::authority::AuthorityFix;
 use crate::config::{ClientEntry, ClientGrants, ClientIdentity, KubernetesSettings};
 use crate::gate::PeerKey;
 use crate::identity::{AllocationConnectInfo, Process};
-use crate::listen::{ServeError, bind_unix, node_router, server};
+use crate::listen::{ServeError, SocketFile, bind_unix, node_router, server};
 use crate::service::NodeService;
 
 /// The socket's name in an allocation's folder.
@@ -101,6 +101,9 @@ pub enum AllocateError {
 struct Live {
     allocation: Allocation,
     stop: watch::Sender<bool>,
+    /// The allocation's socket, removed when the allocation stops being served (its folder
+    /// stays for the next run, which binds it again).
+    socket: Option<SocketFile>,
 }
 
 /// Makes `dir` (the allocation folder) reachable by this process's user alone, whoever made
@@ -277,7 +280,7 @@ impl Allocations {
             })?;
         // Whoever reaches the socket is the pod: the folder is mounted there and nowhere else
         // (`allocation_dir` is 0700), so any uid in the pod may connect.
-        let listener = bind_unix(&folder.join(SOCKET), 0o666)?;
+        let (listener, socket) = bind_unix(&folder.join(SOCKET), 0o666)?;
         self.service.grant_allocation(Arc::new(ClientEntry {
             name: allocation.client_name(),
             identity: ClientIdentity::Allocation(allocation.id.clone()),
@@ -327,6 +330,7 @@ impl Allocations {
         Ok(Live {
             allocation: allocation.clone(),
             stop,
+            socket: Some(socket),
         })
     }
 
@@ -483,11 +487,17 @@ impl Allocations {
         tracing::info!(allocation = %live.allocation.id, "allocation ended");
     }
 
-    /// Stops serving every allocation but keeps their folders and the state file, so the next
-    /// run of the node serves them again.
+    /// Stops serving every allocation and removes their sockets, but keeps their folders and
+    /// the state file, so the next run of the node serves them again there.
     pub fn stop(&self) {
-        for live in self.live.lock().unwrap_or_else(|p| p.into_inner()).values() {
+        for live in self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values_mut()
+        {
             let _ = live.stop.send(true);
+            live.socket = None;
         }
     }
 

@@ -12,7 +12,7 @@ pub mod v1beta1;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use crate::client::{ClientOptions, Endpoint, channel};
 use crate::config::KubernetesSettings;
-use crate::listen::{ServeError, bind_unix, server};
+use crate::listen::{ServeError, SocketFile, bind_unix, server};
 use crate::service::NodeService;
 use allocation::Allocations;
 use plugin::ResourcePlugin;
@@ -41,10 +41,16 @@ pub struct DevicePlugins {
     allocations: Arc<Allocations>,
 }
 
-/// One resource being served on its socket.
+/// One resource being served on its socket; dropping it stops serving and removes the socket.
 struct Served {
-    socket: PathBuf,
+    socket: SocketFile,
     stop: watch::Sender<bool>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
 }
 
 impl DevicePlugins {
@@ -106,6 +112,7 @@ impl DevicePlugins {
                         Ok(one) => {
                             served.insert(resource, one);
                         }
+                        Err(_) if *stopped.borrow() => break 'kubelet,
                         Err(err) => {
                             tracing::warn!(
                                 %resource,
@@ -121,7 +128,7 @@ impl DevicePlugins {
                     }
                 }
                 if socket_identity(&kubelet) != Some(seen)
-                    || served.values().any(|s| !s.socket.exists())
+                    || served.values().any(|s| !s.socket.is_in_place())
                 {
                     tracing::info!("the kubelet restarted: registering again");
                     stop_all(&mut served);
@@ -149,7 +156,7 @@ impl DevicePlugins {
         let name = resource::socket_name(resource);
         let socket = self.settings.device_plugin_dir.join(&name);
         let _ = std::fs::remove_file(&socket);
-        let listener = bind_unix(&socket, 0o600).map_err(|err| err.to_string())?;
+        let (listener, socket) = bind_unix(&socket, 0o600).map_err(|err| err.to_string())?;
         let (stop, mut stopping) = watch::channel(false);
         let mut node_stopped = stopped.clone();
         let plugin = ResourcePlugin {
@@ -200,17 +207,17 @@ impl DevicePlugins {
                 .await
                 .map_err(|status| format!("the kubelet refused: {}", status.message()))
         };
-        match registered.await {
-            Ok(_) => {
-                tracing::info!(%resource, socket = %name, "registered with the kubelet");
-                Ok(served)
-            }
-            Err(err) => {
-                let mut one = BTreeMap::from([(resource.to_owned(), served)]);
-                stop_all(&mut one);
-                Err(err)
-            }
-        }
+        // A kubelet slow to answer does not hold the node's stop up (the socket goes with
+        // `served` either way).
+        let mut stopping = stopped.clone();
+        let registered = tokio::select! {
+            registered = registered => registered,
+            _ = stopping.wait_for(|stop| *stop) => Err("the node is stopping".to_string()),
+        };
+        registered.map(|_| {
+            tracing::info!(%resource, socket = %name, "registered with the kubelet");
+            served
+        })
     }
 
     /// With `raw_device_nodes` and `cdi_spec_dir`: the CDI spec of every offered device
@@ -256,10 +263,7 @@ impl DevicePlugins {
 
 /// Stops serving every resource and removes their sockets.
 fn stop_all(served: &mut BTreeMap<String, Served>) {
-    for (_, one) in std::mem::take(served) {
-        let _ = one.stop.send(true);
-        let _ = std::fs::remove_file(&one.socket);
-    }
+    served.clear();
 }
 
 /// The device and inode of the socket at `path`: a kubelet that restarts makes it again.
