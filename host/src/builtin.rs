@@ -13,7 +13,7 @@ use wasmtime::component::ResourceTable;
 
 use crate::config::{
     CONFIG_ENV, Config, ConfigError, ConfigOrigin, ConfigSource, DeviceDecl, ENDPOINT_ENV,
-    candidates,
+    PullList, candidates,
 };
 use crate::devices::{DeviceRegistry, LinuxRoots};
 use crate::families::{cxl, dfl, xocl};
@@ -153,6 +153,20 @@ impl Config {
     /// Reads and validates the config file at `path`: a regular file of at most
     /// [`MAX_CONFIG_MIB`] MiB, read without waiting on a FIFO or a device.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = Self::read_file(path)?;
+        Self::parse(&text, ConfigSource::File(path.to_path_buf()))
+    }
+
+    /// The `oci://` modules of the config file at `path` and the signatures they must carry,
+    /// and its store: what `accelhost pull` fetches for it. The file must follow the schema;
+    /// its modules need not be pulled yet.
+    pub fn modules_to_pull(path: &Path) -> Result<PullList, ConfigError> {
+        let text = Self::read_file(path)?;
+        Self::parse_modules_to_pull(&text, ConfigSource::File(path.to_path_buf()))
+    }
+
+    /// The text of the config file at `path`, read as [`Config::load`] says.
+    fn read_file(path: &Path) -> Result<String, ConfigError> {
         let source = ConfigSource::File(path.to_path_buf());
         let limit = crate::files::Limit {
             what: "a config file",
@@ -170,9 +184,7 @@ impl Config {
             crate::files::FileError::Io { source, .. } => unreadable(source.to_string()),
             other => unreadable(other.to_string()),
         })?;
-        let text =
-            String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
-        Self::parse(&text, source)
+        String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))
     }
 
     /// The embedded default config.

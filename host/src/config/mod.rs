@@ -15,7 +15,7 @@ pub use crate::types::DevicePattern;
 pub use discover::ConfigOrigin;
 pub(crate) use discover::candidates;
 pub use policy::{Grants, LoadPolicy, OnFault, OnLoadError};
-pub use schema::{LinuxSettings, ModuleSource, PluginEntry};
+pub use schema::{LinuxSettings, ModuleSource, ModuleToPull, PluginEntry, PullList};
 pub use source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV};
 
 use crate::devices::LinuxRoots;
@@ -53,6 +53,42 @@ impl Config {
         source: ConfigSource,
         catalog: &Catalog,
     ) -> Result<Config, ConfigError> {
+        let raw = RawConfig::read(text, &source)?;
+        let valid = raw.validate(&source, catalog)?;
+        Ok(Config {
+            source,
+            devices: valid.devices,
+            plugins: valid.plugins,
+            linux: valid.linux,
+        })
+    }
+
+    /// The `oci://` modules of the config text `text` and the signatures they must carry
+    /// ([`Config::modules_to_pull`] reads them from a file).
+    pub(crate) fn parse_modules_to_pull(
+        text: &str,
+        source: ConfigSource,
+    ) -> Result<PullList, ConfigError> {
+        RawConfig::read(text, &source)?.modules_to_pull(&source)
+    }
+
+    /// The directory relative paths in this config are resolved against.
+    pub fn base_dir(&self) -> PathBuf {
+        base_dir(&self.source)
+    }
+
+    /// Where the Linux backends look for real devices.
+    pub(crate) fn linux_roots(&self) -> LinuxRoots {
+        LinuxRoots {
+            sysfs: self.linux.sysfs_root.clone(),
+            dev: self.linux.dev_root.clone(),
+        }
+    }
+}
+
+impl RawConfig {
+    /// Config text, read against the schema; an error names the JSON path and line.
+    fn read(text: &str, source: &ConfigSource) -> Result<RawConfig, ConfigError> {
         let mut json = serde_json::Deserializer::from_str(text);
         let raw: RawConfig = serde_path_to_error::deserialize(&mut json).map_err(|err| {
             let path = err.path().to_string();
@@ -72,26 +108,7 @@ impl Config {
             line: Some(err.line()),
             message: "unexpected text after the JSON document".into(),
         })?;
-        let valid = raw.validate(&source, catalog)?;
-        Ok(Config {
-            source,
-            devices: valid.devices,
-            plugins: valid.plugins,
-            linux: valid.linux,
-        })
-    }
-
-    /// The directory relative paths in this config are resolved against.
-    pub fn base_dir(&self) -> PathBuf {
-        base_dir(&self.source)
-    }
-
-    /// Where the Linux backends look for real devices.
-    pub(crate) fn linux_roots(&self) -> LinuxRoots {
-        LinuxRoots {
-            sysfs: self.linux.sysfs_root.clone(),
-            dev: self.linux.dev_root.clone(),
-        }
+        Ok(raw)
     }
 }
 

@@ -335,6 +335,60 @@ impl RawConfig {
     }
 }
 
+impl RawConfig {
+    /// The `oci://` modules of the config and the signature each must carry, and its store:
+    /// what `accelhost pull` fetches for it. Nothing else is validated, and nothing is looked
+    /// up in the store (the modules are not pulled yet).
+    pub(super) fn modules_to_pull(self, source: &ConfigSource) -> Result<PullList, ConfigError> {
+        let err = |path: String, message: String| ConfigError::new(source, path, message);
+        let base = base_dir(source);
+        let trusted = trusted_keys(&self.trust.keys, &base)
+            .map_err(|(name, msg)| err(format!("trust.keys.{name}"), msg))?;
+        let mut modules: Vec<ModuleToPull> = Vec::new();
+        for (i, raw) in self.plugins.into_iter().enumerate() {
+            if !raw.module.starts_with(OCI_SCHEME) {
+                continue;
+            }
+            let reference: OciReference = raw
+                .module
+                .parse()
+                .map_err(|msg| err(format!("plugins[{i}].module"), msg))?;
+            let signature =
+                signature_policy(&raw.signed_by, &trusted, self.trust.require_signatures)
+                    .map_err(|(j, msg)| err(format!("plugins[{i}].signed_by[{j}]"), msg))?;
+            let module = ModuleToPull {
+                reference,
+                signature,
+            };
+            if !modules.contains(&module) {
+                modules.push(module);
+            }
+        }
+        Ok(PullList {
+            store: self.store.map(|root| Store::at(base.join(root))),
+            modules,
+        })
+    }
+}
+
+/// What `accelhost pull` fetches for a config: its `oci://` modules, and its `store`.
+#[derive(Clone, Debug)]
+pub struct PullList {
+    /// The config's `store`, when it names one.
+    pub store: Option<Store>,
+    /// Each distinct module and signature policy, in the config's order.
+    pub modules: Vec<ModuleToPull>,
+}
+
+/// One `oci://` module of a config, and the signature its entry asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleToPull {
+    /// The module's reference.
+    pub reference: OciReference,
+    /// What its signature must be: the entry's `signed_by`, else the config's `trust`.
+    pub signature: SignaturePolicy,
+}
+
 impl RawDevice {
     /// The card, checked by its family; an error names the field (`.slice`) and the problem.
     fn validate(

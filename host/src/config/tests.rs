@@ -731,3 +731,71 @@ fn trust_keys_and_signed_by_are_checked_by_name_and_file() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_modules_to_pull_carry_the_signature_their_entry_asks_for() {
+    let dir = std::env::temp_dir().join(format!("accelhost-config-pull-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("vendor.pub"),
+        "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    let file = dir.join("host.json");
+    let list = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        Config::modules_to_pull(&file)
+    };
+    let pulled = list(
+        r#"{"store": "pulled", "trust": {"keys": {"vendor": "vendor.pub"}}, "plugins": [
+            {"name": "a", "module": "oci://127.0.0.1:5000/plugins/dfl:1.0"},
+            {"name": "b", "module": "builtin:dfl"},
+            {"name": "c", "module": "./not-there.wasm"},
+            {"name": "d", "module": "oci://127.0.0.1:5000/plugins/dfl:1.0"},
+            {"name": "e", "module": "oci://registry.example/x:2", "signed_by": ["vendor"]}
+        ]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        pulled.store.unwrap().root(),
+        dir.join("pulled"),
+        "relative to the config's folder"
+    );
+    let shown: Vec<String> = pulled
+        .modules
+        .iter()
+        .map(|m| m.reference.to_string())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "oci://127.0.0.1:5000/plugins/dfl:1.0",
+            "oci://registry.example/x:2"
+        ],
+        "each module once, nothing looked up in a store"
+    );
+    let (unsigned_ok, signed) = (&pulled.modules[0].signature, &pulled.modules[1].signature);
+    assert!(unsigned_ok.checks() && !unsigned_ok.required);
+    assert!(signed.required);
+    assert!(signed.keys.describe().starts_with("the key vendor"));
+
+    let pulled = list(
+        r#"{"trust": {"keys": {"vendor": "vendor.pub"}, "require_signatures": true},
+            "plugins": [{"name": "a", "module": "oci://r.example/p:1"}]}"#,
+    )
+    .unwrap();
+    assert!(pulled.modules[0].signature.required);
+    assert_eq!(pulled.store, None);
+
+    let err = list(r#"{"plugins": [{"name": "a", "module": "oci://nothing"}]}"#).unwrap_err();
+    assert_eq!(err.path, "plugins[0].module");
+    let err = list(
+        r#"{"plugins": [{"name": "a", "module": "oci://r.example/p:1", "signed_by": ["ops"]}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(err.path, "plugins[0].signed_by[0]");
+    let err = list(r#"{"plugins": [{"name": "a", "module": "oci://r.example/p:1", "x": 1}]}"#)
+        .unwrap_err();
+    assert!(err.message.contains("unknown field `x`"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
