@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use serde::{Deserialize, Serialize};
 
 pub use accelhost_trust::store::{
     WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, digest_of as sha256_digest,
@@ -22,6 +22,33 @@ pub(crate) const ACCEPTED_MANIFEST_TYPES: &[&str] = &[
     "application/vnd.docker.distribution.manifest.v2+json",
 ];
 
+/// A content descriptor: what a manifest says of its config and of each layer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Descriptor {
+    pub media_type: String,
+    pub digest: String,
+    /// Signed as the specification has it; a negative size is refused when read.
+    pub size: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// An OCI image manifest, as far as a wasm artifact or a signature manifest uses it; fields
+/// it does not name are left out when read.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImageManifest {
+    schema_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    media_type: Option<String>,
+    config: Descriptor,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
 /// The tag cosign keeps a manifest's signatures at: `sha256-<hex>.sig` for `sha256:<hex>`.
 pub fn signature_tag(manifest_digest: &str) -> String {
     format!("{}.sig", manifest_digest.replacen(':', "-", 1))
@@ -35,15 +62,15 @@ pub(crate) fn is_sha256_digest(digest: &str) -> bool {
 /// The parts of a manifest that a pull reads: its config and its one wasm layer.
 #[derive(Debug)]
 pub(crate) struct WasmManifest {
-    pub config: OciDescriptor,
-    pub layer: OciDescriptor,
+    pub config: Descriptor,
+    pub layer: Descriptor,
 }
 
 /// Reads `bytes` as a wasm OCI artifact's manifest: an image manifest whose config is
 /// [`WASM_CONFIG_MEDIA_TYPE`] and which has exactly one layer, of [`WASM_LAYER_MEDIA_TYPE`].
 /// The error says what was found instead.
 pub(crate) fn read_wasm_manifest(bytes: &[u8]) -> Result<WasmManifest, String> {
-    let manifest: OciImageManifest = serde_json::from_slice(bytes)
+    let manifest: ImageManifest = serde_json::from_slice(bytes)
         .map_err(|err| format!("its manifest is not an OCI image manifest: {err}"))?;
     if manifest.schema_version != 2 {
         return Err(format!(
@@ -98,7 +125,7 @@ pub(crate) fn read_wasm_manifest(bytes: &[u8]) -> Result<WasmManifest, String> {
 }
 
 /// A descriptor's digest is a sha256 one and its size is not negative.
-fn check_descriptor(descriptor: &OciDescriptor) -> Result<(), String> {
+fn check_descriptor(descriptor: &Descriptor) -> Result<(), String> {
     if !is_sha256_digest(&descriptor.digest) {
         return Err(format!(
             "its {} descriptor has the digest `{}`, not a sha256 one",
@@ -118,14 +145,14 @@ fn check_descriptor(descriptor: &OciDescriptor) -> Result<(), String> {
 /// signature over the payload.
 #[derive(Debug)]
 pub(crate) struct SignatureLayer {
-    pub payload: OciDescriptor,
+    pub payload: Descriptor,
     pub signature: String,
 }
 
 /// The signatures in cosign's signature manifest `bytes`: each simple-signing layer that
 /// carries a signature annotation (other layers, such as attestations, are left out).
 pub(crate) fn read_signature_manifest(bytes: &[u8]) -> Result<Vec<SignatureLayer>, String> {
-    let manifest: OciImageManifest = serde_json::from_slice(bytes)
+    let manifest: ImageManifest = serde_json::from_slice(bytes)
         .map_err(|err| format!("the signature manifest is not an OCI image manifest: {err}"))?;
     let mut found = Vec::new();
     for layer in manifest.layers {
@@ -150,12 +177,12 @@ pub(crate) fn read_signature_manifest(bytes: &[u8]) -> Result<Vec<SignatureLayer
 }
 
 /// A descriptor of `bytes` as `media_type`.
-pub(crate) fn descriptor(media_type: &str, bytes: &[u8]) -> OciDescriptor {
-    OciDescriptor {
+pub(crate) fn descriptor(media_type: &str, bytes: &[u8]) -> Descriptor {
+    Descriptor {
         media_type: media_type.to_string(),
         digest: sha256_digest(bytes),
         size: bytes.len() as i64,
-        ..OciDescriptor::default()
+        annotations: None,
     }
 }
 
@@ -184,17 +211,16 @@ pub(crate) fn signature_config(payload_digest: &str) -> Vec<u8> {
 
 /// An OCI image manifest of `config` and `layers`, as the bytes pushed (and digested).
 pub(crate) fn manifest_bytes(
-    config: OciDescriptor,
-    layers: Vec<OciDescriptor>,
+    config: Descriptor,
+    layers: Vec<Descriptor>,
     annotations: Option<BTreeMap<String, String>>,
 ) -> Vec<u8> {
-    let manifest = OciImageManifest {
+    let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(OCI_MANIFEST_MEDIA_TYPE.to_string()),
         config,
         layers,
         annotations,
-        ..OciImageManifest::default()
     };
     serde_json::to_vec(&manifest).expect("a manifest serializes")
 }

@@ -6,6 +6,10 @@
 //! [`push`] uploads a component in that layout, signed with a [`SigningKey`] as
 //! `cosign sign --key` would sign it.
 //!
+//! The registry is not trusted: every answer is read under a size cap checked while it
+//! streams, a silence limit and a rate floor, the whole call under a deadline, and nothing is
+//! pinned before every digest (and, where asked, a signature) checks out.
+//!
 //! ```no_run
 //! use accelhost_trust::store::{OciReference, Store};
 //! use accelhost_oci::{PullOptions, pull_blocking};
@@ -24,16 +28,19 @@ mod push;
 mod registry;
 
 pub use accelhost_trust::store::{OciReference, Store};
-pub use accelhost_trust::{Signer, TrustedKeys};
+pub use accelhost_trust::{SignaturePolicy, Signer, TrustedKeys};
 pub use artifact::{
     OCI_CONFIG_MEDIA_TYPE, OCI_MANIFEST_MEDIA_TYPE, SIGNATURE_ANNOTATION,
     SIMPLE_SIGNING_MEDIA_TYPE, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, sha256_digest,
     signature_tag,
 };
 pub use key::{KeyAlgorithm, KeyError, SigningKey};
-pub use pull::{Progress, ProgressFn, PullOptions, Pulled, pull, pull_blocking};
+pub use pull::{
+    DEFAULT_MIN_BYTES_PER_SEC, DEFAULT_TIMEOUT, Progress, ProgressFn, PullOptions, Pulled, pull,
+    pull_blocking,
+};
 pub use push::{PushOptions, Pushed, push, push_blocking};
-pub use registry::{PASSWORD_ENV, USER_ENV};
+pub use registry::{PASSWORD_ENV, Transport, USER_ENV};
 
 /// Why a pull or a push failed; each names the reference (`oci://...`).
 #[derive(Debug, thiserror::Error)]
@@ -100,12 +107,34 @@ pub enum OciError {
         /// The store's error.
         message: String,
     },
-    /// What a push was given cannot be pushed (not a component, no tag).
+    /// What a pull or push was given cannot be used: not a component, no tag, plain HTTP to
+    /// a registry off the loopback.
     #[error("{reference}: {reason}")]
     Input {
-        /// The reference pushed to.
+        /// The reference pulled or pushed.
         reference: String,
         /// What is wrong.
+        reason: String,
+    },
+    /// The whole pull or push took longer than it may ([`PullOptions::timeout`]).
+    #[error("{reference}: {call}: not done within the {} s a pull or push may take", timeout.as_secs_f64())]
+    TimedOut {
+        /// The reference pulled or pushed.
+        reference: String,
+        /// The call under way.
+        call: String,
+        /// The time it had.
+        timeout: std::time::Duration,
+    },
+    /// The registry went silent, or sent slower than the floor
+    /// ([`PullOptions::min_bytes_per_sec`]).
+    #[error("{reference}: {call}: {reason}")]
+    Stalled {
+        /// The reference pulled or pushed.
+        reference: String,
+        /// The call under way.
+        call: String,
+        /// How long it was silent, or how slow.
         reason: String,
     },
     /// No runtime to make the requests on.

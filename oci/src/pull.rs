@@ -3,13 +3,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use accelhost_trust::store::{OciReference, Store};
-use accelhost_trust::{Signer, TrustedKeys};
+use accelhost_trust::{SignaturePolicy, Signer};
 
 use crate::OciError;
-use crate::artifact::{self, SignatureLayer};
-use crate::registry::Repository;
+use crate::artifact::{self, Descriptor, SignatureLayer};
+use crate::registry::{Access, Bounds, Repository, Transport};
 
 /// The largest config or signature payload read: both are small JSON documents.
 const MAX_SMALL_BLOB: u64 = 1024 * 1024;
@@ -33,17 +34,28 @@ pub struct Progress<'a> {
 /// A receiver of [`Progress`] reports.
 pub type ProgressFn = dyn Fn(&Progress<'_>) + Send + Sync;
 
+/// How long a pull may take by default ([`PullOptions::timeout`]).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// The slowest a registry may send by default ([`PullOptions::min_bytes_per_sec`]).
+pub const DEFAULT_MIN_BYTES_PER_SEC: u64 = 4096;
+
 /// How to pull.
 #[derive(Clone)]
 pub struct PullOptions {
-    /// The keys a signature must verify with before the tag is pinned; empty: the artifact is
-    /// stored and pinned unverified (its signatures are stored all the same, for a config's
-    /// policy to check at load).
-    pub keys: TrustedKeys,
-    /// Talk plain HTTP to the registry instead of HTTPS (loopback test registries).
-    pub plain_http: bool,
+    /// What a signature must be before the tag is pinned: with keys, a signature the registry
+    /// has must verify with one of them; `required`, there must be one. Without keys the
+    /// signatures are stored unchecked (a config's policy checks them at load).
+    pub signature: SignaturePolicy,
+    /// How the registry is reached: HTTPS, or plain HTTP to the loopback (or, insecure,
+    /// anywhere).
+    pub transport: Transport,
     /// The largest component accepted, in MiB; a larger layer is refused before it is fetched.
     pub max_module_mib: u64,
+    /// How long the whole pull may take, every request and read in it included.
+    pub timeout: Duration,
+    /// The slowest a registry may send an answer, in bytes a second, once the answer has had
+    /// 10 s; a registry silent for 30 s is given up on whatever the rate.
+    pub min_bytes_per_sec: u64,
     /// Told of each blob fetched.
     pub progress: Option<Arc<ProgressFn>>,
 }
@@ -51,9 +63,11 @@ pub struct PullOptions {
 impl Default for PullOptions {
     fn default() -> Self {
         PullOptions {
-            keys: TrustedKeys::default(),
-            plain_http: false,
+            signature: SignaturePolicy::default(),
+            transport: Transport::Https,
             max_module_mib: 128,
+            timeout: DEFAULT_TIMEOUT,
+            min_bytes_per_sec: DEFAULT_MIN_BYTES_PER_SEC,
             progress: None,
         }
     }
@@ -62,9 +76,12 @@ impl Default for PullOptions {
 impl fmt::Debug for PullOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PullOptions")
-            .field("keys", &self.keys.describe())
-            .field("plain_http", &self.plain_http)
+            .field("keys", &self.signature.keys.describe())
+            .field("signature_required", &self.signature.required)
+            .field("transport", &self.transport)
             .field("max_module_mib", &self.max_module_mib)
+            .field("timeout", &self.timeout)
+            .field("min_bytes_per_sec", &self.min_bytes_per_sec)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -89,22 +106,29 @@ pub struct Pulled {
 
 /// Pulls `reference` into `store`: the manifest (checked against a pinned digest), its config
 /// and its one wasm layer, and the cosign signatures at `sha256-<hex>.sig`, each blob checked
-/// against its digest; then pins the reference to the manifest's digest, once a signature
-/// verifies with `options.keys` if keys are given.
+/// against its digest; then pins the reference to the manifest's digest, once the signatures
+/// meet `options.signature`. The store is checked before anything is asked of the registry,
+/// and nothing is written to it before every digest has been checked.
 pub async fn pull(
     reference: &OciReference,
     store: &Store,
     options: &PullOptions,
 ) -> Result<Pulled, OciError> {
-    let repository = Repository::new(reference, options.plain_http)?;
+    let bounds = Bounds::starting_now(options.timeout, options.min_bytes_per_sec);
+    let stored = |err: &dyn fmt::Display| OciError::Store {
+        reference: reference.to_string(),
+        message: err.to_string(),
+    };
+    store.prepare().map_err(|e| stored(&e))?;
+    let repository = Repository::new(reference, options.transport, Access::Pull, bounds)?;
     let shown = &repository.shown;
     let wanted = match (&reference.digest, &reference.tag) {
-        (Some(digest), _) => repository.by_digest(digest),
-        (None, Some(tag)) => repository.tagged(tag),
-        (None, None) => repository.tagged("latest"),
+        (Some(digest), _) => digest.as_str(),
+        (None, Some(tag)) => tag.as_str(),
+        (None, None) => "latest",
     };
     let (manifest_bytes, manifest_digest) = repository
-        .manifest(&wanted, "manifest")
+        .manifest(wanted, "manifest")
         .await?
         .ok_or_else(|| OciError::Registry {
             reference: shown.clone(),
@@ -129,10 +153,6 @@ pub async fn pull(
     let layer = fetch(&repository, options, &manifest.layer, "layer", limit).await?;
     let signatures = signatures(&repository, options, &manifest_digest).await?;
 
-    let stored = |err: &dyn fmt::Display| OciError::Store {
-        reference: shown.clone(),
-        message: err.to_string(),
-    };
     for (digest, bytes) in [
         (&manifest_digest, &manifest_bytes),
         (&manifest.config.digest, &config),
@@ -151,7 +171,8 @@ pub async fn pull(
         .put_signatures(&manifest_digest, &kept)
         .map_err(|e| stored(&e))?;
 
-    let signer = if options.keys.is_empty() {
+    let policy = &options.signature;
+    let signer = if !policy.checks() || signatures.is_empty() && !policy.required {
         None
     } else if signatures.is_empty() {
         return Err(OciError::NotVerified {
@@ -160,13 +181,13 @@ pub async fn pull(
                 "it is not signed: the registry has no cosign signature at :{}, and {} was \
                  asked for",
                 artifact::signature_tag(&manifest_digest),
-                options.keys.describe()
+                policy.keys.describe()
             ),
         });
     } else {
         let stored_artifact = store.artifact(&manifest_digest).map_err(|e| stored(&e))?;
         Some(
-            options
+            policy
                 .keys
                 .verify_artifact(&stored_artifact)
                 .map_err(|err| OciError::NotVerified {
@@ -202,7 +223,7 @@ pub fn pull_blocking(
 async fn fetch(
     repository: &Repository,
     options: &PullOptions,
-    descriptor: &oci_client::manifest::OciDescriptor,
+    descriptor: &Descriptor,
     what: &str,
     limit: u64,
 ) -> Result<Vec<u8>, OciError> {
@@ -233,10 +254,7 @@ async fn signatures(
     manifest_digest: &str,
 ) -> Result<Vec<(SignatureLayer, Vec<u8>)>, OciError> {
     let tag = artifact::signature_tag(manifest_digest);
-    let Some((bytes, _)) = repository
-        .manifest(&repository.tagged(&tag), "signature")
-        .await?
-    else {
+    let Some((bytes, _)) = repository.manifest(&tag, "signature").await? else {
         return Ok(Vec::new());
     };
     let layers = artifact::read_signature_manifest(&bytes).map_err(|reason| OciError::Layout {

@@ -2,6 +2,7 @@
 //! `accelhost pull` (or wkg, wasmCloud, cosign verify) reads what an author pushed.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use accelhost_trust::store::OciReference;
 
@@ -9,19 +10,33 @@ use crate::OciError;
 use crate::artifact::{self, OCI_CONFIG_MEDIA_TYPE, SIGNATURE_ANNOTATION};
 use crate::artifact::{SIMPLE_SIGNING_MEDIA_TYPE, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 use crate::key::SigningKey;
-use crate::registry::Repository;
+use crate::pull::{DEFAULT_MIN_BYTES_PER_SEC, DEFAULT_TIMEOUT};
+use crate::registry::{Access, Bounds, Repository, Transport};
 
 /// The annotation of the time a manifest was made (OCI's pre-defined key).
 const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
 
 /// How to push.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PushOptions {
     /// Sign the pushed manifest with this key, and push the signature at cosign's tag
     /// `sha256-<hex>.sig`.
     pub signing_key: Option<SigningKey>,
-    /// Talk plain HTTP to the registry instead of HTTPS (loopback test registries).
-    pub plain_http: bool,
+    /// How the registry is reached: HTTPS, or plain HTTP to the loopback (or, insecure,
+    /// anywhere).
+    pub transport: Transport,
+    /// How long the whole push may take, uploads included.
+    pub timeout: Duration,
+}
+
+impl Default for PushOptions {
+    fn default() -> Self {
+        PushOptions {
+            signing_key: None,
+            transport: Transport::Https,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
 }
 
 /// What a push uploaded.
@@ -61,9 +76,10 @@ pub async fn push(
         ));
     }
     check_component(wasm).map_err(input)?;
-    let repository = Repository::new(reference, options.plain_http)?;
+    let bounds = Bounds::starting_now(options.timeout, DEFAULT_MIN_BYTES_PER_SEC);
+    let repository = Repository::new(reference, options.transport, Access::Push, bounds)?;
 
-    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let created = utc_timestamp(std::time::SystemTime::now());
     let layer = artifact::descriptor(WASM_LAYER_MEDIA_TYPE, wasm);
     let config_bytes = artifact::wasm_config(&layer.digest, &created);
     let config = artifact::descriptor(WASM_CONFIG_MEDIA_TYPE, &config_bytes);
@@ -134,6 +150,36 @@ async fn push_signature(
     Ok(tag)
 }
 
+/// `time` in RFC 3339 at UTC, to the second: `2025-01-02T03:04:05Z`.
+fn utc_timestamp(time: std::time::SystemTime) -> String {
+    let seconds = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+    // The proleptic Gregorian date of a day count since 1970-01-01, by 400-year eras of
+    // 146 097 days whose years start on 1 March.
+    let shifted = days + 719_468;
+    let era = shifted / 146_097;
+    let day_of_era = shifted % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
 /// `wasm` is a WebAssembly component: a core module (or anything else) is refused, since the
 /// host loads components only.
 fn check_component(wasm: &[u8]) -> Result<(), String> {
@@ -158,6 +204,16 @@ fn check_component(wasm: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_at_utc() {
+        let at = |seconds| utc_timestamp(std::time::UNIX_EPOCH + Duration::from_secs(seconds));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_735_787_045), "2025-01-02T03:04:05Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
 
     #[test]
     fn only_components_are_pushed() {

@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use accelhost::store::{OciReference, Store};
-use accelhost::trust::TrustedKeys;
-use accelhost_oci::{PullOptions, Pulled, PushOptions, SigningKey};
+use accelhost::trust::{SignaturePolicy, TrustedKeys};
+use accelhost_oci::{PullOptions, Pulled, PushOptions, SigningKey, Transport};
 
 /// How long the registry may take to answer `GET /v2/` after it starts.
 const READY_WITHIN: Duration = Duration::from_secs(20);
@@ -173,9 +173,12 @@ pub fn publish(
 ) -> (OciReference, Pulled) {
     let reference = registry.reference(repository_tag);
     let signing_key = key.map(|key| SigningKey::read(key).unwrap());
-    let keys = match &signing_key {
-        Some(key) => TrustedKeys::new(vec![("publisher".into(), key.public_key())]),
-        None => TrustedKeys::default(),
+    let signature = SignaturePolicy {
+        keys: match &signing_key {
+            Some(key) => TrustedKeys::new(vec![("publisher".into(), key.public_key())]),
+            None => TrustedKeys::default(),
+        },
+        required: signing_key.is_some(),
     };
     let bytes = std::fs::read(wasm).unwrap();
     let pushed = accelhost_oci::push_blocking(
@@ -183,7 +186,8 @@ pub fn publish(
         &reference,
         &PushOptions {
             signing_key,
-            plain_http: true,
+            transport: Transport::PlainHttpLoopback,
+            ..PushOptions::default()
         },
     )
     .unwrap_or_else(|err| panic!("push: {err}"));
@@ -191,8 +195,8 @@ pub fn publish(
         &reference,
         &Store::at(store),
         &PullOptions {
-            keys,
-            plain_http: true,
+            signature,
+            transport: Transport::PlainHttpLoopback,
             ..PullOptions::default()
         },
     )

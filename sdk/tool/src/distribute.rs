@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use accelhost_oci::{KeyAlgorithm, PushOptions, SigningKey};
+use accelhost_oci::{KeyAlgorithm, PushOptions, SigningKey, Transport};
 use accelhost_trust::PublicKey;
 use accelhost_trust::store::OciReference;
 use anyhow::Context;
@@ -80,9 +80,18 @@ pub struct PushArgs {
     /// Sign the pushed manifest with this private key (cosign's signature tag).
     #[arg(long, value_name = "KEY")]
     key: Option<PathBuf>,
-    /// Talk plain HTTP to the registry instead of HTTPS (for a registry on the loopback).
+    /// Talk plain HTTP to the registry instead of HTTPS: to a registry on the loopback
+    /// (127.0.0.0/8, localhost) only, unless --insecure-http is given as well.
     #[arg(long)]
     plain_http: bool,
+    /// With --plain-http, allow a registry off the loopback: anyone on the path can read and
+    /// change what is sent.
+    #[arg(long, requires = "plain_http")]
+    insecure_http: bool,
+    /// How long the whole push may take, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = accelhost_oci::DEFAULT_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    timeout: u64,
 }
 
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<()> {
@@ -136,7 +145,12 @@ pub fn push(args: PushArgs) -> anyhow::Result<()> {
     let signing_key = args.key.as_deref().map(SigningKey::read).transpose()?;
     let options = PushOptions {
         signing_key,
-        plain_http: args.plain_http,
+        transport: match (args.plain_http, args.insecure_http) {
+            (false, _) => Transport::Https,
+            (true, false) => Transport::PlainHttpLoopback,
+            (true, true) => Transport::PlainHttpInsecure,
+        },
+        timeout: std::time::Duration::from_secs(args.timeout),
     };
     let pushed = accelhost_oci::push_blocking(&wasm, &args.reference, &options)?;
     let mut pinned = args.reference.clone();

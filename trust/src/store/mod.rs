@@ -313,11 +313,25 @@ impl Store {
         Ok(bytes)
     }
 
+    /// Makes the store's root (mode 0700), or checks that it is this user's and closed to
+    /// writers: a pull calls it before it asks anything of a registry.
+    pub fn prepare(&self) -> Result<(), StoreError> {
+        self.make_folders(&self.root)
+    }
+
     /// Writes `bytes` as the store's file `path`: every folder from the root down to it made
-    /// (mode 0700) or checked to be this user's and closed to writers, then the file replaced
-    /// under an unguessable temporary name ([`private::replace_file`]).
+    /// or checked ([`Store::prepare`]), then the file replaced under an unguessable temporary
+    /// name ([`private::replace_file`]).
     fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let dir = path.parent().expect("store paths have a parent");
+        self.make_folders(path.parent().expect("store paths have a parent"))?;
+        private::replace_file(path, bytes).map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Makes or checks every folder from the root down to `dir`.
+    fn make_folders(&self, dir: &Path) -> Result<(), StoreError> {
         let mut folder = self.root.clone();
         let below = dir.strip_prefix(&self.root).unwrap_or(Path::new(""));
         let steps = std::iter::once(folder.clone()).chain(below.components().map(|part| {
@@ -339,10 +353,7 @@ impl Store {
                 },
             )?;
         }
-        private::replace_file(path, bytes).map_err(|source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(())
     }
 
     /// Refuses to read the store's file `path` unless every folder from the root down to it
