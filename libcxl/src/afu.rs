@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use accelhost::cxl::ContextKind;
 
 use crate::context::{AfuHandle, Opened, Scope, afu_handle, next_afu};
-use crate::error::{CxlResult, answer, failed, refuse, status};
+use crate::error::{CxlResult, answer, failed, refuse, status, step};
 use crate::event_queue::Events;
 use crate::handles::{self, lock};
 use crate::state::{self, has_node, node_index};
@@ -41,9 +41,7 @@ fn open(call: &str, index: usize, kind: ContextKind) -> CxlResult<*mut c_void> {
 }
 
 pub extern "C" fn cxl_afu_next(afu: *mut c_void) -> *mut c_void {
-    answer("cxl_afu_next", std::ptr::null_mut(), || {
-        next_afu("cxl_afu_next", Scope::All, afu)
-    })
+    step("cxl_afu_next", || next_afu("cxl_afu_next", Scope::All, afu))
 }
 
 pub extern "C" fn cxl_afu_dev_name(afu: *mut c_void) -> *mut c_char {

@@ -1,5 +1,6 @@
 //! `struct cxl_adapter_h`: a cursor over the CAPI adapters (`cardC`), and the AFUs of one.
-//! As in libcxl, stepping past the last frees the handle and answers NULL.
+//! As in libcxl, stepping past the last frees the handle and answers NULL, and every step
+//! that succeeds leaves `errno` 0.
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::context::{Scope, next_afu};
 use accelhost_door::handles::Object;
 
-use crate::error::{CxlResult, answer};
+use crate::error::{CxlResult, answer, step};
 use crate::handles;
 use crate::state;
 
@@ -35,7 +36,7 @@ pub fn adapter_card(call: &str, adapter: *mut c_void) -> CxlResult<u32> {
 
 pub extern "C" fn cxl_adapter_next(adapter: *mut c_void) -> *mut c_void {
     let call = "cxl_adapter_next";
-    answer(call, std::ptr::null_mut(), || {
+    step(call, || {
         let adapters = state::adapters(call)?;
         if adapter.is_null() {
             return handles::publish(
@@ -79,7 +80,7 @@ pub extern "C" fn cxl_adapter_free(adapter: *mut c_void) {
 
 pub extern "C" fn cxl_adapter_afu_next(adapter: *mut c_void, afu: *mut c_void) -> *mut c_void {
     let call = "cxl_adapter_afu_next";
-    answer(call, std::ptr::null_mut(), || {
+    step(call, || {
         let card = adapter_card(call, adapter)?;
         next_afu(call, Scope::Card(card), afu)
     })

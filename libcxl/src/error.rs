@@ -2,7 +2,7 @@
 //! that returns a status returns -1, and either sets `errno`. The message goes to stderr, one
 //! line naming the call, so a failure says why where libcxl's only sets `errno`.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::fmt::Display;
 use std::io;
 
@@ -42,6 +42,15 @@ pub fn answer<T>(call: &str, failure: T, body: impl FnOnce() -> CxlResult<T>) ->
             failure
         }
     }
+}
+
+/// [`answer`] for a step of an enumeration (`cxl_adapter_next`, `cxl_adapter_afu_next`,
+/// `cxl_afu_next`): libcxl clears `errno` before each step, so one that succeeds leaves it 0,
+/// the last (NULL) included, and a program tells the end of the list from a failure by it.
+pub fn step(call: &str, body: impl FnOnce() -> CxlResult<*mut c_void>) -> *mut c_void {
+    answer(call, std::ptr::null_mut(), || {
+        body().inspect(|_| set_errno(0))
+    })
 }
 
 /// [`answer`] for a call that returns 0 or -1.

@@ -42,6 +42,10 @@ fn main() -> std::process::ExitCode {
                 run: the_afus_are_the_configs_and_a_bad_config_is_named,
             },
             Trial {
+                name: "enumeration_leaves_errno_as_libcxl_does",
+                run: enumeration_leaves_errno_as_libcxl_does,
+            },
+            Trial {
                 name: "a_freed_handle_stays_an_error_whatever_is_opened_after",
                 run: a_freed_handle_stays_an_error_whatever_is_opened_after,
             },
@@ -168,6 +172,8 @@ fn the_afus_are_the_configs_and_a_bad_config_is_named() -> Outcome {
         "{report}"
     );
     assert!(!report.contains("card0"), "{report}");
+    // The program checks errno after the enumeration, as libcxl's programs do: no error.
+    assert!(!report.contains("enumeration:"), "{report}");
 
     let report = match program("c/names.c", &["/dev/cxl/afu0.0s"], Some("{ not json")) {
         Ok(report) => report,
@@ -184,6 +190,35 @@ fn the_afus_are_the_configs_and_a_bad_config_is_named() -> Outcome {
         "{report}"
     );
     assert!(report.contains("accelhost.json"), "{report}");
+    Outcome::Passed
+}
+
+/// tests/c/enumerate_errno.c: every step of `cxl_for_each_adapter`, `cxl_for_each_adapter_afu`
+/// and `cxl_for_each_afu` that succeeds, the end of the list included, leaves errno 0 over
+/// an error the program left in it; handles never given, an opened context, no adapter and a
+/// finished enumeration are NULL with EINVAL; and a config without CAPI AFUs is NULL with
+/// ENODEV at the first step, as libcxl is without /sys/class/cxl.
+fn enumeration_leaves_errno_as_libcxl_does() -> Outcome {
+    let report = match program("c/enumerate_errno.c", &[], None) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(report.contains("\n0 failed"), "{report}");
+    assert_eq!(report.matches("\nok: ").count(), 26, "{report}");
+    let report = match program(
+        "c/enumerate_errno.c",
+        &["none"],
+        Some(r#"{"devices": [], "plugins": []}"#),
+    ) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(report.contains("\n0 failed"), "{report}");
+    assert_eq!(report.matches("\nok: ").count(), 4, "{report}");
+    assert!(
+        report.contains("accelhost libcxl: cxl_adapter_next: the config (from ACCELHOST_CONFIG) has no CAPI AFUs"),
+        "{report}"
+    );
     Outcome::Passed
 }
 
