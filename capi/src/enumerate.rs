@@ -2,7 +2,9 @@
 //! handed to C as a new token.
 
 use accelhost::{ObjectType, Token};
+use accelhost_door::boundary::say;
 
+use crate::families::Shown;
 use crate::ffi::{array, guard, non_null, slice};
 use crate::properties::{PropsData, props_of};
 use crate::result::{CapiResult, invalid};
@@ -10,8 +12,8 @@ use crate::state::host;
 use crate::token::new_token;
 use crate::types::*;
 
-/// OPAE's `fpgaEnumerate`: the devices that match any of `filters` (every device when
-/// `num_filters` is 0). `*num_matches` is the number of matches; the first `max_tokens` of
+/// OPAE's `fpgaEnumerate`: the devices shown to OPAE programs ([`Shown`]: the dfl family's
+/// by default) that match any of `filters` (every one when `num_filters` is 0). `*num_matches` is the number of matches; the first `max_tokens` of
 /// them are stored in `tokens`, each a new token for `fpgaDestroyToken`. A plugin that fails
 /// to answer is left out and logged (a warning), as OPAE returns partial results.
 ///
@@ -38,6 +40,8 @@ pub unsafe extern "C" fn fpgaEnumerate(
             .iter()
             .map(|&f| props_of(f))
             .collect::<CapiResult<_>>()?;
+        let shown =
+            Shown::from_env().inspect_err(|err| say("accelhost OPAE", "fpgaEnumerate", err))?;
         let found = host()?.enumerate(&host_filters(&wanted));
         if let Some(err) = found.failures.first() {
             tracing::warn!("fpgaEnumerate: {err}");
@@ -45,6 +49,7 @@ pub unsafe extern "C" fn fpgaEnumerate(
         let matching: Vec<Token> = found
             .tokens
             .into_iter()
+            .filter(|t| shown.shows(t))
             .filter(|t| wanted.is_empty() || wanted.iter().any(|w| w.matches(t)))
             .collect();
         for (i, token) in matching.iter().take(max_tokens as usize).enumerate() {

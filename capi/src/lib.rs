@@ -17,6 +17,7 @@ pub mod device_errors;
 pub mod enumerate;
 pub mod errors;
 pub mod event;
+pub mod families;
 pub mod ffi;
 pub mod handle;
 pub mod hash_map;

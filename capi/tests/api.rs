@@ -1739,3 +1739,56 @@ fn an_interrupt_signals_the_eventfd() {
     }
     assert_eq!(fpgaClose(capi), FPGA_OK);
 }
+
+#[test]
+fn the_families_opae_programs_see_are_dfl_and_those_asked_for() {
+    use opae_c::families::Shown;
+    let default = Shown::parse(None).unwrap();
+    assert_eq!(default, Shown::Families(vec![]));
+    assert_eq!(Shown::parse(Some("")).unwrap(), default);
+    for family in [Some("dfl"), None] {
+        assert!(default.shows_family(family), "{family:?}");
+    }
+    for family in ["cxl", "xocl", "other"] {
+        assert!(!default.shows_family(Some(family)), "{family}");
+    }
+    let some = Shown::parse(Some("cxl,my-family_2,cxl")).unwrap();
+    assert_eq!(
+        some,
+        Shown::Families(vec!["cxl".into(), "my-family_2".into()])
+    );
+    assert!(some.shows_family(Some("cxl")) && some.shows_family(Some("dfl")));
+    assert!(!some.shows_family(Some("xocl")));
+    let all = Shown::parse(Some("all")).unwrap();
+    assert_eq!(all, Shown::All);
+    assert!(
+        ["dfl", "cxl", "xocl", "other"]
+            .iter()
+            .all(|f| all.shows_family(Some(f)))
+    );
+    for bad in [
+        ",", "cxl,", ",cxl", "cxl;xocl", "Cxl", " cxl", "all,xocl", "xocl,all", "a/b",
+    ] {
+        let why = Shown::parse(Some(bad)).unwrap_err();
+        assert!(why.starts_with(&format!("{bad:?}: ")), "{bad:?}: {why}");
+    }
+    let long = "x".repeat(65);
+    assert!(Shown::parse(Some(&long)).is_err());
+    assert!(Shown::parse(Some(&long[..64])).is_ok());
+}
+
+#[test]
+fn enumerate_hands_out_only_the_families_shown() {
+    let _serial = serial();
+    // serial() shows every family to these tests; the embedded default has three.
+    let mut families = std::collections::BTreeSet::new();
+    for token in enumerate(None) {
+        let id = token_id(token);
+        families.insert(id.split('/').next().unwrap().to_string());
+        destroy_token(token);
+    }
+    assert_eq!(
+        families.into_iter().collect::<Vec<_>>(),
+        ["cxl", "dfl", "xocl"]
+    );
+}

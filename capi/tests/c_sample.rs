@@ -166,6 +166,7 @@ fn run_program(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .current_dir(&workdir)
         .env("LD_LIBRARY_PATH", prefix().join("lib"))
         .env_remove("ACCELHOST_CONFIG")
+        .env_remove(opae_c::families::FAMILIES_ENV)
         .env("XDG_CONFIG_HOME", &workdir)
         .env("ACCELHOST_CACHE_DIR", tests_cache_dir())
         .envs(env.iter().copied()))
@@ -361,26 +362,24 @@ fn opae_hash_map_works_from_c_without_leaks() {
     if !c_tools_present() {
         return;
     }
-    run_sanitized_check("hash_map_check");
+    run_sanitized_check("hash_map_check", &[]);
 }
 
 /// Builds `tests/c/<name>.c` with `-pedantic` under AddressSanitizer (leak check on), runs
 /// it, and checks it passed with the sanitizer silent; returns what it printed.
-fn run_sanitized_check(name: &str) -> String {
+fn run_sanitized_check(name: &str, env: &[(&str, &str)]) -> String {
     let source = crate_dir().join(format!("tests/c/{name}.c"));
     let binary = build(
         &source,
         name,
         &["-pedantic", "-fsanitize=address", "-fno-omit-frame-pointer"],
     );
-    let out = run_program(
-        &binary,
-        &[],
-        &[(
-            "ASAN_OPTIONS",
-            "detect_leaks=1:abort_on_error=0:exitcode=23",
-        )],
-    );
+    let mut env = env.to_vec();
+    env.push((
+        "ASAN_OPTIONS",
+        "detect_leaks=1:abort_on_error=0:exitcode=23",
+    ));
+    let out = run_program(&binary, &[], &env);
     let report = text(&out);
     assert!(out.status.success(), "{report}");
     assert!(report.contains(&format!("{name}: PASS")), "{report}");
@@ -700,7 +699,8 @@ fn opae_2_devices_errors_metrics_and_clocks_from_c_agree_with_accelhost_info() {
     if !c_tools_present() {
         return;
     }
-    let report = run_sanitized_check("devices_check");
+    // Every family's cards, each device object the parent of its accelerators.
+    let report = run_sanitized_check("devices_check", &[(opae_c::families::FAMILIES_ENV, "all")]);
 
     // What C saw through OPAE calls is what `accelhost info` shows.
     let line = |prefix: &str| -> String {
@@ -860,4 +860,132 @@ fn a_closed_handle_stays_an_error_whatever_is_opened_after() {
         return;
     };
     assert!(report.contains("one has its value: no"), "{report}");
+}
+
+/// tests/c/object_walk.c, built once.
+fn object_walk() -> Option<&'static Path> {
+    if !c_tools_present() {
+        return None;
+    }
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    Some(BINARY.get_or_init(|| {
+        build(
+            &crate_dir().join("tests/c/object_walk.c"),
+            "object_walk",
+            &["-pedantic", "-pthread"],
+        )
+    }))
+}
+
+/// OPAE's samples that walk every device object, with no filter, pass unchanged on the
+/// embedded default: object_api reads the perf counters of each device object it finds (the
+/// DFL card's FME, the only one OPAE would list) three times; hello_events takes the first
+/// device object and gets the error event it injects. The CAPI AFUs and the XRT card are
+/// not OPAE's objects: two objects in all (the FME and its port).
+#[test]
+fn opae_samples_that_walk_every_device_object_pass_unmodified() {
+    let Some(binary) = object_walk() else {
+        return;
+    };
+    let out = run_program(binary, &["object_api", "50", "3"], &[]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("device objects: 1\nobjects: 2\n"),
+        "{report}"
+    );
+    let rounds: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("device: "))
+        .collect();
+    assert_eq!(rounds.len(), 3, "{report}");
+    assert!(
+        rounds
+            .iter()
+            .all(|l| l.starts_with("device: 3b:00.0 clock ") && l.ends_with(": counters 2")),
+        "{report}"
+    );
+    let out = run_program(binary, &["hello_events"], &[]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("FME Interrupt occurred"), "{report}");
+    assert!(
+        report.contains("Successfully tested Register/Unregister for FME events!"),
+        "{report}"
+    );
+}
+
+/// ACCELHOST_OPAE_FAMILIES shows the other families to OPAE programs: `cxl` adds the CAPI
+/// adapter and its three AFU nodes, `xocl` the XRT card's two functions, `all` both. Their
+/// device objects have no FME `perf/` tree, so object_api stops at the first of them with
+/// -1, as it does on OPAE with such a device: the opt-in is what the default leaves out.
+#[test]
+fn the_other_families_are_shown_to_opae_programs_only_when_asked() {
+    let Some(binary) = object_walk() else {
+        return;
+    };
+    for (families, devices, objects, stops_at) in [
+        ("cxl", 2, 6, Some("3c:00.0")),
+        ("xocl", 2, 4, Some("3d:00.0")),
+        ("cxl,xocl", 3, 8, Some("3c:00.0")),
+        ("all", 3, 8, Some("3c:00.0")),
+        ("dfl", 1, 2, None),
+        ("", 1, 2, None),
+        ("nosuchfamily", 1, 2, None),
+    ] {
+        let out = run_program(
+            binary,
+            &["object_api", "10", "1"],
+            &[(opae_c::families::FAMILIES_ENV, families)],
+        );
+        let report = text(&out);
+        let counts = format!("device objects: {devices}\nobjects: {objects}\n");
+        assert!(report.contains(&counts), "{families:?}: {report}");
+        match stops_at {
+            Some(bus) => {
+                assert_eq!(out.status.code(), Some(255), "{families:?}: {report}");
+                assert!(
+                    report.contains(&format!("device 1 ({bus}) has no perf/fabric")),
+                    "{families:?}: {report}"
+                );
+            }
+            None => assert!(out.status.success(), "{families:?}: {report}"),
+        }
+    }
+}
+
+/// A value of ACCELHOST_OPAE_FAMILIES that names no family is FPGA_INVALID_PARAM from
+/// fpgaEnumerate, said on stderr with the variable and what is wrong, never read as "show
+/// nothing more".
+#[test]
+fn a_families_value_that_names_no_family_is_an_opae_error() {
+    let Some(binary) = object_walk() else {
+        return;
+    };
+    for (value, says) in [
+        ("cxl,,xocl", "\"\" is no family name"),
+        ("cxl, xocl", "\" xocl\" is no family name"),
+        ("CXL", "\"CXL\" is no family name"),
+        ("all,cxl", "`all` stands alone"),
+        ("../dfl", "\"../dfl\" is no family name"),
+    ] {
+        let out = run_program(
+            binary,
+            &["object_api", "10", "1"],
+            &[(opae_c::families::FAMILIES_ENV, value)],
+        );
+        let report = text(&out);
+        assert_eq!(out.status.code(), Some(255), "{value:?}: {report}");
+        assert!(
+            report.contains("Error Enumerating for properties: invalid parameter"),
+            "{value:?}: {report}"
+        );
+        assert!(
+            report.contains(&format!(
+                "accelhost OPAE: fpgaEnumerate: invalid parameter: ACCELHOST_OPAE_FAMILIES={value:?}: {says}"
+            )),
+            "{value:?}: {report}"
+        );
+        assert!(!report.contains("device: "), "{value:?}: {report}");
+    }
 }

@@ -81,7 +81,8 @@ int main(void)
 	EXPECT(fpgaInitialize(NULL), FPGA_OK);
 
 	/* Every emulated card (DFL, CAPI, XRT) has a device object, and every accelerator
-	 * (five) has one of them as its parent. */
+	 * (five) has one of them as its parent (run with ACCELHOST_OPAE_FAMILIES=all: OPAE
+	 * programs see the DFL card's only by default). */
 	{
 		fpga_properties filter = NULL, accel_prop = NULL;
 		fpga_token accelerators[8] = {NULL}, parent = NULL;

@@ -25,6 +25,10 @@ pub fn serial() -> MutexGuard<'static, ()> {
         // SAFETY: no host has started in this process yet and every test that starts one takes
         // this lock first: the other tests' threads read the environment only through std.
         unsafe { std::env::set_var("ACCELHOST_CACHE_DIR", tests_cache_dir()) };
+        // These tests drive every family's devices through the C API; OPAE programs see the
+        // dfl family's only unless asked (c_sample.rs runs programs without the variable).
+        // SAFETY: as above.
+        unsafe { std::env::set_var(opae_c::families::FAMILIES_ENV, "all") };
         load_json(accelhost::builtin::embedded_default_text());
         *started = true;
     }
