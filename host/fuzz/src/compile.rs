@@ -295,24 +295,8 @@ pub fn run(data: &[u8]) {
 /// (killed, or a crash the fuzzer found) are removed first.
 fn cache_dir() -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    extern "C" fn remove_dir() {
-        if let Some(dir) = DIR.get() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
     DIR.get_or_init(|| {
-        const PREFIX: &str = "accelhost-fuzz-compile-cache-";
-        let temp = std::env::temp_dir();
-        for entry in std::fs::read_dir(&temp).into_iter().flatten().flatten() {
-            let name = entry.file_name();
-            let pid = name.to_str().and_then(|n| n.strip_prefix(PREFIX));
-            if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-        let dir = temp.join(format!("{PREFIX}{}", std::process::id()));
-        // SAFETY: registers a function that takes no arguments and only removes files.
-        unsafe { libc::atexit(remove_dir) };
+        let dir = crate::process_dir::own("accelhost-fuzz-compile-cache-");
         // The dfl plugin compiled once, so that the entries an input finds are all there
         // before it.
         let config = r#"{"plugins": [{"name": "dfl", "module": "builtin:dfl"}]}"#;

@@ -164,8 +164,7 @@ static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
 pub fn warm_up() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let dir = std::env::temp_dir().join(format!("accelhost-fuzz-doors-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::process_dir::own("accelhost-fuzz-doors-");
         let path = dir.join("accelhost.json");
         std::fs::write(&path, config()).unwrap();
         let parsed = Config::load(&path).unwrap();

@@ -22,6 +22,7 @@ pub mod doors;
 pub mod ert;
 pub mod imports;
 pub mod mutate;
+pub mod process_dir;
 pub mod replay;
 pub mod seeds;
 pub mod serve_config;
