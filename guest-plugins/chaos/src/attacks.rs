@@ -7,7 +7,7 @@ use accelhost_sdk::host::dfl::{self, Port};
 use accelhost_sdk::host::dma::Buffer;
 use accelhost_sdk::host::events::Event;
 use accelhost_sdk::host::mmio::{AccessWidth, Region, RegisterWrite};
-use accelhost_sdk::host::xocl;
+use accelhost_sdk::host::{remote, xocl};
 use accelhost_sdk::{Error, ErrorCode, Result};
 
 /// A handle number no instance hands out this early.
@@ -123,6 +123,22 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
                     }
                 }
             }
+        }
+        "hoard-sessions" => {
+            // Sessions with the node `target` (an endpoint the grants name), one after
+            // another, each kept for as long as the instance lives: what the host lets one
+            // plugin take of its identity's sessions on the node.
+            let mut kept = Vec::new();
+            for _ in 0..1024 {
+                match remote::Node::connect(target) {
+                    Ok(node) => kept.push(node),
+                    Err(refused) => {
+                        std::mem::forget(kept);
+                        return Err(refused);
+                    }
+                }
+            }
+            std::mem::forget(kept);
         }
         other => {
             return Err(Error::invalid_argument(format!(

@@ -18,8 +18,9 @@
 //!   name or value).
 //! - `attributes` (a list of names): what `list-attributes` answers (default
 //!   `["errors/errors"]`); each reads `0x0` and takes any write.
-//! - `attack_in` with `attack` (and `target`, a device path): call the imports with bad
-//!   arguments (see [`attacks`]); the host's refusal comes back as the export's error.
+//! - `attack_in` with `attack` (and `target`, a device path, or for `hoard-sessions` a node's
+//!   endpoint): call the imports with bad arguments, or take all they give (see
+//!   [`attacks`]); the host's refusal comes back as the export's error.
 //! - `log_flood` (a line count): log that many 1 KiB lines, and print as many, at `enumerate`.
 //! - `impersonate` (true): enumerate as many fake devices as `impersonate_count` (4), with
 //!   tokens 0, 1, 2… and the properties of an NLB0 port, as another plugin's would look; the

@@ -244,6 +244,39 @@ pub struct RemoteGrant {
     /// node's certificate must chain to (paths relative to the config's directory).
     #[serde(default)]
     pub tls: Option<RemoteTls>,
+    /// The most sessions the plugin may hold with this node at once, each its own
+    /// connection: its part of what the node gives its host's identity there (every plugin of
+    /// a host, and every program of the same user, is one client of the node, whose sessions
+    /// count together against `limits.max_sessions_per_client`, 64 by default). 1 to
+    /// [`MAX_REMOTE_SESSIONS`]; [`DEFAULT_REMOTE_SESSIONS`] when not given.
+    #[serde(
+        default = "default_remote_sessions",
+        deserialize_with = "remote_sessions"
+    )]
+    pub sessions: u32,
+}
+
+/// The sessions a plugin may hold with one node when its grant does not say.
+pub const DEFAULT_REMOTE_SESSIONS: u32 = 4;
+
+/// The most sessions a `remote` grant may give a plugin with one node: a node's default
+/// `limits.max_sessions_per_client`.
+pub const MAX_REMOTE_SESSIONS: u32 = 64;
+
+fn default_remote_sessions() -> u32 {
+    DEFAULT_REMOTE_SESSIONS
+}
+
+fn remote_sessions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let sessions = u32::deserialize(d)?;
+    if (1..=MAX_REMOTE_SESSIONS).contains(&sessions) {
+        Ok(sessions)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "{sessions} is outside 1..={MAX_REMOTE_SESSIONS}: the plugin's part of its host's \
+             sessions on the node"
+        )))
+    }
 }
 
 /// The mutual-TLS identity of a [`RemoteGrant`].

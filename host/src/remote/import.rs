@@ -142,6 +142,18 @@ impl remote::HostNode for PluginState {
         let target = grant
             .to_endpoint(Path::new(""))
             .map_err(|msg| guest_error(ErrorCode::InvalidArgument, format!("{call}: {msg}")))?;
+        let slot =
+            super::share::take(self.ctx.owner.id, &endpoint, grant.sessions).map_err(|held| {
+                guest_error(
+                    ErrorCode::NoSpace,
+                    format!(
+                        "plugin '{}' may not {call}: it holds {held} sessions with that node, \
+                         its part of its host's there (grants.remote[].sessions: {}); drop one \
+                         first",
+                        self.ctx.name, grant.sessions
+                    ),
+                )
+            })?;
         let connector = self.ctx.devices.service::<Arc<dyn Connector>>().ok_or_else(|| {
             guest_error(
                 ErrorCode::Unsupported,
@@ -165,6 +177,7 @@ impl remote::HostNode for PluginState {
             mirrors,
             endpoint,
             _charge: charge,
+            _slot: slot,
         })?;
         Ok(guest_handle(node))
     }

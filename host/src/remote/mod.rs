@@ -10,6 +10,7 @@
 mod import;
 mod mirror;
 mod session;
+mod share;
 mod window;
 
 use std::sync::Arc;

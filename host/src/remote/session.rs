@@ -14,6 +14,8 @@ pub struct NodeResource {
     /// As the plugin's grant names it.
     pub(crate) endpoint: String,
     pub(crate) _charge: crate::devices::Charge,
+    /// Its place in the plugin's part of its host's sessions on the node.
+    pub(crate) _slot: super::share::SessionSlot,
 }
 
 impl Drop for NodeResource {
