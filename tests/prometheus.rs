@@ -229,6 +229,142 @@ fn prometheus_scrapes_the_node() -> Outcome {
     Outcome::Passed
 }
 
+/// Slow scrapers against `/metrics` at `address` until dropped: each keeps a connection
+/// with a request half sent, and opens another `again` after the node closes it.
+struct SlowScrapers {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl SlowScrapers {
+    fn start(address: &str, count: usize, again: Duration) -> SlowScrapers {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let (stop, address) = (stop.clone(), address.to_string());
+                std::thread::spawn(move || {
+                    let mut closed = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok(mut stream) = TcpStream::connect(&address) else {
+                            std::thread::sleep(again);
+                            continue;
+                        };
+                        let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n");
+                        let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+                        let mut byte = [0u8; 1024];
+                        while !stop.load(Ordering::Relaxed) {
+                            match stream.read(&mut byte) {
+                                Ok(0) => break,
+                                Err(err)
+                                    if err.kind() == std::io::ErrorKind::WouldBlock
+                                        || err.kind() == std::io::ErrorKind::TimedOut => {}
+                                _ => break,
+                            }
+                        }
+                        closed += 1;
+                        std::thread::sleep(again);
+                    }
+                    closed
+                })
+            })
+            .collect();
+        SlowScrapers { stop, threads }
+    }
+
+    /// Stops them; how many of their connections the node closed.
+    fn stop(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.threads.into_iter().map(|t| t.join().unwrap()).sum()
+    }
+}
+
+/// Starts Prometheus scraping `metrics` every second, its web interface on a free port of
+/// its own; returns it and that address.
+fn start_prometheus(dir: &Path, metrics: &str) -> (Running, String) {
+    let web = format!("127.0.0.1:{}", free_port());
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: accelhost\n    static_configs:\n      - targets: ['{metrics}']\n"
+        ),
+    )
+    .unwrap();
+    let prometheus = Running(
+        Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    (prometheus, web)
+}
+
+/// Forty slow scrapers keep `/metrics` connections with half-sent requests open, from the
+/// scraper's own address, and open new ones as the node closes theirs: Prometheus still
+/// scrapes, and reads back counters as they move.
+fn slow_scrapers_do_not_keep_prometheus_out() -> Outcome {
+    if let Some(why) = missing("prometheus") {
+        return Outcome::Skipped(why);
+    }
+    let dir = scratch_dir("slow-scrapers");
+    let (_node, metrics) = serve(&dir);
+    let slow = SlowScrapers::start(&metrics, 40, Duration::from_millis(200));
+    std::thread::sleep(Duration::from_secs(1));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(Client::connect(
+            &Endpoint::Unix(dir.join("node.sock")),
+            ClientOptions::default(),
+        ))
+        .unwrap();
+    refuse_an_open(&runtime, &client);
+    let (_prometheus, web) = start_prometheus(&dir, &metrics);
+    let started = Instant::now();
+    let query = "accelhost_client_refusals_total%7Bcall%3D%22Open%22%7D";
+    wait_for_value(&web, query, "1");
+    refuse_an_open(&runtime, &client);
+    refuse_an_open(&runtime, &client);
+    wait_for_value(&web, query, "3");
+    // Not one scrape failed: the slow scrapers never took a scrape's place.
+    std::thread::sleep(Duration::from_secs(15).saturating_sub(started.elapsed()));
+    let up = "up%7Bjob%3D%22accelhost%22%7D%5B12s%5D";
+    let scrapes = get(&web, &format!("/api/v1/query?query=count_over_time({up})")).unwrap();
+    let answered = get(&web, &format!("/api/v1/query?query=sum_over_time({up})")).unwrap();
+    let value = |body: &str| {
+        body.rsplit_once(",\"")
+            .and_then(|(_, rest)| rest.split('"').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no value in {body}"))
+    };
+    let (scrapes, answered) = (value(&scrapes), value(&answered));
+    eprintln!("Prometheus scraped {answered} of {scrapes} times in the last 12 s");
+    assert!(scrapes >= 8.0, "only {scrapes} scrapes in 12 s");
+    assert_eq!(
+        answered, scrapes,
+        "scrapes failed while slow scrapers held connections"
+    );
+    let closed = slow.stop();
+    assert!(
+        closed > 0,
+        "the node never closed a slow scraper's connection"
+    );
+    Outcome::Passed
+}
+
 /// A node of 10,000 devices across 100 plugins: one scrape reports every device and every
 /// plugin, and `promtool check metrics` passes on it.
 fn a_scrape_of_ten_thousand_devices_is_whole_and_valid() -> Outcome {
@@ -379,6 +515,10 @@ pub fn trials() -> Vec<Trial> {
         Trial {
             name: "prometheus_scrapes_the_node",
             run: prometheus_scrapes_the_node,
+        },
+        Trial {
+            name: "slow_scrapers_do_not_keep_prometheus_out",
+            run: slow_scrapers_do_not_keep_prometheus_out,
         },
         Trial {
             name: "a_scrape_of_ten_thousand_devices_is_whole_and_valid",

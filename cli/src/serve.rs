@@ -21,7 +21,8 @@ The serve config (JSON) names the listeners, the limits and the clients:
     },
     \"limits\": {\"max_message_kib\": 4096, \"max_sessions\": 256,
                \"max_sessions_per_client\": 64, \"max_connections\": 4096,
-               \"max_connections_per_peer\": 64, \"max_dma_mib\": 16384,
+               \"max_connections_per_peer\": 64, \"max_unnamed_connections\": 512,
+               \"max_handshakes\": 512, \"max_dma_mib\": 16384,
                \"max_objects_per_session\": 4096, \"max_poll_ms\": 60000,
                \"max_image_mib\": 512, \"max_streams_per_session\": 8},
     \"clients\": [
@@ -60,7 +61,9 @@ mounted read-only at container_dir in the container, with ACCELHOST_ENDPOINT poi
 names where to write the spec). Allocations survive a restart of the node.
 
 `listen.metrics` serves Prometheus metrics (OpenMetrics text) at /metrics over plain HTTP,
-without authentication, to at most 8 connections at once: on `address` (host:port) anyone
+without authentication, to at most 8 connections at once (each has 5 s to send a request's
+head and lives at most 30 s; when all 8 are taken, a new one takes the place of one not being
+answered, from the peer with the most, oldest first): on `address` (host:port) anyone
 who reaches it reads every client's name and figures, so bind it to an address only the
 scraper reaches; or on `unix` (`{\"path\": ..., \"mode\": \"0600\"}`), readable only by who
 the socket's mode lets in (`accelhost top unix:PATH`, `curl --unix-socket PATH`).
@@ -68,7 +71,12 @@ the socket's mode lets in (`accelhost top unix:PATH`, `curl --unix-socket PATH`)
 Every connection, on any listener, counts from accept (before the TLS handshake) against
 limits.max_connections (4096) and the peer's limits.max_connections_per_peer (64; a peer is
 an IP address on TCP, a uid on the socket, a pod on an allocation's socket); past either it
-is closed at once. A TCP client has 10 s to finish its handshake. Sessions count against
+is closed at once. Peers no client entry names hold at most limits.max_unnamed_connections
+together, and TCP connections in their TLS handshake at most limits.max_handshakes (each an
+eighth of max_connections by default; together they must stay below it), so the named
+clients always keep the rest. A TCP client has 10 s to finish its handshake; when the
+handshakes' share is full, a new connection takes the place of the oldest handshake of the
+address with the most open, if it has more than the newcomer's. Sessions count against
 limits.max_sessions (256) and the client's limits.max_sessions_per_client (64); DMA memory
 against the client's grants.dma_memory_mib and every client's together against
 limits.max_dma_mib (16384). Raise LimitNOFILE above max_connections plus the plugins' needs.

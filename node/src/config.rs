@@ -197,6 +197,15 @@ pub struct Limits {
     /// on the Unix socket, one pod on an allocation's socket.
     #[serde(default = "default_max_connections_per_peer")]
     pub max_connections_per_peer: usize,
+    /// The most connections of peers no client entry names, together (local users the
+    /// config does not name, certificates of no client); an eighth of `max_connections` when
+    /// not given. See [`Limits::unnamed_connections`].
+    #[serde(default)]
+    pub max_unnamed_connections: Option<usize>,
+    /// The most TCP connections in their TLS handshake at once, together; an eighth of
+    /// `max_connections` when not given. See [`Limits::handshakes`].
+    #[serde(default)]
+    pub max_handshakes: Option<usize>,
     /// Cap on the DMA buffers and offload memory every client holds together, in MiB
     /// (each client also stays within its own `grants.dma_memory_mib`).
     #[serde(default = "default_max_dma_mib")]
@@ -225,6 +234,8 @@ impl Default for Limits {
             max_sessions_per_client: default_max_sessions_per_client(),
             max_connections: default_max_connections(),
             max_connections_per_peer: default_max_connections_per_peer(),
+            max_unnamed_connections: None,
+            max_handshakes: None,
             max_dma_mib: default_max_dma_mib(),
             max_objects_per_session: default_max_objects(),
             max_poll_ms: default_max_poll_ms(),
@@ -249,7 +260,27 @@ impl Limits {
     pub fn max_dma_bytes(&self) -> u64 {
         self.max_dma_mib.saturating_mul(1 << 20)
     }
+
+    /// The share of the node's connections that peers no client entry names hold at most
+    /// together: `max_unnamed_connections`, else an eighth of `max_connections`.
+    pub fn unnamed_connections(&self) -> usize {
+        self.max_unnamed_connections
+            .unwrap_or(self.max_connections / STRANGERS_SHARE)
+            .max(1)
+    }
+
+    /// The share of the node's connections that TCP connections in their TLS handshake hold
+    /// at most together: `max_handshakes`, else an eighth of `max_connections`.
+    pub fn handshakes(&self) -> usize {
+        self.max_handshakes
+            .unwrap_or(self.max_connections / STRANGERS_SHARE)
+            .max(1)
+    }
 }
+
+/// The default shares of strangers (unnamed peers, handshakes) are each this fraction of
+/// `max_connections`.
+const STRANGERS_SHARE: usize = 8;
 
 /// A client the node knows: how it is recognized and what it may do.
 #[derive(Clone, Debug, PartialEq)]
@@ -708,7 +739,8 @@ impl ServeConfig {
                 1,
                 65536,
             ),
-            ("max_connections", limits.max_connections as u64, 1, 1 << 20),
+            // At least one connection for named clients beside the strangers' two shares.
+            ("max_connections", limits.max_connections as u64, 3, 1 << 20),
             (
                 "max_connections_per_peer",
                 limits.max_connections_per_peer as u64,
@@ -743,6 +775,39 @@ impl ServeConfig {
                     format!("{value} is outside {low}..={high}"),
                 ));
             }
+        }
+
+        let (unnamed, handshakes) = (limits.unnamed_connections(), limits.handshakes());
+        for (field, value) in [
+            ("max_unnamed_connections", limits.max_unnamed_connections),
+            ("max_handshakes", limits.max_handshakes),
+        ] {
+            if let Some(value) = value
+                && !(1..=limits.max_connections).contains(&value)
+            {
+                return Err(field_error(
+                    format!("limits.{field}"),
+                    format!(
+                        "{value} is outside 1..={} (limits.max_connections)",
+                        limits.max_connections
+                    ),
+                ));
+            }
+        }
+        if unnamed + handshakes >= limits.max_connections {
+            return Err(field_error(
+                if limits.max_unnamed_connections.is_some() {
+                    "limits.max_unnamed_connections".into()
+                } else {
+                    "limits.max_handshakes".into()
+                },
+                format!(
+                    "{unnamed} connections of unnamed peers and {handshakes} in their TLS \
+                     handshake would leave the named clients nothing of limits.max_connections \
+                     ({}): keep them together below it",
+                    limits.max_connections
+                ),
+            ));
         }
 
         let mut names = BTreeSet::new();
@@ -984,9 +1049,51 @@ mod tests {
             ))
             .unwrap_err();
             assert!(
-                err.contains(&format!("limits.{limit}: 0 is outside 1..=")),
+                err.contains(&format!("limits.{limit}: 0 is outside ")),
                 "{err}"
             );
+        }
+    }
+
+    #[test]
+    fn the_strangers_shares_default_to_an_eighth_and_leave_the_named_clients_room() {
+        let defaults = parse(r#"{"listen": {"unix": {"path": "s"}}}"#).unwrap();
+        assert_eq!(defaults.limits.unnamed_connections(), 512);
+        assert_eq!(defaults.limits.handshakes(), 512);
+        let small = parse(
+            r#"{"listen": {"unix": {"path": "s"}}, "limits": {"max_connections": 64,
+                "max_handshakes": 20}}"#,
+        )
+        .unwrap();
+        assert_eq!(small.limits.unnamed_connections(), 8);
+        assert_eq!(small.limits.handshakes(), 20);
+        let tiny =
+            parse(r#"{"listen": {"unix": {"path": "s"}}, "limits": {"max_connections": 3}}"#)
+                .unwrap();
+        assert_eq!(
+            (tiny.limits.unnamed_connections(), tiny.limits.handshakes()),
+            (1, 1)
+        );
+        for (limits, expected) in [
+            (
+                r#""max_connections": 64, "max_unnamed_connections": 40, "max_handshakes": 24"#,
+                "limits.max_unnamed_connections: 40 connections of unnamed peers and 24 in \
+                 their TLS handshake would leave the named clients nothing",
+            ),
+            (
+                r#""max_connections": 64, "max_handshakes": 65"#,
+                "limits.max_handshakes: 65 is outside 1..=64 (limits.max_connections)",
+            ),
+            (
+                r#""max_unnamed_connections": 0"#,
+                "limits.max_unnamed_connections: 0 is outside 1..=4096",
+            ),
+        ] {
+            let err = parse(&format!(
+                r#"{{"listen": {{"unix": {{"path": "s"}}}}, "limits": {{{limits}}}}}"#
+            ))
+            .unwrap_err();
+            assert!(err.contains(expected), "{limits}: {err}");
         }
     }
 

@@ -21,6 +21,7 @@ pub mod identity;
 pub mod kubelet;
 pub mod listen;
 pub mod metrics;
+pub mod metrics_server;
 pub mod offer;
 pub mod pipeline;
 pub mod proto;
@@ -31,6 +32,7 @@ pub mod service;
 pub mod session;
 pub mod shared_memory;
 pub mod status;
+pub mod tls;
 
 pub use client::{Client, ClientOptions, Endpoint, RemoteError, RemoteResult};
 pub use config::{ClientEntry, ClientGrants, ClientIdentity, ServeConfig, ServeConfigError};

@@ -1,23 +1,21 @@
-//! `accelhost serve`'s listeners: the Unix socket (peer credentials) and TCP with mutual TLS,
-//! both serving one [`NodeService`], shut down together.
+//! `accelhost serve`'s listeners: the Unix socket (peer credentials), TCP with mutual TLS
+//! ([`crate::tls`]) and `/metrics` ([`crate::metrics_server`]), serving one [`NodeService`],
+//! shut down together.
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 
 use accelhost::Host;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+use tokio_rustls::TlsAcceptor;
 
-use crate::accept::Backoff;
 use crate::config::{MetricsListen, ServeConfig};
-use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey, tcp_peer, unix_peer};
 use crate::kubelet::DevicePlugins;
 pub use crate::listen::{KEEPALIVE, ServeError};
 use crate::listen::{SocketFile, bind_unix, node_router, server, unix_incoming};
+pub use crate::metrics_server::METRICS_CONNECTIONS;
 use crate::service::NodeService;
 
 /// How long calls and streams in flight may take to finish once the node is told to stop;
@@ -29,7 +27,7 @@ pub struct BoundNode {
     service: Arc<NodeService>,
     device_plugins: Option<DevicePlugins>,
     unix: Option<(UnixListener, SocketFile)>,
-    tcp: Option<(TcpListener, ServerTlsConfig)>,
+    tcp: Option<(TcpListener, TlsAcceptor)>,
     /// `/metrics`' listener, with its socket file when it is a Unix socket.
     metrics: Option<(MetricsListener, Option<SocketFile>)>,
 }
@@ -38,18 +36,6 @@ pub struct BoundNode {
 enum MetricsListener {
     Tcp(TcpListener),
     Unix(UnixListener),
-}
-
-/// The most connections `/metrics` serves at once, from anyone: a scraper needs one or two,
-/// and what is left of the node's descriptors belongs to its clients.
-pub const METRICS_CONNECTIONS: usize = 8;
-
-fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, ServeError> {
-    std::fs::read(path).map_err(|reason| ServeError::Io {
-        what,
-        path: path.to_owned(),
-        reason,
-    })
 }
 
 impl BoundNode {
@@ -61,13 +47,7 @@ impl BoundNode {
         };
         let tcp = match &config.tcp {
             Some(tcp) => {
-                let certificate = read("reading the node certificate", &tcp.certificate)?;
-                let key = read("reading the node key", &tcp.key)?;
-                let ca = read("reading the client CA", &tcp.client_ca)?;
-                let tls = ServerTlsConfig::new()
-                    .identity(Identity::from_pem(certificate, key))
-                    .client_ca_root(Certificate::from_pem(ca))
-                    .timeout(crate::gate::HANDSHAKE);
+                let tls = crate::tls::acceptor(tcp)?;
                 let listener =
                     TcpListener::bind(tcp.address)
                         .await
@@ -166,7 +146,7 @@ impl BoundNode {
                         service.admit_each(
                             unix_incoming(listener, "listen.unix"),
                             "listen.unix",
-                            |stream| unix_peer(stream.get_ref()),
+                            |service, stream| service.unix_share(stream.get_ref()),
                         ),
                         Arc::downgrade(&service.sessions()),
                         |admitted| admitted.get_ref().get_ref(),
@@ -181,49 +161,31 @@ impl BoundNode {
         let tcp = async {
             match tcp {
                 Some((listener, tls)) => {
-                    let incoming = service.admit_each(
-                        Backoff::new(
-                            TcpIncoming::from(listener).with_nodelay(Some(true)),
-                            "listen.tcp",
-                        ),
-                        "listen.tcp",
-                        tcp_peer,
-                    );
-                    node_router(server().tls_config(tls)?, &service)
-                        .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))
+                    node_router(server(), &service)
+                        .serve_with_incoming_shutdown(
+                            crate::tls::incoming(&service, listener, tls),
+                            signal(stopped.clone()),
+                        )
                         .await
                 }
                 None => Ok(()),
             }
         };
-        let metrics = async {
+        let metrics = {
             let node = service.metrics();
-            let app = axum::Router::new().route(
-                "/metrics",
-                axum::routing::get(move |headers: axum::http::HeaderMap| {
-                    let node = node.clone();
-                    async move { metrics_answer(&node, &headers) }
-                }),
-            );
-            let gate = Arc::new(Gate::default());
-            let served = match metrics {
-                Some(MetricsListener::Tcp(listener)) => {
-                    axum::serve(Capped::new(listener, gate), app)
-                        .with_graceful_shutdown(signal(stopped.clone()))
-                        .await
+            let stopped = stopped.clone();
+            async move {
+                match metrics {
+                    Some(MetricsListener::Tcp(listener)) => {
+                        crate::metrics_server::serve(listener, node, stopped).await
+                    }
+                    Some(MetricsListener::Unix(listener)) => {
+                        crate::metrics_server::serve(listener, node, stopped).await
+                    }
+                    None => {}
                 }
-                Some(MetricsListener::Unix(listener)) => {
-                    axum::serve(Capped::new(listener, gate), app)
-                        .with_graceful_shutdown(signal(stopped.clone()))
-                        .await
-                }
-                None => Ok(()),
-            };
-            served.map_err(|reason| ServeError::Io {
-                what: "serving metrics on",
-                path: "listen.metrics".into(),
-                reason,
-            })
+                Ok::<(), ServeError>(())
+            }
         };
         let health = {
             let service = service.clone();
@@ -279,71 +241,5 @@ impl BoundNode {
             }
         };
         served
-    }
-}
-
-/// A listener of `/metrics` that serves at most [`METRICS_CONNECTIONS`] at once; the
-/// connections past it are closed as they come.
-struct Capped<L> {
-    inner: L,
-    gate: Arc<Gate>,
-}
-
-impl<L> Capped<L> {
-    fn new(inner: L, gate: Arc<Gate>) -> Self {
-        Capped { inner, gate }
-    }
-}
-
-impl<L> axum::serve::Listener for Capped<L>
-where
-    L: axum::serve::Listener,
-{
-    type Io = Admitted<L::Io>;
-    type Addr = L::Addr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let caps = ConnectionCaps {
-            node: METRICS_CONNECTIONS,
-            peer: METRICS_CONNECTIONS,
-        };
-        loop {
-            let (io, address) = self.inner.accept().await;
-            if let Some(admitted) =
-                self.gate
-                    .admit_one(io, PeerKey::Unknown, caps, "listen.metrics")
-            {
-                return (admitted, address);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
-/// OpenMetrics for a scraper that asks for it (Prometheus does), else the Prometheus text
-/// format (what `curl` and `promtool check metrics` read).
-fn metrics_answer(
-    node: &crate::metrics::NodeMetrics,
-    headers: &axum::http::HeaderMap,
-) -> ([(axum::http::HeaderName, &'static str); 1], String) {
-    use crate::metrics::{OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
-    let openmetrics = headers
-        .get_all(axum::http::header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .any(|value| value.contains("application/openmetrics-text"));
-    if openmetrics {
-        (
-            [(axum::http::header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)],
-            node.render(),
-        )
-    } else {
-        (
-            [(axum::http::header::CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE)],
-            node.render_prometheus_text(),
-        )
     }
 }

@@ -27,7 +27,7 @@ use tonic::transport::server::Connected;
 
 use crate::authority::AuthorityFix;
 use crate::config::{ClientEntry, ClientGrants, ClientIdentity, KubernetesSettings};
-use crate::gate::PeerKey;
+use crate::gate::{PeerKey, Share};
 use crate::identity::{AllocationConnectInfo, Process};
 use crate::listen::{ServeError, SocketFile, bind_unix, node_router, server};
 use crate::service::NodeService;
@@ -310,7 +310,7 @@ impl Allocations {
                     },
                 ),
                 "kubernetes allocation",
-                move |_| peer.clone(),
+                move |_, _| (peer.clone(), Share::Named),
             ),
             Arc::downgrade(&self.service.sessions()),
             |admitted| admitted.get_ref().stream.get_ref(),

@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::account::{DmaCaps, OverCap};
 use crate::config::{ClientEntry, ClientIdentity, ServeConfig};
 use crate::data::Data;
-use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey};
+use crate::gate::{Admitted, ConnectionCaps, Gate, PeerKey, Share};
 use crate::health::{DeviceBook, DeviceHealth};
 use crate::identity::Peer;
 use crate::metrics::NodeMetrics;
@@ -35,6 +35,14 @@ pub struct NodeService {
     /// The connections open on every listener of the node's service, by peer.
     connections: Arc<Gate>,
 }
+
+/// The caps once the service is gone: nothing more is admitted.
+const STOPPED: ConnectionCaps = ConnectionCaps {
+    node: 0,
+    peer: 0,
+    unnamed: 0,
+    handshakes: 0,
+};
 
 /// How long the node answers enumerations from the last one of its host (every plugin asked):
 /// many clients enumerating at once cost the plugins one call each. An open, close, reset or
@@ -85,34 +93,65 @@ impl NodeService {
         }
     }
 
-    /// `incoming`'s connections within the node's connection limits (read at each accept):
-    /// every listener of the node's service takes its connections through this.
+    /// `incoming`'s connections within the node's connection limits (read at each accept,
+    /// so a reload takes effect at once): every listener of the node's service takes its
+    /// connections through this. `peer_of` says who a connection comes from, and from which
+    /// share of the node's connections it draws.
     pub fn admit_each<S, IO>(
         self: &Arc<Self>,
         incoming: S,
         listener: &'static str,
-        peer_of: impl Fn(&IO) -> PeerKey + Send + 'static,
+        peer_of: impl Fn(&NodeService, &IO) -> (PeerKey, Share) + Send + 'static,
     ) -> impl tokio_stream::Stream<Item = std::io::Result<Admitted<IO>>> + Send + 'static
     where
         S: tokio_stream::Stream<Item = std::io::Result<IO>> + Send + 'static,
         IO: Send + 'static,
     {
-        let service = Arc::downgrade(self);
+        let (caps_of, peer_of_service) = (Arc::downgrade(self), Arc::downgrade(self));
         self.connections.admit_each(
             incoming,
             listener,
-            move || match service.upgrade() {
-                Some(service) => {
-                    let limits = service.limits();
-                    ConnectionCaps {
-                        node: limits.max_connections,
-                        peer: limits.max_connections_per_peer,
-                    }
-                }
-                None => ConnectionCaps { node: 0, peer: 0 },
+            move || caps_of.upgrade().map_or(STOPPED, |s| s.connection_caps()),
+            move |io| match peer_of_service.upgrade() {
+                Some(service) => peer_of(&service, io),
+                None => (PeerKey::Unknown, Share::Unnamed),
             },
-            peer_of,
         )
+    }
+
+    /// The connection caps of the serve config in force.
+    pub fn connection_caps(&self) -> ConnectionCaps {
+        let limits = self.limits();
+        ConnectionCaps {
+            node: limits.max_connections,
+            peer: limits.max_connections_per_peer,
+            unnamed: limits.unnamed_connections(),
+            handshakes: limits.handshakes(),
+        }
+    }
+
+    /// Who a connection to the node's Unix socket comes from (its uid), and its share: named
+    /// when a client entry names its uid or primary gid.
+    pub fn unix_share(&self, stream: &tokio::net::UnixStream) -> (PeerKey, Share) {
+        match crate::gate::unix_credentials(stream) {
+            Some((uid, gid)) => {
+                let named =
+                    self.names_any(&[ClientIdentity::UnixUid(uid), ClientIdentity::UnixGid(gid)]);
+                (
+                    PeerKey::Uid(uid),
+                    if named { Share::Named } else { Share::Unnamed },
+                )
+            }
+            None => (PeerKey::Unknown, Share::Unnamed),
+        }
+    }
+
+    /// Whether a client entry of the serve config in force names one of `identities`.
+    pub fn names_any(&self, identities: &[ClientIdentity]) -> bool {
+        let config = self.config();
+        identities
+            .iter()
+            .any(|identity| config.client(identity).is_some())
     }
 
     /// Enqueues `work` for a unary call: the event becomes an object of the session.
