@@ -77,6 +77,9 @@ constants! {
     CL_FALSE: cl_bool = 0;
     CL_TRUE: cl_bool = 1;
     CL_NONE: cl_uint = 0;
+    CL_READ_WRITE_CACHE: cl_uint = 0x2;
+    CL_LOCAL: cl_uint = 0x1;
+    CL_GLOBAL: cl_uint = 0x2;
 
     CL_PLATFORM_PROFILE: cl_platform_info = 0x0900;
     CL_PLATFORM_VERSION: cl_platform_info = 0x0901;
@@ -146,6 +149,7 @@ constants! {
     CL_DEVICE_EXTENSIONS: cl_device_info = 0x1030;
     CL_DEVICE_PLATFORM: cl_device_info = 0x1031;
     CL_DEVICE_DOUBLE_FP_CONFIG: cl_device_info = 0x1032;
+    CL_DEVICE_HALF_FP_CONFIG: cl_device_info = 0x1033;
     CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF: cl_device_info = 0x1034;
     CL_DEVICE_HOST_UNIFIED_MEMORY: cl_device_info = 0x1035;
     CL_DEVICE_NATIVE_VECTOR_WIDTH_CHAR: cl_device_info = 0x1036;
@@ -218,6 +222,7 @@ constants! {
     CL_QUEUE_DEVICE: cl_uint = 0x1091;
     CL_QUEUE_REFERENCE_COUNT: cl_uint = 0x1092;
     CL_QUEUE_PROPERTIES: cl_uint = 0x1093;
+    CL_QUEUE_PROPERTIES_ARRAY: cl_uint = 0x1098;
 
     CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
     CL_MEM_WRITE_ONLY: cl_bitfield = 1 << 1;

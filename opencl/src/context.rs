@@ -8,9 +8,10 @@ use accelhost::{Handle, OpenMode};
 
 use crate::cl::*;
 use crate::device::Device;
-use crate::error::{ClResult, list, object, report, status};
+use crate::error::{ClResult, list, object, refuse, report, status};
 use crate::info::{Value, give};
 use crate::object::{get, publish, references};
+use crate::platform::{self, Family, Platform};
 use crate::state::state;
 
 /// An OpenCL context.
@@ -53,14 +54,16 @@ pub fn context(handle: *const c_void) -> ClResult<Arc<Context>> {
     get::<Context>(handle).ok_or(CL_INVALID_CONTEXT)
 }
 
-/// Checks the property list: only `CL_CONTEXT_PLATFORM`, naming this platform.
+/// Checks the property list: only `CL_CONTEXT_PLATFORM`, naming one of the listed
+/// platforms. The properties kept (empty if none were given), and the platform they name.
 ///
 /// # Safety
 /// A non-NULL `properties` is 0-terminated.
-unsafe fn properties(properties: *const isize, platform: *const c_void) -> ClResult<Vec<isize>> {
+unsafe fn properties(properties: *const isize) -> ClResult<(Vec<isize>, Option<Family>)> {
     let mut kept = Vec::new();
+    let mut named = None;
     if properties.is_null() {
-        return Ok(kept);
+        return Ok((kept, named));
     }
     let mut at = properties;
     loop {
@@ -74,15 +77,17 @@ unsafe fn properties(properties: *const isize, platform: *const c_void) -> ClRes
         if key != CL_CONTEXT_PLATFORM || kept.contains(&key) {
             return Err(CL_INVALID_PROPERTY);
         }
-        if !std::ptr::eq(value as *const c_void, platform) {
-            return Err(CL_INVALID_PLATFORM);
-        }
+        // NULL leaves the choice to the platform: the first.
+        let platform = platform::of(value as *const Platform)
+            .filter(|p| state().lists(p.family()))
+            .ok_or(CL_INVALID_PLATFORM)?;
+        named = Some(platform.family());
         kept.extend([key, value]);
         // SAFETY: past the pair, still within the list.
         at = unsafe { at.add(2) };
     }
     kept.push(0);
-    Ok(kept)
+    Ok((kept, named))
 }
 
 fn make(
@@ -115,7 +120,7 @@ pub(crate) extern "C" fn create_context(
 ) -> *mut c_void {
     object("clCreateContext", errcode_ret, || {
         // SAFETY: the caller passes a 0-terminated list, or NULL.
-        let properties = unsafe { properties(props, crate::platform::handle().cast()) }?;
+        let (properties, named) = unsafe { properties(props) }?;
         // SAFETY: devices holds num_devices handles.
         let asked = unsafe { list(num_devices, devices, CL_INVALID_VALUE) }?;
         if asked.is_empty() {
@@ -128,6 +133,17 @@ pub(crate) extern "C" fn create_context(
                 .iter()
                 .find(|d| std::ptr::eq(*d, *device))
                 .ok_or(CL_INVALID_DEVICE)?;
+            // A context is one platform's: the one its properties name, or its first
+            // device's.
+            let platform = named.or(chosen.first().map(|first: &&Device| first.family()));
+            if platform.is_some_and(|platform| platform != device.family()) {
+                return Err(refuse(
+                    "clCreateContext",
+                    CL_INVALID_DEVICE,
+                    "the devices are not all of one platform (the properties' \
+                     CL_CONTEXT_PLATFORM, or the first device's)",
+                ));
+            }
             chosen.push(device);
         }
         make("clCreateContext", chosen, properties)
@@ -143,8 +159,10 @@ pub(crate) extern "C" fn create_context_from_type(
 ) -> *mut c_void {
     object("clCreateContextFromType", errcode_ret, || {
         // SAFETY: the caller passes a 0-terminated list, or NULL.
-        let properties = unsafe { properties(props, crate::platform::handle().cast()) }?;
-        let chosen = crate::device::of_type(&state().devices, device_type)?;
+        let (properties, named) = unsafe { properties(props) }?;
+        // No platform named: the first (the loaders pass the one they chose).
+        let platform = named.unwrap_or(Family::ALL[0]);
+        let chosen = crate::device::of_type(&state().devices, platform, device_type)?;
         if chosen.is_empty() {
             return Err(CL_DEVICE_NOT_FOUND);
         }

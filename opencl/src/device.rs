@@ -1,12 +1,14 @@
-//! The platform's devices: one per accelerator of a plugin that exports the `offload`
-//! interface, listed once per process (OpenCL's root devices live as long as it does).
+//! The platforms' devices: one per accelerator of a plugin that exports the `offload`
+//! interface on the `accelhost` platform, and the XRT cards once more on the `Xilinx`
+//! platform, listed once per process (OpenCL's root devices live as long as it does).
 //!
-//! Device type: FPGA runtimes report `CL_DEVICE_TYPE_ACCELERATOR`, and the classic Vitis
-//! hosts ask for it; the SYCL runtime's Unified Runtime loader drops every device with that
-//! bit since late 2025. The devices therefore report `CL_DEVICE_TYPE_CUSTOM`, which that
-//! loader keeps, and `clGetDeviceIDs` lists them for an `ACCELERATOR` query as well as for
-//! `CUSTOM`, `DEFAULT` and `ALL` (the specification leaves custom devices out of `ALL`, but
-//! the SYCL loader asks only for `ALL`): both kinds of program find them.
+//! Device type: FPGA runtimes report `CL_DEVICE_TYPE_ACCELERATOR`, which Vitis hosts ask
+//! for, so the `Xilinx` platform's cards do. The SYCL runtime's OpenCL adapter (Unified
+//! Runtime) drops every device with that bit, and dpctl names only CPU, GPU and accelerator
+//! devices (a custom one is "Unknown device type"), so the `accelhost` platform's devices
+//! report `CL_DEVICE_TYPE_CPU` by default (the emulated devices are run by the host
+//! processor), or what `ACCELHOST_OPENCL_DEVICE_TYPE` names. `clGetDeviceIDs` lists a
+//! device for a type query exactly when its type has one of the query's bits.
 
 use accelhost::{PluginInfo, Token};
 
@@ -14,7 +16,7 @@ use crate::cl::*;
 use crate::error::ClResult;
 use crate::info::Value;
 use crate::object::Dispatched;
-use crate::platform::{self, Platform};
+use crate::platform::{self, Family, Platform};
 
 /// The alignment of a sub-buffer's origin, in bytes: what `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
 /// reports (in bits), a page.
@@ -26,22 +28,89 @@ const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
     | CL_DEVICE_TYPE_ACCELERATOR
     | CL_DEVICE_TYPE_CUSTOM;
 
-/// The devices of `devices` a query for `device_type` lists: all of them for `ALL`,
-/// `ACCELERATOR` or `CUSTOM`, the first for `DEFAULT`; `CL_INVALID_DEVICE_TYPE` for a type
-/// that is none.
-pub fn of_type(devices: &[Device], device_type: cl_device_type) -> ClResult<Vec<&Device>> {
+/// The devices of `devices` on `platform` a query for `device_type` lists: those whose type
+/// has one of its bits, the platform's first for `DEFAULT`, and all of them for `ALL` (custom
+/// ones too: the SYCL runtime's loader asks only for `ALL`); `CL_INVALID_DEVICE_TYPE` for a
+/// type that is none.
+pub fn of_type(
+    devices: &[Device],
+    platform: Family,
+    device_type: cl_device_type,
+) -> ClResult<Vec<&Device>> {
     if device_type == 0 || (device_type != CL_DEVICE_TYPE_ALL && device_type & !KNOWN_TYPES != 0) {
         return Err(CL_INVALID_DEVICE_TYPE);
     }
-    let all = device_type == CL_DEVICE_TYPE_ALL
-        || device_type & (CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM) != 0;
-    Ok(if all {
-        devices.iter().collect()
-    } else if device_type & CL_DEVICE_TYPE_DEFAULT != 0 {
-        devices.iter().take(1).collect()
-    } else {
-        Vec::new()
+    let on: Vec<&Device> = devices.iter().filter(|d| d.family == platform).collect();
+    if device_type == CL_DEVICE_TYPE_ALL {
+        return Ok(on);
+    }
+    let mut listed: Vec<&Device> = Vec::new();
+    for (at, device) in on.iter().enumerate() {
+        let default = at == 0 && device_type & CL_DEVICE_TYPE_DEFAULT != 0;
+        if default || device.device_type & device_type != 0 {
+            listed.push(device);
+        }
+    }
+    Ok(listed)
+}
+
+/// The least local memory OpenCL 3.0 allows a device that is not custom, in bytes.
+const MIN_LOCAL_MEMORY: u64 = 32 << 10;
+
+/// The caches in front of a device's memory, as its queries answer them: an emulated
+/// device's memory is the host's, which the host processor that runs the emulator reaches
+/// through its caches; of a real card's, the host knows none (all 0).
+#[derive(Clone, Copy)]
+struct Caches {
+    /// Line size of the first-level data cache, in bytes.
+    line: u32,
+    /// The first-level data cache, in bytes: the private scratch a work-group's local
+    /// memory lives in when it is host memory.
+    first_level: u64,
+    /// The last-level cache, in bytes.
+    last_level: u64,
+}
+
+/// The host processor's caches, as the C library reads them (0 where it does not know).
+fn host_caches() -> Caches {
+    static CACHES: std::sync::OnceLock<Caches> = std::sync::OnceLock::new();
+    *CACHES.get_or_init(|| {
+        // SAFETY: sysconf only reads the processor's description.
+        let ask = |name| u64::try_from(unsafe { libc::sysconf(name) }).unwrap_or(0);
+        let last_level = [
+            libc::_SC_LEVEL4_CACHE_SIZE,
+            libc::_SC_LEVEL3_CACHE_SIZE,
+            libc::_SC_LEVEL2_CACHE_SIZE,
+            libc::_SC_LEVEL1_DCACHE_SIZE,
+        ]
+        .into_iter()
+        .map(ask)
+        .find(|size| *size > 0)
+        .unwrap_or(0);
+        Caches {
+            line: u32::try_from(ask(libc::_SC_LEVEL1_DCACHE_LINESIZE)).unwrap_or(0),
+            // OpenCL's least for a device that is not custom, where the C library does not
+            // know the processor's cache.
+            first_level: ask(libc::_SC_LEVEL1_DCACHE_SIZE).max(MIN_LOCAL_MEMORY),
+            last_level,
+        }
     })
+}
+
+/// The type of the `accelhost` platform's devices: `ACCELHOST_OPENCL_DEVICE_TYPE` (`cpu`,
+/// the default; `accelerator`; `custom`), or a message naming what it holds instead (the
+/// devices are then CPU devices).
+pub fn accelhost_type() -> Result<cl_device_type, String> {
+    match std::env::var("ACCELHOST_OPENCL_DEVICE_TYPE").as_deref() {
+        Err(_) | Ok("" | "cpu") => Ok(CL_DEVICE_TYPE_CPU),
+        Ok("accelerator") => Ok(CL_DEVICE_TYPE_ACCELERATOR),
+        Ok("custom") => Ok(CL_DEVICE_TYPE_CUSTOM),
+        Ok(other) => Err(format!(
+            "ACCELHOST_OPENCL_DEVICE_TYPE is '{}', not cpu, accelerator or custom: the \
+             accelhost platform's devices are CPU devices",
+            other.escape_debug()
+        )),
+    }
 }
 
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
@@ -54,17 +123,44 @@ pub struct Device {
     memory_bytes: u64,
     /// The plugin's contract version, for the driver version.
     wit_version: String,
+    /// The platform it is listed on.
+    family: Family,
+    /// Its `CL_DEVICE_TYPE`.
+    device_type: cl_device_type,
+    /// Whether it is an emulated device (its plugin says `emulated: true`): its memory is
+    /// the host's.
+    emulated: bool,
 }
 
 impl Device {
-    /// The device for `token`, of `plugin`.
-    pub fn new(header: Dispatched, token: Token, plugin: &PluginInfo) -> Device {
+    /// The device for `token`, of `plugin`, on the `family` platform as a device of
+    /// `device_type`.
+    pub fn new(
+        header: Dispatched,
+        token: Token,
+        plugin: &PluginInfo,
+        family: Family,
+        device_type: cl_device_type,
+    ) -> Device {
+        let emulated = token
+            .properties()
+            .extras
+            .iter()
+            .any(|(key, value)| key == "emulated" && value == "true");
         Device {
             header,
             token,
             memory_bytes: plugin.grants.dma_memory_mib.saturating_mul(1 << 20),
             wit_version: plugin.wit_version.clone().unwrap_or_default(),
+            family,
+            device_type,
+            emulated,
         }
+    }
+
+    /// The platform it is listed on.
+    pub fn family(&self) -> Family {
+        self.family
     }
 
     /// The device's handle.
@@ -77,18 +173,25 @@ impl Device {
         &self.token
     }
 
-    /// The answer to `clGetDeviceInfo(param)`, if `param` is one; `platform` is the device's
-    /// platform, and `available` says whether its plugin runs now.
-    pub fn value(
-        &self,
-        param: cl_device_info,
-        platform: *const Platform,
-        available: impl FnOnce() -> bool,
-    ) -> Option<Value> {
+    /// The answer to `clGetDeviceInfo(param)`, if `param` is one; `available` says whether
+    /// its plugin runs now.
+    pub fn value(&self, param: cl_device_info, available: impl FnOnce() -> bool) -> Option<Value> {
         let properties = self.token.properties();
         let memory = self.memory_bytes;
+        let platform: *const Platform = platform::handle(self.family);
+        // The emulated devices' memory is host memory behind the host processor's caches;
+        // of a real card's, the host knows no cache.
+        let caches = if self.emulated {
+            host_caches()
+        } else {
+            Caches {
+                line: 0,
+                first_level: 0,
+                last_level: 0,
+            }
+        };
         Some(match param {
-            CL_DEVICE_TYPE => Value::ulong(CL_DEVICE_TYPE_CUSTOM),
+            CL_DEVICE_TYPE => Value::ulong(self.device_type),
             CL_DEVICE_VENDOR_ID => Value::uint(properties.vendor_id.into()),
             CL_DEVICE_NAME => Value::text(&self.token.id()),
             CL_DEVICE_VENDOR => {
@@ -123,6 +226,8 @@ impl Device {
             | CL_DEVICE_OPENCL_C_FEATURES
             | CL_DEVICE_PARTITION_TYPE => Value::none(),
             CL_DEVICE_PLATFORM => Value::pointer(platform),
+            // Kernels come from device images, whose printf has no buffer here.
+            CL_DEVICE_PRINTF_BUFFER_SIZE => Value::sizes(&[0]),
             CL_DEVICE_PARENT_DEVICE => Value::pointer(std::ptr::null::<Device>()),
             CL_DEVICE_PARTITION_PROPERTIES => Value::sizes(&[0]),
             CL_DEVICE_AVAILABLE => Value::bool(available()),
@@ -175,11 +280,21 @@ impl Device {
             }
             // Nanoseconds.
             CL_DEVICE_PROFILING_TIMER_RESOLUTION => Value::sizes(&[1]),
-            CL_DEVICE_GLOBAL_MEM_CACHE_TYPE | CL_DEVICE_LOCAL_MEM_TYPE => Value::uint(CL_NONE),
-            CL_DEVICE_SINGLE_FP_CONFIG
+            CL_DEVICE_GLOBAL_MEM_CACHE_TYPE if caches.last_level > 0 => {
+                Value::uint(CL_READ_WRITE_CACHE)
+            }
+            CL_DEVICE_GLOBAL_MEM_CACHE_TYPE => Value::uint(CL_NONE),
+            CL_DEVICE_GLOBAL_MEM_CACHE_SIZE => Value::ulong(caches.last_level),
+            CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE => Value::uint(caches.line),
+            // Work-group scratch of an emulated device is host memory (CL_GLOBAL, as CPU
+            // runtimes say), as much as the processor's first-level data cache holds.
+            CL_DEVICE_LOCAL_MEM_TYPE if self.emulated => Value::uint(CL_GLOBAL),
+            CL_DEVICE_LOCAL_MEM_TYPE => Value::uint(CL_LOCAL),
+            CL_DEVICE_LOCAL_MEM_SIZE => Value::ulong(caches.first_level),
+            // No half precision (cl_khr_fp16 is not listed): no capabilities.
+            CL_DEVICE_HALF_FP_CONFIG
+            | CL_DEVICE_SINGLE_FP_CONFIG
             | CL_DEVICE_DOUBLE_FP_CONFIG
-            | CL_DEVICE_GLOBAL_MEM_CACHE_SIZE
-            | CL_DEVICE_LOCAL_MEM_SIZE
             | CL_DEVICE_PARTITION_AFFINITY_DOMAIN
             | CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES
             | CL_DEVICE_SVM_CAPABILITIES
@@ -190,7 +305,6 @@ impl Device {
             | CL_DEVICE_MAX_WRITE_IMAGE_ARGS
             | CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS
             | CL_DEVICE_MAX_SAMPLERS
-            | CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE
             | CL_DEVICE_PARTITION_MAX_SUB_DEVICES
             | CL_DEVICE_IMAGE_PITCH_ALIGNMENT
             | CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT
@@ -212,7 +326,6 @@ impl Device {
             | CL_DEVICE_IMAGE3D_MAX_DEPTH
             | CL_DEVICE_IMAGE_MAX_BUFFER_SIZE
             | CL_DEVICE_IMAGE_MAX_ARRAY_SIZE
-            | CL_DEVICE_PRINTF_BUFFER_SIZE
             | CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE
             | CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE => Value::sizes(&[0]),
             _ => return None,

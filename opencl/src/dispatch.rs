@@ -13,10 +13,11 @@ use std::ffi::{CStr, c_char, c_void};
 use crate::cl::*;
 use crate::context::Context;
 use crate::device::Device;
+use crate::error::{ClResult, status, write_if};
 use crate::event::Event;
 use crate::memory::Buffer;
 use crate::object::{Dispatch, SLOTS, install};
-use crate::platform::{self, Platform};
+use crate::platform::{self, Family, Platform};
 use crate::program::{Kernel, Program};
 use crate::queue::Queue;
 use crate::state::{State, state};
@@ -128,7 +129,7 @@ dispatch_table! {
     28 clRetainProgram: [= object::retain_as::<Program, CL_INVALID_PROGRAM>];
     29 clReleaseProgram: [= object::release_as::<Program, CL_INVALID_PROGRAM>];
     30 clBuildProgram: [= program::build_program];
-    31 clUnloadCompiler: [status];
+    31 clUnloadCompiler: [= unload_compiler];
     32 clGetProgramInfo: [= program::get_program_info];
     33 clGetProgramBuildInfo: [= program::get_program_build_info];
     34 clCreateKernel: [= program::create_kernel];
@@ -197,7 +198,7 @@ dispatch_table! {
     97 clCreateProgramWithBuiltInKernels: [object(P, P, P, P)];
     98 clCompileProgram: [status];
     99 clLinkProgram: [object(P, P, P, P, P, P, P, P)];
-    100 clUnloadPlatformCompiler: [status];
+    100 clUnloadPlatformCompiler: [= unload_platform_compiler];
     101 clGetKernelArgInfo: [status];
     102 clEnqueueFillBuffer: [= memory::enqueue_fill_buffer];
     103 clEnqueueFillImage: [status];
@@ -255,26 +256,46 @@ fn started() -> &'static State {
     state()
 }
 
+/// `clGetPlatformIDs` (and the loaders' `clIcdGetPlatformIDsKHR`): the platforms that have
+/// devices, in [`Family::ALL`]'s order (`accelhost` always, even without devices, so that
+/// the user sees it and its message on why).
 extern "C" fn get_platform_ids(
     num_entries: cl_uint,
     platforms: *mut *mut Platform,
     num_platforms: *mut cl_uint,
 ) -> cl_int {
-    install(&DISPATCH);
-    if (num_entries == 0 && !platforms.is_null())
-        || (platforms.is_null() && num_platforms.is_null())
-    {
-        return CL_INVALID_VALUE;
-    }
-    if !platforms.is_null() {
-        // SAFETY: the caller's array holds num_entries >= 1 entries.
-        unsafe { platforms.write(platform::handle()) };
-    }
-    if !num_platforms.is_null() {
+    status("clGetPlatformIDs", || {
+        if (num_entries == 0 && !platforms.is_null())
+            || (platforms.is_null() && num_platforms.is_null())
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        let state = started();
+        let listed: Vec<*mut Platform> = Family::ALL
+            .into_iter()
+            .filter(|family| state.lists(*family))
+            .map(platform::handle)
+            .collect();
+        if !platforms.is_null() {
+            for (at, listed) in listed.iter().take(num_entries as usize).enumerate() {
+                // SAFETY: the caller's array holds num_entries entries.
+                unsafe { platforms.add(at).write(*listed) };
+            }
+        }
         // SAFETY: a non-NULL num_platforms points to a cl_uint.
-        unsafe { num_platforms.write(1) };
+        unsafe { write_if(num_platforms, listed.len() as cl_uint) };
+        Ok(())
+    })
+}
+
+/// The listed platform `platform` names (NULL: the first), or `CL_INVALID_PLATFORM`.
+fn listed(platform: *const Platform) -> ClResult<&'static Platform> {
+    let platform = platform::of(platform).ok_or(CL_INVALID_PLATFORM)?;
+    if started().lists(platform.family()) {
+        Ok(platform)
+    } else {
+        Err(CL_INVALID_PLATFORM)
     }
-    CL_SUCCESS
 }
 
 extern "C" fn get_platform_info(
@@ -285,14 +306,32 @@ extern "C" fn get_platform_info(
     size_ret: *mut usize,
 ) -> cl_int {
     install(&DISPATCH);
-    if !platform::is_ours(platform) {
+    // Not `listed`: a platform's name is asked before anything else, and needs no host.
+    let Some(platform) = platform::of(platform) else {
         return CL_INVALID_PLATFORM;
-    }
-    match platform::value(param) {
+    };
+    match platform.value(param) {
         // SAFETY: the caller's out and size_ret follow clGetPlatformInfo's contract.
         Some(value) => unsafe { value.answer(size, out, size_ret) },
         None => CL_INVALID_VALUE,
     }
+}
+
+/// `clUnloadPlatformCompiler`: a hint that the program builds nothing more for now. There is
+/// no compiler to unload (programs come as device images), so the hint is taken at once.
+extern "C" fn unload_platform_compiler(platform: *const Platform) -> cl_int {
+    status("clUnloadPlatformCompiler", || {
+        // NULL is not a platform for this call (OpenCL 1.2).
+        if platform.is_null() {
+            return Err(CL_INVALID_PLATFORM);
+        }
+        listed(platform).map(drop)
+    })
+}
+
+/// `clUnloadCompiler` (OpenCL 1.1, deprecated): the same hint, for every platform.
+extern "C" fn unload_compiler() -> cl_int {
+    CL_SUCCESS
 }
 
 /// The functions reached by name rather than through the table: the loaders' enumerator, and
@@ -330,7 +369,7 @@ extern "C" fn get_extension_function_address_for_platform(
     name: *const c_char,
 ) -> *mut c_void {
     install(&DISPATCH);
-    if !platform::is_ours(platform) {
+    if platform::of(platform).is_none() {
         return std::ptr::null_mut();
     }
     function(name)
@@ -376,13 +415,16 @@ extern "C" fn get_device_ids(
     devices: *mut *mut Device,
     num_devices: *mut cl_uint,
 ) -> cl_int {
-    if !platform::is_ours(platform) {
-        return CL_INVALID_PLATFORM;
-    }
+    install(&DISPATCH);
+    let platform = match listed(platform) {
+        Ok(platform) => platform,
+        Err(code) => return code,
+    };
     if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
         return CL_INVALID_VALUE;
     }
-    let listed: Vec<*mut Device> = match crate::device::of_type(&started().devices, device_type) {
+    let of_type = crate::device::of_type(&started().devices, platform.family(), device_type);
+    let listed: Vec<*mut Device> = match of_type {
         Ok(listed) => listed.into_iter().map(Device::id).collect(),
         Err(code) => return code,
     };
@@ -421,7 +463,7 @@ extern "C" fn get_device_info(
             })
         })
     };
-    match device.value(param, platform::handle(), available) {
+    match device.value(param, available) {
         // SAFETY: the caller's out and size_ret follow clGetDeviceInfo's contract.
         Some(value) => unsafe { value.answer(size, out, size_ret) },
         None => CL_INVALID_VALUE,

@@ -42,6 +42,14 @@ fn main() -> std::process::ExitCode {
                 run: bad_input_gets_opencl_errors_and_nothing_is_written,
             },
             Trial {
+                name: "platforms_devices_and_their_answers_are_where_programs_look",
+                run: platforms_devices_and_their_answers_are_where_programs_look,
+            },
+            Trial {
+                name: "an_xcl2_host_finds_the_xilinx_platform_and_runs_vadd_by_compute_unit",
+                run: an_xcl2_host_finds_the_xilinx_platform_and_runs_vadd_by_compute_unit,
+            },
+            Trial {
                 name: "clinfo_lists_the_platform_and_the_librarys_offload_devices",
                 run: clinfo_lists_the_platform_and_the_librarys_offload_devices,
             },
@@ -193,7 +201,7 @@ fn bad_input_gets_opencl_errors_and_nothing_is_written() -> Outcome {
         clIcdGetPlatformIDsKHR(1, &mut platform, &mut count),
         CL_SUCCESS
     );
-    assert_eq!(count, 1);
+    assert_eq!(count, 2, "accelhost, and Xilinx for the XRT card");
 
     // Strings: the size alone, a short buffer refused, an unknown name refused.
     let mut size = 0usize;
@@ -261,14 +269,19 @@ fn bad_input_gets_opencl_errors_and_nothing_is_written() -> Outcome {
     assert!(count > 0, "the embedded default has offload devices");
     let mut devices = vec![std::ptr::null_mut(); count as usize];
     for (query, listed) in [
-        (CL_DEVICE_TYPE_ACCELERATOR, count),
-        (CL_DEVICE_TYPE_CUSTOM, count),
+        (CL_DEVICE_TYPE_CPU, count),
         (CL_DEVICE_TYPE_DEFAULT, 1),
         (CL_DEVICE_TYPE_ALL, count),
     ] {
         let mut again = 0;
         let status = get_device_ids(platform, query, count, devices.as_mut_ptr(), &mut again);
         assert_eq!((status, again), (CL_SUCCESS, listed), "type {query:#x}");
+    }
+    // No device of the accelhost platform is an accelerator or a custom device: a query for
+    // either finds none, as the devices' own types say.
+    for query in [CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_CUSTOM] {
+        let status = get_device_ids(platform, query, 0, null_devices, &mut count);
+        assert_eq!(status, CL_DEVICE_NOT_FOUND, "type {query:#x}");
     }
     let mut kind: cl_device_type = 0;
     let status = get_device_info(
@@ -278,7 +291,7 @@ fn bad_input_gets_opencl_errors_and_nothing_is_written() -> Outcome {
         (&raw mut kind).cast(),
         std::ptr::null_mut(),
     );
-    assert_eq!((status, kind), (CL_SUCCESS, CL_DEVICE_TYPE_CUSTOM));
+    assert_eq!((status, kind), (CL_SUCCESS, CL_DEVICE_TYPE_CPU));
     let not_a_device = [0usize; 4];
     let status = get_device_info(
         not_a_device.as_ptr().cast_mut().cast(),
@@ -330,6 +343,268 @@ fn bad_input_gets_opencl_errors_and_nothing_is_written() -> Outcome {
     let image = create_image_2d(0, 0, 0, 1, 1, 0, std::ptr::null_mut(), &mut code);
     assert!(image.is_null());
     assert_eq!(code, CL_INVALID_OPERATION);
+    Outcome::Passed
+}
+
+type UnloadPlatformCompiler = extern "C" fn(*mut Platform) -> cl_int;
+type CreateContextFromType = extern "C" fn(
+    *const isize,
+    cl_device_type,
+    *const c_void,
+    *mut c_void,
+    *mut cl_int,
+) -> *mut c_void;
+
+/// The bytes `clGetDeviceInfo(param)` answers for `device`, or its error.
+fn device_answer(
+    get: GetDeviceInfo,
+    device: *mut Device,
+    param: cl_device_info,
+) -> Result<Vec<u8>, cl_int> {
+    let mut size = 0usize;
+    let status = get(device, param, 0, std::ptr::null_mut(), &mut size);
+    if status != CL_SUCCESS {
+        return Err(status);
+    }
+    let mut bytes = vec![0u8; size];
+    match get(
+        device,
+        param,
+        size,
+        bytes.as_mut_ptr().cast(),
+        std::ptr::null_mut(),
+    ) {
+        CL_SUCCESS => Ok(bytes),
+        code => Err(code),
+    }
+}
+
+fn as_u64(bytes: &[u8]) -> u64 {
+    match bytes.len() {
+        4 => u32::from_ne_bytes(bytes.try_into().unwrap()).into(),
+        8 => u64::from_ne_bytes(bytes.try_into().unwrap()),
+        other => panic!("{other} bytes are not a number"),
+    }
+}
+
+fn as_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes.strip_suffix(&[0]).unwrap_or(bytes)).into_owned()
+}
+
+/// The platforms (embedded default): `accelhost` first with every device, the XRT card
+/// first and the CAPI AFUs (which hold no device memory and take no programs) last, all CPU
+/// devices; then `Xilinx` with the XRT card as an accelerator, where xcl2 looks. Each
+/// platform answers a type query by its devices' types; a context is one platform's; the
+/// compiler-unload hint is taken; caches, local memory, printf buffer and half precision
+/// are answered with the device's figures.
+fn platforms_devices_and_their_answers_are_where_programs_look() -> Outcome {
+    let mut platforms = [std::ptr::null_mut::<Platform>(); 4];
+    let mut count = 0;
+    assert_eq!(
+        clIcdGetPlatformIDsKHR(4, platforms.as_mut_ptr(), &mut count),
+        CL_SUCCESS
+    );
+    assert_eq!(count, 2);
+    let name = |platform: *mut Platform| {
+        let mut bytes = [0u8; 64];
+        let mut size = 0;
+        let status = clGetPlatformInfo(
+            platform,
+            CL_PLATFORM_NAME,
+            64,
+            bytes.as_mut_ptr().cast(),
+            &mut size,
+        );
+        assert_eq!(status, CL_SUCCESS);
+        as_text(&bytes[..size])
+    };
+    let (accelhost, xilinx) = (platforms[0], platforms[1]);
+    assert_eq!(
+        (name(accelhost).as_str(), name(xilinx).as_str()),
+        ("accelhost", "Xilinx")
+    );
+    let object = accelhost.cast::<c_void>();
+    // SAFETY: the slots' signatures, in cl_icd.h's order.
+    let (
+        get_device_ids,
+        get_device_info,
+        create_context,
+        create_from_type,
+        release_context,
+        unload,
+    ) = unsafe {
+        (
+            slot::<GetDeviceIds>(object, 2),
+            slot::<GetDeviceInfo>(object, 3),
+            slot::<CreateContext>(object, 4),
+            slot::<CreateContextFromType>(object, 5),
+            slot::<Release>(object, 7),
+            slot::<UnloadPlatformCompiler>(object, 100),
+        )
+    };
+    let devices_of =
+        |platform: *mut Platform, query: cl_device_type| -> Result<Vec<*mut Device>, cl_int> {
+            let mut devices = [std::ptr::null_mut(); 16];
+            let mut found = 0;
+            match get_device_ids(platform, query, 16, devices.as_mut_ptr(), &mut found) {
+                CL_SUCCESS => Ok(devices[..found as usize].to_vec()),
+                code => Err(code),
+            }
+        };
+    let info = |device, param| device_answer(get_device_info, device, param);
+    let device_name = |device| as_text(&info(device, CL_DEVICE_NAME).unwrap());
+
+    let everything = devices_of(accelhost, CL_DEVICE_TYPE_ALL).unwrap();
+    let names: Vec<String> = everything.iter().map(|d| device_name(*d)).collect();
+    assert_eq!(
+        names,
+        [
+            "xocl/emu:xocl0",
+            "cxl/emu:capi0.0m",
+            "cxl/emu:capi0.0s",
+            "cxl/emu:capi0.1d"
+        ],
+        "the card that takes programs and device memory first"
+    );
+    assert_eq!(
+        devices_of(accelhost, CL_DEVICE_TYPE_DEFAULT).unwrap(),
+        everything[..1]
+    );
+    assert_eq!(
+        devices_of(accelhost, CL_DEVICE_TYPE_CPU).unwrap(),
+        everything
+    );
+    let card = devices_of(xilinx, CL_DEVICE_TYPE_ACCELERATOR).unwrap();
+    assert_eq!(card.len(), 1);
+    assert_eq!(device_name(card[0]), "xocl/emu:xocl0");
+    assert_ne!(card[0], everything[0], "one device object per platform");
+    assert_eq!(devices_of(xilinx, CL_DEVICE_TYPE_ALL).unwrap(), card);
+    assert_eq!(devices_of(xilinx, CL_DEVICE_TYPE_DEFAULT).unwrap(), card);
+    assert_eq!(
+        devices_of(xilinx, CL_DEVICE_TYPE_CPU),
+        Err(CL_DEVICE_NOT_FOUND)
+    );
+    for (device, platform, kind) in [
+        (everything[0], accelhost, CL_DEVICE_TYPE_CPU),
+        (everything[3], accelhost, CL_DEVICE_TYPE_CPU),
+        (card[0], xilinx, CL_DEVICE_TYPE_ACCELERATOR),
+    ] {
+        let what = device_name(device);
+        assert_eq!(
+            as_u64(&info(device, CL_DEVICE_TYPE).unwrap()),
+            kind,
+            "{what}"
+        );
+        assert_eq!(
+            as_u64(&info(device, CL_DEVICE_PLATFORM).unwrap()),
+            platform as u64,
+            "{what}"
+        );
+        // The emulated devices' memory is the host's, behind the processor's caches.
+        assert!(
+            as_u64(&info(device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE).unwrap()) > 0,
+            "{what}"
+        );
+        assert!(
+            as_u64(&info(device, CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE).unwrap()) > 0,
+            "{what}"
+        );
+        assert_eq!(
+            as_u64(&info(device, CL_DEVICE_GLOBAL_MEM_CACHE_TYPE).unwrap()),
+            u64::from(CL_READ_WRITE_CACHE),
+            "{what}"
+        );
+        assert!(
+            as_u64(&info(device, CL_DEVICE_LOCAL_MEM_SIZE).unwrap()) >= 32 << 10,
+            "{what}"
+        );
+        assert_eq!(
+            info(device, CL_DEVICE_PRINTF_BUFFER_SIZE).map(|b| b.len()),
+            Ok(size_of::<usize>()),
+            "{what}"
+        );
+        assert_eq!(
+            info(device, CL_DEVICE_HALF_FP_CONFIG).map(|b| as_u64(&b)),
+            Ok(0),
+            "{what}"
+        );
+    }
+
+    // A context is one platform's.
+    let mut code = CL_SUCCESS;
+    let mixed = [everything[0], card[0]];
+    let context = create_context(
+        std::ptr::null(),
+        2,
+        mixed.as_ptr(),
+        std::ptr::null(),
+        std::ptr::null_mut(),
+        &mut code,
+    );
+    assert!(context.is_null());
+    assert_eq!(code, CL_INVALID_DEVICE);
+    let on_xilinx = [CL_CONTEXT_PLATFORM, xilinx as isize, 0];
+    let context = create_context(
+        on_xilinx.as_ptr(),
+        1,
+        everything.as_ptr(),
+        std::ptr::null(),
+        std::ptr::null_mut(),
+        &mut code,
+    );
+    assert!(context.is_null());
+    assert_eq!(code, CL_INVALID_DEVICE);
+    let context = create_from_type(
+        on_xilinx.as_ptr(),
+        CL_DEVICE_TYPE_ACCELERATOR,
+        std::ptr::null(),
+        std::ptr::null_mut(),
+        &mut code,
+    );
+    assert_eq!(code, CL_SUCCESS);
+    assert_eq!(release_context(context), CL_SUCCESS);
+    let context = create_from_type(
+        on_xilinx.as_ptr(),
+        CL_DEVICE_TYPE_CPU,
+        std::ptr::null(),
+        std::ptr::null_mut(),
+        &mut code,
+    );
+    assert!(context.is_null());
+    assert_eq!(code, CL_DEVICE_NOT_FOUND);
+
+    // The compiler-unload hint, for each platform; a pointer that is none is refused.
+    assert_eq!(unload(accelhost), CL_SUCCESS);
+    assert_eq!(unload(xilinx), CL_SUCCESS);
+    let not_a_platform = [0usize; 4];
+    assert_eq!(
+        unload(not_a_platform.as_ptr().cast_mut().cast()),
+        CL_INVALID_PLATFORM
+    );
+    Outcome::Passed
+}
+
+/// `tests/c/xcl2_host.c`: a Vitis OpenCL host's way to its card (the platform named exactly
+/// `Xilinx`, its accelerator devices) and to compute units by name (`vadd:{vadd_1}`), over
+/// the ICD loader: vadd through each unit exact, and a unit the image lacks refused with
+/// `CL_INVALID_KERNEL_NAME` and a message naming the units it has.
+fn an_xcl2_host_finds_the_xilinx_platform_and_runs_vadd_by_compute_unit() -> Outcome {
+    let report = match c_checks("xcl2_host", &["vadd.xclbin", "1048576"]) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    assert!(
+        report.contains(
+            "vadd of 1048576 elements on xocl/emu:xocl0 through vadd:{vadd_1} and vadd:{vadd_2}: 0 mismatches"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "clCreateKernel: the program's image has no compute unit 'vadd_9' of kernel 'vadd' (its units: vadd_1, vadd_2)"
+        ),
+        "{report}"
+    );
     Outcome::Passed
 }
 
@@ -396,16 +671,39 @@ fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
         .map(|t| t.id())
         .collect();
     assert!(!expected.is_empty());
-    let devices: Vec<&str> = listed_text
-        .lines()
-        .filter_map(|line| line.split_once("Device #").map(|(_, rest)| rest))
-        .filter_map(|rest| rest.split_once(": ").map(|(_, name)| name.trim()))
+    // The accelhost platform's devices, the XRT card (which holds memory of its own) ahead of
+    // the CAPI AFUs (which work on host memory only), each rank in the library's order; then
+    // the XRT card on the Xilinx platform.
+    let (mut first, mut last): (Vec<String>, Vec<String>) = expected
+        .iter()
+        .cloned()
+        .partition(|id| !id.starts_with("cxl/"));
+    first.append(&mut last);
+    let cards: Vec<String> = first
+        .iter()
+        .filter(|id| id.starts_with("xocl/"))
+        .cloned()
         .collect();
+    let on = |platform: &str| -> Vec<&str> {
+        listed_text
+            .split("Platform #")
+            .filter(|block| {
+                block
+                    .split_once(": ")
+                    .is_some_and(|(_, rest)| rest.lines().next() == Some(platform))
+            })
+            .flat_map(|block| block.lines())
+            .filter_map(|line| line.split_once("Device #").map(|(_, rest)| rest))
+            .filter_map(|rest| rest.split_once(": ").map(|(_, name)| name.trim()))
+            .collect()
+    };
     assert!(
         listed_text.starts_with("Platform #0: accelhost"),
         "{listed_text}"
     );
-    assert_eq!(devices, expected, "{listed_text}");
+    assert!(listed_text.contains("Platform #1: Xilinx"), "{listed_text}");
+    assert_eq!(on("accelhost"), first, "{listed_text}");
+    assert_eq!(on("Xilinx"), cards, "{listed_text}");
 
     let full = clinfo(&[]).unwrap();
     let text = String::from_utf8_lossy(&full.stdout);
@@ -413,7 +711,9 @@ fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
         "Platform Version                                OpenCL 3.0 accelhost",
         "Platform Extensions                             cl_khr_icd",
         "Platform Extensions function suffix             ACCELHOST",
-        "Device Type                                     Custom",
+        "Device Type                                     CPU",
+        "Device Type                                     Accelerator",
+        "Platform Name                                   Xilinx",
         "Compiler Available                              No",
     ] {
         assert!(text.contains(line), "no '{line}' in:\n{text}");
@@ -817,7 +1117,7 @@ fn dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue() -> Outcome {
     let report = text(&out);
     assert!(out.status.success(), "{report}");
     for line in [
-        "SYCL devices on the OpenCL backend: cxl/emu:capi0.0m, cxl/emu:capi0.0s, cxl/emu:capi0.1d, xocl/emu:xocl0",
+        "SYCL devices on the OpenCL backend: xocl/emu:xocl0, cxl/emu:capi0.0m, cxl/emu:capi0.0s, cxl/emu:capi0.1d",
         "device USM, 64 MiB through the queue: exact",
         "host USM, 64 MiB through the queue: exact",
         "shared USM, 64 MiB through the queue: exact",

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
     }
     cl_device_id devices[16];
     cl_uint found = 0;
-    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ACCELERATOR, 16, devices, &found));
+    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 16, devices, &found));
     cl_device_id device = NULL;
     for (cl_uint i = 0; i < found && i < 16; i++) {
         cl_uint vendor = 0;
