@@ -1,7 +1,8 @@
 //! XRT's native API end to end: the library, headers and pkg-config file installed into a
 //! prefix with `xrt/install.sh`, programs of the hello-world flow in C and C++ built with
 //! only `pkg-config --cflags --libs xrt`, run on the embedded default against the vadd
-//! xclbin, and a faulting plugin under a C program. A missing compiler or pkg-config is
+//! xclbin, a host of asynchronous_xrt's kind on `xrt::queue`, programs built against
+//! `CL/cl_ext_xilinx.h` as Vitis OpenCL hosts are, and a faulting plugin under a C program. A missing compiler or pkg-config is
 //! reported ignored with the reason, or fails under `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI).
 
 // The RSS check of kept events is the OpenCL and Offload doors' (a run's events are XRT's
@@ -38,6 +39,14 @@ fn main() -> std::process::ExitCode {
                 run: a_cpp_program_of_the_hello_world_flow_runs_vadd,
             },
             Trial {
+                name: "a_cpp_host_queues_its_syncs_and_runs_on_xrt_queues",
+                run: a_cpp_host_queues_its_syncs_and_runs_on_xrt_queues,
+            },
+            Trial {
+                name: "cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers",
+                run: cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers,
+            },
+            Trial {
                 name: "a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on,
             },
@@ -55,10 +64,7 @@ fn main() -> std::process::ExitCode {
             },
             Trial {
                 name: "the_install_script_explains_itself_and_refuses_bad_input",
-                run: || {
-                    XRT.check_install_script();
-                    Outcome::Passed
-                },
+                run: the_install_script_explains_itself_and_refuses_bad_input,
             },
         ],
         harness::Overlap::OneAtATime,
@@ -132,6 +138,145 @@ fn a_cpp_program_of_the_hello_world_flow_runs_vadd() -> Outcome {
     );
     assert!(report.contains("\n0 failed"), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
+    Outcome::Passed
+}
+
+/// tests/cpp/queue.cpp: asynchronous_xrt's flow (syncs, a run's start and wait, the sync
+/// back, on two xrt::queues joined by an event) exact over 512 Ki elements, eight vadds
+/// pipelined through two queues exact, and the queue's own promises: order, its own thread,
+/// enqueue returning at once, values and exceptions in futures, waits across queues, a
+/// failed sync's EINVAL in its future, and destructors that run what is left.
+fn a_cpp_host_queues_its_syncs_and_runs_on_xrt_queues() -> Outcome {
+    let report = match vadd_program("c++", "-std=c++17", "cpp/queue.cpp", None) {
+        Ok(report) => report,
+        Err(outcome) => return outcome,
+    };
+    for line in [
+        "queued vadd of 262144 elements: exact",
+        "8 pipelined vadds through two queues: 0 mismatches",
+        "1000 tasks ran in the order enqueued: ok",
+        "all on the queue's one thread, not the caller's: ok",
+        "enqueue returned before its task ran: ok",
+        "a task's exception in its future: ok",
+        "a queue waits for another queue's event: ok",
+        "a sync past the end in a task is EINVAL in its future: ok",
+        "tasks run before the destructor returned: 50 of 50",
+        "a queue whose last copy its own task held runs the rest: ok",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
+    assert!(!report.contains("FAILED"), "{report}");
+    // The failed sync's refusal names its call on stderr.
+    assert!(
+        report.contains("accelhost XRT: xrtBOSync: 4096 bytes at 4096 do not fit"),
+        "{report}"
+    );
+    Outcome::Passed
+}
+
+/// Whether `compiler` finds `header` on its own include path (the OpenCL headers the
+/// distribution packages: Debian's opencl-c-headers, opencl-clhpp-headers).
+fn has_header(compiler: &str, language: &str, header: &str) -> Result<(), Outcome> {
+    let probe = std::process::Command::new(compiler)
+        .args(["-fsyntax-only", "-x", language, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut probe = match probe {
+        Ok(probe) => probe,
+        Err(err) => return Err(door::missing(format!("no {compiler}: {err}"))),
+    };
+    {
+        use std::io::Write;
+        let mut stdin = probe.stdin.take().unwrap();
+        writeln!(
+            stdin,
+            "#if !__has_include(<{header}>)\n#error no {header}\n#endif"
+        )
+        .unwrap();
+    }
+    if probe.wait().unwrap().success() {
+        Ok(())
+    } else {
+        Err(door::missing(format!(
+            "{compiler} finds no <{header}> (the OpenCL headers: opencl-c-headers, opencl-clhpp-headers)"
+        )))
+    }
+}
+
+/// tests/c/cl_ext_xilinx.c and tests/cpp/cl_ext_xilinx.cpp, built with only pkg-config's
+/// flags and the system's OpenCL headers: cl_mem_ext_ptr_t's three views are the same three
+/// words, and every name is XRT's number (CL_MEM_EXT_PTR_XILINX widened in cl_mem_flags as
+/// XRT's int is). The C++ one also compiles with the includes and settings of Vitis' `xcl2`
+/// helper (the C++ bindings first).
+fn cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers() -> Outcome {
+    if let Err(outcome) =
+        has_header("cc", "c", "CL/cl_ext.h").and_then(|()| has_header("c++", "c++", "CL/cl2.hpp"))
+    {
+        return outcome;
+    }
+    let dir = XRT.scratch("cl-ext-xilinx");
+    for (compiler, standard, source) in [
+        ("cc", "-std=c11", "c/cl_ext_xilinx.c"),
+        ("c++", "-std=c++17", "cpp/cl_ext_xilinx.cpp"),
+    ] {
+        let exe = match XRT.build(compiler, standard, source, &dir) {
+            Ok(exe) => exe,
+            Err(outcome) => return outcome,
+        };
+        let out = XRT.run_program(&exe, &[], &dir, None);
+        let report = text(&out);
+        assert!(out.status.success(), "{source}: {report}");
+        assert!(report.contains("\n0 failed"), "{source}: {report}");
+        assert!(!report.contains("FAILED"), "{source}: {report}");
+    }
+    let cflags = std::process::Command::new("pkg-config")
+        .args(["--cflags", "xrt"])
+        .env("PKG_CONFIG_PATH", XRT.prefix().join("lib/pkgconfig"))
+        .output()
+        .unwrap();
+    assert!(cflags.status.success(), "{}", text(&cflags));
+    let cflags = String::from_utf8(cflags.stdout).unwrap();
+    let out = door::run(
+        std::process::Command::new("c++")
+            .args([
+                "-std=c++17",
+                "-fsyntax-only",
+                "-DACCELHOST_XCL2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+            ])
+            .arg(XRT.dir().join("tests/cpp/cl_ext_xilinx.cpp"))
+            .args(cflags.split_whitespace()),
+    );
+    assert!(out.status.success(), "as xcl2 includes it: {}", text(&out));
+    Outcome::Passed
+}
+
+/// The install script's help and refusals, and what it installs beside XRT's API.
+fn the_install_script_explains_itself_and_refuses_bad_input() -> Outcome {
+    XRT.check_install_script();
+    let help = door::run(
+        std::process::Command::new("sh")
+            .arg(XRT.dir().join("install.sh"))
+            .arg("--help"),
+    );
+    assert!(
+        text(&help).contains("PREFIX/include/CL/cl_ext_xilinx.h"),
+        "{}",
+        text(&help)
+    );
+    let include = XRT.prefix().join("include");
+    for header in [
+        "CL/cl_ext_xilinx.h",
+        "xrt/experimental/xrt_queue.h",
+        "experimental/xrt_queue.h",
+    ] {
+        assert!(include.join(header).is_file(), "{header} is not installed");
+    }
     Outcome::Passed
 }
 
