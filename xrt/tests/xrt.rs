@@ -126,12 +126,28 @@ fn a_c_program_of_the_hello_world_flow_runs_vadd() -> Outcome {
     Outcome::Passed
 }
 
-/// tests/cpp/hello_vadd.cpp: the C++ classes, inline over the C API, in the same flow.
+/// tests/cpp/hello_vadd.cpp: the C++ classes, inline over the C API, in the same flow, and
+/// compute units chosen by name (`vadd:{vadd_1}`) as Vitis' hosts do: a unit the xclbin
+/// lacks is ENOENT naming those it has.
 fn a_cpp_program_of_the_hello_world_flow_runs_vadd() -> Outcome {
     let report = match vadd_program("c++", "-std=c++17", "cpp/hello_vadd.cpp", None) {
         Ok(report) => report,
         Err(outcome) => return outcome,
     };
+    assert!(
+        report.contains("the run set argument by argument is exact: ok"),
+        "{report}"
+    );
+    assert!(
+        report.contains("a compute unit the xclbin lacks: ok"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "xrtPLKernelOpen: the xclbin has no compute unit 'vadd_9' of kernel 'vadd' (its units: vadd_1, vadd_2)"
+        ),
+        "{report}"
+    );
     assert!(
         report.contains("C++ vadd of 4096 elements: exact"),
         "{report}"

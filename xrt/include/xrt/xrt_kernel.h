@@ -20,8 +20,10 @@ extern "C" {
 typedef void* xrtKernelHandle;
 typedef void* xrtRunHandle;
 
-/* Opens kernel `name` ("vadd", or "vadd:{vadd_1}": compute units are the plugin's to pick)
- * of the xclbin `xclbin_uuid`, which must be the one the device has loaded. */
+/* Opens kernel `name` of the xclbin `xclbin_uuid`, which must be the one the device has
+ * loaded: "vadd", or "vadd:{vadd_1,vadd_2}" with compute units by name, each of which must
+ * be one of the kernel's in the xclbin (ENOENT; EINVAL for a name of neither form). Runs go
+ * to the kernel's compute units as its plugin schedules them. */
 xrtKernelHandle xrtPLKernelOpen(xrtDeviceHandle device, const xuid_t xclbin_uuid, const char* name);
 /* As xrtPLKernelOpen (compute units are shared with the process's other runs). */
 xrtKernelHandle xrtPLKernelOpenExclusive(xrtDeviceHandle device, const xuid_t xclbin_uuid, const char* name);

@@ -1,7 +1,7 @@
 // A program of XRT's native C++ API in the hello-world flow: xrt::device 0, load_xclbin,
 // xrt::kernel, one xrt::bo per buffer argument in its group, map<unsigned*>() and fill,
 // sync to the card, krnl(args...), wait, sync back, compare; then an xrt::xclbin loaded by
-// object, a run built argument by argument, and the errors thrown for what a program gets
+// object, a run built argument by argument on a compute unit chosen by name, and the errors thrown for what a program gets
 // wrong. Exits 0 when every check held. argv[1]: the xclbin.
 #include <cerrno>
 #include <cstring>
@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
     expect(throws(EINVAL, [&] { out.sync(XCL_BO_SYNC_BO_FROM_DEVICE, bytes, 4); }), "a sync past the end");
     expect(throws(ENODEV, [] { xrt::device(99); }), "no card 99");
     expect(throws(ENOENT, [&] { xrt::kernel(device, uuid, "vmul"); }), "a kernel the xclbin lacks");
+    expect(static_cast<bool>(xrt::kernel(device, uuid, "vadd:{vadd_1,vadd_2}")), "both compute units by name");
+    expect(throws(ENOENT, [&] { xrt::kernel(device, uuid, "vadd:{vadd_9}"); }), "a compute unit the xclbin lacks");
+    expect(throws(EINVAL, [&] { xrt::kernel(device, uuid, "vadd:vadd_1"); }), "compute units without braces");
     auto part = xrt::bo(out, 64, 128);
     expect(part.address() == out.address() + 128 && part.size() == 64, "a sub-buffer");
   } catch (const std::exception& error) {
