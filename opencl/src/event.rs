@@ -91,9 +91,9 @@ impl Event {
 
     /// Starts the event with `progress`; false if it had started already.
     pub fn start(&self, progress: Progress) -> bool {
-        let device = match &progress {
-            Progress::Device(device) => Some(device.clone()),
-            Progress::Done(_) => None,
+        let (device, failed) = match &progress {
+            Progress::Device(device) => (Some(device.clone()), None),
+            Progress::Done(outcome) => (None, outcome.err()),
         };
         let (on_start, on_finish) = {
             let mut stage = self.lock();
@@ -115,10 +115,26 @@ impl Event {
         for then in on_start {
             then();
         }
+        // A command that failed is its queue's failure too, for its next clFinish.
+        if let (Some(code), Some(queue)) = (failed, self.queue()) {
+            queue.record_failure(code);
+        }
+        let queue = self.queue().map(Arc::downgrade);
         match device {
             Some(device) => {
                 let finished = self.finished_ns.clone();
                 device.on_finish(move || finished.store(now_ns(), Ordering::Release));
+                // So is one on the device, once it is known.
+                if let Some(queue) = queue {
+                    let watched = device.clone();
+                    device.on_finish(move || {
+                        if let (EventStatus::Failed(_), Some(queue)) =
+                            (watched.status(), queue.upgrade())
+                        {
+                            queue.record_failure(CL_OUT_OF_RESOURCES);
+                        }
+                    });
+                }
                 for then in on_finish {
                     device.on_finish(then);
                 }

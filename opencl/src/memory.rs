@@ -479,17 +479,15 @@ pub(crate) extern "C" fn enqueue_copy_buffer(
             return Err(CL_MEM_COPY_OVERLAP);
         }
         let run = move |queue: &Queue| {
-            let copy = queue
-                .commands()
-                .enqueue_memcpy(
-                    &dst.memory,
-                    (dst.origin + dst_offset) as u64,
-                    &src.memory,
-                    (src.origin + src_offset) as u64,
-                    size as u64,
-                )
-                .map_err(|err| report(CALL, &err))?;
-            Ok(Progress::Device(copy))
+            transfer::copy(
+                queue,
+                CALL,
+                &dst.memory,
+                dst.origin + dst_offset,
+                &src.memory,
+                src.origin + src_offset,
+                size,
+            )
         };
         // SAFETY: event is NULL or points to a handle.
         unsafe { enqueue.submit(CALL, CL_COMMAND_COPY_BUFFER, false, event, run) }

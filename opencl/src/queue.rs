@@ -24,6 +24,10 @@ pub struct Queue {
     properties: cl_bitfield,
     backlog: Mutex<Backlog>,
     drained: Condvar,
+    /// The first failure of a command since the last `clFinish`, which that `clFinish`
+    /// returns: a command that did not do its work is an error the program sees even when
+    /// it never asks its event.
+    failure: Mutex<Option<cl_int>>,
 }
 
 impl crate::object::Object for Queue {
@@ -70,6 +74,25 @@ impl Queue {
     /// back call it too, so it does not wait for the backlog: [`Queue::wait_for_backlog`]).
     pub fn finish(&self, call: &str) -> ClResult<()> {
         self.queue.finish().map_err(|err| report(call, &err))
+    }
+
+    /// Notes that one of its commands failed with `code` (the first is kept until the next
+    /// `clFinish`). A command that failed because an event it waited for had failed is not
+    /// its own failure: that event's is.
+    pub fn record_failure(&self, code: cl_int) {
+        if code == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST {
+            return;
+        }
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert(code);
+    }
+
+    /// The failure noted since the last call, which it clears.
+    fn take_failure(&self) -> Option<cl_int> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Waits until the commands held back so far have run.
@@ -157,6 +180,7 @@ fn make(
         properties,
         backlog: Mutex::default(),
         drained: Condvar::new(),
+        failure: Mutex::new(None),
     }))
 }
 
@@ -229,10 +253,17 @@ pub(crate) extern "C" fn flush(queue: *mut c_void) -> cl_int {
     }
 }
 
+/// `clFinish`: waits for every command enqueued so far, held back or on the device; the
+/// first failure of one since the last `clFinish` is its error (the device's failures are
+/// said on stderr as they happen).
 pub(crate) extern "C" fn finish(queue: *mut c_void) -> cl_int {
     status("clFinish", || {
         let queue = get::<Queue>(queue).ok_or(CL_INVALID_COMMAND_QUEUE)?;
         queue.wait_for_backlog();
-        queue.finish("clFinish")
+        let finished = queue.finish("clFinish");
+        match (finished, queue.take_failure()) {
+            (Err(code), _) | (Ok(()), Some(code)) => Err(code),
+            (Ok(()), None) => Ok(()),
+        }
     })
 }

@@ -1,7 +1,7 @@
-//! Allocations and the bytes moved in and out of them, in a queue's order: the one way
-//! buffers and unified shared memory both do it. Host-visible memory is read and written
-//! directly once the queue's earlier commands finished; device memory through a staging
-//! allocation and a queued copy.
+//! Allocations and the bytes moved in and out of them and between them, in a queue's order:
+//! the one way buffers and unified shared memory both do it. Host-visible memory is read,
+//! written and copied directly once the queue's earlier commands finished; device memory
+//! through a staging allocation and a queued copy.
 
 use accelhost::{ErrorCode, Handle, Memory, MemoryKind};
 
@@ -92,4 +92,39 @@ pub fn read(
         .and_then(|event| event.wait())
         .and_then(|()| staging.read(0, out))
         .map_err(|err| report(call, &err))
+}
+
+/// Copies `size` bytes of `src` at `src_offset` to `dst` at `dst_offset` after the queue's
+/// earlier commands. Between two host-visible allocations the host copies (a device that
+/// works on host memory only, a CAPI AFU, has no copy engine of its own, and its "device"
+/// allocations are host memory); otherwise the device copies, in the queue.
+pub fn copy(
+    queue: &Queue,
+    call: &str,
+    dst: &Memory,
+    dst_offset: usize,
+    src: &Memory,
+    src_offset: usize,
+    size: usize,
+) -> ClResult<Progress> {
+    let within = |memory: &Memory, offset: usize| {
+        offset
+            .checked_add(size)
+            .is_some_and(|end| end as u64 <= memory.size())
+    };
+    if let (Some(to), Some(from)) = (dst.host_ptr(), src.host_ptr())
+        && within(dst, dst_offset)
+        && within(src, src_offset)
+    {
+        queue.finish(call)?;
+        // SAFETY: both allocations live (held here) and hold `size` bytes from their
+        // offsets, checked above; `copy` allows the ranges to overlap (one allocation).
+        unsafe { std::ptr::copy(from.add(src_offset), to.add(dst_offset), size) };
+        return Ok(Progress::Done(Ok(())));
+    }
+    let event = queue
+        .commands()
+        .enqueue_memcpy(dst, dst_offset as u64, src, src_offset as u64, size as u64)
+        .map_err(|err| report(call, &err))?;
+    Ok(Progress::Device(event))
 }

@@ -16,7 +16,7 @@ use crate::cl::*;
 use crate::command::{Enqueue, HostAddress};
 use crate::context::{Context, context};
 use crate::device::Device;
-use crate::error::{ClResult, object, refuse, report, status};
+use crate::error::{ClResult, object, refuse, status};
 use crate::event::Progress;
 use crate::info::{Value, give};
 use crate::object::Held;
@@ -328,18 +328,9 @@ pub(crate) extern "C" fn enqueue_memcpy(
         );
         let run = move |queue: &Queue| {
             Ok(match ends {
-                (End::Allocation(to, at), End::Allocation(from, from_at)) => Progress::Device(
-                    queue
-                        .commands()
-                        .enqueue_memcpy(
-                            &to.memory,
-                            at as u64,
-                            &from.memory,
-                            from_at as u64,
-                            size as u64,
-                        )
-                        .map_err(|err| report(CALL, &err))?,
-                ),
+                (End::Allocation(to, at), End::Allocation(from, from_at)) => {
+                    transfer::copy(queue, CALL, &to.memory, at, &from.memory, from_at, size)?
+                }
                 (End::Allocation(to, at), End::Plain(from)) => {
                     // SAFETY: the application passes size readable bytes at src.
                     let data = unsafe { from.bytes(size) };

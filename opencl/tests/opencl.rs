@@ -82,6 +82,10 @@ fn main() -> std::process::ExitCode {
                 run: dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue,
             },
             Trial {
+                name: "dpctls_default_device_and_every_other_copy_usm_both_ways_and_between",
+                run: dpctls_default_device_and_every_other_copy_usm_both_ways_and_between,
+            },
+            Trial {
                 name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
             },
@@ -1129,6 +1133,33 @@ fn dpctl_round_trips_64_mib_of_usm_through_a_sycl_queue() -> Outcome {
     Outcome::Passed
 }
 
+/// dpctl's default SYCL device is the XRT card (the first of the accelhost platform, which
+/// holds memory of its own), and on it and on every other device of the OpenCL backend (the
+/// CAPI AFUs, whose memory is the host's) 8 MiB of USM go host to device, device to device
+/// and device to host byte-exact (`tests/python/default_device.py`).
+fn dpctls_default_device_and_every_other_copy_usm_both_ways_and_between() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    let dir = scratch("dpctl-default");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/default_device.py");
+    let out = against_platform(&python, &[script.to_str().unwrap()], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "default SYCL device: xocl/emu:xocl0 (opencl, cpu)",
+        "the default queue's device: xocl/emu:xocl0",
+        "default device, 8 MiB host to device, device to device, device to host: exact",
+        "cxl/emu:capi0.0m (opencl:cpu:1), the same: exact",
+        "cxl/emu:capi0.1d (opencl:cpu:3), the same: exact",
+    ] {
+        assert!(report.contains(line), "no '{line}' in {report}");
+    }
+    assert!(!report.contains("changed"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
 /// Runs `tests/c/liar.c` in `mode` (with `args`) over the chaos plugin telling `lies`; its
 /// report once it exited by itself (no signal) with every check held, and the plugin's worst
 /// case.
@@ -1187,6 +1218,18 @@ fn a_lying_plugin_is_an_opencl_error_and_the_program_goes_on() -> Outcome {
     let count = door::KEPT_EVENTS.to_string();
     let (lied, worst_case) = liar(&exe, "kept", &[&count], &["failed-events"]);
     let (honest, _) = liar(&exe, "kept", &[&count], &[]);
+    // Every command that did not do its work is an error the program sees: its event's
+    // status, and the queue's clFinish.
+    assert!(
+        lied.contains(&format!(
+            "clFinish returned -5; {count} events with an error status"
+        )),
+        "{lied}"
+    );
+    assert!(
+        honest.contains("clFinish returned 0; 0 events with an error status"),
+        "{honest}"
+    );
     door::check_kept(&lied, &honest, worst_case);
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed

@@ -6,7 +6,8 @@
  *   pending  a launch whose event never completes: clWaitForEvents and clFinish must return
  *            an error by the plugin's event deadline.
  *   kept N   N launches whose events the program keeps (run against a plugin that fails each
- *            with a message of its own, and against an honest one, to compare peak RSS).
+ *            with a message of its own, and against an honest one, to compare peak RSS); what
+ *            clFinish returns and how many events have an error status.
  *   stale    a buffer released, then buffers made until one could land on its handle: the
  *            old handle stays an error and the new buffers untouched.
  * Then data goes through the XRT card (vendor 0x10ee), verified. Prints one line per check
@@ -151,6 +152,10 @@ int main(int argc, char **argv) {
         began = now_ms();
         cl_int finished = clFinish(queue);
         printf("clFinish returned %d after %.0f ms\n", finished, now_ms() - began);
+        expect(finished != CL_SUCCESS, "clFinish is an error");
+        cl_int status = CL_COMPLETE;
+        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+        expect(status < 0, "the launch's event has an error status");
         clReleaseEvent(event);
         clReleaseKernel(kernel);
         clReleaseCommandQueue(queue);
@@ -162,8 +167,17 @@ int main(int argc, char **argv) {
         long queued = 0;
         for (long i = 0; i < count; i++)
             queued += clEnqueueTask(queue, kernel, 0, NULL, &events[i]) == CL_SUCCESS;
-        clFinish(queue);
+        cl_int finished = clFinish(queue);
+        long failed = 0;
+        for (long i = 0; i < count; i++) {
+            cl_int status = CL_COMPLETE;
+            if (events[i])
+                clGetEventInfo(events[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                               &status, NULL);
+            failed += status < 0;
+        }
         printf("%ld launches queued, their events kept\n", queued);
+        printf("clFinish returned %d; %ld events with an error status\n", finished, failed);
         printf("peak rss growth KiB: %ld\n", peak_rss_kib() - rss_before);
         for (long i = 0; i < count; i++)
             if (events[i]) clReleaseEvent(events[i]);
