@@ -225,8 +225,9 @@ fn has_header(compiler: &str, language: &str, header: &str) -> Result<(), Outcom
 /// tests/c/cl_ext_xilinx.c and tests/cpp/cl_ext_xilinx.cpp, built with only pkg-config's
 /// flags and the system's OpenCL headers: cl_mem_ext_ptr_t's three views are the same three
 /// words, and every name is XRT's number (CL_MEM_EXT_PTR_XILINX widened in cl_mem_flags as
-/// XRT's int is). The C++ one also compiles with the includes and settings of Vitis' `xcl2`
-/// helper (the C++ bindings first).
+/// XRT's int is), and the C++ one types pointers to the extension functions from their
+/// prototypes as `xcl2` does. It also compiles with the includes and settings of Vitis'
+/// `xcl2` helper (the C++ bindings first).
 fn cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers() -> Outcome {
     if let Err(outcome) =
         has_header("cc", "c", "CL/cl_ext.h").and_then(|()| has_header("c++", "c++", "CL/cl2.hpp"))

@@ -3,11 +3,11 @@
  * headers). The names and values are XRT's, so a host built against this header sends the
  * OpenCL library the same numbers as one built against XRT's.
  *
- * It holds types and constants only. The functions XRT's OpenCL library adds
- * (xclGetMemObjectFd, xclGetMemObjectFromFd, xclGetMemObjDeviceAddress,
- * xclGetComputeUnitInfo, clSetCommandQueueProperty, ...) are not declared: no library of
- * accelhost's defines them, so a host that calls one is told so by its compiler (an
- * undeclared function), not by a link that fails or a call that does nothing.
+ * It holds types, constants and the prototypes of the functions XRT's OpenCL library adds
+ * (xclGetMemObjectFd, xclGetComputeUnitInfo, ...). No library of accelhost's defines those:
+ * a program reaches them, as Vitis' `xcl2` helper does, through
+ * clGetExtensionFunctionAddressForPlatform, which answers NULL for a platform without them;
+ * one that calls them by name does not link.
  *
  * Compiles as C (C11: the anonymous members of cl_mem_ext_ptr_t) and as C++, with the
  * OpenCL headers (CL/cl_ext.h, found on the compiler's include path) before or after it. */
@@ -131,6 +131,32 @@ typedef cl_uint xcl_compute_unit_info;
 #define XCL_COMPUTE_UNIT_INDEX 0x1321
 #define XCL_COMPUTE_UNIT_CONNECTIONS 0x1322
 #define XCL_COMPUTE_UNIT_BASE_ADDRESS 0x1323
+
+/* The functions of XRT's OpenCL library (see the top of this file: reached through
+ * clGetExtensionFunctionAddressForPlatform, by these names). */
+
+/* Sets or clears `properties` of a queue after its creation; the old ones to
+ * `old_properties`. */
+extern CL_API_ENTRY cl_int CL_API_CALL clSetCommandQueueProperty(
+    cl_command_queue command_queue, cl_command_queue_properties properties, cl_bool enable,
+    cl_command_queue_properties* old_properties);
+/* The address `device` sees `mem` at, written to `address` (`size`: sizeof(uintptr_t)). */
+extern CL_API_ENTRY cl_int CL_API_CALL xclGetMemObjDeviceAddress(cl_mem mem, cl_device_id device,
+                                                                 size_t size, void* address);
+/* A file descriptor other devices import `mem` by (PCIe peer-to-peer). */
+extern CL_API_ENTRY cl_int CL_API_CALL xclGetMemObjectFd(cl_mem mem, int* fd);
+/* A buffer of `context` on `device` over the memory another device exported as `fd`. */
+extern CL_API_ENTRY cl_int CL_API_CALL xclGetMemObjectFromFd(cl_context context, cl_device_id device,
+                                                             cl_mem_flags flags, int fd, cl_mem* mem);
+/* XRT's own device object behind `device`. */
+struct xrt_device;
+extern CL_API_ENTRY struct xrt_device* CL_API_CALL xclGetXrtDevice(cl_device_id device, cl_int* errcode);
+/* What `param_name` (XCL_COMPUTE_UNIT_*) says of compute unit `cu_id` of `kernel` (0 to
+ * CL_KERNEL_COMPUTE_UNIT_COUNT - 1), as clGetKernelInfo answers. */
+extern CL_API_ENTRY cl_int CL_API_CALL xclGetComputeUnitInfo(cl_kernel kernel, cl_uint cu_id,
+                                                             xcl_compute_unit_info param_name,
+                                                             size_t param_value_size, void* param_value,
+                                                             size_t* param_value_size_ret);
 
 /* Four cl_uint fill words for an image, as XRT's header names the type. */
 typedef struct _cl_image_filler_xilinx {

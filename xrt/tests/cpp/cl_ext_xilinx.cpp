@@ -1,7 +1,9 @@
 // A C++ program of a Vitis OpenCL host's kind: it includes XRT's <CL/cl_ext_xilinx.h> after
 // the OpenCL headers and builds cl_mem_ext_ptr_t the ways the hosts do: a vector of them
-// filled field by field, one initialized from a brace list, a kernel's argument. No OpenCL
-// call is made (this checks what a host builds against); exits 0 when every check held.
+// filled field by field, one initialized from a brace list, a kernel's argument; and it types
+// pointers to Xilinx's extension functions from their prototypes, as `xcl2` does before it
+// asks the platform for them. No OpenCL call is made (this checks what a host builds
+// against); exits 0 when every check held.
 //
 // With ACCELHOST_XCL2 defined it includes what the `xcl2` helper does, in its order and with
 // its settings (the Khronos C++ bindings, <CL/cl2.hpp>, first); the test only compiles it so,
@@ -26,6 +28,12 @@
 #include <vector>
 
 namespace {
+
+// As xcl2's P2P and Ext classes: the types come from the prototypes, the functions from
+// clGetExtensionFunctionAddressForPlatform (not called here).
+decltype(&xclGetMemObjectFd) get_mem_object_fd = nullptr;
+decltype(&xclGetMemObjectFromFd) get_mem_object_from_fd = nullptr;
+decltype(&xclGetComputeUnitInfo) get_compute_unit_info = nullptr;
 
 int failed = 0;
 
@@ -69,6 +77,13 @@ int main() {
          "ints, as XRT's");
   expect(CL_KERNEL_COMPUTE_UNIT_COUNT == 0x1300 && XCL_COMPUTE_UNIT_NAME == 0x1320 && CL_MEM_BANK == 0x1109,
          "the queries");
+  expect(std::is_same<decltype(get_mem_object_fd), cl_int (*)(cl_mem, int*)>::value &&
+             std::is_same<decltype(get_mem_object_from_fd),
+                          cl_int (*)(cl_context, cl_device_id, cl_mem_flags, int, cl_mem*)>::value &&
+             std::is_same<decltype(get_compute_unit_info), cl_int (*)(cl_kernel, cl_uint, xcl_compute_unit_info,
+                                                                      size_t, void*, size_t*)>::value &&
+             get_mem_object_fd == nullptr && get_mem_object_from_fd == nullptr && get_compute_unit_info == nullptr,
+         "the extension functions' types, as xcl2 takes them");
   std::cout << failed << " failed\n";
   return failed == 0 ? 0 : 1;
 }
