@@ -86,6 +86,10 @@ fn main() -> std::process::ExitCode {
                 run: dpctls_default_device_and_every_other_copy_usm_both_ways_and_between,
             },
             Trial {
+                name: "dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass",
+                run: dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass,
+            },
+            Trial {
                 name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
             },
@@ -1156,6 +1160,114 @@ fn dpctls_default_device_and_every_other_copy_usm_both_ways_and_between() -> Out
         assert!(report.contains(line), "no '{line}' in {report}");
     }
     assert!(!report.contains("changed"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// dpctl's own test modules (its wheel carries them) for platforms, devices, contexts,
+/// queues, events, USM and memcpy, run with pytest against the platform.
+const DPCTL_TEST_MODULES: [&str; 7] = [
+    "test_sycl_platform.py",
+    "test_sycl_device.py",
+    "test_sycl_context.py",
+    "test_sycl_queue.py",
+    "test_sycl_event.py",
+    "test_sycl_usm.py",
+    "test_sycl_queue_memcpy.py",
+];
+
+/// The tests of [`DPCTL_TEST_MODULES`] that cannot pass on the platform, and why: nothing
+/// else may fail.
+const DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS: [(&str, &str); 6] = [
+    (
+        "test_sycl_event.py::test_execution_status_nondefault_event",
+        "builds an OpenCL C program: no compiler (programs come as device images)",
+    ),
+    (
+        "test_sycl_event.py::test_event_backend",
+        "builds an OpenCL C program: no compiler",
+    ),
+    (
+        "test_sycl_event.py::test_get_wait_list",
+        "builds an OpenCL C program: no compiler",
+    ),
+    (
+        "test_sycl_event.py::test_profiling_info",
+        "builds an OpenCL C program: no compiler",
+    ),
+    (
+        "test_sycl_queue.py::test_cython_api",
+        "builds a Cython extension (Cython and dpctl's headers and a C++ compiler)",
+    ),
+    (
+        "test_sycl_usm.py::test_memory_copy_between_contexts",
+        "partitions the 'cpu' device into sub-devices by counts, as Intel's CPU runtime \
+         can: the devices have one compute unit and no partitions",
+    ),
+];
+
+/// dpctl's own tests of [`DPCTL_TEST_MODULES`] pass against the platform, but those that
+/// need a compiler, a Cython build or sub-devices
+/// ([`DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS`]); over a thousand run.
+fn dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    let found = Command::new(&python)
+        .args([
+            "-c",
+            "import os, dpctl.tests, pytest; print(os.path.dirname(dpctl.tests.__file__))",
+        ])
+        .output()
+        .unwrap();
+    if !found.status.success() {
+        return missing(format!(
+            "pytest or dpctl's tests are not installed beside dpctl \
+             (tests/support/install-python.sh opencl-python): {}",
+            String::from_utf8_lossy(&found.stderr)
+        ));
+    }
+    let tests = PathBuf::from(String::from_utf8_lossy(&found.stdout).trim());
+    let dir = scratch("dpctl-suite");
+    let mut args = vec![
+        "-m".to_string(),
+        "pytest".to_string(),
+        "-q".to_string(),
+        "-p".to_string(),
+        "no:cacheprovider".to_string(),
+        "-rfE".to_string(),
+        format!("--basetemp={}", dir.join("pytest").display()),
+    ];
+    args.extend(
+        DPCTL_TEST_MODULES
+            .iter()
+            .map(|module| tests.join(module).display().to_string()),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = against_platform(&python, &args, &dir, None);
+    let report = text(&out);
+    let unexpected: Vec<&str> = report
+        .lines()
+        .filter(|line| line.starts_with("FAILED ") || line.starts_with("ERROR "))
+        .filter(|line| {
+            !DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS
+                .iter()
+                .any(|(test, _)| line.contains(&format!("/dpctl/tests/{test}")))
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "unexpected failures {unexpected:#?} in {report}"
+    );
+    let passed = report
+        .lines()
+        .rev()
+        .find_map(|line| {
+            let (before, _) = line.split_once(" passed")?;
+            before.rsplit(' ').next()?.parse::<u32>().ok()
+        })
+        .unwrap_or_else(|| panic!("no pytest summary in {report}"));
+    assert!(passed >= 1000, "only {passed} passed: {report}");
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
