@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use accelhost::xclbin::{ArgKind, IpKind, KernelArg, Xclbin};
+use accelhost::xclbin::{ArgKind, IpEntry, IpKind, KernelArg, Xclbin};
 
 use crate::device::{Device, Loaded, read_uuid};
 use crate::error::text;
@@ -21,6 +21,9 @@ pub struct Kernel {
     pub kernel: accelhost::Kernel,
     /// Its arguments, by index.
     pub args: Vec<KernelArg>,
+    /// The instance names of the compute units the program named (`vadd:{vadd_2}`), in its
+    /// order; empty for all of the kernel's.
+    units: Vec<String>,
 }
 
 impl Object for Kernel {
@@ -51,7 +54,10 @@ impl Kernel {
             })
     }
 
-    /// The bank argument `index` of the kernel's first compute unit is connected to.
+    /// The bank argument `index` of the kernel's first compute unit is connected to: of the
+    /// first the program named, if it named any (each may have banks of its own, as in
+    /// Vitis' multiple_cus_asymmetrical_xrt; the plugin runs a run on the units connected to
+    /// its buffers' banks).
     fn group_id(&self, call: &str, index: c_int) -> XrtResult<u32> {
         let arg = self.arg(call, index)?;
         if arg.kind != ArgKind::Global {
@@ -66,10 +72,16 @@ impl Kernel {
         }
         let image = &self.loaded.image;
         let name = self.kernel.name();
-        image
+        let named = |ip: &IpEntry| self.units.iter().position(|u| u == ip.instance_name());
+        let mut cus: Vec<&IpEntry> = image
             .ips
             .iter()
             .filter(|ip| ip.kind == IpKind::Kernel && ip.kernel_name() == name)
+            .filter(|ip| self.units.is_empty() || named(ip).is_some())
+            .collect();
+        // Stable: the image's order when the program named none.
+        cus.sort_by_key(|ip| named(ip));
+        cus.into_iter()
             .find_map(|cu| {
                 image
                     .connectivity
@@ -107,12 +119,12 @@ fn open(
     }
     // `name:{cu,...}` picks compute units: each must be one of the kernel's in the image;
     // runs then go to the kernel's units as the plugin schedules them.
-    let name = match compute_unit_choice(name) {
-        Ok(None) => name,
+    let (name, units) = match compute_unit_choice(name) {
+        Ok(None) => (name, Vec::new()),
         Ok(Some((kernel, units))) => {
             check_compute_units(&loaded.image, kernel, &units)
                 .map_err(|why| refuse(call, libc::ENOENT, why))?;
-            kernel
+            (kernel, units.into_iter().map(str::to_string).collect())
         }
         Err(why) => return Err(refuse(call, libc::EINVAL, why)),
     };
@@ -141,6 +153,7 @@ fn open(
             loaded,
             kernel,
             args,
+            units,
         }),
     )
 }

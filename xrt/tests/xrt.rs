@@ -15,7 +15,8 @@ mod harness;
 
 use std::sync::OnceLock;
 
-use accelhost::workloads::vadd::vadd_image;
+use accelhost::workloads::vadd::{VADD_UUID, vadd_image};
+use accelhost::xclbin::XclbinBuilder;
 use door::{Door, config_with_chaos, config_with_liar, inert, text};
 use harness::{Outcome, Trial};
 
@@ -37,6 +38,10 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "a_cpp_program_of_the_hello_world_flow_runs_vadd",
                 run: a_cpp_program_of_the_hello_world_flow_runs_vadd,
+            },
+            Trial {
+                name: "compute_units_by_name_answer_their_own_banks",
+                run: compute_units_by_name_answer_their_own_banks,
             },
             Trial {
                 name: "a_cpp_host_queues_its_syncs_and_runs_on_xrt_queues",
@@ -154,6 +159,33 @@ fn a_cpp_program_of_the_hello_world_flow_runs_vadd() -> Outcome {
     );
     assert!(report.contains("\n0 failed"), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
+    Outcome::Passed
+}
+
+/// tests/cpp/asymmetric_cus.cpp, on a vadd xclbin of four compute units each wired to a bank
+/// of its own: a kernel opened on one unit by name answers that unit's bank for every buffer
+/// argument (of several named, the first's), and a run per unit with its buffers there is
+/// exact.
+fn compute_units_by_name_answer_their_own_banks() -> Outcome {
+    let dir = XRT.scratch("asymmetric-cus");
+    let exe = match XRT.build("c++", "-std=c++17", "cpp/asymmetric_cus.cpp", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let image = XclbinBuilder::vadd(VADD_UUID, 4, 4).build();
+    std::fs::write(dir.join("vadd4.xclbin"), image).unwrap();
+    let out = XRT.run_program(&exe, &["vadd4.xclbin"], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "vadd:{vadd_2} answers its own bank: ok",
+        "vadd:{vadd_4} answers its own bank: ok",
+        "of several units, the first named: ok",
+        "4 compute units by name, each on its own bank: 0 mismatches",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
     Outcome::Passed
 }
 

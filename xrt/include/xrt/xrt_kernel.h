@@ -28,7 +28,9 @@ xrtKernelHandle xrtPLKernelOpen(xrtDeviceHandle device, const xuid_t xclbin_uuid
 /* As xrtPLKernelOpen (compute units are shared with the process's other runs). */
 xrtKernelHandle xrtPLKernelOpenExclusive(xrtDeviceHandle device, const xuid_t xclbin_uuid, const char* name);
 int xrtKernelClose(xrtKernelHandle kernel);
-/* The memory bank argument `argno` is connected to; -1 for a value argument. */
+/* The memory bank argument `argno` is connected to (at the first compute unit named when
+ * the kernel was opened by "name:{unit,...}", else at the kernel's first); -1 for a value
+ * argument. */
 int xrtKernelArgGroupId(xrtKernelHandle kernel, int argno);
 /* The register offset of argument `argno`. */
 uint32_t xrtKernelArgOffset(xrtKernelHandle kernel, int argno);
