@@ -1,5 +1,7 @@
 //! `accelhost bench`: what the host-memory ledger costs the calls an application makes most —
-//! open + close, reset, MMIO — measured with it and without it in the same run. The ledger is
+//! open + close, reset, MMIO, and the launch path (tiny launches on one queue, which allocate
+//! a command, an event and their bookkeeping each) — measured with it and without it in the
+//! same run. The ledger is
 //! the process's allocator and is read once at its first allocation (`ACCELHOST_LEDGER`), so
 //! each side runs in a process of its own: this binary again, with `--ledger-side`, once with
 //! the ledger and once with `ACCELHOST_LEDGER=off`, the two in turns, round after round.
@@ -10,17 +12,22 @@ use std::process::Command;
 
 use accelhost::OpenMode;
 use accelhost::ledger::LEDGER_ENV;
+use accelhost::workloads::vadd;
 
 use crate::figure::Figure;
 use crate::measure::{BenchHost, Settings, median, ns, ns_per_call};
 
 /// The calls measured, in the order a side prints them.
-const CALLS: [&str; 4] = [
+const CALLS: [&str; 5] = [
     "ledger: open + close, per call",
     "ledger: reset",
     "ledger: MMIO read64 (host only)",
     "ledger: MMIO write64 (host only)",
+    "ledger: tiny launch on one queue (pipelined), per launch",
 ];
+
+/// Launches per sample of the launch-path row (a quick run takes fewer).
+const LAUNCHES: [u32; 2] = [20_000, 5_000];
 
 /// The most the ledger may add to each call.
 const BOUND: f64 = 1.05;
@@ -44,15 +51,33 @@ pub fn side(settings: &Settings, cache: &Path) -> anyhow::Result<()> {
     let write = ns_per_call(settings, || mmio.write64(black_box(0x100), 5).unwrap());
     drop(mmio);
     handle.close()?;
+    let launch = per_launch(settings, &bench)?;
     println!(
-        "{} {open_close} {reset} {read} {write}",
+        "{} {open_close} {reset} {read} {write} {launch}",
         accelhost::ledger::is_installed()
     );
     Ok(())
 }
 
+/// Nanoseconds per launch of pipelined tiny launches on the bench host's XRT card, the
+/// median of the samples.
+fn per_launch(settings: &Settings, bench: &BenchHost) -> anyhow::Result<f64> {
+    let xocl = bench.host.open(&bench.xocl, OpenMode::Exclusive)?;
+    let kernel = crate::measure::vadd_kernel(&xocl);
+    let launches = LAUNCHES[usize::from(settings.samples <= 5)];
+    let mut samples = Vec::with_capacity(settings.workload_samples);
+    for _ in 0..settings.workload_samples.max(1) {
+        let report = vadd::tiny_launches(&xocl, &kernel, launches)?;
+        anyhow::ensure!(report.verified, "the tiny launches did not verify");
+        samples.push(report.elapsed.as_nanos() as f64 / f64::from(launches));
+    }
+    drop(kernel);
+    xocl.close()?;
+    Ok(median(&mut samples))
+}
+
 /// Runs one side in a process of its own and reads its figures.
-fn run_side(settings: &Settings, cache: &Path, ledger: bool) -> anyhow::Result<[f64; 4]> {
+fn run_side(settings: &Settings, cache: &Path, ledger: bool) -> anyhow::Result<[f64; CALLS.len()]> {
     let mut command = Command::new(std::env::current_exe()?);
     command.args(["bench", "--ledger-side"]).arg(cache);
     if settings.samples > 5 {
@@ -79,7 +104,7 @@ fn run_side(settings: &Settings, cache: &Path, ledger: bool) -> anyhow::Result<[
         if ledger { "with" } else { "without" },
         if installed { "with" } else { "without" }
     );
-    let mut figures = [0.0; 4];
+    let mut figures = [0.0; CALLS.len()];
     for figure in &mut figures {
         *figure = words
             .next()

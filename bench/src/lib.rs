@@ -5,6 +5,7 @@
 //! internals (instantiation alone, the emulator without a plugin), which is why it is a crate
 //! of its own: the `accelhost` command itself uses the public API alone.
 
+mod against;
 mod figure;
 mod first_load;
 mod ledger;

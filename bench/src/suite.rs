@@ -47,6 +47,13 @@ pub struct Args {
     /// spread is noise, reported but not failed). With --full, three full runs.
     #[arg(long)]
     check: bool,
+    /// With --check: hold every row to what an earlier tree's build measures in the same
+    /// minutes instead of to the targets. Both builds run the suite in turns, three times
+    /// each, each run a process of its own; a row whose median ratio is worse than the
+    /// earlier build's by more than both builds' spread together (and by more than 10 %)
+    /// fails the check. Build the earlier tree with `bench/baseline.sh COMMIT`.
+    #[arg(long, value_name = "ACCELHOST", requires = "check")]
+    against: Option<PathBuf>,
     /// One side of the ledger rows, in a process of its own, with the compile cache at this
     /// path (the suite runs it; not for people).
     #[arg(long, hide = true, value_name = "CACHE")]
@@ -149,6 +156,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("note: {why}; the native columns stay empty");
     }
     let native = native.ok();
+    if let (true, Some(earlier)) = (args.check, &args.against) {
+        let _ = std::fs::remove_dir_all(&cache);
+        let now = std::env::current_exe()?;
+        let compared = crate::against::rounds(
+            earlier,
+            &now,
+            args.full,
+            native.as_ref().map(|n| n.path.as_path()),
+        )?;
+        let regressed = print_against(earlier, &compared, args.markdown);
+        println!(
+            "{regressed} rows worse than {} beyond the noise, in {:.1} s",
+            earlier.display(),
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(if regressed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     if args.check {
         let verdict = check(
             &settings,
@@ -317,6 +345,49 @@ fn check(
         markdown,
     );
     Ok(regressed)
+}
+
+/// Prints `--check --against`'s table; returns how many rows regressed.
+fn print_against(earlier: &Path, compared: &[crate::against::Compared], markdown: bool) -> usize {
+    use crate::against::Verdict;
+    let shown = |ratios: &[f64]| {
+        ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut regressed = 0;
+    let cells: Vec<Vec<String>> = compared
+        .iter()
+        .map(|row| {
+            let verdict = match row.verdict {
+                Verdict::Held => "held".to_string(),
+                Verdict::Regressed(worse) => {
+                    regressed += 1;
+                    format!("REGRESSED: {:.0} % worse, beyond the noise", worse * 100.0)
+                }
+            };
+            vec![
+                row.what.clone(),
+                shown(&row.earlier),
+                shown(&row.now),
+                verdict,
+            ]
+        })
+        .collect();
+    println!(
+        "accelhost bench --check --against {} ({} rounds in turns; a row regresses when its median ratio is worse than the earlier build's by more than both spreads together and {:.0} %)",
+        earlier.display(),
+        crate::against::ROUNDS,
+        crate::against::FLOOR * 100.0
+    );
+    print_table(
+        &["WHAT", "EARLIER RATIOS", "THIS BUILD'S", "VERDICT"],
+        &cells,
+        markdown,
+    );
+    regressed
 }
 
 fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
