@@ -1,10 +1,11 @@
 //! Contexts: the devices a program works with, each opened (shared) through the library
-//! when the context is made and closed when its last user goes.
+//! when the context is made, one open per device for all the process's contexts, closed
+//! when the last of them goes.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use accelhost::{Handle, OpenMode};
+use accelhost::Handle;
 
 use crate::cl::*;
 use crate::device::Device;
@@ -17,8 +18,9 @@ use crate::state::state;
 /// An OpenCL context.
 pub struct Context {
     devices: Vec<&'static Device>,
-    /// The devices' handles, in the same order.
-    handles: Vec<Handle>,
+    /// The devices' opens, in the same order (each shared with the process's other
+    /// contexts on that device).
+    handles: Vec<Arc<Handle>>,
     /// The properties it was made with, 0-terminated (empty if none were given).
     properties: Vec<isize>,
 }
@@ -98,9 +100,7 @@ fn make(
     let host = state().host.as_ref().ok_or(CL_DEVICE_NOT_AVAILABLE)?;
     let mut handles = Vec::with_capacity(devices.len());
     for device in &devices {
-        let handle = host
-            .open(device.token(), OpenMode::Shared)
-            .map_err(|err| report(call, &err))?;
+        let handle = device.open(host).map_err(|err| report(call, &err))?;
         handles.push(handle);
     }
     publish(Arc::new(Context {

@@ -10,7 +10,9 @@
 //! processor), or what `ACCELHOST_OPENCL_DEVICE_TYPE` names. `clGetDeviceIDs` lists a
 //! device for a type query exactly when its type has one of the query's bits.
 
-use accelhost::{PluginInfo, Token};
+use std::sync::{Arc, Mutex, Weak};
+
+use accelhost::{Handle, Host, OpenMode, PluginInfo, Token};
 
 use crate::cl::*;
 use crate::error::ClResult;
@@ -130,6 +132,10 @@ pub struct Device {
     /// Whether it is an emulated device (its plugin says `emulated: true`): its memory is
     /// the host's.
     emulated: bool,
+    /// The device's open, which every context of the process that has the device shares
+    /// while one lives (an AFU in dedicated mode takes one open at a time, and an OpenCL
+    /// program may make a context per operation).
+    opened: Mutex<Weak<Handle>>,
 }
 
 impl Device {
@@ -155,7 +161,20 @@ impl Device {
             family,
             device_type,
             emulated,
+            opened: Mutex::new(Weak::new()),
         }
+    }
+
+    /// The device's open for a context: the one the process's other contexts hold, while it
+    /// is still open, else a new one (shared). It closes when the last context lets go.
+    pub fn open(&self, host: &Host) -> accelhost::Result<Arc<Handle>> {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(handle) = opened.upgrade().filter(|handle| handle.is_open()) {
+            return Ok(handle);
+        }
+        let handle = Arc::new(host.open(&self.token, OpenMode::Shared)?);
+        *opened = Arc::downgrade(&handle);
+        Ok(handle)
     }
 
     /// The platform it is listed on.

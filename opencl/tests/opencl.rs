@@ -581,6 +581,31 @@ fn platforms_devices_and_their_answers_are_where_programs_look() -> Outcome {
     assert!(context.is_null());
     assert_eq!(code, CL_DEVICE_NOT_FOUND);
 
+    // Contexts at once on the AFU in dedicated mode, which takes one open at a time: the
+    // process's contexts share the device's open, and a context made after they all went
+    // opens it again.
+    let dedicated = everything[3];
+    assert_eq!(device_name(dedicated), "cxl/emu:capi0.1d");
+    for _ in 0..2 {
+        let contexts: Vec<*mut c_void> = (0..3)
+            .map(|_| {
+                let context = create_context(
+                    std::ptr::null(),
+                    1,
+                    &dedicated,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                    &mut code,
+                );
+                assert_eq!(code, CL_SUCCESS);
+                context
+            })
+            .collect();
+        for context in contexts {
+            assert_eq!(release_context(context), CL_SUCCESS);
+        }
+    }
+
     // The compiler-unload hint, for each platform; a pointer that is none is refused.
     assert_eq!(unload(accelhost), CL_SUCCESS);
     assert_eq!(unload(xilinx), CL_SUCCESS);
