@@ -402,9 +402,18 @@ impl Plugin for XoclPlugin {
         };
         let device_address = bo.device_address();
         let size = bo.size();
+        let bank = bo.bank();
         let id = self.fresh_id();
-        self.allocations
-            .insert(id, AllocationState { handle, bo, size });
+        self.allocations.insert(
+            id,
+            AllocationState {
+                handle,
+                bo,
+                size,
+                device_address,
+                bank,
+            },
+        );
         Ok(Allocation {
             id,
             buffer,
@@ -548,7 +557,7 @@ impl Plugin for XoclPlugin {
         }
         let packet = ert::launch_packet(state, program, &args, |id| {
             self.allocation(id, handle)
-                .map(|a| (a.bo.device_address(), a.size, a.bo.bank()))
+                .map(|a| (a.device_address, a.size, a.bank))
         })?;
         let (device, after) = self.next_on(queue)?;
         let event = device.exec(&packet, &after)?;

@@ -31,6 +31,11 @@ pub(crate) struct AllocationState {
     pub handle: u64,
     pub bo: Bo,
     pub size: u64,
+    /// The BO's device address and memory bank, fixed for its life: read once at its
+    /// creation, so that a launch (which names every buffer argument's) makes no host call
+    /// for them.
+    pub device_address: u64,
+    pub bank: Option<u32>,
 }
 
 /// An in-order queue.

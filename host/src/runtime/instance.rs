@@ -151,7 +151,11 @@ impl PluginInstance {
         let ended = Instant::now();
         self.last_call = ended.duration_since(started);
         let ctx = self.store.data().ctx.clone();
-        if let (Some(budget), Ok(left)) = (ctx.policy.fuel, self.store.get_fuel()) {
+        // Asked only of a metered store: an unmetered one answers with a formatted error,
+        // an allocation on every call.
+        if let Some(budget) = ctx.policy.fuel
+            && let Ok(left) = self.store.get_fuel()
+        {
             ctx.usage.fuel_burned(budget.saturating_sub(left));
         }
         let outcome = outcome.and_then(|value| {
