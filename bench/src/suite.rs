@@ -48,10 +48,10 @@ pub struct Args {
     #[arg(long)]
     check: bool,
     /// With --check: hold every row to what an earlier tree's build measures in the same
-    /// minutes instead of to the targets. Both builds run the suite in turns, three times
-    /// each, each run a process of its own; a row whose median ratio is worse than the
-    /// earlier build's by more than both builds' spread together (and by more than 10 %)
-    /// fails the check. Build the earlier tree with `bench/baseline.sh COMMIT`.
+    /// minutes instead of to the targets. Both builds run the suite in turns, five times
+    /// each, each run a process of its own; a row fails the check when every run of this
+    /// build is worse than every run of the earlier one and its median is worse by more than
+    /// 10 %. Build the earlier tree with `bench/baseline.sh COMMIT`.
     #[arg(long, value_name = "ACCELHOST", requires = "check")]
     against: Option<PathBuf>,
     /// One side of the ledger rows, in a process of its own, with the compile cache at this
@@ -377,7 +377,7 @@ fn print_against(earlier: &Path, compared: &[crate::against::Compared], markdown
         })
         .collect();
     println!(
-        "accelhost bench --check --against {} ({} rounds in turns; a row regresses when its median ratio is worse than the earlier build's by more than both spreads together and {:.0} %)",
+        "accelhost bench --check --against {} ({} rounds in turns; a row regresses when every run of this build is worse than every run of the earlier one and its median by more than {:.0} %)",
         earlier.display(),
         crate::against::ROUNDS,
         crate::against::FLOOR * 100.0
