@@ -90,6 +90,10 @@ fn main() -> std::process::ExitCode {
                 run: dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass,
             },
             Trial {
+                name: "pyopencls_own_suite_passes_but_what_needs_a_compiler",
+                run: pyopencls_own_suite_passes_but_what_needs_a_compiler,
+            },
+            Trial {
                 name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
             },
@@ -1293,6 +1297,60 @@ fn dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass() -> Outcome
         })
         .unwrap_or_else(|| panic!("no pytest summary in {report}"));
     assert!(passed >= 1000, "only {passed} passed: {report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// PyOpenCL's own test suite (`test/` of its release's sdist, which
+/// `tests/support/install-python.sh opencl-python` unpacks into `pyopencl-tests` beside the
+/// environment) on every device of both platforms, through `tests/python/pyopencl_suite.py`:
+/// every test passes, or is skipped by the suite, or builds OpenCL C (the devices have no
+/// compiler), or needs what the script names (cl_khr_fp64); none fails otherwise.
+fn pyopencls_own_suite_passes_but_what_needs_a_compiler() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    let home = python
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let tests = home.join("pyopencl-tests");
+    if !tests.join("test_wrapper.py").is_file() {
+        return missing(format!(
+            "no PyOpenCL test suite in {} (tests/support/install-python.sh opencl-python)",
+            tests.display()
+        ));
+    }
+    let dir = scratch("pyopencl-suite");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/pyopencl_suite.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(&tests)
+        .arg(&dir)
+        .current_dir(&dir)
+        .env("OCL_ICD_VENDORS", library())
+        .env_remove("ACCELHOST_CONFIG")
+        .env_remove("ACCELHOST_ENDPOINT")
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    let report = text(&out);
+    let summary = report
+        .lines()
+        .find(|line| line.starts_with("PyOpenCL's suite: "))
+        .unwrap_or_else(|| panic!("no summary in {report}"));
+    assert!(out.status.success(), "{summary}\n{report}");
+    assert!(summary.contains(", 0 failed otherwise"), "{summary}");
+    let passed: u32 = summary
+        .trim_start_matches("PyOpenCL's suite: ")
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(passed >= 150, "{summary}");
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

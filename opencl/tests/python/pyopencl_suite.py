@@ -1,0 +1,76 @@
+"""PyOpenCL's own test suite (its test/ from its release's sdist) against accelhost's platforms,
+every device of each, and what came of each test: passed, skipped by the suite, failed because
+it builds OpenCL C (the devices have no compiler: programs come as device images), failed for a
+reason named below, or failed otherwise, which is what this run is for.
+
+Usage: pyopencl_suite.py <PyOpenCL's test directory> <scratch directory>. Prints one line per
+outcome and each failure that is neither kind; exits 1 if there is one, or if nothing passed."""
+
+import os
+import sys
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+# Tests that fail on these devices for a reason of theirs other than a compiler, and why.
+NEEDS_WHAT_THE_DEVICES_LACK = {
+    "test_numpy_type_promotion_with_cl_arrays":
+        "expects float64 results, which PyOpenCL gives only on a device listing cl_khr_fp64 "
+        "(an OpenCL C extension: the devices run no OpenCL C, and PyOpenCL downcasts to "
+        "float32)",
+}
+
+# Tests that build OpenCL C but stop before they reach the compiler on a device of a type
+# that is neither CPU nor GPU (the Xilinx platform's accelerators): PyOpenCL's scan sizes its
+# work-groups in multiples of 64 there, and finds none within a work-group size of 1.
+SCAN_ON_AN_ACCELERATOR = "max() arg is an empty sequence"
+
+
+def main():
+    tests, scratch = sys.argv[1:3]
+    report = os.path.join(scratch, "pyopencl.xml")
+    modules = sorted(
+        os.path.join(tests, name)
+        for name in os.listdir(tests)
+        if name.startswith("test_") and name.endswith(".py")
+    )
+    # A failed build raises its own error, not the cache's (which reads this variable);
+    # native tracebacks keep chained errors and take seconds, not minutes, for a thousand.
+    os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] = "1"
+    os.chdir(scratch)
+    pytest.main([
+        "-q", "-p", "no:cacheprovider", "--tb=native",
+        f"--junit-xml={report}", f"--basetemp={os.path.join(scratch, 'pytest')}",
+        *modules,
+    ])
+    counts = {"passed": 0, "skipped": 0, "compiler": 0, "named": 0}
+    unexpected = []
+    for case in ElementTree.parse(report).iter("testcase"):
+        failures = case.findall("failure") + case.findall("error")
+        if not failures:
+            counts["skipped" if case.find("skipped") is not None else "passed"] += 1
+            continue
+        name = case.get("name", "")
+        text = "\n".join(f"{f.get('message', '')}\n{f.text or ''}" for f in failures)
+        function = name.split("[", 1)[0]
+        if "COMPILER_NOT_AVAILABLE" in text:
+            counts["compiler"] += 1
+        elif function in NEEDS_WHAT_THE_DEVICES_LACK:
+            counts["named"] += 1
+        elif SCAN_ON_AN_ACCELERATOR in text and "on 'Xilinx'" in name:
+            counts["compiler"] += 1
+        else:
+            message = failures[0].get("message", "").splitlines()[:1]
+            unexpected.append(f"{case.get('classname')}::{name}: {' '.join(message)}")
+    print(f"PyOpenCL's suite: {counts['passed']} passed, {counts['skipped']} skipped by the suite, "
+          f"{counts['compiler']} need an OpenCL C compiler, {counts['named']} need what the "
+          f"devices lack, {len(unexpected)} failed otherwise")
+    for function, why in NEEDS_WHAT_THE_DEVICES_LACK.items():
+        print(f"  {function}: {why}")
+    for failure in unexpected:
+        print(f"UNEXPECTED {failure}")
+    return 1 if unexpected or counts["passed"] == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
