@@ -79,8 +79,13 @@ unsafe fn properties(properties: *const isize) -> ClResult<(Vec<isize>, Option<F
         if key != CL_CONTEXT_PLATFORM || kept.contains(&key) {
             return Err(CL_INVALID_PROPERTY);
         }
-        // NULL leaves the choice to the platform: the first.
-        let platform = platform::of(value as *const Platform)
+        // NULL leaves the choice to the platform: the first listed.
+        let platform = if value == 0 {
+            platform::of(platform::handle(state().first_listed()))
+        } else {
+            platform::of(value as *const Platform)
+        };
+        let platform = platform
             .filter(|p| state().lists(p.family()))
             .ok_or(CL_INVALID_PLATFORM)?;
         named = Some(platform.family());
@@ -160,8 +165,8 @@ pub(crate) extern "C" fn create_context_from_type(
     object("clCreateContextFromType", errcode_ret, || {
         // SAFETY: the caller passes a 0-terminated list, or NULL.
         let (properties, named) = unsafe { properties(props) }?;
-        // No platform named: the first (the loaders pass the one they chose).
-        let platform = named.unwrap_or(Family::ALL[0]);
+        // No platform named: the first listed (the loaders pass the one they chose).
+        let platform = named.unwrap_or_else(|| state().first_listed());
         let chosen = crate::device::of_type(&state().devices, platform, device_type)?;
         if chosen.is_empty() {
             return Err(CL_DEVICE_NOT_FOUND);

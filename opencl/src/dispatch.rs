@@ -288,9 +288,19 @@ extern "C" fn get_platform_ids(
     })
 }
 
+/// The platform `platform` names, NULL standing for the first listed (the loaders resolve a
+/// NULL platform before they call, but a program linked to this library directly may pass
+/// it).
+fn resolve(platform: *const Platform) -> Option<&'static Platform> {
+    if platform.is_null() {
+        return platform::of(platform::handle(started().first_listed()));
+    }
+    platform::of(platform)
+}
+
 /// The listed platform `platform` names (NULL: the first), or `CL_INVALID_PLATFORM`.
 fn listed(platform: *const Platform) -> ClResult<&'static Platform> {
-    let platform = platform::of(platform).ok_or(CL_INVALID_PLATFORM)?;
+    let platform = resolve(platform).ok_or(CL_INVALID_PLATFORM)?;
     if started().lists(platform.family()) {
         Ok(platform)
     } else {
@@ -306,8 +316,9 @@ extern "C" fn get_platform_info(
     size_ret: *mut usize,
 ) -> cl_int {
     install(&DISPATCH);
-    // Not `listed`: a platform's name is asked before anything else, and needs no host.
-    let Some(platform) = platform::of(platform) else {
+    // Not `listed`: a platform's name is asked before anything else, and needs no host
+    // (but to resolve NULL).
+    let Some(platform) = resolve(platform) else {
         return CL_INVALID_PLATFORM;
     };
     match platform.value(param) {
@@ -369,7 +380,7 @@ extern "C" fn get_extension_function_address_for_platform(
     name: *const c_char,
 ) -> *mut c_void {
     install(&DISPATCH);
-    if platform::of(platform).is_none() {
+    if resolve(platform).is_none() {
         return std::ptr::null_mut();
     }
     function(name)

@@ -9,10 +9,11 @@ use crate::cl::*;
 use crate::info::Value;
 use crate::object::{Dispatched, header};
 
-/// Which platform: the order is the one `clGetPlatformIDs` gives. `accelhost` comes first,
-/// so that a program that takes the first platform (clinfo's NULL platform, PyOpenCL's
-/// `create_some_context`, the loaders' default) gets every device; `xcl2` finds `Xilinx` by
-/// its name wherever it is.
+/// Which platform: the order is the one `clGetPlatformIDs` gives. `accelhost` comes first:
+/// a program that takes the first platform (clinfo's NULL platform, PyOpenCL's
+/// `create_some_context`, the Khronos loader's default) gets every device, and Debian's
+/// loader (ocl-icd) puts the platform with the most CPU devices first anyway, unless
+/// `OCL_ICD_PLATFORM_SORT=none`. `xcl2` finds `Xilinx` by its name wherever it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     /// `accelhost`: every device, those that hold memory of their own first, in the type
@@ -60,15 +61,10 @@ pub fn handle(family: Family) -> *mut Platform {
     platforms()[at].id()
 }
 
-/// The platform `platform` names, if it is one of these; NULL is the first, `accelhost` (the
-/// loaders resolve a NULL platform before they call, but a program linked to this library
-/// directly may pass it).
+/// The platform `platform` names, if it is one of these (NULL is none: the callers that take
+/// it as the first listed platform resolve it, `State::first_listed`).
 pub fn of(platform: *const Platform) -> Option<&'static Platform> {
-    let all = platforms();
-    if platform.is_null() {
-        return all.first();
-    }
-    all.iter().find(|p| std::ptr::eq(*p, platform))
+    platforms().iter().find(|p| std::ptr::eq(*p, platform))
 }
 
 /// The OpenCL version the platforms and their devices report, in the form the SYCL

@@ -30,6 +30,14 @@ impl State {
     pub fn lists(&self, family: Family) -> bool {
         family == Family::Accelhost || self.devices.iter().any(|d| d.family() == family)
     }
+
+    /// The first platform `clGetPlatformIDs` lists: the one a NULL platform stands for.
+    pub fn first_listed(&self) -> Family {
+        Family::ALL
+            .into_iter()
+            .find(|family| self.lists(*family))
+            .unwrap_or(Family::Accelhost)
+    }
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
