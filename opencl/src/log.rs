@@ -1,5 +1,6 @@
 //! What the platform tells the user on stderr: each entry point it does not implement, once
-//! per process (the program gets only `CL_INVALID_OPERATION`), and why it has no devices.
+//! per process (the program gets only `CL_INVALID_OPERATION`), why it has no devices, and a
+//! setting it does not take.
 
 use std::collections::HashSet;
 use std::ffi::CStr;
@@ -22,4 +23,9 @@ pub fn unsupported(name: &'static CStr) {
 /// Says why the platform lists no devices (plugin text made inert).
 pub fn no_devices(why: &dyn std::fmt::Display) {
     accelhost_door::boundary::say("accelhost OpenCL", "the platform has no devices", why);
+}
+
+/// Says why a setting of the environment is not taken, and what is done instead.
+pub fn setting_not_taken(why: &dyn std::fmt::Display) {
+    accelhost_door::boundary::say("accelhost OpenCL", "the environment", why);
 }

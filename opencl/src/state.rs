@@ -68,7 +68,7 @@ fn start() -> State {
         crate::log::no_devices(&format!("(for one plugin) {failure}"));
     }
     let accelhost_type = device::accelhost_type().unwrap_or_else(|why| {
-        crate::log::no_devices(&why);
+        crate::log::setting_not_taken(&why);
         CL_DEVICE_TYPE_CPU
     });
     let mut listed: Vec<_> = found

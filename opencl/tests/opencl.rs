@@ -763,6 +763,50 @@ fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
     ] {
         assert!(text.contains(line), "no '{line}' in:\n{text}");
     }
+
+    // ACCELHOST_OPENCL_DEVICE_TYPE makes the accelhost platform's devices custom ones (or
+    // accelerators); a value that is none of the three is said, and they stay CPU devices.
+    let types = |value: &str| {
+        let out = Command::new("clinfo")
+            .args(["--raw"])
+            .current_dir(&dir)
+            .env("OCL_ICD_VENDORS", library())
+            .env_remove("ACCELHOST_CONFIG")
+            .env_remove("ACCELHOST_ENDPOINT")
+            .env("ACCELHOST_OPENCL_DEVICE_TYPE", value)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("HOME", &dir)
+            .output()
+            .unwrap();
+        let kinds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|line| line.contains("CL_DEVICE_TYPE "))
+            .map(|line| line.split_whitespace().last().unwrap_or("").to_string())
+            .collect();
+        (kinds, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (kinds, _) = types("custom");
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.as_str() == "CL_DEVICE_TYPE_CUSTOM")
+            .count(),
+        first.len(),
+        "{kinds:?}"
+    );
+    let (kinds, errors) = types("fpga");
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.as_str() == "CL_DEVICE_TYPE_CPU")
+            .count(),
+        first.len(),
+        "{kinds:?}"
+    );
+    assert!(
+        errors.contains("ACCELHOST_OPENCL_DEVICE_TYPE is 'fpga', not cpu, accelerator or custom"),
+        "{errors}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
