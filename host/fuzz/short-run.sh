@@ -17,7 +17,7 @@ cargo fuzz build --dev --sanitizer none
 cargo build --workspace --bins --quiet
 target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)"
 export ACCELHOST_COMPILE_WORKER="$target_dir/debug/accelhost"
-for target in config serve_config xclbin ert cxl imports compile doors; do
+for target in config serve_config authority xclbin ert cxl imports compile doors; do
     mkdir -p "$scratch/$target"
     log="$scratch/$target.log"
     if cargo fuzz run --dev --sanitizer none "$target" "$scratch/$target" "fuzz/corpus/$target" -- \

@@ -15,6 +15,7 @@
 // shared crate, linked in for the `doors` target, installs it.
 use accelhost_door as _;
 
+pub mod authority;
 pub mod compile;
 pub mod config;
 pub mod cxl;
@@ -39,7 +40,7 @@ pub struct Target {
 }
 
 /// Every target, in the order the smoke test runs them.
-pub const TARGETS: [Target; 8] = [
+pub const TARGETS: [Target; 9] = [
     Target {
         name: "config",
         run: config::run,
@@ -71,6 +72,10 @@ pub const TARGETS: [Target; 8] = [
     Target {
         name: "doors",
         run: doors::run,
+    },
+    Target {
+        name: "authority",
+        run: authority::run,
     },
 ];
 

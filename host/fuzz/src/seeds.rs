@@ -25,6 +25,7 @@ pub fn seeds(target: &str) -> Vec<Seed> {
         "compile" => compile(),
         "serve_config" => serve_config(),
         "doors" => doors(),
+        "authority" => authority(),
         _ => Vec::new(),
     }
 }
@@ -704,5 +705,96 @@ fn compile() -> Vec<Seed> {
         ("big-table", recipe(3, 0xffff, &[])),
         ("raw-body", recipe(4, 0, &[0x41, 0x00, 0x1a, 0x0b])),
         ("small-function", recipe(1, 0, &[9])),
+    ]
+}
+
+/// Clients' HTTP/2 streams for the `authority` target (`[mode, chunk, read, recipe...]`, see
+/// `crate::authority`): gRPC calls over a Unix socket with the path as `:authority`, whole, a
+/// byte at a time and split oddly; table size updates and evictions; every kind of
+/// `:authority`; and raw streams the fix refuses or passes untouched.
+fn authority() -> Vec<Seed> {
+    fn bytes(s: &[u8]) -> Vec<u8> {
+        let mut out = vec![u8::try_from(s.len()).expect("a short string")];
+        out.extend_from_slice(s);
+        out
+    }
+    // A request on stream 1 (:method, :scheme, :path and :authority Huffman-coded and indexed,
+    // content-type indexed, te without indexing, x-secret never indexed) over HEADERS and
+    // three CONTINUATIONs; DATA; a request on stream 3 of references to the first's entries,
+    // PADDED and with priority, over two frames; SETTINGS.
+    let mut grpc = vec![
+        0x00, 0x00, 0x00, 0, 0, 0, 7, 0x01, 2, 0x01, 5, 0x83, 0, 2, 2,
+    ];
+    grpc.extend(bytes(b"/accelhost.node.v1.Node/Enumerate"));
+    grpc.extend([0x83, 0, 0, 0, 0, 0x03, 0, 7, 2]);
+    grpc.extend(bytes(b"application/grpc"));
+    grpc.extend([0x04, 3, 1, 2]);
+    grpc.extend(bytes(b"trailers"));
+    grpc.extend([0x05, 3, 2, 2]);
+    grpc.extend(bytes(b"sesame"));
+    grpc.extend([3, 60, 128, 200]);
+    grpc.extend([2, 0x01, 0]);
+    grpc.extend(bytes(&[0, 0, 0, 0, 0]));
+    grpc.extend([
+        0, 0x29, 1, 4, 0x01, 2, 0x01, 5, 0x02, 0, 0x02, 1, 1, 100, 5, 0, 0, 0, 1, 15,
+    ]);
+    grpc.extend([3, 0, 0, 0, 6, 0, 3, 0, 0, 0, 100]);
+
+    // A table of 170 bytes filled exactly, then overflowed (an eviction); then 4096 again and
+    // a reference to what is left.
+    let mut tables = vec![
+        0x00, 0x00, 0x00, 0, 0, 0, 3, 0x00, 10, 0x83, 0, 0, 3, b'z', 8,
+    ];
+    tables.extend([0x03, 2, 3, b'a', b'b', b'c', 0, 1, 0]);
+    tables.extend([1, 0x01, 2, 2, 0x00, 255, 0x02, 0, 0]);
+
+    // Every kind of :authority, with and without indexing, Huffman-coded or not.
+    let mut authorities = vec![0x00, 0x00, 0x00, 0, 0x01, 0, 20];
+    for value in 0..10u8 {
+        authorities.extend([0x83, 0, 0, 0, value, 0x04, 3, 0, 1, value]);
+    }
+    authorities.push(0);
+
+    let frame = |kind: u8, flags: u8, stream: u8, payload: &[u8]| {
+        let mut out = vec![
+            0,
+            0,
+            u8::try_from(payload.len()).expect("a short frame"),
+            kind,
+        ];
+        out.extend([flags, 0, 0, 0, stream]);
+        out.extend_from_slice(payload);
+        out
+    };
+    // :method GET, then :authority with a literal path: a block left open, interrupted.
+    let block = [0x82, 0x01, 0x05, b'/', b't', b'm', b'p', b'/'];
+    let mut interrupted = vec![0xc0, 0x00, 0x00];
+    interrupted.extend(frame(0x1, 0x00, 1, &block));
+    interrupted.extend(frame(0x0, 0x00, 1, b"data"));
+    let mut continued = vec![0xc0, 0x05, 0x03];
+    continued.extend(frame(0x1, 0x00, 1, &block[..3]));
+    for &byte in &block[3..] {
+        continued.extend(frame(0x9, 0x00, 1, &[byte]));
+    }
+    continued.extend(frame(0x9, 0x04, 1, &[]));
+    continued.extend(frame(0x8, 0x00, 0, &[0, 0, 0x10, 0]));
+
+    let with = |mode: u8, chunk: u8, read: u8, recipe: &[u8]| {
+        let mut out = vec![mode, chunk, read];
+        out.extend_from_slice(&recipe[3..]);
+        out
+    };
+    vec![
+        ("grpc-unix-path", grpc.clone()),
+        ("grpc-a-byte-at-a-time", with(0x01, 1, 1, &grpc)),
+        ("grpc-odd-splits", with(0x00, 7, 13, &grpc)),
+        ("table-sizes", tables),
+        ("authorities", authorities),
+        ("raw-interrupted-block", interrupted),
+        ("raw-continuations", continued),
+        (
+            "not-http2",
+            [&[0x80, 3, 5], &b"GET / HTTP/1.1\r\n\r\n"[..]].concat(),
+        ),
     ]
 }

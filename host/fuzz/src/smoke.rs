@@ -19,6 +19,8 @@ fn mutations(target: &str) -> usize {
         // Every input is a host start whose compile may run to its limit.
         "compile" => 4,
         "config" | "xclbin" | "serve_config" => 1500,
+        // Every input is a connection's stream, read through the fix a few bytes at a time.
+        "authority" => 3000,
         _ => 5000,
     }
 }
@@ -126,6 +128,11 @@ mod tests {
     #[test]
     fn serve_config_survives_its_seeds_and_mutations() {
         smoke("serve_config");
+    }
+
+    #[test]
+    fn authority_survives_its_seeds_and_mutations() {
+        smoke("authority");
     }
 
     #[test]
