@@ -46,6 +46,9 @@ const MAX_FRAME: usize = 16_384;
 const TABLE_SIZE: usize = 4096;
 /// Inputs past this are not run (libFuzzer's default `-max_len` is 4096).
 const MAX_INPUT: usize = 1 << 20;
+/// A recipe stops once the client's stream is this long: enough for a block that the fix
+/// writes over several frames, few enough that an input takes milliseconds.
+const MAX_CLIENT: usize = 32 * 1024;
 
 /// Runs one input.
 pub fn run(data: &[u8]) {
@@ -414,7 +417,7 @@ impl<'a> Client<'a> {
 
     /// The client's stream: ops until the recipe ends.
     pub fn build(mut self) -> Vec<u8> {
-        while self.at < self.recipe.len() {
+        while self.at < self.recipe.len() && self.out.len() < MAX_CLIENT {
             match self.next() % 4 {
                 0 | 1 => self.header_block(),
                 2 => {
@@ -507,7 +510,8 @@ impl<'a> Client<'a> {
     /// One field (or, `first` in a block, perhaps a table size update).
     fn field(&mut self, block: &mut Vec<u8>, first: bool) {
         let how = self.next();
-        let huffman = how & 0x80 != 0;
+        // Huffman-coded strings one time in four: loona's decoder is slow on them.
+        let huffman = how & 0xc0 == 0xc0;
         match how % 8 {
             0 if first => {
                 self.max = (usize::from(self.next()) * 17).min(TABLE_SIZE);
@@ -563,12 +567,13 @@ impl<'a> Client<'a> {
     }
 
     fn value(&mut self) -> Vec<u8> {
-        match self.next() % 4 {
-            0 | 1 => VALUES[usize::from(self.next()) % VALUES.len()].to_vec(),
-            2 => {
+        match self.next() % 16 {
+            0..=7 => VALUES[usize::from(self.next()) % VALUES.len()].to_vec(),
+            8..=14 => {
                 let len = usize::from(self.next() % 64);
                 self.take(len)
             }
+            // One time in sixteen a long value, up to 4080 bytes: tables evict, blocks grow.
             _ => vec![self.next(); usize::from(self.next()) * 16],
         }
     }

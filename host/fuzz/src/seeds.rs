@@ -723,14 +723,14 @@ fn authority() -> Vec<Seed> {
     // three CONTINUATIONs; DATA; a request on stream 3 of references to the first's entries,
     // PADDED and with priority, over two frames; SETTINGS.
     let mut grpc = vec![
-        0x00, 0x00, 0x00, 0, 0, 0, 7, 0x01, 2, 0x01, 5, 0x83, 0, 2, 2,
+        0x00, 0x00, 0x00, 0, 0, 0, 7, 0x01, 2, 0x01, 5, 0xc3, 0, 2, 8,
     ];
     grpc.extend(bytes(b"/accelhost.node.v1.Node/Enumerate"));
-    grpc.extend([0x83, 0, 0, 0, 0, 0x03, 0, 7, 2]);
+    grpc.extend([0xc3, 0, 0, 0, 0, 0x03, 0, 7, 8]);
     grpc.extend(bytes(b"application/grpc"));
-    grpc.extend([0x04, 3, 1, 2]);
+    grpc.extend([0x04, 3, 1, 8]);
     grpc.extend(bytes(b"trailers"));
-    grpc.extend([0x05, 3, 2, 2]);
+    grpc.extend([0x05, 3, 2, 8]);
     grpc.extend(bytes(b"sesame"));
     grpc.extend([3, 60, 128, 200]);
     grpc.extend([2, 0x01, 0]);
@@ -743,7 +743,7 @@ fn authority() -> Vec<Seed> {
     // A table of 170 bytes filled exactly, then overflowed (an eviction); then 4096 again and
     // a reference to what is left.
     let mut tables = vec![
-        0x00, 0x00, 0x00, 0, 0, 0, 3, 0x00, 10, 0x83, 0, 0, 3, b'z', 8,
+        0x00, 0x00, 0x00, 0, 0, 0, 3, 0x00, 10, 0xc3, 0, 0, 15, b'z', 8,
     ];
     tables.extend([0x03, 2, 3, b'a', b'b', b'c', 0, 1, 0]);
     tables.extend([1, 0x01, 2, 2, 0x00, 255, 0x02, 0, 0]);
@@ -751,7 +751,7 @@ fn authority() -> Vec<Seed> {
     // Every kind of :authority, with and without indexing, Huffman-coded or not.
     let mut authorities = vec![0x00, 0x00, 0x00, 0, 0x01, 0, 20];
     for value in 0..10u8 {
-        authorities.extend([0x83, 0, 0, 0, value, 0x04, 3, 0, 1, value]);
+        authorities.extend([0xc3, 0, 0, 0, value, 0x04, 3, 0, 1, value]);
     }
     authorities.push(0);
 
