@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use accelhost::xclbin::{ArgKind, KernelMeta};
 use accelhost::{Arg, ErrorCode};
+use accelhost_door::compute_units;
 
 use crate::cl::*;
 use crate::command::Enqueue;
@@ -274,10 +275,17 @@ pub(crate) extern "C" fn create_kernel(
         let asked = unsafe { CStr::from_ptr(name) }
             .to_str()
             .map_err(|_| CL_INVALID_KERNEL_NAME)?;
-        let name = match compute_unit_choice(asked) {
+        let name = match compute_units::choice(asked) {
             Ok(None) => asked,
             Ok(Some((kernel, units))) => {
-                check_compute_units(&program, kernel, &units)
+                let of_kernel: Vec<&str> = program
+                    .compute_units
+                    .iter()
+                    .filter_map(|ip| ip.split_once(':'))
+                    .filter(|(owner, _)| *owner == kernel)
+                    .map(|(_, unit)| unit)
+                    .collect();
+                compute_units::check("the program's image", kernel, &units, &of_kernel)
                     .map_err(|why| refuse(CALL, CL_INVALID_KERNEL_NAME, &why))?;
                 kernel
             }
@@ -304,63 +312,6 @@ pub(crate) extern "C" fn create_kernel(
             args: Mutex::new((0..slots).map(|_| None).collect()),
         }))
     })
-}
-
-/// The kernel and the compute units a Xilinx kernel name picks (`vadd:{vadd_1,vadd_2}`: the
-/// kernel, a colon, and the units' instance names in braces, separated by commas); `None`
-/// for a plain kernel name; what is wrong with a name that has a colon but not that form.
-fn compute_unit_choice(name: &str) -> Result<Option<(&str, Vec<&str>)>, String> {
-    let Some((kernel, choice)) = name.split_once(':') else {
-        return Ok(None);
-    };
-    let inner = choice
-        .strip_prefix('{')
-        .and_then(|rest| rest.strip_suffix('}'))
-        .ok_or_else(|| {
-            format!(
-                "'{}' is not a kernel name, nor a kernel with compute units \
-                 ('kernel:{{unit,unit}}')",
-                name.escape_debug()
-            )
-        })?;
-    let units: Vec<&str> = inner.split(',').map(str::trim).collect();
-    if kernel.is_empty() || units.iter().any(|unit| unit.is_empty()) {
-        return Err(format!(
-            "'{}': a kernel name and one or more compute-unit names are needed \
-             ('kernel:{{unit,unit}}')",
-            name.escape_debug()
-        ));
-    }
-    Ok(Some((kernel, units)))
-}
-
-/// Checks that each of `units` is a compute unit of `kernel` in the program's image (its
-/// IP_LAYOUT names them `kernel:unit`); what is wrong, naming the units the kernel has.
-/// The kernel then runs on its compute units as the device schedules them: the choice is
-/// checked, and the card picks among the kernel's units itself.
-fn check_compute_units(program: &Program, kernel: &str, units: &[&str]) -> Result<(), String> {
-    let of_kernel: Vec<&str> = program
-        .compute_units
-        .iter()
-        .filter_map(|ip| ip.split_once(':'))
-        .filter(|(owner, _)| *owner == kernel)
-        .map(|(_, unit)| unit)
-        .collect();
-    for unit in units {
-        if !of_kernel.contains(unit) {
-            return Err(format!(
-                "the program's image has no compute unit '{}' of kernel '{}' (its units: {})",
-                unit.escape_debug(),
-                kernel.escape_debug(),
-                if of_kernel.is_empty() {
-                    "none".to_string()
-                } else {
-                    of_kernel.join(", ")
-                }
-            ));
-        }
-    }
-    Ok(())
 }
 
 pub(crate) extern "C" fn set_kernel_arg(
@@ -700,31 +651,4 @@ pub(crate) extern "C" fn enqueue_marker(queue: *mut c_void, event: *mut *mut c_v
 
 pub(crate) extern "C" fn enqueue_barrier(queue: *mut c_void) -> cl_int {
     enqueue_marker_with_wait_list(queue, 0, std::ptr::null(), std::ptr::null_mut())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compute_unit_names_are_a_kernel_and_units_in_braces() {
-        assert_eq!(compute_unit_choice("vadd"), Ok(None));
-        assert_eq!(
-            compute_unit_choice("vadd:{vadd_1}"),
-            Ok(Some(("vadd", vec!["vadd_1"])))
-        );
-        assert_eq!(
-            compute_unit_choice("vadd:{vadd_1, vadd_2}"),
-            Ok(Some(("vadd", vec!["vadd_1", "vadd_2"])))
-        );
-        for wrong in [
-            "vadd:vadd_1",
-            "vadd:{}",
-            ":{vadd_1}",
-            "vadd:{vadd_1,}",
-            "vadd:{vadd_1",
-        ] {
-            assert!(compute_unit_choice(wrong).is_err(), "{wrong}");
-        }
-    }
 }

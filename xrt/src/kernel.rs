@@ -5,10 +5,11 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use accelhost::xclbin::{ArgKind, IpEntry, IpKind, KernelArg, Xclbin};
+use accelhost::xclbin::{ArgKind, IpEntry, IpKind, KernelArg};
 
 use crate::device::{Device, Loaded, read_uuid};
 use crate::error::text;
+use accelhost_door::compute_units;
 use accelhost_door::handles::Object;
 
 use crate::error::{XrtResult, answer, failed, handle, refuse, status};
@@ -119,10 +120,17 @@ fn open(
     }
     // `name:{cu,...}` picks compute units: each must be one of the kernel's in the image;
     // runs then go to the kernel's units as the plugin schedules them.
-    let (name, units) = match compute_unit_choice(name) {
+    let (name, units) = match compute_units::choice(name) {
         Ok(None) => (name, Vec::new()),
         Ok(Some((kernel, units))) => {
-            check_compute_units(&loaded.image, kernel, &units)
+            let of_kernel: Vec<&str> = loaded
+                .image
+                .compute_units()
+                .into_iter()
+                .filter(|ip| ip.kernel_name() == kernel)
+                .map(|ip| ip.instance_name())
+                .collect();
+            compute_units::check("the xclbin", kernel, &units, &of_kernel)
                 .map_err(|why| refuse(call, libc::ENOENT, why))?;
             (kernel, units.into_iter().map(str::to_string).collect())
         }
@@ -156,57 +164,6 @@ fn open(
             units,
         }),
     )
-}
-
-/// A name of XRT's `kernel:{unit,unit}` form split into the kernel and its units; `None`
-/// for a plain kernel name; what is wrong with a malformed one.
-fn compute_unit_choice(name: &str) -> Result<Option<(&str, Vec<&str>)>, String> {
-    let Some((kernel, choice)) = name.split_once(':') else {
-        return Ok(None);
-    };
-    let units: Vec<&str> = choice
-        .strip_prefix('{')
-        .and_then(|rest| rest.strip_suffix('}'))
-        .ok_or_else(|| {
-            format!(
-                "'{}' is not a kernel name, nor a kernel with compute units ('kernel:{{unit,unit}}')",
-                name.escape_debug()
-            )
-        })?
-        .split(',')
-        .map(str::trim)
-        .collect();
-    if kernel.is_empty() || units.iter().any(|unit| unit.is_empty()) {
-        return Err(format!(
-            "'{}': a kernel name and one or more compute-unit names are needed ('kernel:{{unit,unit}}')",
-            name.escape_debug()
-        ));
-    }
-    Ok(Some((kernel, units)))
-}
-
-/// Checks that each of `units` is a compute unit of `kernel` in `image` (IP_LAYOUT names
-/// them `kernel:unit`); what is wrong, naming the units the kernel has.
-fn check_compute_units(image: &Xclbin, kernel: &str, units: &[&str]) -> Result<(), String> {
-    let of_kernel: Vec<&str> = image
-        .compute_units()
-        .into_iter()
-        .filter(|ip| ip.kernel_name() == kernel)
-        .map(|ip| ip.instance_name())
-        .collect();
-    match units.iter().find(|unit| !of_kernel.contains(unit)) {
-        None => Ok(()),
-        Some(unit) => Err(format!(
-            "the xclbin has no compute unit '{}' of kernel '{}' (its units: {})",
-            unit.escape_debug(),
-            kernel.escape_debug(),
-            if of_kernel.is_empty() {
-                "none".to_string()
-            } else {
-                of_kernel.join(", ")
-            }
-        )),
-    }
 }
 
 #[unsafe(no_mangle)]

@@ -10,6 +10,7 @@
 //! - [`boundary`]: the panic guard every exported function runs in, `errno`, and the one line
 //!   a door may say on stderr (with plugin text made inert).
 //! - [`c`]: checked helpers for the pointers, arrays and strings C passes.
+//! - [`compute_units`]: Xilinx's `kernel:{unit,unit}` names, split and checked.
 //! - [`process`]: the process-wide host a door starts on first use.
 //! - [`usm`]: address ranges reserved for device memory a program holds by pointer, and the
 //!   map from addresses to allocations.
@@ -23,6 +24,7 @@
 
 pub mod boundary;
 pub mod c;
+pub mod compute_units;
 pub mod dispatch;
 pub mod handles;
 pub mod process;
