@@ -187,31 +187,7 @@ fn prometheus_scrapes_the_node() -> Outcome {
     }
     promtool_check_metrics(&text);
 
-    let web = format!("127.0.0.1:{}", free_port());
-    std::fs::write(
-        dir.join("prometheus.yml"),
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: accelhost\n    static_configs:\n      - targets: ['{metrics}']\n"
-        ),
-    )
-    .unwrap();
-    let _prometheus = Running(
-        Command::new("prometheus")
-            .arg(format!(
-                "--config.file={}",
-                dir.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={web}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_prometheus, web) = start_prometheus(&dir, &metrics);
     let query = "accelhost_client_refusals_total%7Bcall%3D%22Open%22%7D";
     wait_for_value(&web, query, "1");
     refuse_an_open(&runtime, &client);
