@@ -47,16 +47,7 @@ pub fn trials() -> Vec<Trial> {
 /// Runs `program` with `args` in `dir`, with no registry credentials, store or config of the
 /// user's (HOME is `dir`).
 fn run(program: &Path, dir: &Path, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("ACCELHOST_STORE")
-        .env_remove("ACCELHOST_CONFIG")
-        .env_remove("ACCELHOST_REGISTRY_USER")
-        .env_remove("ACCELHOST_REGISTRY_PASSWORD")
-        .env_remove("ACCELHOST_LOG")
+    registry::away_from_the_user(Command::new(program).args(args), dir)
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|err| panic!("running {}: {err}", program.display()))

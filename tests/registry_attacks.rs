@@ -523,15 +523,7 @@ impl PullEnded for Measured {
 /// [`KILL_AFTER`].
 fn accelhost(dir: &Path, args: &[&str]) -> Measured {
     peak_rss::measure(Path::new(ACCELHOST), args, KILL_AFTER, |command| {
-        command
-            .current_dir(dir)
-            .env("HOME", dir)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("ACCELHOST_STORE")
-            .env_remove("ACCELHOST_CONFIG")
-            .env_remove("ACCELHOST_REGISTRY_USER")
-            .env_remove("ACCELHOST_REGISTRY_PASSWORD")
-            .env_remove("ACCELHOST_LOG");
+        crate::registry::away_from_the_user(command, dir);
     })
 }
 

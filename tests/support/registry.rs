@@ -13,6 +13,20 @@ use accelhost::store::{OciReference, Store};
 use accelhost::trust::{SignaturePolicy, TrustedKeys};
 use accelhost_oci::{PullOptions, Pulled, PushOptions, SigningKey, Transport};
 
+/// Makes `command` run in `dir`, its HOME, with no registry credentials, store, config or log
+/// setting of the user's: what a pull or push finds is the test's alone.
+pub fn away_from_the_user<'a>(command: &'a mut Command, dir: &Path) -> &'a mut Command {
+    command
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("ACCELHOST_STORE")
+        .env_remove("ACCELHOST_CONFIG")
+        .env_remove("ACCELHOST_REGISTRY_USER")
+        .env_remove("ACCELHOST_REGISTRY_PASSWORD")
+        .env_remove("ACCELHOST_LOG")
+}
+
 /// How long the registry may take to answer `GET /v2/` after it starts.
 const READY_WITHIN: Duration = Duration::from_secs(20);
 
