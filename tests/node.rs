@@ -1327,8 +1327,12 @@ fn map(fd: &std::os::fd::OwnedFd, len: usize) -> *mut u8 {
     ptr.cast()
 }
 
-async fn fetch(client: &Client, ticket: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
-    let (socket, ticket) = (client.socket().unwrap().to_owned(), ticket.to_vec());
+/// Redeems `ticket` over the node socket at `socket`, as the client library does.
+pub(crate) async fn fetch_at(
+    socket: &std::path::Path,
+    ticket: &[u8],
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    let (socket, ticket) = (socket.to_owned(), ticket.to_vec());
     tokio::task::spawn_blocking(move || {
         accelhost_node::shared_memory::fetch(
             &socket,
@@ -1338,6 +1342,10 @@ async fn fetch(client: &Client, ticket: &[u8]) -> std::io::Result<std::os::fd::O
     })
     .await
     .unwrap()
+}
+
+async fn fetch(client: &Client, ticket: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
+    fetch_at(client.socket().unwrap(), ticket).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

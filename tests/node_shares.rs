@@ -156,18 +156,7 @@ async fn open_node(label: &str, limits: &str) -> RunningNode {
     start_in(dir, &config).await
 }
 
-async fn fetch(socket: &Path, ticket: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
-    let (socket, ticket) = (socket.to_owned(), ticket.to_vec());
-    tokio::task::spawn_blocking(move || {
-        accelhost_node::shared_memory::fetch(
-            &socket,
-            &ticket,
-            Instant::now() + Duration::from_secs(10),
-        )
-    })
-    .await
-    .unwrap()
-}
+use crate::node::fetch_at as fetch;
 
 /// A fresh 4 KiB of host memory on the card, and the ticket its reply offered.
 async fn offered(client: &Client, handle: u64) -> Vec<u8> {
