@@ -11,6 +11,7 @@ mod first_load;
 mod ledger;
 pub mod measure;
 mod metrics;
+mod peers;
 mod pod;
 mod remote;
 mod suite;

@@ -58,6 +58,21 @@ pub struct Args {
     /// path (the suite runs it; not for people).
     #[arg(long, hide = true, value_name = "CACHE")]
     ledger_side: Option<PathBuf>,
+    /// Instead of the suite: the same C program through accelhost's OpenCL platform and
+    /// through every other OpenCL implementation registered with the ICD loader
+    /// (/etc/OpenCL/vendors, or $OCL_ICD_VENDORS), in turns: context creation, 64 MiB
+    /// transfers, launch-to-finish latency and queued launches, with accelhost's figures as
+    /// ratios of each peer's. Needs a C compiler and the OpenCL headers and ICD loader.
+    #[arg(long, conflicts_with_all = ["check", "scaling", "js_plugin"])]
+    peers: bool,
+    /// With --peers: another implementation's ICD library to compare with, one that is not
+    /// registered (e.g. Intel's CPU runtime from PyPI: <venv>/lib/libintelocl.so). Repeatable.
+    #[arg(long, value_name = "LIBRARY", requires = "peers")]
+    peer_icd: Vec<PathBuf>,
+    /// With --peers: accelhost's ICD library (default: $ACCELHOST_OPENCL_ICD, else
+    /// libaccelhost_opencl.so next to this executable).
+    #[arg(long, value_name = "LIBRARY", requires = "peers")]
+    opencl_icd: Option<PathBuf>,
 }
 
 /// How many runs `--check` compares.
@@ -132,7 +147,7 @@ impl Row {
     }
 }
 
-fn progress(what: &str) {
+pub(crate) fn progress(what: &str) {
     eprint!("\r\x1b[2K  measuring {what} ...");
     let _ = std::io::stderr().flush();
 }
@@ -147,6 +162,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if let Some(cache) = &args.ledger_side {
         crate::ledger::side(&settings, cache)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.peers {
+        crate::peers::run(&crate::peers::PeersArgs {
+            opencl_icd: args.opencl_icd.as_deref(),
+            peer_icds: &args.peer_icd,
+            full: args.full,
+            markdown: args.markdown,
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     let started = Instant::now();
@@ -390,7 +414,7 @@ fn print_against(earlier: &Path, compared: &[crate::against::Compared], markdown
     regressed
 }
 
-fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
+pub(crate) fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
     if markdown {
         println!("| {} |", header.join(" | "));
         println!("|{}", "---|".repeat(header.len()));

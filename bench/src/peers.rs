@@ -1,0 +1,487 @@
+//! `accelhost bench --peers`: one C program (`bench/peers/peer.c`) run through accelhost's
+//! OpenCL platform and through every other OpenCL implementation found, in turns within the
+//! same minutes, and accelhost's figures as ratios of each peer's. The program is compiled
+//! here against the system's ICD loader, so every implementation runs the same binary; the
+//! loader is pointed at one implementation per run (`OCL_ICD_VENDORS`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use crate::measure::median;
+
+/// The program every implementation runs.
+const PEER_SOURCE: &str = include_str!("../peers/peer.c");
+
+/// Where Linux's ICD loaders find the registered implementations (`*.icd` files naming a
+/// library), unless `$OCL_ICD_VENDORS` names another directory.
+const VENDORS_DIR: &str = "/etc/OpenCL/vendors";
+
+/// accelhost's ICD library's file name.
+const ACCELHOST_ICD: &str = "libaccelhost_opencl.so";
+
+/// How long one run of the program may take before it is killed and reported.
+const RUN_DEADLINE: Duration = Duration::from_secs(300);
+
+/// What the accelhost side runs on: the XRT card of the embedded default, alone, with room
+/// for the 64 MiB transfer buffers.
+const ACCELHOST_CONFIG: &str = r#"{
+  "devices": [{ "id": "xocl0", "family": "xocl" }],
+  "plugins": [{
+    "name": "xocl",
+    "module": "builtin:xocl",
+    "grants": { "devices": ["emu:xocl0"], "dma_memory_mib": 1024 }
+  }]
+}"#;
+
+/// What `--peers` takes.
+pub struct PeersArgs<'a> {
+    /// accelhost's ICD library, if given on the command line.
+    pub opencl_icd: Option<&'a Path>,
+    /// Further implementations' ICD libraries, beside the registered ones.
+    pub peer_icds: &'a [PathBuf],
+    /// More rounds.
+    pub full: bool,
+    /// Print the tables as Markdown.
+    pub markdown: bool,
+}
+
+/// One OpenCL implementation the program runs through.
+#[derive(Clone, Debug, PartialEq)]
+struct Implementation {
+    /// What the tables call it: the `.icd` file's or the library's name.
+    name: String,
+    /// What `OCL_ICD_VENDORS` is set to: an `.icd` file or a library.
+    vendors: PathBuf,
+}
+
+/// The figures one run of the program prints.
+#[derive(Clone, Debug, PartialEq)]
+struct Figures {
+    device: String,
+    context_us: f64,
+    write_gbps: f64,
+    read_gbps: f64,
+    launch_p50_us: f64,
+    launch_p99_us: f64,
+    queued_per_s: f64,
+}
+
+/// Whether a figure is better high or low.
+#[derive(Clone, Copy)]
+enum Better {
+    Higher,
+    Lower,
+}
+
+/// One compared figure: its column title, how it is read, which way is better.
+type Compared = (&'static str, fn(&Figures) -> f64, Better);
+
+/// The compared figures.
+const COMPARED: [Compared; 6] = [
+    ("context creation µs", |f| f.context_us, Better::Lower),
+    ("write GB/s (64 MiB)", |f| f.write_gbps, Better::Higher),
+    ("read GB/s (64 MiB)", |f| f.read_gbps, Better::Higher),
+    ("launch→finish p50 µs", |f| f.launch_p50_us, Better::Lower),
+    ("launch→finish p99 µs", |f| f.launch_p99_us, Better::Lower),
+    ("queued launches /s", |f| f.queued_per_s, Better::Higher),
+];
+
+/// Reads the program's output: one `key value` line per figure, every figure present.
+fn parse_figures(text: &str) -> Result<Figures, String> {
+    let value = |key: &str| -> Result<&str, String> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
+            .map(str::trim)
+            .ok_or_else(|| format!("the program printed no `{key}`"))
+    };
+    let number = |key: &str| -> Result<f64, String> {
+        let text = value(key)?;
+        match text.parse::<f64>() {
+            Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+            _ => Err(format!("`{key}` is not a figure: {text:?}")),
+        }
+    };
+    Ok(Figures {
+        device: value("device")?.to_string(),
+        context_us: number("context_us")?,
+        write_gbps: number("write_gbps")?,
+        read_gbps: number("read_gbps")?,
+        launch_p50_us: number("launch_p50_us")?,
+        launch_p99_us: number("launch_p99_us")?,
+        queued_per_s: number("queued_per_s")?,
+    })
+}
+
+/// The implementations registered in `vendors` (`*.icd` files), leaving out accelhost's own,
+/// by file name.
+fn registered(vendors: &Path) -> Vec<Implementation> {
+    let Ok(entries) = std::fs::read_dir(vendors) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Implementation> = entries
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            if path.extension()? != "icd" {
+                return None;
+            }
+            let library = std::fs::read_to_string(&path).ok()?;
+            if library.trim().is_empty() || library.contains("accelhost") {
+                return None;
+            }
+            Some(Implementation {
+                name: path.file_stem()?.to_string_lossy().into_owned(),
+                vendors: path,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// accelhost's ICD library: `explicit`, `$ACCELHOST_OPENCL_ICD`, then next to the running
+/// executable or in its parent directory.
+fn accelhost_icd(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let mut candidates: Vec<PathBuf> = explicit.map(Path::to_path_buf).into_iter().collect();
+    if let Some(path) = std::env::var_os("ACCELHOST_OPENCL_ICD") {
+        candidates.push(path.into());
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(2) {
+            candidates.push(dir.join(ACCELHOST_ICD));
+        }
+    }
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    bail!(
+        "accelhost's OpenCL platform was not found (looked at {}); build it with \
+         `cargo build --profile bench -p accelhost-opencl` or name it with --opencl-icd",
+        candidates
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A directory of this run's files, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Compiles the program with the system's C compiler (`$CC`, else `cc`) against the ICD
+/// loader.
+fn compile(scratch: &Path) -> anyhow::Result<PathBuf> {
+    let source = scratch.join("peer.c");
+    std::fs::write(&source, PEER_SOURCE)?;
+    let program = scratch.join("peer");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-O2", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .arg("-lOpenCL")
+        .output()
+        .with_context(|| format!("cannot run the C compiler `{cc}`"))?;
+    if !out.status.success() {
+        bail!(
+            "the peer program did not compile (it needs a C compiler and the OpenCL headers \
+             and ICD loader: Debian's gcc and ocl-icd-opencl-dev):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(program)
+}
+
+/// How the program is run: its binary, its kernel image for accelhost and the environment.
+struct Runner {
+    program: PathBuf,
+    scratch: PathBuf,
+    xclbin: PathBuf,
+    config: PathBuf,
+    accelhost: PathBuf,
+}
+
+impl Runner {
+    /// One run through `implementation` (`None`: accelhost), bounded by [`RUN_DEADLINE`].
+    fn run(
+        &self,
+        implementation: Option<&Implementation>,
+        launches: u32,
+        transfer_mib: u32,
+    ) -> Result<Figures, String> {
+        let out_path = self.scratch.join("out.txt");
+        let err_path = self.scratch.join("err.txt");
+        let file = |path: &Path| std::fs::File::create(path).map_err(|e| e.to_string());
+        let mut command = Command::new(&self.program);
+        command
+            .current_dir(&self.scratch)
+            .arg(match implementation {
+                Some(_) => Path::new("-"),
+                None => &self.xclbin,
+            })
+            .arg(launches.to_string())
+            .arg(transfer_mib.to_string())
+            .stdin(Stdio::null())
+            .stdout(file(&out_path)?)
+            .stderr(file(&err_path)?);
+        match implementation {
+            Some(peer) => command.env("OCL_ICD_VENDORS", &peer.vendors),
+            None => command
+                .env("OCL_ICD_VENDORS", &self.accelhost)
+                .env("ACCELHOST_CONFIG", &self.config)
+                .env("ACCELHOST_CACHE_DIR", self.scratch.join("cache"))
+                .env_remove("ACCELHOST_ENDPOINT"),
+        };
+        let mut child = command.spawn().map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait().map_err(|e| e.to_string())? {
+                Some(status) => break status,
+                None if started.elapsed() > RUN_DEADLINE => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "killed after {} s without finishing",
+                        RUN_DEADLINE.as_secs()
+                    ));
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+        if !status.success() {
+            let stderr = read(&err_path);
+            let first = stderr.lines().next().unwrap_or("no message");
+            return Err(format!("the program failed ({status}): {first}"));
+        }
+        parse_figures(&read(&out_path))
+    }
+}
+
+/// Runs `--peers` and prints its tables.
+pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
+    let accelhost = accelhost_icd(args.opencl_icd)?;
+    let vendors = match std::env::var_os("OCL_ICD_VENDORS").map(PathBuf::from) {
+        Some(dir) if dir.is_dir() => dir,
+        _ => PathBuf::from(VENDORS_DIR),
+    };
+    let mut peers = registered(&vendors);
+    for library in args.peer_icds {
+        if !library.is_file() {
+            bail!("--peer-icd {}: no such file", library.display());
+        }
+        peers.push(Implementation {
+            name: library.file_name().map_or_else(
+                || library.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            ),
+            vendors: library.clone(),
+        });
+    }
+    if peers.is_empty() {
+        eprintln!(
+            "note: no other OpenCL implementation is registered in {} (Debian's \
+             pocl-opencl-icd is one; --peer-icd names one that is not registered): \
+             accelhost's figures alone",
+            vendors.display()
+        );
+    }
+
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("accelhost-bench-peers-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)?;
+    let program = compile(&scratch.0)?;
+    let runner = Runner {
+        xclbin: scratch.0.join("vadd.xclbin"),
+        config: scratch.0.join("config.json"),
+        program,
+        scratch: scratch.0.clone(),
+        accelhost,
+    };
+    std::fs::write(&runner.xclbin, accelhost::workloads::vadd::vadd_image(4))?;
+    std::fs::write(&runner.config, ACCELHOST_CONFIG)?;
+
+    let (rounds, launches, transfer_mib) = if args.full {
+        (5, 20_000, 64)
+    } else {
+        (3, 2_000, 64)
+    };
+    let mut all: Vec<(String, Option<Implementation>)> = vec![("accelhost".into(), None)];
+    all.extend(peers.into_iter().map(|p| (p.name.clone(), Some(p))));
+
+    // A first short run of each warms the caches (accelhost's compiled plugin, a peer's
+    // compiled kernel) and drops an implementation that does not run, with its reason.
+    let mut running = Vec::new();
+    for (name, implementation) in all {
+        crate::suite::progress(&format!("{name} (first run)"));
+        match runner.run(implementation.as_ref(), 100, 1) {
+            Ok(_) => running.push((name, implementation, Vec::new())),
+            Err(why) if implementation.is_none() => {
+                bail!("accelhost's OpenCL platform did not run the program: {why}")
+            }
+            Err(why) => eprintln!("\r\x1b[2Knote: {name} left out: {why}"),
+        }
+    }
+    for round in 1..=rounds {
+        // Each round in another order, so that no implementation always runs first.
+        let count = running.len();
+        for k in 0..count {
+            let (name, implementation, runs) = &mut running[(k + round) % count];
+            crate::suite::progress(&format!("{name}, round {round} of {rounds}"));
+            let figures = runner
+                .run(implementation.as_ref(), launches, transfer_mib)
+                .map_err(|why| anyhow::anyhow!("{name}, round {round}: {why}"))?;
+            runs.push(figures);
+        }
+    }
+    eprint!("\r\x1b[2K");
+
+    let medians: Vec<(String, Figures)> = running
+        .into_iter()
+        .map(|(name, _, runs)| (name, median_figures(&runs)))
+        .collect();
+    print(&medians, rounds, launches, args.markdown);
+    Ok(())
+}
+
+/// Each figure's median over `runs`.
+fn median_figures(runs: &[Figures]) -> Figures {
+    let of = |read: fn(&Figures) -> f64| median(&mut runs.iter().map(read).collect::<Vec<_>>());
+    Figures {
+        device: runs[0].device.clone(),
+        context_us: of(|f| f.context_us),
+        write_gbps: of(|f| f.write_gbps),
+        read_gbps: of(|f| f.read_gbps),
+        launch_p50_us: of(|f| f.launch_p50_us),
+        launch_p99_us: of(|f| f.launch_p99_us),
+        queued_per_s: of(|f| f.queued_per_s),
+    }
+}
+
+/// A figure with the digits that matter: none from 1,000 up.
+fn shown(figure: f64) -> String {
+    if figure >= 1000.0 {
+        format!("{figure:.0}")
+    } else {
+        format!("{figure:.2}")
+    }
+}
+
+/// accelhost's figure as a multiple of the peer's, above 1 where accelhost is better.
+fn advantage(ours: f64, theirs: f64, better: Better) -> f64 {
+    let (top, bottom) = match better {
+        Better::Higher => (ours, theirs),
+        Better::Lower => (theirs, ours),
+    };
+    top / bottom.max(f64::MIN_POSITIVE)
+}
+
+fn print(medians: &[(String, Figures)], rounds: usize, launches: u32, markdown: bool) {
+    println!(
+        "accelhost bench --peers: the same C program through each OpenCL implementation, \
+         {rounds} rounds in turns, median; {launches} one-element vadd launches per figure"
+    );
+    let mut header = vec!["IMPLEMENTATION", "DEVICE"];
+    header.extend(COMPARED.iter().map(|(title, _, _)| *title));
+    let rows: Vec<Vec<String>> = medians
+        .iter()
+        .map(|(name, figures)| {
+            let mut row = vec![name.clone(), figures.device.clone()];
+            row.extend(COMPARED.iter().map(|(_, read, _)| shown(read(figures))));
+            row
+        })
+        .collect();
+    crate::suite::print_table(&header, &rows, markdown);
+    let Some(((_, ours), peers)) = medians.split_first() else {
+        return;
+    };
+    if peers.is_empty() {
+        return;
+    }
+    println!();
+    let mut header = vec!["ACCELHOST AGAINST (>1: accelhost better)"];
+    header.extend(COMPARED.iter().map(|(title, _, _)| *title));
+    header.push("AT OR ABOVE");
+    let rows: Vec<Vec<String>> = peers
+        .iter()
+        .map(|(name, theirs)| {
+            let ratios: Vec<f64> = COMPARED
+                .iter()
+                .map(|(_, read, better)| advantage(read(ours), read(theirs), *better))
+                .collect();
+            let mut row = vec![name.clone()];
+            row.extend(ratios.iter().map(|r| format!("{r:.2}×")));
+            let at_or_above = ratios.iter().filter(|r| **r >= 1.0).count();
+            row.push(format!("{at_or_above} of {}", ratios.len()));
+            row
+        })
+        .collect();
+    crate::suite::print_table(&header, &rows, markdown);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTPUT: &str = "device pthread-skylake\ncontext_us 4.850\nwrite_gbps 7.077\n\
+        read_gbps 7.232\nlaunch_p50_us 10.407\nlaunch_p99_us 23.017\nqueued_per_s 461270\n";
+
+    #[test]
+    fn the_programs_output_is_read_figure_by_figure() {
+        let figures = parse_figures(OUTPUT).unwrap();
+        assert_eq!(figures.device, "pthread-skylake");
+        assert_eq!(figures.context_us, 4.85);
+        assert_eq!(figures.launch_p99_us, 23.017);
+        assert_eq!(figures.queued_per_s, 461_270.0);
+    }
+
+    #[test]
+    fn output_missing_a_figure_or_with_a_bad_one_is_refused_by_name() {
+        let missing = OUTPUT.replace("read_gbps 7.232\n", "");
+        assert_eq!(
+            parse_figures(&missing).unwrap_err(),
+            "the program printed no `read_gbps`"
+        );
+        for bad in ["nan", "-3", "fast", ""] {
+            let output = OUTPUT.replace("queued_per_s 461270", &format!("queued_per_s {bad}"));
+            let why = parse_figures(&output).unwrap_err();
+            assert!(why.contains("queued_per_s"), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn registered_implementations_leave_out_accelhost_and_other_files() {
+        let dir =
+            std::env::temp_dir().join(format!("accelhost-bench-vendors-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pocl.icd"), "libpocl.so.2\n").unwrap();
+        std::fs::write(dir.join("accelhost.icd"), "/x/libaccelhost_opencl.so\n").unwrap();
+        std::fs::write(dir.join("empty.icd"), "\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), "libother.so\n").unwrap();
+        let found = registered(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            found,
+            vec![Implementation {
+                name: "pocl".into(),
+                vendors: dir.join("pocl.icd"),
+            }]
+        );
+        assert!(registered(Path::new("/nonexistent/vendors")).is_empty());
+    }
+
+    #[test]
+    fn advantage_is_above_one_where_accelhost_is_better() {
+        assert_eq!(advantage(2.0, 1.0, Better::Higher), 2.0);
+        assert_eq!(advantage(2.0, 1.0, Better::Lower), 0.5);
+        assert_eq!(advantage(5.0, 10.0, Better::Lower), 2.0);
+    }
+}
