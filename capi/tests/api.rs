@@ -30,7 +30,7 @@ fn properties_get_set_clone_clear_destroy() {
     let mut u16v = 0u16;
     let mut u32v = 0u32;
     let mut objtype = -1;
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         // Unset fields are FPGA_NOT_FOUND.
         assert_eq!(
@@ -319,7 +319,7 @@ fn enumerate_filters_and_tokens() {
         destroy_token(token);
     }
 
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         // By AFU id: only NLB0.
         let filter = new_filter();
@@ -502,7 +502,7 @@ fn enumerate_filters_and_tokens() {
 #[test]
 fn open_mmio_reset_close() {
     let _serial = serial();
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         let token = token_by_id(DFL);
         let mut handle = null_mut();
@@ -658,7 +658,7 @@ fn open_mmio_reset_close() {
 fn buffers_prepare_address_release() {
     let _serial = serial();
     let handle = open(DFL);
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         let mut addr: *mut c_void = null_mut();
         let mut wsid = 0u64;
@@ -778,7 +778,7 @@ fn hello_fpga_through_the_c_api() {
 #[test]
 fn events_create_register_unregister_destroy() {
     let _serial = serial();
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         let mut event = null_mut();
         assert_eq!(fpgaCreateEventHandle(&mut event), FPGA_OK);
@@ -905,7 +905,7 @@ fn reconfigure_slot() {
     let _serial = serial();
     let xocl = open(XOCL);
     let image = accelhost::workloads::vadd::vadd_image(1);
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         assert_eq!(
             fpgaReconfigureSlot(xocl, 0, image.as_ptr(), image.len(), 0),
@@ -1014,7 +1014,7 @@ fn an_fme_opens_for_its_sensors_error_registers_and_error_events() {
         .into_iter()
         .find(|(id, _)| id.starts_with("dfl/"))
         .expect("the DFL card's FME");
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL.
     unsafe {
         let mut handle = null_mut();
         assert_eq!(
@@ -1148,7 +1148,7 @@ fn a_management_function_reconfigures_the_accelerator_in_its_slot() {
         .expect("the XRT card's management function");
     // The image the other tests load (the card keeps an image of the same id loaded).
     let image = accelhost::workloads::vadd::vadd_image(2);
-    // SAFETY (whole test): every pointer passed is valid.
+    // SAFETY: for the whole test, every pointer passed is valid.
     unsafe {
         let mut handle = null_mut();
         assert_eq!(fpgaOpen(mgmt, &mut handle, 0), FPGA_OK, "{}", last_error());
@@ -1187,7 +1187,7 @@ fn offload_vadd_with_retain_and_release() {
     let bytes = u64::from(n) * 4;
     let in1: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     let in2: Vec<u32> = (0..n).map(|i| i ^ 0xA5A5_A5A5).collect();
-    // SAFETY (whole test): every pointer passed is valid or deliberately NULL/forged.
+    // SAFETY: for the whole test, every pointer passed is valid or deliberately NULL/forged.
     unsafe {
         let mut program = null_mut();
         assert_eq!(
@@ -1545,15 +1545,15 @@ fn error_strings_and_the_last_error() {
     assert_eq!(unknown, "unknown result code");
 
     let mut id = [0 as c_char; 8];
-    // SAFETY: a forged token is refused without being dereferenced.
     assert_eq!(
+        // SAFETY: a forged token is refused without being dereferenced.
         unsafe { accelhostTokenGetId(forged(), id.as_mut_ptr(), 8) },
         FPGA_INVALID_PARAM
     );
     let message = last_error();
     assert!(message.contains("not a live token"), "{message}");
-    // SAFETY: NULL is allowed and only returns the code.
     assert_eq!(
+        // SAFETY: NULL is allowed and only returns the code.
         unsafe { accelhostGetLastError(null_mut(), 0) },
         0,
         "not an accelhost error"
@@ -1632,7 +1632,7 @@ fn an_interrupt_signals_the_eventfd() {
     use accelhost::families::cxl::abi::memcpy;
     let _serial = serial();
     let capi = open(CXL_MEMCPY);
-    // SAFETY (whole test): valid pointers.
+    // SAFETY: for the whole test, valid pointers.
     unsafe {
         let mut event = null_mut();
         assert_eq!(fpgaCreateEventHandle(&mut event), FPGA_OK);

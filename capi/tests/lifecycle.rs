@@ -42,8 +42,8 @@ fn plugin_state(name: &str) -> (accelhost_plugin_state, String) {
         8
     ];
     let mut count = 0;
-    // SAFETY: `infos` has room for 8.
     assert_eq!(
+        // SAFETY: `infos` has room for 8.
         unsafe { accelhostGetPlugins(infos.as_mut_ptr(), 8, &mut count) },
         FPGA_OK
     );
@@ -127,7 +127,7 @@ fn finalize_releases_everything_and_a_later_call_starts_again() {
     let handle = open(DFL);
     let token = token_by_id(XOCL);
     let prop = new_filter();
-    // SAFETY (whole test): valid pointers, or deliberately stale ones.
+    // SAFETY: for the whole test, valid pointers, or deliberately stale ones.
     unsafe {
         let (mut addr, mut wsid) = (null_mut::<c_void>(), 0u64);
         assert_eq!(

@@ -540,6 +540,7 @@ mod tests {
         assert_eq!(account.held(), block_cost(4000));
         std::thread::scope(|scope| {
             scope.spawn(|| {
+                // SAFETY: freed with the layout it was allocated with.
                 other.charge_while(|| unsafe { LEDGER.dealloc(block as *mut u8, layout) });
             });
         });
@@ -561,6 +562,7 @@ mod tests {
             // SAFETY: allocated and freed with the same layout.
             let block = unsafe { LEDGER.alloc(layout) } as usize;
             std::thread::scope(|scope| {
+                // SAFETY: freed with the layout it was allocated with.
                 scope.spawn(|| unsafe { LEDGER.dealloc(block as *mut u8, layout) });
             });
             assert_eq!(
@@ -573,6 +575,7 @@ mod tests {
         // SAFETY: as above; the account's owner goes while the block still lives.
         let block = account.charge_while(|| unsafe { LEDGER.alloc(layout) });
         drop(account);
+        // SAFETY: freed with the layout it was allocated with.
         unsafe { LEDGER.dealloc(block, layout) };
     }
 
@@ -584,8 +587,10 @@ mod tests {
             // SAFETY: each block is freed with the layout it was allocated with.
             let free = unsafe { crate::ledger::uncharged(|| LEDGER.alloc(layout)) };
             assert_eq!(account.held(), 0, "allocated outside the account");
+            // SAFETY: freed below with the layout it is allocated with.
             let charged = unsafe { LEDGER.alloc(layout) };
             assert_eq!(account.held(), block_cost(2000), "charged again after");
+            // SAFETY: freed with the layout it was allocated with.
             unsafe {
                 LEDGER.dealloc(free, layout);
                 LEDGER.dealloc(charged, layout);

@@ -93,8 +93,8 @@ impl Events {
             return Err(io::Error::last_os_error());
         }
         Ok(Events {
-            // SAFETY: `fd` was just created and is owned by nobody else.
             queue: Arc::new(Queue {
+                // SAFETY: `fd` was just created and is owned by nobody else.
                 fd: unsafe { OwnedFd::from_raw_fd(fd) },
                 records: Mutex::new(VecDeque::new()),
             }),

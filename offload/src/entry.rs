@@ -84,6 +84,7 @@ pub extern "C" fn olShutDown() -> OlResult {
 /// `out` is NULL or holds `entries` writable handles.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn olGetPlatform(entries: u32, out: *mut *mut c_void) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetPlatform", || unsafe {
         fill(entries, out, &[handle_of(&PLATFORM)])
     })
@@ -93,6 +94,7 @@ pub unsafe extern "C" fn olGetPlatform(entries: u32, out: *mut *mut c_void) -> O
 /// `out` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn olGetPlatformCount(out: *mut u32) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetPlatformCount", || unsafe {
         give(out, "NumPlatforms", || Ok(1))
     })
@@ -107,6 +109,7 @@ pub unsafe extern "C" fn olGetPlatformInfo(
     size: usize,
     out: *mut c_void,
 ) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetPlatformInfo", || unsafe {
         info::write(info::platform(platform, property), size, out)
     })
@@ -120,6 +123,7 @@ pub unsafe extern "C" fn olGetPlatformInfoSize(
     property: u32,
     out: *mut usize,
 ) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetPlatformInfoSize", || unsafe {
         info::write_size(info::platform(platform, property), out)
     })
@@ -131,6 +135,7 @@ pub unsafe extern "C" fn olGetPlatformInfoSize(
 pub unsafe extern "C" fn olGetDeviceCount(platform: *mut c_void, out: *mut u32) -> OlResult {
     answer("olGetDeviceCount", || {
         state::platform(platform)?;
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe {
             give(
                 out,
@@ -152,6 +157,7 @@ pub unsafe extern "C" fn olGetDevice(
     answer("olGetDevice", || {
         state::platform(platform)?;
         let all: Vec<_> = state::state().devices.iter().map(handle_of).collect();
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe { fill(entries, out, &all) }
     })
 }
@@ -165,6 +171,7 @@ pub unsafe extern "C" fn olGetDeviceInfo(
     size: usize,
     out: *mut c_void,
 ) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetDeviceInfo", || unsafe {
         info::write(info::device(device, property), size, out)
     })
@@ -178,6 +185,7 @@ pub unsafe extern "C" fn olGetDeviceInfoSize(
     property: u32,
     out: *mut usize,
 ) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetDeviceInfoSize", || unsafe {
         info::write_size(info::device(device, property), out)
     })
@@ -187,6 +195,7 @@ pub unsafe extern "C" fn olGetDeviceInfoSize(
 /// `out` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn olGetHostDevice(out: *mut *mut c_void) -> OlResult {
+    // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
     answer("olGetHostDevice", || unsafe {
         give(out, "Device", || Ok(handle_of(&HOST_DEVICE)))
     })
@@ -203,6 +212,7 @@ pub unsafe extern "C" fn olMemAlloc(
 ) -> OlResult {
     answer("olMemAlloc", || {
         let device = state::accelerator(device, "has no allocations: allocate on a device")?;
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe {
             give(out, "AllocationOut", || {
                 memory::allocate(device, kind, size).map(|at| at as *mut c_void)
@@ -228,6 +238,7 @@ pub extern "C" fn olMemFree(device: *mut c_void, kind: u32, address: *mut c_void
 pub unsafe extern "C" fn olCreateQueue(device: *mut c_void, out: *mut *mut c_void) -> OlResult {
     answer("olCreateQueue", || {
         let device = state::accelerator(device, "has no queues")?;
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe { give(out, "Queue", || publish(Arc::new(Queue::create(device)?))) }
     })
 }
@@ -287,6 +298,7 @@ pub unsafe extern "C" fn olEnqueueMemcpy(
     answer("olEnqueueMemcpy", || {
         let queue = Queue::of(queue)?;
         let done = enqueue::memcpy(&queue, target, target_device, source, source_device, size)?;
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe { record(done, event) }?;
         Ok(())
     })
@@ -319,6 +331,7 @@ pub unsafe extern "C" fn olEnqueueKernelLaunch(
             unsafe { std::slice::from_raw_parts(data.cast(), data_size) }
         };
         let done = enqueue::launch(&queue, &kernel, data, sizes)?;
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe { record(done, event) }?;
         Ok(())
     })
@@ -343,6 +356,7 @@ pub unsafe extern "C" fn olCreateProgram(
         }
         // SAFETY: the program passes size bytes at data.
         let image = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe {
             give(out, "Program", || {
                 publish(Arc::new(Program::create(device, image)?))
@@ -382,6 +396,7 @@ pub unsafe extern "C" fn olCreateKernel(
         let name = unsafe { CStr::from_ptr(name) }
             .to_str()
             .map_err(|_| fail(OL_ERRC_INVALID_KERNEL_NAME, "KernelName is not UTF-8"))?;
+        // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
         unsafe { give(out, "Kernel", || publish(Arc::new(program.kernel(name)?))) }
     })
 }
@@ -409,6 +424,7 @@ macro_rules! with_code_location {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $variant($($arg: $ty,)* location: *const CodeLocation) -> OlResult {
             #[allow(unused_unsafe)]
+            // SAFETY: the caller's pointers are as this entry point's `# Safety` states.
             unsafe { at_location(location, || $call($($arg),*)) }
         }
     )*};

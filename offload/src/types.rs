@@ -29,6 +29,7 @@ pub struct ErrorStruct {
 
 // SAFETY: an error is written once and never changed; its text lives as long as it does.
 unsafe impl Sync for ErrorStruct {}
+// SAFETY: as for Sync; the error holds no thread-bound state.
 unsafe impl Send for ErrorStruct {}
 
 /// `ol_result_t`: NULL for success.

@@ -66,6 +66,7 @@ impl Enqueue {
     ) -> ClResult<()> {
         let queue = self.queue.object().clone();
         if queue.holds_back() || !self.waits.iter().all(|e| e.started()) {
+            // SAFETY: `out` is as this function's caller promises.
             return unsafe { self.hold_back(call, command, blocking, out, run) };
         }
         // The queue's own events finish in order before this command anyway.

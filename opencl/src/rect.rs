@@ -332,7 +332,7 @@ pub(crate) extern "C" fn enqueue_write_buffer_rect(
             host,
         } = transfer;
         let run = move |queue: &Queue| {
-            // SAFETY (the closure): the application passes its host region at ptr.
+            // SAFETY: the application passes its host region at ptr.
             let source = |offset: usize| unsafe { host.ptr().add(offset).cast_const() };
             write_rows(queue, CALL, &buffer, &in_buffer, source, on_host.rows())
         };
@@ -390,7 +390,7 @@ pub(crate) extern "C" fn enqueue_copy_buffer_rect(
             let mut staging = vec![0u8; span.len()];
             src.read(queue, CALL, span.start, &mut staging)?;
             let rows = source.rows().map(|row| row - span.start);
-            // SAFETY (the closure): each offset is a row within the staging copy.
+            // SAFETY: each offset is a row within the staging copy.
             let from = |offset: usize| unsafe { staging.as_ptr().add(offset) };
             write_rows(queue, CALL, &dst, &target, from, rows)
         };

@@ -138,18 +138,21 @@ impl Run {
     unsafe fn set_from(&self, call: &str, index: c_int, args: &mut VaList<'_>) -> XrtResult<()> {
         let arg = self.kernel.arg(call, index)?;
         let value = match (arg.kind, arg.size) {
-            // SAFETY (all four): the caller passes the type the metadata names.
             (ArgKind::Global, _) => {
+                // SAFETY: the caller passes the type the kernel's metadata names.
                 let handle = unsafe { args.next_arg::<*mut c_void>() };
                 RunArg::Buffer(Bo::of(call, handle)?)
             }
             (ArgKind::Scalar, 4) => {
+                // SAFETY: the caller passes the type the kernel's metadata names.
                 RunArg::Bytes(unsafe { args.next_arg::<c_int>() }.to_ne_bytes().to_vec())
             }
             (ArgKind::Scalar, 8) => {
+                // SAFETY: the caller passes the type the kernel's metadata names.
                 RunArg::Bytes(unsafe { args.next_arg::<u64>() }.to_ne_bytes().to_vec())
             }
             (ArgKind::Scalar, size) => {
+                // SAFETY: the caller passes the type the kernel's metadata names.
                 let value = unsafe { args.next_arg::<usize>() } as u64;
                 let bytes = value.to_ne_bytes();
                 if size as usize > bytes.len() {

@@ -179,7 +179,7 @@ mod tests {
     #[test]
     fn arrays_follow_their_apis_rules() {
         let data = [1u32, 2, 3];
-        // SAFETY (all): pointers to `data` or NULL, lengths within it.
+        // SAFETY: for all of them, pointers to `data` or NULL, lengths within it.
         unsafe {
             assert_eq!(slice(data.as_ptr(), 3, "a", "n").unwrap(), &data);
             assert!(
@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn strings_are_checked_and_copied_out_cut_to_fit() {
-        // SAFETY (all): NUL-terminated literals and buffers of the sizes given.
+        // SAFETY: for all of them, NUL-terminated literals and buffers of the sizes given.
         unsafe {
             assert_eq!(c_str(c"vadd".as_ptr(), "name").unwrap(), "vadd");
             assert!(c_str(std::ptr::null(), "name").is_err());

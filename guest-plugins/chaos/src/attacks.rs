@@ -17,7 +17,7 @@ const FORGED: u32 = 0x0bad_cafe;
 pub fn run(attack: &str, target: &str) -> Result<()> {
     match attack {
         "forge-region" => {
-            // SAFETY (of the plugin, not the host): deliberately wrong; the host must refuse it.
+            // SAFETY: unsound on purpose, in the plugin (not the host): deliberately wrong; the host must refuse it.
             let forged = unsafe { Region::from_handle(FORGED) };
             forged.read32(0)?;
         }
@@ -26,11 +26,13 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
             let region = port.map_region(0)?;
             let handle = region.handle();
             drop(region);
+            // SAFETY: unsound on purpose, in the plugin (not the host): a handle already dropped, on purpose.
             let stale = unsafe { Region::from_handle(handle) };
             stale.read32(0)?;
         }
         "foreign-handle" => {
             let buffer = Buffer::allocate(4096)?;
+            // SAFETY: unsound on purpose, in the plugin (not the host): a buffer's handle taken for a region, on purpose.
             let as_region = unsafe { Region::from_handle(buffer.handle()) };
             as_region.read32(0)?;
         }
@@ -73,6 +75,7 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
         "escape-sandbox" => return escape_sandbox(),
         "dma-map-forged" => {
             let port = Port::open(target, false)?;
+            // SAFETY: unsound on purpose, in the plugin (not the host): deliberately wrong; the host must refuse it.
             let forged = unsafe { Buffer::from_handle(FORGED) };
             port.dma_map(&forged)?;
         }
@@ -81,6 +84,7 @@ pub fn run(attack: &str, target: &str) -> Result<()> {
             let buffer = Buffer::allocate(4096)?;
             let handle = buffer.handle();
             drop(buffer);
+            // SAFETY: unsound on purpose, in the plugin (not the host): a handle already dropped, on purpose.
             let stale = unsafe { Buffer::from_handle(handle) };
             port.dma_map(&stale)?;
         }

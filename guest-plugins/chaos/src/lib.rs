@@ -324,8 +324,11 @@ fn aliased(count: usize, len: usize, byte: u8) -> Vec<String> {
     one.shrink_to_fit();
     let (ptr, len) = (one.as_mut_ptr(), one.len());
     (0..count)
-        // SAFETY (of the plugin, not the host): deliberately aliased; the bytes are ASCII.
-        .map(|_| unsafe { String::from_raw_parts(ptr, len, len) })
+        .map(|_| {
+            // SAFETY: unsound on purpose, in the plugin (not the host): deliberately
+            // aliased; the bytes are ASCII.
+            unsafe { String::from_raw_parts(ptr, len, len) }
+        })
         .collect()
 }
 

@@ -308,6 +308,7 @@ fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<(
         _ => {
             // A forged handle: the host must trap rather than reach anything.
             if r.u8() == 0xff {
+                // SAFETY: unsound on purpose, in the plugin (not the host): deliberately forged.
                 let forged = unsafe { Buffer::from_handle(r.u32()) };
                 forged.size();
             }

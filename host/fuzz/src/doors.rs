@@ -291,7 +291,7 @@ fn touch(call: &str, pointer: *mut c_void, len: usize) {
 fn op(process: &Process, pools: &mut Pools, call: u8, a: u8, b: u8) -> Duration {
     let started = Instant::now();
     let mut scratch = vec![0u8; SMALL];
-    // SAFETY (every call below): the doors' C API with pointers the fuzzer owns or handles it
+    // SAFETY: for every call below, the doors' C API with pointers the fuzzer owns or handles it
     // was given, as a C program calls it; the handles may be anything, which is the point.
     unsafe {
         match call % 24 {

@@ -195,6 +195,7 @@ impl DmaMemory {
         }
         // SAFETY: fstat writes into the zeroed struct we pass.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open for this call and `stat` is a valid struct to write.
         if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
             return Err(io::Error::last_os_error());
         }

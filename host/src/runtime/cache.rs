@@ -272,7 +272,7 @@ impl ComponentCache {
         }
         let (mut file, meta) = open_trusted(&path)?;
         let key = entry_key(engine, wasm_sha);
-        // SAFETY (both deserializations): the payload was produced by `Component::serialize`
+        // SAFETY: for both deserializations, the payload was produced by `Component::serialize`
         // of this same engine configuration (the file name carries its compatibility hash),
         // written by this user into a directory only this user can write, and its checksum
         // matches.
@@ -281,11 +281,13 @@ impl ComponentCache {
                 if !sealed.checksum_matches {
                     return None;
                 }
+                // SAFETY: as above; the sealed copy cannot change under the mapping.
                 unsafe { Component::deserialize_file(engine, sealed.path()) }
             }
             None => {
                 let mut bytes = Vec::new();
                 file.read_to_end(&mut bytes).ok()?;
+                // SAFETY: as above; the bytes read were checked against the key's CRC.
                 unsafe { Component::deserialize(engine, verified_payload(&bytes, &key)?) }
             }
         };
