@@ -14,6 +14,7 @@ mod metrics;
 mod peers;
 mod pod;
 mod remote;
+mod report;
 mod suite;
 mod tls;
 

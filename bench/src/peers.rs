@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::measure::median;
+use crate::report::{print_table, progress};
 
 /// The program every implementation runs.
 const PEER_SOURCE: &str = include_str!("../peers/peer.c");
@@ -321,7 +322,7 @@ pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
     // compiled kernel) and drops an implementation that does not run, with its reason.
     let mut running = Vec::new();
     for (name, implementation) in all {
-        crate::suite::progress(&format!("{name} (first run)"));
+        progress(&format!("{name} (first run)"));
         match runner.run(implementation.as_ref(), 100, 1) {
             Ok(_) => running.push((name, implementation, Vec::new())),
             Err(why) if implementation.is_none() => {
@@ -335,7 +336,7 @@ pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
         let count = running.len();
         for k in 0..count {
             let (name, implementation, runs) = &mut running[(k + round) % count];
-            crate::suite::progress(&format!("{name}, round {round} of {rounds}"));
+            progress(&format!("{name}, round {round} of {rounds}"));
             let figures = runner
                 .run(implementation.as_ref(), launches, transfer_mib)
                 .map_err(|why| anyhow::anyhow!("{name}, round {round}: {why}"))?;
@@ -399,7 +400,7 @@ fn print(medians: &[(String, Figures)], rounds: usize, launches: u32, markdown: 
             row
         })
         .collect();
-    crate::suite::print_table(&header, &rows, markdown);
+    print_table(&header, &rows, markdown);
     let Some(((_, ours), peers)) = medians.split_first() else {
         return;
     };
@@ -424,7 +425,7 @@ fn print(medians: &[(String, Figures)], rounds: usize, launches: u32, markdown: 
             row
         })
         .collect();
-    crate::suite::print_table(&header, &rows, markdown);
+    print_table(&header, &rows, markdown);
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! with criterion.
 
 use std::hint::black_box;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -19,6 +18,7 @@ use crate::measure::{
 };
 
 use crate::figure::Target;
+use crate::report::{print_table, progress};
 
 /// What `accelhost bench` takes.
 #[derive(clap::Args)]
@@ -145,11 +145,6 @@ impl Row {
             met.into(),
         ]
     }
-}
-
-pub(crate) fn progress(what: &str) {
-    eprint!("\r\x1b[2K  measuring {what} ...");
-    let _ = std::io::stderr().flush();
 }
 
 /// Runs the suite `args` asks for and prints its table; the exit code says whether
@@ -412,18 +407,6 @@ fn print_against(earlier: &Path, compared: &[crate::against::Compared], markdown
         markdown,
     );
     regressed
-}
-
-pub(crate) fn print_table(header: &[&str], rows: &[Vec<String>], markdown: bool) {
-    if markdown {
-        println!("| {} |", header.join(" | "));
-        println!("|{}", "---|".repeat(header.len()));
-        for row in rows {
-            println!("| {} |", row.join(" | "));
-        }
-    } else {
-        print!("{}", accelhost::text::table(header, rows));
-    }
 }
 
 fn suite(
