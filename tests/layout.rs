@@ -867,10 +867,18 @@ fn the_device_families_sit_below_the_code_that_uses_them() {
             "families/ reaches {user}: it should be registered from above, not use it (it reaches {below:?})"
         );
     }
-    assert!(
-        host.rooms_below("config").iter().all(|r| r != "families"),
-        "config/ reaches families/: it should receive the family list"
-    );
+    // The catalog is handed down from the builder (`api`): nothing it is handed to names it.
+    for receiver in [
+        "config", "manager", "runtime", "state", "imports", "devices",
+    ] {
+        let reached = host.rooms_below(receiver);
+        for named in ["families", "builtin"] {
+            assert!(
+                !reached.contains(named),
+                "{receiver}/ reaches {named}: it should receive the catalog (it reaches {reached:?})"
+            );
+        }
+    }
 }
 
 /// The modules the library makes public only under its `internals` feature (for the fuzz

@@ -9,23 +9,23 @@
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use wasmtime::component::ResourceTable;
-
 use crate::config::{
     CONFIG_ENV, Config, ConfigError, ConfigOrigin, ConfigSource, DeviceDecl, ENDPOINT_ENV,
     PullList, candidates,
 };
 use crate::devices::{DeviceRegistry, LinuxRoots};
 use crate::families::{cxl, dfl, xocl};
-use crate::family::{self, Catalog, Family, ReleaseStage};
+use crate::family::{self, Catalog, Family};
 
 /// Every family the host serves, in the order their devices are listed.
 pub(crate) const FAMILIES: &[&Family] = &[&dfl::FAMILY, &cxl::FAMILY, &xocl::FAMILY];
 
-/// What config validation is handed: [`FAMILIES`] and the built-in plugins' names.
-const CATALOG: Catalog = Catalog {
+/// What the host builder hands down: [`FAMILIES`] and the built-in plugins.
+pub(crate) const CATALOG: Catalog = Catalog {
     families: FAMILIES,
     builtins: names,
+    module,
+    digest,
 };
 
 #[cfg(feature = "chaos")]
@@ -78,22 +78,7 @@ pub fn names() -> Vec<&'static str> {
 /// devices every family finds under `roots`. A family that finds no sysfs tree finds no
 /// devices.
 pub fn registry(cards: &[DeviceDecl], roots: &LinuxRoots) -> DeviceRegistry {
-    let mut registry = DeviceRegistry::default();
-    for card in cards {
-        if let Some(family) = family::find(FAMILIES, &card.family) {
-            (family.emulate)(card, &mut registry);
-        }
-    }
-    for family in FAMILIES {
-        if let Err(err) = (family.discover)(roots, &mut registry) {
-            tracing::debug!(
-                sysfs = %roots.sysfs.display(),
-                "no {} devices found through sysfs: {err}",
-                family.name
-            );
-        }
-    }
-    registry
+    CATALOG.registry(cards, roots)
 }
 
 /// A registry of the one emulated card `card` (for `accelhost bench`'s direct baselines).
@@ -106,20 +91,10 @@ pub fn emulated(card: &DeviceDecl) -> DeviceRegistry {
     registry
 }
 
-/// Releases what an ended instance holds of every family's devices at `stage`.
-pub(crate) fn release(table: &mut ResourceTable, stage: ReleaseStage, why: &str) {
-    for family in FAMILIES {
-        (family.release)(table, stage, why);
-    }
-}
-
 /// Checks an image a family's driver would load (an xclbin, by its magic) before any plugin
 /// sees it; images in no family's format are the plugin's to judge.
 pub fn check_image(image: &[u8]) -> Result<(), String> {
-    FAMILIES
-        .iter()
-        .find_map(|family| (family.check_image)(image))
-        .unwrap_or(Ok(()))
+    CATALOG.check_image(image)
 }
 
 /// The text of the embedded default config: each device family's shipped plugin, granted

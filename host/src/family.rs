@@ -2,7 +2,8 @@
 //! the manager receive the families as a parameter and never name one: the [`Family`]
 //! description, an emulated card as the config declares it ([`DeviceDecl`]), the order an
 //! instance's device resources are released in, and the helpers every family's registration
-//! shares. The families themselves are listed once, by the catalog (`crate::builtin`).
+//! shares, and the [`Catalog`] that carries them from the builder down. The families themselves
+//! are listed once, by the catalog (`crate::builtin`).
 
 use std::any::Any;
 use std::fmt;
@@ -17,8 +18,8 @@ use crate::types::BusAddress;
 
 /// One device family: a kernel driver's ABI, its Linux backend and emulator, the host
 /// import that shims it for plugins and the plugin shipped for it. Listed once, in the
-/// catalog ([`FAMILIES`](crate::builtin::FAMILIES)); the host reaches the family only through
-/// this.
+/// catalog (`crate::builtin`); the host reaches the family only through this, inside the
+/// [`Catalog`] it is handed.
 pub(crate) struct Family {
     /// Its name in configs (`"family"`, `trusted_for`) and its shipped plugin's
     /// (`builtin:<name>`).
@@ -106,15 +107,60 @@ pub(crate) fn no_image_format(_: &[u8]) -> Option<Result<(), String>> {
     None
 }
 
-/// What config validation knows of the host it configures, handed down by the catalog
-/// (`crate::builtin`): the families it serves and the names of the plugins it ships
-/// (`builtin:<name>`), each family's among them.
+/// What ships inside the host, handed down from the builder (`crate::builtin` makes it) to
+/// config validation, the device registry, the manager and each instance: the families it
+/// serves and the plugins it ships (`builtin:<name>`), each family's among them. Code below
+/// the builder reaches the families only through this.
 #[derive(Clone, Copy)]
 pub(crate) struct Catalog {
     /// The families, in the order their devices are listed.
     pub families: &'static [&'static Family],
     /// Every built-in plugin's name.
     pub builtins: fn() -> Vec<&'static str>,
+    /// The component bytes of the built-in plugin of that name.
+    pub module: fn(&str) -> Option<&'static [u8]>,
+    /// Their sha256, known since the build (the compile cache's key, not hashed per start).
+    pub digest: fn(&str) -> Option<[u8; 32]>,
+}
+
+impl Catalog {
+    /// The devices a config makes available: the emulated cards it declares, then the real
+    /// devices every family finds under `roots`. A family that finds no sysfs tree finds no
+    /// devices.
+    pub fn registry(&self, cards: &[DeviceDecl], roots: &LinuxRoots) -> DeviceRegistry {
+        let mut registry = DeviceRegistry::default();
+        for card in cards {
+            if let Some(family) = find(self.families, &card.family) {
+                (family.emulate)(card, &mut registry);
+            }
+        }
+        for family in self.families {
+            if let Err(err) = (family.discover)(roots, &mut registry) {
+                tracing::debug!(
+                    sysfs = %roots.sysfs.display(),
+                    "no {} devices found through sysfs: {err}",
+                    family.name
+                );
+            }
+        }
+        registry
+    }
+
+    /// Releases what an ended instance holds of every family's devices at `stage`.
+    pub fn release(&self, table: &mut ResourceTable, stage: ReleaseStage, why: &str) {
+        for family in self.families {
+            (family.release)(table, stage, why);
+        }
+    }
+
+    /// Checks an image a family's driver would load (an xclbin, by its magic) before any
+    /// plugin sees it; images in no family's format are the plugin's to judge.
+    pub fn check_image(&self, image: &[u8]) -> Result<(), String> {
+        self.families
+            .iter()
+            .find_map(|family| (family.check_image)(image))
+            .unwrap_or(Ok(()))
+    }
 }
 
 /// The family named `name` among `families`.

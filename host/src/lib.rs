@@ -65,13 +65,13 @@ pub use accelhost_trust as trust;
 pub use accelhost_trust::store;
 pub use api::{
     Arg, DmaBuffer, Enumeration, Event, EventStatus, Handle, Host, HostBuilder, Kernel, Memory,
-    MmioRegion, Program, Queue, Token,
+    MmioRegion, Program, Queue, Token, check_module,
 };
 pub use attributes::AttributeInfo;
 pub use config::{Config, ConfigError, ConfigOrigin};
 pub use error::{CompileFailure, Error, ErrorCode, Falsehood, FaultCause, Result, TrapKind};
 pub use manager::{
-    CallFigures, CheckedModule, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus, check_module,
+    CallFigures, CheckedModule, DURATION_BUCKETS, MemoryUse, PluginInfo, PluginStatus,
 };
 pub use properties::{
     AcceleratorState, Filter, ObjectType, OpenMode, Properties, SharedText, host_matches,

@@ -84,11 +84,9 @@ impl PluginBench {
                 call: "bench",
                 message: format!("the config has no plugin named '{name}'"),
             })?;
-        let devices = Arc::new(crate::builtin::registry(
-            &config.devices,
-            &config.linux_roots(),
-        ));
-        let (loaded, _) = crate::manager::load_module(&entry, &cache)?;
+        let catalog = crate::builtin::CATALOG;
+        let devices = Arc::new(catalog.registry(&config.devices, &config.linux_roots()));
+        let (loaded, _) = crate::manager::load_module(&entry, &cache, &catalog)?;
         let ctx = PluginContext::new(
             &entry.name,
             &entry.grants,
@@ -99,6 +97,7 @@ impl PluginBench {
                 control: Arc::default(),
                 usage: Arc::default(),
                 messages: Arc::new(FailureMessages::new(&entry.name)),
+                catalog,
             },
         );
         Ok(PluginBench {
@@ -162,6 +161,7 @@ impl PluginBench {
             self.entry.clone(),
             self.devices.clone(),
             self.cache.clone(),
+            crate::builtin::CATALOG,
             true,
         );
         slot.start()?;

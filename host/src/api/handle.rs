@@ -193,6 +193,11 @@ impl Handle {
         })
     }
 
+    /// Checks an image a family's driver would load, before any plugin sees it.
+    pub(super) fn check_image(&self, image: &[u8]) -> std::result::Result<(), String> {
+        self.inner.host.manager.catalog.check_image(image)
+    }
+
     /// Resets the accelerator.
     pub fn reset(&self) -> Result<()> {
         self.call("reset", format_args!(""), |p, handle| p.reset(handle))
@@ -202,10 +207,11 @@ impl Handle {
     /// the host recognizes (an xclbin) is validated first; the plugin sees the image through
     /// host reads, and the bytes are not copied into wasm.
     pub fn reconfigure(&self, slot_index: u32, image: &[u8]) -> Result<()> {
-        crate::builtin::check_image(image).map_err(|message| Error::InvalidArgument {
-            call: "reconfigure",
-            message,
-        })?;
+        self.check_image(image)
+            .map_err(|message| Error::InvalidArgument {
+                call: "reconfigure",
+                message,
+            })?;
         let bytes: Arc<[u8]> = image.into();
         self.call(
             "reconfigure",

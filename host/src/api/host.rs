@@ -8,10 +8,11 @@ use super::handle::{Handle, Target};
 use super::inner::HostInner;
 use super::token::Token;
 use super::workers::Workers;
-use crate::config::{Config, ConfigOrigin};
+use crate::config::{Config, ConfigOrigin, PluginEntry};
 use crate::error::{Error, Result};
+use crate::family::Catalog;
 use crate::manager::lease::Lease;
-use crate::manager::{Manager, OpenHandle, PluginInfo, PluginSlot};
+use crate::manager::{CheckedModule, Manager, OpenHandle, PluginInfo, PluginSlot};
 use crate::properties::{Filter, MAX_DEVICES, OpenMode, Properties};
 use crate::runtime::ComponentCache;
 use crate::text::inert;
@@ -45,6 +46,8 @@ impl IntoIterator for Enumeration {
 
 /// Options for starting a [`Host`].
 pub struct HostBuilder {
+    /// What ships in the host, handed down to everything below that serves every family.
+    catalog: Catalog,
     config: Option<(Config, ConfigOrigin)>,
     cache: Option<ComponentCache>,
     remote: Option<Arc<dyn crate::remote::Connector>>,
@@ -55,6 +58,7 @@ pub struct HostBuilder {
 impl Default for HostBuilder {
     fn default() -> Self {
         HostBuilder {
+            catalog: crate::builtin::CATALOG,
             config: None,
             cache: None,
             remote: None,
@@ -131,12 +135,14 @@ impl HostBuilder {
             None => crate::builtin::discover(None)?,
         };
         let cache = self.cache.unwrap_or_else(ComponentCache::from_env);
-        let mut devices = crate::builtin::registry(&config.devices, &config.linux_roots());
+        let mut devices = self
+            .catalog
+            .registry(&config.devices, &config.linux_roots());
         if let Some(connector) = self.remote {
             devices.set_service(connector);
         }
         devices.set_shares_memory(self.shareable_memory);
-        let manager = Manager::start(&config, &cache, devices, self.count_calls)?;
+        let manager = Manager::start(&config, &cache, devices, self.catalog, self.count_calls)?;
         Ok(Host {
             inner: Arc::new(HostInner {
                 manager,
@@ -146,6 +152,13 @@ impl HostBuilder {
             }),
         })
     }
+}
+
+/// Checks that the module of `entry` is a plugin this host can load (signed as its config
+/// requires, a component, built for a compatible `accel:plugin` version, needing only imports
+/// the host provides) without running any of its code.
+pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<CheckedModule> {
+    crate::manager::check_module(entry, cache, &crate::builtin::CATALOG)
 }
 
 impl Host {

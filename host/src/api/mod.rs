@@ -10,6 +10,6 @@ mod token;
 mod workers;
 
 pub use handle::{DmaBuffer, Handle, MmioRegion};
-pub use host::{Enumeration, Host, HostBuilder};
+pub use host::{Enumeration, Host, HostBuilder, check_module};
 pub use offload::{Arg, Event, EventStatus, Kernel, Memory, Program, Queue};
 pub use token::Token;

@@ -602,10 +602,11 @@ impl Handle {
     /// Creates a program from a device image (an xclbin for XRT cards). A malformed image is
     /// refused here, with what is wrong, before the plugin sees it.
     pub fn create_program(&self, image: &[u8]) -> Result<Program> {
-        crate::builtin::check_image(image).map_err(|message| Error::InvalidArgument {
-            call: "create-program",
-            message,
-        })?;
+        self.check_image(image)
+            .map_err(|message| Error::InvalidArgument {
+                call: "create-program",
+                message,
+            })?;
         let bytes: Arc<[u8]> = image.into();
         let id = self.call(
             "program-create",

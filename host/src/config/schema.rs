@@ -8,9 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::policy::{Grants, LoadPolicy};
 use super::source::{ConfigError, ConfigSource, PLUGIN_PATH_ENV, base_dir};
 use crate::family::{self, Catalog, DeviceDecl, SHARED_CARD_FIELDS};
-use crate::store::{OCI_SCHEME, OciReference, Store};
-use crate::trust::{PublicKey, SignaturePolicy, TrustedKeys};
 use crate::types::BusAddress;
+use accelhost_trust::store::{OCI_SCHEME, OciReference, Store};
+use accelhost_trust::{PublicKey, SignaturePolicy, TrustedKeys};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

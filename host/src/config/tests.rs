@@ -613,6 +613,8 @@ mod fake_family {
     const ONLY_FAKE: Catalog = Catalog {
         families: &[&FAKE],
         builtins: || vec!["fake", "remote"],
+        module: |_| None,
+        digest: |_| None,
     };
 
     fn parse_fake(text: &str) -> Result<Config, ConfigError> {

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{Config, Grants, LoadPolicy, ModuleSource, OnFault, OnLoadError, PluginEntry};
 use crate::devices::{Completion, DeviceRegistry, Owner, lock};
 use crate::error::{Error, ErrorCode, FaultCause, REMEMBERED, TrapKind};
+use crate::family::Catalog;
 use crate::files;
 use crate::runtime::plugin::{Answer, Calls};
 use crate::runtime::{
@@ -33,7 +34,7 @@ use crate::state::{CallControl, FailureMessages, LogBudget, PluginContext, Share
 use crate::text::cut_to;
 use crate::text::inert;
 use crate::trace;
-use crate::trust::{self, Provenance, Signer, TrustError};
+use accelhost_trust::{self as trust, Provenance, Signer, TrustError};
 use deadlines::{EventDeadlines, Expired, Expiry};
 use handles::{HandleKey, HandleTable};
 use lease::Lease;
@@ -150,6 +151,7 @@ pub(crate) struct PluginSlot {
     pub entry: PluginEntry,
     devices: Arc<DeviceRegistry>,
     cache: ComponentCache,
+    catalog: Catalog,
     me: Weak<PluginSlot>,
     control: Arc<CallControl>,
     usage: Arc<Usage>,
@@ -185,6 +187,7 @@ impl PluginSlot {
         entry: PluginEntry,
         devices: Arc<DeviceRegistry>,
         cache: ComponentCache,
+        catalog: Catalog,
         count_calls: bool,
     ) -> Arc<Self> {
         let status = if entry.enabled {
@@ -198,6 +201,7 @@ impl PluginSlot {
             entry,
             devices,
             cache,
+            catalog,
             me: me.clone(),
             control: Arc::default(),
             usage: Arc::default(),
@@ -291,7 +295,7 @@ impl PluginSlot {
     }
 
     fn try_start(&self) -> Result<(), Error> {
-        let (loaded, provenance) = load_module(&self.entry, &self.cache)?;
+        let (loaded, provenance) = load_module(&self.entry, &self.cache, &self.catalog)?;
         {
             let mut state = lock(&self.state);
             state.provenance = provenance;
@@ -309,6 +313,7 @@ impl PluginSlot {
                 control: self.control.clone(),
                 usage: self.usage.clone(),
                 messages: self.messages.clone(),
+                catalog: self.catalog,
             },
         );
         lock(&self.state).owner = Some(ctx.owner.clone());
@@ -722,6 +727,7 @@ fn reason_of(err: &Error) -> String {
 pub(crate) fn load_module(
     entry: &PluginEntry,
     cache: &ComponentCache,
+    catalog: &Catalog,
 ) -> Result<(Arc<LoadedComponent>, Provenance), Error> {
     let load_error = |reason: String| Error::Load {
         plugin: entry.name.clone(),
@@ -742,9 +748,9 @@ pub(crate) fn load_module(
     };
     let (path, expected, signature) = match &entry.module {
         ModuleSource::Builtin(name) => {
-            let wasm = crate::builtin::module(name)
+            let wasm = (catalog.module)(name)
                 .ok_or_else(|| load_error(format!("no built-in plugin '{name}'")))?;
-            let sha = crate::builtin::digest(name).unwrap_or_else(|| Sha256::digest(wasm).into());
+            let sha = (catalog.digest)(name).unwrap_or_else(|| Sha256::digest(wasm).into());
             let loaded = runtime.load(wasm, Some(sha), &entry.name, cache, metered, limits);
             return Ok((loaded.map_err(refused)?, Provenance::BuiltIn));
         }
@@ -837,13 +843,13 @@ pub(crate) fn load_module(
         .is_ok_and(|meta| FileIdentity::of(&path, &meta) == identity);
     let sha: [u8; 32] = Sha256::digest(&wasm).into();
     if let Some((listed, _)) = &expected
-        && crate::store::digest_of(&wasm) != *listed
+        && accelhost_trust::store::digest_of(&wasm) != *listed
     {
         return Err(load_error(format!(
             "{} has the digest {}, not the {listed} its manifest lists: the store was changed \
              after the pull",
             path.display(),
-            crate::store::digest_of(&wasm)
+            accelhost_trust::store::digest_of(&wasm)
         )));
     }
     let provenance = provenance_of(&signature, &wasm)?;
@@ -965,17 +971,21 @@ pub struct CheckedModule {
     pub provenance: Provenance,
 }
 
-/// Checks that the module of `entry` is a plugin this host can load (signed as its config
-/// requires, a component, built for a compatible `accel:plugin` version, needing only imports
-/// the host provides) without running any of its code.
-pub fn check_module(entry: &PluginEntry, cache: &ComponentCache) -> Result<CheckedModule, Error> {
+/// Checks that the module of `entry` is a plugin a host with `catalog` can load (signed as
+/// its config requires, a component, built for a compatible `accel:plugin` version, needing
+/// only imports the host provides) without running any of its code.
+pub(crate) fn check_module(
+    entry: &PluginEntry,
+    cache: &ComponentCache,
+    catalog: &Catalog,
+) -> Result<CheckedModule, Error> {
     // A large plugin starts on baseline code, but it is checked on its optimized code: that is
     // the code it runs on, and the check leaves it in the compile cache. So the check compiles
     // the optimized code at once; baseline code first would be thrown away (an optimized
     // compile remembered as failed still fails the check).
     let mut optimized_at_once = entry.clone();
     optimized_at_once.load_policy.baseline_first_mib = u64::MAX;
-    let (loaded, provenance) = load_module(&optimized_at_once, cache)?;
+    let (loaded, provenance) = load_module(&optimized_at_once, cache, catalog)?;
     Ok(CheckedModule {
         wit_version: loaded.wit_version.clone(),
         provenance,
@@ -994,6 +1004,8 @@ pub(crate) struct OpenHandle {
 pub(crate) struct Manager {
     pub slots: Vec<Arc<PluginSlot>>,
     handles: Mutex<HandleTable<OpenHandle>>,
+    /// What ships in the host, as the builder handed it down.
+    pub catalog: Catalog,
 }
 
 impl Manager {
@@ -1005,6 +1017,7 @@ impl Manager {
         config: &Config,
         cache: &ComponentCache,
         devices: crate::devices::DeviceRegistry,
+        catalog: Catalog,
         count_calls: bool,
     ) -> Result<Manager, Error> {
         let devices = Arc::new(devices);
@@ -1012,7 +1025,13 @@ impl Manager {
             .plugins
             .iter()
             .map(|entry| {
-                PluginSlot::new(entry.clone(), devices.clone(), cache.clone(), count_calls)
+                PluginSlot::new(
+                    entry.clone(),
+                    devices.clone(),
+                    cache.clone(),
+                    catalog,
+                    count_calls,
+                )
             })
             .collect();
         if let Err(err) = start_all(&slots) {
@@ -1032,6 +1051,7 @@ impl Manager {
         Ok(Manager {
             slots,
             handles: Mutex::new(HandleTable::with_capacity(capacity)),
+            catalog,
         })
     }
 

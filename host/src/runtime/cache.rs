@@ -881,7 +881,7 @@ mod tests {
             config.plugins.into_iter().next().unwrap()
         };
         let load = |module: &str| {
-            crate::manager::load_module(&entry(module), &cache)
+            crate::manager::load_module(&entry(module), &cache, &crate::builtin::CATALOG)
                 .unwrap()
                 .0
         };
@@ -930,10 +930,12 @@ mod tests {
             file.display()
         );
         let config = Config::parse(&text, ConfigSource::Embedded).unwrap();
-        let err = match crate::manager::load_module(&config.plugins[0], &cache) {
-            Ok(_) => panic!("the remembered digest let a file over the limit in"),
-            Err(err) => err.to_string(),
-        };
+        let err =
+            match crate::manager::load_module(&config.plugins[0], &cache, &crate::builtin::CATALOG)
+            {
+                Ok(_) => panic!("the remembered digest let a file over the limit in"),
+                Err(err) => err.to_string(),
+            };
         assert!(
             err.contains("over the 1 MiB limit (load_policy.max_module_mib)"),
             "{err}"

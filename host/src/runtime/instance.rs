@@ -113,9 +113,7 @@ impl PluginInstance {
             }),
             Err(err) => {
                 let failure = describe(err, &store.data().ctx, &stderr, &stdout);
-                store
-                    .data_mut()
-                    .release_all("the plugin failed to start", crate::builtin::release);
+                store.data_mut().release_all("the plugin failed to start");
                 Err(failure)
             }
         }
@@ -202,9 +200,7 @@ impl PluginInstance {
 
     fn release(&mut self, why: &str) {
         if !std::mem::replace(&mut self.ended, true) {
-            self.store
-                .data_mut()
-                .release_all(why, crate::builtin::release);
+            self.store.data_mut().release_all(why);
         }
     }
 }

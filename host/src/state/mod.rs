@@ -21,7 +21,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::config::policy::{Grants, LoadPolicy};
 use crate::devices::{Charge, Completion, CompletionState, DeviceRegistry, OverBudget, Owner};
-use crate::family::ReleaseStage;
+use crate::family::{Catalog, ReleaseStage};
 
 pub(crate) use control::{CallControl, EPOCH_TICK, Interrupted, StopCondition};
 pub(crate) use error::{ImportError, guest_error};
@@ -53,6 +53,8 @@ pub struct PluginContext {
     pub usage: Arc<Usage>,
     /// The failure messages its events carry, shared by its instances.
     pub messages: Arc<FailureMessages>,
+    /// What ships in the host: each family releases its part of an ended instance.
+    pub(crate) catalog: Catalog,
 }
 
 /// What one plugin's instances share, made once for the plugin.
@@ -66,6 +68,8 @@ pub(crate) struct Shared {
     pub usage: Arc<Usage>,
     /// The failure messages their events carry.
     pub messages: Arc<FailureMessages>,
+    /// What ships in the host.
+    pub catalog: Catalog,
 }
 
 impl PluginContext {
@@ -83,6 +87,7 @@ impl PluginContext {
             control,
             usage,
             messages,
+            catalog,
         } = shared;
         let mut owner = Owner::new(grants.dma_memory_mib << 20, policy.host_memory_mib << 20);
         owner.shares_memory = devices.shares_memory();
@@ -96,6 +101,7 @@ impl PluginContext {
             control,
             usage,
             messages,
+            catalog,
         })
     }
 }
@@ -192,16 +198,13 @@ impl PluginState {
         })?)
     }
 
-    /// Releases everything the instance holds: the device resources stage by stage
-    /// (`release` does each family's part of a stage), then every completion still pending
+    /// Releases everything the instance holds: the device resources stage by stage (each
+    /// family of the catalog does its part of a stage), then every completion still pending
     /// fails with `why`, waking its waiters. DMA memory, regions and images go with the table.
-    pub(crate) fn release_all(
-        &mut self,
-        why: &str,
-        release: impl Fn(&mut ResourceTable, ReleaseStage, &str),
-    ) {
+    pub(crate) fn release_all(&mut self, why: &str) {
+        let catalog = self.ctx.catalog;
         for stage in ReleaseStage::IN_ORDER {
-            release(&mut self.table, stage, why);
+            catalog.release(&mut self.table, stage, why);
         }
         for completion in self.completions.drain(..) {
             if let Some(completion) = completion.upgrade() {
