@@ -115,6 +115,18 @@ pub type Buffer = proto::Buffer;
 /// A device as the node describes it.
 pub type Device = proto::Device;
 
+/// The most a client decodes of the session stream's messages before the node said its limit.
+const ATTACH_ANSWER_BYTES: usize = 1 << 20;
+
+/// The most a client decodes of one answer: the largest message limit a node can be set to.
+const MAX_ANSWER_BYTES: usize = (crate::config::MAX_MESSAGE_KIB * 1024) as usize;
+
+/// The most the client decodes of one answer from a node that said its messages are at most
+/// `advertised` bytes: that, but never past what any node may be set to send.
+fn answer_limit(advertised: u64) -> usize {
+    usize::try_from(advertised).map_or(MAX_ANSWER_BYTES, |n| n.min(MAX_ANSWER_BYTES))
+}
+
 impl Client {
     /// Connects to `endpoint` and attaches a session.
     pub async fn connect(endpoint: &Endpoint, options: ClientOptions) -> RemoteResult<Client> {
@@ -127,8 +139,10 @@ impl Client {
             message,
         };
         let channel = channel(endpoint, options).await?;
+        // Until the node said how large its messages are, an answer is the session's events,
+        // small; a node may never make a client decode more than any node may be set to send.
         let mut rpc = NodeClient::new(channel)
-            .max_decoding_message_size(usize::MAX)
+            .max_decoding_message_size(ATTACH_ANSWER_BYTES)
             .max_encoding_message_size(usize::MAX);
         let client_label = std::env::args().next().unwrap_or_default();
         let mut stream = rpc
@@ -152,9 +166,9 @@ impl Client {
         // Keeps the session's stream open; the node ends the stream when it shuts down.
         let session_stream =
             tokio::spawn(async move { while let Ok(Some(_)) = stream.message().await {} });
-        let mut rpc = rpc;
-        let max = attached.max_message_bytes as usize;
-        rpc = rpc.max_encoding_message_size(max);
+        let rpc = rpc
+            .max_encoding_message_size(attached.max_message_bytes as usize)
+            .max_decoding_message_size(answer_limit(attached.max_message_bytes));
         let socket = match endpoint {
             Endpoint::Unix(path) => Some(path.clone()),
             Endpoint::Tls { .. } => None,
@@ -993,4 +1007,17 @@ fn transport_message(err: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     message
+}
+
+#[cfg(test)]
+mod answer_limit_tests {
+    use super::*;
+
+    #[test]
+    fn a_node_cannot_make_its_client_decode_more_than_any_node_may_send() {
+        assert_eq!(answer_limit(4096 * 1024), 4096 * 1024);
+        assert_eq!(answer_limit(u64::MAX), 64 << 20);
+        assert_eq!(answer_limit((64 << 20) + 1), 64 << 20);
+        assert_eq!(answer_limit(0), 0);
+    }
 }

@@ -351,6 +351,10 @@ impl ClientGrants {
 fn default_mode() -> u32 {
     0o660
 }
+/// The largest `limits.max_message_kib` a node may be configured with: also the most a client
+/// decodes of one answer, whatever size a node says it sends.
+pub const MAX_MESSAGE_KIB: u64 = 65536;
+
 fn default_max_message_kib() -> u64 {
     4096
 }
@@ -731,7 +735,12 @@ impl ServeConfig {
         };
         let limits = raw.limits;
         for (field, value, low, high) in [
-            ("max_message_kib", limits.max_message_kib, 64, 65536),
+            (
+                "max_message_kib",
+                limits.max_message_kib,
+                64,
+                MAX_MESSAGE_KIB,
+            ),
             ("max_sessions", limits.max_sessions as u64, 1, 65536),
             (
                 "max_sessions_per_client",
