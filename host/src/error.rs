@@ -204,8 +204,6 @@ pub enum Falsehood {
     /// An id (buffer, allocation, program, queue, handle) it already gave for an object that
     /// is still live.
     Id,
-    /// An MMIO region the device did not declare.
-    Region,
 }
 
 impl Falsehood {
@@ -214,7 +212,6 @@ impl Falsehood {
         match self {
             Falsehood::Memory => "memory",
             Falsehood::Id => "id",
-            Falsehood::Region => "region",
         }
     }
 }
