@@ -483,22 +483,357 @@ fn clone_error(err: &Error) -> Error {
     }
 }
 
-/// An attack on an import, made in `open`; the host's answer comes back as open's error.
+/// Attacks that never return: (name, the chaos plugin's config, the call that meets it). Each
+/// call must fail at its deadline (300 ms), not later.
+const HANGS: &[(&str, &str, &str)] = &[
+    (
+        "infinite loop in enumerate",
+        r#"{"hang_in": "enumerate"}"#,
+        "enumerate",
+    ),
+    ("infinite loop in open", r#"{"hang_in": "open"}"#, "open"),
+    (
+        "infinite loop in read-attribute",
+        r#"{"hang_in": "read-attribute"}"#,
+        "read-attribute",
+    ),
+    (
+        "std::thread::sleep for an hour in write-attribute",
+        r#"{"sleep_in": "write-attribute"}"#,
+        "write-attribute",
+    ),
+    (
+        "std::thread::sleep for an hour in enumerate",
+        r#"{"sleep_in": "enumerate"}"#,
+        "enumerate",
+    ),
+    (
+        "raw WASI: an hour's pollable, blocked on, in open",
+        r#"{"wasi_in": "open", "wasi": "block"}"#,
+        "open",
+    ),
+    (
+        "raw WASI: poll on an hour's timer and stdin, in reset",
+        r#"{"wasi_in": "reset", "wasi": "poll"}"#,
+        "reset",
+    ),
+    (
+        "raw WASI: 1 MiB of wasi:random at a time, forever, in open",
+        r#"{"wasi_in": "open", "wasi": "random-loop"}"#,
+        "open",
+    ),
+    (
+        "blocks forever in a host wait",
+        r#"{"block_in": "open"}"#,
+        "open",
+    ),
+];
+
+/// Attacks on the host imports, made in `open` (the host's answer comes back as open's error):
+/// (name, the chaos plugin's attack, its target, the devices granted, the code and text the
+/// call must fail with).
+const IMPORT_ATTACKS: &[(&str, &str, &str, &[&str], ErrorCode, &str)] = &[
+    (
+        "forged region handle",
+        "forge-region",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::PluginFaulted,
+        "unknown handle index",
+    ),
+    (
+        "stale region handle",
+        "stale-region",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::PluginFaulted,
+        "unknown handle index",
+    ),
+    (
+        "foreign handle (a buffer passed as a region)",
+        "foreign-handle",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::PluginFaulted,
+        "handle index",
+    ),
+    (
+        "MMIO read outside the region",
+        "mmio-out-of-range",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::InvalidArgument,
+        "outside",
+    ),
+    (
+        "MMIO write outside the region",
+        "mmio-write-out-of-range",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::InvalidArgument,
+        "outside",
+    ),
+    (
+        "a dfl attribute name that leaves the port's directory",
+        "attribute-escape",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::InvalidArgument,
+        "is not a relative path of plain names",
+    ),
+    (
+        "a 1 MiB dfl attribute write",
+        "attribute-huge-write",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::InvalidArgument,
+        "an attribute value of 1048576 bytes (at most 65536)",
+    ),
+    (
+        "the attributes of a port not granted (the other plugin's card)",
+        "attribute-not-granted",
+        "emu:w0",
+        &["emu:v0"],
+        ErrorCode::PermissionDenied,
+        "no grant covers the device 'emu:w0'",
+    ),
+    (
+        "misaligned MMIO",
+        "mmio-misaligned",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::InvalidArgument,
+        "aligned",
+    ),
+    (
+        "oversized MMIO write batch",
+        "batch-huge",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::InvalidArgument,
+        "4096",
+    ),
+    (
+        "MMIO on a device not granted (the other plugin's card)",
+        "mmio-out-of-range",
+        "emu:w0",
+        &["emu:v0"],
+        ErrorCode::PermissionDenied,
+        "no grant covers the device 'emu:w0'",
+    ),
+    (
+        "opening device nodes not granted",
+        "open-dev-nodes",
+        "",
+        &["emu:v0"],
+        ErrorCode::PermissionDenied,
+        "/dev/cxl/afu0.0",
+    ),
+    (
+        "reaching files, the environment and the network",
+        "escape-sandbox",
+        "",
+        &[],
+        ErrorCode::PermissionDenied,
+        "connect:",
+    ),
+    (
+        "DMA-mapping a forged buffer handle",
+        "dma-map-forged",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::PluginFaulted,
+        "unknown handle index",
+    ),
+    (
+        "DMA-mapping a buffer it no longer owns",
+        "dma-map-stale",
+        "emu:v0",
+        &["emu:v0"],
+        ErrorCode::PluginFaulted,
+        "unknown handle index",
+    ),
+    (
+        "DMA allocation past its grant",
+        "dma-over-budget",
+        "",
+        &[],
+        ErrorCode::OutOfMemory,
+        "dma_memory_mib",
+    ),
+    (
+        "oversized DMA read",
+        "read-huge",
+        "",
+        &[],
+        ErrorCode::InvalidArgument,
+        "1048576",
+    ),
+    (
+        "host resource exhaustion",
+        "exhaust-resources",
+        "",
+        &[],
+        ErrorCode::PluginFaulted,
+        "more than 1024 host resources (load_policy.max_resources)",
+    ),
+];
+
+/// Which call meets a plugin's answer.
+#[derive(Clone, Copy)]
+enum Answer {
+    Enumerate,
+    Describe,
+    ListAttributes,
+    ReadAttribute,
+}
+
+impl Answer {
+    /// Makes the call: `Err` when the attack could not be made at all.
+    fn call(self, host: &Host) -> Result<Result<String, Error>, String> {
+        Ok(match self {
+            Answer::Enumerate => shown(enumerate_error(host)),
+            Answer::Describe => shown(chaos_token(host)?.refresh()),
+            Answer::ListAttributes => shown(chaos_token(host)?.attributes()),
+            Answer::ReadAttribute => shown(chaos_token(host)?.read_attribute("errors/errors")),
+        })
+    }
+}
+
+/// A call's answer as the report shows it.
+fn shown<T: std::fmt::Debug>(result: Result<T, Error>) -> Result<String, Error> {
+    result.map(|value| format!("{value:?}"))
+}
+
+/// Attacks by what a plugin answers or spends: (name, the chaos plugin's config, extra
+/// `load_policy` members, the call that meets it, what the fault must say). Each ends the
+/// call in a fault of the plugin.
+const ANSWER_ATTACKS: &[(&str, &str, &str, Answer, &str)] = &[
+    (
+        "unbounded memory growth",
+        r#"{"grow_in": "enumerate"}"#,
+        "",
+        Answer::Enumerate,
+        "over its limit of 32 MiB (load_policy.memory_mib)",
+    ),
+    (
+        "deep recursion",
+        r#"{"recurse_in": "describe"}"#,
+        "",
+        Answer::Describe,
+        "call stack exhausted",
+    ),
+    (
+        "a loop under a fuel budget",
+        r#"{"hang_in": "describe"}"#,
+        r#""fuel": 20000000, "call_timeout_ms": 60000"#,
+        Answer::Describe,
+        "fuel of 20000000 per call",
+    ),
+    (
+        "huge list from enumerate",
+        r#"{"huge_in": "enumerate", "huge": "list"}"#,
+        "",
+        Answer::Enumerate,
+        "(at most 4096)",
+    ),
+    (
+        "huge string from enumerate",
+        r#"{"huge_in": "enumerate", "huge": "string"}"#,
+        "",
+        Answer::Enumerate,
+        "the property name is 8388608 bytes long",
+    ),
+    (
+        "huge string from describe",
+        r#"{"huge_in": "describe", "huge": "string"}"#,
+        "",
+        Answer::Describe,
+        "the property host is 8388608 bytes long",
+    ),
+    (
+        "huge list from list-attributes",
+        r#"{"huge_in": "list-attributes", "huge": "list"}"#,
+        "",
+        Answer::ListAttributes,
+        "10000 attributes (at most 1024)",
+    ),
+    (
+        "huge attribute name from list-attributes",
+        r#"{"huge_in": "list-attributes", "huge": "string"}"#,
+        "",
+        Answer::ListAttributes,
+        "an attribute name is 8388608 bytes long",
+    ),
+    (
+        "an attribute name that leaves the tree",
+        r#"{"attributes": ["errors/errors", "../../etc/passwd"]}"#,
+        "",
+        Answer::ListAttributes,
+        "is not a relative path of plain names",
+    ),
+    // C1 CSI and DEL: the config file may not hold C0 characters raw.
+    (
+        "an attribute name of terminal control sequences",
+        "{\"attributes\": [\"errors/\u{9b}2J\u{7f}\"]}",
+        "",
+        Answer::ListAttributes,
+        "holds a control character",
+    ),
+    (
+        "attribute listed twice",
+        r#"{"attributes": ["errors/errors", "errors/errors"]}"#,
+        "",
+        Answer::ListAttributes,
+        "is listed twice",
+    ),
+    (
+        "huge value from read-attribute",
+        r#"{"huge_in": "read-attribute"}"#,
+        "",
+        Answer::ReadAttribute,
+        "an attribute value of 8388608 bytes (at most 65536)",
+    ),
+];
+
+/// An attack of [`IMPORT_ATTACKS`].
 fn import_attack(
-    name: &str,
-    attack: &str,
-    target: &'static str,
-    granted: Vec<&'static str>,
-    code: ErrorCode,
-    needle: &'static str,
+    &(name, attack, target, granted, code, needle): &(
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        ErrorCode,
+        &'static str,
+    ),
 ) -> Attack {
     Attack {
         name: name.into(),
         config: format!(r#"{{"attack_in": "open", "attack": "{attack}", "target": "{target}"}}"#),
-        granted,
+        granted: granted.to_vec(),
         policy: r#""max_resources": 1024"#,
         neighbours: &[],
         provoke: Box::new(move |host| expect(call_export(host, "open"), code, needle)),
+    }
+}
+
+/// An attack of [`ANSWER_ATTACKS`].
+fn answer_attack(
+    &(name, config, policy, answer, needle): &(
+        &'static str,
+        &'static str,
+        &'static str,
+        Answer,
+        &'static str,
+    ),
+) -> Attack {
+    Attack {
+        name: name.into(),
+        config: config.into(),
+        granted: vec![],
+        policy,
+        neighbours: &[],
+        provoke: Box::new(move |host| expect(answer.call(host)?, ErrorCode::PluginFaulted, needle)),
     }
 }
 
@@ -518,48 +853,13 @@ fn other_attacks() -> Vec<Attack> {
             expect_deadline_after(started, Duration::from_millis(300), result)
         }),
     };
-    let mut attacks = vec![
-        deadline(
-            "infinite loop in enumerate",
-            r#"{"hang_in": "enumerate"}"#,
-            "enumerate",
-        ),
-        deadline("infinite loop in open", r#"{"hang_in": "open"}"#, "open"),
-        deadline(
-            "infinite loop in read-attribute",
-            r#"{"hang_in": "read-attribute"}"#,
-            "read-attribute",
-        ),
-        deadline(
-            "std::thread::sleep for an hour in write-attribute",
-            r#"{"sleep_in": "write-attribute"}"#,
-            "write-attribute",
-        ),
-        deadline(
-            "std::thread::sleep for an hour in enumerate",
-            r#"{"sleep_in": "enumerate"}"#,
-            "enumerate",
-        ),
-        deadline(
-            "raw WASI: an hour's pollable, blocked on, in open",
-            r#"{"wasi_in": "open", "wasi": "block"}"#,
-            "open",
-        ),
-        deadline(
-            "raw WASI: poll on an hour's timer and stdin, in reset",
-            r#"{"wasi_in": "reset", "wasi": "poll"}"#,
-            "reset",
-        ),
-        deadline(
-            "raw WASI: 1 MiB of wasi:random at a time, forever, in open",
-            r#"{"wasi_in": "open", "wasi": "random-loop"}"#,
-            "open",
-        ),
-        deadline(
-            "blocks forever in a host wait",
-            r#"{"block_in": "open"}"#,
-            "open",
-        ),
+    let mut attacks: Vec<Attack> = HANGS
+        .iter()
+        .map(|&(name, config, call)| deadline(name, config, call))
+        .collect();
+    attacks.extend(IMPORT_ATTACKS.iter().map(import_attack));
+    attacks.extend(ANSWER_ATTACKS.iter().map(answer_attack));
+    attacks.extend([
         Attack {
             name: "blocked host wait, cancelled from another thread".into(),
             config: r#"{"block_in": "open"}"#.into(),
@@ -586,175 +886,6 @@ fn other_attacks() -> Vec<Attack> {
             }),
         },
         Attack {
-            name: "unbounded memory growth".into(),
-            config: r#"{"grow_in": "enumerate"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    enumerate_error(host),
-                    ErrorCode::PluginFaulted,
-                    "over its limit of 32 MiB (load_policy.memory_mib)",
-                )
-            }),
-        },
-        Attack {
-            name: "deep recursion".into(),
-            config: r#"{"recurse_in": "describe"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.refresh(),
-                    ErrorCode::PluginFaulted,
-                    "call stack exhausted",
-                )
-            }),
-        },
-        Attack {
-            name: "a loop under a fuel budget".into(),
-            config: r#"{"hang_in": "describe"}"#.into(),
-            granted: vec![],
-            policy: r#""fuel": 20000000, "call_timeout_ms": 60000"#,
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.refresh(),
-                    ErrorCode::PluginFaulted,
-                    "fuel of 20000000 per call",
-                )
-            }),
-        },
-        Attack {
-            name: "huge list from enumerate".into(),
-            config: r#"{"huge_in": "enumerate", "huge": "list"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    enumerate_error(host),
-                    ErrorCode::PluginFaulted,
-                    "(at most 4096)",
-                )
-            }),
-        },
-        Attack {
-            name: "huge string from enumerate".into(),
-            config: r#"{"huge_in": "enumerate", "huge": "string"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    enumerate_error(host),
-                    ErrorCode::PluginFaulted,
-                    "the property name is 8388608 bytes long",
-                )
-            }),
-        },
-        Attack {
-            name: "huge string from describe".into(),
-            config: r#"{"huge_in": "describe", "huge": "string"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.refresh(),
-                    ErrorCode::PluginFaulted,
-                    "the property host is 8388608 bytes long",
-                )
-            }),
-        },
-        Attack {
-            name: "huge list from list-attributes".into(),
-            config: r#"{"huge_in": "list-attributes", "huge": "list"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.attributes(),
-                    ErrorCode::PluginFaulted,
-                    "10000 attributes (at most 1024)",
-                )
-            }),
-        },
-        Attack {
-            name: "huge attribute name from list-attributes".into(),
-            config: r#"{"huge_in": "list-attributes", "huge": "string"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.attributes(),
-                    ErrorCode::PluginFaulted,
-                    "an attribute name is 8388608 bytes long",
-                )
-            }),
-        },
-        Attack {
-            name: "an attribute name that leaves the tree".into(),
-            config: r#"{"attributes": ["errors/errors", "../../etc/passwd"]}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.attributes(),
-                    ErrorCode::PluginFaulted,
-                    "is not a relative path of plain names",
-                )
-            }),
-        },
-        Attack {
-            name: "an attribute name of terminal control sequences".into(),
-            // C1 CSI and DEL: the config file may not hold C0 characters raw.
-            config: "{\"attributes\": [\"errors/\u{9b}2J\u{7f}\"]}".into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.attributes(),
-                    ErrorCode::PluginFaulted,
-                    "holds a control character",
-                )
-            }),
-        },
-        Attack {
-            name: "attribute listed twice".into(),
-            config: r#"{"attributes": ["errors/errors", "errors/errors"]}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.attributes(),
-                    ErrorCode::PluginFaulted,
-                    "is listed twice",
-                )
-            }),
-        },
-        Attack {
-            name: "huge value from read-attribute".into(),
-            config: r#"{"huge_in": "read-attribute"}"#.into(),
-            granted: vec![],
-            policy: "",
-            neighbours: &[],
-            provoke: Box::new(|host| {
-                expect(
-                    chaos_token(host)?.read_attribute("errors/errors"),
-                    ErrorCode::PluginFaulted,
-                    "an attribute value of 8388608 bytes (at most 65536)",
-                )
-            }),
-        },
-        Attack {
             name: "huge error message".into(),
             config: r#"{"refuse_in": "reset", "huge": true}"#.into(),
             granted: vec![],
@@ -771,150 +902,6 @@ fn other_attacks() -> Vec<Attack> {
                 ))
             }),
         },
-        import_attack(
-            "forged region handle",
-            "forge-region",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::PluginFaulted,
-            "unknown handle index",
-        ),
-        import_attack(
-            "stale region handle",
-            "stale-region",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::PluginFaulted,
-            "unknown handle index",
-        ),
-        import_attack(
-            "foreign handle (a buffer passed as a region)",
-            "foreign-handle",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::PluginFaulted,
-            "handle index",
-        ),
-        import_attack(
-            "MMIO read outside the region",
-            "mmio-out-of-range",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::InvalidArgument,
-            "outside",
-        ),
-        import_attack(
-            "MMIO write outside the region",
-            "mmio-write-out-of-range",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::InvalidArgument,
-            "outside",
-        ),
-        import_attack(
-            "a dfl attribute name that leaves the port's directory",
-            "attribute-escape",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::InvalidArgument,
-            "is not a relative path of plain names",
-        ),
-        import_attack(
-            "a 1 MiB dfl attribute write",
-            "attribute-huge-write",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::InvalidArgument,
-            "an attribute value of 1048576 bytes (at most 65536)",
-        ),
-        import_attack(
-            "the attributes of a port not granted (the other plugin's card)",
-            "attribute-not-granted",
-            "emu:w0",
-            vec!["emu:v0"],
-            ErrorCode::PermissionDenied,
-            "no grant covers the device 'emu:w0'",
-        ),
-        import_attack(
-            "misaligned MMIO",
-            "mmio-misaligned",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::InvalidArgument,
-            "aligned",
-        ),
-        import_attack(
-            "oversized MMIO write batch",
-            "batch-huge",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::InvalidArgument,
-            "4096",
-        ),
-        import_attack(
-            "MMIO on a device not granted (the other plugin's card)",
-            "mmio-out-of-range",
-            "emu:w0",
-            vec!["emu:v0"],
-            ErrorCode::PermissionDenied,
-            "no grant covers the device 'emu:w0'",
-        ),
-        import_attack(
-            "opening device nodes not granted",
-            "open-dev-nodes",
-            "",
-            vec!["emu:v0"],
-            ErrorCode::PermissionDenied,
-            "/dev/cxl/afu0.0",
-        ),
-        import_attack(
-            "reaching files, the environment and the network",
-            "escape-sandbox",
-            "",
-            vec![],
-            ErrorCode::PermissionDenied,
-            "connect:",
-        ),
-        import_attack(
-            "DMA-mapping a forged buffer handle",
-            "dma-map-forged",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::PluginFaulted,
-            "unknown handle index",
-        ),
-        import_attack(
-            "DMA-mapping a buffer it no longer owns",
-            "dma-map-stale",
-            "emu:v0",
-            vec!["emu:v0"],
-            ErrorCode::PluginFaulted,
-            "unknown handle index",
-        ),
-        import_attack(
-            "DMA allocation past its grant",
-            "dma-over-budget",
-            "",
-            vec![],
-            ErrorCode::OutOfMemory,
-            "dma_memory_mib",
-        ),
-        import_attack(
-            "oversized DMA read",
-            "read-huge",
-            "",
-            vec![],
-            ErrorCode::InvalidArgument,
-            "1048576",
-        ),
-        import_attack(
-            "host resource exhaustion",
-            "exhaust-resources",
-            "",
-            vec![],
-            ErrorCode::PluginFaulted,
-            "more than 1024 host resources (load_policy.max_resources)",
-        ),
         Attack {
             name: "a flood of log lines".into(),
             config: r#"{"log_flood": 20000}"#.into(),
@@ -985,7 +972,7 @@ fn other_attacks() -> Vec<Attack> {
                 Ok(format!("impostor tokens stay with chaos; {outcome}"))
             }),
         },
-    ];
+    ]);
     attacks.extend(containment_attacks());
     attacks.extend(trap_attacks());
     attacks
