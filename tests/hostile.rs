@@ -529,10 +529,20 @@ const HANGS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// A row of [`IMPORT_ATTACKS`].
+type ImportAttack = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    ErrorCode,
+    &'static str,
+);
+
 /// Attacks on the host imports, made in `open` (the host's answer comes back as open's error):
 /// (name, the chaos plugin's attack, its target, the devices granted, the code and text the
 /// call must fail with).
-const IMPORT_ATTACKS: &[(&str, &str, &str, &[&str], ErrorCode, &str)] = &[
+const IMPORT_ATTACKS: &[ImportAttack] = &[
     (
         "forged region handle",
         "forge-region",
@@ -705,10 +715,19 @@ fn shown<T: std::fmt::Debug>(result: Result<T, Error>) -> Result<String, Error> 
     result.map(|value| format!("{value:?}"))
 }
 
+/// A row of [`ANSWER_ATTACKS`].
+type AnswerAttack = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Answer,
+    &'static str,
+);
+
 /// Attacks by what a plugin answers or spends: (name, the chaos plugin's config, extra
 /// `load_policy` members, the call that meets it, what the fault must say). Each ends the
 /// call in a fault of the plugin.
-const ANSWER_ATTACKS: &[(&str, &str, &str, Answer, &str)] = &[
+const ANSWER_ATTACKS: &[AnswerAttack] = &[
     (
         "unbounded memory growth",
         r#"{"grow_in": "enumerate"}"#,
@@ -797,16 +816,7 @@ const ANSWER_ATTACKS: &[(&str, &str, &str, Answer, &str)] = &[
 ];
 
 /// An attack of [`IMPORT_ATTACKS`].
-fn import_attack(
-    &(name, attack, target, granted, code, needle): &(
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static [&'static str],
-        ErrorCode,
-        &'static str,
-    ),
-) -> Attack {
+fn import_attack(&(name, attack, target, granted, code, needle): &ImportAttack) -> Attack {
     Attack {
         name: name.into(),
         config: format!(r#"{{"attack_in": "open", "attack": "{attack}", "target": "{target}"}}"#),
@@ -818,15 +828,7 @@ fn import_attack(
 }
 
 /// An attack of [`ANSWER_ATTACKS`].
-fn answer_attack(
-    &(name, config, policy, answer, needle): &(
-        &'static str,
-        &'static str,
-        &'static str,
-        Answer,
-        &'static str,
-    ),
-) -> Attack {
+fn answer_attack(&(name, config, policy, answer, needle): &AnswerAttack) -> Attack {
     Attack {
         name: name.into(),
         config: config.into(),
