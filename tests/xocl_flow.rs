@@ -189,6 +189,105 @@ fn memcpy_in_every_direction() {
     assert!(err.to_string().contains("run past"), "{err}");
 }
 
+/// The DMA memory the xocl plugin holds now.
+fn xocl_dma_bytes(host: &Host) -> u64 {
+    host.plugins()
+        .into_iter()
+        .find(|p| p.name == "xocl")
+        .expect("the embedded default has the xocl plugin")
+        .memory
+        .dma_bytes
+}
+
+#[test]
+fn queue_transfers_stage_through_a_few_reused_buffers_whatever_their_size() {
+    let host = default_host();
+    let handle = open_card(&host);
+    vadd::load(&handle, 1).unwrap();
+    let size: usize = 40 << 20;
+    let device = handle.alloc(MemoryKind::Device, size as u64).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let before = xocl_dma_bytes(&host);
+    let pattern: Vec<u8> = (0..size).map(|i| (i * 31 % 253) as u8).collect();
+    queue.write(&device, 0, &pattern).unwrap().wait().unwrap();
+    let mut back = vec![0u8; size];
+    queue.read(&device, 0, &mut back).unwrap();
+    assert!(
+        back == pattern,
+        "40 MiB written and read back through staging"
+    );
+    // Two buffers of one 8 MiB piece each, kept for the next transfers: not 40 MiB twice.
+    let staged = xocl_dma_bytes(&host) - before;
+    assert!(
+        staged > 0 && staged <= 16 << 20,
+        "{staged} bytes of staging kept"
+    );
+
+    // Pieces that end anywhere, at odd offsets, read and written in both orders.
+    let piece = 8 << 20;
+    for (offset, len) in [
+        (0, 0),
+        (1, 1),
+        (3, piece - 1),
+        (5, piece),
+        (7, piece + 1),
+        (11, 2 * piece + 3),
+    ] {
+        let data: Vec<u8> = (0..len).map(|i| (i % 241) as u8 ^ offset as u8).collect();
+        queue.write(&device, offset as u64, &data).unwrap();
+        let mut out = vec![0u8; len];
+        queue.read(&device, offset as u64, &mut out).unwrap();
+        assert!(out == data, "{len} bytes at {offset}");
+    }
+    assert!(
+        xocl_dma_bytes(&host) - before <= 16 << 20,
+        "still two buffers"
+    );
+
+    // Host-visible memory is written and read directly, in the queue's order.
+    let host_memory = handle.alloc(MemoryKind::Host, 4096).unwrap();
+    queue
+        .write(&host_memory, 8, b"direct")
+        .unwrap()
+        .wait()
+        .unwrap();
+    let mut out = [0u8; 6];
+    queue.read(&host_memory, 8, &mut out).unwrap();
+    assert_eq!(&out, b"direct");
+
+    // Out of range: refused before anything moves, naming the call.
+    let err = queue.write(&device, size as u64 - 1, b"xy").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("queue-write"), "{err}");
+    let err = queue.read(&device, u64::MAX, &mut out).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("queue-read"), "{err}");
+}
+
+#[test]
+fn a_transfer_larger_than_what_the_grant_leaves_goes_through_in_pieces() {
+    // 48 MiB of device memory under a 64 MiB grant: a staging copy of the whole transfer
+    // would not fit beside it; two pieces of 8 MiB do.
+    let host = support::host(
+        r#"{"devices": [{"id": "x0", "family": "xocl"}],
+            "plugins": [{"name": "xocl", "module": "builtin:xocl",
+                         "grants": {"devices": ["emu:x0"], "dma_memory_mib": 64}}]}"#,
+    )
+    .unwrap();
+    let handle = open_card(&host);
+    vadd::load(&handle, 1).unwrap();
+    let size: usize = 48 << 20;
+    let device = handle.alloc(MemoryKind::Device, size as u64).unwrap();
+    let whole = handle.alloc(MemoryKind::Host, size as u64).unwrap_err();
+    assert_eq!(whole.code(), ErrorCode::OutOfMemory, "{whole}");
+    let queue = handle.create_queue().unwrap();
+    let pattern: Vec<u8> = (0..size).map(|i| (i % 249) as u8).collect();
+    queue.write(&device, 0, &pattern).unwrap().wait().unwrap();
+    let mut back = vec![0u8; size];
+    queue.read(&device, 0, &mut back).unwrap();
+    assert!(back == pattern, "48 MiB through 16 MiB of staging");
+}
+
 #[test]
 fn events_are_waited_one_by_one_and_by_queue() {
     let host = default_host();

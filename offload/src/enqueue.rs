@@ -69,14 +69,6 @@ fn side(
     }
 }
 
-fn staging(queue: &Queue, size: usize) -> OlRes<Memory> {
-    queue
-        .device
-        .handle
-        .alloc(MemoryKind::Host, size as u64)
-        .map_err(|err| failed(&err))
-}
-
 /// Copies `size` bytes from `source` (of `source_device`) to `target` (of `target_device`)
 /// in `queue`'s order; the command's event.
 pub fn memcpy(
@@ -104,20 +96,20 @@ pub fn memcpy(
             copy(&to.memory, to_at, &from.memory, from_at)
         }
         (Side::Device(to, to_at), Side::Program(from)) => {
-            let stage = staging(queue, size)?;
             // SAFETY: the program passes size readable bytes at SrcPtr.
             let bytes = unsafe { std::slice::from_raw_parts(from, size) };
-            stage.write(0, bytes).map_err(|err| failed(&err))?;
-            copy(&to.memory, to_at, &stage, 0)
+            queue
+                .commands
+                .write(&to.memory, to_at, bytes)
+                .map_err(|err| failed(&err))
         }
         (Side::Program(to), Side::Device(from, from_at)) => {
-            let stage = staging(queue, size)?;
-            let event = copy(&stage, 0, &from.memory, from_at)?;
-            event.wait().map_err(|err| failed(&err))?;
             // SAFETY: the program passes size writable bytes at DstPtr.
             let out = unsafe { std::slice::from_raw_parts_mut(to, size) };
-            stage.read(0, out).map_err(|err| failed(&err))?;
-            Ok(event)
+            queue
+                .commands
+                .read(&from.memory, from_at, out)
+                .map_err(|err| failed(&err))
         }
         (Side::Program(_), Side::Program(_)) => Err(fail(
             OL_ERRC_INVALID_ARGUMENT,

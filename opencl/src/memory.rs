@@ -330,12 +330,7 @@ fn write_now(buffer: &Buffer, queue: &accelhost::Queue, data: &[u8]) -> accelhos
     if buffer.memory.kind() != MemoryKind::Device {
         return buffer.memory.write(0, data);
     }
-    let handle = buffer.context.object().handle(buffer.device);
-    let staging = handle.alloc(MemoryKind::Host, data.len() as u64)?;
-    staging.write(0, data)?;
-    queue
-        .enqueue_memcpy(&buffer.memory, 0, &staging, 0, data.len() as u64)?
-        .wait()
+    queue.write(&buffer.memory, 0, data)?.wait()
 }
 
 pub(crate) extern "C" fn get_mem_object_info(

@@ -55,11 +55,6 @@ impl Queue {
         self.device
     }
 
-    /// The device's open handle.
-    pub fn handle(&self) -> &accelhost::Handle {
-        self.context.object().handle(self.device)
-    }
-
     /// The library's queue.
     pub fn commands(&self) -> &accelhost::Queue {
         &self.queue

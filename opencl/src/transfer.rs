@@ -1,7 +1,7 @@
 //! Allocations and the bytes moved in and out of them and between them, in a queue's order:
 //! the one way buffers and unified shared memory both do it. Host-visible memory is read,
 //! written and copied directly once the queue's earlier commands finished; device memory
-//! through a staging allocation and a queued copy.
+//! through the library queue's staging buffers and queued copies.
 
 use accelhost::{ErrorCode, Handle, Memory, MemoryKind};
 
@@ -56,14 +56,9 @@ pub fn write(
             .map_err(|err| report(call, &err))?;
         return Ok(Progress::Done(Ok(())));
     }
-    let staging = queue
-        .handle()
-        .alloc(MemoryKind::Host, data.len() as u64)
-        .map_err(|err| report(call, &err))?;
-    staging.write(0, data).map_err(|err| report(call, &err))?;
     let event = queue
         .commands()
-        .enqueue_memcpy(memory, offset as u64, &staging, 0, data.len() as u64)
+        .write(memory, offset as u64, data)
         .map_err(|err| report(call, &err))?;
     Ok(Progress::Device(event))
 }
@@ -82,15 +77,10 @@ pub fn read(
             .read(offset as u64, out)
             .map_err(|err| report(call, &err));
     }
-    let staging = queue
-        .handle()
-        .alloc(MemoryKind::Host, out.len() as u64)
-        .map_err(|err| report(call, &err))?;
     queue
         .commands()
-        .enqueue_memcpy(&staging, 0, memory, offset as u64, out.len() as u64)
-        .and_then(|event| event.wait())
-        .and_then(|()| staging.read(0, out))
+        .read(memory, offset as u64, out)
+        .map(drop)
         .map_err(|err| report(call, &err))
 }
 

@@ -6,6 +6,7 @@ mod handle;
 mod host;
 mod inner;
 mod offload;
+mod staging;
 mod token;
 mod workers;
 

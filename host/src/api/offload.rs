@@ -4,11 +4,13 @@
 //! reference counted (clone to retain, drop to release); the device handle they came from
 //! stays open while any of them lives. Waiting happens on the host, never in the plugin.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::handle::Handle;
+use super::staging::{Copying, KEPT, PIECE, Staged, StagingPool};
 use super::token::Token;
 use crate::devices::{Completion, CompletionState, DmaMemory, lock};
 use crate::error::{Error, Result};
@@ -312,6 +314,13 @@ impl Event {
         }
     }
 
+    /// An event of a command that needed the device for nothing, finished at once.
+    fn finished(what: &str) -> Self {
+        let completion = Arc::new(Completion::default());
+        completion.finish(CompletionState::Complete);
+        Event::new(completion, what.into())
+    }
+
     /// Where the command stands, without waiting.
     pub fn status(&self) -> EventStatus {
         match self.inner.completion.state() {
@@ -381,6 +390,23 @@ struct Kept {
     _memory: Vec<Memory>,
 }
 
+impl Staged for Memory {
+    fn size(&self) -> u64 {
+        Memory::size(self)
+    }
+}
+
+impl Copying for Event {
+    fn finished(&self) -> bool {
+        self.status() != EventStatus::Pending
+    }
+
+    fn wait_finished(&self) {
+        // How the copy ended is its command's to report; the buffer serves again either way.
+        let _ = self.wait();
+    }
+}
+
 /// An in-order queue: each command starts after the previous one finished.
 #[derive(Clone)]
 pub struct Queue {
@@ -392,6 +418,8 @@ struct QueueInner {
     id: u64,
     /// Commands not known to have finished, with what they use; oldest first.
     in_flight: Mutex<Vec<(Event, Kept)>>,
+    /// Host memory that transfers to and from device memory go through.
+    staging: StagingPool<Memory, Event>,
 }
 
 impl Drop for QueueInner {
@@ -415,13 +443,19 @@ impl Drop for QueueInner {
 }
 
 impl Queue {
-    fn range(memory: &Memory, offset: u64, size: u64, what: &str) -> Result<MemoryRange> {
+    fn range(
+        memory: &Memory,
+        offset: u64,
+        size: u64,
+        what: &str,
+        call: &'static str,
+    ) -> Result<MemoryRange> {
         if offset
             .checked_add(size)
             .is_none_or(|end| end > memory.size())
         {
             return Err(Error::InvalidArgument {
-                call: "enqueue-memcpy",
+                call,
                 message: format!(
                     "the {what}: {size} bytes at offset {offset} run past the {}-byte allocation",
                     memory.size()
@@ -447,8 +481,8 @@ impl Queue {
         let handle = &self.inner.handle;
         dst.same_device(handle, "enqueue-memcpy")?;
         src.same_device(handle, "enqueue-memcpy")?;
-        let to = Self::range(dst, dst_offset, size, "destination")?;
-        let from = Self::range(src, src_offset, size, "source")?;
+        let to = Self::range(dst, dst_offset, size, "destination", "enqueue-memcpy")?;
+        let from = Self::range(src, src_offset, size, "source", "enqueue-memcpy")?;
         let queue = self.inner.id;
         let event = handle.call(
             "enqueue-memcpy",
@@ -463,6 +497,93 @@ impl Queue {
                 _memory: vec![dst.clone(), src.clone()],
             },
         ))
+    }
+
+    /// Copies `data` into `memory` at `offset` after the queue's earlier commands; `data` may
+    /// be reused once this returns. Device memory is reached through the queue's staging
+    /// buffers, in pieces the device copies (the returned event is the last piece's, which
+    /// the queue's order makes the whole write's); host-visible memory is written directly,
+    /// once the earlier commands finished.
+    pub fn write(&self, memory: &Memory, offset: u64, data: &[u8]) -> Result<Event> {
+        const CALL: &str = "queue-write";
+        memory.same_device(&self.inner.handle, CALL)?;
+        Self::range(memory, offset, data.len() as u64, "destination", CALL)?;
+        if memory.kind() != MemoryKind::Device {
+            self.wait_idle();
+            memory.write(offset, data)?;
+            return Ok(Event::finished(CALL));
+        }
+        let mut last = Event::finished(CALL);
+        for (at, piece) in (0u64..)
+            .step_by(PIECE as usize)
+            .zip(data.chunks(PIECE as usize))
+        {
+            let staging = self.staging_buffer(piece.len() as u64)?;
+            staging.write(0, piece)?;
+            last = self.enqueue_memcpy(memory, offset + at, &staging, 0, piece.len() as u64)?;
+            self.inner.staging.lend(last.clone(), staging);
+        }
+        Ok(last)
+    }
+
+    /// Reads `out.len()` bytes of `memory` at `offset` once the queue's earlier commands
+    /// finished. Device memory comes through the queue's staging buffers, the device copying
+    /// one piece while the host reads the one before. Returns with the bytes in `out`; the
+    /// event, finished, is for callers that hand one on.
+    pub fn read(&self, memory: &Memory, offset: u64, out: &mut [u8]) -> Result<Event> {
+        const CALL: &str = "queue-read";
+        memory.same_device(&self.inner.handle, CALL)?;
+        Self::range(memory, offset, out.len() as u64, "source", CALL)?;
+        if memory.kind() != MemoryKind::Device {
+            self.wait_idle();
+            memory.read(offset, out)?;
+            return Ok(Event::finished(CALL));
+        }
+        let mut last = Event::finished(CALL);
+        let mut copying = VecDeque::with_capacity(KEPT);
+        let mut pieces = (0u64..)
+            .step_by(PIECE as usize)
+            .zip(out.chunks_mut(PIECE as usize));
+        loop {
+            while copying.len() < KEPT
+                && let Some((at, piece)) = pieces.next()
+            {
+                let size = piece.len() as u64;
+                let staging = self.staging_buffer(size)?;
+                let copy = self.enqueue_memcpy(&staging, 0, memory, offset + at, size);
+                match copy {
+                    Ok(event) => copying.push_back((event, staging, piece)),
+                    Err(err) => {
+                        self.inner.staging.give_back(staging);
+                        return Err(err);
+                    }
+                }
+            }
+            let Some((copy, staging, piece)) = copying.pop_front() else {
+                return Ok(last);
+            };
+            let read = copy.wait().and_then(|()| staging.read(0, piece));
+            self.inner.staging.give_back(staging);
+            read?;
+            last = copy;
+        }
+    }
+
+    /// Waits until every command enqueued so far finished, leaving how each ended to its
+    /// event and to [`finish`](Self::finish).
+    fn wait_idle(&self) {
+        let last = self.lock().last().map(|(event, _)| event.clone());
+        if let Some(last) = last {
+            let _ = last.wait();
+        }
+    }
+
+    /// A staging buffer for `size` bytes of a transfer.
+    fn staging_buffer(&self, size: u64) -> Result<Memory> {
+        let handle = &self.inner.handle;
+        self.inner
+            .staging
+            .take(size, |size| handle.alloc(MemoryKind::Host, size))
     }
 
     /// Launches `kernel` with `args` after the queue's previous command.
@@ -650,6 +771,7 @@ impl Handle {
                 handle: self.clone(),
                 id,
                 in_flight: Mutex::new(Vec::new()),
+                staging: StagingPool::default(),
             }),
         })
     }
