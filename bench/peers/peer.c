@@ -12,6 +12,15 @@
 #include <string.h>
 #include <time.h>
 
+/* For the calls that return an object and report through their last argument. */
+#define CREATED(name, status)                                                            \
+    do {                                                                                 \
+        if ((status) != CL_SUCCESS) {                                                    \
+            fprintf(stderr, "%s failed: %d\n", name, (status));                          \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
 #define CHECK(call)                                                                      \
     do {                                                                                 \
         cl_int status_ = (call);                                                         \
@@ -86,16 +95,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < 200; i++) {
         double start = now_us();
         cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-        CHECK(err);
+        CREATED("clCreateContext", err);
         CHECK(clReleaseContext(context));
         context_us[i] = now_us() - start;
     }
     printf("context_us %.3f\n", quantile(context_us, 200, 0.5));
 
     cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    CHECK(err);
+    CREATED("clCreateContext", err);
     cl_command_queue queue = clCreateCommandQueue(context, device, 0, &err);
-    CHECK(err);
+    CREATED("clCreateCommandQueue", err);
 
     /* Transfers: the same 64 MiB host array written to and read back from a device buffer,
      * blocking, best of five each way; the bytes read back are checked. */
@@ -103,7 +112,7 @@ int main(int argc, char **argv) {
     uint32_t *back = aligned_alloc(4096, transfer);
     for (size_t i = 0; i < transfer / 4; i++) host[i] = (uint32_t)(i * 2654435761u);
     cl_mem big = clCreateBuffer(context, CL_MEM_READ_WRITE, transfer, NULL, &err);
-    CHECK(err);
+    CREATED("clCreateBuffer", err);
     double best_write = 1e30, best_read = 1e30;
     for (int round = 0; round < 5; round++) {
         double start = now_us();
@@ -127,7 +136,7 @@ int main(int argc, char **argv) {
     cl_program program;
     if (strcmp(argv[1], "-") == 0) {
         program = clCreateProgramWithSource(context, 1, &VADD_SOURCE, NULL, &err);
-        CHECK(err);
+        CREATED("clCreateProgramWithSource", err);
     } else {
         size_t size = 0;
         unsigned char *image = read_file(argv[1], &size);
@@ -138,21 +147,21 @@ int main(int argc, char **argv) {
         const unsigned char *images[1] = {image};
         cl_int status = CL_SUCCESS;
         program = clCreateProgramWithBinary(context, 1, &device, &size, images, &status, &err);
-        CHECK(err);
+        CREATED("clCreateProgramWithBinary", err);
         CHECK(status);
         free(image);
     }
     CHECK(clBuildProgram(program, 1, &device, NULL, NULL, NULL));
     cl_kernel kernel = clCreateKernel(program, "vadd", &err);
-    CHECK(err);
+    CREATED("clCreateKernel", err);
 
     uint32_t a = 40, b = 2, n = 1;
     cl_mem in1 = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, 4, &a, &err);
-    CHECK(err);
+    CREATED("clCreateBuffer", err);
     cl_mem in2 = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, 4, &b, &err);
-    CHECK(err);
+    CREATED("clCreateBuffer", err);
     cl_mem out = clCreateBuffer(context, CL_MEM_WRITE_ONLY, 4, NULL, &err);
-    CHECK(err);
+    CREATED("clCreateBuffer", err);
     CHECK(clSetKernelArg(kernel, 0, sizeof(cl_mem), &in1));
     CHECK(clSetKernelArg(kernel, 1, sizeof(cl_mem), &in2));
     CHECK(clSetKernelArg(kernel, 2, sizeof(cl_mem), &out));
