@@ -518,10 +518,21 @@ impl Queue {
             .step_by(PIECE as usize)
             .zip(data.chunks(PIECE as usize))
         {
-            let staging = self.staging_buffer(piece.len() as u64)?;
-            staging.write(0, piece)?;
-            last = self.enqueue_memcpy(memory, offset + at, &staging, 0, piece.len() as u64)?;
-            self.inner.staging.lend(last.clone(), staging);
+            let size = piece.len() as u64;
+            let staging = self.staging_buffer(size)?;
+            let copy = staging
+                .write(0, piece)
+                .and_then(|()| self.enqueue_memcpy(memory, offset + at, &staging, 0, size));
+            match copy {
+                Ok(copy) => {
+                    last = copy.clone();
+                    self.inner.staging.lend(copy, staging);
+                }
+                Err(err) => {
+                    self.inner.staging.give_back(staging);
+                    return Err(err);
+                }
+            }
         }
         Ok(last)
     }
@@ -543,18 +554,33 @@ impl Queue {
         let mut copying = VecDeque::with_capacity(KEPT);
         let mut pieces = (0u64..)
             .step_by(PIECE as usize)
-            .zip(out.chunks_mut(PIECE as usize));
+            .zip(out.chunks_mut(PIECE as usize))
+            .peekable();
         loop {
+            // The device copies the next pieces while the host reads the first; a piece
+            // waits for a buffer only when the read holds none.
             while copying.len() < KEPT
-                && let Some((at, piece)) = pieces.next()
+                && let Some((_, piece)) = pieces.peek()
             {
                 let size = piece.len() as u64;
-                let staging = self.staging_buffer(size)?;
-                let copy = self.enqueue_memcpy(&staging, 0, memory, offset + at, size);
-                match copy {
-                    Ok(event) => copying.push_back((event, staging, piece)),
+                let staging = if copying.is_empty() {
+                    self.staging_buffer(size)?
+                } else {
+                    match self.spare_staging_buffer(size)? {
+                        Some(staging) => staging,
+                        None => break,
+                    }
+                };
+                let Some((at, piece)) = pieces.next() else {
+                    break;
+                };
+                match self.enqueue_memcpy(&staging, 0, memory, offset + at, size) {
+                    Ok(copy) => copying.push_back((copy, staging, piece)),
                     Err(err) => {
                         self.inner.staging.give_back(staging);
+                        for (_, staging, _) in copying {
+                            self.inner.staging.give_back(staging);
+                        }
                         return Err(err);
                     }
                 }
@@ -564,7 +590,12 @@ impl Queue {
             };
             let read = copy.wait().and_then(|()| staging.read(0, piece));
             self.inner.staging.give_back(staging);
-            read?;
+            if let Err(err) = read {
+                for (_, staging, _) in copying {
+                    self.inner.staging.give_back(staging);
+                }
+                return Err(err);
+            }
             last = copy;
         }
     }
@@ -578,12 +609,21 @@ impl Queue {
         }
     }
 
-    /// A staging buffer for `size` bytes of a transfer.
+    /// A staging buffer for `size` bytes of a transfer that holds none.
     fn staging_buffer(&self, size: u64) -> Result<Memory> {
         let handle = &self.inner.handle;
         self.inner
             .staging
             .take(size, |size| handle.alloc(MemoryKind::Host, size))
+    }
+
+    /// Another staging buffer for a transfer that holds one, if one is to be had without
+    /// waiting for other transfers.
+    fn spare_staging_buffer(&self, size: u64) -> Result<Option<Memory>> {
+        let handle = &self.inner.handle;
+        self.inner
+            .staging
+            .try_take(size, |size| handle.alloc(MemoryKind::Host, size))
     }
 
     /// Launches `kernel` with `args` after the queue's previous command.

@@ -7,7 +7,7 @@
 //! copies the other.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use crate::devices::lock;
 use crate::error::Result;
@@ -36,10 +36,12 @@ pub(super) const KEPT: usize = 2;
 /// The smallest staging buffer allocated: small transfers share one size.
 const SMALLEST: u64 = 64 << 10;
 
-/// A queue's staging buffers `B`: idle, or lent to a device copy until its event `E`
-/// finishes.
+/// A queue's staging buffers `B`: idle, lent to a device copy until its event `E` finishes,
+/// or out with a transfer. Invariant: idle + lent + out ≤ [`KEPT`], whatever the threads.
 pub(super) struct StagingPool<B, E> {
     state: Mutex<PoolState<B, E>>,
+    /// Signalled when a buffer comes back (idle or lent) or an allocation failed.
+    returned: Condvar,
 }
 
 impl<B, E> Default for StagingPool<B, E> {
@@ -48,7 +50,9 @@ impl<B, E> Default for StagingPool<B, E> {
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
                 lent: VecDeque::new(),
+                out: 0,
             }),
+            returned: Condvar::new(),
         }
     }
 }
@@ -57,6 +61,8 @@ struct PoolState<B, E> {
     idle: Vec<B>,
     /// Oldest first, as the queue runs the copies.
     lent: VecDeque<(E, B)>,
+    /// Taken by transfers and not yet lent or given back.
+    out: usize,
 }
 
 impl<B, E: Copying> PoolState<B, E> {
@@ -68,6 +74,19 @@ impl<B, E: Copying> PoolState<B, E> {
             }
         }
     }
+
+    fn kept(&self) -> usize {
+        self.idle.len() + self.lent.len() + self.out
+    }
+}
+
+/// Where [`StagingPool::take`] finds a buffer.
+enum Found<B, E> {
+    Ready(B),
+    /// Room for a new one (a too-small idle one may have been dropped for it).
+    Allocate,
+    /// The oldest lent one, once its copy finished.
+    AfterCopy(E, B),
 }
 
 /// The size of a staging buffer for `size` bytes: a power of two between [`SMALLEST`] and
@@ -77,52 +96,96 @@ fn buffer_size(size: u64) -> u64 {
 }
 
 impl<B: Staged, E: Copying> StagingPool<B, E> {
-    /// A staging buffer of at least `size` (≤ [`PIECE`]) bytes: an idle one, one whose copy
-    /// finished, or a new one from `alloc`; when the queue already keeps [`KEPT`] and every one
-    /// is lent, after the oldest copy finished (each event ends by its deadline).
-    pub(super) fn take(&self, size: u64, alloc: impl Fn(u64) -> Result<B>) -> Result<B> {
-        loop {
-            let mut state = lock(&self.state);
+    /// A staging buffer of at least `size` (≤ [`PIECE`]) bytes, out with the caller until it
+    /// is lent or given back: an idle one, one whose copy finished, or a new one from
+    /// `alloc`; when the queue keeps [`KEPT`] already, the oldest lent one once its copy
+    /// finished (each event ends by its deadline). When every buffer is out with other
+    /// transfers, waits for one to come back; a transfer that already holds one takes
+    /// another with [`try_take`](Self::try_take) instead (two such would wait for each other).
+    pub(super) fn take(&self, size: u64, alloc: impl FnOnce(u64) -> Result<B>) -> Result<B> {
+        match self.take_or_wait(size, true, alloc)? {
+            Some(buffer) => Ok(buffer),
+            None => unreachable!("a take that waits returns with a buffer"),
+        }
+    }
+
+    /// As [`take`](Self::take), but `None` where it would wait for other transfers.
+    pub(super) fn try_take(
+        &self,
+        size: u64,
+        alloc: impl FnOnce(u64) -> Result<B>,
+    ) -> Result<Option<B>> {
+        self.take_or_wait(size, false, alloc)
+    }
+
+    fn take_or_wait(
+        &self,
+        size: u64,
+        wait: bool,
+        alloc: impl FnOnce(u64) -> Result<B>,
+    ) -> Result<Option<B>> {
+        let mut state = lock(&self.state);
+        let found = loop {
             state.reclaim();
             if let Some(at) = state.idle.iter().position(|b| b.size() >= size) {
-                return Ok(state.idle.swap_remove(at));
+                break Found::Ready(state.idle.swap_remove(at));
             }
-            if state.idle.len() + state.lent.len() < KEPT {
-                drop(state);
-                return alloc(buffer_size(size));
+            if state.kept() < KEPT || state.idle.pop().is_some() {
+                break Found::Allocate;
             }
-            if state.idle.pop().is_some() {
-                // Too small for this piece: a larger one takes its place.
-                drop(state);
-                return alloc(buffer_size(size));
+            if let Some((copy, buffer)) = state.lent.pop_front() {
+                break Found::AfterCopy(copy, buffer);
             }
-            let Some((oldest, buffer)) = state.lent.pop_front() else {
-                continue;
-            };
-            drop(state);
-            oldest.wait_finished();
-            lock(&self.state).idle.push(buffer);
+            if !wait {
+                return Ok(None);
+            }
+            state = self
+                .returned
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        };
+        state.out += 1;
+        drop(state);
+        let buffer = match found {
+            Found::Ready(buffer) => Ok(buffer),
+            Found::AfterCopy(copy, buffer) => {
+                copy.wait_finished();
+                if buffer.size() >= size {
+                    Ok(buffer)
+                } else {
+                    drop(buffer);
+                    alloc(buffer_size(size))
+                }
+            }
+            Found::Allocate => alloc(buffer_size(size)),
+        };
+        if buffer.is_err() {
+            lock(&self.state).out -= 1;
+            self.returned.notify_one();
         }
+        buffer.map(Some)
     }
 
-    /// `buffer` is in use until `copy` finished.
+    /// `buffer`, taken with [`take`](Self::take), is in use until `copy` finished.
     pub(super) fn lend(&self, copy: E, buffer: B) {
-        lock(&self.state).lent.push_back((copy, buffer));
+        let mut state = lock(&self.state);
+        state.out -= 1;
+        state.lent.push_back((copy, buffer));
+        self.returned.notify_one();
     }
 
-    /// `buffer` is idle again.
+    /// `buffer`, taken with [`take`](Self::take), is idle again.
     pub(super) fn give_back(&self, buffer: B) {
         let mut state = lock(&self.state);
-        if state.idle.len() + state.lent.len() < KEPT {
-            state.idle.push(buffer);
-        }
+        state.out -= 1;
+        state.idle.push(buffer);
+        self.returned.notify_one();
     }
 
-    /// How many staging buffers the queue keeps now.
+    /// How many staging buffers the queue keeps now, out with transfers included.
     #[cfg(test)]
     pub(super) fn kept(&self) -> usize {
-        let state = lock(&self.state);
-        state.idle.len() + state.lent.len()
+        lock(&self.state).kept()
     }
 }
 
@@ -187,6 +250,24 @@ mod tests {
         assert_eq!((second.waited.get(), allocated.get()), (0, 3));
         pool.give_back(d);
         assert!(pool.kept() <= KEPT);
+    }
+
+    #[test]
+    fn a_transfer_holding_a_buffer_does_not_wait_for_the_others() {
+        let pool: StagingPool<Buffer, Copy> = StagingPool::default();
+        let alloc = |size| Ok(Buffer(size));
+        let one = pool.take(PIECE, alloc).unwrap();
+        let two = pool.try_take(PIECE, alloc).unwrap().unwrap();
+        assert_eq!(pool.kept(), KEPT);
+        assert!(
+            pool.try_take(PIECE, alloc).unwrap().is_none(),
+            "both are out"
+        );
+        pool.give_back(one);
+        let three = pool.try_take(PIECE, alloc).unwrap().unwrap();
+        pool.give_back(two);
+        pool.give_back(three);
+        assert_eq!(pool.kept(), KEPT);
     }
 
     #[test]
