@@ -2,9 +2,8 @@
 //! memory, which the host cannot reach directly: each transfer goes through host memory the
 //! device copies from or to, in pieces of at most [`PIECE`] bytes. A queue keeps at most
 //! [`KEPT`] such buffers and reuses them, so a transfer of any size holds at most
-//! `KEPT × PIECE` bytes of staging (where a buffer the size of the transfer was allocated,
-//! and its pages cleared, for every transfer), and the host fills one piece while the device
-//! copies the other.
+//! `KEPT × PIECE` bytes of staging and clears no fresh pages once the queue has its buffers,
+//! and the host fills one piece while the device copies the other.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -30,7 +29,8 @@ pub(super) trait Copying {
 /// The most bytes one piece of a transfer stages.
 pub(super) const PIECE: u64 = 8 << 20;
 
-/// The most staging buffers a queue keeps, idle or lent to a copy in flight.
+/// The most staging buffers a queue keeps: idle, lent to a copy in flight, or out with a
+/// transfer.
 pub(super) const KEPT: usize = 2;
 
 /// The smallest staging buffer allocated: small transfers share one size.
