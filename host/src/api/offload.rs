@@ -578,9 +578,7 @@ impl Queue {
                     Ok(copy) => copying.push_back((copy, staging, piece)),
                     Err(err) => {
                         self.inner.staging.give_back(staging);
-                        for (_, staging, _) in copying {
-                            self.inner.staging.give_back(staging);
-                        }
+                        self.lend_until_copied(copying);
                         return Err(err);
                     }
                 }
@@ -591,12 +589,18 @@ impl Queue {
             let read = copy.wait().and_then(|()| staging.read(0, piece));
             self.inner.staging.give_back(staging);
             if let Err(err) = read {
-                for (_, staging, _) in copying {
-                    self.inner.staging.give_back(staging);
-                }
+                self.lend_until_copied(copying);
                 return Err(err);
             }
             last = copy;
+        }
+    }
+
+    /// The staging buffers of a read given up on: each serves again once the device's copy
+    /// into it finished, never while the device may still write it.
+    fn lend_until_copied(&self, copying: VecDeque<(Event, Memory, &mut [u8])>) {
+        for (copy, staging, _) in copying {
+            self.inner.staging.lend(copy, staging);
         }
     }
 
