@@ -142,10 +142,16 @@ fn registered(vendors: &Path) -> Vec<Implementation> {
     found
 }
 
-/// accelhost's ICD library: `explicit`, `$ACCELHOST_OPENCL_ICD`, then next to the running
-/// executable or in its parent directory.
+/// accelhost's ICD library: `explicit` (which must exist), else `$ACCELHOST_OPENCL_ICD`,
+/// then next to the running executable or in its parent directory.
 fn accelhost_icd(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let mut candidates: Vec<PathBuf> = explicit.map(Path::to_path_buf).into_iter().collect();
+    if let Some(path) = explicit {
+        if !path.is_file() {
+            bail!("--opencl-icd {}: no such file", path.display());
+        }
+        return Ok(path.to_path_buf());
+    }
+    let mut candidates = Vec::new();
     if let Some(path) = std::env::var_os("ACCELHOST_OPENCL_ICD") {
         candidates.push(path.into());
     }
@@ -269,6 +275,9 @@ impl Runner {
 
 /// Runs `--peers` and prints its tables.
 pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
+    if let Some(missing) = args.peer_icds.iter().find(|library| !library.is_file()) {
+        bail!("--peer-icd {}: no such file", missing.display());
+    }
     let accelhost = accelhost_icd(args.opencl_icd)?;
     let vendors = match std::env::var_os("OCL_ICD_VENDORS").map(PathBuf::from) {
         Some(dir) if dir.is_dir() => dir,
@@ -276,9 +285,6 @@ pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
     };
     let mut peers = registered(&vendors);
     for library in args.peer_icds {
-        if !library.is_file() {
-            bail!("--peer-icd {}: no such file", library.display());
-        }
         peers.push(Implementation {
             name: library.file_name().map_or_else(
                 || library.display().to_string(),
@@ -477,6 +483,29 @@ mod tests {
             }]
         );
         assert!(registered(Path::new("/nonexistent/vendors")).is_empty());
+    }
+
+    #[test]
+    fn a_library_named_on_the_command_line_that_is_not_there_is_refused_by_its_flag() {
+        let missing = PathBuf::from("/nonexistent/libOpenCL-peer.so");
+        let peers = [missing.clone()];
+        let args = PeersArgs {
+            opencl_icd: None,
+            peer_icds: &peers,
+            full: false,
+            markdown: false,
+        };
+        let why = run(&args).unwrap_err().to_string();
+        assert_eq!(
+            why,
+            "--peer-icd /nonexistent/libOpenCL-peer.so: no such file"
+        );
+        // Never another library in its place.
+        let why = accelhost_icd(Some(&missing)).unwrap_err().to_string();
+        assert_eq!(
+            why,
+            "--opencl-icd /nonexistent/libOpenCL-peer.so: no such file"
+        );
     }
 
     #[test]
