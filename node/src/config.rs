@@ -351,6 +351,7 @@ impl ClientGrants {
 fn default_mode() -> u32 {
     0o660
 }
+
 /// The largest `limits.max_message_kib` a node may be configured with: also the most a client
 /// decodes of one answer, whatever size a node says it sends.
 pub const MAX_MESSAGE_KIB: u64 = 65536;
