@@ -343,10 +343,12 @@ impl ComponentCache {
     }
 
     /// Removes the least recently used entries until the entries fit under the cap (never
-    /// `keep`, the one just written), temporary files of crashed writers, and the digest
-    /// records of paths that are gone, unused for [`UNUSED_RECORD`], or of an older format.
-    /// Other hosts may be reading and evicting the same cache: a reader keeps the entry it
-    /// opened, and a file that vanishes here was removed by another host, which is fine.
+    /// `keep`, the one just written, nor the most recently used of all), temporary files of
+    /// crashed writers, and the digest records of paths that are gone, unused for
+    /// [`UNUSED_RECORD`], or of an older format. Other hosts may be reading and evicting the
+    /// same cache: a reader keeps the entry it opened, and a file that vanishes here was
+    /// removed by another host, which is fine. Every host spares the same newest entry, so
+    /// two writers evicting at once never remove each other's last entry between them.
     fn evict(&self, keep: Option<&Path>) {
         let Some(dir) = self.dir.as_deref() else {
             return;
@@ -365,13 +367,15 @@ impl ComponentCache {
                 continue;
             }
             total = total.saturating_add(meta.len());
-            if Some(path.as_path()) != keep {
-                let used = meta.modified().unwrap_or(UNIX_EPOCH);
-                candidates.push((used, path, meta.len()));
-            }
+            let used = meta.modified().unwrap_or(UNIX_EPOCH);
+            candidates.push((used, path, meta.len()));
         }
         candidates.sort();
+        candidates.pop();
         for (_, path, len) in candidates {
+            if Some(path.as_path()) == keep {
+                continue;
+            }
             if total <= self.max_bytes {
                 break;
             }
@@ -1057,6 +1061,34 @@ mod tests {
             entries(&dir).0,
             vec![tiny.entry(&engine, &[13; 32]).unwrap()]
         );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn two_writers_evicting_at_once_leave_the_newest_entry() {
+        let (engine, component) = engine_and_component();
+        let (base, dir) = fresh_base("cache-two-writers");
+        let roomy = ComponentCache::at(Some(dir.clone()));
+        let tiny = ComponentCache::at(Some(dir.clone())).with_max_bytes(1);
+        for first_to_evict in [1u8, 2] {
+            for i in 1..=2u8 {
+                roomy.store(&engine, &[i; 32], &component);
+                used_ago(
+                    &roomy.entry(&engine, &[i; 32]).unwrap(),
+                    Duration::from_secs(100 - u64::from(i)),
+                );
+            }
+            // Both wrote before either evicted, and each keeps the entry it wrote.
+            let second_to_evict = 3 - first_to_evict;
+            for i in [first_to_evict, second_to_evict] {
+                tiny.evict(Some(&tiny.entry(&engine, &[i; 32]).unwrap()));
+            }
+            assert_eq!(
+                entries(&dir).0,
+                vec![tiny.entry(&engine, &[2; 32]).unwrap()],
+                "the writer of entry {first_to_evict} evicted first"
+            );
+        }
         std::fs::remove_dir_all(&base).unwrap();
     }
 
