@@ -93,6 +93,29 @@ pub struct RemoteError {
 /// The result of a call to a node.
 pub type RemoteResult<T> = Result<T, RemoteError>;
 
+/// A call of the node with one request and one answer: one type per call in [`calls`],
+/// made by the build from `node.proto`, for [`Client::call`].
+pub trait UnaryCall {
+    /// The call's name in `node.proto`.
+    const NAME: &'static str;
+    /// What the call sends.
+    type Request: prost::Message + Send + 'static;
+    /// What the node answers.
+    type Reply: Send + 'static;
+    /// Sends `request` with the generated client.
+    fn send(
+        rpc: &mut NodeClient<Channel>,
+        request: tonic::Request<Self::Request>,
+    ) -> Sent<'_, Self::Reply>;
+}
+
+/// The answer to come of a call sent with the generated client.
+pub type Sent<'a, T> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<tonic::Response<T>, Status>> + Send + 'a>,
+>;
+
+include!(concat!(env!("OUT_DIR"), "/node_client_calls.rs"));
+
 /// A session on a node. Dropping it ends the session, and the node releases what it held.
 pub struct Client {
     rpc: NodeClient<Channel>,
@@ -204,8 +227,8 @@ impl Client {
         &self.attached.session
     }
 
-    /// The generated gRPC client over this connection, for calls the typed methods do not
-    /// make (it sends what it is given, without the size check the typed methods make).
+    /// The generated gRPC client over this connection, for what [`call`](Self::call) does not
+    /// make (it sends what it is given, without the size check `call` makes).
     pub fn rpc(&self) -> NodeClient<Channel> {
         self.rpc.clone().max_encoding_message_size(usize::MAX)
     }
@@ -226,18 +249,30 @@ impl Client {
             .max(4096)
     }
 
+    /// Makes call `C` of the node (one of [`calls`]) with `request`: refused before it is
+    /// sent when it is larger than the node takes, and bounded by the call timeout unless
+    /// `request` sets its own. Every call of `node.proto` with one request and one answer is
+    /// here the moment it is in the proto; the methods below shape the common ones.
+    pub async fn call<C: UnaryCall>(
+        &self,
+        request: impl tonic::IntoRequest<C::Request>,
+    ) -> RemoteResult<C::Reply> {
+        let request = request.into_request();
+        self.fits(C::NAME, request.get_ref())?;
+        let reply = C::send(&mut self.rpc.clone(), request)
+            .await
+            .map_err(self.err(C::NAME))?;
+        Ok(reply.into_inner())
+    }
+
     /// The devices the client may see, matching any of `filters`.
     pub async fn enumerate(&self, filters: Vec<proto::Filter>) -> RemoteResult<Vec<Device>> {
         let reply = self
-            .rpc
-            .clone()
-            .enumerate(proto::EnumerateRequest {
+            .call::<calls::Enumerate>(proto::EnumerateRequest {
                 session: self.session().into(),
                 filters,
             })
-            .await
-            .map_err(self.err("Enumerate"))?;
-        let reply = reply.into_inner();
+            .await?;
         for omitted in &reply.omitted {
             tracing::warn!(
                 node = %self.endpoint,
@@ -252,31 +287,23 @@ impl Client {
 
     /// Fresh properties of `device`.
     pub async fn describe(&self, device: &str) -> RemoteResult<Device> {
-        let reply = self
-            .rpc
-            .clone()
-            .describe(proto::DeviceRequest {
-                session: self.session().into(),
-                device: device.into(),
-            })
-            .await
-            .map_err(self.err("Describe"))?;
-        Ok(reply.into_inner())
+        self.call::<calls::Describe>(proto::DeviceRequest {
+            session: self.session().into(),
+            device: device.into(),
+        })
+        .await
     }
 
     /// Opens `device` (an id from [`enumerate`](Self::enumerate)); returns the handle number.
     pub async fn open(&self, device: &str, shared: bool) -> RemoteResult<u64> {
         let reply = self
-            .rpc
-            .clone()
-            .open(proto::OpenRequest {
+            .call::<calls::Open>(proto::OpenRequest {
                 session: self.session().into(),
                 device: device.into(),
                 shared,
             })
-            .await
-            .map_err(self.err("Open"))?;
-        Ok(reply.into_inner().object)
+            .await?;
+        Ok(reply.object)
     }
 
     fn object(&self, object: u64) -> proto::ObjectRequest {
@@ -288,21 +315,13 @@ impl Client {
 
     /// Closes a handle, releasing the regions and buffers that came from it.
     pub async fn close(&self, handle: u64) -> RemoteResult<()> {
-        self.rpc
-            .clone()
-            .close(self.object(handle))
-            .await
-            .map_err(self.err("Close"))?;
+        self.call::<calls::Close>(self.object(handle)).await?;
         Ok(())
     }
 
     /// Resets the accelerator.
     pub async fn reset(&self, handle: u64) -> RemoteResult<()> {
-        self.rpc
-            .clone()
-            .reset(self.object(handle))
-            .await
-            .map_err(self.err("Reset"))?;
+        self.call::<calls::Reset>(self.object(handle)).await?;
         Ok(())
     }
 
@@ -345,32 +364,25 @@ impl Client {
     /// Maps MMIO region `index` of a handle; returns the region number and size.
     pub async fn map_mmio(&self, handle: u64, index: u32) -> RemoteResult<(u64, u64)> {
         let reply = self
-            .rpc
-            .clone()
-            .map_mmio(proto::MapMmioRequest {
+            .call::<calls::MapMmio>(proto::MapMmioRequest {
                 session: self.session().into(),
                 handle,
                 index,
             })
-            .await
-            .map_err(self.err("MapMmio"))?
-            .into_inner();
+            .await?;
         Ok((reply.region, reply.size))
     }
 
     async fn mmio_read(&self, region: u64, offset: u64, width: proto::Width) -> RemoteResult<u64> {
         let reply = self
-            .rpc
-            .clone()
-            .mmio_read(proto::MmioReadRequest {
+            .call::<calls::MmioRead>(proto::MmioReadRequest {
                 session: self.session().into(),
                 region,
                 offset,
                 width: width as i32,
             })
-            .await
-            .map_err(self.err("MmioRead"))?;
-        Ok(reply.into_inner().value)
+            .await?;
+        Ok(reply.value)
     }
 
     /// Reads the 32-bit register at `offset`.
@@ -392,17 +404,14 @@ impl Client {
         width: proto::Width,
         value: u64,
     ) -> RemoteResult<()> {
-        self.rpc
-            .clone()
-            .mmio_write(proto::MmioWriteRequest {
-                session: self.session().into(),
-                region,
-                offset,
-                width: width as i32,
-                value,
-            })
-            .await
-            .map_err(self.err("MmioWrite"))?;
+        self.call::<calls::MmioWrite>(proto::MmioWriteRequest {
+            session: self.session().into(),
+            region,
+            offset,
+            width: width as i32,
+            value,
+        })
+        .await?;
         Ok(())
     }
 
@@ -450,12 +459,7 @@ impl Client {
                 })
                 .collect(),
         };
-        self.fits("MmioWriteBatch", &request)?;
-        self.rpc
-            .clone()
-            .mmio_write_batch(request)
-            .await
-            .map_err(self.err("MmioWriteBatch"))?;
+        self.call::<calls::MmioWriteBatch>(request).await?;
         Ok(())
     }
 
@@ -489,13 +493,8 @@ impl Client {
         timeout: Duration,
     ) -> RemoteResult<u64> {
         let request = self.poll_request(region, offset, mask, expected, timeout);
-        let reply = self
-            .rpc
-            .clone()
-            .mmio_poll(request)
-            .await
-            .map_err(self.err("MmioPoll"))?;
-        Ok(reply.into_inner().value)
+        let reply = self.call::<calls::MmioPoll>(request).await?;
+        Ok(reply.value)
     }
 
     /// Prepares a DMA buffer on the node.
@@ -507,19 +506,14 @@ impl Client {
     /// [`ClientOptions::share_memory`] on a Unix socket, the reply may offer the buffer's
     /// memory (`shared`), to redeem with [`crate::shared_memory::fetch`].
     pub async fn prepare(&self, handle: u64, size: u64, read_only: bool) -> RemoteResult<Buffer> {
-        let reply = self
-            .rpc
-            .clone()
-            .prepare_buffer(proto::PrepareBufferRequest {
-                session: self.session().into(),
-                handle,
-                size,
-                read_only,
-                share_memory: self.options.share_memory && self.socket.is_some(),
-            })
-            .await
-            .map_err(self.err("PrepareBuffer"))?;
-        Ok(reply.into_inner())
+        self.call::<calls::PrepareBuffer>(proto::PrepareBufferRequest {
+            session: self.session().into(),
+            handle,
+            size,
+            read_only,
+            share_memory: self.options.share_memory && self.socket.is_some(),
+        })
+        .await
     }
 
     /// Writes `data` at `offset` of a buffer or host-visible memory, streamed in chunks.
@@ -616,16 +610,12 @@ impl Client {
         loop {
             let pushes = batches.next().unwrap_or_default();
             let reply = self
-                .rpc
-                .clone()
-                .buffer_sync(proto::BufferSyncRequest {
+                .call::<calls::BufferSync>(proto::BufferSyncRequest {
                     session: self.session().into(),
                     objects: objects.to_vec(),
                     pushes,
                 })
-                .await
-                .map_err(self.err("BufferSync"))?
-                .into_inner();
+                .await?;
             pulled.extend(reply.pulls);
             if !reply.more && batches.len() == 0 {
                 return Ok(pulled);
@@ -641,17 +631,14 @@ impl Client {
         len: u64,
         byte: u8,
     ) -> RemoteResult<()> {
-        self.rpc
-            .clone()
-            .buffer_fill(proto::BufferFillRequest {
-                session: self.session().into(),
-                object: buffer,
-                offset,
-                length: len,
-                byte: byte.into(),
-            })
-            .await
-            .map_err(self.err("BufferFill"))?;
+        self.call::<calls::BufferFill>(proto::BufferFillRequest {
+            session: self.session().into(),
+            object: buffer,
+            offset,
+            length: len,
+            byte: byte.into(),
+        })
+        .await?;
         Ok(())
     }
 
@@ -665,13 +652,8 @@ impl Client {
         timeout: Duration,
     ) -> RemoteResult<u64> {
         let request = self.poll_request(buffer, offset, mask, expected, timeout);
-        let reply = self
-            .rpc
-            .clone()
-            .buffer_poll(request)
-            .await
-            .map_err(self.err("BufferPoll"))?;
-        Ok(reply.into_inner().value)
+        let reply = self.call::<calls::BufferPoll>(request).await?;
+        Ok(reply.value)
     }
 
     /// Allocates offload memory of `kind` (in `bank`, or where the plugin chooses); the reply
@@ -683,20 +665,15 @@ impl Client {
         size: u64,
         bank: Option<u32>,
     ) -> RemoteResult<proto::MemoryReply> {
-        let reply = self
-            .rpc
-            .clone()
-            .alloc(proto::AllocRequest {
-                session: self.session().into(),
-                handle,
-                kind: kind as i32,
-                size,
-                bank,
-                share_memory: self.options.share_memory && self.socket.is_some(),
-            })
-            .await
-            .map_err(self.err("Alloc"))?;
-        Ok(reply.into_inner())
+        self.call::<calls::Alloc>(proto::AllocRequest {
+            session: self.session().into(),
+            handle,
+            kind: kind as i32,
+            size,
+            bank,
+            share_memory: self.options.share_memory && self.socket.is_some(),
+        })
+        .await
     }
 
     /// Loads a program image (an xclbin for XRT cards), streamed in chunks.
@@ -728,38 +705,27 @@ impl Client {
     /// The program built into the device.
     pub async fn builtin_program(&self, handle: u64) -> RemoteResult<u64> {
         let reply = self
-            .rpc
-            .clone()
-            .builtin_program(self.object(handle))
-            .await
-            .map_err(self.err("BuiltinProgram"))?;
-        Ok(reply.into_inner().object)
+            .call::<calls::BuiltinProgram>(self.object(handle))
+            .await?;
+        Ok(reply.object)
     }
 
     /// Kernel `name` of a program.
     pub async fn kernel(&self, program: u64, name: &str) -> RemoteResult<u64> {
         let reply = self
-            .rpc
-            .clone()
-            .kernel(proto::KernelRequest {
+            .call::<calls::Kernel>(proto::KernelRequest {
                 session: self.session().into(),
                 program,
                 name: name.into(),
             })
-            .await
-            .map_err(self.err("Kernel"))?;
-        Ok(reply.into_inner().object)
+            .await?;
+        Ok(reply.object)
     }
 
     /// An in-order queue on a handle.
     pub async fn create_queue(&self, handle: u64) -> RemoteResult<u64> {
-        let reply = self
-            .rpc
-            .clone()
-            .create_queue(self.object(handle))
-            .await
-            .map_err(self.err("CreateQueue"))?;
-        Ok(reply.into_inner().object)
+        let reply = self.call::<calls::CreateQueue>(self.object(handle)).await?;
+        Ok(reply.object)
     }
 
     /// Enqueues a copy of `size` bytes; returns its event.
@@ -771,9 +737,7 @@ impl Client {
         size: u64,
     ) -> RemoteResult<u64> {
         let reply = self
-            .rpc
-            .clone()
-            .enqueue_memcpy(proto::MemcpyRequest {
+            .call::<calls::EnqueueMemcpy>(proto::MemcpyRequest {
                 session: self.session().into(),
                 queue,
                 dst,
@@ -782,9 +746,8 @@ impl Client {
                 src_offset,
                 size,
             })
-            .await
-            .map_err(self.err("EnqueueMemcpy"))?;
-        Ok(reply.into_inner().object)
+            .await?;
+        Ok(reply.object)
     }
 
     /// Enqueues a launch of `kernel` with `args`; returns its event.
@@ -800,23 +763,13 @@ impl Client {
             kernel,
             args,
         };
-        self.fits("EnqueueLaunch", &request)?;
-        let reply = self
-            .rpc
-            .clone()
-            .enqueue_launch(request)
-            .await
-            .map_err(self.err("EnqueueLaunch"))?;
-        Ok(reply.into_inner().object)
+        let reply = self.call::<calls::EnqueueLaunch>(request).await?;
+        Ok(reply.object)
     }
 
     /// Waits for every command of a queue.
     pub async fn queue_finish(&self, queue: u64) -> RemoteResult<()> {
-        self.rpc
-            .clone()
-            .queue_finish(self.object(queue))
-            .await
-            .map_err(self.err("QueueFinish"))?;
+        self.call::<calls::QueueFinish>(self.object(queue)).await?;
         Ok(())
     }
 
@@ -828,28 +781,20 @@ impl Client {
         vector: u32,
     ) -> RemoteResult<u64> {
         let reply = self
-            .rpc
-            .clone()
-            .register_event(proto::RegisterEventRequest {
+            .call::<calls::RegisterEvent>(proto::RegisterEventRequest {
                 session: self.session().into(),
                 handle,
                 kind: kind as i32,
                 vector,
             })
-            .await
-            .map_err(self.err("RegisterEvent"))?;
-        Ok(reply.into_inner().object)
+            .await?;
+        Ok(reply.object)
     }
 
     /// Where an event stands, without waiting.
     pub async fn event_status(&self, event: u64) -> RemoteResult<proto::EventState> {
-        let reply = self
-            .rpc
-            .clone()
-            .event_status(self.object(event))
-            .await
-            .map_err(self.err("EventStatus"))?;
-        Ok(reply.into_inner())
+        let reply = self.call::<calls::EventStatus>(self.object(event)).await?;
+        Ok(reply)
     }
 
     /// Waits on the node up to `timeout` for an event to finish; returns where it stands.
@@ -864,13 +809,8 @@ impl Client {
             timeout_ms: timeout.as_millis().min(u32::MAX as u128) as u32,
         });
         request.set_timeout(timeout + self.options.call_timeout);
-        let reply = self
-            .rpc
-            .clone()
-            .event_wait(request)
-            .await
-            .map_err(self.err("EventWait"))?;
-        Ok(reply.into_inner())
+        let reply = self.call::<calls::EventWait>(request).await?;
+        Ok(reply)
     }
 
     /// The event's state now, and again when it finishes, as the node streams them; waits
@@ -892,11 +832,7 @@ impl Client {
 
     /// Releases any object but a handle.
     pub async fn release(&self, object: u64) -> RemoteResult<()> {
-        self.rpc
-            .clone()
-            .release(self.object(object))
-            .await
-            .map_err(self.err("Release"))?;
+        self.call::<calls::Release>(self.object(object)).await?;
         Ok(())
     }
 }

@@ -30,10 +30,20 @@ PROTO = "accelhost/node/v1/node.proto"
 
 def stubs(folder):
     """Generates the node's Python stubs into `folder` and imports them."""
+    import grpc_tools
     from grpc_tools import protoc
 
+    # The protobuf's own protos (node.proto's call rules extend descriptor.proto's options).
+    well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     status = protoc.main(
-        ["protoc", f"-I{PROTO_ROOT}", f"--python_out={folder}", f"--grpc_python_out={folder}", PROTO]
+        [
+            "protoc",
+            f"-I{PROTO_ROOT}",
+            f"-I{well_known}",
+            f"--python_out={folder}",
+            f"--grpc_python_out={folder}",
+            PROTO,
+        ]
     )
     if status != 0:
         sys.exit(f"python_client: protoc failed on {os.path.join(PROTO_ROOT, PROTO)}")

@@ -18,11 +18,12 @@ use super::state::{NodeService, blocking, poll_word};
 pub(super) async fn prepare_buffer(
     node: &NodeService,
     request: Request<proto::PrepareBufferRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Buffer>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "PrepareBuffer")?;
-    let handle = node.handle(&session, req.handle, "PrepareBuffer")?;
-    let charge = node.room_for_memory(&session, req.size, "PrepareBuffer")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.handle, call)?;
+    let charge = node.room_for_memory(&session, req.size, call)?;
     let (size, read_only) = (req.size, req.read_only);
     let buffer = blocking(move || {
         if read_only {
@@ -51,8 +52,9 @@ pub(super) async fn prepare_buffer(
 pub(super) async fn buffer_write(
     node: &NodeService,
     request: Request<Streaming<proto::BufferWriteChunk>>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
-    let client = node.client(&request, "BufferWrite")?;
+    let client = node.client(&request, call)?;
     let mut chunks = request.into_inner();
     let mut current: Option<(String, u64, Data)> = None;
     while let Some(chunk) = chunks.message().await? {
@@ -63,8 +65,8 @@ pub(super) async fn buffer_write(
                 target.clone()
             }
             _ => {
-                let session = node.session_of(&client, &chunk.session, "BufferWrite")?;
-                let target = node.data(&session, chunk.object, "BufferWrite")?;
+                let session = node.session_of(&client, &chunk.session, call)?;
+                let target = node.data(&session, chunk.object, call)?;
                 current = Some((chunk.session.clone(), chunk.object, target.clone()));
                 target
             }
@@ -79,10 +81,11 @@ pub(super) async fn buffer_write(
 pub(super) async fn buffer_read(
     node: &NodeService,
     request: Request<proto::BufferReadRequest>,
+    call: &'static str,
 ) -> Result<Response<DataStream>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "BufferRead")?;
-    let target = node.data(&session, req.object, "BufferRead")?;
+    let session = node.session(&request, &req.session, call)?;
+    let target = node.data(&session, req.object, call)?;
     let end = req
         .offset
         .checked_add(req.length)
@@ -106,7 +109,7 @@ pub(super) async fn buffer_read(
         0 => most,
         n => n.min(most),
     };
-    let permit = node.stream_permit(&session, "BufferRead")?;
+    let permit = node.stream_permit(&session, call)?;
     let (metrics, client) = (node.metrics.clone(), session.client.name.clone());
     // One chunk queued and one being read: a client that reads slowly holds at most
     // that, plus what the transport buffers, on the node.
@@ -137,10 +140,11 @@ pub(super) async fn buffer_read(
 pub(super) async fn buffer_fill(
     node: &NodeService,
     request: Request<proto::BufferFillRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "BufferFill")?;
-    let buffer = node.buffer(&session, req.object, "BufferFill")?;
+    let session = node.session(&request, &req.session, call)?;
+    let buffer = node.buffer(&session, req.object, call)?;
     let byte = u8::try_from(req.byte).map_err(|_| {
         status(
             ErrorCode::InvalidArgument,
@@ -156,11 +160,12 @@ pub(super) async fn buffer_fill(
 pub(super) async fn buffer_poll(
     node: &NodeService,
     request: Request<proto::PollRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Value>, Status> {
     let req = request.get_ref().clone();
-    let session = node.session(&request, &req.session, "BufferPoll")?;
-    let target = node.data(&session, req.object, "BufferPoll")?;
-    let timeout = node.poll_timeout(req.timeout_ms, "BufferPoll")?;
+    let session = node.session(&request, &req.session, call)?;
+    let target = node.data(&session, req.object, call)?;
+    let timeout = node.poll_timeout(req.timeout_ms, call)?;
     let value = poll_word(
         || target.read_u64(req.offset),
         (req.mask, req.expected),
@@ -174,9 +179,10 @@ pub(super) async fn buffer_poll(
 pub(super) async fn buffer_sync(
     node: &NodeService,
     request: Request<proto::BufferSyncRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::BufferSyncReply>, Status> {
     let id = request.get_ref().session.clone();
-    let session = node.session(&request, &id, "BufferSync")?;
+    let session = node.session(&request, &id, call)?;
     let req = request.into_inner();
     let mut mirrored: Vec<Mirrored> = Vec::with_capacity(req.objects.len());
     let put_back = |mirrored: Vec<Mirrored>| {
@@ -189,14 +195,11 @@ pub(super) async fn buffer_sync(
         if mirrored.iter().any(|m| m.object == object) {
             continue;
         }
-        let found = node.data(&session, object, "BufferSync").and_then(|data| {
+        let found = node.data(&session, object, call).and_then(|data| {
             let kept = session.objects().take_shadow(object);
             let shadow = match kept {
                 Some(shadow) => shadow,
-                None => Shadow::new(
-                    data.size(),
-                    node.reserve_dma(&session, data.size(), "BufferSync")?,
-                ),
+                None => Shadow::new(data.size(), node.reserve_dma(&session, data.size(), call)?),
             };
             Ok(Mirrored {
                 object,
@@ -238,11 +241,12 @@ pub(super) async fn buffer_sync(
 pub(super) async fn alloc(
     node: &NodeService,
     request: Request<proto::AllocRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::MemoryReply>, Status> {
     let req = request.get_ref().clone();
-    let session = node.session(&request, &req.session, "Alloc")?;
-    let handle = node.handle(&session, req.handle, "Alloc")?;
-    let charge = node.room_for_memory(&session, req.size, "Alloc")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.handle, call)?;
+    let charge = node.room_for_memory(&session, req.size, call)?;
     let kind = match proto::MemoryKind::try_from(req.kind) {
         Ok(proto::MemoryKind::Host) => MemoryKind::Host,
         Ok(proto::MemoryKind::Device) => MemoryKind::Device,
@@ -280,3 +284,6 @@ pub(super) async fn alloc(
 pub(super) const READ_CHUNK_BYTES: u64 = 1 << 20;
 
 pub(super) type DataStream = ReceiverStream<Result<proto::Data, Status>>;
+
+/// The answer stream of `BufferRead`.
+pub(super) type BufferReadStream = DataStream;

@@ -14,8 +14,9 @@ use super::state::{NodeService, blocking, release_in_order};
 pub(super) async fn enumerate(
     node: &NodeService,
     request: Request<proto::EnumerateRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::EnumerateReply>, Status> {
-    let session = node.session(&request, &request.get_ref().session, "Enumerate")?;
+    let session = node.session(&request, &request.get_ref().session, call)?;
     let filters = request
         .get_ref()
         .filters
@@ -52,10 +53,11 @@ pub(super) async fn enumerate(
 pub(super) async fn describe(
     node: &NodeService,
     request: Request<proto::DeviceRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Device>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "Describe")?;
-    let token = node.enumerated(&session, &req.device, "Describe")?;
+    let session = node.session(&request, &req.session, call)?;
+    let token = node.enumerated(&session, &req.device, call)?;
     let properties = blocking({
         let token = token.clone();
         move || token.refresh().map_err(from_host)
@@ -67,11 +69,12 @@ pub(super) async fn describe(
 pub(super) async fn open(
     node: &NodeService,
     request: Request<proto::OpenRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "Open")?;
-    let token = node.enumerated(&session, &req.device, "Open")?;
-    node.room_for_object(&session, "Open")?;
+    let session = node.session(&request, &req.session, call)?;
+    let token = node.enumerated(&session, &req.device, call)?;
+    node.room_for_object(&session, call)?;
     let mode = if req.shared {
         OpenMode::Shared
     } else {
@@ -87,10 +90,11 @@ pub(super) async fn open(
 pub(super) async fn close(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "Close")?;
-    node.handle(&session, req.object, "Close")?;
+    let session = node.session(&request, &req.session, call)?;
+    node.handle(&session, req.object, call)?;
     let taken = session.objects().take(req.object);
     blocking(move || release_in_order(taken)).await?;
     node.devices_changed();
@@ -100,10 +104,11 @@ pub(super) async fn close(
 pub(super) async fn reset(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "Reset")?;
-    let handle = node.handle(&session, req.object, "Reset")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.object, call)?;
     blocking(move || handle.reset().map_err(from_host)).await?;
     node.devices_changed();
     Ok(Response::new(proto::Empty {}))
@@ -112,13 +117,14 @@ pub(super) async fn reset(
 pub(super) async fn reconfigure(
     node: &NodeService,
     request: Request<Streaming<proto::ReconfigureChunk>>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
-    let client = node.client(&request, "Reconfigure")?;
+    let client = node.client(&request, call)?;
     let mut chunks = request.into_inner();
     let (session, header, image) = node
-        .receive_image(&client, &mut chunks, "Reconfigure", |c| (c.header, c.data))
+        .receive_image(&client, &mut chunks, call, |c| (c.header, c.data))
         .await?;
-    let handle = node.handle(&session, header.handle, "Reconfigure")?;
+    let handle = node.handle(&session, header.handle, call)?;
     let slot = header.slot;
     blocking(move || handle.reconfigure(slot, &image.image).map_err(from_host)).await?;
     node.devices_changed();

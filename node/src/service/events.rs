@@ -14,10 +14,11 @@ use super::state::{NodeService, blocking, wait_until};
 pub(super) async fn register_event(
     node: &NodeService,
     request: Request<proto::RegisterEventRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
     let req = request.get_ref().clone();
-    let session = node.session(&request, &req.session, "RegisterEvent")?;
-    let handle = node.handle(&session, req.handle, "RegisterEvent")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.handle, call)?;
     let kind = match proto::EventKind::try_from(req.kind) {
         Ok(proto::EventKind::Interrupt) => EventKind::Interrupt,
         Ok(proto::EventKind::Error) => EventKind::Error,
@@ -29,7 +30,7 @@ pub(super) async fn register_event(
             ));
         }
     };
-    node.room_for_object(&session, "RegisterEvent")?;
+    node.room_for_object(&session, call)?;
     let event =
         blocking(move || handle.register_event(kind, req.vector).map_err(from_host)).await?;
     let number = session.objects().insert(Object::Event(req.handle, event));
@@ -39,21 +40,23 @@ pub(super) async fn register_event(
 pub(super) async fn event_status(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::EventState>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "EventStatus")?;
-    let event = node.event(&session, req.object, "EventStatus")?;
+    let session = node.session(&request, &req.session, call)?;
+    let event = node.event(&session, req.object, call)?;
     Ok(Response::new(event_state(&event)))
 }
 
 pub(super) async fn event_wait(
     node: &NodeService,
     request: Request<proto::EventWaitRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::EventState>, Status> {
     let req = request.get_ref().clone();
-    let session = node.session(&request, &req.session, "EventWait")?;
-    let event = node.event(&session, req.event, "EventWait")?;
-    let timeout = node.poll_timeout(req.timeout_ms, "EventWait")?;
+    let session = node.session(&request, &req.session, call)?;
+    let event = node.event(&session, req.event, call)?;
+    let timeout = node.poll_timeout(req.timeout_ms, call)?;
     // Polled on a task, so a wait that times out leaves nothing behind on the event. A
     // failed or unfinished event is an answer here, not a failed call.
     wait_until(|| event.status() != EventStatus::Pending, Some(timeout)).await;
@@ -63,11 +66,12 @@ pub(super) async fn event_wait(
 pub(super) async fn watch_event(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<ReceiverStream<Result<proto::EventState, Status>>>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "WatchEvent")?;
-    let event = node.event(&session, req.object, "WatchEvent")?;
-    let permit = node.stream_permit(&session, "WatchEvent")?;
+    let session = node.session(&request, &req.session, call)?;
+    let event = node.event(&session, req.object, call)?;
+    let permit = node.stream_permit(&session, call)?;
     // Two states at most, now and when it finishes: the channel holds both, so a client
     // that never reads the stream costs the node nothing more.
     let (sender, receiver) = mpsc::channel(2);
@@ -107,3 +111,6 @@ fn event_state(event: &Event) -> proto::EventState {
         message,
     }
 }
+
+/// The answer stream of `WatchEvent`.
+pub(super) type WatchEventStream = ReceiverStream<Result<proto::EventState, Status>>;

@@ -12,11 +12,12 @@ use super::state::{NodeService, blocking, poll_word};
 pub(super) async fn map_mmio(
     node: &NodeService,
     request: Request<proto::MapMmioRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::MmioRegion>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "MapMmio")?;
-    let handle = node.handle(&session, req.handle, "MapMmio")?;
-    node.room_for_object(&session, "MapMmio")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.handle, call)?;
+    node.room_for_object(&session, call)?;
     let index = req.index;
     let region = blocking(move || handle.map_mmio(index).map_err(from_host)).await?;
     let size = region.size();
@@ -30,11 +31,12 @@ pub(super) async fn map_mmio(
 pub(super) async fn mmio_read(
     node: &NodeService,
     request: Request<proto::MmioReadRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Value>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "MmioRead")?;
-    let region = node.region(&session, req.region, "MmioRead")?;
-    let value = match width_of(req.width, &"MmioRead")? {
+    let session = node.session(&request, &req.session, call)?;
+    let region = node.region(&session, req.region, call)?;
+    let value = match width_of(req.width, &call)? {
         proto::Width::Width32 => region.read32(req.offset).map(u64::from),
         _ => region.read64(req.offset),
     }
@@ -45,22 +47,24 @@ pub(super) async fn mmio_read(
 pub(super) async fn mmio_write(
     node: &NodeService,
     request: Request<proto::MmioWriteRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "MmioWrite")?;
-    let region = node.region(&session, req.region, "MmioWrite")?;
-    let width = width_of(req.width, &"MmioWrite")?;
-    write_word(&region, req.offset, width, req.value, &"MmioWrite")?;
+    let session = node.session(&request, &req.session, call)?;
+    let region = node.region(&session, req.region, call)?;
+    let width = width_of(req.width, &call)?;
+    write_word(&region, req.offset, width, req.value, &call)?;
     Ok(Response::new(proto::Empty {}))
 }
 
 pub(super) async fn mmio_write_batch(
     node: &NodeService,
     request: Request<proto::MmioWriteBatchRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "MmioWriteBatch")?;
-    let region = node.region(&session, req.region, "MmioWriteBatch")?;
+    let session = node.session(&request, &req.session, call)?;
+    let region = node.region(&session, req.region, call)?;
     for (i, write) in req.writes.iter().enumerate() {
         let call = format_args!("MmioWriteBatch: writes[{i}]");
         let width = width_of(write.width, &call)?;
@@ -72,11 +76,12 @@ pub(super) async fn mmio_write_batch(
 pub(super) async fn mmio_poll(
     node: &NodeService,
     request: Request<proto::PollRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Value>, Status> {
     let req = request.get_ref().clone();
-    let session = node.session(&request, &req.session, "MmioPoll")?;
-    let region = node.region(&session, req.object, "MmioPoll")?;
-    let timeout = node.poll_timeout(req.timeout_ms, "MmioPoll")?;
+    let session = node.session(&request, &req.session, call)?;
+    let region = node.region(&session, req.object, call)?;
+    let timeout = node.poll_timeout(req.timeout_ms, call)?;
     let value = poll_word(
         || region.read64(req.offset),
         (req.mask, req.expected),

@@ -13,16 +13,15 @@ use super::state::{NodeService, blocking, wait_until};
 pub(super) async fn create_program(
     node: &NodeService,
     request: Request<Streaming<proto::ProgramChunk>>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
-    let client = node.client(&request, "CreateProgram")?;
+    let client = node.client(&request, call)?;
     let mut chunks = request.into_inner();
     let (session, header, image) = node
-        .receive_image(&client, &mut chunks, "CreateProgram", |c| {
-            (c.header, c.data)
-        })
+        .receive_image(&client, &mut chunks, call, |c| (c.header, c.data))
         .await?;
-    let handle = node.handle(&session, header.handle, "CreateProgram")?;
-    node.room_for_object(&session, "CreateProgram")?;
+    let handle = node.handle(&session, header.handle, call)?;
+    node.room_for_object(&session, call)?;
     let program = blocking(move || handle.create_program(&image.image).map_err(from_host)).await?;
     let number = session
         .objects()
@@ -33,11 +32,12 @@ pub(super) async fn create_program(
 pub(super) async fn builtin_program(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "BuiltinProgram")?;
-    let handle = node.handle(&session, req.object, "BuiltinProgram")?;
-    node.room_for_object(&session, "BuiltinProgram")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.object, call)?;
+    node.room_for_object(&session, call)?;
     let program = blocking(move || handle.builtin_program().map_err(from_host)).await?;
     let number = session
         .objects()
@@ -48,17 +48,18 @@ pub(super) async fn builtin_program(
 pub(super) async fn kernel(
     node: &NodeService,
     request: Request<proto::KernelRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
     let req = request.get_ref().clone();
-    let session = node.session(&request, &req.session, "Kernel")?;
+    let session = node.session(&request, &req.session, call)?;
     let found = match session.objects().get(req.program) {
         Some(Object::Program(owner, program)) => Some((*owner, program.clone())),
         _ => None,
     };
     let Some((owner, program)) = found else {
-        return Err(no_object(&session, "program", req.program, "Kernel"));
+        return Err(no_object(&session, "program", req.program, call));
     };
-    node.room_for_object(&session, "Kernel")?;
+    node.room_for_object(&session, call)?;
     let kernel = blocking(move || program.kernel(&req.name).map_err(from_host)).await?;
     let number = session.objects().insert(Object::Kernel(owner, kernel));
     Ok(Response::new(proto::ObjectReply { object: number }))
@@ -67,11 +68,12 @@ pub(super) async fn kernel(
 pub(super) async fn create_queue(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "CreateQueue")?;
-    let handle = node.handle(&session, req.object, "CreateQueue")?;
-    node.room_for_object(&session, "CreateQueue")?;
+    let session = node.session(&request, &req.session, call)?;
+    let handle = node.handle(&session, req.object, call)?;
+    node.room_for_object(&session, call)?;
     let queue = blocking(move || handle.create_queue().map_err(from_host)).await?;
     let number = session.objects().insert(Object::Queue(req.object, queue));
     Ok(Response::new(proto::ObjectReply { object: number }))
@@ -80,27 +82,30 @@ pub(super) async fn create_queue(
 pub(super) async fn enqueue_memcpy(
     node: &NodeService,
     request: Request<proto::MemcpyRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "EnqueueMemcpy")?;
-    let (owner, work) = Work::memcpy(&session, req, "EnqueueMemcpy")?;
-    node.enqueue(&session, owner, work, "EnqueueMemcpy").await
+    let session = node.session(&request, &req.session, call)?;
+    let (owner, work) = Work::memcpy(&session, req, call)?;
+    node.enqueue(&session, owner, work, call).await
 }
 
 pub(super) async fn enqueue_launch(
     node: &NodeService,
     request: Request<proto::LaunchRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::ObjectReply>, Status> {
-    let session = node.session(&request, &request.get_ref().session, "EnqueueLaunch")?;
-    let (owner, work) = Work::launch(&session, request.into_inner(), "EnqueueLaunch")?;
-    node.enqueue(&session, owner, work, "EnqueueLaunch").await
+    let session = node.session(&request, &request.get_ref().session, call)?;
+    let (owner, work) = Work::launch(&session, request.into_inner(), call)?;
+    node.enqueue(&session, owner, work, call).await
 }
 
 pub(super) async fn submit(
     node: &NodeService,
     request: Request<Streaming<proto::SubmitRequest>>,
+    call: &'static str,
 ) -> Result<Response<crate::pipeline::Replies>, Status> {
-    let client = node.client(&request, "Submit")?;
+    let client = node.client(&request, call)?;
     let mut inbound = request.into_inner();
     let Some(first) = inbound.message().await? else {
         return Err(status(
@@ -108,8 +113,8 @@ pub(super) async fn submit(
             "Submit: the stream ended before its first message",
         ));
     };
-    let session = node.session_of(&client, &first.session, "Submit")?;
-    let permit = node.stream_permit(&session, "Submit")?;
+    let session = node.session_of(&client, &first.session, call)?;
+    let permit = node.stream_permit(&session, call)?;
     Ok(Response::new(crate::pipeline::serve(
         session, first, inbound, permit,
     )))
@@ -118,10 +123,11 @@ pub(super) async fn submit(
 pub(super) async fn queue_finish(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "QueueFinish")?;
-    let (_, queue) = node.queue(&session, req.object, "QueueFinish")?;
+    let session = node.session(&request, &req.session, call)?;
+    let (_, queue) = node.queue(&session, req.object, call)?;
     // Waited on a task, as polls are (ended if the client goes); then `finish` only
     // collects what finished.
     for event in queue.pending_events() {
@@ -130,3 +136,6 @@ pub(super) async fn queue_finish(
     blocking(move || queue.finish().map_err(from_host)).await?;
     Ok(Response::new(proto::Empty {}))
 }
+
+/// The answer stream of `Submit`.
+pub(super) type SubmitStream = crate::pipeline::Replies;

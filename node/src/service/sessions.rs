@@ -21,8 +21,9 @@ use super::state::{NodeService, blocking, release_in_order};
 pub(super) async fn attach(
     node: &NodeService,
     request: Request<proto::AttachRequest>,
+    call: &'static str,
 ) -> Result<Response<SessionStream>, Status> {
-    let client = node.client(&request, "Attach")?;
+    let client = node.client(&request, call)?;
     let (events, receiver) = mpsc::channel(1);
     let session = Arc::new(Session::new(
         client.clone(),
@@ -48,7 +49,7 @@ pub(super) async fn attach(
                 client.name
             ),
         };
-        node.refuse(&client.name, "Attach", ErrorCode::NoSpace, message)
+        node.refuse(&client.name, call, ErrorCode::NoSpace, message)
     })?;
     tracing::info!(
         session = %id,
@@ -98,11 +99,12 @@ impl Drop for SessionStream {
 pub(super) async fn release(
     node: &NodeService,
     request: Request<proto::ObjectRequest>,
+    call: &'static str,
 ) -> Result<Response<proto::Empty>, Status> {
     let req = request.get_ref();
-    let session = node.session(&request, &req.session, "Release")?;
+    let session = node.session(&request, &req.session, call)?;
     match session.objects().get(req.object) {
-        None => return Err(no_object(&session, "object", req.object, "Release")),
+        None => return Err(no_object(&session, "object", req.object, call)),
         Some(Object::Handle(_)) => {
             return Err(status(
                 ErrorCode::InvalidArgument,
@@ -115,3 +117,6 @@ pub(super) async fn release(
     blocking(move || release_in_order(taken)).await?;
     Ok(Response::new(proto::Empty {}))
 }
+
+/// The answer stream of `Attach`.
+pub(super) type AttachStream = SessionStream;
