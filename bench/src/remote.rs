@@ -167,6 +167,31 @@ async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Re
 
     figures.push(proxy_read(socket.clone(), cache.to_path_buf(), calls, read_p50).await?);
 
+    figures.push(round_trip(settings, &client, handle, &mut floor).await?);
+
+    drop(client);
+    let (pod_settings, pod_cache) = (*settings, cache.to_path_buf());
+    figures.extend(
+        tokio::task::spawn_blocking(move || {
+            crate::pod::figures(&pod_settings, &pod_cache, socket, (pki, tls_address))
+        })
+        .await??,
+    );
+    let _ = stop.send(());
+    let _ = stop_baseline.send(());
+    served.await??;
+    baseline_served.await??;
+    Ok(figures)
+}
+
+/// A 64 MiB buffer written and read back through the node, against the same bytes streamed
+/// through the baseline service.
+async fn round_trip(
+    settings: &Settings,
+    client: &Client,
+    handle: u64,
+    floor: &mut BaselineClient<tonic::transport::Channel>,
+) -> anyhow::Result<Figure> {
     let bytes: u64 = 64 << 20;
     // The node client's chunks: writes as large as a message allows, reads of 1 MiB.
     let (write_chunk, read_chunk) = ((4 << 20) - 256, 1 << 20);
@@ -211,7 +236,7 @@ async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Re
     }
     let (node_s, floor_s) = (median(&mut node_s), median(&mut floor_s));
     let gbps = |s: f64| 2.0 * bytes as f64 / s / 1e9;
-    figures.push(Figure {
+    Ok(Figure {
         what: "remote 64 MiB buffer write + read",
         measured: format!("{:.2} GB/s ({})", gbps(node_s), ms(node_s)),
         baseline: format!("gRPC stream {:.2} GB/s", gbps(floor_s)),
@@ -219,21 +244,7 @@ async fn in_process(settings: &Settings, cache: &Path, dir: &Path) -> anyhow::Re
         target: "≥ 80 % of a gRPC stream",
         // At least 80 % of the stream's rate: at most 1 / 0.8 of its time.
         bound: Some(Target::AtMost(1.0 / 0.8)),
-    });
-
-    drop(client);
-    let (pod_settings, pod_cache) = (*settings, cache.to_path_buf());
-    figures.extend(
-        tokio::task::spawn_blocking(move || {
-            crate::pod::figures(&pod_settings, &pod_cache, socket, (pki, tls_address))
-        })
-        .await??,
-    );
-    let _ = stop.send(());
-    let _ = stop_baseline.send(());
-    served.await??;
-    baseline_served.await??;
-    Ok(figures)
+    })
 }
 
 /// `accelhost serve` in a process of its own, until dropped.

@@ -13,9 +13,10 @@ use accelhost::OpenMode;
 use accelhost::workloads::vadd;
 
 use crate::measure::{
-    self, BenchHost, DirectEmulator, Ioctl, NativePlugin, RawComponent, Settings, median,
-    median_of, ns, ns_per_call,
+    self, BenchHost, DirectEmulator, Ioctl, NativeInstance, NativePlugin, RawComponent, Settings,
+    median, median_of, ns, ns_per_call,
 };
+use accelhost::perf::PluginBench;
 
 use crate::figure::Target;
 use crate::report::{print_table, progress};
@@ -409,6 +410,51 @@ fn print_against(earlier: &Path, compared: &[crate::against::Compared], markdown
     regressed
 }
 
+/// What the suite measures every row against: a no-op component call, the emulator called
+/// directly, an ioctl.
+struct Floor {
+    raw_call: f64,
+    direct_read: f64,
+    direct_write: f64,
+    ioctl: f64,
+}
+
+impl Floor {
+    fn measure(settings: &Settings) -> anyhow::Result<Floor> {
+        let mut raw =
+            RawComponent::new().map_err(|e| anyhow::anyhow!("the raw component: {e:#}"))?;
+        let raw_call = ns_per_call(settings, || {
+            black_box(raw.call(black_box(7)));
+        });
+        let direct = DirectEmulator::open();
+        let direct_read = ns_per_call(settings, || {
+            black_box(direct.window.read64(black_box(0x8)).unwrap());
+        });
+        let direct_write = ns_per_call(settings, || {
+            direct.window.write64(black_box(0x100), 5).unwrap();
+        });
+        let ioctl = Ioctl::on_a_pipe();
+        let ioctl = ns_per_call(settings, || {
+            black_box(ioctl.call());
+        });
+        Ok(Floor {
+            raw_call,
+            direct_read,
+            direct_write,
+            ioctl,
+        })
+    }
+}
+
+/// A row of a figure measured by another module.
+fn row_of(figure: crate::figure::Figure) -> Row {
+    let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
+    match figure.bound {
+        Some(bound) => row.judge(figure.ratio, bound),
+        None => row.ratio(figure.ratio),
+    }
+}
+
 fn suite(
     settings: &Settings,
     cache: &Path,
@@ -417,36 +463,54 @@ fn suite(
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     progress("the floor (raw component call, emulator, ioctl)");
-    let mut raw = RawComponent::new().map_err(|e| anyhow::anyhow!("the raw component: {e:#}"))?;
-    let raw_ns = ns_per_call(settings, || {
-        black_box(raw.call(black_box(7)));
-    });
-    let direct = DirectEmulator::open();
-    let direct_read = ns_per_call(settings, || {
-        black_box(direct.window.read64(black_box(0x8)).unwrap());
-    });
-    let direct_write = ns_per_call(settings, || {
-        direct.window.write64(black_box(0x100), 5).unwrap();
-    });
-    let ioctl = Ioctl::on_a_pipe();
-    let ioctl_ns = ns_per_call(settings, || {
-        black_box(ioctl.call());
-    });
-
+    let floor = Floor::measure(settings)?;
     let native_one = native
         .map(|n| n.init(&measure::native_config(0, 1)))
         .transpose()
         .map_err(anyhow::Error::msg)?;
-
     progress("host start and queries");
     let bench = BenchHost::start(cache)?;
-    let host = &bench.host;
-    let token = &bench.nlb0;
+    let plugin = measure::dfl_plugin_bench(cache)?;
+    rows.extend(control_rows(
+        settings,
+        &bench,
+        &plugin,
+        native_one.as_ref(),
+        &floor,
+    )?);
+    progress("the host-memory ledger (open + close, reset, MMIO; with it and without it)");
+    rows.extend(
+        crate::ledger::figures(settings, cache)?
+            .into_iter()
+            .map(row_of),
+    );
+    let handle = bench.host.open(&bench.nlb0, OpenMode::Exclusive)?;
+    rows.extend(mmio_rows(settings, &handle, native_one.as_ref(), &floor)?);
+    rows.push(nlb0_row(settings, &handle));
+    handle.close()?;
+    rows.extend(xocl_rows(settings, &bench)?);
+    rows.extend(start_rows(settings, &plugin, native));
+    drop(plugin);
+    drop(bench);
+    rows.extend(fleet_rows(settings, cache, native, js_plugin)?);
+    Ok(rows)
+}
+
+/// Properties, open + close and reset, each beside the same exports called raw.
+fn control_rows(
+    settings: &Settings,
+    bench: &BenchHost,
+    plugin: &PluginBench,
+    native_one: Option<&NativeInstance<'_>>,
+    floor: &Floor,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let (host, token) = (&bench.host, &bench.nlb0);
     let properties = ns_per_call(settings, || {
         let p = black_box(token).properties();
         black_box((p.guid, p.vendor_id, p.device_id));
     });
-    let native_properties = native_one.as_ref().map(|n| {
+    let native_properties = native_one.map(|n| {
         ns_per_call(settings, || {
             black_box(n.properties(black_box(0)));
         })
@@ -458,7 +522,7 @@ fn suite(
             "≤ 50 ns",
         )
         .native(native_properties.map(ns))
-        .baseline(format!("ioctl {}", ns(ioctl_ns)))
+        .baseline(format!("ioctl {}", ns(floor.ioctl)))
         .judge(properties / 50.0, Target::AtMost(1.0)),
     );
 
@@ -469,7 +533,7 @@ fn suite(
             .close()
             .unwrap();
     }) / 2.0;
-    let native_open_close = native_one.as_ref().map(|n| {
+    let native_open_close = native_one.map(|n| {
         ns_per_call(settings, || {
             let h = n.open(0);
             n.close(h);
@@ -477,7 +541,6 @@ fn suite(
     });
     // The same exports called straight through wasmtime's bindings, on an instance of
     // their own: what the manager adds on top of wasmtime.
-    let plugin = measure::dfl_plugin_bench(cache)?;
     let mut raw_plugin = plugin.raw()?;
     let raw_reset = ns_per_call(settings, || raw_plugin.reset());
     raw_plugin.close_first();
@@ -505,12 +568,13 @@ fn suite(
             ns(raw_open_close),
             "none: what wasmtime charges",
         )
-        .baseline(format!("no-op call {}", ns(raw_ns)))
-        .ratio(raw_open_close / raw_ns),
+        .baseline(format!("no-op call {}", ns(floor.raw_call)))
+        .ratio(raw_open_close / floor.raw_call),
     );
     let handle = host.open(token, OpenMode::Exclusive)?;
     let reset = ns_per_call(settings, || handle.reset().unwrap());
-    let native_reset = native_one.as_ref().map(|n| {
+    handle.close()?;
+    let native_reset = native_one.map(|n| {
         let h = n.open(0);
         let v = ns_per_call(settings, || n.reset(h));
         n.close(h);
@@ -532,26 +596,28 @@ fn suite(
             ns(raw_reset),
             "none: what wasmtime charges",
         )
-        .baseline(format!("no-op call {}", ns(raw_ns)))
-        .ratio(raw_reset / raw_ns),
+        .baseline(format!("no-op call {}", ns(floor.raw_call)))
+        .ratio(raw_reset / floor.raw_call),
     );
 
-    progress("the host-memory ledger (open + close, reset, MMIO; with it and without it)");
-    for figure in crate::ledger::figures(settings, cache)? {
-        let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
-        rows.push(match figure.bound {
-            Some(bound) => row.judge(figure.ratio, bound),
-            None => row.ratio(figure.ratio),
-        });
-    }
+    Ok(rows)
+}
 
+/// MMIO reads and writes of a mapped region, against the emulator called directly.
+fn mmio_rows(
+    settings: &Settings,
+    handle: &accelhost::Handle,
+    native_one: Option<&NativeInstance<'_>>,
+    floor: &Floor,
+) -> anyhow::Result<Vec<Row>> {
     progress("MMIO");
+    let mut rows = Vec::new();
     let mmio = handle.map_mmio(0)?;
     let read = ns_per_call(settings, || {
         black_box(mmio.read64(black_box(0x8)).unwrap());
     });
     let write = ns_per_call(settings, || mmio.write64(black_box(0x100), 5).unwrap());
-    let (native_read, native_write) = match &native_one {
+    let (native_read, native_write) = match native_one {
         Some(n) => {
             let h = n.open(0);
             let region = n.map_mmio(h);
@@ -570,13 +636,13 @@ fn suite(
             "MMIO read64 (mapped region)",
             read,
             native_read,
-            direct_read,
+            floor.direct_read,
         ),
         (
             "MMIO write64 (mapped region)",
             write,
             native_write,
-            direct_write,
+            floor.direct_write,
         ),
     ] {
         rows.push(
@@ -588,6 +654,11 @@ fn suite(
     }
     drop(mmio);
 
+    Ok(rows)
+}
+
+/// NLB0's 64 MiB loopback against memcpy.
+fn nlb0_row(settings: &Settings, handle: &accelhost::Handle) -> Row {
     progress("NLB0 loopback 64 MiB");
     let bytes = 64u64 << 20;
     let memcpy = measure::Memcpy::new(bytes);
@@ -597,22 +668,24 @@ fn suite(
     let nlb = measure::paired(
         3 * settings.workload_samples,
         || memcpy.gbps(),
-        || measure::nlb0_gbps(&handle, bytes),
+        || measure::nlb0_gbps(handle, bytes),
         |nlb, memcpy| nlb / memcpy,
     );
     drop(memcpy);
-    rows.push(
-        Row::new(
-            "NLB0 loopback, 64 MiB",
-            format!("{:.2} GB/s", nlb.measured),
-            "≥ 0.95× memcpy",
-        )
-        .baseline(format!("memcpy {:.2} GB/s", nlb.baseline))
-        .judge(nlb.ratio, Target::AtLeast(0.95)),
-    );
-    handle.close()?;
+    Row::new(
+        "NLB0 loopback, 64 MiB",
+        format!("{:.2} GB/s", nlb.measured),
+        "≥ 0.95× memcpy",
+    )
+    .baseline(format!("memcpy {:.2} GB/s", nlb.baseline))
+    .judge(nlb.ratio, Target::AtLeast(0.95))
+}
 
+/// vadd of 16 Mi elements against a native loop, and tiny launches: rate and latency.
+fn xocl_rows(settings: &Settings, bench: &BenchHost) -> anyhow::Result<Vec<Row>> {
     progress("vadd 16 Mi elements");
+    let mut rows = Vec::new();
+    let host = &bench.host;
     let xocl = host.open(&bench.xocl, OpenMode::Exclusive)?;
     let kernel = measure::vadd_kernel(&xocl);
     let elements = 16u32 << 20;
@@ -670,9 +743,19 @@ fn suite(
     drop(kernel);
     xocl.close()?;
 
+    Ok(rows)
+}
+
+/// A plugin's start from the on-disk cache, its instantiation and 1,000 live instances.
+fn start_rows(
+    settings: &Settings,
+    plugin: &PluginBench,
+    native: Option<&NativePlugin>,
+) -> Vec<Row> {
     progress("plugin start from the on-disk cache");
+    let mut rows = Vec::new();
     let start_ns = median_of(settings.samples, || {
-        measure::time_start_from_disk(&plugin).as_nanos() as f64
+        measure::time_start_from_disk(plugin).as_nanos() as f64
     });
     let native_start = native.map(|n| {
         let mut copies = 0;
@@ -697,7 +780,7 @@ fn suite(
     progress("instantiation");
     let instantiate = median_of(settings.samples, || {
         let n = 200;
-        let total: Duration = (0..n).map(|_| measure::time_instantiate(&plugin)).sum();
+        let total: Duration = (0..n).map(|_| measure::time_instantiate(plugin)).sum();
         total.as_nanos() as f64 / f64::from(n)
     });
     rows.push(
@@ -711,7 +794,7 @@ fn suite(
     );
 
     progress("1,000 live plugin instances");
-    let mib = measure::resident_of_started(&plugin, 1000) as f64 / f64::from(1 << 20);
+    let mib = measure::resident_of_started(plugin, 1000) as f64 / f64::from(1 << 20);
     rows.push(
         Row::new(
             "1,000 live plugin instances (started), resident",
@@ -721,9 +804,17 @@ fn suite(
         .baseline(format!("{:.1} KiB per instance", mib * 1024.0 / 1000.0))
         .judge(mib / 256.0, Target::AtMost(1.0)),
     );
-    drop(plugin);
-    drop(bench);
+    rows
+}
 
+/// Enumerating 10,000 devices, the node's metrics and the node service.
+fn fleet_rows(
+    settings: &Settings,
+    cache: &Path,
+    native: Option<&NativePlugin>,
+    js_plugin: Option<&Path>,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
     progress("enumerate 10,000 devices across 10 plugins");
     let (enumerate_ns, native_enumerate) = enumerate_devices(settings, cache, native, 10, 1000)?;
     let row = Row::new(
@@ -740,28 +831,21 @@ fn suite(
     });
 
     progress("the node's metrics (a scrape of 10,000 devices, per-call counting on and off)");
-    let metrics_rows = std::iter::once(crate::metrics::scrape(settings, cache)?)
-        .chain(crate::metrics::counting(settings, cache)?);
-    for figure in metrics_rows {
-        let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
-        rows.push(match figure.bound {
-            Some(bound) => row.judge(figure.ratio, bound),
-            None => row.ratio(figure.ratio),
-        });
-    }
-
+    rows.push(row_of(crate::metrics::scrape(settings, cache)?));
+    rows.extend(
+        crate::metrics::counting(settings, cache)?
+            .into_iter()
+            .map(row_of),
+    );
     progress("the node service (remote MMIO, 64 MiB round trips, the pod path, serving processes)");
-    let mut figures = crate::remote::figures(settings, cache)?;
+    rows.extend(
+        crate::remote::figures(settings, cache)?
+            .into_iter()
+            .map(row_of),
+    );
     if let Some(js_plugin) = js_plugin {
         progress("the first load of the JavaScript NLB0 plugin (baseline, then optimized)");
-        figures.push(crate::first_load::figure(js_plugin, cache)?);
-    }
-    for figure in figures {
-        let row = Row::new(figure.what, figure.measured, figure.target).baseline(figure.baseline);
-        rows.push(match figure.bound {
-            Some(bound) => row.judge(figure.ratio, bound),
-            None => row.ratio(figure.ratio),
-        });
+        rows.push(row_of(crate::first_load::figure(js_plugin, cache)?));
     }
     Ok(rows)
 }

@@ -677,7 +677,7 @@ impl ServeConfig {
             field,
             message,
         };
-        let raw: RawConfig =
+        let mut raw: RawConfig =
             serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
                 .map_err(|err| {
                     let field = err.path().to_string();
@@ -712,193 +712,14 @@ impl ServeConfig {
                     .into(),
             ));
         }
-        let metrics = match raw.listen.metrics {
-            None => None,
-            Some(RawMetricsListen {
-                address: Some(address),
-                unix: None,
-            }) => Some(MetricsListen::Tcp(address)),
-            Some(RawMetricsListen {
-                address: None,
-                unix: Some(unix),
-            }) => Some(MetricsListen::Unix(UnixListen {
-                path: resolve(&unix.path),
-                mode: unix.mode,
-            })),
-            Some(_) => {
-                return Err(field_error(
-                    "listen.metrics".into(),
-                    "give exactly one of `address` (host:port) or `unix` (a socket path and \
-                     mode)"
-                        .into(),
-                ));
-            }
-        };
+        let metrics = metrics_listen(raw.listen.metrics.take(), &resolve)
+            .map_err(|(field, message)| field_error(field, message))?;
         let limits = raw.limits;
-        for (field, value, low, high) in [
-            (
-                "max_message_kib",
-                limits.max_message_kib,
-                64,
-                MAX_MESSAGE_KIB,
-            ),
-            ("max_sessions", limits.max_sessions as u64, 1, 65536),
-            (
-                "max_sessions_per_client",
-                limits.max_sessions_per_client as u64,
-                1,
-                65536,
-            ),
-            // At least one connection for named clients beside the strangers' two shares.
-            ("max_connections", limits.max_connections as u64, 3, 1 << 20),
-            (
-                "max_connections_per_peer",
-                limits.max_connections_per_peer as u64,
-                1,
-                1 << 20,
-            ),
-            ("max_dma_mib", limits.max_dma_mib, 1, 1 << 30),
-            (
-                "max_objects_per_session",
-                limits.max_objects_per_session as u64,
-                1,
-                1 << 20,
-            ),
-            ("max_poll_ms", u64::from(limits.max_poll_ms), 1, 3_600_000),
-            ("max_image_mib", limits.max_image_mib, 1, 4096),
-            ("health_interval_ms", raw.health_interval_ms, 100, 600_000),
-            (
-                "max_streams_per_session",
-                limits.max_streams_per_session as u64,
-                1,
-                1024,
-            ),
-        ] {
-            if !(low..=high).contains(&value) {
-                let field = if field == "health_interval_ms" {
-                    field.to_owned()
-                } else {
-                    format!("limits.{field}")
-                };
-                return Err(field_error(
-                    field,
-                    format!("{value} is outside {low}..={high}"),
-                ));
-            }
-        }
+        check_limits(&limits, raw.health_interval_ms)
+            .map_err(|(field, message)| field_error(field, message))?;
 
-        let (unnamed, handshakes) = (limits.unnamed_connections(), limits.handshakes());
-        for (field, value) in [
-            ("max_unnamed_connections", limits.max_unnamed_connections),
-            ("max_handshakes", limits.max_handshakes),
-        ] {
-            if let Some(value) = value
-                && !(1..=limits.max_connections).contains(&value)
-            {
-                return Err(field_error(
-                    format!("limits.{field}"),
-                    format!(
-                        "{value} is outside 1..={} (limits.max_connections)",
-                        limits.max_connections
-                    ),
-                ));
-            }
-        }
-        if unnamed + handshakes >= limits.max_connections {
-            return Err(field_error(
-                if limits.max_unnamed_connections.is_some() {
-                    "limits.max_unnamed_connections".into()
-                } else {
-                    "limits.max_handshakes".into()
-                },
-                format!(
-                    "{unnamed} connections of unnamed peers and {handshakes} in their TLS \
-                     handshake would leave the named clients nothing of limits.max_connections \
-                     ({}): keep them together below it",
-                    limits.max_connections
-                ),
-            ));
-        }
-
-        let mut names = BTreeSet::new();
-        let mut identities = BTreeSet::new();
-        let mut clients = Vec::with_capacity(raw.clients.len());
-        for (i, client) in raw.clients.into_iter().enumerate() {
-            let at = |field: &str| format!("clients[{i}].{field}");
-            if client.name.is_empty() {
-                return Err(field_error(at("name"), "is empty".into()));
-            }
-            if !names.insert(client.name.clone()) {
-                return Err(field_error(
-                    at("name"),
-                    format!("'{}' names two clients", client.name),
-                ));
-            }
-            let identity = match (client.certificate_san, client.unix_uid, client.unix_gid) {
-                (Some(san), None, None) if !san.is_empty() => ClientIdentity::CertificateSan(san),
-                (None, Some(uid), None) => ClientIdentity::UnixUid(uid),
-                (None, None, Some(gid)) => ClientIdentity::UnixGid(gid),
-                (Some(_), None, None) => {
-                    return Err(field_error(at("certificate_san"), "is empty".into()));
-                }
-                _ => {
-                    return Err(field_error(
-                        at("name"),
-                        format!(
-                            "client '{}' must be recognized by exactly one of certificate_san, \
-                             unix_uid or unix_gid",
-                            client.name
-                        ),
-                    ));
-                }
-            };
-            if !identities.insert(format!("{identity}")) {
-                return Err(field_error(
-                    at("name"),
-                    format!("{identity} already identifies another client"),
-                ));
-            }
-            if let ClientIdentity::CertificateSan(_) = identity
-                && raw.listen.tcp.is_none()
-            {
-                return Err(field_error(
-                    at("certificate_san"),
-                    "a certificate identity needs the `listen.tcp` listener".into(),
-                ));
-            }
-            if matches!(
-                identity,
-                ClientIdentity::UnixUid(_) | ClientIdentity::UnixGid(_)
-            ) && raw.listen.unix.is_none()
-            {
-                return Err(field_error(
-                    at("name"),
-                    "a uid or gid identity needs the `listen.unix` listener".into(),
-                ));
-            }
-            for (j, device) in client.grants.devices.iter().enumerate() {
-                if !is_device_pattern(device) {
-                    return Err(field_error(
-                        at(&format!("grants.devices[{j}]")),
-                        format!(
-                            "'{device}' is not a device id: write `<plugin>/<name>`, with `*` \
-                             only at the end"
-                        ),
-                    ));
-                }
-            }
-            if client.grants.dma_memory_mib > 65536 {
-                return Err(field_error(
-                    at("grants.dma_memory_mib"),
-                    format!("{} is outside 0..=65536", client.grants.dma_memory_mib),
-                ));
-            }
-            clients.push(Arc::new(ClientEntry {
-                name: client.name,
-                identity,
-                grants: client.grants,
-            }));
-        }
+        let clients = client_entries(raw.clients, &raw.listen)
+            .map_err(|(field, message)| field_error(field, message))?;
 
         let node_name = match raw.node_name {
             Some(name) if name.is_empty() => {
@@ -965,6 +786,210 @@ impl ServeConfig {
             .find(|c| c.identity == *identity)
             .cloned()
     }
+}
+
+/// A refusal of the serve config: the field (its path from the top) and what is wrong.
+type Refusal = (String, String);
+
+/// Where `/metrics` listens, if anywhere: exactly one of an address and a socket.
+fn metrics_listen(
+    metrics: Option<RawMetricsListen>,
+    resolve: &impl Fn(&Path) -> PathBuf,
+) -> Result<Option<MetricsListen>, Refusal> {
+    Ok(match metrics {
+        None => None,
+        Some(RawMetricsListen {
+            address: Some(address),
+            unix: None,
+        }) => Some(MetricsListen::Tcp(address)),
+        Some(RawMetricsListen {
+            address: None,
+            unix: Some(unix),
+        }) => Some(MetricsListen::Unix(UnixListen {
+            path: resolve(&unix.path),
+            mode: unix.mode,
+        })),
+        Some(_) => {
+            return Err((
+                "listen.metrics".into(),
+                "give exactly one of `address` (host:port) or `unix` (a socket path and \
+                 mode)"
+                    .into(),
+            ));
+        }
+    })
+}
+
+/// Checks every limit (and the health interval) against its range, and that the shares of
+/// unnamed peers leave the named clients connections.
+fn check_limits(limits: &Limits, health_interval_ms: u64) -> Result<(), Refusal> {
+    for (field, value, low, high) in [
+        (
+            "max_message_kib",
+            limits.max_message_kib,
+            64,
+            MAX_MESSAGE_KIB,
+        ),
+        ("max_sessions", limits.max_sessions as u64, 1, 65536),
+        (
+            "max_sessions_per_client",
+            limits.max_sessions_per_client as u64,
+            1,
+            65536,
+        ),
+        // At least one connection for named clients beside the strangers' two shares.
+        ("max_connections", limits.max_connections as u64, 3, 1 << 20),
+        (
+            "max_connections_per_peer",
+            limits.max_connections_per_peer as u64,
+            1,
+            1 << 20,
+        ),
+        ("max_dma_mib", limits.max_dma_mib, 1, 1 << 30),
+        (
+            "max_objects_per_session",
+            limits.max_objects_per_session as u64,
+            1,
+            1 << 20,
+        ),
+        ("max_poll_ms", u64::from(limits.max_poll_ms), 1, 3_600_000),
+        ("max_image_mib", limits.max_image_mib, 1, 4096),
+        ("health_interval_ms", health_interval_ms, 100, 600_000),
+        (
+            "max_streams_per_session",
+            limits.max_streams_per_session as u64,
+            1,
+            1024,
+        ),
+    ] {
+        if !(low..=high).contains(&value) {
+            let field = if field == "health_interval_ms" {
+                field.to_owned()
+            } else {
+                format!("limits.{field}")
+            };
+            return Err((field, format!("{value} is outside {low}..={high}")));
+        }
+    }
+
+    let (unnamed, handshakes) = (limits.unnamed_connections(), limits.handshakes());
+    for (field, value) in [
+        ("max_unnamed_connections", limits.max_unnamed_connections),
+        ("max_handshakes", limits.max_handshakes),
+    ] {
+        if let Some(value) = value
+            && !(1..=limits.max_connections).contains(&value)
+        {
+            return Err((
+                format!("limits.{field}"),
+                format!(
+                    "{value} is outside 1..={} (limits.max_connections)",
+                    limits.max_connections
+                ),
+            ));
+        }
+    }
+    if unnamed + handshakes >= limits.max_connections {
+        return Err((
+            if limits.max_unnamed_connections.is_some() {
+                "limits.max_unnamed_connections".into()
+            } else {
+                "limits.max_handshakes".into()
+            },
+            format!(
+                "{unnamed} connections of unnamed peers and {handshakes} in their TLS \
+                 handshake would leave the named clients nothing of limits.max_connections \
+                 ({}): keep them together below it",
+                limits.max_connections
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The client entries, each recognized by exactly one identity that no other client has and
+/// that a configured listener can see, with well-formed grants.
+fn client_entries(
+    raw: Vec<RawClient>,
+    listen: &RawListen,
+) -> Result<Vec<Arc<ClientEntry>>, Refusal> {
+    let mut names = BTreeSet::new();
+    let mut identities = BTreeSet::new();
+    let mut clients = Vec::with_capacity(raw.len());
+    for (i, client) in raw.into_iter().enumerate() {
+        let at = |field: &str| format!("clients[{i}].{field}");
+        if client.name.is_empty() {
+            return Err((at("name"), "is empty".into()));
+        }
+        if !names.insert(client.name.clone()) {
+            return Err((at("name"), format!("'{}' names two clients", client.name)));
+        }
+        let identity = match (client.certificate_san, client.unix_uid, client.unix_gid) {
+            (Some(san), None, None) if !san.is_empty() => ClientIdentity::CertificateSan(san),
+            (None, Some(uid), None) => ClientIdentity::UnixUid(uid),
+            (None, None, Some(gid)) => ClientIdentity::UnixGid(gid),
+            (Some(_), None, None) => {
+                return Err((at("certificate_san"), "is empty".into()));
+            }
+            _ => {
+                return Err((
+                    at("name"),
+                    format!(
+                        "client '{}' must be recognized by exactly one of certificate_san, \
+                         unix_uid or unix_gid",
+                        client.name
+                    ),
+                ));
+            }
+        };
+        if !identities.insert(format!("{identity}")) {
+            return Err((
+                at("name"),
+                format!("{identity} already identifies another client"),
+            ));
+        }
+        if let ClientIdentity::CertificateSan(_) = identity
+            && listen.tcp.is_none()
+        {
+            return Err((
+                at("certificate_san"),
+                "a certificate identity needs the `listen.tcp` listener".into(),
+            ));
+        }
+        if matches!(
+            identity,
+            ClientIdentity::UnixUid(_) | ClientIdentity::UnixGid(_)
+        ) && listen.unix.is_none()
+        {
+            return Err((
+                at("name"),
+                "a uid or gid identity needs the `listen.unix` listener".into(),
+            ));
+        }
+        for (j, device) in client.grants.devices.iter().enumerate() {
+            if !is_device_pattern(device) {
+                return Err((
+                    at(&format!("grants.devices[{j}]")),
+                    format!(
+                        "'{device}' is not a device id: write `<plugin>/<name>`, with `*` \
+                         only at the end"
+                    ),
+                ));
+            }
+        }
+        if client.grants.dma_memory_mib > 65536 {
+            return Err((
+                at("grants.dma_memory_mib"),
+                format!("{} is outside 0..=65536", client.grants.dma_memory_mib),
+            ));
+        }
+        clients.push(Arc::new(ClientEntry {
+            name: client.name,
+            identity,
+            grants: client.grants,
+        }));
+    }
+    Ok(clients)
 }
 
 #[cfg(test)]

@@ -196,19 +196,7 @@ impl Device {
     /// its plugin runs now.
     pub fn value(&self, param: cl_device_info, available: impl FnOnce() -> bool) -> Option<Value> {
         let properties = self.token.properties();
-        let memory = self.memory_bytes;
         let platform: *const Platform = platform::handle(self.family);
-        // The emulated devices' memory is host memory behind the host processor's caches;
-        // of a real card's, the host knows no cache.
-        let caches = if self.emulated {
-            host_caches()
-        } else {
-            Caches {
-                line: 0,
-                first_level: 0,
-                last_level: 0,
-            }
-        };
         Some(match param {
             CL_DEVICE_TYPE => Value::ulong(self.device_type),
             CL_DEVICE_VENDOR_ID => Value::uint(properties.vendor_id.into()),
@@ -262,6 +250,26 @@ impl Device {
             | CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT
             | CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT
             | CL_DEVICE_PIPE_SUPPORT => Value::bool(false),
+            _ => return self.capacity(param),
+        })
+    }
+
+    /// The answers about sizes, limits, caches and capabilities (the rest of
+    /// [`value`](Self::value)'s).
+    fn capacity(&self, param: cl_device_info) -> Option<Value> {
+        let memory = self.memory_bytes;
+        // The emulated devices' memory is host memory behind the host processor's caches;
+        // of a real card's, the host knows no cache.
+        let caches = if self.emulated {
+            host_caches()
+        } else {
+            Caches {
+                line: 0,
+                first_level: 0,
+                last_level: 0,
+            }
+        };
+        Some(match param {
             CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE => Value::ulong(memory),
             CL_DEVICE_ADDRESS_BITS => Value::uint(64),
             // A launch runs the kernel once (clEnqueueTask): one work item per group.
