@@ -231,3 +231,23 @@ fn an_mmio_region_the_device_did_not_declare_is_refused_before_the_plugin() {
     // The plugin was not asked: it is still running.
     assert!(handle.is_open());
 }
+
+#[test]
+fn a_port_enumerated_while_another_holds_it_keeps_its_regions() {
+    let host = support::default_host();
+    let find = || {
+        host.enumerate(&[Filter::new()])
+            .tokens
+            .into_iter()
+            .find(|t| t.id() == "dfl/emu:dfl0")
+            .expect("the default lists dfl0")
+    };
+    let holder = host.open(&find(), OpenMode::Exclusive).unwrap();
+    // Enumerated while held: still one region, the AFU's.
+    let seen_busy = find();
+    assert_eq!(seen_busy.properties().num_mmio, 1);
+    holder.close().unwrap();
+    let handle = host.open(&seen_busy, OpenMode::Exclusive).unwrap();
+    handle.map_mmio(0).unwrap();
+    handle.close().unwrap();
+}

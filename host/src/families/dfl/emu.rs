@@ -16,7 +16,7 @@ use self::attributes::{
 };
 use super::abi::{self, nlb0};
 use super::card::DflCard;
-use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
+use super::{DflDevice, DflPort, PortDesc, PortInfo, PortProbe, RegionInfo};
 use crate::attributes::AttributeInfo;
 use crate::devices::{AddressMap, DmaMemory, MmioWindow, Owner, OwnerId, check_owner, errno, lock};
 use crate::family::DeviceDecl;
@@ -30,6 +30,9 @@ const COPY_CHUNK: u64 = 1 << 20;
 /// The card's nominal clock, used to turn elapsed time into the DSM's clock count and the
 /// FME's `perf/clock`.
 const AFU_CLOCK_MHZ: u64 = 400;
+
+/// The emulated port's MMIO regions: the AFU's.
+const REGIONS: u32 = 1;
 
 /// An emulated port as the config declares it.
 pub struct EmulatedPort {
@@ -213,6 +216,14 @@ impl DflDevice for EmulatedPort {
         }))
     }
 
+    fn probe(&self, _owner: &Owner) -> PortProbe {
+        let port = self.shared.lock_port();
+        PortProbe {
+            assigned: port.exclusive,
+            num_regions: REGIONS,
+        }
+    }
+
     fn attributes(&self) -> io::Result<Vec<AttributeInfo>> {
         Ok(attributes::list())
     }
@@ -247,7 +258,7 @@ impl DflPort for EmulatedOpener {
     fn info(&self) -> io::Result<PortInfo> {
         Ok(PortInfo {
             flags: 0,
-            num_regions: 1,
+            num_regions: REGIONS,
             num_umsgs: 0,
         })
     }

@@ -55,15 +55,11 @@ impl dfl::Host for PluginState {
             .granted_devices::<dyn DflDevice>()
             .into_iter()
             .map(|device| {
-                // OPAE's probe: a port that cannot be opened shared is held exclusively.
-                let (assigned, num_regions) = match device.open(false, owner) {
-                    Ok(port) => (false, port.info().map_or(0, |i| i.num_regions)),
-                    Err(_) => (true, 0),
-                };
+                let probe = device.probe(owner);
                 dfl::PortProbe {
                     desc: wit_desc(device.desc()),
-                    assigned,
-                    num_regions,
+                    assigned: probe.assigned,
+                    num_regions: probe.num_regions,
                 }
             })
             .collect())

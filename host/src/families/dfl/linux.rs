@@ -8,10 +8,11 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::abi::{self, PortDmaMapArg, PortDmaUnmapArg, PortInfoArg, PortRegionInfoArg};
-use super::{DflDevice, DflPort, PortDesc, PortInfo, RegionInfo};
+use super::{DflDevice, DflPort, PortDesc, PortInfo, PortProbe, RegionInfo};
 use crate::attributes::AttributeInfo;
 use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
 use crate::devices::mmio::MappedMmio;
@@ -49,7 +50,11 @@ pub fn discover_ports(roots: &LinuxRoots) -> io::Result<Vec<LinuxPortDevice>> {
     let devices = found
         .into_iter()
         .filter_map(|(_, paths)| match read_desc(&paths, Guid::default()) {
-            Ok(discovered) => Some(LinuxPortDevice { paths, discovered }),
+            Ok(discovered) => Some(LinuxPortDevice {
+                paths,
+                discovered,
+                regions: AtomicU32::new(0),
+            }),
             Err(err) => {
                 tracing::warn!("skipping DFL port {}: {err}", paths.port.display());
                 None
@@ -146,6 +151,8 @@ fn parse_afu_id(text: &str) -> Option<Guid> {
 pub struct LinuxPortDevice {
     paths: PortPaths,
     discovered: PortDesc,
+    /// The MMIO regions the last probe that could open the port counted.
+    regions: AtomicU32,
 }
 
 impl DflDevice for LinuxPortDevice {
@@ -159,6 +166,23 @@ impl DflDevice for LinuxPortDevice {
     fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>> {
         let fd = open_node(&self.paths.dev_node, exclusive)?;
         Ok(Box::new(LinuxPort::new(fd, owner.id)))
+    }
+
+    fn probe(&self, owner: &Owner) -> PortProbe {
+        match self.open(false, owner) {
+            Ok(port) => {
+                let regions = port.info().map_or(0, |info| info.num_regions);
+                self.regions.store(regions, Ordering::Relaxed);
+                PortProbe {
+                    assigned: false,
+                    num_regions: regions,
+                }
+            }
+            Err(_) => PortProbe {
+                assigned: true,
+                num_regions: self.regions.load(Ordering::Relaxed),
+            },
+        }
     }
 
     fn attributes(&self) -> io::Result<Vec<AttributeInfo>> {

@@ -74,6 +74,11 @@ pub trait DflDevice: Send + Sync {
     /// Opens the port for `owner`. With `exclusive`, fails with `EBUSY` while anyone else
     /// holds it; any open fails with `EBUSY` while an exclusive opener holds it.
     fn open(&self, exclusive: bool, owner: &Owner) -> io::Result<Box<dyn DflPort>>;
+    /// OPAE's probe, for `owner`: whether someone holds the port exclusively (a shared open
+    /// fails), and how many MMIO regions it has. A port held by someone still has its
+    /// regions: what the last probe that could ask counted (the emulator always knows), so
+    /// that the count does not drop to zero while another client uses the port.
+    fn probe(&self, owner: &Owner) -> PortProbe;
     /// The port's sysfs attributes, and its card's FME's named `fme/...`. Names are checked
     /// plain relative paths (`crate::attributes::check_name`) before any of the three is called.
     fn attributes(&self) -> io::Result<Vec<AttributeInfo>>;
@@ -82,6 +87,15 @@ pub trait DflDevice: Send + Sync {
     /// Writes attribute `name`; `EACCES` for one that is not writable, `EINVAL` for a value
     /// it refuses.
     fn write_attribute(&self, name: &str, value: &str) -> io::Result<()>;
+}
+
+/// What a probe found of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortProbe {
+    /// Someone holds the port exclusively.
+    pub assigned: bool,
+    /// Its MMIO regions.
+    pub num_regions: u32,
 }
 
 /// An open port. Dropping it closes it: as in the kernel, the last close resets the AFU and
