@@ -106,9 +106,7 @@ fn start(config: Config, cache: &Path) -> (accelhost::Result<Host>, Duration) {
 }
 
 fn status_of(host: &Host, plugin: &str) -> PluginStatus {
-    host.plugins()
-        .into_iter()
-        .find(|p| p.name == plugin)
+    host.plugin(plugin)
         .unwrap_or_else(|| panic!("no plugin {plugin}"))
         .status
 }
@@ -482,11 +480,7 @@ fn a_large_plugin_starts_on_baseline_code_and_its_optimized_code_is_cached() -> 
         ),
     ];
     let code_of = |host: &Host, plugin: &str| {
-        let info = host
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == plugin)
-            .unwrap();
+        let info = host.plugin(plugin).unwrap();
         assert_eq!(info.status, PluginStatus::Running, "{plugin}");
         info.code
     };

@@ -257,11 +257,7 @@ fn many_threads_many_devices_and_a_plugin_that_crashes_and_restarts() {
     // The crash was contained: chaos runs again, restarted once, and serves new tokens.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let info = host
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == "chaos")
-            .unwrap();
+        let info = host.plugin("chaos").unwrap();
         if info.status == PluginStatus::Running {
             assert_eq!(info.restarts, 1);
             break;
@@ -270,11 +266,7 @@ fn many_threads_many_devices_and_a_plugin_that_crashes_and_restarts() {
         std::thread::sleep(Duration::from_millis(5));
     }
     for plugin in ["dfl", "cxl", "xocl"] {
-        let info = host
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == plugin)
-            .unwrap();
+        let info = host.plugin(plugin).unwrap();
         assert_eq!(info.status, PluginStatus::Running, "{plugin}");
         assert_eq!(info.restarts, 0, "{plugin} was never touched");
     }

@@ -38,11 +38,7 @@ fn dfl_still_works(host: &Host) {
 
 /// Why plugin `faulty` faulted, as `accelhost plugins` shows it.
 fn faulted(host: &Host) -> (FaultCause, String) {
-    let info = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "faulty")
-        .unwrap();
+    let info = host.plugin("faulty").unwrap();
     match info.status {
         PluginStatus::Faulted { cause, reason } => (cause, reason),
         other => panic!("expected a fault, found {other:?}"),
@@ -241,12 +237,7 @@ fn a_faulted_plugins_devices_are_released() {
 fn wait_for_status(host: &Host, name: &str, want: impl Fn(&PluginStatus) -> bool) -> PluginStatus {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let status = host
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == name)
-            .unwrap()
-            .status;
+        let status = host.plugin(name).unwrap().status;
         if want(&status) {
             return status;
         }
@@ -297,11 +288,7 @@ fn a_faulted_plugin_restarts_after_its_backoff_and_old_tokens_stay_dead() {
         other => panic!("{other:?}"),
     }
     wait_for_status(&host, "chaos", |s| *s == PluginStatus::Running);
-    let info = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "chaos")
-        .unwrap();
+    let info = host.plugin("chaos").unwrap();
     assert_eq!(info.restarts, 1);
     // Everything from the old instance is refused, even though a new one runs.
     assert!(!old_token.is_valid());
@@ -359,12 +346,7 @@ fn chaos_token_err(host: &Host) -> String {
     let found = host.enumerate(&[Filter::new().vendor_id(0x1234)]);
     assert!(found.tokens.is_empty());
     assert!(found.failures.is_empty());
-    host.plugins()
-        .into_iter()
-        .find(|p| p.name == "chaos")
-        .unwrap()
-        .status
-        .to_string()
+    host.plugin("chaos").unwrap().status.to_string()
 }
 
 #[test]

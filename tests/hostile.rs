@@ -298,11 +298,7 @@ fn call_export(host: &Host, export: &str) -> Result<(), Error> {
 
 /// The status line of the chaos plugin.
 fn chaos_status(host: &Host) -> PluginStatus {
-    host.plugins()
-        .into_iter()
-        .find(|p| p.name == "chaos")
-        .expect("chaos is listed")
-        .status
+    host.plugin("chaos").expect("chaos is listed").status
 }
 
 /// A trap in an export that releases something happens in a drop: the call reports nothing,
@@ -911,13 +907,7 @@ fn other_attacks() -> Vec<Attack> {
             policy: r#""log_bytes_per_second": 65536, "call_timeout_ms": 10000"#,
             neighbours: &[],
             provoke: Box::new(|host| {
-                let dropped_so_far = || {
-                    host.plugins()
-                        .into_iter()
-                        .find(|p| p.name == "chaos")
-                        .unwrap()
-                        .log_lines_dropped
-                };
+                let dropped_so_far = || host.plugin("chaos").unwrap().log_lines_dropped;
                 let earlier = dropped_so_far();
                 let started = Instant::now();
                 let found = host.enumerate(&[]);
@@ -1010,9 +1000,7 @@ fn attackers_worst_case(host: &Host) -> u64 {
 
 /// The status of plugin `name` in `host`.
 fn status_of(host: &Host, name: &str) -> PluginStatus {
-    host.plugins()
-        .into_iter()
-        .find(|p| p.name == name)
+    host.plugin(name)
         .map(|p| p.status)
         .unwrap_or(PluginStatus::Stopped)
 }

@@ -59,14 +59,7 @@ fn a_plugins_instance_and_what_it_keeps_are_counted_while_they_live() {
         support::dfl_plugin(&["w0"])
     );
     let host = host(&config).unwrap();
-    let held = || {
-        host.plugins()
-            .into_iter()
-            .find(|p| p.name == "dfl")
-            .unwrap()
-            .memory
-            .host_bytes
-    };
+    let held = || host.plugin("dfl").unwrap().memory.host_bytes;
     let started = held();
     assert!(started > 0, "its store and instance are the host's memory");
     let tokens = host.enumerate(&[]).tokens;

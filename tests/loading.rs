@@ -21,7 +21,7 @@ fn with_dfl(extra: &str) -> String {
 }
 
 fn failed_reason(host: &accelhost::Host, name: &str) -> String {
-    let info = host.plugins().into_iter().find(|p| p.name == name).unwrap();
+    let info = host.plugin(name).unwrap();
     match info.status {
         PluginStatus::LoadFailed { reason } => reason,
         other => panic!("{name} should have failed to load, is {other:?}"),
@@ -73,11 +73,7 @@ fn a_plugin_for_another_wit_major_version_is_refused_naming_both() {
     assert!(text.contains("plugin 'future'"), "{text}");
 
     let host = host(&with_dfl(&plugin_entry("future", &module, "skip"))).unwrap();
-    let info = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "future")
-        .unwrap();
+    let info = host.plugin("future").unwrap();
     assert!(matches!(info.status, PluginStatus::LoadFailed { .. }));
     assert_eq!(host.enumerate(&[]).tokens.len(), 1, "dfl still serves");
 }
@@ -137,18 +133,10 @@ fn disabled_plugins_are_listed_but_not_loaded() {
         json_path(&guest("accelhost_plugin_chaos"))
     ));
     let host = host(&config).unwrap();
-    let off = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "off")
-        .unwrap();
+    let off = host.plugin("off").unwrap();
     assert_eq!(off.status, PluginStatus::Disabled);
     assert_eq!(off.wit_version, None);
-    let dfl = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "dfl")
-        .unwrap();
+    let dfl = host.plugin("dfl").unwrap();
     assert_eq!(dfl.status, PluginStatus::Running);
     assert_eq!(dfl.wit_version.as_deref(), Some(accelhost::WIT_VERSION));
 }

@@ -48,7 +48,7 @@ fn refused_beside_working_dfl(host: &Host, name: &str) -> String {
     let handle = host.open(&tokens[0], OpenMode::Shared).unwrap();
     let mmio = handle.map_mmio(0).unwrap();
     assert_eq!(mmio.read64(nlb0::CSR_AFU_ID_H).unwrap(), nlb0::AFU_ID.high);
-    let info = host.plugins().into_iter().find(|p| p.name == name).unwrap();
+    let info = host.plugin(name).unwrap();
     match info.status {
         PluginStatus::LoadFailed { reason } => reason,
         other => panic!("{name} should have failed to load, is {other:?}"),
@@ -134,11 +134,7 @@ fn a_file_over_a_small_max_module_mib_is_refused_and_one_within_it_loads() {
         &format!(r#""max_module_mib": {limit_mib}"#),
     ))
     .unwrap();
-    let info = within
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "p")
-        .unwrap();
+    let info = within.plugin("p").unwrap();
     assert_eq!(info.status, PluginStatus::Running, "{size} bytes");
 
     // One byte over its limit, with `on_error: fail`: the whole load fails, naming the

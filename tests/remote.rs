@@ -395,12 +395,7 @@ async fn a_missing_node_fails_alone_and_a_stopped_node_is_reached_again() {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        let status = probe
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == "remote")
-            .unwrap()
-            .status;
+        let status = probe.plugin("remote").unwrap().status;
         assert_eq!(status, PluginStatus::Running, "no fault on the way");
     })
     .await
@@ -440,12 +435,7 @@ fn a_silent_node_costs_a_bounded_wait_and_no_fault() {
             "the error names the node: {message}"
         );
     }
-    let status = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "remote")
-        .unwrap()
-        .status;
+    let status = host.plugin("remote").unwrap().status;
     assert_eq!(
         status,
         PluginStatus::Running,

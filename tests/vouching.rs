@@ -47,11 +47,7 @@ fn a_buffer_shorter_than_asked_is_refused_and_faults_the_plugin() {
             .contains("prepare-buffer of 2097152 bytes with a buffer of 4096 bytes"),
         "{err}"
     );
-    let info = host
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "liar")
-        .unwrap();
+    let info = host.plugin("liar").unwrap();
     assert!(
         info.status.to_string().contains("lie about memory"),
         "{}",
@@ -181,11 +177,7 @@ fn an_event_that_never_completes_fails_at_the_event_deadline() {
     // The plugin was faulted for it, as its policy says.
     let until = Instant::now() + Duration::from_secs(10);
     loop {
-        let info = host
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == "liar")
-            .unwrap();
+        let info = host.plugin("liar").unwrap();
         if let accelhost::PluginStatus::Faulted { cause, .. } = &info.status {
             assert_eq!(*cause, FaultCause::EventDeadline { deadline_ms });
             break;

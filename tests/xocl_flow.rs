@@ -191,9 +191,7 @@ fn memcpy_in_every_direction() {
 
 /// The DMA memory the xocl plugin holds now.
 fn xocl_dma_bytes(host: &Host) -> u64 {
-    host.plugins()
-        .into_iter()
-        .find(|p| p.name == "xocl")
+    host.plugin("xocl")
         .expect("the embedded default has the xocl plugin")
         .memory
         .dma_bytes

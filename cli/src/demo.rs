@@ -206,11 +206,7 @@ fn add_chaos(config: &mut Config) -> anyhow::Result<()> {
 fn await_restart(host: &Host, since: Instant) -> Result<Duration, String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let status = host
-            .plugins()
-            .into_iter()
-            .find(|p| p.name == CHAOS)
-            .map(|p| p.status);
+        let status = host.plugin(CHAOS).map(|p| p.status);
         match status {
             Some(PluginStatus::Running) => return Ok(since.elapsed()),
             Some(PluginStatus::Restarting { .. }) if Instant::now() < deadline => {

@@ -192,6 +192,17 @@ impl Host {
         self.inner.manager.slots.iter().map(|s| s.info()).collect()
     }
 
+    /// The plugin of the config named `name`, with its state; `None` when the config has no
+    /// plugin of that name.
+    pub fn plugin(&self, name: &str) -> Option<PluginInfo> {
+        self.inner
+            .manager
+            .slots
+            .iter()
+            .find(|s| s.name() == name)
+            .map(|s| s.info())
+    }
+
     /// Waits up to `timeout` for the plugins still loading ([`PluginStatus::Loading`]: a
     /// plugin file whose compile outlasted the start) to start or fail; true if none is
     /// loading any more. [`Host::enumerate`] reports each plugin still loading as a failure,
