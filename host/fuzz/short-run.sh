@@ -13,8 +13,10 @@ cargo install cargo-fuzz --version 0.13.2 --locked
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cargo fuzz build --dev --sanitizer none
-# The compile target's plugin files compile in a worker: the workspace's accelhost binary.
-cargo build --workspace --bins --quiet
+# The compile target's plugin files compile in a worker: the workspace's accelhost binary, as
+# the test command builds it (fresh after CI's `cargo test --workspace`; `cargo build --bins`
+# would build the library again with other features).
+cargo test --workspace --no-run --quiet
 target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)"
 export ACCELHOST_COMPILE_WORKER="$target_dir/debug/accelhost"
 for target in config serve_config authority xclbin ert cxl imports compile doors; do

@@ -1,10 +1,11 @@
 //! Who may make which call, in one table consulted before any handler runs. Every RPC of
 //! `node.proto` has a row ([`Rule`]): the grant it needs beyond being a client of the node, and
-//! what it charges to the client's grants. The rows are written once, beside each call's
-//! handler ([`RULES`]), and [`Authorize`], a tower layer in front of the node service, checks
-//! them: it identifies the caller from the connection, refuses a caller the serve
-//! config does not name or whose grants lack the call's, and only then lets the request
-//! through. A call without a row is refused outright.
+//! what it charges to the client's grants. The rows are written once, as the `rule` option of
+//! each call in `node.proto`, from which the build makes [`RULES`]; and [`Authorize`], a tower
+//! layer in front of the node service, checks them: it identifies the caller from the
+//! connection, refuses a caller the serve config does not name or whose grants lack the
+//! call's, and only then lets the request through. A method without a row is refused
+//! outright.
 //!
 //! Per-device grants (`grants.devices`) are checked where a device is named (`Open`,
 //! `Describe`, `Enumerate`'s answer); what a session holds after that came through them.
