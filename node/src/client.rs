@@ -793,8 +793,7 @@ impl Client {
 
     /// Where an event stands, without waiting.
     pub async fn event_status(&self, event: u64) -> RemoteResult<proto::EventState> {
-        let reply = self.call::<calls::EventStatus>(self.object(event)).await?;
-        Ok(reply)
+        self.call::<calls::EventStatus>(self.object(event)).await
     }
 
     /// Waits on the node up to `timeout` for an event to finish; returns where it stands.
@@ -809,8 +808,7 @@ impl Client {
             timeout_ms: timeout.as_millis().min(u32::MAX as u128) as u32,
         });
         request.set_timeout(timeout + self.options.call_timeout);
-        let reply = self.call::<calls::EventWait>(request).await?;
-        Ok(reply)
+        self.call::<calls::EventWait>(request).await
     }
 
     /// The event's state now, and again when it finishes, as the node streams them; waits
