@@ -119,15 +119,24 @@ impl EventDeadlines {
 
 /// The thread that fails events at their deadlines, and the queues it looks at.
 struct Reaper {
-    owners: Mutex<Vec<Weak<dyn Expiry>>>,
+    owners: Mutex<Owners>,
     woken: Condvar,
+}
+
+/// The queues the thread looks at, and whether one changed since it last looked: a deadline
+/// added while the thread was looking, not waiting, would otherwise go unseen until it next
+/// woke (an hour later, with nothing else due).
+#[derive(Default)]
+struct Owners {
+    queues: Vec<Weak<dyn Expiry>>,
+    changed: bool,
 }
 
 fn reaper() -> &'static Reaper {
     static REAPER: OnceLock<&'static Reaper> = OnceLock::new();
     REAPER.get_or_init(|| {
         let reaper: &'static Reaper = Box::leak(Box::new(Reaper {
-            owners: Mutex::new(Vec::new()),
+            owners: Mutex::new(Owners::default()),
             woken: Condvar::new(),
         }));
         std::thread::Builder::new()
@@ -142,17 +151,20 @@ impl Reaper {
     /// Makes sure `owner`'s queue is looked at, and wakes the thread to see its new front.
     fn add(&self, owner: Weak<dyn Expiry>) {
         let mut owners = lock(&self.owners);
-        if !owners.iter().any(|o| Weak::ptr_eq(o, &owner)) {
-            owners.push(owner);
+        if !owners.queues.iter().any(|o| Weak::ptr_eq(o, &owner)) {
+            owners.queues.push(owner);
         }
+        owners.changed = true;
         self.woken.notify_one();
     }
 
     fn run(&self) {
         let mut owners = lock(&self.owners);
         loop {
-            owners.retain(|o| o.strong_count() > 0);
-            let live: Vec<Arc<dyn Expiry>> = owners.iter().filter_map(Weak::upgrade).collect();
+            owners.changed = false;
+            owners.queues.retain(|o| o.strong_count() > 0);
+            let live: Vec<Arc<dyn Expiry>> =
+                owners.queues.iter().filter_map(Weak::upgrade).collect();
             drop(owners);
             let now = Instant::now();
             let mut next = now + IDLE;
@@ -166,6 +178,9 @@ impl Reaper {
                 }
             }
             owners = lock(&self.owners);
+            if owners.changed {
+                continue;
+            }
             let wait = next.saturating_duration_since(Instant::now());
             if !wait.is_zero() {
                 owners = self

@@ -63,7 +63,10 @@ impl EmulatedCard {
         let weak = Arc::downgrade(&card);
         spawn(&format!("emu-{}-dma", decl.id), move || {
             for job in copy_queue {
-                let Some(card) = weak.upgrade() else { return };
+                let Some(card) = weak.upgrade() else {
+                    settle(&job.done, gone("the card"));
+                    continue;
+                };
                 card.run_copy(job);
             }
         });
@@ -771,6 +774,11 @@ thread_local! {
 
 /// Finishes `done` with `state`, and every completion that finishing it finishes in turn,
 /// without recursion however long the chain.
+/// How a command ends whose engine stopped before it ran: failed, never left pending.
+fn gone(engine: &str) -> CompletionState {
+    CompletionState::Failed(format!("{engine} stopped before the command ran").into())
+}
+
 fn settle(done: &Arc<Completion>, state: CompletionState) {
     let nested = SETTLING.with(|s| match s.borrow_mut().as_mut() {
         Some(queue) => {
@@ -895,8 +903,15 @@ impl Card {
                     if inline {
                         drop(state);
                         self.run_copy(job);
-                    } else if let Some(copies) = &state.copies {
-                        let _ = copies.send(job);
+                    } else {
+                        let unsent = match &state.copies {
+                            Some(copies) => copies.send(job).err().map(|unsent| unsent.0),
+                            None => Some(job),
+                        };
+                        drop(state);
+                        if let Some(job) = unsent {
+                            settle(&job.done, gone("the card's copy engine"));
+                        }
                     }
                 }
             }
@@ -969,7 +984,8 @@ impl ComputeUnit {
         spawn(&format!("emu-cu{index}"), move || {
             for job in queue {
                 let (Some(unit), Some(card)) = (unit.upgrade(), card.upgrade()) else {
-                    return;
+                    settle(&job.done, gone("the card"));
+                    continue;
                 };
                 unit.run(&card, job);
             }
@@ -991,12 +1007,16 @@ impl ComputeUnit {
 
     /// Hands `job` to the unit's thread; the unit was marked busy by the dispatcher.
     fn launch(&self, job: CuJob) {
-        let sent = lock(&self.jobs)
-            .as_ref()
-            .map(|jobs| jobs.send(job))
-            .is_some_and(|r| r.is_ok());
-        if !sent {
+        let unsent = match lock(&self.jobs).as_ref() {
+            Some(jobs) => jobs.send(job).err().map(|unsent| unsent.0),
+            None => Some(job),
+        };
+        if let Some(job) = unsent {
             lock(&self.regs).busy = false;
+            settle(
+                &job.done,
+                gone(&format!("compute unit {} ({})", self.index, self.name)),
+            );
         }
     }
 
