@@ -1,5 +1,7 @@
-//! The settings of an emulated XRT card: none beyond the shared fields, since its compute
-//! units come from the xclbin loaded on it.
+//! The settings of an emulated XRT card: only how long a launch of the xclbin's own kernels
+//! may run, since its compute units come from the xclbin loaded on it.
+
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -8,14 +10,26 @@ use crate::family::CardSettings;
 use crate::family::DeviceDecl;
 use crate::family::{CardError, parse_fields};
 
-/// What a `"family": "xocl"` card takes besides the shared fields: nothing.
+/// What a `"family": "xocl"` card takes besides the shared fields.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct XoclCard {}
+pub struct XoclCard {
+    /// How long one launch of a kernel from the xclbin's module may run before it ends in
+    /// an error (default 10 s).
+    pub kernel_deadline_ms: Option<u64>,
+}
+
+impl XoclCard {
+    /// The deadline of one launch of the xclbin's own kernels.
+    pub fn kernel_deadline(&self) -> Duration {
+        self.kernel_deadline_ms
+            .map_or(super::emu::DEFAULT_KERNEL_DEADLINE, Duration::from_millis)
+    }
+}
 
 /// The card fields, for messages.
 /// (`accelerator` is parsed only to be refused with a message saying why.)
-pub(crate) const FIELDS: &[&str] = &["accelerator"];
+pub(crate) const FIELDS: &[&str] = &["accelerator", "kernel_deadline_ms"];
 
 pub(crate) fn parse(
     fields: &serde_json::Map<String, serde_json::Value>,
@@ -27,6 +41,12 @@ pub(crate) fn parse(
         ));
     }
     let card: XoclCard = parse_fields(fields)?;
+    if card.kernel_deadline_ms == Some(0) {
+        return Err(CardError::new(
+            "kernel_deadline_ms",
+            "a kernel deadline of 0 ms would fail every launch; leave it out for the default (10 s)",
+        ));
+    }
     Ok(CardSettings::new(card, fields.clone()))
 }
 

@@ -1,8 +1,9 @@
 //! An emulated XRT card in the spirit of sw_emu: memory banks with an allocator, buffer objects
 //! with a host backing store kept apart from device memory (so a missing sync shows up as
 //! stale data, as on hardware), the KDS scheduler dispatching ERT commands to free compute
-//! units (several CUs per kernel, `cu_mask` honoured), and the vadd compute unit behind the HLS
-//! control register block (ap_start, ap_done clear-on-read, ap_idle, arguments from 0x10).
+//! units (several CUs per kernel, `cu_mask` honoured), and compute units behind the HLS
+//! control register block (ap_start, ap_done clear-on-read, ap_idle, arguments from 0x10)
+//! that run the xclbin's own kernels, sandboxed (`kernels`), or the built-in vadd.
 //!
 //! Scheduling is event-driven: a command waits for a count of unfinished dependencies, each
 //! finished dependency counts it down, and a command that becomes ready is dispatched by the
@@ -16,9 +17,11 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use super::abi::{self, ErtHeader, StartCu};
-use super::xclbin::{MemKind, Xclbin};
+use super::card::XoclCard;
+use super::xclbin::{ArgKind, KERNEL_ARGS_BASE, KERNEL_ARGS_END, KernelMeta, MemKind, Xclbin};
 use super::{BoInfo, Command, DeviceDesc, SyncDirection, XoclClient, XoclDevice};
 use crate::devices::{
     AddressMap, Budget, BudgetKind, Charge, Completion, CompletionState, DmaMemory, Owner, OwnerId,
@@ -26,6 +29,7 @@ use crate::devices::{
 };
 use crate::family::DeviceDecl;
 use crate::types::Guid;
+use kernels::{KernelProgram, LaunchArg};
 
 /// Where host-only buffer objects appear in the device's address space.
 const HOST_APERTURE: u64 = 0x4000_0000_0000;
@@ -42,6 +46,8 @@ const INLINE_ELEMENTS: u64 = 16 * 1024;
 /// A copy of at most this many bytes runs on the thread that dispatches it.
 const INLINE_COPY: u64 = 256 * 1024;
 
+pub use kernels::DEFAULT_DEADLINE as DEFAULT_KERNEL_DEADLINE;
+
 /// A card as the config declares it.
 pub struct EmulatedCard {
     desc: DeviceDesc,
@@ -57,6 +63,10 @@ impl EmulatedCard {
                 ..CardState::default()
             }),
             next_client: AtomicU64::new(1),
+            kernel_deadline: decl
+                .settings
+                .get::<XoclCard>()
+                .map_or(DEFAULT_KERNEL_DEADLINE, XoclCard::kernel_deadline),
         });
         let (copies, copy_queue) = mpsc::channel::<CopyJob>();
         lock(&card.state).copies = Some(copies);
@@ -129,11 +139,15 @@ impl XoclDevice for EmulatedCard {
 struct Card {
     state: Mutex<CardState>,
     next_client: AtomicU64,
+    /// How long one launch of the xclbin's own kernels may run.
+    kernel_deadline: Duration,
 }
 
 #[derive(Default)]
 struct CardState {
     xclbin: Option<Arc<Xclbin>>,
+    /// The loaded xclbin's kernel module, compiled; `None` runs the built-in vadd.
+    kernels: Option<Arc<KernelProgram>>,
     banks: Vec<Option<Bank>>,
     host: RangeAllocator,
     bos: HashMap<(u64, u32), Bo>,
@@ -307,6 +321,20 @@ struct EmulatedClient {
 
 impl XoclClient for EmulatedClient {
     fn load_xclbin(&self, _image: &[u8], parsed: &Xclbin) -> io::Result<()> {
+        if lock(&self.card.state)
+            .xclbin
+            .as_ref()
+            .is_some_and(|x| x.uuid == parsed.uuid)
+        {
+            return Ok(());
+        }
+        // Compiled before the card is locked: other clients go on meanwhile.
+        let kernels = match &parsed.kernel_module {
+            Some(module) => Some(Arc::new(
+                KernelProgram::compile(module, parsed).map_err(invalid)?,
+            )),
+            None => None,
+        };
         let mut state = lock(&self.card.state);
         if state.xclbin.as_ref().is_some_and(|x| x.uuid == parsed.uuid) {
             return Ok(());
@@ -324,12 +352,13 @@ impl XoclClient for EmulatedClient {
             ));
         }
         for cu in parsed.compute_units() {
-            if !KNOWN_KERNELS.contains(&cu.kernel_name()) {
+            if kernels.is_none() && !BUILTIN_KERNELS.contains(&cu.kernel_name()) {
                 return Err(invalid(format!(
-                    "unknown kernel '{}' (compute unit {}): the emulator runs {}",
+                    "unknown kernel '{}' (compute unit {}): the xclbin carries no kernel module, \
+                     and the emulator's built-in kernels are {}",
                     cu.kernel_name(),
                     cu.name,
-                    KNOWN_KERNELS.join(", ")
+                    BUILTIN_KERNELS.join(", ")
                 )));
             }
         }
@@ -377,6 +406,7 @@ impl XoclClient for EmulatedClient {
         state.cus = cus;
         state.banks = banks;
         state.xclbin = Some(Arc::new(parsed.clone()));
+        state.kernels = kernels;
         Ok(())
     }
 
@@ -755,7 +785,8 @@ fn decode_exec(state: &CardState, client: u64, words: &[u32]) -> io::Result<Opti
     Ok(Some(Ready::Launch {
         candidates,
         regmap: packet.regmap,
-        inline: elements <= INLINE_ELEMENTS,
+        // The xclbin's own kernels always run on the unit's thread, under their deadline.
+        inline: state.kernels.is_none() && elements <= INLINE_ELEMENTS,
     }))
 }
 
@@ -933,8 +964,8 @@ impl Card {
     }
 }
 
-/// The kernels the emulator can run, by name.
-const KNOWN_KERNELS: &[&str] = &["vadd"];
+/// The kernels the emulator runs without a kernel module, by name.
+const BUILTIN_KERNELS: &[&str] = &["vadd"];
 
 /// A launch handed to a compute unit.
 struct CuJob {
@@ -975,7 +1006,7 @@ impl ComputeUnit {
                 gie: 0,
                 ier: 0,
                 isr: 0,
-                args: vec![0; 64],
+                args: vec![0; ((KERNEL_ARGS_END - KERNEL_ARGS_BASE) / 4) as usize],
                 busy: false,
             }),
             jobs: Mutex::new(Some(jobs)),
@@ -1076,7 +1107,7 @@ impl ComputeUnit {
             self.write(i as u64 * 4, *word);
         }
         self.write(abi::AP_CTRL, abi::AP_START);
-        let outcome = self.compute(card, job.client);
+        let outcome = self.compute(card, job.client, job.epoch);
         {
             let mut regs = lock(&self.regs);
             regs.ap_ctrl = abi::AP_DONE | abi::AP_IDLE;
@@ -1103,8 +1134,124 @@ impl ComputeUnit {
         card.dispatch();
     }
 
+    /// Runs the unit's kernel: the xclbin's own, or the built-in vadd.
+    fn compute(&self, card: &Card, client: u64, epoch: u64) -> Result<(), String> {
+        let (program, meta) = {
+            let state = lock(&card.state);
+            let kernel = self.name.split_once(':').map_or(&*self.name, |(k, _)| k);
+            let meta = state
+                .xclbin
+                .as_ref()
+                .and_then(|x| x.kernel(kernel).cloned());
+            (state.kernels.clone(), meta)
+        };
+        match (program, meta) {
+            (Some(program), Some(meta)) => self.run_kernel(card, &program, &meta, client, epoch),
+            (Some(_), None) => {
+                Err("the loaded xclbin has no metadata for this unit's kernel".into())
+            }
+            (None, _) => self.vadd(card, client),
+        }
+    }
+
+    /// One launch of the xclbin's kernel `meta`: the buffers its pointers fall in are
+    /// copied into the launch's memory, and back when the kernel returned, both under the
+    /// card's lock, so that a buffer freed meanwhile is neither read nor written.
+    fn run_kernel(
+        &self,
+        card: &Card,
+        program: &KernelProgram,
+        meta: &KernelMeta,
+        client: u64,
+        epoch: u64,
+    ) -> Result<(), String> {
+        let values: Vec<u64> = meta
+            .args
+            .iter()
+            .map(|arg| match arg.size {
+                8 => self.arg64(u64::from(arg.offset)),
+                _ => u64::from(self.read(u64::from(arg.offset))),
+            })
+            .collect();
+        let state = lock(&card.state);
+        // Per window: the buffer object's key and where it was.
+        let mut windows: Vec<((u64, u32), u64)> = Vec::new();
+        let mut lens = Vec::new();
+        let mut args = Vec::with_capacity(meta.args.len());
+        for (arg, &value) in meta.args.iter().zip(&values) {
+            args.push(match arg.kind {
+                ArgKind::Scalar => LaunchArg::Scalar(value),
+                ArgKind::Global if value == 0 => LaunchArg::Pointer(None),
+                ArgKind::Global => {
+                    let found = state
+                        .by_address
+                        .find(value, 1)
+                        .filter(|(key, _, _)| key.0 == client)
+                        .and_then(|(&key, offset, _)| {
+                            state
+                                .bos
+                                .get(&key)
+                                .filter(|bo| offset < bo.size)
+                                .map(|bo| (key, offset, bo))
+                        });
+                    let Some((key, offset, bo)) = found else {
+                        return Err(format!(
+                            "argument '{}' points at device address {value:#x}, outside this \
+                             client's buffer objects",
+                            arg.name
+                        ));
+                    };
+                    let window = match windows.iter().position(|(k, _)| *k == key) {
+                        Some(window) => window,
+                        None => {
+                            windows.push((key, bo.device_address));
+                            lens.push(bo.size);
+                            windows.len() - 1
+                        }
+                    };
+                    LaunchArg::Pointer(Some((window, offset)))
+                }
+            });
+        }
+        let fill = |buffers: &mut [&mut [u8]]| {
+            for ((key, _), buffer) in windows.iter().zip(buffers.iter_mut()) {
+                let (memory, offset) = state.device_view(&state.bos[key], 0);
+                memory.read(offset, buffer).map_err(|e| e.to_string())?;
+            }
+            drop(state);
+            Ok(())
+        };
+        let write_back = |buffers: &[&[u8]]| {
+            let state = lock(&card.state);
+            if state.epoch != epoch {
+                return Err("the device was reset".to_owned());
+            }
+            for ((key, address), buffer) in windows.iter().zip(buffers) {
+                // A buffer freed during the launch keeps nothing of it.
+                let Some(bo) = state
+                    .bos
+                    .get(key)
+                    .filter(|bo| bo.device_address == *address)
+                else {
+                    continue;
+                };
+                let (memory, offset) = state.device_view(bo, 0);
+                memory.write(offset, buffer).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        };
+        program.launch(
+            &meta.name,
+            &lens,
+            &args,
+            card.kernel_deadline,
+            fill,
+            write_back,
+        )
+    }
+
     /// The vadd kernel: `out[i] = in1[i] + in2[i]` (u32, wrapping) on device memory.
-    fn compute(&self, card: &Card, client: u64) -> Result<(), String> {
+    fn vadd(&self, card: &Card, client: u64) -> Result<(), String> {
         let in1 = self.arg64(abi::vadd::IN1);
         let in2 = self.arg64(abi::vadd::IN2);
         let out = self.arg64(abi::vadd::OUT);
@@ -1135,5 +1282,6 @@ impl ComputeUnit {
     }
 }
 
+mod kernels;
 #[cfg(test)]
 mod tests;

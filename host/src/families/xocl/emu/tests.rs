@@ -1,5 +1,7 @@
 use std::time::{Duration, Instant};
 
+mod kernels;
+
 use super::*;
 use crate::families::xocl::abi::vadd;
 use crate::families::xocl::xclbin::{XclbinBuilder, parse};

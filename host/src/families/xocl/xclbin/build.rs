@@ -36,6 +36,49 @@ pub const VADD_CU_STRIDE: u64 = 0x1_0000;
 
 const PLATFORM_VBNV: &str = "xilinx_accelhost_emu_1_0";
 
+/// Where a compute unit's argument registers start (after the HLS control block).
+pub const KERNEL_ARGS_BASE: u64 = abi::ARGS_BASE;
+/// Where the argument registers of the emulated card's compute units end: a kernel whose
+/// arguments reach past it is refused by the builder and by the card.
+pub const KERNEL_ARGS_END: u64 = 0x110;
+/// Base address of the first compute unit of [`XclbinBuilder::kernels`].
+const KERNELS_CU_BASE: u64 = VADD_CU_BASE;
+
+impl KernelMeta {
+    /// A kernel whose arguments sit where Vitis HLS puts them: from [`KERNEL_ARGS_BASE`], each
+    /// taking its size and a reserved word. `args` are (name, kind, size in bytes).
+    pub fn with_hls_offsets(name: &str, args: &[(String, ArgKind, u32)]) -> Self {
+        let mut offset = KERNEL_ARGS_BASE as u32;
+        let args = (0u32..)
+            .zip(args)
+            .map(|(index, (arg, kind, size))| {
+                let at = offset;
+                offset += size + 4;
+                KernelArg {
+                    name: arg.clone(),
+                    index,
+                    offset: at,
+                    size: *size,
+                    kind: *kind,
+                }
+            })
+            .collect();
+        KernelMeta {
+            name: name.to_owned(),
+            args,
+        }
+    }
+
+    /// Where the last argument register ends.
+    pub fn args_end(&self) -> u64 {
+        self.args
+            .iter()
+            .map(|a| u64::from(a.offset) + u64::from(a.size))
+            .max()
+            .unwrap_or(KERNEL_ARGS_BASE)
+    }
+}
+
 impl XclbinBuilder {
     /// An empty image with this uuid, in `MODE_SW_EMU`.
     pub fn new(uuid: Guid) -> Self {
@@ -143,6 +186,34 @@ impl XclbinBuilder {
         );
         self.extra.push((kind, name.to_owned(), payload));
         self
+    }
+
+    /// Adds the kernels' code for the emulated card: a WebAssembly module that exports each
+    /// kernel by name, in a BITSTREAM section.
+    pub fn kernel_module(self, module: Vec<u8>) -> Self {
+        self.section(SECTION_BITSTREAM, "kernels", module)
+    }
+
+    /// An image for the emulated card running `kernels` from `module`: one DDR4 bank of
+    /// [`VADD_BANK_SIZE`] at [`VADD_BANK_BASE`], `cus` compute units of each kernel
+    /// (`name_1..`), every pointer argument connected to the bank.
+    pub fn kernels(uuid: Guid, kernels: &[KernelMeta], module: Vec<u8>, cus: u32) -> Self {
+        let mut builder = XclbinBuilder::new(uuid)
+            .bank(MemKind::Ddr4, "bank0", VADD_BANK_BASE, VADD_BANK_SIZE)
+            .kernel_module(module);
+        let mut base = KERNELS_CU_BASE;
+        for kernel in kernels {
+            builder = builder.kernel(kernel.clone());
+            for i in 1..=cus {
+                let instance = format!("{}_{i}", kernel.name);
+                builder = builder.compute_unit(&kernel.name, &instance, base);
+                base += VADD_CU_STRIDE;
+                for arg in kernel.args.iter().filter(|a| a.kind == ArgKind::Global) {
+                    builder = builder.connect(&instance, arg.index, 0);
+                }
+            }
+        }
+        builder
     }
 
     /// The image.

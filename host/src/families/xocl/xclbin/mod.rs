@@ -10,10 +10,14 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
-pub use build::{VADD_BANK_BASE, VADD_BANK_SIZE, VADD_CU_BASE, VADD_CU_STRIDE, XclbinBuilder};
+pub use build::{
+    KERNEL_ARGS_BASE, KERNEL_ARGS_END, VADD_BANK_BASE, VADD_BANK_SIZE, VADD_CU_BASE,
+    VADD_CU_STRIDE, XclbinBuilder,
+};
 pub use parse::parse;
 
 use std::mem::{offset_of, size_of};
+use std::sync::Arc;
 
 use crate::families::xocl::abi;
 use crate::types::Guid;
@@ -26,6 +30,9 @@ pub const AXLF_HEADER_OFFSET: usize = offset_of!(layout::Axlf, header);
 pub const SECTION_TABLE_OFFSET: usize = size_of::<layout::Axlf>();
 /// Size of one `axlf_section_header`.
 pub const SECTION_HEADER_SIZE: usize = size_of::<layout::SectionHeader>();
+
+/// The first bytes of a WebAssembly module: a BITSTREAM section starting so holds kernels.
+pub const WASM_MAGIC: &[u8; 4] = b"\0asm";
 
 /// `m_mode`: flat bitstream.
 pub const MODE_FLAT: u16 = 0;
@@ -196,6 +203,10 @@ pub struct Xclbin {
     pub connectivity: Vec<Connection>,
     /// The kernels of EMBEDDED_METADATA, in document order.
     pub kernels: Vec<KernelMeta>,
+    /// The kernels' code for the emulated card: a BITSTREAM section holding one WebAssembly
+    /// module that exports each kernel by name (where sw_emu's holds a native shared object).
+    /// `None` when the image has no BITSTREAM or it is not wasm (a real card's bitstream).
+    pub kernel_module: Option<Arc<[u8]>>,
 }
 
 /// One MEM_TOPOLOGY entry.

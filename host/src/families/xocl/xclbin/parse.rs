@@ -56,6 +56,10 @@ pub fn parse(bytes: &[u8]) -> Result<Xclbin, XclbinError> {
     let kernels = parse_metadata(data(SECTION_EMBEDDED_METADATA)?)?;
     check_compute_units(&ips, &kernels)?;
     let connectivity = parse_connectivity(raw_connections, &banks, &ips, &kernels)?;
+    let kernel_module = optional_section(&sections, SECTION_BITSTREAM)?
+        .map(|s| &bytes[s.offset..s.offset + s.size])
+        .filter(|payload| payload.starts_with(WASM_MAGIC))
+        .map(Arc::from);
 
     Ok(Xclbin {
         uuid,
@@ -65,6 +69,7 @@ pub fn parse(bytes: &[u8]) -> Result<Xclbin, XclbinError> {
         ips,
         connectivity,
         kernels,
+        kernel_module,
     })
 }
 
@@ -110,14 +115,18 @@ fn section_table(table: &[u8], count: u32, len: usize) -> Result<Vec<Section>, X
 }
 
 fn find_section(sections: &[Section], kind: u32) -> Result<&Section, XclbinError> {
-    let name = section_name(kind);
+    optional_section(sections, kind)?.ok_or(XclbinError::MissingSection {
+        name: section_name(kind),
+    })
+}
+
+/// The one section of `kind`, if there is one; two are refused.
+fn optional_section(sections: &[Section], kind: u32) -> Result<Option<&Section>, XclbinError> {
     let mut matching = sections.iter().filter(|s| s.kind == kind);
-    let first = matching
-        .next()
-        .ok_or(XclbinError::MissingSection { name })?;
-    if let Some(second) = matching.next() {
+    let first = matching.next();
+    if let (Some(first), Some(second)) = (first, matching.next()) {
         return Err(XclbinError::DuplicateSection {
-            name,
+            name: section_name(kind),
             first: first.index,
             second: second.index,
         });

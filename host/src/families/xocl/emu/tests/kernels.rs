@@ -1,0 +1,401 @@
+//! The xclbin's own kernels on the emulated card: kernels built here as raw modules
+//! (wasm-encoder), so that each test says exactly what the kernel does.
+
+use wasm_encoder::{
+    BlockType, CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
+    ImportSection, Instruction as I, MemArg, MemoryType as WasmMemory, Module, TypeSection,
+    ValType as W,
+};
+
+use super::*;
+use crate::families::xocl::card::XoclCard;
+use crate::family::CardSettings;
+
+const KUUID: Guid = Guid::new(0x4b45, 0x524e);
+
+/// A kernel: its name, parameters and body (locals after the parameters: one i32).
+struct Kernel {
+    name: &'static str,
+    params: Vec<W>,
+    body: Vec<I<'static>>,
+}
+
+const WORD: MemArg = MemArg {
+    offset: 0,
+    align: 2,
+    memory_index: 0,
+};
+
+/// `bump(src, dst, n, k: i64)`: `dst[i] = src[i] + k` for `i < n` (u32 words).
+fn bump() -> Kernel {
+    let address = |base: u32| {
+        [
+            I::LocalGet(base),
+            I::LocalGet(4),
+            I::I32Const(2),
+            I::I32Shl,
+            I::I32Add,
+        ]
+    };
+    let mut body = vec![
+        I::Block(BlockType::Empty),
+        I::Loop(BlockType::Empty),
+        I::LocalGet(4),
+        I::LocalGet(2),
+        I::I32GeU,
+        I::BrIf(1),
+    ];
+    body.extend(address(1));
+    body.extend(address(0));
+    body.extend([
+        I::I32Load(WORD),
+        I::LocalGet(3),
+        I::I32WrapI64,
+        I::I32Add,
+        I::I32Store(WORD),
+        I::LocalGet(4),
+        I::I32Const(1),
+        I::I32Add,
+        I::LocalSet(4),
+        I::Br(0),
+        I::End,
+        I::End,
+        I::End,
+    ]);
+    Kernel {
+        name: "bump",
+        params: vec![W::I32, W::I32, W::I32, W::I64],
+        body,
+    }
+}
+
+/// `spin(p)`: loops forever.
+fn spin() -> Kernel {
+    Kernel {
+        name: "spin",
+        params: vec![W::I32],
+        body: vec![I::Loop(BlockType::Empty), I::Br(0), I::End, I::End],
+    }
+}
+
+/// `crash(p)`: traps at once.
+fn crash() -> Kernel {
+    Kernel {
+        name: "crash",
+        params: vec![W::I32],
+        body: vec![I::Unreachable, I::End],
+    }
+}
+
+/// `stray(p)`: writes its argument's first word, then a word 64 MiB past it.
+fn stray() -> Kernel {
+    Kernel {
+        name: "stray",
+        params: vec![W::I32],
+        body: vec![
+            I::LocalGet(0),
+            I::I32Const(0x5ec2e7),
+            I::I32Store(WORD),
+            I::LocalGet(0),
+            I::I32Const(64 << 20),
+            I::I32Add,
+            I::I32Const(0x5ec2e7),
+            I::I32Store(WORD),
+            I::End,
+        ],
+    }
+}
+
+/// A module importing `env.memory` (one page of its own) and exporting `kernels`; `extra`
+/// adds an import the card must refuse.
+fn module(kernels: &[Kernel], extra_import: Option<(&str, &str)>) -> Vec<u8> {
+    let mut types = TypeSection::new();
+    let mut imports = ImportSection::new();
+    let mut functions = FunctionSection::new();
+    let mut exports = ExportSection::new();
+    let mut code = CodeSection::new();
+    let imported_functions = u32::from(extra_import.is_some());
+    if let Some((module, name)) = extra_import {
+        types.ty().function([], []);
+        imports.import(module, name, EntityType::Function(0));
+    }
+    imports.import(
+        "env",
+        "memory",
+        WasmMemory {
+            minimum: 1,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        },
+    );
+    for (index, kernel) in (0u32..).zip(kernels) {
+        let ty = index + imported_functions;
+        types.ty().function(kernel.params.iter().copied(), []);
+        functions.function(ty);
+        exports.export(kernel.name, ExportKind::Func, index + imported_functions);
+        let mut function = Function::new([(1, W::I32)]);
+        for instruction in &kernel.body {
+            function.instruction(instruction);
+        }
+        code.function(&function);
+    }
+    let mut module = Module::new();
+    module
+        .section(&types)
+        .section(&imports)
+        .section(&functions)
+        .section(&exports)
+        .section(&code);
+    module.finish()
+}
+
+fn meta(kernel: &Kernel) -> KernelMeta {
+    let args: Vec<(String, ArgKind, u32)> = (0..)
+        .zip(&kernel.params)
+        .map(|(i, ty)| match (kernel.name, i, ty) {
+            ("bump", 0 | 1, _) | ("spin" | "crash" | "stray", 0, _) => {
+                (format!("p{i}"), ArgKind::Global, 8)
+            }
+            (_, _, W::I64) => (format!("s{i}"), ArgKind::Scalar, 8),
+            _ => (format!("s{i}"), ArgKind::Scalar, 4),
+        })
+        .collect();
+    KernelMeta::with_hls_offsets(kernel.name, &args)
+}
+
+/// A card whose kernel launches end after `deadline_ms`.
+fn card_with_deadline(deadline_ms: u64) -> EmulatedCard {
+    let mut decl = crate::families::xocl::card::decl("k0");
+    decl.settings = CardSettings::new(
+        XoclCard {
+            kernel_deadline_ms: Some(deadline_ms),
+        },
+        Default::default(),
+    );
+    EmulatedCard::new(&decl)
+}
+
+fn all_kernels() -> Vec<Kernel> {
+    vec![bump(), spin(), crash(), stray()]
+}
+
+/// The image of every test kernel, one compute unit each (unit i runs kernel i).
+fn image() -> Vec<u8> {
+    let kernels = all_kernels();
+    let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
+    XclbinBuilder::kernels(KUUID, &metas, module(&kernels, None), 1).build()
+}
+
+/// A client with [`image`] loaded and contexts on every unit.
+fn kernel_client(card: &EmulatedCard) -> Box<dyn XoclClient> {
+    let client = client(card);
+    let image = image();
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    for cu in 0..4 {
+        client.open_context(KUUID, cu, false).unwrap();
+    }
+    client
+}
+
+fn sync(client: &dyn XoclClient, bo: &BoInfo, direction: SyncDirection) {
+    let done = client
+        .submit(
+            Command::Sync {
+                bo: bo.handle,
+                direction,
+                offset: 0,
+                size: bo.size,
+            },
+            vec![],
+        )
+        .unwrap();
+    assert_eq!(wait(&done), CompletionState::Complete);
+}
+
+fn put(client: &dyn XoclClient, bo: &BoInfo, values: &[u32]) {
+    bo.host.write(0, &words(values)).unwrap();
+    sync(client, bo, SyncDirection::ToDevice);
+}
+
+fn get(client: &dyn XoclClient, bo: &BoInfo, n: usize) -> Vec<u32> {
+    sync(client, bo, SyncDirection::FromDevice);
+    let mut out = vec![0u8; n * 4];
+    bo.host.read(0, &mut out).unwrap();
+    out.chunks(4)
+        .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+        .collect()
+}
+
+/// Launches unit `cu` (kernel `all_kernels()[cu]`) with `values` in its argument order.
+fn launch(client: &dyn XoclClient, cu: u32, values: &[u64]) -> Arc<Completion> {
+    let kernel = meta(&all_kernels()[cu as usize]);
+    let mut regmap = vec![0u32; (kernel.args_end() / 4) as usize];
+    for (arg, &value) in kernel.args.iter().zip(values) {
+        let word = (arg.offset / 4) as usize;
+        regmap[word] = value as u32;
+        if arg.size == 8 {
+            regmap[word + 1] = (value >> 32) as u32;
+        }
+    }
+    let packet = StartCu {
+        cu_masks: vec![1 << cu],
+        regmap,
+    }
+    .encode();
+    client.submit(Command::Exec(packet), vec![]).unwrap()
+}
+
+fn failure(state: CompletionState) -> String {
+    match state {
+        CompletionState::Failed(why) => why.to_string(),
+        other => panic!("the launch did not fail: {other:?}"),
+    }
+}
+
+#[test]
+fn a_kernel_from_the_module_reads_and_writes_its_buffers_and_scalars() {
+    let card = card();
+    let client = kernel_client(&card);
+    let n = 3000u32;
+    let src = client.create_bo(u64::from(n) * 4, None).unwrap();
+    let dst = client.create_bo(u64::from(n) * 4, None).unwrap();
+    put(&*client, &src, &(0..n).collect::<Vec<_>>());
+    let k = (7u64 << 32) | 5;
+    let run = launch(
+        &*client,
+        0,
+        &[src.device_address, dst.device_address, u64::from(n), k],
+    );
+    assert_eq!(wait(&run), CompletionState::Complete);
+    assert_eq!(
+        get(&*client, &dst, n as usize),
+        (0..n).map(|i| i + 5).collect::<Vec<_>>(),
+        "the i64 scalar arrived whole (its low word added)"
+    );
+    // Two pointers into one buffer object see one copy: the second half becomes the first
+    // half plus one, written where the kernel reads it next.
+    let half = n / 2;
+    let run = launch(
+        &*client,
+        0,
+        &[
+            src.device_address,
+            src.device_address + u64::from(half) * 4,
+            u64::from(half),
+            1,
+        ],
+    );
+    assert_eq!(wait(&run), CompletionState::Complete);
+    let values = get(&*client, &src, n as usize);
+    assert_eq!(values[..half as usize], (0..half).collect::<Vec<_>>());
+    assert_eq!(
+        values[half as usize..],
+        (0..half).map(|i| i + 1).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_endless_kernel_ends_at_its_deadline_and_the_card_goes_on() {
+    let card = card_with_deadline(150);
+    let client = kernel_client(&card);
+    let bo = client.create_bo(4096, None).unwrap();
+    put(&*client, &bo, &[41]);
+    let started = Instant::now();
+    let endless = launch(&*client, 1, &[bo.device_address]);
+    let why = failure(wait(&endless));
+    let took = started.elapsed();
+    assert!(why.contains("ran past its deadline"), "{why}");
+    assert!(why.contains("spin_1"), "names its unit: {why}");
+    assert!(
+        took >= Duration::from_millis(150) && took < Duration::from_secs(5),
+        "ended after {took:?}"
+    );
+    let dst = client.create_bo(4096, None).unwrap();
+    let run = launch(&*client, 0, &[bo.device_address, dst.device_address, 1, 1]);
+    assert_eq!(wait(&run), CompletionState::Complete);
+    assert_eq!(get(&*client, &dst, 1), [42]);
+}
+
+#[test]
+fn a_trapping_or_straying_kernel_fails_its_launch_and_writes_nothing_back() {
+    let card = card();
+    let client = kernel_client(&card);
+    let other = client_of_image(&card);
+    let theirs = other.create_bo(4096, None).unwrap();
+    put(&*other, &theirs, &[7; 1024]);
+    let mine = client.create_bo(1 << 20, None).unwrap();
+    put(&*client, &mine, &[9; 1024]);
+
+    let why = failure(wait(&launch(&*client, 2, &[mine.device_address])));
+    assert!(why.contains("the kernel trapped"), "{why}");
+    assert!(why.contains("unreachable"), "{why}");
+
+    // 64 MiB past its argument lies past the launch's memory: a trap, not a write into the
+    // bank (where another client's buffer could be).
+    let why = failure(wait(&launch(&*client, 3, &[mine.device_address])));
+    assert!(why.contains("out of bounds"), "{why}");
+
+    // A pointer into another client's buffer is refused before the kernel runs.
+    let why = failure(wait(&launch(
+        &*client,
+        0,
+        &[theirs.device_address, mine.device_address, 4, 1],
+    )));
+    assert!(why.contains("argument 'p0'"), "{why}");
+    assert!(
+        why.contains("outside this client's buffer objects"),
+        "{why}"
+    );
+
+    assert_eq!(get(&*other, &theirs, 1024), vec![7; 1024]);
+    assert_eq!(get(&*client, &mine, 1024), vec![9; 1024]);
+}
+
+/// A second client of a card [`kernel_client`] loaded.
+fn client_of_image(card: &EmulatedCard) -> Box<dyn XoclClient> {
+    let client = client(card);
+    client.open_context(KUUID, 0, false).unwrap();
+    client
+}
+
+#[test]
+fn modules_the_card_cannot_run_are_refused_at_load_naming_why() {
+    let card = card();
+    let client = client(&card);
+    let refuse = |kernels: Vec<Kernel>, metas: Vec<KernelMeta>, module: Vec<u8>| {
+        let image = XclbinBuilder::kernels(KUUID, &metas, module, 1).build();
+        let err = client
+            .load_xclbin(&image, &parse(&image).unwrap())
+            .unwrap_err();
+        drop(kernels);
+        err.to_string()
+    };
+    let why = refuse(
+        vec![],
+        vec![meta(&bump())],
+        module(&[bump()], Some(("wasi_snapshot_preview1", "fd_write"))),
+    );
+    assert!(
+        why.contains("imports wasi_snapshot_preview1.fd_write (a function)"),
+        "{why}"
+    );
+    let why = refuse(vec![], vec![meta(&bump())], module(&[spin()], None));
+    assert!(why.contains("exports no function 'bump'"), "{why}");
+    let mut narrow = meta(&bump());
+    narrow.args[3].size = 4;
+    let why = refuse(vec![], vec![narrow], module(&[bump()], None));
+    assert!(
+        why.contains("argument 's3' (Scalar, 4 bytes) is a i64 in the module"),
+        "{why}"
+    );
+    let why = refuse(
+        vec![],
+        vec![meta(&bump())],
+        b"\0asm\x01\0\0\0garbage".to_vec(),
+    );
+    assert!(why.contains("does not compile"), "{why}");
+    // Nothing was loaded by the refusals.
+    assert!(client.loaded_xclbin().is_none());
+}
