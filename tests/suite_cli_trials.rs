@@ -1,7 +1,7 @@
 //! The CLI's end-to-end tests that run under the suite's own runner
 //! (`tests/support/harness.rs`), one binary: they need a tool from outside the build (network
 //! namespaces and `ip`, Debian's `prometheus` and `docker-registry`, openssl, grpcio, the SDK's
-//! toolchains) and report the reason when it is missing instead of passing, or they measure a
+//! toolchains, clang for kernels) and report the reason when it is missing instead of passing, or they measure a
 //! command's peak memory, which takes this binary's own `main` (`support/peak_rss.rs`).
 
 #[path = "support/peak_rss.rs"]
@@ -20,6 +20,7 @@ mod oci_registry;
 mod prometheus;
 mod registry_attacks;
 mod sdk_quickstart;
+mod xclbin_kernels;
 
 fn main() -> std::process::ExitCode {
     if let Some(code) = peak_rss::launch_if_asked() {
@@ -31,5 +32,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(sdk_quickstart::trials());
     trials.extend(oci_registry::trials());
     trials.extend(registry_attacks::trials());
+    trials.extend(xclbin_kernels::trials());
     support::harness::run(&trials, support::harness::Overlap::AsLibtest)
 }

@@ -3,3 +3,7 @@
 //! canonical vadd workload use it; so may a service that inspects images before loading them.
 
 pub use crate::families::xocl::xclbin::*;
+
+/// Kernels for the emulated card from C/C++ sources (built with the system's clang) or a
+/// prebuilt WebAssembly module: what `accelhost xclbin build` puts in an image.
+pub use crate::families::xocl::kernel_source as kernels;

@@ -5,6 +5,8 @@
 //! compiler or pkg-config is reported ignored with the reason, or fails under
 //! `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI).
 
+// The kernel helpers are the XRT and OpenCL doors' tests'.
+#[allow(dead_code)]
 #[path = "../../tests/support/door.rs"]
 mod door;
 #[path = "../../tests/support/harness.rs"]

@@ -94,6 +94,10 @@ fn main() -> std::process::ExitCode {
                 run: pyopencls_own_suite_passes_but_what_needs_a_compiler,
             },
             Trial {
+                name: "pyopencl_runs_a_kernel_of_its_own_from_an_xclbin",
+                run: pyopencl_runs_a_kernel_of_its_own_from_an_xclbin,
+            },
+            Trial {
                 name: "a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_opencl_error_and_the_program_goes_on,
             },
@@ -976,6 +980,43 @@ fn pyopencl_copies_64_mib_and_runs_vadd_byte_exact() -> Outcome {
         ),
         "{report}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
+}
+
+/// PyOpenCL with an xclbin built from tests/kernels/mmult.cpp: a Vitis-style matrix
+/// multiply equal to NumPy's at three sizes, and an endless kernel whose event fails at the
+/// card's deadline in between.
+fn pyopencl_runs_a_kernel_of_its_own_from_an_xclbin() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    let image = match door::kernel_image("mmult.cpp", &["mmult", "forever"]) {
+        Ok(image) => image,
+        Err(outcome) => return outcome,
+    };
+    let dir = scratch("mmult");
+    std::fs::write(dir.join("mmult.xclbin"), image).unwrap();
+    let config = door::config_with_kernel_deadline(&dir, 300);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mmult.py");
+    let out = against_platform(
+        &python,
+        &[script.to_str().unwrap(), "mmult.xclbin"],
+        &dir,
+        Some(&config),
+    );
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "mmult 64x64: 0 mismatches",
+        "mmult 17x17: 0 mismatches",
+        "forever ended with status -",
+        "compute unit 1 (forever:forever_1): the kernel ran past its deadline",
+        "mmult 33x33 after it: 0 mismatches",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }

@@ -242,6 +242,41 @@ pub fn config_with_chaos(dir: &Path, settings: serde_json::Value) -> PathBuf {
     path
 }
 
+/// The embedded default with launches of the XRT card's own kernels ended after `ms`.
+pub fn config_with_kernel_deadline(dir: &Path, ms: u64) -> PathBuf {
+    let mut config: serde_json::Value =
+        serde_json::from_str(accelhost::builtin::embedded_default_text()).unwrap();
+    for card in config["devices"].as_array_mut().unwrap() {
+        if card["family"] == "xocl" {
+            card["kernel_deadline_ms"] = ms.into();
+        }
+    }
+    let path = dir.join("accelhost.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
+/// An xclbin of `kernels` from the workspace's `tests/kernels/<source>`, built as
+/// `accelhost xclbin build` does; a missing clang skips (or fails in CI).
+pub fn kernel_image(source: &str, kernels: &[&str]) -> Result<Vec<u8>, Outcome> {
+    use accelhost::xclbin::kernels::{KernelBuildError, build_c};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/kernels")
+        .join(source);
+    let names: Vec<String> = kernels.iter().map(|k| k.to_string()).collect();
+    match build_c(&[path], &names, &[]) {
+        Ok(built) => Ok(accelhost::xclbin::XclbinBuilder::kernels(
+            built.uuid(),
+            &built.kernels,
+            built.module,
+            1,
+        )
+        .build()),
+        Err(KernelBuildError::NoCompiler(why)) => Err(missing(why)),
+        Err(err) => panic!("{source}: {err}"),
+    }
+}
+
 /// Whether `text` holds no active character (control or C1): a plugin's terminal attacks
 /// reached it inert.
 pub fn inert(text: &str) -> bool {

@@ -17,7 +17,10 @@ use std::sync::OnceLock;
 
 use accelhost::workloads::vadd::{VADD_UUID, vadd_image};
 use accelhost::xclbin::XclbinBuilder;
-use door::{Door, config_with_chaos, config_with_liar, inert, text};
+use door::{
+    Door, config_with_chaos, config_with_kernel_deadline, config_with_liar, inert, kernel_image,
+    text,
+};
 use harness::{Outcome, Trial};
 
 static XRT: Door = Door {
@@ -50,6 +53,10 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers",
                 run: cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers,
+            },
+            Trial {
+                name: "a_c_program_runs_its_own_kernel_and_an_endless_one_ends_at_the_deadline",
+                run: a_c_program_runs_its_own_kernel_and_an_endless_one_ends_at_the_deadline,
             },
             Trial {
                 name: "a_faulting_plugin_is_an_xrt_error_and_the_program_goes_on",
@@ -127,6 +134,42 @@ fn a_c_program_of_the_hello_world_flow_runs_vadd() -> Outcome {
             "accelhost XRT: xrtDeviceOpen: no device 99: the library lists 1 XRT card(s)"
         ),
         "{report}"
+    );
+    Outcome::Passed
+}
+
+/// tests/c/mmult.c with an xclbin built from tests/kernels/mmult.cpp: a Vitis-style matrix
+/// multiply with local buffers, exact at two sizes; an endless kernel's run fails at the
+/// card's deadline, and the card multiplies again after it.
+fn a_c_program_runs_its_own_kernel_and_an_endless_one_ends_at_the_deadline() -> Outcome {
+    let image = match kernel_image("mmult.cpp", &["mmult", "forever"]) {
+        Ok(image) => image,
+        Err(outcome) => return outcome,
+    };
+    let dir = XRT.scratch("mmult");
+    let exe = match XRT.build("cc", "-std=c11", "c/mmult.c", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    std::fs::write(dir.join("mmult.xclbin"), image).unwrap();
+    let config = config_with_kernel_deadline(&dir, 300);
+    let started = std::time::Instant::now();
+    let out = XRT.run_program(&exe, &["mmult.xclbin"], &dir, Some(&config));
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "mmult 64x64: 0 mismatches",
+        "mmult 17x17: 0 mismatches",
+        "an endless kernel fails its run: ok",
+        "mmult 33x33 after it: 0 mismatches",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the endless kernel held the program for {:?}",
+        started.elapsed()
     );
     Outcome::Passed
 }

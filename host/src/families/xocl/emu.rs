@@ -331,7 +331,7 @@ impl XoclClient for EmulatedClient {
         // Compiled before the card is locked: other clients go on meanwhile.
         let kernels = match &parsed.kernel_module {
             Some(module) => Some(Arc::new(
-                KernelProgram::compile(module, parsed).map_err(invalid)?,
+                KernelProgram::compile(module, &run_kernels(parsed)?).map_err(invalid)?,
             )),
             None => None,
         };
@@ -728,6 +728,29 @@ fn free_bo(state: &mut CardState, client: u64, handle: u32) -> io::Result<()> {
         None => state.host.release(bo.device_address, bo.size),
     }
     Ok(())
+}
+
+/// The kernels the compute units of `xclbin` run.
+fn run_kernels(xclbin: &Xclbin) -> io::Result<Vec<KernelMeta>> {
+    let mut kernels: Vec<KernelMeta> = Vec::new();
+    for ip in xclbin.compute_units() {
+        let name = ip.kernel_name();
+        let kernel = xclbin.kernel(name).ok_or_else(|| {
+            invalid(format!(
+                "compute unit {} runs kernel '{name}', which the metadata lacks",
+                ip.name
+            ))
+        })?;
+        if !kernels.iter().any(|k| k.name == name) {
+            kernels.push(kernel.clone());
+        }
+    }
+    Ok(kernels)
+}
+
+/// Checks that the card would run `kernels` from `module`, as loading an image of them does.
+pub(crate) fn check_kernel_module(module: &[u8], kernels: &[KernelMeta]) -> Result<(), String> {
+    KernelProgram::compile(module, kernels).map(drop)
 }
 
 /// Whether the emulator backs a bank of `kind` with memory (streams and PS kernels have none;

@@ -10,6 +10,7 @@ mod card;
 pub(crate) mod emu;
 mod family;
 mod imports;
+pub mod kernel_source;
 pub(crate) mod linux;
 pub(crate) mod resources;
 pub mod xclbin;

@@ -22,7 +22,7 @@ use wasmtime::{
     StoreLimitsBuilder, Val, ValType,
 };
 
-use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta, Xclbin};
+use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
 /// The largest kernel module the card compiles: a bound on the load's compile time.
 pub(super) const MAX_MODULE_BYTES: usize = 16 << 20;
@@ -80,8 +80,11 @@ pub(super) enum LaunchArg {
 }
 
 impl KernelProgram {
-    /// Compiles the xclbin's module and checks it against every kernel a compute unit runs.
-    pub fn compile(image: &[u8], xclbin: &Xclbin) -> Result<Self, String> {
+    /// Compiles a kernel module and checks it against `kernels`.
+    pub fn compile<'a>(
+        image: &[u8],
+        kernels: impl IntoIterator<Item = &'a KernelMeta>,
+    ) -> Result<Self, String> {
         if image.len() > MAX_MODULE_BYTES {
             return Err(format!(
                 "the kernel module is {} bytes; the emulated card compiles at most {MAX_MODULE_BYTES}",
@@ -127,14 +130,7 @@ impl KernelProgram {
             max_pages: memory.maximum().unwrap_or(MAX_PAGES).min(MAX_PAGES),
             module,
         };
-        for ip in xclbin.compute_units() {
-            let name = ip.kernel_name();
-            let kernel = xclbin.kernel(name).ok_or_else(|| {
-                format!(
-                    "compute unit {} runs kernel '{name}', which the metadata lacks",
-                    ip.name
-                )
-            })?;
+        for kernel in kernels {
             program.check(kernel)?;
         }
         Ok(program)
