@@ -126,6 +126,7 @@ impl XoclDevice for EmulatedCard {
 
     fn open(&self, owner: &Owner) -> io::Result<Box<dyn XoclClient>> {
         let id = self.card.next_client.fetch_add(1, Ordering::Relaxed);
+        lock(&self.card.state).budgets.insert(id, owner.dma.clone());
         Ok(Box::new(EmulatedClient {
             card: self.card.clone(),
             id,
@@ -148,6 +149,8 @@ struct CardState {
     xclbin: Option<Arc<Xclbin>>,
     /// The loaded xclbin's kernel module, compiled; `None` runs the built-in vadd.
     kernels: Option<Arc<KernelProgram>>,
+    /// Per client: the DMA budget its kernels' launch memory is charged to.
+    budgets: HashMap<u64, Arc<Budget>>,
     banks: Vec<Option<Bank>>,
     host: RangeAllocator,
     bos: HashMap<(u64, u32), Bo>,
@@ -688,6 +691,7 @@ impl Drop for EmulatedClient {
     fn drop(&mut self) {
         let mut state = lock(&self.card.state);
         let client = self.id;
+        state.budgets.remove(&client);
         let doomed = state.take_pending(|p| p.client == client);
         for holders in &mut state.contexts {
             holders.retain(|(c, _)| *c != client);
@@ -1197,6 +1201,7 @@ impl ComputeUnit {
             })
             .collect();
         let state = lock(&card.state);
+        let budget = state.budgets.get(&client).cloned();
         // Per window: the buffer object's key and where it was.
         let mut windows: Vec<((u64, u32), u64)> = Vec::new();
         let mut lens = Vec::new();
@@ -1267,6 +1272,7 @@ impl ComputeUnit {
             &meta.name,
             &lens,
             &args,
+            budget.as_ref(),
             card.kernel_deadline,
             fill,
             write_back,

@@ -14,7 +14,7 @@
 //! does the end of the launch's deadline; either is that launch's error. Buffers are copied
 //! back only when the kernel returned.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use wasmtime::{
@@ -22,6 +22,7 @@ use wasmtime::{
     StoreLimitsBuilder, Val, ValType,
 };
 
+use crate::devices::Budget;
 use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
 /// The largest kernel module the card compiles: a bound on the load's compile time.
@@ -183,13 +184,16 @@ impl KernelProgram {
     }
 
     /// Runs `kernel` once with `args` (in metadata order) over windows of `window_lens`
-    /// bytes, within `deadline`. `fill` writes each window's bytes in; when the kernel
-    /// returned, `write_back` gets them as the kernel left them.
+    /// bytes, its memory charged to `budget` while it runs, within `deadline`. `fill` writes
+    /// each window's bytes in; when the kernel returned, `write_back` gets them as the
+    /// kernel left them.
+    #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
         kernel: &str,
         window_lens: &[u64],
         args: &[LaunchArg],
+        budget: Option<&Arc<Budget>>,
         deadline: Duration,
         fill: impl FnOnce(&mut [&mut [u8]]) -> Result<(), String>,
         write_back: impl FnOnce(&[&[u8]]) -> Result<(), String>,
@@ -208,6 +212,11 @@ impl KernelProgram {
                 self.max_pages * PAGE
             ));
         }
+        let bytes = pages * PAGE;
+        let _charge = budget
+            .map(|budget| budget.charge(bytes))
+            .transpose()
+            .map_err(|e| format!("its kernel memory of {bytes} bytes: {e}"))?;
         let limits = StoreLimitsBuilder::new()
             .memory_size((pages * PAGE) as usize)
             .memories(1)

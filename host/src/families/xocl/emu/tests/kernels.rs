@@ -106,6 +106,20 @@ fn stray() -> Kernel {
     }
 }
 
+/// `poke(address)`: writes a word at `address`, a number, not an argument's pointer.
+fn poke() -> Kernel {
+    Kernel {
+        name: "poke",
+        params: vec![W::I32],
+        body: vec![
+            I::LocalGet(0),
+            I::I32Const(0x5ec2e7),
+            I::I32Store(WORD),
+            I::End,
+        ],
+    }
+}
+
 /// A module importing `env.memory` (one page of its own) and exporting `kernels`; `extra`
 /// adds an import the card must refuse.
 fn module(kernels: &[Kernel], extra_import: Option<(&str, &str)>) -> Vec<u8> {
@@ -178,7 +192,7 @@ fn card_with_deadline(deadline_ms: u64) -> EmulatedCard {
 }
 
 fn all_kernels() -> Vec<Kernel> {
-    vec![bump(), spin(), crash(), stray()]
+    vec![bump(), spin(), crash(), stray(), poke()]
 }
 
 /// The image of every test kernel, one compute unit each (unit i runs kernel i).
@@ -193,7 +207,7 @@ fn kernel_client(card: &EmulatedCard) -> Box<dyn XoclClient> {
     let client = client(card);
     let image = image();
     client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
-    for cu in 0..4 {
+    for cu in 0..5 {
         client.open_context(KUUID, cu, false).unwrap();
     }
     client
@@ -349,8 +363,48 @@ fn a_trapping_or_straying_kernel_fails_its_launch_and_writes_nothing_back() {
         "{why}"
     );
 
+    // A host address is no address of the kernel's: the host backing of another client's
+    // buffer, written by number, is out of the launch's memory.
+    let host_address = theirs.host.user_address();
+    let why = failure(wait(&launch(&*client, 4, &[host_address & 0xffff_ffff])));
+    assert!(why.contains("out of bounds"), "{why}");
+    let mut backing = vec![0u8; 4096];
+    theirs.host.read(0, &mut backing).unwrap();
+    assert_eq!(backing, words(&[7; 1024]), "the host memory is untouched");
+
     assert_eq!(get(&*other, &theirs, 1024), vec![7; 1024]);
     assert_eq!(get(&*client, &mine, 1024), vec![9; 1024]);
+}
+
+#[test]
+fn a_launchs_memory_is_charged_to_its_clients_dma_budget() {
+    let card = card();
+    let client = card
+        .open(&crate::devices::Owner::new(3 << 20, u64::MAX))
+        .unwrap();
+    let image = image();
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    client.open_context(KUUID, 0, false).unwrap();
+    let small = client.create_bo(1 << 20, None).unwrap();
+    let run = launch(
+        &*client,
+        0,
+        &[small.device_address, small.device_address, 4, 1],
+    );
+    assert_eq!(
+        wait(&run),
+        CompletionState::Complete,
+        "1 MiB of buffers and 1 MiB of launch"
+    );
+    // 1 MiB kept, 2 MiB more: the budget is spent, and the launch's 2 MiB is over it.
+    let large = client.create_bo(2 << 20, None).unwrap();
+    let run = launch(
+        &*client,
+        0,
+        &[large.device_address, large.device_address, 4, 1],
+    );
+    let why = failure(wait(&run));
+    assert!(why.contains("its kernel memory of"), "{why}");
 }
 
 /// A second client of a card [`kernel_client`] loaded.
