@@ -41,6 +41,9 @@ constants! {
     CL_DEVICE_NOT_FOUND: cl_int = -1;
     CL_DEVICE_NOT_AVAILABLE: cl_int = -2;
     CL_COMPILER_NOT_AVAILABLE: cl_int = -3;
+    CL_BUILD_PROGRAM_FAILURE: cl_int = -11;
+    CL_INVALID_BUILD_OPTIONS: cl_int = -43;
+    CL_INVALID_WORK_GROUP_SIZE: cl_int = -54;
     CL_MEM_OBJECT_ALLOCATION_FAILURE: cl_int = -4;
     CL_OUT_OF_RESOURCES: cl_int = -5;
     CL_OUT_OF_HOST_MEMORY: cl_int = -6;
@@ -265,6 +268,9 @@ constants! {
     CL_PROGRAM_BUILD_LOG: cl_uint = 0x1183;
     CL_PROGRAM_BINARY_TYPE: cl_uint = 0x1184;
     CL_BUILD_SUCCESS: cl_int = 0;
+    CL_BUILD_NONE: cl_int = -1;
+    CL_BUILD_ERROR: cl_int = -2;
+    CL_PROGRAM_BINARY_TYPE_NONE: cl_uint = 0x0;
     CL_PROGRAM_BINARY_TYPE_EXECUTABLE: cl_uint = 0x4;
 
     CL_KERNEL_FUNCTION_NAME: cl_uint = 0x1190;

@@ -177,6 +177,15 @@ impl Device {
         Ok(handle)
     }
 
+    /// Whether its compute units run kernels of the program's own: an XRT card's do.
+    pub fn runs_kernels(&self) -> bool {
+        self.token
+            .properties()
+            .extras
+            .iter()
+            .any(|(key, value)| key == "interface" && value == "xocl")
+    }
+
     /// The platform it is listed on.
     pub fn family(&self) -> Family {
         self.family
@@ -239,8 +248,12 @@ impl Device {
             CL_DEVICE_PARTITION_PROPERTIES => Value::sizes(&[0]),
             CL_DEVICE_AVAILABLE => Value::bool(available()),
             CL_DEVICE_ENDIAN_LITTLE => Value::bool(cfg!(target_endian = "little")),
-            // Programs come as device images (xclbin files), never from source.
-            CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => Value::bool(false),
+            // An XRT card's programs may come from OpenCL C, when the system has clang.
+            CL_DEVICE_COMPILER_AVAILABLE => {
+                Value::bool(self.runs_kernels() && compiler_available())
+            }
+            // Programs are built whole (clBuildProgram), never compiled and linked apart.
+            CL_DEVICE_LINKER_AVAILABLE => Value::bool(false),
             CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => Value::bool(true),
             CL_DEVICE_IMAGE_SUPPORT
             | CL_DEVICE_ERROR_CORRECTION_SUPPORT
@@ -272,9 +285,16 @@ impl Device {
         Some(match param {
             CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE => Value::ulong(memory),
             CL_DEVICE_ADDRESS_BITS => Value::uint(64),
-            // A launch runs the kernel once (clEnqueueTask): one work item per group.
             CL_DEVICE_MAX_COMPUTE_UNITS | CL_DEVICE_REFERENCE_COUNT => Value::uint(1),
             CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS => Value::uint(3),
+            // An XRT card runs OpenCL C kernels over work-groups; an image's kernel, and any
+            // other device's, runs once per launch (clEnqueueTask): one work item per group.
+            CL_DEVICE_MAX_WORK_ITEM_SIZES if self.runs_kernels() => {
+                Value::sizes(&[crate::program::MAX_WORK_GROUP; 3])
+            }
+            CL_DEVICE_MAX_WORK_GROUP_SIZE if self.runs_kernels() => {
+                Value::sizes(&[crate::program::MAX_WORK_GROUP])
+            }
             CL_DEVICE_MAX_WORK_ITEM_SIZES => Value::sizes(&[1, 1, 1]),
             CL_DEVICE_MAX_WORK_GROUP_SIZE | CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => {
                 Value::sizes(&[1])
@@ -358,4 +378,19 @@ impl Device {
             _ => return None,
         })
     }
+}
+
+/// Whether the system's clang builds OpenCL C for the devices (looked at once per process).
+fn compiler_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let clang = std::env::var_os(accelhost::xclbin::kernels::CLANG_ENV)
+            .unwrap_or_else(|| "clang".into());
+        std::process::Command::new(clang)
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    })
 }

@@ -196,7 +196,7 @@ dispatch_table! {
     95 clReleaseDevice: [= release_device];
     96 clCreateImage: [object(P, P, P, P, P)];
     97 clCreateProgramWithBuiltInKernels: [object(P, P, P, P)];
-    98 clCompileProgram: [status];
+    98 clCompileProgram: [= program::compile_program];
     99 clLinkProgram: [object(P, P, P, P, P, P, P, P)];
     100 clUnloadPlatformCompiler: [= unload_platform_compiler];
     101 clGetKernelArgInfo: [status];

@@ -1,6 +1,7 @@
 //! Programs from device images (an xclbin, checked by the library before any plugin sees
-//! it), their kernels by name with their arguments, and launches. There is no compiler:
-//! programs from source or IL answer `CL_COMPILER_NOT_AVAILABLE`, as FPGA runtimes do.
+//! it) or from OpenCL C source (built for an XRT card's emulated compute units with the
+//! system's clang), their kernels by name with their arguments, and launches. Programs from
+//! IL answer `CL_COMPILER_NOT_AVAILABLE`.
 
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::{Arc, Mutex};
@@ -20,16 +21,71 @@ use crate::memory::{Buffer, buffer};
 use crate::object::{Held, get, publish, references};
 use crate::queue::Queue;
 
-/// An OpenCL program: an image loaded on one device of the context.
+/// An OpenCL program for one device of the context: an image loaded on it, or source that
+/// becomes one when it is built.
 pub struct Program {
     context: Held<Context>,
     device: usize,
+    /// The OpenCL C source, for a program made from source.
+    source: Option<String>,
+    /// The image on the device, once there is one.
+    built: Mutex<Option<Arc<Built>>>,
+    /// The last build's options, status and log.
+    build: Mutex<BuildRecord>,
+}
+
+/// An image loaded on the program's device.
+struct Built {
     program: accelhost::Program,
     binary: Vec<u8>,
     /// The kernels the image describes (an xclbin's EMBEDDED_METADATA), when it does.
     kernels: Vec<KernelMeta>,
     /// The image's compute units, as IP_LAYOUT names them (`vadd:vadd_1`).
     compute_units: Vec<String>,
+}
+
+/// What `clGetProgramBuildInfo` answers.
+struct BuildRecord {
+    status: cl_int,
+    options: String,
+    log: String,
+}
+
+impl Program {
+    /// The image, or `CL_INVALID_PROGRAM_EXECUTABLE` before a successful build.
+    fn built(&self) -> ClResult<Arc<Built>> {
+        self.built
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or(CL_INVALID_PROGRAM_EXECUTABLE)
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, BuildRecord> {
+        self.build.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Loads `binary` on `device` of `context`: the program's image.
+fn load(context: &Context, device: usize, binary: Vec<u8>) -> accelhost::Result<Built> {
+    let program = context.handle(device).create_program(&binary)?;
+    let (kernels, compute_units) = match accelhost::xclbin::parse(&binary) {
+        Ok(image) => {
+            let units = image
+                .compute_units()
+                .into_iter()
+                .map(|ip| ip.name.clone())
+                .collect();
+            (image.kernels, units)
+        }
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    Ok(Built {
+        program,
+        binary,
+        kernels,
+        compute_units,
+    })
 }
 
 impl crate::object::Object for Program {
@@ -49,8 +105,11 @@ enum ArgValue {
 pub struct Kernel {
     program: Held<Program>,
     kernel: accelhost::Kernel,
-    /// Its arguments, when the image describes them.
+    /// Its arguments, when the image describes them (without the NDRange's).
     described: Option<Vec<accelhost::xclbin::KernelArg>>,
+    /// Built from OpenCL C: it takes the NDRange after its own arguments, and runs every
+    /// work-item of it.
+    ndrange: bool,
     args: Mutex<Vec<Option<ArgValue>>>,
 }
 
@@ -61,20 +120,67 @@ impl crate::object::Object for Kernel {
 /// The most arguments a kernel the image does not describe may take.
 const MAX_UNDESCRIBED_ARGS: usize = 64;
 
+/// The most source a program may have: a bound on what a build reads and compiles.
+const MAX_SOURCE_BYTES: usize = 16 << 20;
+
 pub(crate) extern "C" fn create_program_with_source(
-    _context: *mut c_void,
-    _count: cl_uint,
-    _strings: *const *const c_char,
-    _lengths: *const usize,
+    context_handle: *mut c_void,
+    count: cl_uint,
+    strings: *const *const c_char,
+    lengths: *const usize,
     errcode_ret: *mut cl_int,
 ) -> *mut c_void {
-    object("clCreateProgramWithSource", errcode_ret, || {
-        Err(refuse(
-            "clCreateProgramWithSource",
-            CL_COMPILER_NOT_AVAILABLE,
-            "the devices have no compiler: create programs from device images \
-             (clCreateProgramWithBinary with an xclbin)",
-        ))
+    const CALL: &str = "clCreateProgramWithSource";
+    object(CALL, errcode_ret, || {
+        let context = context(context_handle)?;
+        // SAFETY: strings holds count entries.
+        let strings = unsafe { list(count, strings, CL_INVALID_VALUE) }?;
+        let lengths: &[usize] = if lengths.is_null() {
+            &[]
+        } else {
+            // SAFETY: a non-NULL lengths holds count entries.
+            unsafe { list(count, lengths, CL_INVALID_VALUE) }?
+        };
+        let mut source = Vec::new();
+        for (index, &string) in strings.iter().enumerate() {
+            if string.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let bytes = match lengths.get(index).copied().unwrap_or(0) {
+                // SAFETY: a zero length means a NUL-terminated string.
+                0 => unsafe { CStr::from_ptr(string) }.to_bytes(),
+                // SAFETY: the application passes len bytes at string.
+                len if len <= MAX_SOURCE_BYTES => unsafe {
+                    std::slice::from_raw_parts(string.cast::<u8>(), len)
+                },
+                _ => return Err(CL_INVALID_VALUE),
+            };
+            source.extend_from_slice(bytes);
+            if source.len() > MAX_SOURCE_BYTES {
+                return Err(refuse(
+                    CALL,
+                    CL_INVALID_VALUE,
+                    &format!("the source is over {MAX_SOURCE_BYTES} bytes"),
+                ));
+            }
+        }
+        let source = String::from_utf8(source)
+            .map_err(|_| refuse(CALL, CL_INVALID_VALUE, "the source is not UTF-8 text"))?;
+        // Built for the context's first XRT card, whose compute units run kernels.
+        let device = (0..context.len())
+            .find(|&index| context.device(index).runs_kernels())
+            .unwrap_or(0);
+        publish(Arc::new(Program {
+            context: Held::new(context_handle, context),
+            device,
+            source: Some(source),
+            built: Mutex::new(None),
+            build: Mutex::new(BuildRecord {
+                status: CL_BUILD_NONE,
+                options: String::new(),
+                log: String::new(),
+            }),
+        }))
     })
 }
 
@@ -126,7 +232,7 @@ pub(crate) extern "C" fn create_program_with_binary(
         }
         // SAFETY: the application passes lengths[0] bytes at binaries[0].
         let binary = unsafe { std::slice::from_raw_parts(binaries[0], lengths[0]) }.to_vec();
-        let made = context.handle(device).create_program(&binary);
+        let made = load(&context, device, binary);
         // SAFETY: binary_status is NULL or holds num_devices entries.
         unsafe {
             write_if(
@@ -145,44 +251,133 @@ pub(crate) extern "C" fn create_program_with_binary(
             }
             _ => report(CALL, &err),
         })?;
-        let (kernels, compute_units) = match accelhost::xclbin::parse(&binary) {
-            Ok(image) => {
-                let units = image
-                    .compute_units()
-                    .into_iter()
-                    .map(|ip| ip.name.clone())
-                    .collect();
-                (image.kernels, units)
-            }
-            Err(_) => (Vec::new(), Vec::new()),
-        };
         publish(Arc::new(Program {
             context: Held::new(context_handle, context),
             device,
-            program,
-            binary,
-            kernels,
-            compute_units,
+            source: None,
+            built: Mutex::new(Some(Arc::new(program))),
+            build: Mutex::new(BuildRecord {
+                status: CL_BUILD_SUCCESS,
+                options: String::new(),
+                log: String::new(),
+            }),
         }))
     })
 }
 
 pub(crate) extern "C" fn build_program(
-    program: *mut c_void,
-    _num_devices: cl_uint,
-    _devices: *const *mut Device,
-    _options: *const c_char,
+    handle: *mut c_void,
+    num_devices: cl_uint,
+    devices: *const *mut Device,
+    options: *const c_char,
     notify: Option<extern "C" fn(*mut c_void, *mut c_void)>,
     user_data: *mut c_void,
 ) -> cl_int {
-    // A device image is built already.
-    if get::<Program>(program).is_none() {
-        return CL_INVALID_PROGRAM;
-    }
+    const CALL: &str = "clBuildProgram";
+    let built = status(CALL, || {
+        let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
+        if num_devices > 0 {
+            // SAFETY: devices holds num_devices entries.
+            let devices = unsafe { list(num_devices, devices, CL_INVALID_VALUE) }?;
+            let context = program.context.object();
+            if devices
+                .iter()
+                .any(|&d| context.index_of(d) != Some(program.device))
+            {
+                return Err(refuse(
+                    CALL,
+                    CL_INVALID_DEVICE,
+                    "a program is built for one device: the context's first XRT card",
+                ));
+            }
+        }
+        let options = if options.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a non-NULL options is NUL-terminated.
+            unsafe { CStr::from_ptr(options) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let Some(source) = &program.source else {
+            // A device image is built already.
+            program.record().options = options;
+            return Ok(());
+        };
+        build_from_source(&program, source, options)
+    });
     if let Some(notify) = notify {
-        notify(program, user_data);
+        notify(handle, user_data);
     }
-    CL_SUCCESS
+    built
+}
+
+/// `clCompileProgram`: the devices build programs whole, so there is no separate compiler.
+pub(crate) extern "C" fn compile_program(handle: *mut c_void) -> cl_int {
+    status("clCompileProgram", || {
+        get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
+        Err(refuse(
+            "clCompileProgram",
+            CL_COMPILER_NOT_AVAILABLE,
+            "programs are built whole with clBuildProgram; compiling and linking apart is not \
+             supported",
+        ))
+    })
+}
+
+/// Builds `source` into an image for the program's device and loads it there.
+fn build_from_source(program: &Program, source: &str, options: String) -> ClResult<()> {
+    use accelhost::xclbin::kernels::{KernelBuildError, build_opencl};
+    const CALL: &str = "clBuildProgram";
+    let context = program.context.object();
+    let device = context.device(program.device);
+    let outcome = if !device.runs_kernels() {
+        Err((
+            CL_COMPILER_NOT_AVAILABLE,
+            "the device runs no kernels of a program's own, so it has no compiler: build for \
+             an XRT card"
+                .to_owned(),
+        ))
+    } else {
+        match build_opencl(source, &options) {
+            Ok(built) => {
+                let image = accelhost::xclbin::XclbinBuilder::kernels(
+                    built.uuid(),
+                    &built.kernels,
+                    built.module,
+                    1,
+                )
+                .build();
+                match load(context, program.device, image) {
+                    Ok(loaded) => Ok((loaded, built.log)),
+                    Err(err) => Err((
+                        report(CALL, &err),
+                        format!("loading the built program on the device: {err}"),
+                    )),
+                }
+            }
+            Err(KernelBuildError::NoCompiler(why)) => Err((CL_COMPILER_NOT_AVAILABLE, why)),
+            Err(err @ KernelBuildError::Options(_)) => {
+                Err((CL_INVALID_BUILD_OPTIONS, err.to_string()))
+            }
+            Err(err) => Err((CL_BUILD_PROGRAM_FAILURE, err.to_string())),
+        }
+    };
+    let mut record = program.record();
+    record.options = options;
+    match outcome {
+        Ok((loaded, log)) => {
+            record.status = CL_BUILD_SUCCESS;
+            record.log = log;
+            *program.built.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
+            Ok(())
+        }
+        Err((code, log)) => {
+            record.status = CL_BUILD_ERROR;
+            record.log = log;
+            Err(code)
+        }
+    }
 }
 
 pub(crate) extern "C" fn get_program_info(
@@ -195,14 +390,17 @@ pub(crate) extern "C" fn get_program_info(
     status("clGetProgramInfo", || {
         let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
         let device = program.context.object().device(program.device);
-        let names: Vec<&str> = program.kernels.iter().map(|k| k.name.as_str()).collect();
+        let built = program.built().ok();
+        let kernels = built.as_ref().map_or(&[][..], |b| &b.kernels[..]);
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        let binary = built.as_ref().map_or(&[][..], |b| &b.binary[..]);
         let value = match param {
             CL_PROGRAM_REFERENCE_COUNT => references::<Program>(handle).map(Value::uint),
             CL_PROGRAM_CONTEXT => Some(Value::pointer(program.context.handle())),
             CL_PROGRAM_NUM_DEVICES => Some(Value::uint(1)),
             CL_PROGRAM_DEVICES => Some(Value::pointer(device)),
-            CL_PROGRAM_SOURCE => Some(Value::text("")),
-            CL_PROGRAM_BINARY_SIZES => Some(Value::sizes(&[program.binary.len()])),
+            CL_PROGRAM_SOURCE => Some(Value::text(program.source.as_deref().unwrap_or(""))),
+            CL_PROGRAM_BINARY_SIZES => Some(Value::sizes(&[binary.len()])),
             CL_PROGRAM_BINARIES => {
                 // An array of one pointer, to memory of BINARY_SIZES bytes, that the
                 // application provides.
@@ -215,11 +413,7 @@ pub(crate) extern "C" fn get_program_info(
                     unsafe {
                         let target = out.cast::<*mut u8>().read();
                         if !target.is_null() {
-                            std::ptr::copy_nonoverlapping(
-                                program.binary.as_ptr(),
-                                target,
-                                program.binary.len(),
-                            );
+                            std::ptr::copy_nonoverlapping(binary.as_ptr(), target, binary.len());
                         }
                     }
                 }
@@ -248,11 +442,15 @@ pub(crate) extern "C" fn get_program_build_info(
     size_ret: *mut usize,
 ) -> cl_int {
     status("clGetProgramBuildInfo", || {
-        get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
+        let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
+        let built = program.built().is_ok();
+        let record = program.record();
         let value = match param {
-            CL_PROGRAM_BUILD_STATUS => Some(Value::uint(CL_BUILD_SUCCESS as cl_uint)),
-            CL_PROGRAM_BUILD_OPTIONS | CL_PROGRAM_BUILD_LOG => Some(Value::text("")),
-            CL_PROGRAM_BINARY_TYPE => Some(Value::uint(CL_PROGRAM_BINARY_TYPE_EXECUTABLE)),
+            CL_PROGRAM_BUILD_STATUS => Some(Value::uint(record.status as cl_uint)),
+            CL_PROGRAM_BUILD_OPTIONS => Some(Value::text(&record.options)),
+            CL_PROGRAM_BUILD_LOG => Some(Value::text(&record.log)),
+            CL_PROGRAM_BINARY_TYPE if built => Some(Value::uint(CL_PROGRAM_BINARY_TYPE_EXECUTABLE)),
+            CL_PROGRAM_BINARY_TYPE => Some(Value::uint(CL_PROGRAM_BINARY_TYPE_NONE)),
             _ => None,
         };
         // SAFETY: out and size_ret follow clGetProgramBuildInfo's contract.
@@ -268,6 +466,7 @@ pub(crate) extern "C" fn create_kernel(
     const CALL: &str = "clCreateKernel";
     object(CALL, errcode_ret, || {
         let program = get::<Program>(program_handle).ok_or(CL_INVALID_PROGRAM)?;
+        let built = program.built()?;
         if name.is_null() {
             return Err(CL_INVALID_VALUE);
         }
@@ -278,7 +477,7 @@ pub(crate) extern "C" fn create_kernel(
         let name = match compute_units::choice(asked) {
             Ok(None) => asked,
             Ok(Some((kernel, units))) => {
-                let of_kernel: Vec<&str> = program
+                let of_kernel: Vec<&str> = built
                     .compute_units
                     .iter()
                     .filter_map(|ip| ip.split_once(':'))
@@ -292,16 +491,18 @@ pub(crate) extern "C" fn create_kernel(
             Err(why) => return Err(refuse(CALL, CL_INVALID_KERNEL_NAME, &why)),
         };
         // A name the program lacks is an answer, not a failure (PyOpenCL probes names).
-        let kernel = program
-            .program
-            .kernel(name)
-            .map_err(|err| match err.code() {
-                ErrorCode::NotFound | ErrorCode::InvalidArgument => CL_INVALID_KERNEL_NAME,
-                _ => report(CALL, &err),
-            })?;
-        let described = program.kernels.iter().find(|k| k.name == name).map(|k| {
+        let kernel = built.program.kernel(name).map_err(|err| match err.code() {
+            ErrorCode::NotFound | ErrorCode::InvalidArgument => CL_INVALID_KERNEL_NAME,
+            _ => report(CALL, &err),
+        })?;
+        let meta = built.kernels.iter().find(|k| k.name == name);
+        let ndrange = meta.is_some_and(accelhost::xclbin::kernels::is_ndrange);
+        let described = meta.map(|k| {
             let mut args = k.args.clone();
             args.sort_by_key(|a| a.index);
+            if ndrange {
+                args.truncate(args.len() - accelhost::xclbin::kernels::NDRANGE_ARGS.len());
+            }
             args
         });
         let slots = described.as_ref().map_or(0, Vec::len);
@@ -309,6 +510,7 @@ pub(crate) extern "C" fn create_kernel(
             program: Held::new(program_handle, program),
             kernel,
             described,
+            ndrange,
             args: Mutex::new((0..slots).map(|_| None).collect()),
         }))
     })
@@ -453,8 +655,9 @@ pub(crate) extern "C" fn get_kernel_work_group_info(
     size_ret: *mut usize,
 ) -> cl_int {
     status("clGetKernelWorkGroupInfo", || {
-        get::<Kernel>(handle).ok_or(CL_INVALID_KERNEL)?;
+        let kernel = get::<Kernel>(handle).ok_or(CL_INVALID_KERNEL)?;
         let value = match param {
+            CL_KERNEL_WORK_GROUP_SIZE if kernel.ndrange => Some(Value::sizes(&[MAX_WORK_GROUP])),
             CL_KERNEL_WORK_GROUP_SIZE | CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => {
                 Some(Value::sizes(&[1]))
             }
@@ -467,12 +670,22 @@ pub(crate) extern "C" fn get_kernel_work_group_info(
     })
 }
 
-/// Launches `kernel` once on the queue, with its arguments as they are set now.
+/// The NDRange arguments of a kernel built from OpenCL C: dimensions, global sizes, local
+/// sizes, offsets (`kernels::NDRANGE_ARGS`).
+type Range = [u32; 10];
+
+/// The largest work-group a launch may have.
+pub(crate) const MAX_WORK_GROUP: usize = 1024;
+
+/// Launches `kernel` once on the queue, with its arguments as they are set now (and `range`
+/// after them, for a kernel built from OpenCL C).
+#[allow(clippy::too_many_arguments)]
 fn launch(
     call: &'static str,
     queue_handle: *mut c_void,
     kernel_handle: *mut c_void,
     command: cl_uint,
+    range: Option<Range>,
     count: cl_uint,
     wait: *const *mut c_void,
     event: *mut *mut c_void,
@@ -510,6 +723,14 @@ fn launch(
         }
     }
     drop(values);
+    if kernel.ndrange {
+        let range = range.unwrap_or([1, 1, 1, 1, 1, 1, 1, 0, 0, 0]);
+        args.extend(
+            range
+                .iter()
+                .map(|n| ArgValue::Bytes(n.to_ne_bytes().to_vec())),
+        );
+    }
     let run = move |queue: &Queue| {
         let args: Vec<Arg> = args
             .iter()
@@ -548,6 +769,7 @@ pub(crate) extern "C" fn enqueue_task(
             queue,
             kernel,
             CL_COMMAND_TASK,
+            None,
             count,
             wait,
             event,
@@ -560,7 +782,7 @@ pub(crate) extern "C" fn enqueue_nd_range_kernel(
     queue: *mut c_void,
     kernel: *mut c_void,
     work_dim: cl_uint,
-    _global_offset: *const usize,
+    global_offset: *const usize,
     global_size: *const usize,
     local_size: *const usize,
     count: cl_uint,
@@ -580,7 +802,27 @@ pub(crate) extern "C" fn enqueue_nd_range_kernel(
             // SAFETY: as above.
             unsafe { list(work_dim, local_size, CL_INVALID_VALUE) }?
         };
-        // The device runs a kernel once per launch, as clEnqueueTask does.
+        let offset = if global_offset.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: as above.
+            unsafe { list(work_dim, global_offset, CL_INVALID_VALUE) }?
+        };
+        let built_from_source = get::<Kernel>(kernel).ok_or(CL_INVALID_KERNEL)?.ndrange;
+        if built_from_source {
+            let range = ndrange(work_dim, global, local, offset)?;
+            return launch(
+                CALL,
+                queue,
+                kernel,
+                CL_COMMAND_NDRANGE_KERNEL,
+                Some(range),
+                count,
+                wait,
+                event,
+            );
+        }
+        // An image's kernel runs once per launch, as clEnqueueTask does.
         if global.iter().any(|&n| n != 1) || local.iter().any(|&n| n != 1) {
             return Err(refuse(
                 CALL,
@@ -594,11 +836,49 @@ pub(crate) extern "C" fn enqueue_nd_range_kernel(
             queue,
             kernel,
             CL_COMMAND_NDRANGE_KERNEL,
+            None,
             count,
             wait,
             event,
         )
     })
+}
+
+/// The NDRange arguments of a launch, checked as `clEnqueueNDRangeKernel` does; without a
+/// local size, each dimension's work-group is the largest divisor of its global size that
+/// keeps the group within [`MAX_WORK_GROUP`].
+fn ndrange(dim: cl_uint, global: &[usize], local: &[usize], offset: &[usize]) -> ClResult<Range> {
+    let fits = |n: usize| u32::try_from(n).ok();
+    let mut range = [dim, 1, 1, 1, 1, 1, 1, 0, 0, 0];
+    let mut group = 1usize;
+    for d in 0..dim as usize {
+        let g = global[d];
+        if g == 0 {
+            return Err(CL_INVALID_GLOBAL_WORK_SIZE);
+        }
+        let l = match local.get(d) {
+            Some(&l) => l,
+            None => (1..=(MAX_WORK_GROUP / group).min(g))
+                .rev()
+                .find(|l| g.is_multiple_of(*l))
+                .unwrap_or(1),
+        };
+        if l == 0 || !g.is_multiple_of(l) {
+            return Err(CL_INVALID_WORK_GROUP_SIZE);
+        }
+        group *= l;
+        let o = offset.get(d).copied().unwrap_or(0);
+        if o.checked_add(g).and_then(fits).is_none() {
+            return Err(CL_INVALID_GLOBAL_WORK_SIZE);
+        }
+        range[1 + d] = g as u32;
+        range[4 + d] = l as u32;
+        range[7 + d] = o as u32;
+    }
+    if group > MAX_WORK_GROUP {
+        return Err(CL_INVALID_WORK_GROUP_SIZE);
+    }
+    Ok(range)
 }
 
 /// A marker: done when everything enqueued before it and its wait list are.

@@ -94,6 +94,14 @@ fn main() -> std::process::ExitCode {
                 run: pyopencls_own_suite_passes_but_what_needs_a_compiler,
             },
             Trial {
+                name: "opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot",
+                run: opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot,
+            },
+            Trial {
+                name: "pyopencls_demo_runs_unmodified_from_source",
+                run: pyopencls_demo_runs_unmodified_from_source,
+            },
+            Trial {
                 name: "pyopencl_runs_a_kernel_of_its_own_from_an_xclbin",
                 run: pyopencl_runs_a_kernel_of_its_own_from_an_xclbin,
             },
@@ -984,6 +992,82 @@ fn pyopencl_copies_64_mib_and_runs_vadd_byte_exact() -> Outcome {
     Outcome::Passed
 }
 
+/// Why OpenCL C cannot be built here: no clang that builds for wasm32.
+fn no_clang() -> Option<String> {
+    let found = Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    (!found).then(|| "no clang to build OpenCL C with (apt-get install clang lld wasi-libc)".into())
+}
+
+/// Runs a PyOpenCL `script` with `args` against the platform, on a card whose kernel
+/// launches end after 300 ms, with PyOpenCL's cache of built programs in the scratch folder.
+fn python_on_the_card(python: &Path, label: &str, script: &Path, args: &[&str]) -> String {
+    let dir = scratch(label);
+    let config = door::config_with_kernel_deadline(&dir, 300);
+    let mut command = Command::new(python);
+    command
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .env("OCL_ICD_VENDORS", library())
+        .env("ACCELHOST_CONFIG", &config)
+        .env_remove("ACCELHOST_ENDPOINT")
+        .env_remove("PYOPENCL_CTX")
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("HOME", &dir);
+    let out = command.output().unwrap();
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    report
+}
+
+/// tests/python/source.py: OpenCL C built for the XRT card with the system's clang, over
+/// 1-D and 2-D NDRanges with offsets and local sizes, scalars of each kind, the refusals
+/// (syntax, includes by path or through a macro, barrier, __local arguments) with what they
+/// say, and an endless kernel ended at the card's deadline.
+fn opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    if let Some(why) = no_clang() {
+        return missing(why);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/source.py");
+    let report = python_on_the_card(&python, "source", &script, &[]);
+    assert!(report.contains("\n0 failed"), "{report}");
+    assert!(!report.contains("FAILED"), "{report}");
+    Outcome::Passed
+}
+
+/// PyOpenCL's own examples/demo.py, unmodified (from its sdist, beside its tests): a vadd
+/// built from source on the first device PyOpenCL picks, the XRT card, checked by NumPy.
+fn pyopencls_demo_runs_unmodified_from_source() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    if let Some(why) = no_clang() {
+        return missing(why);
+    }
+    let demo = python
+        .parent()
+        .and_then(Path::parent)
+        .map(|home| home.join("pyopencl-examples/demo.py"))
+        .unwrap_or_default();
+    if !demo.is_file() {
+        return missing(format!(
+            "no PyOpenCL examples in {} (tests/support/install-python.sh opencl-python)",
+            demo.display()
+        ));
+    }
+    let report = python_on_the_card(&python, "demo", &demo, &[]);
+    assert!(report.contains("Norm: 0.0000000000000000e+00"), "{report}");
+    Outcome::Passed
+}
+
 /// PyOpenCL with an xclbin built from tests/kernels/mmult.cpp: a Vitis-style matrix
 /// multiply equal to NumPy's at three sizes, and an endless kernel whose event fails at the
 /// card's deadline in between.
@@ -1420,6 +1504,8 @@ fn pyopencls_own_suite_passes_but_what_needs_a_compiler() -> Outcome {
         .env("XDG_CONFIG_HOME", dir.join("config"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("HOME", &dir)
+        // No compiler: the suite's programs outgrow a card that holds one program at a time.
+        .env("ACCELHOST_CLANG", dir.join("no-clang"))
         .output()
         .unwrap();
     let report = text(&out);

@@ -348,7 +348,13 @@ impl XoclClient for EmulatedClient {
                 "another xclbin is loaded and contexts hold it",
             ));
         }
-        if state.bos.values().any(|bo| bo.bank.is_some()) {
+        // An image of the same memory topology keeps the banks, and the buffers in them (a
+        // program built from source replaces the last one this way).
+        let same_banks = state
+            .xclbin
+            .as_ref()
+            .is_some_and(|x| x.banks == parsed.banks);
+        if !same_banks && state.bos.values().any(|bo| bo.bank.is_some()) {
             return Err(io::Error::new(
                 io::ErrorKind::ResourceBusy,
                 "buffer objects still live in the banks of the loaded xclbin",
@@ -377,7 +383,7 @@ impl XoclClient for EmulatedClient {
             )));
         }
         let mut banks = Vec::new();
-        for bank in &parsed.banks {
+        for bank in parsed.banks.iter().filter(|_| !same_banks) {
             banks.push(if bank.used && bank_has_storage(bank.kind) {
                 // Device memory is the card's, not the plugin's: it has no grant to charge.
                 let storage = DmaMemory::allocate(
@@ -407,7 +413,9 @@ impl XoclClient for EmulatedClient {
             .collect();
         state.contexts = vec![Vec::new(); cus.len()];
         state.cus = cus;
-        state.banks = banks;
+        if !same_banks {
+            state.banks = banks;
+        }
         state.xclbin = Some(Arc::new(parsed.clone()));
         state.kernels = kernels;
         Ok(())

@@ -1,7 +1,8 @@
 //! Kernels for the emulated XRT card from the forms their authors have: Vitis-style C or C++
 //! sources, built with the system's clang into one WebAssembly module of the card's kernel
-//! contract (see the emulator's `kernels`), their arguments read from clang's syntax tree; or
-//! a prebuilt module, its kernels' signatures given as text (`mmult(a: ptr, n: i32)`).
+//! contract (see the emulator's `kernels`), their arguments read from clang's syntax tree;
+//! OpenCL C (`build_opencl`), each kernel wrapped in a loop over its NDRange; or a prebuilt
+//! module, its kernels' signatures given as text (`mmult(a: ptr, n: i32)`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,9 @@ pub enum KernelBuildError {
     /// A prebuilt module is not WebAssembly.
     #[error("the module is not WebAssembly (it does not start with \\0asm)")]
     NotWasm,
+    /// A build option the devices do not take.
+    #[error("bad build options: {0}")]
+    Options(String),
     /// No usable clang.
     #[error("no C compiler for kernels: {0} ({INSTALL_HINT}; {CLANG_ENV} names another clang)")]
     NoCompiler(String),
@@ -487,6 +491,435 @@ fn scalar_or_pointer(ty: &str) -> Option<(ArgKind, u32)> {
     }
 }
 
+/// The arguments the runtime appends to an OpenCL C kernel's own: the launch's NDRange
+/// (`clEnqueueNDRangeKernel`'s dimensions, global and local sizes and offsets).
+pub const NDRANGE_ARGS: [&str; 10] = [
+    "__work_dim",
+    "__global_size0",
+    "__global_size1",
+    "__global_size2",
+    "__local_size0",
+    "__local_size1",
+    "__local_size2",
+    "__global_offset0",
+    "__global_offset1",
+    "__global_offset2",
+];
+
+/// Whether `kernel` is an OpenCL C kernel built by [`build_opencl`]: its last arguments are
+/// [`NDRANGE_ARGS`].
+pub fn is_ndrange(kernel: &KernelMeta) -> bool {
+    kernel.args.len() >= NDRANGE_ARGS.len()
+        && kernel.args[kernel.args.len() - NDRANGE_ARGS.len()..]
+            .iter()
+            .zip(NDRANGE_ARGS)
+            .all(|(arg, name)| arg.name == name)
+}
+
+/// The work-item functions and built-ins an OpenCL C kernel calls, in C with the mangled
+/// names OpenCL's overloads have; each kernel's NDRange loop is appended to it.
+const OPENCL_RUNTIME: &str = include_str!("kernel_source/opencl_runtime.c");
+
+/// Builds every kernel of OpenCL C 1.2 `source` with the build `options` a program passes
+/// to `clBuildProgram`. Each kernel is exported under its name as a loop over the work-items
+/// of its NDRange (one work-group after another); `barrier` and `__local` arguments are
+/// refused, naming them.
+pub fn build_opencl(source: &str, options: &str) -> Result<BuiltKernels, KernelBuildError> {
+    let flags = opencl_options(options)?;
+    // Headers come from the -I folders a program names (PyOpenCL names its own), never from
+    // anywhere a path could reach.
+    if let Some(line) = source.lines().find(|l| {
+        let l = l.trim_start();
+        l.starts_with('#')
+            && l.contains("include")
+            && (l.contains("..") || l.contains("\"/") || l.contains("</"))
+    }) {
+        return Err(KernelBuildError::Compile(format!(
+            "'{}': a program includes headers by name from its -I folders, not by path",
+            line.trim()
+        )));
+    }
+    let work = scratch_file("cl");
+    std::fs::create_dir_all(&work).map_err(|source| KernelBuildError::Io {
+        path: work.clone(),
+        source,
+    })?;
+    let result = build_opencl_in(&work, source, &flags);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn build_opencl_in(
+    work: &Path,
+    source: &str,
+    flags: &[String],
+) -> Result<BuiltKernels, KernelBuildError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| KernelBuildError::Io { path, source }
+    };
+    let clang = clang_program();
+    let program = work.join("program.cl");
+    std::fs::write(&program, source).map_err(io(&program))?;
+    let opencl = |command: &mut Command| {
+        command.args([
+            "-x",
+            "cl",
+            "-cl-std=CL1.2",
+            "--target=wasm32-wasi",
+            "-nostdlibinc",
+            "-Xclang",
+            "-finclude-default-header",
+            // WebAssembly computes in doubles natively.
+            "-Xclang",
+            "-cl-ext=+cl_khr_fp64",
+            // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32.
+            "-Dlong=long long",
+        ]);
+    };
+    // WebAssembly has no kernel calling convention: a kernel is compiled as a plain function
+    // (which the NDRange loop calls), and its __local arrays as its own.
+    let as_functions = |command: &mut Command| {
+        command.args(["-D__kernel=", "-Dkernel=", "-D__local=", "-Dlocal="]);
+    };
+    // The headers it reads are checked before anything shows what is in them.
+    let deps = work.join("program.d");
+    let mut preprocess = Command::new(&clang);
+    opencl(&mut preprocess);
+    preprocess
+        .args(["-E", "-MD", "-MF"])
+        .arg(&deps)
+        .args(flags)
+        .arg(&program)
+        .arg("-o")
+        .arg(work.join("program.i"));
+    match run_clang(preprocess, &clang) {
+        Ok(_) => {}
+        // Only what is said about the program's own lines: a header outside its folders is
+        // not shown, whatever it holds.
+        Err(KernelBuildError::Compile(log)) => {
+            let said: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("program.cl:") && l.contains("error:"))
+                .collect();
+            return Err(KernelBuildError::Compile(format!(
+                "the program's source does not preprocess:\n{}",
+                said.join("\n")
+            )));
+        }
+        Err(other) => return Err(other),
+    }
+    check_headers(
+        &clang,
+        work,
+        flags,
+        &std::fs::read_to_string(&deps).map_err(io(&deps))?,
+    )?;
+    // Kernels are named after macros expand (PyOpenCL's are declared through them).
+    let preprocessed = work.join("program.i");
+    let names = kernel_names(&own_lines(
+        &std::fs::read_to_string(&preprocessed).map_err(io(&preprocessed))?,
+    ));
+    if names.is_empty() {
+        return Err(KernelBuildError::Compile(
+            "the program declares no __kernel function".into(),
+        ));
+    }
+    let mut metas = Vec::with_capacity(names.len());
+    let mut wrappers = Vec::with_capacity(names.len());
+    for name in &names {
+        let mut dump = Command::new(&clang);
+        opencl(&mut dump);
+        dump.args(["-fsyntax-only", "-Xclang", "-ast-dump=json", "-Xclang"])
+            .arg(format!("-ast-dump-filter={name}"))
+            .args(flags)
+            .arg(&program);
+        let decl = function_decl(&run_clang_stdout(dump, &clang)?, name);
+        let Some(decl) = decl else {
+            // The compile below says what is wrong with the source.
+            continue;
+        };
+        let (meta, c_types) = opencl_meta(name, &decl)?;
+        metas.push(meta);
+        wrappers.push(c_types);
+    }
+    let object = work.join("program.o");
+    let mut compile = Command::new(&clang);
+    opencl(&mut compile);
+    as_functions(&mut compile);
+    compile
+        .args(["-O2", "-flto", "-msimd128", "-Wno-unknown-pragmas", "-c"])
+        .args(flags)
+        .arg(&program)
+        .arg("-o")
+        .arg(&object);
+    let mut log = run_clang(compile, &clang)?;
+    let runtime = work.join("runtime.c");
+    std::fs::write(&runtime, opencl_runtime(&metas, &wrappers)).map_err(io(&runtime))?;
+    let module_path = work.join("program.wasm");
+    let mut link = Command::new(&clang);
+    link.args([
+        "--target=wasm32-wasi",
+        "-O2",
+        "-flto",
+        "-msimd128",
+        "-nostartfiles",
+        "-Wl,--no-entry",
+        "-Wl,--import-memory",
+        "-Wl,--stack-first",
+        "-Wl,--strip-debug",
+    ])
+    .arg(format!("-Wl,-z,stack-size={STACK_BYTES}"))
+    .arg(&object)
+    .arg(&runtime)
+    .arg("-o")
+    .arg(&module_path);
+    log.push_str(&run_clang(link, &clang).map_err(|err| match err {
+        KernelBuildError::Compile(log) => {
+            unprovided(&log).unwrap_or(KernelBuildError::Compile(log))
+        }
+        other => other,
+    })?);
+    let module = std::fs::read(&module_path).map_err(io(&module_path))?;
+    checked(BuiltKernels {
+        kernels: metas,
+        module,
+        log,
+    })
+}
+
+/// The build options clang takes for a program (`-D`, `-w`, `-Werror`, `-cl-*`); any other
+/// is refused, naming it, as `CL_INVALID_BUILD_OPTIONS`.
+fn opencl_options(options: &str) -> Result<Vec<String>, KernelBuildError> {
+    let mut flags = Vec::new();
+    let mut words = options.split_whitespace();
+    while let Some(word) = words.next() {
+        match word {
+            "-D" => match words.next() {
+                Some(definition) => flags.push(format!("-D{definition}")),
+                None => return Err(KernelBuildError::Options("-D without a name".into())),
+            },
+            "-w" | "-Werror" => flags.push(word.to_owned()),
+            "-I" => match words.next() {
+                Some(folder) => flags.push(format!("-I{folder}")),
+                None => return Err(KernelBuildError::Options("-I without a folder".into())),
+            },
+            _ if word.starts_with("-I") => flags.push(word.to_owned()),
+            // The language is OpenCL C 1.2 whatever a program asks.
+            _ if word.starts_with("-cl-std=") => {}
+            _ if word.starts_with("-D") || word.starts_with("-cl-") => flags.push(word.to_owned()),
+            other => {
+                return Err(KernelBuildError::Options(format!(
+                    "'{other}' is not a build option of these devices (they take -D, -I, -w, \
+                     -Werror and -cl-* options)"
+                )));
+            }
+        }
+    }
+    Ok(flags)
+}
+
+/// Every file a build read (`deps`, make's form) lies in the build's folder, a `-I` folder
+/// of `flags` or clang's own headers: a program cannot build a host file into a kernel.
+fn check_headers(
+    clang: &OsString,
+    work: &Path,
+    flags: &[String],
+    deps: &str,
+) -> Result<(), KernelBuildError> {
+    let resource = Command::new(clang)
+        .arg("-print-resource-dir")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let mut allowed: Vec<PathBuf> = vec![canonical(work)];
+    if !resource.is_empty() {
+        allowed.push(canonical(Path::new(&resource)));
+    }
+    allowed.extend(
+        flags
+            .iter()
+            .filter_map(|f| f.strip_prefix("-I"))
+            .map(|folder| canonical(Path::new(folder))),
+    );
+    let files = deps
+        .split_once(':')
+        .map_or("", |(_, files)| files)
+        .split_whitespace()
+        .filter(|word| *word != "\\");
+    for file in files {
+        let path = canonical(Path::new(file));
+        if !allowed.iter().any(|folder| path.starts_with(folder)) {
+            return Err(KernelBuildError::Compile(format!(
+                "the program includes {}, outside its -I folders",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The lines of preprocessed output that come from the program's own source (not from the
+/// headers it or the compiler included), by clang's line markers.
+fn own_lines(preprocessed: &str) -> String {
+    let mut own = false;
+    let mut kept = String::new();
+    for line in preprocessed.lines() {
+        if let Some(marker) = line.strip_prefix("# ") {
+            own = marker
+                .split('"')
+                .nth(1)
+                .is_some_and(|file| file.ends_with("program.cl"));
+            continue;
+        }
+        if own {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+/// The names of the functions `source` declares `__kernel` (or `kernel`), in order.
+fn kernel_names(source: &str) -> Vec<String> {
+    let words: Vec<&str> = source
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut names = Vec::new();
+    for (at, word) in words.iter().enumerate() {
+        if (*word == "__kernel" || *word == "kernel")
+            && let Some(position) = words[at + 1..].iter().position(|w| *w == "void")
+            && position <= 8
+            && let Some(name) = words.get(at + 1 + position + 1)
+            && !names.iter().any(|n| n == name)
+        {
+            names.push((*name).to_owned());
+        }
+    }
+    names
+}
+
+/// The `FunctionDecl` named `name` in clang's JSON dump, its definition if there is one.
+fn function_decl(dump: &str, name: &str) -> Option<serde_json::Value> {
+    let mut found = None;
+    for value in serde_json::Deserializer::from_str(dump).into_iter::<serde_json::Value>() {
+        let Ok(value) = value else { break };
+        if value["kind"] == "FunctionDecl" && value["name"] == name {
+            let defined = value["inner"]
+                .as_array()
+                .is_some_and(|inner| inner.iter().any(|n| n["kind"] == "CompoundStmt"));
+            if defined || found.is_none() {
+                found = Some(value);
+            }
+        }
+    }
+    found
+}
+
+/// An OpenCL C kernel's metadata (its own arguments, then [`NDRANGE_ARGS`]) and the C type
+/// each of its own arguments travels as.
+fn opencl_meta(
+    kernel: &str,
+    decl: &serde_json::Value,
+) -> Result<(KernelMeta, Vec<&'static str>), KernelBuildError> {
+    let mut args = Vec::new();
+    let mut c_types = Vec::new();
+    for param in decl["inner"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["kind"] == "ParmVarDecl")
+    {
+        let name = param["name"].as_str().unwrap_or("").to_owned();
+        let shown = param["type"]["qualType"].as_str().unwrap_or("?");
+        let plain = param["type"]["desugaredQualType"].as_str().unwrap_or(shown);
+        let plain = plain
+            .replace("__private", "")
+            .replace("__global", "")
+            .replace("__constant", "");
+        if shown.contains("__local") {
+            return Err(kernel_error(
+                kernel,
+                format!(
+                    "argument '{name}' is a __local pointer, which these devices do not take yet"
+                ),
+            ));
+        }
+        let (kind, size) = scalar_or_pointer(plain.trim()).ok_or_else(|| {
+            kernel_error(
+                kernel,
+                format!(
+                    "argument '{name}' has type '{shown}'; these devices take pointers and \
+                     scalar numbers (vectors and structs by value are not supported yet)"
+                ),
+            )
+        })?;
+        let bare = plain.trim().trim_start_matches("const ").trim();
+        c_types.push(match (kind, size, bare) {
+            (ArgKind::Global, _, _) => "void *",
+            (_, _, "float") => "float",
+            (_, _, "double") => "double",
+            (_, 8, _) => "unsigned long long",
+            _ => "unsigned int",
+        });
+        args.push((name, kind, size));
+    }
+    args.extend(
+        NDRANGE_ARGS
+            .iter()
+            .map(|n| ((*n).to_owned(), ArgKind::Scalar, 4)),
+    );
+    Ok((finish_meta(kernel, &args)?, c_types))
+}
+
+/// The runtime with each kernel's NDRange loop, exported under the kernel's name.
+fn opencl_runtime(kernels: &[KernelMeta], c_types: &[Vec<&'static str>]) -> String {
+    let mut text = String::from(OPENCL_RUNTIME);
+    for (kernel, own) in kernels.iter().zip(c_types) {
+        let params: Vec<String> = own
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| format!("{ty} a{i}"))
+            .collect();
+        let forwarded: Vec<String> = (0..own.len()).map(|i| format!("a{i}")).collect();
+        text.push_str(&format!(
+            "\nextern void {name}({types});\n\
+             __attribute__((export_name(\"{name}\")))\n\
+             void __accelhost_ndrange_{name}({params}{sep}unsigned dim, unsigned g0, unsigned g1, \
+             unsigned g2, unsigned l0, unsigned l1, unsigned l2, unsigned o0, unsigned o1, \
+             unsigned o2) {{\n\
+             \x20   if (!__accelhost_begin(dim, g0, g1, g2, l0, l1, l2, o0, o1, o2)) __builtin_trap();\n\
+             \x20   do {{ {name}({forwarded}); }} while (__accelhost_next());\n\
+             }}\n",
+            name = kernel.name,
+            types = if own.is_empty() { "void".to_owned() } else { own.join(", ") },
+            params = params.join(", "),
+            sep = if own.is_empty() { "" } else { ", " },
+            forwarded = forwarded.join(", "),
+        ));
+    }
+    text
+}
+
+/// The build error for the built-ins a link could not find, named as a program writes them.
+fn unprovided(log: &str) -> Option<KernelBuildError> {
+    let missing: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split("undefined symbol: ").nth(1))
+        .map(str::trim)
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    // wasm-ld names them as a program writes them (`barrier(unsigned int)`).
+    Some(KernelBuildError::Compile(format!(
+        "these built-in functions are not provided by the devices yet: {}",
+        missing.join(", ")
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,6 +984,51 @@ mod tests {
         assert_eq!(scalar_or_pointer("double"), Some((ArgKind::Scalar, 8)));
         assert_eq!(scalar_or_pointer("struct pair"), None);
         assert_eq!(scalar_or_pointer("float &"), None);
+    }
+
+    #[test]
+    fn opencl_kernels_are_found_in_the_programs_own_lines_after_macros() {
+        let preprocessed = "# 1 \"program.cl\"\n\
+            # 1 \"/usr/lib/clang/14/include/opencl-c.h\" 1\n\
+            __kernel void from_a_header(int x);\n\
+            # 3 \"program.cl\" 2\n\
+            __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void scan(__global int *a)\n\
+            { }\n\
+            void helper(void) {}\n\
+            kernel void twice(int x) {} kernel void twice(int x);\n";
+        assert_eq!(kernel_names(&own_lines(preprocessed)), ["scan", "twice"]);
+    }
+
+    #[test]
+    fn build_options_are_taken_or_refused_by_name() {
+        assert_eq!(
+            opencl_options("-D N=4 -DM -I /inc -Iother -w -cl-mad-enable -cl-std=CL2.0").unwrap(),
+            ["-DN=4", "-DM", "-I/inc", "-Iother", "-w", "-cl-mad-enable"]
+        );
+        for (bad, says) in [
+            ("-D", "-D without a name"),
+            ("-I", "-I without a folder"),
+            (
+                "-fplugin=evil.so",
+                "'-fplugin=evil.so' is not a build option",
+            ),
+            ("-o /etc/passwd", "'-o' is not a build option"),
+        ] {
+            let err = opencl_options(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn ndrange_kernels_are_told_by_their_last_arguments() {
+        let mut args: Vec<(String, ArgKind, u32)> = vec![("x".into(), ArgKind::Global, 8)];
+        assert!(!is_ndrange(&KernelMeta::with_hls_offsets("k", &args)));
+        args.extend(
+            NDRANGE_ARGS
+                .iter()
+                .map(|n| ((*n).to_owned(), ArgKind::Scalar, 4)),
+        );
+        assert!(is_ndrange(&KernelMeta::with_hls_offsets("k", &args)));
     }
 
     #[test]

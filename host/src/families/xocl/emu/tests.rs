@@ -306,6 +306,51 @@ fn loading_rules() {
 }
 
 #[test]
+fn an_image_of_the_same_banks_keeps_the_buffers_and_another_waits_for_them() {
+    let card = card();
+    let client = loaded(&card, 1);
+    client.close_context(UUID, 0).unwrap();
+    let kept = client.create_bo(4096, Some(0)).unwrap();
+    kept.host.write(0, &words(&[1, 2, 3])).unwrap();
+    let sync = |direction| {
+        let done = client
+            .submit(
+                Command::Sync {
+                    bo: kept.handle,
+                    direction,
+                    offset: 0,
+                    size: 4096,
+                },
+                vec![],
+            )
+            .unwrap();
+        assert_eq!(wait(&done), CompletionState::Complete);
+    };
+    sync(SyncDirection::ToDevice);
+    let two_banks = XclbinBuilder::vadd(Guid::new(8, 8), 1, 2).build();
+    let err = client
+        .load_xclbin(&two_banks, &parse(&two_banks).unwrap())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("buffer objects still live"),
+        "{err}"
+    );
+    let same_banks = XclbinBuilder::vadd(Guid::new(9, 9), 2, 1).build();
+    client
+        .load_xclbin(&same_banks, &parse(&same_banks).unwrap())
+        .unwrap();
+    kept.host.write(0, &[0; 12]).unwrap();
+    sync(SyncDirection::FromDevice);
+    let mut back = vec![0u8; 12];
+    kept.host.read(0, &mut back).unwrap();
+    assert_eq!(
+        back,
+        words(&[1, 2, 3]),
+        "the buffer's device memory survived the load"
+    );
+}
+
+#[test]
 fn closing_a_client_fails_its_pending_commands_and_frees_its_bos() {
     let card = card();
     let client = loaded(&card, 1);

@@ -1,0 +1,148 @@
+/* The runtime of OpenCL C kernels on the emulated XRT card: the work-item functions over the
+ * NDRange the current launch runs, and the built-in functions provided so far, defined with
+ * the names OpenCL's overloads mangle to. Each kernel's exported loop follows this text. */
+
+typedef unsigned long size_t;
+#define OVL __attribute__((overloadable))
+
+static unsigned work_dim;
+static size_t global_size[3], local_size[3], global_offset[3], group[3], local[3], groups[3];
+
+/* Starts a launch: false when its range is not one the card runs (the door checks first). */
+static int __accelhost_begin(unsigned dim, unsigned g0, unsigned g1, unsigned g2, unsigned l0,
+                             unsigned l1, unsigned l2, unsigned o0, unsigned o1, unsigned o2) {
+    size_t g[3] = {g0, g1, g2}, l[3] = {l0, l1, l2}, o[3] = {o0, o1, o2};
+    if (dim < 1 || dim > 3) return 0;
+    work_dim = dim;
+    for (int d = 0; d < 3; d++) {
+        if (d >= (int)dim) g[d] = l[d] = 1, o[d] = 0;
+        if (l[d] == 0 || g[d] == 0 || g[d] % l[d] != 0) return 0;
+        global_size[d] = g[d];
+        local_size[d] = l[d];
+        global_offset[d] = o[d];
+        groups[d] = g[d] / l[d];
+        group[d] = local[d] = 0;
+    }
+    return 1;
+}
+
+/* Moves to the next work-item (x fastest, then y, z; work-group after work-group). */
+static int __accelhost_next(void) {
+    for (int d = 0; d < 3; d++) {
+        if (++local[d] < local_size[d]) return 1;
+        local[d] = 0;
+    }
+    for (int d = 0; d < 3; d++) {
+        if (++group[d] < groups[d]) return 1;
+        group[d] = 0;
+    }
+    return 0;
+}
+
+unsigned OVL get_work_dim(void) { return work_dim; }
+size_t OVL get_global_size(unsigned d) { return d < 3 ? global_size[d] : 1; }
+size_t OVL get_local_size(unsigned d) { return d < 3 ? local_size[d] : 1; }
+size_t OVL get_enqueued_local_size(unsigned d) { return d < 3 ? local_size[d] : 1; }
+size_t OVL get_num_groups(unsigned d) { return d < 3 ? groups[d] : 1; }
+size_t OVL get_group_id(unsigned d) { return d < 3 ? group[d] : 0; }
+size_t OVL get_local_id(unsigned d) { return d < 3 ? local[d] : 0; }
+size_t OVL get_global_offset(unsigned d) { return d < 3 ? global_offset[d] : 0; }
+size_t OVL get_global_id(unsigned d) {
+    return d < 3 ? group[d] * local_size[d] + local[d] + global_offset[d] : 0;
+}
+
+/* Math on floats and doubles, scalar and per element of each vector width. */
+#define VECTORS(T)                                     \
+    typedef T T##2 __attribute__((ext_vector_type(2))); \
+    typedef T T##3 __attribute__((ext_vector_type(3))); \
+    typedef T T##4 __attribute__((ext_vector_type(4))); \
+    typedef T T##8 __attribute__((ext_vector_type(8))); \
+    typedef T T##16 __attribute__((ext_vector_type(16)));
+VECTORS(float)
+VECTORS(double)
+
+#define EACH1(V, N, name)                                     \
+    V OVL name(V x) {                                         \
+        V r;                                                  \
+        for (int i = 0; i < N; i++) r[i] = name(x[i]);        \
+        return r;                                             \
+    }
+#define EACH2(V, N, name)                                     \
+    V OVL name(V x, V y) {                                    \
+        V r;                                                  \
+        for (int i = 0; i < N; i++) r[i] = name(x[i], y[i]);  \
+        return r;                                             \
+    }
+#define EACH3(V, N, name)                                           \
+    V OVL name(V x, V y, V z) {                                     \
+        V r;                                                        \
+        for (int i = 0; i < N; i++) r[i] = name(x[i], y[i], z[i]);  \
+        return r;                                                   \
+    }
+#define WIDTHS(EACH, T, name) \
+    EACH(T##2, 2, name) EACH(T##3, 3, name) EACH(T##4, 4, name) EACH(T##8, 8, name) EACH(T##16, 16, name)
+
+#define UNARY(name, f, d)                                    \
+    float OVL name(float x) { return f(x); }                 \
+    double OVL name(double x) { return d(x); }               \
+    WIDTHS(EACH1, float, name) WIDTHS(EACH1, double, name)
+#define BINARY(name, f, d)                                   \
+    float OVL name(float x, float y) { return f(x, y); }     \
+    double OVL name(double x, double y) { return d(x, y); }  \
+    WIDTHS(EACH2, float, name) WIDTHS(EACH2, double, name)
+#define TERNARY(name, f, d)                                                      \
+    float OVL name(float x, float y, float z) { return f(x, y, z); }             \
+    double OVL name(double x, double y, double z) { return d(x, y, z); }         \
+    WIDTHS(EACH3, float, name) WIDTHS(EACH3, double, name)
+
+static float madf(float x, float y, float z) { return x * y + z; }
+static double madd(double x, double y, double z) { return x * y + z; }
+static float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }
+static double rsqrtd(double x) { return 1.0 / __builtin_sqrt(x); }
+static float recipf(float x) { return 1.0f / x; }
+static double recipd(double x) { return 1.0 / x; }
+
+UNARY(sqrt, __builtin_sqrtf, __builtin_sqrt)
+UNARY(native_sqrt, __builtin_sqrtf, __builtin_sqrt)
+UNARY(rsqrt, rsqrtf, rsqrtd)
+UNARY(native_rsqrt, rsqrtf, rsqrtd)
+UNARY(native_recip, recipf, recipd)
+UNARY(fabs, __builtin_fabsf, __builtin_fabs)
+UNARY(floor, __builtin_floorf, __builtin_floor)
+UNARY(ceil, __builtin_ceilf, __builtin_ceil)
+UNARY(trunc, __builtin_truncf, __builtin_trunc)
+UNARY(round, __builtin_roundf, __builtin_round)
+UNARY(exp, __builtin_expf, __builtin_exp)
+UNARY(native_exp, __builtin_expf, __builtin_exp)
+UNARY(exp2, __builtin_exp2f, __builtin_exp2)
+UNARY(log, __builtin_logf, __builtin_log)
+UNARY(native_log, __builtin_logf, __builtin_log)
+UNARY(log2, __builtin_log2f, __builtin_log2)
+UNARY(sin, __builtin_sinf, __builtin_sin)
+UNARY(native_sin, __builtin_sinf, __builtin_sin)
+UNARY(cos, __builtin_cosf, __builtin_cos)
+UNARY(native_cos, __builtin_cosf, __builtin_cos)
+UNARY(tan, __builtin_tanf, __builtin_tan)
+UNARY(atan, __builtin_atanf, __builtin_atan)
+UNARY(tanh, __builtin_tanhf, __builtin_tanh)
+BINARY(pow, __builtin_powf, __builtin_pow)
+BINARY(fmin, __builtin_fminf, __builtin_fmin)
+BINARY(fmax, __builtin_fmaxf, __builtin_fmax)
+BINARY(fmod, __builtin_fmodf, __builtin_fmod)
+TERNARY(mad, madf, madd)
+TERNARY(fma, __builtin_fmaf, __builtin_fma)
+
+/* Integer min, max and clamp. */
+#define INTEGER(T)                                                        \
+    T OVL min(T x, T y) { return x < y ? x : y; }                         \
+    T OVL max(T x, T y) { return x > y ? x : y; }                         \
+    T OVL clamp(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }
+INTEGER(int)
+INTEGER(unsigned int)
+INTEGER(long long)
+INTEGER(unsigned long long)
+float OVL min(float x, float y) { return __builtin_fminf(x, y); }
+float OVL max(float x, float y) { return __builtin_fmaxf(x, y); }
+float OVL clamp(float x, float lo, float hi) { return __builtin_fminf(__builtin_fmaxf(x, lo), hi); }
+double OVL min(double x, double y) { return __builtin_fmin(x, y); }
+double OVL max(double x, double y) { return __builtin_fmax(x, y); }

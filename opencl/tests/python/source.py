@@ -1,0 +1,132 @@
+"""OpenCL C from source on the XRT card, through PyOpenCL: kernels over 1-D and 2-D NDRanges
+with offsets and local sizes, float, double and long scalars, the work-group sizes OpenCL
+refuses, build logs that name what is wrong, and an endless kernel that the card's deadline
+ends while the program goes on. One program holds every kernel: the card holds one program
+at a time. Prints one line per check and "N failed" last."""
+
+import gc
+import sys
+
+import numpy as np
+import pyopencl as cl
+
+failed = 0
+
+
+def expect(ok, what):
+    global failed
+    print(f"{what}: {'ok' if ok else 'FAILED'}")
+    failed += not ok
+
+
+def release():
+    gc.collect()
+
+
+def build_log(context, source):
+    """What a failed build says, its log among it (None when it builds)."""
+    try:
+        cl.Program(context, source).build()
+    except cl.Error as error:
+        return str(error)
+    return None
+
+
+SOURCE = """
+__kernel void where(__global int *out, int width) {
+    int x = get_global_id(0) - get_global_offset(0);
+    int y = get_global_id(1) - get_global_offset(1);
+    out[y * width + x] = get_group_id(0) * 1000000 + get_local_id(0) * 10000
+        + get_global_id(1) * 10 + (get_work_dim() == 2)
+        + (get_global_size(0) == 48) * 100 + (get_num_groups(1) == 5) * 200;
+}
+
+__kernel void axpb(__global const float *a, __global double *r, float k, double b, long big) {
+    int i = get_global_id(0);
+    r[i] = sqrt(a[i]) * k + b + (double)(big >> 40);
+}
+
+__kernel void endless(__global volatile int *flag) { while (flag[0] == 0) {} }
+
+__kernel void one(__global int *x) { x[get_global_id(0)] = 1; }
+"""
+
+
+def main():
+    platform = next(p for p in cl.get_platforms() if p.name == "accelhost")
+    device = next(d for d in platform.get_devices() if d.vendor_id == 0x10EE)
+    expect(device.compiler_available, "the card says it has a compiler")
+    context = cl.Context([device])
+    queue = cl.CommandQueue(context)
+    flags = cl.mem_flags
+
+    # What the build refuses, named in what it says; nothing is loaded meanwhile.
+    for source, says, what in [
+        ("__kernel void k(__global int *x) { x[0] = 1 }", "expected ';'", "a syntax error"),
+        ('#include "/etc/hostname"\n__kernel void k(__global int *x) { x[0] = 1; }',
+         "not by path", "an include by path"),
+        ('#define P "/etc/hostname"\n#include P\n__kernel void k(__global int *x) {}',
+         "outside its -I folders", "an include through a macro"),
+        ("__kernel void k(__global int *x) { barrier(CLK_LOCAL_MEM_FENCE); x[0] = 1; }",
+         "barrier(unsigned int)", "barrier"),
+        ("__kernel void k(__local int *t, __global int *x) { x[0] = t[0]; }",
+         "__local pointer", "a __local argument"),
+    ]:
+        log = build_log(context, source) or ""
+        expect(says in log, f"{what} is refused, and what it says names why")
+        if says not in log:
+            print(log)
+        release()
+
+    program = cl.Program(context, SOURCE).build()
+    kernels = {name: cl.Kernel(program, name) for name in ("where", "axpb", "endless", "one")}
+
+    # 2-D, offsets and a local size: each work-item writes where it is.
+    width, height = 48, 20
+    out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * width * height)
+    kernels["where"](queue, (width, height), (16, 4), out, np.int32(width),
+                     global_offset=(3, 7))
+    got = np.empty(width * height, dtype=np.int32)
+    cl.enqueue_copy(queue, got, out)
+    x, y = np.meshgrid(np.arange(width), np.arange(height))
+    want = ((x // 16) * 1000000 + (x % 16) * 10000 + (y + 7) * 10 + 1 + 100 + 200).ravel()
+    expect(np.array_equal(got, want), "a 2-D NDRange with offsets and local sizes")
+    try:
+        kernels["where"](queue, (width, height), (5, 4), out, np.int32(width))
+        expect(False, "a local size that does not divide the global size is refused")
+    except cl.Error as error:
+        expect("INVALID_WORK_GROUP_SIZE" in str(error),
+               "a local size that does not divide the global size is refused")
+
+    # Scalars of each width and kind.
+    n = 1000
+    a = np.linspace(0, 1, n, dtype=np.float32)
+    buffer_a = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=a)
+    result = cl.Buffer(context, flags.WRITE_ONLY, size=8 * n)
+    kernels["axpb"](queue, (n,), None, buffer_a, result, np.float32(2.5), np.float64(0.125),
+                    np.int64(3 << 40))
+    r = np.empty(n, dtype=np.float64)
+    cl.enqueue_copy(queue, r, result)
+    expect(np.allclose(r, np.sqrt(a) * 2.5 + 0.125 + 3), "float, double and long scalars")
+
+    # An endless kernel ends at the card's deadline; the card goes on.
+    flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,
+                     hostbuf=np.zeros(4, dtype=np.int32))
+    event = kernels["endless"](queue, (1,), None, flag)
+    try:
+        event.wait()
+    except cl.Error:
+        pass
+    expect(event.command_execution_status < 0, "an endless kernel fails at the deadline")
+    queue = cl.CommandQueue(context)
+    ones = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 64)
+    kernels["one"](queue, (64,), None, ones)
+    got = np.empty(64, dtype=np.int32)
+    cl.enqueue_copy(queue, got, ones)
+    expect(np.all(got == 1), "the card goes on")
+    print(f"{failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
