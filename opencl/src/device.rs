@@ -115,6 +115,9 @@ pub fn accelhost_type() -> Result<cl_device_type, String> {
     }
 }
 
+/// The largest work-group a launch of an OpenCL C kernel may have.
+pub(crate) const MAX_WORK_GROUP: usize = 1024;
+
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
 #[repr(C)]
 pub struct Device {
@@ -290,10 +293,10 @@ impl Device {
             // An XRT card runs OpenCL C kernels over work-groups; an image's kernel, and any
             // other device's, runs once per launch (clEnqueueTask): one work item per group.
             CL_DEVICE_MAX_WORK_ITEM_SIZES if self.runs_kernels() => {
-                Value::sizes(&[crate::program::MAX_WORK_GROUP; 3])
+                Value::sizes(&[MAX_WORK_GROUP; 3])
             }
             CL_DEVICE_MAX_WORK_GROUP_SIZE if self.runs_kernels() => {
-                Value::sizes(&[crate::program::MAX_WORK_GROUP])
+                Value::sizes(&[MAX_WORK_GROUP])
             }
             CL_DEVICE_MAX_WORK_ITEM_SIZES => Value::sizes(&[1, 1, 1]),
             CL_DEVICE_MAX_WORK_GROUP_SIZE | CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => {

@@ -13,7 +13,7 @@ use accelhost_door::compute_units;
 use crate::cl::*;
 use crate::command::Enqueue;
 use crate::context::{Context, context};
-use crate::device::Device;
+use crate::device::{Device, MAX_WORK_GROUP};
 use crate::error::{ClResult, list, object, refuse, report, status, write_if};
 use crate::event::Progress;
 use crate::info::{Value, give};
@@ -674,8 +674,6 @@ pub(crate) extern "C" fn get_kernel_work_group_info(
 /// sizes, offsets (`kernels::NDRANGE_ARGS`).
 type Range = [u32; 10];
 
-/// The largest work-group a launch may have.
-pub(crate) const MAX_WORK_GROUP: usize = 1024;
 
 /// Launches `kernel` once on the queue, with its arguments as they are set now (and `range`
 /// after them, for a kernel built from OpenCL C).
