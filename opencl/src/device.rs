@@ -295,9 +295,7 @@ impl Device {
             CL_DEVICE_MAX_WORK_ITEM_SIZES if self.runs_kernels() => {
                 Value::sizes(&[MAX_WORK_GROUP; 3])
             }
-            CL_DEVICE_MAX_WORK_GROUP_SIZE if self.runs_kernels() => {
-                Value::sizes(&[MAX_WORK_GROUP])
-            }
+            CL_DEVICE_MAX_WORK_GROUP_SIZE if self.runs_kernels() => Value::sizes(&[MAX_WORK_GROUP]),
             CL_DEVICE_MAX_WORK_ITEM_SIZES => Value::sizes(&[1, 1, 1]),
             CL_DEVICE_MAX_WORK_GROUP_SIZE | CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => {
                 Value::sizes(&[1])

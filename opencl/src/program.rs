@@ -674,7 +674,6 @@ pub(crate) extern "C" fn get_kernel_work_group_info(
 /// sizes, offsets (`kernels::NDRANGE_ARGS`).
 type Range = [u32; 10];
 
-
 /// Launches `kernel` once on the queue, with its arguments as they are set now (and `range`
 /// after them, for a kernel built from OpenCL C).
 #[allow(clippy::too_many_arguments)]
