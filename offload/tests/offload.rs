@@ -5,8 +5,6 @@
 //! compiler or pkg-config is reported ignored with the reason, or fails under
 //! `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI).
 
-// The kernel helpers are the XRT and OpenCL doors' tests'.
-#[allow(dead_code)]
 #[path = "../../tests/support/door.rs"]
 mod door;
 #[path = "../../tests/support/harness.rs"]
@@ -32,6 +30,10 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "a_c_program_of_the_canonical_flow_runs_vadd",
                 run: a_c_program_of_the_canonical_flow_runs_vadd,
+            },
+            Trial {
+                name: "a_c_program_runs_a_kernel_of_its_own_from_a_device_image",
+                run: a_c_program_runs_a_kernel_of_its_own_from_a_device_image,
             },
             Trial {
                 name: "a_faulting_plugin_is_an_offload_error_and_the_program_goes_on",
@@ -83,6 +85,37 @@ fn a_c_program_of_the_canonical_flow_runs_vadd() -> Outcome {
     assert!(report.contains("device 0: "), "{report}");
     assert!(report.contains("\n0 failed"), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
+    Outcome::Passed
+}
+
+/// tests/c/mmult.c with an image built from tests/kernels/mmult.cpp: olCreateProgram takes
+/// the kernels of the program's own, a Vitis-style matrix multiply is exact at three sizes,
+/// and an endless kernel's event fails at the card's deadline in between.
+fn a_c_program_runs_a_kernel_of_its_own_from_a_device_image() -> Outcome {
+    let image = match door::kernel_image("mmult.cpp", &["mmult", "forever"]) {
+        Ok(image) => image,
+        Err(outcome) => return outcome,
+    };
+    let dir = OFFLOAD.scratch("mmult");
+    let exe = match OFFLOAD.build("cc", "-std=c11", "c/mmult.c", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    std::fs::write(dir.join("mmult.xclbin"), image).unwrap();
+    let config = door::config_with_kernel_deadline(&dir, 300);
+    let out = OFFLOAD.run_program(&exe, &["mmult.xclbin"], &dir, Some(&config));
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "mmult 64x64: 0 mismatches",
+        "mmult 17x17: 0 mismatches",
+        "its event fails at the card's deadline: ok",
+        "the kernel ran past its deadline",
+        "mmult 33x33 after it: 0 mismatches",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
     Outcome::Passed
 }
 
