@@ -402,20 +402,7 @@ fn signature_from_source(
             .arg(format!("-ast-dump-filter={kernel}"))
             .args(flags)
             .arg(source);
-        let dump = run_clang_stdout(command, clang)?;
-        let mut found = None;
-        for value in serde_json::Deserializer::from_str(&dump).into_iter::<serde_json::Value>() {
-            let Ok(value) = value else { break };
-            if value["kind"] == "FunctionDecl" && value["name"] == kernel {
-                let defined = value["inner"]
-                    .as_array()
-                    .is_some_and(|inner| inner.iter().any(|n| n["kind"] == "CompoundStmt"));
-                if defined || found.is_none() {
-                    found = Some(value);
-                }
-            }
-        }
-        if let Some(decl) = found {
+        if let Some(decl) = function_decl(&run_clang_stdout(command, clang)?, kernel) {
             return meta_of_decl(kernel, &decl);
         }
     }
