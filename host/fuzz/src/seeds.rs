@@ -644,6 +644,13 @@ fn imports() -> Vec<Seed> {
         .u8(7)
         .size64(28_672)
         .size64(4000);
+    // Many short strings: the answer whose copy-out costs the host most per byte (an
+    // allocation per string), up to the plugin's whole host-memory budget.
+    let aliased_small_strings = Script::in_export("enumerate", dfl)
+        .wasi(23)
+        .u8(7)
+        .size64(177_152)
+        .size(3);
     let lent_events = Script::in_export("queue-create", xocl)
         .op(15) // the xocl card
         .u8(0)
@@ -662,6 +669,7 @@ fn imports() -> Vec<Seed> {
     vec![
         ("big-messages", big_messages.0),
         ("aliased-answer", aliased_answer.0),
+        ("aliased-small-strings", aliased_small_strings.0),
         ("lent-events", lent_events.0),
         ("dfl-port-mmio", dfl_port.0),
         ("dma-buffer", dma.0),
