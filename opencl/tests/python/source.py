@@ -1,8 +1,8 @@
 """OpenCL C from source on the XRT card, through PyOpenCL: kernels over 1-D and 2-D NDRanges
 with offsets and local sizes, float, double and long scalars, the work-group sizes OpenCL
 refuses, build logs that name what is wrong, and an endless kernel that the card's deadline
-ends while the program goes on. One program holds every kernel: the card holds one program
-at a time. Prints one line per check and "N failed" last."""
+ends while the program goes on; several programs at once, their kernels launched in turns.
+Prints one line per check and "N failed" last."""
 
 import gc
 import sys
@@ -124,6 +124,24 @@ def main():
     got = np.empty(64, dtype=np.int32)
     cl.enqueue_copy(queue, got, ones)
     expect(np.all(got == 1), "the card goes on")
+
+    # Programs side by side: each built while the others' kernels are alive, then launched
+    # in turns on one buffer (a real card holds one image; the emulated one holds many).
+    programs = [
+        cl.Program(context, f"__kernel void add{k}(__global int *x) {{ x[get_global_id(0)] += {k}; }}")
+        .build()
+        for k in (1, 20, 300)
+    ]
+    adders = [getattr(p, f"add{k}") for p, k in zip(programs, (1, 20, 300))]
+    counts = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,
+                       hostbuf=np.zeros(16, dtype=np.int32))
+    for _ in range(3):
+        for adder in adders:
+            adder(queue, (16,), None, counts)
+        kernels["one"](queue, (1,), None, ones)
+    got = np.empty(16, dtype=np.int32)
+    cl.enqueue_copy(queue, got, counts)
+    expect(np.all(got == 3 * 321), "three programs built one after another run in turns")
     print(f"{failed} failed")
     return 1 if failed else 0
 

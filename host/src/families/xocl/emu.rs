@@ -22,7 +22,7 @@ use std::time::Duration;
 use super::abi::{self, ErtHeader, StartCu};
 use super::card::XoclCard;
 use super::xclbin::{ArgKind, KERNEL_ARGS_BASE, KERNEL_ARGS_END, KernelMeta, MemKind, Xclbin};
-use super::{BoInfo, Command, DeviceDesc, SyncDirection, XoclClient, XoclDevice};
+use super::{BoInfo, Command, DeviceDesc, LoadedXclbin, SyncDirection, XoclClient, XoclDevice};
 use crate::devices::{
     AddressMap, Budget, BudgetKind, Charge, Completion, CompletionState, DmaMemory, Owner, OwnerId,
     errno, lock,
@@ -39,6 +39,9 @@ const HOST_APERTURE_SIZE: u64 = 1 << 40;
 const BO_ALIGN: u64 = 4096;
 /// The emulator backs banks with lazily-touched host memory; beyond this total it refuses.
 const MAX_BANK_BYTES: u64 = 64 << 30;
+/// The most compute units the card runs at once, over all its images: as many as an ERT
+/// packet's four cu_mask words name.
+const MAX_CUS: usize = 128;
 /// The most dependencies one command may name (`MAX_DEPENT_CMD_BO`).
 pub const MAX_DEPS: usize = 8;
 /// A launch of at most this many vadd elements runs on the thread that dispatches it.
@@ -100,7 +103,7 @@ impl Drop for EmulatedCard {
         let mut state = lock(&self.card.state);
         state.shutdown = true;
         state.copies = None;
-        for cu in &state.cus {
+        for cu in state.cus.iter().flatten() {
             cu.stop();
         }
     }
@@ -120,7 +123,7 @@ fn invalid(message: impl Into<String>) -> io::Error {
 impl XoclDevice for EmulatedCard {
     fn desc(&self) -> DeviceDesc {
         let mut desc = self.desc.clone();
-        desc.loaded = lock(&self.card.state).xclbin.as_ref().map(|x| x.uuid);
+        desc.loaded = lock(&self.card.state).slots.last().map(|s| s.xclbin.uuid);
         desc
     }
 
@@ -146,9 +149,8 @@ struct Card {
 
 #[derive(Default)]
 struct CardState {
-    xclbin: Option<Arc<Xclbin>>,
-    /// The loaded xclbin's kernel module, compiled; `None` runs the built-in vadd.
-    kernels: Option<Arc<KernelProgram>>,
+    /// The loaded images, in the order they were loaded. They share one memory topology.
+    slots: Vec<Slot>,
     /// Per client: the DMA budget its kernels' launch memory is charged to.
     budgets: HashMap<u64, Arc<Budget>>,
     banks: Vec<Option<Bank>>,
@@ -157,8 +159,9 @@ struct CardState {
     /// Device address → the BO starting there, for translation.
     by_address: AddressMap<(u64, u32)>,
     next_handle: u32,
-    cus: Vec<Arc<ComputeUnit>>,
-    /// Per CU: the clients holding a context, and whether one holds it exclusively.
+    /// By the card's CU index: the units of the loaded images (`None` between images).
+    cus: Vec<Option<Arc<ComputeUnit>>>,
+    /// Per CU index: the clients holding a context, and whether one holds it exclusively.
     contexts: Vec<Vec<(u64, bool)>>,
     /// Commands waiting for dependencies, by sequence number.
     waiting: HashMap<u64, Waiting>,
@@ -169,6 +172,19 @@ struct CardState {
     /// Bumped by every reset; work started before it reports failure.
     epoch: u64,
     shutdown: bool,
+}
+
+/// An image loaded on the card: its compute units are the card's `first_cu..end_cu`.
+struct Slot {
+    xclbin: Arc<Xclbin>,
+    first_cu: u32,
+    end_cu: u32,
+}
+
+impl Slot {
+    fn cus(&self) -> std::ops::Range<usize> {
+        self.first_cu as usize..self.end_cu as usize
+    }
 }
 
 /// A memory bank of the loaded xclbin: its storage and its allocator.
@@ -292,6 +308,55 @@ impl CardState {
         }
     }
 
+    /// The memory topology every loaded image shares.
+    fn topology(&self) -> Option<&Arc<Xclbin>> {
+        self.slots.first().map(|s| &s.xclbin)
+    }
+
+    fn slot(&self, uuid: Guid) -> Option<&Slot> {
+        self.slots.iter().find(|s| s.xclbin.uuid == uuid)
+    }
+
+    fn held(&self, cus: std::ops::Range<usize>) -> bool {
+        self.contexts
+            .get(cus)
+            .is_some_and(|held| held.iter().any(|holders| !holders.is_empty()))
+    }
+
+    /// The first CU index of a free range of `count` units, unloading images no context
+    /// holds (the oldest first) until one fits.
+    fn make_room(&mut self, count: usize) -> Option<u32> {
+        loop {
+            if let Some(first) = self.free_range(count) {
+                return Some(first);
+            }
+            let unheld = self.slots.iter().position(|s| !self.held(s.cus()))?;
+            self.unload(unheld);
+        }
+    }
+
+    fn free_range(&self, count: usize) -> Option<u32> {
+        let mut taken: Vec<_> = self.slots.iter().map(Slot::cus).collect();
+        taken.sort_by_key(|r| r.start);
+        let mut start = 0;
+        for range in taken {
+            if range.start - start >= count {
+                break;
+            }
+            start = range.end;
+        }
+        (start + count <= MAX_CUS).then_some(start as u32)
+    }
+
+    fn unload(&mut self, slot: usize) {
+        let slot = self.slots.remove(slot);
+        for index in slot.cus() {
+            if let Some(cu) = self.cus.get_mut(index).and_then(Option::take) {
+                cu.stop();
+            }
+        }
+    }
+
     fn has_context(&self, client: u64, cu: u32) -> bool {
         self.contexts
             .get(cu as usize)
@@ -323,13 +388,9 @@ struct EmulatedClient {
 }
 
 impl XoclClient for EmulatedClient {
-    fn load_xclbin(&self, _image: &[u8], parsed: &Xclbin) -> io::Result<()> {
-        if lock(&self.card.state)
-            .xclbin
-            .as_ref()
-            .is_some_and(|x| x.uuid == parsed.uuid)
-        {
-            return Ok(());
+    fn load_xclbin(&self, _image: &[u8], parsed: &Xclbin) -> io::Result<u32> {
+        if let Some(slot) = lock(&self.card.state).slot(parsed.uuid) {
+            return Ok(slot.first_cu);
         }
         // Compiled before the card is locked: other clients go on meanwhile.
         let kernels = match &parsed.kernel_module {
@@ -339,26 +400,25 @@ impl XoclClient for EmulatedClient {
             None => None,
         };
         let mut state = lock(&self.card.state);
-        if state.xclbin.as_ref().is_some_and(|x| x.uuid == parsed.uuid) {
-            return Ok(());
+        if let Some(slot) = state.slot(parsed.uuid) {
+            return Ok(slot.first_cu);
         }
-        if state.contexts.iter().any(|holders| !holders.is_empty()) {
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                "another xclbin is loaded and contexts hold it",
-            ));
-        }
-        // An image of the same memory topology keeps the banks, and the buffers in them (a
-        // program built from source replaces the last one this way).
-        let same_banks = state
-            .xclbin
-            .as_ref()
-            .is_some_and(|x| x.banks == parsed.banks);
-        if !same_banks && state.bos.values().any(|bo| bo.bank.is_some()) {
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                "buffer objects still live in the banks of the loaded xclbin",
-            ));
+        // An image of the same memory topology loads beside the others (each program built
+        // from source is one), and the buffers in the banks stay.
+        let same_banks = state.topology().is_some_and(|x| x.banks == parsed.banks);
+        if !same_banks {
+            if state.held(0..state.contexts.len()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::ResourceBusy,
+                    "an xclbin of other memory banks is loaded and contexts hold it",
+                ));
+            }
+            if state.bos.values().any(|bo| bo.bank.is_some()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::ResourceBusy,
+                    "buffer objects still live in the banks of the loaded xclbin",
+                ));
+            }
         }
         for cu in parsed.compute_units() {
             if kernels.is_none() && !BUILTIN_KERNELS.contains(&cu.kernel_name()) {
@@ -370,6 +430,13 @@ impl XoclClient for EmulatedClient {
                     BUILTIN_KERNELS.join(", ")
                 )));
             }
+        }
+        let units = parsed.compute_units();
+        if units.len() > MAX_CUS {
+            return Err(invalid(format!(
+                "the xclbin has {} compute units; the card runs at most {MAX_CUS}",
+                units.len()
+            )));
         }
         let total: u64 = parsed
             .banks
@@ -401,28 +468,58 @@ impl XoclClient for EmulatedClient {
                 None
             });
         }
-        for cu in &state.cus {
-            cu.stop();
-        }
-        let weak = Arc::downgrade(&self.card);
-        let cus: Vec<Arc<ComputeUnit>> = parsed
-            .compute_units()
-            .iter()
-            .enumerate()
-            .map(|(index, ip)| ComputeUnit::start(index as u32, ip.name.clone(), weak.clone()))
-            .collect();
-        state.contexts = vec![Vec::new(); cus.len()];
-        state.cus = cus;
         if !same_banks {
+            while !state.slots.is_empty() {
+                state.unload(0);
+            }
             state.banks = banks;
         }
-        state.xclbin = Some(Arc::new(parsed.clone()));
-        state.kernels = kernels;
-        Ok(())
+        let first_cu = state.make_room(units.len()).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!(
+                    "the card runs at most {MAX_CUS} compute units, and contexts hold the \
+                     units of its {} loaded xclbins: release a program first",
+                    state.slots.len()
+                ),
+            )
+        })?;
+        let end_cu = first_cu + units.len() as u32;
+        if state.cus.len() < end_cu as usize {
+            state.cus.resize(end_cu as usize, None);
+            state.contexts.resize(end_cu as usize, Vec::new());
+        }
+        let xclbin = Arc::new(parsed.clone());
+        let weak = Arc::downgrade(&self.card);
+        for (offset, ip) in units.iter().enumerate() {
+            let index = first_cu + offset as u32;
+            let kernel = kernels
+                .as_ref()
+                .map(|program| (program.clone(), xclbin.kernel(ip.kernel_name()).cloned()));
+            state.cus[index as usize] = Some(ComputeUnit::start(
+                index,
+                ip.name.clone(),
+                kernel,
+                weak.clone(),
+            ));
+            state.contexts[index as usize].clear();
+        }
+        state.slots.push(Slot {
+            xclbin,
+            first_cu,
+            end_cu,
+        });
+        Ok(first_cu)
     }
 
-    fn loaded_xclbin(&self) -> Option<Arc<Xclbin>> {
-        lock(&self.card.state).xclbin.clone()
+    fn loaded_xclbin(&self) -> Option<LoadedXclbin> {
+        lock(&self.card.state)
+            .slots
+            .last()
+            .map(|slot| LoadedXclbin {
+                xclbin: slot.xclbin.clone(),
+                first_cu: slot.first_cu,
+            })
     }
 
     fn open_context(&self, uuid: Guid, cu: u32, exclusive: bool) -> io::Result<()> {
@@ -432,17 +529,14 @@ impl XoclClient for EmulatedClient {
                 "a context needs the xclbin's uuid, not the null uuid",
             ));
         }
-        if state.xclbin.as_ref().is_none_or(|x| x.uuid != uuid) {
+        if state.slot(uuid).is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::ResourceBusy,
-                format!("xclbin {uuid} is not the one loaded on the card"),
+                format!("xclbin {uuid} is not loaded on the card"),
             ));
         }
+        let holders = slot_unit(&mut state, uuid, cu)?;
         let client = self.id;
-        let holders = state
-            .contexts
-            .get_mut(cu as usize)
-            .ok_or_else(|| invalid(format!("there is no compute unit {cu}")))?;
         if holders.iter().any(|(c, _)| *c == client) {
             return Ok(());
         }
@@ -458,14 +552,11 @@ impl XoclClient for EmulatedClient {
 
     fn close_context(&self, uuid: Guid, cu: u32) -> io::Result<()> {
         let mut state = lock(&self.card.state);
-        if state.xclbin.as_ref().is_none_or(|x| x.uuid != uuid) {
+        if state.slot(uuid).is_none() {
             return Err(invalid(format!("xclbin {uuid} is not loaded")));
         }
+        let holders = slot_unit(&mut state, uuid, cu)?;
         let client = self.id;
-        let holders = state
-            .contexts
-            .get_mut(cu as usize)
-            .ok_or_else(|| invalid(format!("there is no compute unit {cu}")))?;
         let before = holders.len();
         holders.retain(|(c, _)| *c != client);
         if holders.len() == before {
@@ -495,8 +586,8 @@ impl XoclClient for EmulatedClient {
                 .ok_or_else(|| errno(libc::ENOMEM))?,
             Some(index) => {
                 let xclbin = state
-                    .xclbin
-                    .clone()
+                    .topology()
+                    .cloned()
                     .ok_or_else(|| invalid("no xclbin is loaded, so there are no memory banks"))?;
                 let described = xclbin.bank(index).ok_or_else(|| {
                     invalid(format!(
@@ -695,6 +786,18 @@ impl XoclClient for EmulatedClient {
     }
 }
 
+/// The context holders of compute unit `cu`, which must be one of loaded image `uuid`'s.
+fn slot_unit(state: &mut CardState, uuid: Guid, cu: u32) -> io::Result<&mut Vec<(u64, bool)>> {
+    let range = state.slot(uuid).map_or(0..0, Slot::cus);
+    if !range.contains(&(cu as usize)) {
+        return Err(invalid(format!(
+            "there is no compute unit {cu} in xclbin {uuid} (its units are {}..{})",
+            range.start, range.end
+        )));
+    }
+    Ok(&mut state.contexts[cu as usize])
+}
+
 impl Drop for EmulatedClient {
     fn drop(&mut self) {
         let mut state = lock(&self.card.state);
@@ -793,16 +896,25 @@ fn decode_exec(state: &CardState, client: u64, words: &[u32]) -> io::Result<Opti
         }
     }
     let packet = StartCu::decode(words).map_err(|e| invalid(format!("bad ERT packet: {e}")))?;
-    if state.xclbin.is_none() {
+    if state.slots.is_empty() {
         return Err(invalid("no xclbin is loaded"));
     }
     let mut candidates = Vec::new();
+    let mut image = None;
     for cu in packet.cu_indices() {
-        if cu as usize >= state.cus.len() {
+        let Some(slot) = state
+            .slots
+            .iter()
+            .position(|s| s.cus().contains(&(cu as usize)))
+        else {
             return Err(invalid(format!(
-                "cu_mask names compute unit {cu}, but the xclbin has {}",
-                state.cus.len()
+                "cu_mask names compute unit {cu}, which no loaded xclbin has"
             )));
+        };
+        if *image.get_or_insert(slot) != slot {
+            return Err(invalid(
+                "cu_mask names compute units of two xclbins: a launch runs one kernel",
+            ));
         }
         if state.has_context(client, cu) {
             candidates.push(cu);
@@ -817,11 +929,17 @@ fn decode_exec(state: &CardState, client: u64, words: &[u32]) -> io::Result<Opti
         .regmap
         .get((abi::vadd::SIZE / 4) as usize)
         .map_or(0, |&n| u64::from(n));
+    // The xclbin's own kernels always run on the unit's thread, under their deadline.
+    let inline = elements <= INLINE_ELEMENTS
+        && candidates.iter().all(|&cu| {
+            state.cus[cu as usize]
+                .as_ref()
+                .is_some_and(|u| u.kernel.is_none())
+        });
     Ok(Some(Ready::Launch {
         candidates,
         regmap: packet.regmap,
-        // The xclbin's own kernels always run on the unit's thread, under their deadline.
-        inline: state.kernels.is_none() && elements <= INLINE_ELEMENTS,
+        inline,
     }))
 }
 
@@ -922,10 +1040,13 @@ impl Card {
                 return;
             }
             let free_cu = |state: &CardState, candidates: &[u32]| {
-                candidates
-                    .iter()
-                    .copied()
-                    .find(|&cu| state.cus.get(cu as usize).is_some_and(|u| !u.is_busy()))
+                candidates.iter().copied().find(|&cu| {
+                    state
+                        .cus
+                        .get(cu as usize)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|u| !u.is_busy())
+                })
             };
             let Some(position) = state.ready.iter().position(|p| match &p.command {
                 Ready::Launch { candidates, .. } => free_cu(&state, candidates).is_some(),
@@ -940,8 +1061,8 @@ impl Card {
                     regmap,
                     inline,
                 } => {
-                    let cu =
-                        state.cus[free_cu(&state, &candidates).expect("checked") as usize].clone();
+                    let index = free_cu(&state, &candidates).expect("checked") as usize;
+                    let cu = state.cus[index].clone().expect("checked");
                     cu.set_busy();
                     drop(state);
                     let job = CuJob {
@@ -1015,6 +1136,9 @@ struct CuJob {
 struct ComputeUnit {
     index: u32,
     name: String,
+    /// Its image's kernel module and this unit's kernel's metadata (when the image has
+    /// it); `None` runs the built-in vadd.
+    kernel: Option<(Arc<KernelProgram>, Option<KernelMeta>)>,
     regs: Mutex<CuRegisters>,
     jobs: Mutex<Option<mpsc::Sender<CuJob>>>,
 }
@@ -1031,11 +1155,17 @@ struct CuRegisters {
 }
 
 impl ComputeUnit {
-    fn start(index: u32, name: String, card: Weak<Card>) -> Arc<Self> {
+    fn start(
+        index: u32,
+        name: String,
+        kernel: Option<(Arc<KernelProgram>, Option<KernelMeta>)>,
+        card: Weak<Card>,
+    ) -> Arc<Self> {
         let (jobs, queue) = mpsc::channel::<CuJob>();
         let cu = Arc::new(ComputeUnit {
             index,
             name,
+            kernel,
             regs: Mutex::new(CuRegisters {
                 ap_ctrl: abi::AP_IDLE,
                 gie: 0,
@@ -1171,21 +1301,12 @@ impl ComputeUnit {
 
     /// Runs the unit's kernel: the xclbin's own, or the built-in vadd.
     fn compute(&self, card: &Card, client: u64, epoch: u64) -> Result<(), String> {
-        let (program, meta) = {
-            let state = lock(&card.state);
-            let kernel = self.name.split_once(':').map_or(&*self.name, |(k, _)| k);
-            let meta = state
-                .xclbin
-                .as_ref()
-                .and_then(|x| x.kernel(kernel).cloned());
-            (state.kernels.clone(), meta)
-        };
-        match (program, meta) {
-            (Some(program), Some(meta)) => self.run_kernel(card, &program, &meta, client, epoch),
-            (Some(_), None) => {
+        match &self.kernel {
+            Some((program, Some(meta))) => self.run_kernel(card, program, meta, client, epoch),
+            Some((_, None)) => {
                 Err("the loaded xclbin has no metadata for this unit's kernel".into())
             }
-            (None, _) => self.vadd(card, client),
+            None => self.vadd(card, client),
         }
     }
 

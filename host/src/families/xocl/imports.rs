@@ -35,10 +35,15 @@ fn desc(d: backend::DeviceDesc) -> wit::DeviceDesc {
     }
 }
 
-/// What the plugin learns from a validated xclbin.
-pub(crate) fn xclbin_info(x: &Xclbin) -> wit::XclbinInfo {
+/// What the plugin learns from a validated xclbin whose first compute unit is `first_cu` on
+/// the card: compute units by their index on the card.
+pub(crate) fn xclbin_info(x: &Xclbin, first_cu: u32) -> wit::XclbinInfo {
     let cus = x.compute_units();
-    let cu_of_ip = |ip: u32| cus.iter().position(|c| c.index == ip).map(|p| p as u32);
+    let cu_of_ip = |ip: u32| {
+        cus.iter()
+            .position(|c| c.index == ip)
+            .map(|p| first_cu + p as u32)
+    };
     wit::XclbinInfo {
         uuid: x.uuid.into(),
         banks: x
@@ -67,7 +72,7 @@ pub(crate) fn xclbin_info(x: &Xclbin) -> wit::XclbinInfo {
             .iter()
             .enumerate()
             .map(|(i, c)| wit::ComputeUnit {
-                index: i as u32,
+                index: first_cu + i as u32,
                 name: c.name.clone(),
                 kernel: c.kernel_name().to_string(),
                 base: c.base,
@@ -205,10 +210,11 @@ impl wit::HostDevice for PluginState {
             )
         })?;
         let dev = self.xocl_device(&device)?;
-        dev.device()?
+        let first_cu = dev
+            .device()?
             .load_xclbin(&bytes, &parsed)
             .map_err(|e| device_error("xocl load-xclbin", dev.name(), e))?;
-        Ok(xclbin_info(&parsed))
+        Ok(xclbin_info(&parsed, first_cu))
     }
 
     fn loaded_xclbin(
@@ -221,7 +227,7 @@ impl wit::HostDevice for PluginState {
         Ok(dev
             .held()
             .and_then(|client| client.loaded_xclbin())
-            .map(|x| xclbin_info(&x)))
+            .map(|loaded| xclbin_info(&loaded.xclbin, loaded.first_cu)))
     }
 
     fn open_context(

@@ -117,6 +117,14 @@ pub enum Command {
     },
 }
 
+/// An xclbin loaded on a card, and the card's index of its first compute unit.
+pub struct LoadedXclbin {
+    /// The image, parsed.
+    pub xclbin: Arc<Xclbin>,
+    /// Its compute units are `first_cu..first_cu + n` on the card.
+    pub first_cu: u32,
+}
+
 /// A device that can be opened.
 pub trait XoclDevice: Send + Sync {
     /// Current facts about the device.
@@ -129,11 +137,13 @@ pub trait XoclDevice: Send + Sync {
 /// An open client. Dropping it frees its contexts and BOs and fails its pending commands,
 /// as closing the render node does.
 pub trait XoclClient: Send + Sync {
-    /// READ_AXLF of an image the host already parsed and validated.
-    fn load_xclbin(&self, image: &[u8], parsed: &Xclbin) -> io::Result<()>;
-    /// The xclbin loaded on the card, if any.
-    fn loaded_xclbin(&self) -> Option<Arc<Xclbin>>;
-    /// CTX alloc on compute unit `cu` of the loaded xclbin `uuid`.
+    /// READ_AXLF of an image the host already parsed and validated. Returns the card's index
+    /// of the image's first compute unit: a card that holds several images numbers their
+    /// units one after another (a real card holds one, from 0).
+    fn load_xclbin(&self, image: &[u8], parsed: &Xclbin) -> io::Result<u32>;
+    /// The xclbin loaded on the card last, if any, with its first compute unit's index.
+    fn loaded_xclbin(&self) -> Option<LoadedXclbin>;
+    /// CTX alloc on compute unit `cu` (the card's index) of the loaded xclbin `uuid`.
     fn open_context(&self, uuid: Guid, cu: u32, exclusive: bool) -> io::Result<()>;
     /// CTX free.
     fn close_context(&self, uuid: Guid, cu: u32) -> io::Result<()>;

@@ -144,10 +144,18 @@ fn cu_mask_picks_the_compute_unit() {
         .unwrap();
     assert_eq!(wait(&done), CompletionState::Complete);
     let state = lock(&card.card.state);
-    assert_eq!(state.cus[2].read(vadd::SIZE), 1, "CU 2 got the arguments");
-    assert_eq!(state.cus[0].read(vadd::SIZE), 0, "CU 0 did not");
     assert_eq!(
-        state.cus[2].read(abi::AP_CTRL),
+        state.cus[2].as_ref().unwrap().read(vadd::SIZE),
+        1,
+        "CU 2 got the arguments"
+    );
+    assert_eq!(
+        state.cus[0].as_ref().unwrap().read(vadd::SIZE),
+        0,
+        "CU 0 did not"
+    );
+    assert_eq!(
+        state.cus[2].as_ref().unwrap().read(abi::AP_CTRL),
         abi::AP_IDLE,
         "done was cleared on read"
     );
@@ -158,7 +166,7 @@ fn compute_unit_registers_follow_the_hls_protocol() {
     let card = card();
     let _client = loaded(&card, 1);
     let state = lock(&card.card.state);
-    let cu = state.cus[0].clone();
+    let cu = state.cus[0].clone().unwrap();
     drop(state);
     assert_eq!(cu.read(abi::AP_CTRL), abi::AP_IDLE);
     cu.write(abi::GIE, 1);
@@ -279,19 +287,25 @@ fn loading_rules() {
     let card = card();
     let client = loaded(&card, 1);
     let image = XclbinBuilder::vadd(UUID, 1, 1).build();
-    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
-    let other = XclbinBuilder::vadd(Guid::new(7, 7), 1, 1).build();
+    assert_eq!(
+        client.load_xclbin(&image, &parse(&image).unwrap()).unwrap(),
+        0,
+        "loading the same image again is a no-op"
+    );
+    let other_banks = XclbinBuilder::vadd(Guid::new(7, 7), 1, 2).build();
     let err = client
-        .load_xclbin(&other, &parse(&other).unwrap())
+        .load_xclbin(&other_banks, &parse(&other_banks).unwrap())
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::ResourceBusy, "{err}");
     client.close_context(UUID, 0).unwrap();
-    client.load_xclbin(&other, &parse(&other).unwrap()).unwrap();
+    client
+        .load_xclbin(&other_banks, &parse(&other_banks).unwrap())
+        .unwrap();
     let err = client.open_context(UUID, 0, false).unwrap_err();
     assert_eq!(
         err.kind(),
         io::ErrorKind::ResourceBusy,
-        "the old uuid is gone: {err}"
+        "an image of other banks replaced the old one: {err}"
     );
     client.open_context(Guid::new(7, 7), 0, true).unwrap();
     let second = self::client(&card);
@@ -303,6 +317,135 @@ fn loading_rules() {
     );
     let err = second.create_bo(4096, Some(5)).unwrap_err();
     assert!(err.to_string().contains("no memory bank 5"), "{err}");
+}
+
+/// Loads a vadd image of `cus` units over one bank, with contexts on each; its first unit.
+fn load_beside(client: &dyn XoclClient, uuid: Guid, cus: u32) -> u32 {
+    let image = XclbinBuilder::vadd(uuid, cus, 1).build();
+    let first = client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    for cu in first..first + cus {
+        client.open_context(uuid, cu, false).unwrap();
+    }
+    first
+}
+
+#[test]
+fn images_of_one_topology_run_side_by_side_on_units_numbered_after_each_other() {
+    let card = card();
+    let client = loaded(&card, 2);
+    let second = Guid::new(2, 2);
+    assert_eq!(load_beside(&*client, second, 3), 2);
+    let loaded = client.loaded_xclbin().unwrap();
+    assert_eq!(
+        (loaded.xclbin.uuid, loaded.first_cu),
+        (second, 2),
+        "the last image loaded"
+    );
+    let err = client.open_context(UUID, 2, false).unwrap_err();
+    assert!(
+        err.to_string().contains("no compute unit 2 in xclbin"),
+        "a unit of another image: {err}"
+    );
+
+    let n = 64u32;
+    let bo = |values: Vec<u32>| {
+        let bo = client.create_bo(u64::from(n) * 4, Some(0)).unwrap();
+        bo.host.write(0, &words(&values)).unwrap();
+        let done = client
+            .submit(
+                Command::Sync {
+                    bo: bo.handle,
+                    direction: SyncDirection::ToDevice,
+                    offset: 0,
+                    size: u64::from(n) * 4,
+                },
+                vec![],
+            )
+            .unwrap();
+        assert_eq!(wait(&done), CompletionState::Complete);
+        bo
+    };
+    let a = bo((0..n).collect());
+    let b = bo((0..n).map(|i| i * 10).collect());
+    for (mask, unit) in [(0b1, 0), (0b1_0000, 4)] {
+        let c = bo(vec![0; n as usize]);
+        let ran = client
+            .submit(
+                Command::Exec(launch_packet(vec![mask], &a, &b, &c, n)),
+                vec![],
+            )
+            .unwrap();
+        assert_eq!(wait(&ran), CompletionState::Complete, "unit {unit}");
+        let back = client
+            .submit(
+                Command::Sync {
+                    bo: c.handle,
+                    direction: SyncDirection::FromDevice,
+                    offset: 0,
+                    size: u64::from(n) * 4,
+                },
+                vec![],
+            )
+            .unwrap();
+        assert_eq!(wait(&back), CompletionState::Complete);
+        let mut sum = vec![0u8; n as usize * 4];
+        c.host.read(0, &mut sum).unwrap();
+        assert_eq!(
+            sum,
+            words(&(0..n).map(|i| i * 11).collect::<Vec<_>>()),
+            "unit {unit}"
+        );
+    }
+    let c = bo(vec![0; n as usize]);
+    let err = client
+        .submit(
+            Command::Exec(launch_packet(vec![0b101], &a, &b, &c, n)),
+            vec![],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("two xclbins"), "{err}");
+    let err = client
+        .submit(
+            Command::Exec(launch_packet(vec![1 << 9], &a, &b, &c, n)),
+            vec![],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("no loaded xclbin has"), "{err}");
+}
+
+#[test]
+fn a_full_card_unloads_images_no_context_holds_and_refuses_past_that() {
+    let card = card();
+    let client = client(&card);
+    // 120 units held, then an image of 8 nobody holds: the card is full.
+    assert_eq!(load_beside(&*client, Guid::new(1, 1), 120), 0);
+    let idle = XclbinBuilder::vadd(Guid::new(2, 2), 8, 1).build();
+    assert_eq!(
+        client.load_xclbin(&idle, &parse(&idle).unwrap()).unwrap(),
+        120
+    );
+    // The next image takes the unheld image's units; the held ones stay.
+    assert_eq!(load_beside(&*client, Guid::new(3, 3), 4), 120);
+    let err = client
+        .open_context(Guid::new(2, 2), 120, false)
+        .unwrap_err();
+    assert!(err.to_string().contains("not loaded"), "{err}");
+    client.open_context(Guid::new(1, 1), 119, false).unwrap();
+    // 4 units free; 5 do not fit while contexts hold the rest.
+    let five = XclbinBuilder::vadd(Guid::new(4, 4), 5, 1).build();
+    let err = client
+        .load_xclbin(&five, &parse(&five).unwrap())
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::ResourceBusy, "{err}");
+    assert!(
+        err.to_string().contains("at most 128 compute units"),
+        "{err}"
+    );
+    assert_eq!(load_beside(&*client, Guid::new(5, 5), 4), 124);
+    // Once a client's contexts are gone, its images make room.
+    drop(client);
+    let other = self::client(&card);
+    assert_eq!(load_beside(&*other, Guid::new(4, 4), 5), 0);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::devices::ioctl::{ioctl_ptr, ioctl_val};
 use crate::devices::{Completion, CompletionState, DmaMemory, Owner, errno, lock, page_size};
 use crate::families::xocl::abi;
 use crate::families::xocl::xclbin::Xclbin;
-use crate::families::xocl::{BoInfo, Command, XoclClient};
+use crate::families::xocl::{BoInfo, Command, LoadedXclbin, XoclClient};
 use crate::types::Guid;
 
 /// An open render node: one KDS client. A worker thread runs its commands in submission
@@ -98,7 +98,7 @@ impl LinuxXoclClient {
 }
 
 impl XoclClient for LinuxXoclClient {
-    fn load_xclbin(&self, image: &[u8], parsed: &Xclbin) -> io::Result<()> {
+    fn load_xclbin(&self, image: &[u8], parsed: &Xclbin) -> io::Result<u32> {
         if parsed.length != image.len() as u64 {
             return Err(invalid(format!(
                 "the xclbin header says {} bytes but the image has {}",
@@ -113,17 +113,20 @@ impl XoclClient for LinuxXoclClient {
         // `blob`; both outlive the call.
         unsafe { ioctl_ptr(self.fd(), abi::DRM_IOCTL_XOCL_READ_AXLF, &mut arg) }?;
         *lock(&self.loaded) = Some(Arc::new(parsed.clone()));
-        Ok(())
+        Ok(0)
     }
 
-    fn loaded_xclbin(&self) -> Option<Arc<Xclbin>> {
+    fn loaded_xclbin(&self) -> Option<LoadedXclbin> {
         let ours = lock(&self.loaded).clone()?;
         let replaced = self
             .function
             .as_deref()
             .and_then(|function| read_loaded(function).ok().flatten())
             .is_some_and(|on_card| on_card != ours.uuid);
-        (!replaced).then_some(ours)
+        (!replaced).then_some(LoadedXclbin {
+            xclbin: ours,
+            first_cu: 0,
+        })
     }
 
     fn open_context(&self, uuid: Guid, cu: u32, exclusive: bool) -> io::Result<()> {

@@ -564,7 +564,7 @@ mod tests {
         let (s, client, _budget) = client_on_a_file();
         let image = XclbinBuilder::vadd(UUID, 1, 1).build();
         *lock(&client.loaded) = Some(Arc::new(parse(&image).unwrap()));
-        assert_eq!(client.loaded_xclbin().unwrap().uuid, UUID);
+        assert_eq!(client.loaded_xclbin().unwrap().xclbin.uuid, UUID);
         let attr = format!("{U200}/xclbinuuid");
         s.write(&attr, "0000000000000003000000000000000f\n");
         assert!(
@@ -572,7 +572,11 @@ mod tests {
             "another xclbin replaced it"
         );
         fs::remove_file(s.0.join(&attr)).unwrap();
-        assert_eq!(client.loaded_xclbin().unwrap().uuid, UUID, "unknown: ours");
+        assert_eq!(
+            client.loaded_xclbin().unwrap().xclbin.uuid,
+            UUID,
+            "unknown: ours"
+        );
     }
 
     #[test]
