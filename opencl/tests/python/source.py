@@ -49,6 +49,16 @@ __kernel void axpb(__global const float *a, __global double *r, float k, double 
 __kernel void endless(__global volatile int *flag) { while (flag[0] == 0) {} }
 
 __kernel void one(__global int *x) { x[get_global_id(0)] = 1; }
+
+__kernel void more_math(__global const float *x, __global float *r, __global const double *d,
+                        __global int *classes) {
+    int i = get_global_id(0);
+    float v = x[i];
+    r[i] = sinh(v) + cosh(v) + asin(v * 0.5f) + atan2(v, 2.0f) + log10(v + 1.0f) + cbrt(v)
+        + hypot(v, 3.0f) + ldexp(v, 3) + mix(v, 2.0f, 0.25f) + step(0.5f, v)
+        + sign(v - 0.5f) + degrees(v);
+    classes[i] = isnan(d[i]) + isinf(d[i]) * 2 + isfinite(d[i]) * 4 + signbit(d[i]) * 8;
+}
 """
 
 
@@ -79,7 +89,8 @@ def main():
         release()
 
     program = cl.Program(context, SOURCE).build()
-    kernels = {name: cl.Kernel(program, name) for name in ("where", "axpb", "endless", "one")}
+    kernels = {name: cl.Kernel(program, name)
+               for name in ("where", "axpb", "endless", "one", "more_math")}
 
     # 2-D, offsets and a local size: each work-item writes where it is.
     width, height = 48, 20
@@ -108,6 +119,24 @@ def main():
     r = np.empty(n, dtype=np.float64)
     cl.enqueue_copy(queue, r, result)
     expect(np.allclose(r, np.sqrt(a) * 2.5 + 0.125 + 3), "float, double and long scalars")
+
+    # Math, common and classification built-ins, against NumPy.
+    v = np.linspace(0, 1.5, 6, dtype=np.float32)
+    d = np.array([np.nan, np.inf, -np.inf, 1.0, -0.0, -2.5])
+    buffer_v = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=v)
+    buffer_d = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=d)
+    math_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 6)
+    classes_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 6)
+    kernels["more_math"](queue, (6,), None, buffer_v, math_out, buffer_d, classes_out)
+    got = np.empty(6, dtype=np.float32)
+    classes = np.empty(6, dtype=np.int32)
+    cl.enqueue_copy(queue, got, math_out)
+    cl.enqueue_copy(queue, classes, classes_out)
+    want = (np.sinh(v) + np.cosh(v) + np.arcsin(v * 0.5) + np.arctan2(v, 2) + np.log10(v + 1)
+            + np.cbrt(v) + np.hypot(v, 3) + np.ldexp(v, 3) + (v + (2 - v) * 0.25)
+            + (v >= 0.5) + np.sign(v - 0.5) + np.degrees(v))
+    expect(np.allclose(got, want, rtol=1e-5), "math and common built-ins")
+    expect(list(classes) == [1, 2, 10, 4, 12, 12], "isnan, isinf, isfinite and signbit")
 
     # An endless kernel ends at the card's deadline; the card goes on.
     flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,

@@ -129,8 +129,52 @@ BINARY(pow, __builtin_powf, __builtin_pow)
 BINARY(fmin, __builtin_fminf, __builtin_fmin)
 BINARY(fmax, __builtin_fmaxf, __builtin_fmax)
 BINARY(fmod, __builtin_fmodf, __builtin_fmod)
+UNARY(sinh, __builtin_sinhf, __builtin_sinh)
+UNARY(cosh, __builtin_coshf, __builtin_cosh)
+UNARY(asin, __builtin_asinf, __builtin_asin)
+UNARY(acos, __builtin_acosf, __builtin_acos)
+UNARY(asinh, __builtin_asinhf, __builtin_asinh)
+UNARY(acosh, __builtin_acoshf, __builtin_acosh)
+UNARY(atanh, __builtin_atanhf, __builtin_atanh)
+UNARY(log10, __builtin_log10f, __builtin_log10)
+UNARY(log1p, __builtin_log1pf, __builtin_log1p)
+UNARY(expm1, __builtin_expm1f, __builtin_expm1)
+UNARY(cbrt, __builtin_cbrtf, __builtin_cbrt)
+UNARY(rint, __builtin_rintf, __builtin_rint)
+BINARY(atan2, __builtin_atan2f, __builtin_atan2)
+BINARY(hypot, __builtin_hypotf, __builtin_hypot)
+BINARY(copysign, __builtin_copysignf, __builtin_copysign)
+BINARY(fdim, __builtin_fdimf, __builtin_fdim)
 TERNARY(mad, madf, madd)
 TERNARY(fma, __builtin_fmaf, __builtin_fma)
+
+/* The common functions: degrees, radians, sign, step and mix. */
+static float degreesf(float x) { return x * 57.295779513082320876f; }
+static double degreesd(double x) { return x * 57.295779513082320876; }
+static float radiansf(float x) { return x * 0.017453292519943295f; }
+static double radiansd(double x) { return x * 0.017453292519943295; }
+static float signf(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x == x ? x : 0.0f; }
+static double signd(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == x ? x : 0.0; }
+static float stepf(float edge, float x) { return x < edge ? 0.0f : 1.0f; }
+static double stepd(double edge, double x) { return x < edge ? 0.0 : 1.0; }
+static float mixf(float x, float y, float a) { return x + (y - x) * a; }
+static double mixd(double x, double y, double a) { return x + (y - x) * a; }
+UNARY(degrees, degreesf, degreesd)
+UNARY(radians, radiansf, radiansd)
+UNARY(sign, signf, signd)
+BINARY(step, stepf, stepd)
+TERNARY(mix, mixf, mixd)
+float OVL ldexp(float x, int n) { return __builtin_ldexpf(x, n); }
+double OVL ldexp(double x, int n) { return __builtin_ldexp(x, n); }
+
+/* Classification of scalars: 1 when it holds. */
+#define CLASSIFY(name, holds)                  \
+    int OVL name(float x) { return holds; }    \
+    int OVL name(double x) { return holds; }
+CLASSIFY(isnan, __builtin_isnan(x))
+CLASSIFY(isinf, __builtin_isinf(x))
+CLASSIFY(isfinite, __builtin_isfinite(x))
+CLASSIFY(signbit, __builtin_signbit(x) != 0)
 
 /* Integer min, max and clamp. */
 #define INTEGER(T)                                                        \
