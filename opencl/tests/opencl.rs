@@ -1506,7 +1506,7 @@ fn pyopencls_own_suite_passes_but_what_needs_a_compiler() -> Outcome {
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("HOME", &dir)
         // No compiler: the suite's array functions use built-ins the card does not provide
-        // yet (barrier, vector conversions and stores).
+        // yet (barrier first).
         .env("ACCELHOST_CLANG", dir.join("no-clang"))
         .output()
         .unwrap();

@@ -2,7 +2,7 @@
 every device of each, and what came of each test: passed, skipped by the suite, failed because
 it builds OpenCL C (this run gives the devices no compiler: the XRT card, which builds OpenCL C
 with the system's clang, does not provide yet the built-ins PyOpenCL's array functions use,
-such as barrier and vector conversions; README, "Kernels of your own"), failed for a reason
+barrier first; README, "Kernels of your own"), failed for a reason
 named below, or failed otherwise, which is what this run is for.
 
 Usage: pyopencl_suite.py <PyOpenCL's test directory> <scratch directory>. Prints one line per

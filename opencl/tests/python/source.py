@@ -59,6 +59,13 @@ __kernel void more_math(__global const float *x, __global float *r, __global con
         + sign(v - 0.5f) + degrees(v);
     classes[i] = isnan(d[i]) + isinf(d[i]) * 2 + isfinite(d[i]) * 4 + signbit(d[i]) * 8;
 }
+
+__kernel void vectors(__global const uint *u, __global float *f, __global const float *g,
+                      __global int *n) {
+    int i = get_global_id(0);
+    vstore4(convert_float4(vload4(i, u)) * 0.5f, i, f);
+    n[i] = convert_int(g[i]);
+}
 """
 
 
@@ -90,7 +97,7 @@ def main():
 
     program = cl.Program(context, SOURCE).build()
     kernels = {name: cl.Kernel(program, name)
-               for name in ("where", "axpb", "endless", "one", "more_math")}
+               for name in ("where", "axpb", "endless", "one", "more_math", "vectors")}
 
     # 2-D, offsets and a local size: each work-item writes where it is.
     width, height = 48, 20
@@ -137,6 +144,22 @@ def main():
             + (v >= 0.5) + np.sign(v - 0.5) + np.degrees(v))
     expect(np.allclose(got, want, rtol=1e-5), "math and common built-ins")
     expect(list(classes) == [1, 2, 10, 4, 12, 12], "isnan, isinf, isfinite and signbit")
+
+    # Vector loads, stores and conversions; a float past int's range saturates.
+    u = np.arange(16, dtype=np.uint32) * 3
+    g = np.array([-2.7, 2.7, 3e9, -0.5], dtype=np.float32)
+    buffer_u = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=u)
+    buffer_g = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=g)
+    halves = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 16)
+    truncated = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 4)
+    kernels["vectors"](queue, (4,), None, buffer_u, halves, buffer_g, truncated)
+    got_halves = np.empty(16, dtype=np.float32)
+    got_ints = np.empty(4, dtype=np.int32)
+    cl.enqueue_copy(queue, got_halves, halves)
+    cl.enqueue_copy(queue, got_ints, truncated)
+    expect(np.array_equal(got_halves, u.astype(np.float32) * 0.5),
+           "vload4, convert_float4 and vstore4")
+    expect(list(got_ints) == [-2, 2, 2**31 - 1, 0], "convert_int truncates and saturates")
 
     # An endless kernel ends at the card's deadline; the card goes on.
     flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,

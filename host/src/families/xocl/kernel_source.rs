@@ -603,10 +603,10 @@ fn build_opencl_in(
         &std::fs::read_to_string(&deps).map_err(io(&deps))?,
     )?;
     // Kernels are named after macros expand (PyOpenCL's are declared through them).
-    let preprocessed = work.join("program.i");
-    let names = kernel_names(&own_lines(
-        &std::fs::read_to_string(&preprocessed).map_err(io(&preprocessed))?,
-    ));
+    let preprocessed_path = work.join("program.i");
+    let preprocessed =
+        std::fs::read_to_string(&preprocessed_path).map_err(io(&preprocessed_path))?;
+    let names = kernel_names(&own_lines(&preprocessed));
     if names.is_empty() {
         return Err(KernelBuildError::Compile(
             "the program declares no __kernel function".into(),
@@ -635,14 +635,16 @@ fn build_opencl_in(
     opencl(&mut compile);
     as_functions(&mut compile);
     compile
-        .args(["-O2", "-flto", "-msimd128", "-Wno-unknown-pragmas", "-c"])
+        .args(["-O2", "-flto", "-msimd128", "-mnontrapping-fptoint"])
+        .args(["-Wno-unknown-pragmas", "-c"])
         .args(flags)
         .arg(&program)
         .arg("-o")
         .arg(&object);
     let mut log = run_clang(compile, &clang)?;
     let runtime = work.join("runtime.c");
-    std::fs::write(&runtime, opencl_runtime(&metas, &wrappers)).map_err(io(&runtime))?;
+    let runtime_text = opencl_runtime(&runtime_parts(&preprocessed), &metas, &wrappers);
+    std::fs::write(&runtime, runtime_text).map_err(io(&runtime))?;
     let module_path = work.join("program.wasm");
     let mut link = Command::new(&clang);
     link.args([
@@ -650,6 +652,7 @@ fn build_opencl_in(
         "-O2",
         "-flto",
         "-msimd128",
+        "-mnontrapping-fptoint",
         "-nostartfiles",
         "-Wl,--no-entry",
         "-Wl,--import-memory",
@@ -861,9 +864,51 @@ fn opencl_meta(
     Ok((finish_meta(kernel, &args)?, c_types))
 }
 
-/// The runtime with each kernel's NDRange loop, exported under the kernel's name.
-fn opencl_runtime(kernels: &[KernelMeta], c_types: &[Vec<&'static str>]) -> String {
-    let mut text = String::from(OPENCL_RUNTIME);
+/// The optional parts of the runtime a program names, as `#define`s the runtime's text reads
+/// (`USES_convert_T`, `USES_VLOADSTOREN`): the conversions to each type and the vector loads
+/// and stores of each width. Read from the whole preprocessed program (its headers' macros
+/// expanded) but clang's own OpenCL headers, which declare them all.
+fn runtime_parts(preprocessed: &str) -> String {
+    const CONVERTIBLE: [&str; 10] = [
+        "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double",
+    ];
+    let mut clang_header = false;
+    let mut parts = std::collections::BTreeSet::new();
+    for line in preprocessed.lines() {
+        if let Some(marker) = line.strip_prefix("# ") {
+            clang_header = marker.split('"').nth(1).is_some_and(|file| {
+                file.ends_with("/opencl-c.h") || file.ends_with("/opencl-c-base.h")
+            });
+            continue;
+        }
+        if clang_header {
+            continue;
+        }
+        for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if let Some(to) = word.strip_prefix("convert_") {
+                let ty = to.split(|c: char| c.is_ascii_digit() || c == '_').next();
+                if let Some(ty) = ty.filter(|ty| CONVERTIBLE.contains(ty)) {
+                    parts.insert(format!("USES_convert_{ty}"));
+                }
+            } else if let Some(width) = word
+                .strip_prefix("vload")
+                .or_else(|| word.strip_prefix("vstore"))
+                .filter(|n| ["2", "3", "4", "8", "16"].contains(n))
+            {
+                parts.insert(format!("USES_VLOADSTORE{width}"));
+            }
+        }
+    }
+    parts
+        .iter()
+        .map(|part| format!("#define {part}\n"))
+        .collect()
+}
+
+/// The runtime with the optional `parts` a program names and each kernel's NDRange loop,
+/// exported under the kernel's name.
+fn opencl_runtime(parts: &str, kernels: &[KernelMeta], c_types: &[Vec<&'static str>]) -> String {
+    let mut text = format!("{parts}{OPENCL_RUNTIME}");
     for (kernel, own) in kernels.iter().zip(c_types) {
         let params: Vec<String> = own
             .iter()
@@ -984,6 +1029,21 @@ mod tests {
             void helper(void) {}\n\
             kernel void twice(int x) {} kernel void twice(int x);\n";
         assert_eq!(kernel_names(&own_lines(preprocessed)), ["scan", "twice"]);
+    }
+
+    #[test]
+    fn the_runtime_builds_the_conversions_and_vector_widths_a_program_names() {
+        let preprocessed = "# 1 \"/usr/lib/clang/14/include/opencl-c.h\" 1\n\
+            float4 convert_float4(uint4); void vstore8(float8, size_t, float *);\n\
+            # 3 \"program.cl\" 2\n\
+            f[0] = convert_int_sat(g) + convert_float4(u).x + convert_half(h); vload16(0, p);\n\
+            # 1 \"/pyopencl/cl/pyopencl-complex.h\" 1\n\
+            vstore3(v, 0, q); my_convert_ulong2(x); vload5(0, p);\n";
+        assert_eq!(
+            runtime_parts(preprocessed),
+            "#define USES_VLOADSTORE16\n#define USES_VLOADSTORE3\n#define USES_convert_float\n\
+             #define USES_convert_int\n"
+        );
     }
 
     #[test]

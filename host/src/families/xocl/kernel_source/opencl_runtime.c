@@ -176,6 +176,107 @@ CLASSIFY(isinf, __builtin_isinf(x))
 CLASSIFY(isfinite, __builtin_isfinite(x))
 CLASSIFY(signbit, __builtin_signbit(x) != 0)
 
+/* Vectors of every scalar type OpenCL C has but half. */
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef long long llong; /* OpenCL's long: the build defines long as long long */
+typedef unsigned long long ullong;
+VECTORS(char)
+VECTORS(uchar)
+VECTORS(short)
+VECTORS(ushort)
+VECTORS(int)
+VECTORS(uint)
+VECTORS(llong)
+VECTORS(ullong)
+
+/* convert_T and convert_TN between any two scalar types, with OpenCL's default rounding:
+ * toward zero into integers (out of range saturates: the build has nontrapping-fptoint),
+ * to nearest even into floating point. The _sat and _rt* forms are not provided yet. The
+ * build defines USES_convert_T for each T a program converts to, and USES_VLOADSTOREN for
+ * each width it loads or stores: each group costs every build compile time. */
+#define CONVERT(name, D, S)                                                                  \
+    D OVL convert_##name(S x) { return (D)x; }                                               \
+    D##2 OVL convert_##name##2(S##2 x) { return __builtin_convertvector(x, D##2); }          \
+    D##3 OVL convert_##name##3(S##3 x) { return __builtin_convertvector(x, D##3); }          \
+    D##4 OVL convert_##name##4(S##4 x) { return __builtin_convertvector(x, D##4); }          \
+    D##8 OVL convert_##name##8(S##8 x) { return __builtin_convertvector(x, D##8); }          \
+    D##16 OVL convert_##name##16(S##16 x) { return __builtin_convertvector(x, D##16); }
+#define CONVERT_FROM_ALL(name, D)                                                            \
+    CONVERT(name, D, char) CONVERT(name, D, uchar) CONVERT(name, D, short)                   \
+    CONVERT(name, D, ushort) CONVERT(name, D, int) CONVERT(name, D, uint)                    \
+    CONVERT(name, D, llong) CONVERT(name, D, ullong) CONVERT(name, D, float)                 \
+    CONVERT(name, D, double)
+#ifdef USES_convert_char
+CONVERT_FROM_ALL(char, char)
+#endif
+#ifdef USES_convert_uchar
+CONVERT_FROM_ALL(uchar, uchar)
+#endif
+#ifdef USES_convert_short
+CONVERT_FROM_ALL(short, short)
+#endif
+#ifdef USES_convert_ushort
+CONVERT_FROM_ALL(ushort, ushort)
+#endif
+#ifdef USES_convert_int
+CONVERT_FROM_ALL(int, int)
+#endif
+#ifdef USES_convert_uint
+CONVERT_FROM_ALL(uint, uint)
+#endif
+#ifdef USES_convert_long
+CONVERT_FROM_ALL(long, llong)
+#endif
+#ifdef USES_convert_ulong
+CONVERT_FROM_ALL(ulong, ullong)
+#endif
+#ifdef USES_convert_float
+CONVERT_FROM_ALL(float, float)
+#endif
+#ifdef USES_convert_double
+CONVERT_FROM_ALL(double, double)
+#endif
+
+/* vloadN and vstoreN, element by element (p need only be aligned to its scalar type), for
+ * each address space a pointer can have here: __local is private on this card. */
+#define GLOBAL __attribute__((opencl_global))
+#define CONSTANT __attribute__((opencl_constant))
+#define PRIVATE __attribute__((opencl_private))
+#define VLOAD(T, N, AS)                                                   \
+    T##N OVL vload##N(size_t offset, const AS T *p) {                    \
+        T##N r;                                                           \
+        for (int i = 0; i < N; i++) r[i] = p[offset * N + i];             \
+        return r;                                                         \
+    }
+#define VSTORE(T, N, AS)                                                  \
+    void OVL vstore##N(T##N data, size_t offset, AS T *p) {               \
+        for (int i = 0; i < N; i++) p[offset * N + i] = data[i];          \
+    }
+#define VLOADSTORE_N(T, N) \
+    VLOAD(T, N, GLOBAL) VLOAD(T, N, CONSTANT) VLOAD(T, N, PRIVATE) VSTORE(T, N, GLOBAL) VSTORE(T, N, PRIVATE)
+#define VLOADSTORE(N)                                                                      \
+    VLOADSTORE_N(char, N) VLOADSTORE_N(uchar, N) VLOADSTORE_N(short, N)                    \
+    VLOADSTORE_N(ushort, N) VLOADSTORE_N(int, N) VLOADSTORE_N(uint, N)                     \
+    VLOADSTORE_N(llong, N) VLOADSTORE_N(ullong, N) VLOADSTORE_N(float, N)                  \
+    VLOADSTORE_N(double, N)
+#ifdef USES_VLOADSTORE2
+VLOADSTORE(2)
+#endif
+#ifdef USES_VLOADSTORE3
+VLOADSTORE(3)
+#endif
+#ifdef USES_VLOADSTORE4
+VLOADSTORE(4)
+#endif
+#ifdef USES_VLOADSTORE8
+VLOADSTORE(8)
+#endif
+#ifdef USES_VLOADSTORE16
+VLOADSTORE(16)
+#endif
+
 /* Integer min, max and clamp. */
 #define INTEGER(T)                                                        \
     T OVL min(T x, T y) { return x < y ? x : y; }                         \
