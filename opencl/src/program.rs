@@ -4,6 +4,7 @@
 //! IL answer `CL_COMPILER_NOT_AVAILABLE`.
 
 use std::ffi::{CStr, c_char, c_void};
+use std::ptr;
 use std::sync::{Arc, Mutex};
 
 use accelhost::xclbin::{ArgKind, KernelMeta};
@@ -98,6 +99,8 @@ enum ArgValue {
     Buffer(Arc<Buffer>),
     /// A unified-shared-memory pointer: its allocation, and where in it.
     Usm(Arc<crate::usm::Allocation>, usize),
+    /// A NULL buffer: the kernel's pointer is null.
+    Null,
     Bytes(Vec<u8>),
 }
 
@@ -532,14 +535,22 @@ pub(crate) extern "C" fn set_kernel_arg(
             None if index >= MAX_UNDESCRIBED_ARGS => return Err(CL_INVALID_ARG_INDEX),
             None => None,
         };
-        let as_buffer = || -> Option<Arc<Buffer>> {
+        let handle_given = || -> Option<*const c_void> {
             if size != size_of::<*mut c_void>() || value.is_null() {
                 return None;
             }
             // SAFETY: value points to size bytes: one handle.
-            buffer(unsafe { value.cast::<*const c_void>().read() }).ok()
+            Some(unsafe { value.cast::<*const c_void>().read() })
         };
+        let as_buffer = || handle_given().and_then(|h| buffer(h).ok());
         let arg = match kind {
+            // The value, or the handle it points to, may be NULL: a null pointer.
+            Some(ArgKind::Global) if value.is_null() || handle_given() == Some(ptr::null()) => {
+                if size != size_of::<*mut c_void>() {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
+                ArgValue::Null
+            }
             Some(ArgKind::Global) => ArgValue::Buffer(as_buffer().ok_or(CL_INVALID_MEM_OBJECT)?),
             Some(ArgKind::Scalar) | None => match as_buffer() {
                 Some(buffer) if kind.is_none() => ArgValue::Buffer(buffer),
@@ -736,6 +747,8 @@ fn launch(
                 ArgValue::Usm(allocation, offset) => {
                     Arg::MemoryAt(allocation.memory(), *offset as u64)
                 }
+                // The contract's null pointer.
+                ArgValue::Null => Arg::U64(0),
                 ArgValue::Bytes(bytes) => match bytes.len() {
                     4 => Arg::U32(u32::from_ne_bytes(bytes[..].try_into().unwrap())),
                     8 => Arg::U64(u64::from_ne_bytes(bytes[..].try_into().unwrap())),

@@ -95,6 +95,8 @@ pub fn launch_packet(
                 }
                 address + range.offset
             }
+            // A null pointer, as the contract spells it.
+            (ArgKind::Global, KernelArgument::Scalar64(0)) => 0,
             (ArgKind::Scalar, KernelArgument::Scalar32(v)) if spec.size == 4 => u64::from(*v),
             (ArgKind::Scalar, KernelArgument::Scalar64(v)) if spec.size == 8 => *v,
             (ArgKind::Scalar, KernelArgument::Bytes(bytes))

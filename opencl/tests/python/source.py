@@ -66,6 +66,11 @@ __kernel void vectors(__global const uint *u, __global float *f, __global const 
     vstore4(convert_float4(vload4(i, u)) * 0.5f, i, f);
     n[i] = convert_int(g[i]);
 }
+
+__kernel void maybe(__global int *out, __global const int *in) {
+    int i = get_global_id(0);
+    out[i] = in ? in[i] : -1;
+}
 """
 
 
@@ -97,7 +102,8 @@ def main():
 
     program = cl.Program(context, SOURCE).build()
     kernels = {name: cl.Kernel(program, name)
-               for name in ("where", "axpb", "endless", "one", "more_math", "vectors")}
+               for name in ("where", "axpb", "endless", "one", "more_math", "vectors",
+                            "maybe")}
 
     # 2-D, offsets and a local size: each work-item writes where it is.
     width, height = 48, 20
@@ -160,6 +166,18 @@ def main():
     expect(np.array_equal(got_halves, u.astype(np.float32) * 0.5),
            "vload4, convert_float4 and vstore4")
     expect(list(got_ints) == [-2, 2, 2**31 - 1, 0], "convert_int truncates and saturates")
+
+    # A NULL buffer argument is a null pointer in the kernel.
+    maybe_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 8)
+    maybe_in = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR,
+                         hostbuf=np.arange(8, dtype=np.int32))
+    got = np.empty(8, dtype=np.int32)
+    kernels["maybe"](queue, (8,), None, maybe_out, None)
+    cl.enqueue_copy(queue, got, maybe_out)
+    expect(np.all(got == -1), "a NULL buffer argument is a null pointer")
+    kernels["maybe"](queue, (8,), None, maybe_out, maybe_in)
+    cl.enqueue_copy(queue, got, maybe_out)
+    expect(np.array_equal(got, np.arange(8)), "and a buffer set after it is the buffer")
 
     # An endless kernel ends at the card's deadline; the card goes on.
     flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,
