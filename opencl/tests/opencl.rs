@@ -1002,7 +1002,8 @@ fn no_clang() -> Option<String> {
 }
 
 /// Runs a PyOpenCL `script` with `args` against the platform, on a card whose kernel
-/// launches end after 300 ms, with PyOpenCL's cache of built programs in the scratch folder.
+/// launches end after 300 ms, with PyOpenCL's cache of built programs and the sources it
+/// saves of failed builds in the scratch folder.
 fn python_on_the_card(python: &Path, label: &str, script: &Path, args: &[&str]) -> String {
     let dir = scratch(label);
     let config = door::config_with_kernel_deadline(&dir, 300);
@@ -1017,7 +1018,8 @@ fn python_on_the_card(python: &Path, label: &str, script: &Path, args: &[&str]) 
         .env_remove("PYOPENCL_CTX")
         .env("XDG_CONFIG_HOME", dir.join("config"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("HOME", &dir);
+        .env("HOME", &dir)
+        .env("TMPDIR", &dir);
     let out = command.output().unwrap();
     let report = text(&out);
     assert!(out.status.success(), "{report}");
@@ -1505,6 +1507,9 @@ fn pyopencls_own_suite_passes_but_what_needs_a_compiler() -> Outcome {
         .env("XDG_CONFIG_HOME", dir.join("config"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("HOME", &dir)
+        // PyOpenCL saves the source of each program that fails to build in the temporary
+        // folder: the scratch one, removed below.
+        .env("TMPDIR", &dir)
         // No compiler: the suite's array functions use built-ins the card does not provide
         // yet (barrier first).
         .env("ACCELHOST_CLANG", dir.join("no-clang"))

@@ -65,6 +65,7 @@ __kernel void vectors(__global const uint *u, __global float *f, __global const 
     int i = get_global_id(0);
     vstore4(convert_float4(vload4(i, u)) * 0.5f, i, f);
     n[i] = convert_int(g[i]);
+    n[4 + i] = (int)((convert_long4(vload4(i, u)) * 4294967296l).w >> 32);
 }
 
 __kernel void maybe(__global int *out, __global const int *in) {
@@ -157,15 +158,16 @@ def main():
     buffer_u = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=u)
     buffer_g = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=g)
     halves = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 16)
-    truncated = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 4)
+    truncated = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 8)
     kernels["vectors"](queue, (4,), None, buffer_u, halves, buffer_g, truncated)
     got_halves = np.empty(16, dtype=np.float32)
-    got_ints = np.empty(4, dtype=np.int32)
+    got_ints = np.empty(8, dtype=np.int32)
     cl.enqueue_copy(queue, got_halves, halves)
     cl.enqueue_copy(queue, got_ints, truncated)
     expect(np.array_equal(got_halves, u.astype(np.float32) * 0.5),
            "vload4, convert_float4 and vstore4")
-    expect(list(got_ints) == [-2, 2, 2**31 - 1, 0], "convert_int truncates and saturates")
+    expect(list(got_ints[:4]) == [-2, 2, 2**31 - 1, 0], "convert_int truncates and saturates")
+    expect(list(got_ints[4:]) == list(u[3::4]), "long vectors are 64 bits a lane")
 
     # A NULL buffer argument is a null pointer in the kernel.
     maybe_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 8)

@@ -555,13 +555,27 @@ fn build_opencl_in(
             "-cl-std=CL1.2",
             "--target=wasm32-wasi",
             "-nostdlibinc",
-            "-Xclang",
-            "-finclude-default-header",
             // WebAssembly computes in doubles natively.
             "-Xclang",
             "-cl-ext=+cl_khr_fp64",
-            // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32.
+            // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32. The built-ins
+            // come from clang's whole header, which this definition reaches, rather than from
+            // the declarations clang makes by default, which it does not (convert_long4 would
+            // give 32-bit elements).
             "-Dlong=long long",
+            "-cl-no-stdinc",
+            "-include",
+            "opencl-c.h",
+            // size_t and the pointer-sized types stay 32 bits, as wasm32's pointers are
+            // (their predefined spellings say long, which the definition above would widen).
+            "-U__SIZE_TYPE__",
+            "-D__SIZE_TYPE__=__typeof__(sizeof(0))",
+            "-U__UINTPTR_TYPE__",
+            "-D__UINTPTR_TYPE__=__typeof__(sizeof(0))",
+            "-U__PTRDIFF_TYPE__",
+            "-D__PTRDIFF_TYPE__=__typeof__((char *)0 - (char *)0)",
+            "-U__INTPTR_TYPE__",
+            "-D__INTPTR_TYPE__=__typeof__((char *)0 - (char *)0)",
         ]);
     };
     // WebAssembly has no kernel calling convention: a kernel is compiled as a plain function
