@@ -525,11 +525,21 @@ fn malformed_images_are_refused_before_the_plugin() {
 }
 
 #[test]
-fn another_xclbin_cannot_replace_one_in_use() {
+fn an_xclbin_of_other_banks_cannot_replace_one_in_use_and_one_of_the_same_loads_beside_it() {
     let host = default_host();
     let handle = open_card(&host);
-    let _kernel = vadd::load(&handle, 2).unwrap();
-    let other = XclbinBuilder::vadd(Guid::new(1, 1), 1, 1).build();
-    let err = handle.create_program(&other).unwrap_err();
+    let first = vadd::load(&handle, 2).unwrap();
+    let other_banks = XclbinBuilder::vadd(Guid::new(1, 1), 1, 2).build();
+    let err = handle.create_program(&other_banks).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+    let same_banks = XclbinBuilder::vadd(Guid::new(2, 2), 3, 1).build();
+    let second = handle
+        .create_program(&same_banks)
+        .unwrap()
+        .kernel("vadd")
+        .unwrap();
+    for kernel in [&first, &second, &first] {
+        let report = vadd::run(&handle, kernel, 4096).unwrap();
+        assert!(report.verified(), "{report:?}");
+    }
 }
