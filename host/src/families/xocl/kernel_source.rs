@@ -4,10 +4,12 @@
 //! OpenCL C (`build_opencl`), each kernel wrapped in a loop over its NDRange; or a prebuilt
 //! module, its kernels' signatures given as text (`mmult(a: ptr, n: i32)`).
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -507,6 +509,130 @@ pub fn is_ndrange(kernel: &KernelMeta) -> bool {
 /// names OpenCL's overloads have; each kernel's NDRange loop is appended to it.
 const OPENCL_RUNTIME: &str = include_str!("kernel_source/opencl_runtime.c");
 
+/// How OpenCL C is read, in every step of a build and in its precompiled header.
+const OPENCL_LANGUAGE: [&str; 17] = [
+    "-cl-std=CL1.2",
+    "--target=wasm32-wasi",
+    // Float to integer conversions saturate rather than trap (OpenCL leaves out-of-range
+    // values undefined; a trap would fail the launch).
+    "-mnontrapping-fptoint",
+    "-msimd128",
+    "-nostdlibinc",
+    // WebAssembly computes in doubles natively.
+    "-Xclang",
+    "-cl-ext=+cl_khr_fp64",
+    // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32. The built-ins come
+    // from clang's whole header (opencl-c.h), which this definition reaches, rather than from
+    // the declarations clang makes by default, which it does not (convert_long4 would give
+    // 32-bit elements).
+    "-Dlong=long long",
+    "-cl-no-stdinc",
+    // size_t and the pointer-sized types stay 32 bits, as wasm32's pointers are (their
+    // predefined spellings say long, which the definition above would widen).
+    "-U__SIZE_TYPE__",
+    "-D__SIZE_TYPE__=__typeof__(sizeof(0))",
+    "-U__UINTPTR_TYPE__",
+    "-D__UINTPTR_TYPE__=__typeof__(sizeof(0))",
+    "-U__PTRDIFF_TYPE__",
+    "-D__PTRDIFF_TYPE__=__typeof__((char *)0 - (char *)0)",
+    "-U__INTPTR_TYPE__",
+    "-D__INTPTR_TYPE__=__typeof__((char *)0 - (char *)0)",
+];
+
+/// What a build compiles the same way for every program of a kind, compiled once per
+/// process for each `clang` and `kind` (and kept in memory: a few MiB each, at most
+/// [`MAX_COMPILED_ONCE`]); each build writes its copy in its own folder. Parsing clang's
+/// whole OpenCL header cost each step of a build ~0.15 s, and compiling the runtime 0.8 s.
+fn compiled_once(
+    clang: &OsString,
+    kind: String,
+    compile: impl FnOnce() -> Result<Vec<u8>, KernelBuildError>,
+) -> Result<Arc<Vec<u8>>, KernelBuildError> {
+    type Compiled = HashMap<(OsString, String), Arc<Vec<u8>>>;
+    static COMPILED: Mutex<Option<Compiled>> = Mutex::new(None);
+    let key = (clang.clone(), kind);
+    let mut compiled = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+    let compiled = compiled.get_or_insert_with(HashMap::new);
+    if let Some(made) = compiled.get(&key) {
+        return Ok(made.clone());
+    }
+    let made = Arc::new(compile()?);
+    if compiled.len() >= MAX_COMPILED_ONCE {
+        compiled.clear();
+    }
+    compiled.insert(key, made.clone());
+    Ok(made)
+}
+
+/// The most pieces [`compiled_once`] keeps.
+const MAX_COMPILED_ONCE: usize = 16;
+
+/// clang's OpenCL header, precompiled with the build's `-cl-*` options (they change how it
+/// is read), at `out`.
+fn opencl_header(
+    clang: &OsString,
+    work: &Path,
+    cl_options: &[String],
+    out: &Path,
+) -> Result<(), KernelBuildError> {
+    let pch = compiled_once(clang, format!("header {}", cl_options.join(" ")), || {
+        let mut resource_dir = Command::new(clang);
+        resource_dir.arg("-print-resource-dir");
+        let resource = run_clang_stdout(resource_dir, clang)?;
+        let made = work.join("made.pch");
+        let mut precompile = Command::new(clang);
+        precompile
+            .args(["-x", "cl-header"])
+            .args(OPENCL_LANGUAGE)
+            .args(cl_options)
+            .arg(Path::new(resource.trim()).join("include/opencl-c.h"))
+            .arg("-o")
+            .arg(&made);
+        run_clang(precompile, clang)?;
+        read(&made)
+    })?;
+    write(out, &pch)
+}
+
+/// The runtime with the optional `parts` a program names, compiled for link-time
+/// optimization with its kernels, at `out`.
+fn opencl_runtime(
+    clang: &OsString,
+    work: &Path,
+    parts: &str,
+    out: &Path,
+) -> Result<(), KernelBuildError> {
+    let object = compiled_once(clang, format!("runtime {parts}"), || {
+        let source = work.join("runtime.c");
+        write(&source, format!("{parts}{OPENCL_RUNTIME}").as_bytes())?;
+        let made = work.join("made.o");
+        let mut compile = Command::new(clang);
+        compile
+            .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
+            .args(["-msimd128", "-mnontrapping-fptoint"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&made);
+        run_clang(compile, clang)?;
+        read(&made)
+    })?;
+    write(out, &object)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, KernelBuildError> {
+    std::fs::read(path).map_err(|source| KernelBuildError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), KernelBuildError> {
+    std::fs::write(path, bytes).map_err(|source| KernelBuildError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 /// Builds every kernel of OpenCL C 1.2 `source` with the build `options` a program passes
 /// to `clBuildProgram`. Each kernel is exported under its name as a loop over the work-items
 /// of its NDRange (one work-group after another); `barrier` and `__local` arguments are
@@ -548,35 +674,19 @@ fn build_opencl_in(
     let clang = clang_program();
     let program = work.join("program.cl");
     std::fs::write(&program, source).map_err(io(&program))?;
+    let header = work.join("opencl-c.pch");
+    let cl_options: Vec<String> = flags
+        .iter()
+        .filter(|f| f.starts_with("-cl-"))
+        .cloned()
+        .collect();
+    opencl_header(&clang, work, &cl_options, &header)?;
     let opencl = |command: &mut Command| {
-        command.args([
-            "-x",
-            "cl",
-            "-cl-std=CL1.2",
-            "--target=wasm32-wasi",
-            "-nostdlibinc",
-            // WebAssembly computes in doubles natively.
-            "-Xclang",
-            "-cl-ext=+cl_khr_fp64",
-            // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32. The built-ins
-            // come from clang's whole header, which this definition reaches, rather than from
-            // the declarations clang makes by default, which it does not (convert_long4 would
-            // give 32-bit elements).
-            "-Dlong=long long",
-            "-cl-no-stdinc",
-            "-include",
-            "opencl-c.h",
-            // size_t and the pointer-sized types stay 32 bits, as wasm32's pointers are
-            // (their predefined spellings say long, which the definition above would widen).
-            "-U__SIZE_TYPE__",
-            "-D__SIZE_TYPE__=__typeof__(sizeof(0))",
-            "-U__UINTPTR_TYPE__",
-            "-D__UINTPTR_TYPE__=__typeof__(sizeof(0))",
-            "-U__PTRDIFF_TYPE__",
-            "-D__PTRDIFF_TYPE__=__typeof__((char *)0 - (char *)0)",
-            "-U__INTPTR_TYPE__",
-            "-D__INTPTR_TYPE__=__typeof__((char *)0 - (char *)0)",
-        ]);
+        command
+            .args(["-x", "cl"])
+            .args(OPENCL_LANGUAGE)
+            .arg("-include-pch")
+            .arg(&header);
     };
     // WebAssembly has no kernel calling convention: a kernel is compiled as a plain function
     // (which the NDRange loop calls), and its __local arrays as its own.
@@ -649,16 +759,16 @@ fn build_opencl_in(
     opencl(&mut compile);
     as_functions(&mut compile);
     compile
-        .args(["-O2", "-flto", "-msimd128", "-mnontrapping-fptoint"])
-        .args(["-Wno-unknown-pragmas", "-c"])
+        .args(["-O2", "-flto", "-Wno-unknown-pragmas", "-c"])
         .args(flags)
         .arg(&program)
         .arg("-o")
         .arg(&object);
     let mut log = run_clang(compile, &clang)?;
-    let runtime = work.join("runtime.c");
-    let runtime_text = opencl_runtime(&runtime_parts(&preprocessed), &metas, &wrappers);
-    std::fs::write(&runtime, runtime_text).map_err(io(&runtime))?;
+    let runtime = work.join("runtime.o");
+    opencl_runtime(&clang, work, &runtime_parts(&preprocessed), &runtime)?;
+    let loops = work.join("ndrange.c");
+    write(&loops, ndrange_loops(&metas, &wrappers).as_bytes())?;
     let module_path = work.join("program.wasm");
     let mut link = Command::new(&clang);
     link.args([
@@ -676,6 +786,7 @@ fn build_opencl_in(
     .arg(format!("-Wl,-z,stack-size={STACK_BYTES}"))
     .arg(&object)
     .arg(&runtime)
+    .arg(&loops)
     .arg("-o")
     .arg(&module_path);
     log.push_str(&run_clang(link, &clang).map_err(|err| match err {
@@ -919,10 +1030,14 @@ fn runtime_parts(preprocessed: &str) -> String {
         .collect()
 }
 
-/// The runtime with the optional `parts` a program names and each kernel's NDRange loop,
-/// exported under the kernel's name.
-fn opencl_runtime(parts: &str, kernels: &[KernelMeta], c_types: &[Vec<&'static str>]) -> String {
-    let mut text = format!("{parts}{OPENCL_RUNTIME}");
+/// Each kernel's NDRange loop, exported under the kernel's name, over the runtime's
+/// work-item functions.
+fn ndrange_loops(kernels: &[KernelMeta], c_types: &[Vec<&'static str>]) -> String {
+    let mut text = String::from(
+        "extern int __accelhost_begin(unsigned, unsigned, unsigned, unsigned, unsigned, \
+         unsigned, unsigned, unsigned, unsigned, unsigned);\n\
+         extern int __accelhost_next(void);\n",
+    );
     for (kernel, own) in kernels.iter().zip(c_types) {
         let params: Vec<String> = own
             .iter()

@@ -1,6 +1,9 @@
 /* The runtime of OpenCL C kernels on the emulated XRT card: the work-item functions over the
  * NDRange the current launch runs, and the built-in functions provided so far, defined with
- * the names OpenCL's overloads mangle to. Each kernel's exported loop follows this text. */
+ * the names OpenCL's overloads mangle to. Compiled once per process (for each set of parts
+ * programs name); each build links it with its kernels' exported loops, which call the two
+ * hidden functions below. */
+#define HIDDEN __attribute__((visibility("hidden")))
 
 typedef unsigned long size_t;
 #define OVL __attribute__((overloadable))
@@ -9,7 +12,7 @@ static unsigned work_dim;
 static size_t global_size[3], local_size[3], global_offset[3], group[3], local[3], groups[3];
 
 /* Starts a launch: false when its range is not one the card runs (the door checks first). */
-static int __accelhost_begin(unsigned dim, unsigned g0, unsigned g1, unsigned g2, unsigned l0,
+HIDDEN int __accelhost_begin(unsigned dim, unsigned g0, unsigned g1, unsigned g2, unsigned l0,
                              unsigned l1, unsigned l2, unsigned o0, unsigned o1, unsigned o2) {
     size_t g[3] = {g0, g1, g2}, l[3] = {l0, l1, l2}, o[3] = {o0, o1, o2};
     if (dim < 1 || dim > 3) return 0;
@@ -27,7 +30,7 @@ static int __accelhost_begin(unsigned dim, unsigned g0, unsigned g1, unsigned g2
 }
 
 /* Moves to the next work-item (x fastest, then y, z; work-group after work-group). */
-static int __accelhost_next(void) {
+HIDDEN int __accelhost_next(void) {
     for (int d = 0; d < 3; d++) {
         if (++local[d] < local_size[d]) return 1;
         local[d] = 0;
