@@ -68,6 +68,18 @@ __kernel void vectors(__global const uint *u, __global float *f, __global const 
     n[4 + i] = (int)((convert_long4(vload4(i, u)) * 4294967296l).w >> 32);
 }
 
+__kernel void through(__global const float *x, __global float *out, __global float *whole,
+                      __global int *ints) {
+    int i = get_global_id(0);
+    float c;
+    int e;
+    float s = sincos(x[i], &c);
+    float m = frexp(x[i], &e);
+    out[i] = s + c * 10.0f + m * 100.0f + atan2pi(x[i], 1.0f) * 1000.0f
+        + modf(x[i], &whole[i]) * 10000.0f;
+    ints[i] = e * 1000 + abs(-i);
+}
+
 __kernel void maybe(__global int *out, __global const int *in) {
     int i = get_global_id(0);
     out[i] = in ? in[i] : -1;
@@ -104,7 +116,7 @@ def main():
     program = cl.Program(context, SOURCE).build()
     kernels = {name: cl.Kernel(program, name)
                for name in ("where", "axpb", "endless", "one", "more_math", "vectors",
-                            "maybe")}
+                            "maybe", "through")}
 
     # 2-D, offsets and a local size: each work-item writes where it is.
     width, height = 48, 20
@@ -168,6 +180,26 @@ def main():
            "vload4, convert_float4 and vstore4")
     expect(list(got_ints[:4]) == [-2, 2, 2**31 - 1, 0], "convert_int truncates and saturates")
     expect(list(got_ints[4:]) == list(u[3::4]), "long vectors are 64 bits a lane")
+
+    # Built-ins that give a result through a pointer, to private and to global memory.
+    x = np.array([0.3, 1.5, 2.25, 7.75, -3.5], dtype=np.float32)
+    buffer_x = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=x)
+    through_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 5)
+    wholes = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 5)
+    through_ints = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 5)
+    kernels["through"](queue, (5,), None, buffer_x, through_out, wholes, through_ints)
+    got = np.empty(5, dtype=np.float32)
+    got_wholes = np.empty(5, dtype=np.float32)
+    got_ints = np.empty(5, dtype=np.int32)
+    for out, host in ((through_out, got), (wholes, got_wholes), (through_ints, got_ints)):
+        cl.enqueue_copy(queue, host, out)
+    mantissas, exponents = np.frexp(x)
+    fractions, whole_parts = np.modf(x)
+    want = (np.sin(x) + np.cos(x) * 10 + mantissas * 100 + np.arctan2(x, 1) / np.pi * 1000
+            + fractions * 10000)
+    expect(np.allclose(got, want, atol=1e-2) and np.array_equal(got_wholes, whole_parts)
+           and list(got_ints) == list(exponents * 1000 + np.arange(5)),
+           "sincos, frexp, modf, atan2pi and integer abs")
 
     # A NULL buffer argument is a null pointer in the kernel.
     maybe_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 8)

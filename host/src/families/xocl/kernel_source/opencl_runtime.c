@@ -294,3 +294,48 @@ float OVL max(float x, float y) { return __builtin_fmaxf(x, y); }
 float OVL clamp(float x, float lo, float hi) { return __builtin_fminf(__builtin_fmaxf(x, lo), hi); }
 double OVL min(double x, double y) { return __builtin_fmin(x, y); }
 double OVL max(double x, double y) { return __builtin_fmax(x, y); }
+
+/* Integer abs: the magnitude, unsigned (C's abs is another function: these overload it). */
+#pragma clang diagnostic ignored "-Wincompatible-library-redeclaration"
+unsigned char OVL abs(char x) { return x < 0 ? -(unsigned char)x : x; }
+unsigned char OVL abs(unsigned char x) { return x; }
+unsigned short OVL abs(short x) { return x < 0 ? -(unsigned short)x : x; }
+unsigned short OVL abs(unsigned short x) { return x; }
+unsigned int OVL abs(int x) { return x < 0 ? -(unsigned int)x : x; }
+unsigned int OVL abs(unsigned int x) { return x; }
+unsigned long long OVL abs(long long x) { return x < 0 ? -(unsigned long long)x : x; }
+unsigned long long OVL abs(unsigned long long x) { return x; }
+
+/* The math functions with a half-turn unit, and those that also give a result through a
+ * pointer (to __global or private memory; __local is private on this card). */
+static float pif(float x) { return x * 3.14159265358979323846f; }
+static double pid(double x) { return x * 3.14159265358979323846; }
+static float sinpif(float x) { return __builtin_sinf(pif(x)); }
+static double sinpid(double x) { return __builtin_sin(pid(x)); }
+static float cospif(float x) { return __builtin_cosf(pif(x)); }
+static double cospid(double x) { return __builtin_cos(pid(x)); }
+static float asinpif(float x) { return __builtin_asinf(x) / 3.14159265358979323846f; }
+static double asinpid(double x) { return __builtin_asin(x) / 3.14159265358979323846; }
+static float acospif(float x) { return __builtin_acosf(x) / 3.14159265358979323846f; }
+static double acospid(double x) { return __builtin_acos(x) / 3.14159265358979323846; }
+static float atanpif(float x) { return __builtin_atanf(x) / 3.14159265358979323846f; }
+static double atanpid(double x) { return __builtin_atan(x) / 3.14159265358979323846; }
+static float atan2pif(float y, float x) { return __builtin_atan2f(y, x) / 3.14159265358979323846f; }
+static double atan2pid(double y, double x) { return __builtin_atan2(y, x) / 3.14159265358979323846; }
+UNARY(sinpi, sinpif, sinpid)
+UNARY(cospi, cospif, cospid)
+UNARY(asinpi, asinpif, asinpid)
+UNARY(acospi, acospif, acospid)
+UNARY(atanpi, atanpif, atanpid)
+BINARY(atan2pi, atan2pif, atan2pid)
+#define THROUGH_POINTER(AS)                                                                   \
+    float OVL sincos(float x, AS float *c) { *c = __builtin_cosf(x); return __builtin_sinf(x); } \
+    double OVL sincos(double x, AS double *c) { *c = __builtin_cos(x); return __builtin_sin(x); } \
+    float OVL modf(float x, AS float *i) { *i = __builtin_truncf(x); return __builtin_copysignf(__builtin_isinf(x) ? 0.0f : x - *i, x); } \
+    double OVL modf(double x, AS double *i) { *i = __builtin_trunc(x); return __builtin_copysign(__builtin_isinf(x) ? 0.0 : x - *i, x); } \
+    float OVL frexp(float x, AS int *e) { int n; float m = __builtin_frexpf(x, &n); *e = n; return m; } \
+    double OVL frexp(double x, AS int *e) { int n; double m = __builtin_frexp(x, &n); *e = n; return m; } \
+    float OVL fract(float x, AS float *i) { *i = __builtin_floorf(x); return __builtin_fminf(x - *i, 0x1.fffffep-1f); } \
+    double OVL fract(double x, AS double *i) { *i = __builtin_floor(x); return __builtin_fmin(x - *i, 0x1.fffffffffffffp-1); }
+THROUGH_POINTER(GLOBAL)
+THROUGH_POINTER(PRIVATE)
