@@ -10,6 +10,9 @@ use crate::family::CardSettings;
 use crate::family::DeviceDecl;
 use crate::family::{CardError, parse_fields};
 
+/// The deadline of one launch of the xclbin's own kernels when the card's config sets none.
+pub const DEFAULT_KERNEL_DEADLINE: Duration = Duration::from_secs(10);
+
 /// What a `"family": "xocl"` card takes besides the shared fields.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,7 +26,7 @@ impl XoclCard {
     /// The deadline of one launch of the xclbin's own kernels.
     pub fn kernel_deadline(&self) -> Duration {
         self.kernel_deadline_ms
-            .map_or(super::emu::DEFAULT_KERNEL_DEADLINE, Duration::from_millis)
+            .map_or(DEFAULT_KERNEL_DEADLINE, Duration::from_millis)
     }
 }
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use super::abi::{self, ErtHeader, StartCu};
-use super::card::XoclCard;
+use super::card::{DEFAULT_KERNEL_DEADLINE, XoclCard};
 use super::xclbin::{ArgKind, KERNEL_ARGS_BASE, KERNEL_ARGS_END, KernelMeta, MemKind, Xclbin};
 use super::{BoInfo, Command, DeviceDesc, LoadedXclbin, SyncDirection, XoclClient, XoclDevice};
 use crate::devices::{
@@ -48,8 +48,6 @@ pub const MAX_DEPS: usize = 8;
 const INLINE_ELEMENTS: u64 = 16 * 1024;
 /// A copy of at most this many bytes runs on the thread that dispatches it.
 const INLINE_COPY: u64 = 256 * 1024;
-
-pub use kernels::DEFAULT_DEADLINE as DEFAULT_KERNEL_DEADLINE;
 
 /// A card as the config declares it.
 pub struct EmulatedCard {

@@ -36,8 +36,6 @@ const PAGE: u64 = 1 << 16;
 const BUFFER_ALIGN: u64 = 4096;
 /// How often the deadline clock ticks.
 const TICK: Duration = Duration::from_millis(5);
-/// The deadline of a launch when the card's config sets none.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The engine every card's kernels share, with its deadline clock.
 fn engine() -> &'static Engine {
