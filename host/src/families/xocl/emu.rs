@@ -322,14 +322,15 @@ impl CardState {
     }
 
     /// The first CU index of a free range of `count` units, unloading images no context
-    /// holds (the oldest first) until one fits.
-    fn make_room(&mut self, count: usize) -> Option<u32> {
+    /// holds (the oldest first) until one fits; the launches queued on their units go to
+    /// `doomed`.
+    fn make_room(&mut self, count: usize, doomed: &mut Vec<Arc<Completion>>) -> Option<u32> {
         loop {
             if let Some(first) = self.free_range(count) {
                 return Some(first);
             }
             let unheld = self.slots.iter().position(|s| !self.held(s.cus()))?;
-            self.unload(unheld);
+            doomed.extend(self.unload(unheld));
         }
     }
 
@@ -346,13 +347,57 @@ impl CardState {
         (start + count <= MAX_CUS).then_some(start as u32)
     }
 
-    fn unload(&mut self, slot: usize) {
+    /// Unloads image `slot`: stops its units and takes out the launches queued only on
+    /// them, which the caller fails once the lock is released.
+    fn unload(&mut self, slot: usize) -> Vec<Arc<Completion>> {
         let slot = self.slots.remove(slot);
         for index in slot.cus() {
             if let Some(cu) = self.cus.get_mut(index).and_then(Option::take) {
                 cu.stop();
             }
         }
+        self.take_pending(|p| match &p.command {
+            Ready::Launch { candidates, .. } => candidates
+                .iter()
+                .all(|&cu| slot.cus().contains(&(cu as usize))),
+            Ready::Copy(_) => false,
+        })
+    }
+
+    /// Loads `parsed` (its kernel module compiled as `kernels`) on units `first_cu..`, which
+    /// [`CardState::make_room`] found free.
+    fn start_units(
+        &mut self,
+        card: &Arc<Card>,
+        parsed: &Xclbin,
+        kernels: Option<&Arc<KernelProgram>>,
+        first_cu: u32,
+    ) {
+        let units = parsed.compute_units();
+        let end_cu = first_cu + units.len() as u32;
+        if self.cus.len() < end_cu as usize {
+            self.cus.resize(end_cu as usize, None);
+            self.contexts.resize(end_cu as usize, Vec::new());
+        }
+        let xclbin = Arc::new(parsed.clone());
+        let weak = Arc::downgrade(card);
+        for (offset, ip) in units.iter().enumerate() {
+            let index = first_cu + offset as u32;
+            let kernel =
+                kernels.map(|program| (program.clone(), xclbin.kernel(ip.kernel_name()).cloned()));
+            self.cus[index as usize] = Some(ComputeUnit::start(
+                index,
+                ip.name.clone(),
+                kernel,
+                weak.clone(),
+            ));
+            self.contexts[index as usize].clear();
+        }
+        self.slots.push(Slot {
+            xclbin,
+            first_cu,
+            end_cu,
+        });
     }
 
     fn has_context(&self, client: u64, cu: u32) -> bool {
@@ -466,48 +511,31 @@ impl XoclClient for EmulatedClient {
                 None
             });
         }
+        let mut unloaded = Vec::new();
         if !same_banks {
             while !state.slots.is_empty() {
-                state.unload(0);
+                unloaded.extend(state.unload(0));
             }
             state.banks = banks;
         }
-        let first_cu = state.make_room(units.len()).ok_or_else(|| {
-            io::Error::new(
+        let room = state.make_room(units.len(), &mut unloaded);
+        let loaded = match room {
+            Some(first_cu) => {
+                state.start_units(&self.card, parsed, kernels.as_ref(), first_cu);
+                Ok(first_cu)
+            }
+            None => Err(io::Error::new(
                 io::ErrorKind::ResourceBusy,
                 format!(
                     "the card runs at most {MAX_CUS} compute units, and contexts hold the \
                      units of its {} loaded xclbins: release a program first",
                     state.slots.len()
                 ),
-            )
-        })?;
-        let end_cu = first_cu + units.len() as u32;
-        if state.cus.len() < end_cu as usize {
-            state.cus.resize(end_cu as usize, None);
-            state.contexts.resize(end_cu as usize, Vec::new());
-        }
-        let xclbin = Arc::new(parsed.clone());
-        let weak = Arc::downgrade(&self.card);
-        for (offset, ip) in units.iter().enumerate() {
-            let index = first_cu + offset as u32;
-            let kernel = kernels
-                .as_ref()
-                .map(|program| (program.clone(), xclbin.kernel(ip.kernel_name()).cloned()));
-            state.cus[index as usize] = Some(ComputeUnit::start(
-                index,
-                ip.name.clone(),
-                kernel,
-                weak.clone(),
-            ));
-            state.contexts[index as usize].clear();
-        }
-        state.slots.push(Slot {
-            xclbin,
-            first_cu,
-            end_cu,
-        });
-        Ok(first_cu)
+            )),
+        };
+        drop(state);
+        fail_all(unloaded, "the xclbin of its compute units was unloaded");
+        loaded
     }
 
     fn loaded_xclbin(&self) -> Option<LoadedXclbin> {

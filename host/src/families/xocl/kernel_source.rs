@@ -506,7 +506,8 @@ pub fn is_ndrange(kernel: &KernelMeta) -> bool {
 }
 
 /// The work-item functions and built-ins an OpenCL C kernel calls, in C with the mangled
-/// names OpenCL's overloads have; each kernel's NDRange loop is appended to it.
+/// names OpenCL's overloads have; compiled once per process, then linked with each build's
+/// NDRange loops.
 const OPENCL_RUNTIME: &str = include_str!("kernel_source/opencl_runtime.c");
 
 /// How OpenCL C is read, in every step of a build and in its precompiled header.

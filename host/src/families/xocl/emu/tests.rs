@@ -516,6 +516,31 @@ fn closing_a_client_fails_its_pending_commands_and_frees_its_bos() {
 }
 
 #[test]
+fn unloading_an_image_fails_the_launches_queued_on_its_units() {
+    let card = card();
+    let client = client(&card);
+    assert_eq!(load_beside(&*client, Guid::new(1, 1), 128), 0);
+    let a = client.create_bo(4096, None).unwrap();
+    let gate = Arc::new(Completion::default());
+    let queued = client
+        .submit(
+            Command::Exec(launch_packet(vec![1], &a, &a, &a, 1)),
+            vec![gate.clone()],
+        )
+        .unwrap();
+    for cu in 0..128 {
+        client.close_context(Guid::new(1, 1), cu).unwrap();
+    }
+    // The card is full: this load unloads the first image, whose unit the launch waits for.
+    assert_eq!(load_beside(&*client, Guid::new(2, 2), 1), 0);
+    let CompletionState::Failed(why) = wait(&queued) else {
+        panic!("a launch queued on unloaded units fails")
+    };
+    assert!(why.contains("unloaded"), "{why}");
+    gate.finish(CompletionState::Complete);
+}
+
+#[test]
 fn reset_fails_pending_commands() {
     let card = card();
     let client = loaded(&card, 1);
