@@ -169,7 +169,9 @@ fn a_file_over_a_small_max_module_mib_is_refused_and_one_within_it_loads() {
 fn a_hosts_compile_cache_keeps_within_its_cap() {
     let dir = scratch_dir("capped-cache").join("cache");
     // Compiled afresh (the cxl and xocl plugins at least: no other test here loads them),
-    // each stored in turn under a cap that only the entry written last may exceed.
+    // each stored under a cap of one byte. The plugins compile at once, and a writer spares
+    // the entry it wrote and the newest of all (so that two writers never remove each
+    // other's last entry): one or two entries stay, never all three.
     accelhost::perf::forget_loaded();
     let host = Host::builder()
         .config(Config::embedded_default())
@@ -184,5 +186,8 @@ fn a_hosts_compile_cache_keeps_within_its_cap() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect();
-    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(
+        (1..=2).contains(&entries.len()) && entries.len() < host.plugins().len(),
+        "{entries:?}"
+    );
 }
