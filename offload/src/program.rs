@@ -170,7 +170,8 @@ impl Kernel {
                     })?;
                     Value::Memory(allocation, offset)
                 }
-                ArgKind::Scalar => Value::Bytes(bytes.to_vec()),
+                // A local argument's value is its byte count.
+                ArgKind::Scalar | ArgKind::Local => Value::Bytes(bytes.to_vec()),
             });
             at += size;
         }

@@ -7,6 +7,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
+use accelhost::xclbin::kernels::LOCAL_MEMORY_BYTES;
 use accelhost::xclbin::{ArgKind, KernelMeta};
 use accelhost::{Arg, ErrorCode};
 use accelhost_door::compute_units;
@@ -552,20 +553,32 @@ pub(crate) extern "C" fn set_kernel_arg(
                 ArgValue::Null
             }
             Some(ArgKind::Global) => ArgValue::Buffer(as_buffer().ok_or(CL_INVALID_MEM_OBJECT)?),
+            // A __local argument is given its size, with no value: the card's register holds
+            // the byte count.
+            Some(ArgKind::Local) if !value.is_null() => return Err(CL_INVALID_ARG_VALUE),
+            Some(ArgKind::Local) => match u32::try_from(size) {
+                Ok(bytes) if bytes > 0 => ArgValue::Bytes(bytes.to_ne_bytes().to_vec()),
+                _ => return Err(CL_INVALID_ARG_SIZE),
+            },
             Some(ArgKind::Scalar) | None => match as_buffer() {
                 Some(buffer) if kind.is_none() => ArgValue::Buffer(buffer),
                 _ => {
                     if value.is_null() || size == 0 {
                         return Err(CL_INVALID_ARG_VALUE);
                     }
-                    if let Some(Some(arg)) = described
-                        && arg.size as usize != size
-                    {
-                        return Err(CL_INVALID_ARG_SIZE);
-                    }
                     // SAFETY: value points to size bytes.
                     let bytes = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) };
-                    ArgValue::Bytes(bytes.to_vec())
+                    let mut bytes = bytes.to_vec();
+                    // The registers hold a value in whole words: a `char` in 4 bytes, a
+                    // 6-byte struct in 8.
+                    if let Some(Some(arg)) = described {
+                        let words = arg.size as usize;
+                        if size > words || size + 4 <= words {
+                            return Err(CL_INVALID_ARG_SIZE);
+                        }
+                        bytes.resize(words, 0);
+                    }
+                    ArgValue::Bytes(bytes)
                 }
             },
         };
@@ -731,6 +744,29 @@ fn launch(
         }
     }
     drop(values);
+    let local_bytes: u64 = kernel
+        .described
+        .iter()
+        .flatten()
+        .zip(&args)
+        .filter(|(arg, _)| arg.kind == ArgKind::Local)
+        .filter_map(|(_, value)| match value {
+            ArgValue::Bytes(bytes) => bytes.as_slice().try_into().ok().map(u32::from_ne_bytes),
+            _ => None,
+        })
+        .map(|bytes| u64::from(bytes).next_multiple_of(16))
+        .sum();
+    if local_bytes > LOCAL_MEMORY_BYTES {
+        return Err(refuse(
+            call,
+            CL_OUT_OF_RESOURCES,
+            &format!(
+                "the __local arguments of {} ask for {local_bytes} bytes; a launch is given at \
+                 most {LOCAL_MEMORY_BYTES}",
+                kernel.kernel.name()
+            ),
+        ));
+    }
     if kernel.ndrange {
         let range = range.unwrap_or([1, 1, 1, 1, 1, 1, 1, 0, 0, 0]);
         args.extend(

@@ -89,8 +89,9 @@ impl Run {
                     ));
                 }
             }
-            (RunArg::Bytes(bytes), ArgKind::Scalar) if bytes.len() == arg.size as usize => {}
-            (RunArg::Bytes(bytes), ArgKind::Scalar) => {
+            (RunArg::Bytes(bytes), ArgKind::Scalar | ArgKind::Local)
+                if bytes.len() == arg.size as usize => {}
+            (RunArg::Bytes(bytes), ArgKind::Scalar | ArgKind::Local) => {
                 return Err(refuse(
                     call,
                     libc::EINVAL,
@@ -143,15 +144,15 @@ impl Run {
                 let handle = unsafe { args.next_arg::<*mut c_void>() };
                 RunArg::Buffer(Bo::of(call, handle)?)
             }
-            (ArgKind::Scalar, 4) => {
+            (ArgKind::Scalar | ArgKind::Local, 4) => {
                 // SAFETY: the caller passes the type the kernel's metadata names.
                 RunArg::Bytes(unsafe { args.next_arg::<c_int>() }.to_ne_bytes().to_vec())
             }
-            (ArgKind::Scalar, 8) => {
+            (ArgKind::Scalar | ArgKind::Local, 8) => {
                 // SAFETY: the caller passes the type the kernel's metadata names.
                 RunArg::Bytes(unsafe { args.next_arg::<u64>() }.to_ne_bytes().to_vec())
             }
-            (ArgKind::Scalar, size) => {
+            (ArgKind::Scalar | ArgKind::Local, size) => {
                 // SAFETY: the caller passes the type the kernel's metadata names.
                 let value = unsafe { args.next_arg::<usize>() } as u64;
                 let bytes = value.to_ne_bytes();

@@ -66,9 +66,10 @@ pub fn launch_packet(
                 spec.name,
                 meta.name,
                 match (spec.kind, spec.size) {
-                    (ArgKind::Global, _) => "memory",
-                    (ArgKind::Scalar, 4) => "a 32-bit scalar",
-                    (ArgKind::Scalar, _) => "a 64-bit scalar",
+                    (ArgKind::Global, _) => "memory".to_owned(),
+                    (ArgKind::Scalar, 4) => "a 32-bit scalar".to_owned(),
+                    (ArgKind::Scalar, 8) => "a 64-bit scalar".to_owned(),
+                    (ArgKind::Scalar, size) => format!("a {size}-byte value"),
                 },
                 describe(arg)
             ))
@@ -99,6 +100,18 @@ pub fn launch_packet(
             (ArgKind::Global, KernelArgument::Scalar64(0)) => 0,
             (ArgKind::Scalar, KernelArgument::Scalar32(v)) if spec.size == 4 => u64::from(*v),
             (ArgKind::Scalar, KernelArgument::Scalar64(v)) if spec.size == 8 => *v,
+            // A value larger than 8 bytes fills its words whole.
+            (ArgKind::Scalar, KernelArgument::Bytes(bytes))
+                if bytes.len() == spec.size as usize && bytes.len() > 8 =>
+            {
+                let first = (spec.offset / 4) as usize;
+                for (word, chunk) in regmap[first..].iter_mut().zip(bytes.chunks(4)) {
+                    let mut raw = [0u8; 4];
+                    raw[..chunk.len()].copy_from_slice(chunk);
+                    *word = u32::from_le_bytes(raw);
+                }
+                continue;
+            }
             (ArgKind::Scalar, KernelArgument::Bytes(bytes))
                 if bytes.len() == spec.size as usize =>
             {

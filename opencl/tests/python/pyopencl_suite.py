@@ -1,8 +1,8 @@
 """PyOpenCL's own test suite (its test/ from its release's sdist) against accelhost's platforms,
 every device of each, and what came of each test: passed, skipped by the suite, failed because
 it builds OpenCL C (this run gives the devices no compiler: the XRT card, which builds OpenCL C
-with the system's clang, does not provide yet the built-ins PyOpenCL's array functions use,
-barrier first; README, "Kernels of your own"), failed for a reason
+with the system's clang, does not provide yet some built-ins PyOpenCL's array functions use;
+README, "The OpenCL platform"), failed for a reason
 named below, or failed otherwise, which is what this run is for.
 
 Usage: pyopencl_suite.py <PyOpenCL's test directory> <scratch directory>. Prints one line per

@@ -1355,6 +1355,18 @@ impl ComputeUnit {
                 _ => u64::from(self.read(u64::from(arg.offset))),
             })
             .collect();
+        // Values of more than 8 bytes, whole.
+        let mut large = meta
+            .args
+            .iter()
+            .filter(|arg| arg.kind == ArgKind::Scalar && arg.size > 8)
+            .map(|arg| {
+                (0..arg.size / 4)
+                    .flat_map(|word| self.read(u64::from(arg.offset + 4 * word)).to_le_bytes())
+                    .collect::<Vec<u8>>()
+            })
+            .collect::<Vec<_>>()
+            .into_iter();
         let state = lock(&card.state);
         let budget = state.budgets.get(&client).cloned();
         // Per window: the buffer object's key and where it was.
@@ -1363,7 +1375,10 @@ impl ComputeUnit {
         let mut args = Vec::with_capacity(meta.args.len());
         for (arg, &value) in meta.args.iter().zip(&values) {
             args.push(match arg.kind {
-                ArgKind::Scalar => LaunchArg::Scalar(value),
+                ArgKind::Scalar if arg.size > 8 => {
+                    LaunchArg::Bytes(large.next().unwrap_or_default())
+                }
+                ArgKind::Scalar | ArgKind::Local => LaunchArg::Scalar(value),
                 ArgKind::Global if value == 0 => LaunchArg::Pointer(None),
                 ArgKind::Global => {
                     let found = state

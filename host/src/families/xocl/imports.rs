@@ -103,7 +103,8 @@ pub(crate) fn xclbin_info(x: &Xclbin, first_cu: u32) -> wit::XclbinInfo {
                         offset: a.offset,
                         size: a.size,
                         kind: match a.kind {
-                            ArgKind::Scalar => wit::ArgKind::Scalar,
+                            // The register holds a local argument's byte count.
+                            ArgKind::Scalar | ArgKind::Local => wit::ArgKind::Scalar,
                             ArgKind::Global => wit::ArgKind::Global,
                         },
                     })

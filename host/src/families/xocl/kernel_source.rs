@@ -1,7 +1,8 @@
 //! Kernels for the emulated XRT card from the forms their authors have: Vitis-style C or C++
 //! sources, built with the system's clang into one WebAssembly module of the card's kernel
 //! contract (see the emulator's `kernels`), their arguments read from clang's syntax tree;
-//! OpenCL C (`build_opencl`), each kernel wrapped in a loop over its NDRange; or a prebuilt
+//! OpenCL C (`build_opencl`), each kernel wrapped in a loop over its NDRange (through
+//! binaryen's asyncify when the program meets at barriers); or a prebuilt
 //! module, its kernels' signatures given as text (`mmult(a: ptr, n: i32)`).
 
 use std::collections::HashMap;
@@ -26,6 +27,23 @@ pub const STACK_BYTES: u64 = 1 << 20;
 /// The longest a kernel name may be: its compute units are named `name:name_N` in a 64-byte
 /// field.
 pub const MAX_NAME: usize = 40;
+/// The environment variable naming binaryen's `wasm-opt` (default `wasm-opt` on `PATH`),
+/// which makes OpenCL C work-items suspendable at barriers.
+pub const WASM_OPT_ENV: &str = "ACCELHOST_WASM_OPT";
+/// What to install when `wasm-opt` is missing (Debian's name).
+pub const BINARYEN_HINT: &str = "apt-get install binaryen";
+/// The most `__local` memory (all `__local` arguments together) one launch of an OpenCL C
+/// kernel is given.
+pub const LOCAL_MEMORY_BYTES: u64 = 256 << 10;
+/// The most work-items of a work-group of an OpenCL C kernel.
+pub const MAX_GROUP_ITEMS: u64 = 1024;
+/// What each work-item of a kernel that calls barrier takes: its own stack (8 KiB) and the
+/// area its frames are saved in at a barrier (4 KiB).
+const BARRIER_ITEM_STACK: u64 = 8 << 10;
+const BARRIER_ITEM_SAVE: u64 = 4 << 10;
+const BARRIER_ITEM_BYTES: u64 = BARRIER_ITEM_STACK + BARRIER_ITEM_SAVE;
+/// The C name of a kernel's NDRange loop (exported under the kernel's name).
+const LOOP_PREFIX: &str = "__accelhost_ndrange_";
 /// How long one clang run may take before it is stopped.
 const COMPILE_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -636,8 +654,9 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), KernelBuildError> {
 
 /// Builds every kernel of OpenCL C 1.2 `source` with the build `options` a program passes
 /// to `clBuildProgram`. Each kernel is exported under its name as a loop over the work-items
-/// of its NDRange (one work-group after another); `barrier` and `__local` arguments are
-/// refused, naming them.
+/// of its NDRange (one work-group after another, its `__local` memory given by the loop,
+/// its work-items suspended at barriers when it calls `barrier`); by-value vector and
+/// struct arguments are refused, naming them.
 pub fn build_opencl(source: &str, options: &str) -> Result<BuiltKernels, KernelBuildError> {
     let flags = opencl_options(options)?;
     // Headers come from the -I folders a program names (PyOpenCL names its own), never from
@@ -689,11 +708,6 @@ fn build_opencl_in(
             .arg("-include-pch")
             .arg(&header);
     };
-    // WebAssembly has no kernel calling convention: a kernel is compiled as a plain function
-    // (which the NDRange loop calls), and its __local arrays as its own.
-    let as_functions = |command: &mut Command| {
-        command.args(["-D__kernel=", "-Dkernel=", "-D__local=", "-Dlocal="]);
-    };
     // The headers it reads are checked before anything shows what is in them.
     let deps = work.join("program.d");
     let mut preprocess = Command::new(&clang);
@@ -737,8 +751,7 @@ fn build_opencl_in(
             "the program declares no __kernel function".into(),
         ));
     }
-    let mut metas = Vec::with_capacity(names.len());
-    let mut wrappers = Vec::with_capacity(names.len());
+    let mut kernels = Vec::with_capacity(names.len());
     for name in &names {
         let mut dump = Command::new(&clang);
         opencl(&mut dump);
@@ -751,57 +764,157 @@ fn build_opencl_in(
             // The compile below says what is wrong with the source.
             continue;
         };
-        let (meta, c_types) = opencl_meta(name, &decl)?;
+        kernels.push(opencl_params(name, &decl)?);
+    }
+    let shims = by_value_shims(&kernels);
+    if !shims.is_empty() {
+        write(&program, format!("{source}\n{shims}").as_bytes())?;
+    }
+    // WebAssembly has no kernel calling convention: clang's IR of the program is compiled
+    // with its kernels as plain functions (which the NDRange loops call). A `__local` array
+    // stays what OpenCL makes it, one variable of the work-group (work-groups run one after
+    // another).
+    let ir = work.join("program.ll");
+    let mut emit = Command::new(&clang);
+    opencl(&mut emit);
+    emit.args(["-O2", "-S", "-emit-llvm", "-Wno-unknown-pragmas"])
+        .args(flags)
+        .arg(&program)
+        .arg("-o")
+        .arg(&ir);
+    let mut log = run_clang(emit, &clang)?;
+    let text = std::fs::read_to_string(&ir).map_err(io(&ir))?;
+    write(&ir, kernels_as_functions(&text).as_bytes())?;
+    let sizes = probed_sizes(&text);
+    let mut metas = Vec::with_capacity(kernels.len());
+    let mut wrappers = Vec::with_capacity(kernels.len());
+    let mut entries = Vec::with_capacity(kernels.len());
+    for kernel in kernels {
+        entries.push(entry_of(&kernel));
+        let (meta, c_types) = kernel.finish(&sizes)?;
         metas.push(meta);
         wrappers.push(c_types);
     }
     let object = work.join("program.o");
     let mut compile = Command::new(&clang);
-    opencl(&mut compile);
-    as_functions(&mut compile);
     compile
-        .args(["-O2", "-flto", "-Wno-unknown-pragmas", "-c"])
-        .args(flags)
-        .arg(&program)
+        .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
+        .arg(&ir)
         .arg("-o")
         .arg(&object);
-    let mut log = run_clang(compile, &clang)?;
+    log.push_str(&run_clang(compile, &clang)?);
     let runtime = work.join("runtime.o");
-    opencl_runtime(&clang, work, &runtime_parts(&preprocessed), &runtime)?;
-    let loops = work.join("ndrange.c");
-    write(&loops, ndrange_loops(&metas, &wrappers).as_bytes())?;
-    let module_path = work.join("program.wasm");
+    let parts = runtime_parts(&preprocessed);
+    let barriers = parts.contains("USES_BARRIER");
+    opencl_runtime(&clang, work, &parts, &runtime)?;
+    let loops_source = work.join("ndrange.c");
+    write(
+        &loops_source,
+        ndrange_loops(&metas, &wrappers, &entries, barriers).as_bytes(),
+    )?;
+    let loops = work.join("ndrange.o");
+    let mut compile = Command::new(&clang);
+    compile
+        .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
+        .arg(&loops_source)
+        .arg("-o")
+        .arg(&loops);
+    run_clang(compile, &clang)?;
+    // The loop's stack holds the launch's local memory and, with barriers, the work-items'
+    // records.
+    let mut stack = STACK_BYTES + LOCAL_MEMORY_BYTES;
+    if barriers {
+        stack += MAX_GROUP_ITEMS * BARRIER_ITEM_BYTES;
+    }
+    let linked = work.join("linked.wasm");
     let mut link = Command::new(&clang);
+    // No -O: link-time optimization runs at wasm-ld's -O2 anyway, and clang given -O would
+    // run binaryen's optimizer (when installed) on the module, inlining each work-item's
+    // function into its loop and dropping the names asyncify is told.
     link.args([
         "--target=wasm32-wasi",
-        "-O2",
         "-flto",
-        "-msimd128",
-        "-mnontrapping-fptoint",
         "-nostartfiles",
         "-Wl,--no-entry",
         "-Wl,--import-memory",
         "-Wl,--stack-first",
-        "-Wl,--strip-debug",
     ])
-    .arg(format!("-Wl,-z,stack-size={STACK_BYTES}"))
+    .arg(format!("-Wl,-z,stack-size={stack}"))
     .arg(&object)
     .arg(&runtime)
     .arg(&loops)
     .arg("-o")
-    .arg(&module_path);
+    .arg(&linked);
     log.push_str(&run_clang(link, &clang).map_err(|err| match err {
         KernelBuildError::Compile(log) => {
             unprovided(&log).unwrap_or(KernelBuildError::Compile(log))
         }
         other => other,
     })?);
+    let module_path = if barriers {
+        let suspendable = work.join("program.wasm");
+        suspend_at_barriers(&linked, &metas, &suspendable)?;
+        suspendable
+    } else {
+        linked
+    };
     let module = std::fs::read(&module_path).map_err(io(&module_path))?;
     checked(BuiltKernels {
         kernels: metas,
         module,
         log,
     })
+}
+
+/// Makes the work-items of `linked` suspendable at barriers, at `out`: binaryen's asyncify
+/// instruments the functions that reach a barrier, all but the NDRange loops, which drive
+/// it.
+fn suspend_at_barriers(
+    linked: &Path,
+    kernels: &[KernelMeta],
+    out: &Path,
+) -> Result<(), KernelBuildError> {
+    let wasm_opt = std::env::var_os(WASM_OPT_ENV).unwrap_or_else(|| "wasm-opt".into());
+    let loops: Vec<String> = kernels
+        .iter()
+        .map(|k| format!("{LOOP_PREFIX}{}", k.name))
+        .collect();
+    let mut command = Command::new(&wasm_opt);
+    command
+        .arg(linked)
+        .arg("--asyncify")
+        .arg(format!(
+            "--pass-arg=asyncify-removelist@{}",
+            loops.join(",")
+        ))
+        .arg("--pass-arg=asyncify-ignore-indirect")
+        .args(["-O2", "--strip-debug"])
+        .arg("-o")
+        .arg(out);
+    run_clang(command, &wasm_opt).map_err(|err| match err {
+        KernelBuildError::NoCompiler(why) => KernelBuildError::NoCompiler(format!(
+            "kernels that call barrier need binaryen's wasm-opt ({BINARYEN_HINT}; \
+             {WASM_OPT_ENV} names another): {why}"
+        )),
+        other => other,
+    })?;
+    Ok(())
+}
+
+/// clang's IR of an OpenCL C program with its kernels' calling convention (which
+/// WebAssembly has not) taken off their definitions, declarations and calls.
+fn kernels_as_functions(ir: &str) -> String {
+    let mut plain = String::with_capacity(ir.len());
+    for line in ir.lines() {
+        let code = line.trim_start();
+        if code.starts_with("define ") || code.starts_with("declare ") || code.contains("call ") {
+            plain.push_str(&line.replace(" spir_kernel ", " "));
+        } else {
+            plain.push_str(line);
+        }
+        plain.push('\n');
+    }
+    plain
 }
 
 /// The build options clang takes for a program (`-D`, `-w`, `-Werror`, `-cl-*`); any other
@@ -934,14 +1047,45 @@ fn function_decl(dump: &str, name: &str) -> Option<serde_json::Value> {
     found
 }
 
-/// An OpenCL C kernel's metadata (its own arguments, then [`NDRANGE_ARGS`]) and the C type
-/// each of its own arguments travels as.
-fn opencl_meta(
-    kernel: &str,
-    decl: &serde_json::Value,
-) -> Result<(KernelMeta, Vec<&'static str>), KernelBuildError> {
-    let mut args = Vec::new();
-    let mut c_types = Vec::new();
+/// An OpenCL C kernel's own arguments, as its declaration gives them.
+struct OpenclKernel {
+    name: String,
+    /// Each argument's name, kind and register bytes (0 for a by-value vector or struct
+    /// until its size is known).
+    args: Vec<(String, ArgKind, u32)>,
+    /// The C type each argument travels as into the NDRange loop.
+    c_types: Vec<&'static str>,
+    /// Each argument's type as the program spells it.
+    spelled: Vec<String>,
+    /// The by-value vector and struct arguments, by position.
+    values: Vec<usize>,
+}
+
+/// The symbol of the size of `kernel`'s by-value argument `index`, which the build reads
+/// back from clang's IR.
+fn size_symbol(kernel: &str, index: usize) -> String {
+    format!("__accelhost_size_{kernel}_{index}")
+}
+
+/// The function the NDRange loop calls for `kernel`: the kernel itself, or a shim taking its
+/// by-value vectors and structs in the words a compute unit's registers hold them.
+fn entry_of(kernel: &OpenclKernel) -> String {
+    if kernel.values.is_empty() {
+        kernel.name.clone()
+    } else {
+        format!("__accelhost_args_{}", kernel.name)
+    }
+}
+
+/// An OpenCL C kernel's own arguments from its `FunctionDecl`.
+fn opencl_params(kernel: &str, decl: &serde_json::Value) -> Result<OpenclKernel, KernelBuildError> {
+    let mut read = OpenclKernel {
+        name: kernel.to_owned(),
+        args: Vec::new(),
+        c_types: Vec::new(),
+        spelled: Vec::new(),
+        values: Vec::new(),
+    };
     for param in decl["inner"]
         .as_array()
         .into_iter()
@@ -951,48 +1095,150 @@ fn opencl_meta(
         let name = param["name"].as_str().unwrap_or("").to_owned();
         let shown = param["type"]["qualType"].as_str().unwrap_or("?");
         let plain = param["type"]["desugaredQualType"].as_str().unwrap_or(shown);
-        let plain = plain
-            .replace("__private", "")
-            .replace("__global", "")
-            .replace("__constant", "");
+        // `const __private int` reads `const int` (the space each qualifier leaves closes).
+        let words = |ty: &str| {
+            ty.replace("__private", "")
+                .replace("__global", "")
+                .replace("__constant", "")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let plain = words(plain);
+        read.spelled.push(
+            shown
+                .replace("__private", "")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim_start_matches("const ")
+                .to_owned(),
+        );
         if shown.contains("__local") {
-            return Err(kernel_error(
-                kernel,
-                format!(
-                    "argument '{name}' is a __local pointer, which these devices do not take yet"
-                ),
-            ));
+            read.c_types.push("void *");
+            read.args.push((name, ArgKind::Local, 4));
+            continue;
         }
-        let (kind, size) = scalar_or_pointer(plain.trim()).ok_or_else(|| {
-            kernel_error(
-                kernel,
-                format!(
-                    "argument '{name}' has type '{shown}'; these devices take pointers and \
-                     scalar numbers (vectors and structs by value are not supported yet)"
-                ),
-            )
-        })?;
-        let bare = plain.trim().trim_start_matches("const ").trim();
-        c_types.push(match (kind, size, bare) {
+        let Some((kind, size)) = scalar_or_pointer(&plain) else {
+            if shown.contains('*') || shown.contains("(unnamed") || shown.contains("(anonymous") {
+                return Err(kernel_error(
+                    kernel,
+                    format!(
+                        "argument '{name}' has type '{shown}'; these devices take pointers, \
+                         numbers, vectors and named structs"
+                    ),
+                ));
+            }
+            read.values.push(read.args.len());
+            read.c_types.push("");
+            read.args.push((name, ArgKind::Scalar, 0));
+            continue;
+        };
+        let bare = plain.trim_start_matches("const ");
+        read.c_types.push(match (kind, size, bare) {
             (ArgKind::Global, _, _) => "void *",
             (_, _, "float") => "float",
             (_, _, "double") => "double",
             (_, 8, _) => "unsigned long long",
+            (_, _, "char" | "signed char") => "signed char",
+            (_, _, "unsigned char") => "unsigned char",
+            (_, _, "short") => "short",
+            (_, _, "unsigned short") => "unsigned short",
             _ => "unsigned int",
         });
-        args.push((name, kind, size));
+        read.args.push((name, kind, size));
     }
-    args.extend(
-        NDRANGE_ARGS
-            .iter()
-            .map(|n| ((*n).to_owned(), ArgKind::Scalar, 4)),
-    );
-    Ok((finish_meta(kernel, &args)?, c_types))
+    Ok(read)
+}
+
+/// What a program gets appended when kernels take vectors or structs by value: the size of
+/// each (read back from clang's IR) and, per kernel, a shim the NDRange loop calls, which
+/// takes each such value in the words the registers hold (up to 8 bytes) or as a pointer to
+/// its copy (larger), and calls the kernel with it.
+fn by_value_shims(kernels: &[OpenclKernel]) -> String {
+    let mut text = String::new();
+    for kernel in kernels.iter().filter(|k| !k.values.is_empty()) {
+        let mut params = Vec::new();
+        let mut forwarded = Vec::new();
+        for (i, spelled) in kernel.spelled.iter().enumerate() {
+            if kernel.values.contains(&i) {
+                text.push_str(&format!(
+                    "__constant uint {} __attribute__((used)) = sizeof({spelled});\n",
+                    size_symbol(&kernel.name, i)
+                ));
+                params.push(format!(
+                    "__typeof__(__builtin_choose_expr(sizeof({spelled}) <= 4, (uint)0, \
+                     __builtin_choose_expr(sizeof({spelled}) <= 8, (ulong)0, \
+                     (__global const {spelled} *)0))) a{i}"
+                ));
+                forwarded.push(format!(
+                    "__builtin_choose_expr(sizeof({spelled}) <= 8, *({spelled} *)&a{i}, \
+                     **(__global const {spelled} **)&a{i})"
+                ));
+            } else {
+                params.push(format!("{spelled} a{i}"));
+                forwarded.push(format!("a{i}"));
+            }
+        }
+        text.push_str(&format!(
+            "__kernel void {}({}) {{\n    {}({});\n}}\n",
+            entry_of(kernel),
+            params.join(", "),
+            kernel.name,
+            forwarded.join(", ")
+        ));
+    }
+    text
+}
+
+/// The sizes clang gave the by-value arguments' types, by symbol, from its IR.
+fn probed_sizes(ir: &str) -> HashMap<&str, u32> {
+    ir.lines()
+        .filter(|line| line.starts_with("@__accelhost_size_"))
+        .filter_map(|line| {
+            let (symbol, rest) = line[1..].split_once(" = ")?;
+            let value = rest.split_once("i32 ")?.1;
+            let digits = value.split(|c: char| !c.is_ascii_digit()).next()?;
+            Some((symbol, digits.parse().ok()?))
+        })
+        .collect()
+}
+
+impl OpenclKernel {
+    /// The kernel's metadata (its own arguments, then [`NDRANGE_ARGS`]) and the C type each
+    /// of its own arguments travels as, its by-value arguments' sizes from `sizes`.
+    fn finish(
+        mut self,
+        sizes: &HashMap<&str, u32>,
+    ) -> Result<(KernelMeta, Vec<&'static str>), KernelBuildError> {
+        for &i in &self.values {
+            let size = *sizes
+                .get(size_symbol(&self.name, i).as_str())
+                .ok_or_else(|| {
+                    kernel_error(
+                        &self.name,
+                        format!("the size of argument '{}' is not known", self.args[i].0),
+                    )
+                })?;
+            self.args[i].2 = size.next_multiple_of(4).max(4);
+            self.c_types[i] = match size {
+                0..=4 => "unsigned int",
+                5..=8 => "unsigned long long",
+                _ => "void *",
+            };
+        }
+        self.args.extend(
+            NDRANGE_ARGS
+                .iter()
+                .map(|n| ((*n).to_owned(), ArgKind::Scalar, 4)),
+        );
+        Ok((finish_meta(&self.name, &self.args)?, self.c_types))
+    }
 }
 
 /// The optional parts of the runtime a program names, as `#define`s the runtime's text reads
-/// (`USES_convert_T`, `USES_VLOADSTOREN`): the conversions to each type and the vector loads
-/// and stores of each width. Read from the whole preprocessed program (its headers' macros
+/// (`USES_convert_T`, `USES_VLOADSTOREN`, `USES_BARRIER` with the sizes of its work-items):
+/// the conversions to each type, the vector loads and stores of each width, and barriers. Read from the whole preprocessed program (its headers' macros
 /// expanded) but clang's own OpenCL headers, which declare them all.
 fn runtime_parts(preprocessed: &str) -> String {
     const CONVERTIBLE: [&str; 10] = [
@@ -1016,6 +1262,8 @@ fn runtime_parts(preprocessed: &str) -> String {
                 if let Some(ty) = ty.filter(|ty| CONVERTIBLE.contains(ty)) {
                     parts.insert(format!("USES_convert_{ty}"));
                 }
+            } else if word == "barrier" {
+                parts.insert("USES_BARRIER".to_owned());
             } else if let Some(width) = word
                 .strip_prefix("vload")
                 .or_else(|| word.strip_prefix("vstore"))
@@ -1025,41 +1273,127 @@ fn runtime_parts(preprocessed: &str) -> String {
             }
         }
     }
-    parts
+    let mut defines: String = parts
         .iter()
         .map(|part| format!("#define {part}\n"))
-        .collect()
+        .collect();
+    if parts.contains("USES_BARRIER") {
+        defines.push_str(&format!(
+            "#define ITEM_STACK {BARRIER_ITEM_STACK}\n#define ITEM_SAVE {BARRIER_ITEM_SAVE}\n\
+             #define MAX_ITEMS {MAX_GROUP_ITEMS}\n"
+        ));
+    }
+    defines
 }
 
 /// Each kernel's NDRange loop, exported under the kernel's name, over the runtime's
-/// work-item functions.
-fn ndrange_loops(kernels: &[KernelMeta], c_types: &[Vec<&'static str>]) -> String {
+/// work-item functions. A `__local` argument arrives as its byte count and is given that
+/// much of the loop's stack; with `barriers`, each work-item runs through a function of its
+/// own, which the runtime suspends at barriers (see `USES_BARRIER` in the runtime). Each
+/// loop calls its kernel's entry (the kernel, or its by-value shim); numbers narrower than a
+/// word arrive in one and are narrowed as the kernel takes them.
+fn ndrange_loops(
+    kernels: &[KernelMeta],
+    c_types: &[Vec<&'static str>],
+    entries: &[String],
+    barriers: bool,
+) -> String {
     let mut text = String::from(
         "extern int __accelhost_begin(unsigned, unsigned, unsigned, unsigned, unsigned, \
          unsigned, unsigned, unsigned, unsigned, unsigned);\n\
-         extern int __accelhost_next(void);\n",
+         extern int __accelhost_next(void);\n\
+         extern int __accelhost_next_group(void);\n\
+         extern unsigned __accelhost_items_bytes(void);\n\
+         extern void __accelhost_group_begin(void *);\n\
+         extern unsigned __accelhost_resume(void);\n\
+         extern void __accelhost_suspended(void);\n\
+         extern unsigned __accelhost_get_sp(void);\n\
+         extern void __accelhost_set_sp(unsigned);\n",
     );
-    for (kernel, own) in kernels.iter().zip(c_types) {
-        let params: Vec<String> = own
+    for ((kernel, own), entry) in kernels.iter().zip(c_types).zip(entries) {
+        let name = &kernel.name;
+        let mut params = Vec::with_capacity(own.len());
+        let mut locals = String::new();
+        let mut forwarded = Vec::with_capacity(own.len());
+        for (i, (ty, arg)) in own.iter().zip(&kernel.args).enumerate() {
+            if arg.kind == ArgKind::Local {
+                params.push(format!("unsigned a{i}"));
+                locals.push_str(&format!(
+                    "    if (a{i} > {LOCAL_MEMORY_BYTES}u) __builtin_trap();\n\
+                     \x20   local_bytes += (a{i} + 15u) & ~15u;\n\
+                     \x20   if (local_bytes > {LOCAL_MEMORY_BYTES}u) __builtin_trap();\n\
+                     \x20   void *local{i} = __builtin_alloca((a{i} + 15u) & ~15u);\n"
+                ));
+                forwarded.push(format!("local{i}"));
+            } else {
+                let carried = match *ty {
+                    "signed char" | "unsigned char" | "short" | "unsigned short" => "unsigned",
+                    other => other,
+                };
+                params.push(format!("{carried} a{i}"));
+                forwarded.push(format!("a{i}"));
+            }
+        }
+        let types = if own.is_empty() {
+            "void".to_owned()
+        } else {
+            own.join(", ")
+        };
+        let declared: Vec<String> = own
             .iter()
             .enumerate()
             .map(|(i, ty)| format!("{ty} a{i}"))
             .collect();
-        let forwarded: Vec<String> = (0..own.len()).map(|i| format!("a{i}")).collect();
+        let declared = if own.is_empty() {
+            "void".to_owned()
+        } else {
+            declared.join(", ")
+        };
+        text.push_str(&format!("\nextern void {entry}({types});\n"));
+        if !locals.is_empty() {
+            locals.insert_str(0, "    unsigned local_bytes = 0;\n");
+        }
+        let run = if barriers {
+            text.push_str(&format!(
+                "__attribute__((noinline)) static void __accelhost_item_{name}({declared}) {{\n\
+                 \x20   {entry}({});\n}}\n",
+                (0..own.len())
+                    .map(|i| format!("a{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            format!(
+                "    unsigned items_bytes = __accelhost_items_bytes();\n\
+                 \x20   if (items_bytes == 0) __builtin_trap();\n\
+                 \x20   void *items = __builtin_alloca(items_bytes);\n\
+                 \x20   do {{\n\
+                 \x20       __accelhost_group_begin(items);\n\
+                 \x20       unsigned sp;\n\
+                 \x20       while ((sp = __accelhost_resume()) != 0) {{\n\
+                 \x20           unsigned loop_sp = __accelhost_get_sp();\n\
+                 \x20           __accelhost_set_sp(sp);\n\
+                 \x20           __accelhost_item_{name}({forwarded});\n\
+                 \x20           __accelhost_set_sp(loop_sp);\n\
+                 \x20           __accelhost_suspended();\n\
+                 \x20       }}\n\
+                 \x20   }} while (__accelhost_next_group());\n",
+                forwarded = forwarded.join(", "),
+            )
+        } else {
+            format!(
+                "    do {{ {entry}({}); }} while (__accelhost_next());\n",
+                forwarded.join(", ")
+            )
+        };
         text.push_str(&format!(
-            "\nextern void {name}({types});\n\
-             __attribute__((export_name(\"{name}\")))\n\
-             void __accelhost_ndrange_{name}({params}{sep}unsigned dim, unsigned g0, unsigned g1, \
+            "__attribute__((export_name(\"{name}\")))\n\
+             void {LOOP_PREFIX}{name}({params}{sep}unsigned dim, unsigned g0, unsigned g1, \
              unsigned g2, unsigned l0, unsigned l1, unsigned l2, unsigned o0, unsigned o1, \
              unsigned o2) {{\n\
              \x20   if (!__accelhost_begin(dim, g0, g1, g2, l0, l1, l2, o0, o1, o2)) __builtin_trap();\n\
-             \x20   do {{ {name}({forwarded}); }} while (__accelhost_next());\n\
-             }}\n",
-            name = kernel.name,
-            types = if own.is_empty() { "void".to_owned() } else { own.join(", ") },
+             {locals}{run}}}\n",
             params = params.join(", "),
             sep = if own.is_empty() { "" } else { ", " },
-            forwarded = forwarded.join(", "),
         ));
     }
     text
@@ -1174,6 +1508,121 @@ mod tests {
             "#define USES_VLOADSTORE16\n#define USES_VLOADSTORE3\n#define USES_convert_float\n\
              #define USES_convert_int\n"
         );
+    }
+
+    #[test]
+    fn a_program_calling_barrier_gets_suspendable_work_items_of_the_sizes_the_link_gives() {
+        let preprocessed = "# 1 \"/usr/lib/clang/14/include/opencl-c.h\" 1\n\
+            void barrier(cl_mem_fence_flags);\n\
+            # 3 \"program.cl\" 2\n";
+        assert_eq!(
+            runtime_parts(preprocessed),
+            "",
+            "clang's header alone names nothing"
+        );
+        let parts = runtime_parts(&format!("{preprocessed}x[l] = 1; barrier(1);\n"));
+        assert_eq!(
+            parts,
+            format!(
+                "#define USES_BARRIER\n#define ITEM_STACK {BARRIER_ITEM_STACK}\n\
+                 #define ITEM_SAVE {BARRIER_ITEM_SAVE}\n#define MAX_ITEMS {MAX_GROUP_ITEMS}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn kernels_lose_their_calling_convention_in_code_and_nowhere_else() {
+        let ir = "@.str = private constant [20 x i8] c\"a spir_kernel word \\00\"\n\
+            define hidden spir_kernel void @k(float* %0) #0 {\n\
+            \x20 tail call spir_kernel void @j(float* %0)\n\
+            \x20 ret void\n}\n\
+            declare spir_kernel void @j(float*)\n";
+        let plain = kernels_as_functions(ir);
+        assert_eq!(plain.matches("spir_kernel").count(), 1, "{plain}");
+        assert!(plain.contains("define hidden void @k(") && plain.contains("tail call void @j("));
+        assert!(plain.contains("declare void @j("), "{plain}");
+    }
+
+    #[test]
+    fn local_arguments_are_given_bounded_memory_of_the_loop_and_barriers_a_loop_of_items() {
+        let meta = opencl_meta_for_test();
+        let types = vec![vec!["void *", "void *"]];
+        let entries = ["k".to_owned()];
+        let plain = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, false);
+        assert!(plain.contains("void __accelhost_ndrange_k(void * a0, unsigned a1, unsigned dim"));
+        assert!(plain.contains(&format!(
+            "if (a1 > {LOCAL_MEMORY_BYTES}u) __builtin_trap();"
+        )));
+        assert!(
+            plain.contains("do { k(a0, local1); } while (__accelhost_next());"),
+            "{plain}"
+        );
+        assert!(!plain.contains("__accelhost_item_k"));
+        let suspendable = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, true);
+        assert!(suspendable.contains("__attribute__((noinline)) static void __accelhost_item_k("));
+        assert!(
+            suspendable.contains("__accelhost_item_k(a0, local1);"),
+            "{suspendable}"
+        );
+    }
+
+    #[test]
+    fn by_value_arguments_take_the_size_clang_gives_in_whole_words_through_a_shim() {
+        let kernel = || OpenclKernel {
+            name: "k".into(),
+            args: vec![
+                ("x".into(), ArgKind::Global, 8),
+                ("c".into(), ArgKind::Scalar, 0),
+                ("w".into(), ArgKind::Scalar, 0),
+            ],
+            c_types: vec!["void *", "", ""],
+            spelled: vec![
+                "__global float *".into(),
+                "cfloat_t".into(),
+                "wide_t".into(),
+            ],
+            values: vec![1, 2],
+        };
+        let shim = by_value_shims(&[kernel()]);
+        assert!(shim.contains(
+            "__constant uint __accelhost_size_k_1 __attribute__((used)) = sizeof(cfloat_t);"
+        ));
+        assert!(
+            shim.contains("__kernel void __accelhost_args_k(__global float * a0, "),
+            "{shim}"
+        );
+        assert!(
+            shim.contains("k(a0, __builtin_choose_expr(sizeof(cfloat_t) <= 8"),
+            "{shim}"
+        );
+        assert_eq!(entry_of(&kernel()), "__accelhost_args_k");
+        let ir = "@__accelhost_size_k_1 = hidden constant i32 6, align 4\n\
+                  @__accelhost_size_k_2 = hidden constant i32 28, align 4\n\
+                  @other = hidden constant i32 5, align 4\n";
+        let sizes = probed_sizes(ir);
+        assert_eq!(sizes.len(), 2);
+        let (meta, c_types) = kernel().finish(&sizes).unwrap();
+        let words: Vec<u32> = meta.args[..3].iter().map(|a| a.size).collect();
+        assert_eq!(words, [8, 8, 28]);
+        assert_eq!(c_types, ["void *", "unsigned long long", "void *"]);
+        let err = kernel().finish(&HashMap::new()).unwrap_err().to_string();
+        assert!(
+            err.contains("the size of argument 'c' is not known"),
+            "{err}"
+        );
+    }
+
+    fn opencl_meta_for_test() -> KernelMeta {
+        let mut args = vec![
+            ("x".to_owned(), ArgKind::Global, 8),
+            ("scratch".to_owned(), ArgKind::Local, 4),
+        ];
+        args.extend(
+            NDRANGE_ARGS
+                .iter()
+                .map(|n| ((*n).to_owned(), ArgKind::Scalar, 4)),
+        );
+        KernelMeta::with_hls_offsets("k", &args)
     }
 
     #[test]

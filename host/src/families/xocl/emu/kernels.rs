@@ -6,11 +6,14 @@
 //! - it imports its memory (`env.memory`, 32-bit, not shared) and nothing else;
 //! - it exports each kernel as a function of the kernel's arguments, in metadata order, with
 //!   no results: a pointer is an `i32` offset into the memory, a scalar an `i32` or `f32`
-//!   (4 bytes) or an `i64` or `f64` (8 bytes).
+//!   (4 bytes) or an `i64` or `f64` (8 bytes) or, larger, an `i32` pointer to a copy of
+//!   its bytes, a local argument (OpenCL C's `__local`) the
+//!   `i32` count of bytes the kernel gives itself.
 //!
 //! The memory of a launch is, in order: the module's own (the minimum it declares: stack and
 //! data), then each buffer object a pointer argument falls in, whole and once however many
-//! arguments point into it. It cannot grow, so an access beyond the last buffer traps, as
+//! arguments point into it, then a copy of each value of more than 8 bytes (its parameter an
+//! `i32` pointer to it). It cannot grow, so an access beyond the last buffer traps, as
 //! does the end of the launch's deadline; either is that launch's error. Buffers are copied
 //! back only when the kernel returned.
 
@@ -34,6 +37,8 @@ const MAX_PAGES: u64 = 1 << 16;
 const PAGE: u64 = 1 << 16;
 /// Buffers start on this boundary inside the memory, as device allocations would.
 const BUFFER_ALIGN: u64 = 4096;
+/// Values of more than 8 bytes start on this boundary (OpenCL's largest vector alignment).
+const VALUE_ALIGN: u64 = 128;
 /// How often the deadline clock ticks.
 const TICK: Duration = Duration::from_millis(5);
 
@@ -76,6 +81,9 @@ pub(super) enum LaunchArg {
     Pointer(Option<(usize, u64)>),
     /// A scalar's bits.
     Scalar(u64),
+    /// A value of more than 8 bytes (an OpenCL C vector or struct): the kernel gets a pointer
+    /// to a copy in its memory.
+    Bytes(Vec<u8>),
 }
 
 impl KernelProgram {
@@ -169,7 +177,9 @@ impl KernelProgram {
                 (arg.kind, arg.size, param),
                 (ArgKind::Global, _, ValType::I32)
                     | (ArgKind::Scalar, 4, ValType::I32 | ValType::F32)
+                    | (ArgKind::Local, 4, ValType::I32)
                     | (ArgKind::Scalar, 8, ValType::I64 | ValType::F64)
+                    | (ArgKind::Scalar, 9.., ValType::I32)
             );
             if !fits {
                 return Err(format!(
@@ -202,6 +212,14 @@ impl KernelProgram {
             let at = end.next_multiple_of(BUFFER_ALIGN);
             placed.push(at);
             end = at.saturating_add(*len);
+        }
+        let mut values_placed = Vec::new();
+        for arg in args {
+            if let LaunchArg::Bytes(bytes) = arg {
+                let at = end.next_multiple_of(VALUE_ALIGN);
+                values_placed.push(at);
+                end = at + bytes.len() as u64;
+            }
         }
         let pages = end.div_ceil(PAGE).max(self.own_pages);
         if pages > self.max_pages {
@@ -236,10 +254,21 @@ impl KernelProgram {
             &placed,
             window_lens,
         ))?;
+        let values = args.iter().filter_map(|arg| match arg {
+            LaunchArg::Bytes(bytes) => Some(bytes),
+            _ => None,
+        });
+        for (bytes, &at) in values.zip(&values_placed) {
+            memory.data_mut(&mut store)[at as usize..][..bytes.len()].copy_from_slice(bytes);
+        }
+        let mut values_placed = values_placed.into_iter();
         let params: Vec<Val> = args
             .iter()
             .zip(self.param_types(kernel))
             .map(|(arg, ty)| match arg {
+                LaunchArg::Bytes(_) => {
+                    Val::I32(values_placed.next().expect("placed above") as u32 as i32)
+                }
                 LaunchArg::Pointer(None) => Val::I32(0),
                 LaunchArg::Pointer(Some((window, offset))) => {
                     Val::I32((placed[*window] + offset) as u32 as i32)

@@ -42,6 +42,115 @@ HIDDEN int __accelhost_next(void) {
     return 0;
 }
 
+/* Moves to the next work-group, its first work-item. */
+HIDDEN int __accelhost_next_group(void) {
+    local[0] = local[1] = local[2] = 0;
+    for (int d = 0; d < 3; d++) {
+        if (++group[d] < groups[d]) return 1;
+        group[d] = 0;
+    }
+    return 0;
+}
+
+/* Memory fences order nothing: a work-group's work-items run one at a time. */
+void OVL mem_fence(unsigned flags) {}
+void OVL read_mem_fence(unsigned flags) {}
+void OVL write_mem_fence(unsigned flags) {}
+
+#ifdef USES_BARRIER
+/* Work-groups whose work-items meet at barriers. Each work-item runs on a stack of its own
+ * until a barrier, where binaryen's asyncify (applied to the linked module) unwinds it into
+ * its save area; the group's loop runs the next work-item, and once every one waits (or
+ * returned) resumes them in order, until all returned. The loop calls, per work-item,
+ * __accelhost_resume, the work-item's function on the stack it names, and
+ * __accelhost_suspended. */
+__attribute__((import_module("asyncify"), import_name("start_unwind"))) void asyncify_start_unwind(void *);
+__attribute__((import_module("asyncify"), import_name("stop_unwind"))) void asyncify_stop_unwind(void);
+__attribute__((import_module("asyncify"), import_name("start_rewind"))) void asyncify_start_rewind(void *);
+__attribute__((import_module("asyncify"), import_name("stop_rewind"))) void asyncify_stop_rewind(void);
+
+enum { FRESH, WAITING, DONE };
+struct item {
+    char stack[ITEM_STACK];
+    unsigned state, sp;
+    /* asyncify's save area: where the next saved byte goes, where it ends, then the bytes */
+    char *save_at, *save_end;
+    char save[ITEM_SAVE - 16];
+};
+static struct item *items;
+static unsigned item_count, item_now, items_left;
+static int unwinding, rewinding;
+
+HIDDEN unsigned __accelhost_get_sp(void) {
+    unsigned sp;
+    __asm__ volatile(".globaltype __stack_pointer, i32\n\tglobal.get __stack_pointer\n\tlocal.set %0"
+                     : "=r"(sp) : : "memory");
+    return sp;
+}
+
+HIDDEN void __accelhost_set_sp(unsigned sp) {
+    __asm__ volatile(".globaltype __stack_pointer, i32\n\tlocal.get %0\n\tglobal.set __stack_pointer"
+                     : : "r"(sp) : "memory");
+}
+
+/* The bytes a work-group's work-items take, or 0 when the group is larger than the card
+ * runs with barriers. */
+HIDDEN unsigned __accelhost_items_bytes(void) {
+    size_t n = local_size[0] * local_size[1] * local_size[2];
+    return n <= MAX_ITEMS ? n * sizeof(struct item) : 0;
+}
+
+/* Starts the current work-group with its work-items' records at `area`. */
+HIDDEN void __accelhost_group_begin(void *area) {
+    items = area;
+    item_count = items_left = local_size[0] * local_size[1] * local_size[2];
+    for (unsigned i = 0; i < item_count; i++) items[i].state = FRESH;
+    item_now = item_count - 1;
+}
+
+/* The stack the next work-item runs on (set up to resume it if it waits at a barrier), or
+ * 0 when every work-item of the group returned. */
+HIDDEN unsigned __accelhost_resume(void) {
+    if (items_left == 0) return 0;
+    do item_now = (item_now + 1) % item_count; while (items[item_now].state == DONE);
+    local[0] = item_now % local_size[0];
+    local[1] = item_now / local_size[0] % local_size[1];
+    local[2] = item_now / (local_size[0] * local_size[1]);
+    struct item *it = &items[item_now];
+    if (it->state == FRESH) return (unsigned)(it->stack + ITEM_STACK);
+    rewinding = 1;
+    asyncify_start_rewind(&it->save_at);
+    return it->sp;
+}
+
+/* After the work-item's function returned: it waits at a barrier, or it is done. */
+HIDDEN void __accelhost_suspended(void) {
+    struct item *it = &items[item_now];
+    if (unwinding) {
+        asyncify_stop_unwind();
+        unwinding = 0;
+        it->state = WAITING;
+    } else {
+        it->state = DONE;
+        items_left--;
+    }
+}
+
+__attribute__((noinline)) void OVL barrier(unsigned flags) {
+    if (rewinding) {
+        rewinding = 0;
+        asyncify_stop_rewind();
+        return;
+    }
+    struct item *it = &items[item_now];
+    it->sp = __accelhost_get_sp();
+    it->save_at = it->save;
+    it->save_end = it->save + sizeof it->save;
+    unwinding = 1;
+    asyncify_start_unwind(&it->save_at);
+}
+#endif
+
 unsigned OVL get_work_dim(void) { return work_dim; }
 size_t OVL get_global_size(unsigned d) { return d < 3 ? global_size[d] : 1; }
 size_t OVL get_local_size(unsigned d) { return d < 3 ? local_size[d] : 1; }
@@ -247,6 +356,7 @@ CONVERT_FROM_ALL(double, double)
 #define GLOBAL __attribute__((opencl_global))
 #define CONSTANT __attribute__((opencl_constant))
 #define PRIVATE __attribute__((opencl_private))
+#define LOCAL __attribute__((opencl_local))
 #define VLOAD(T, N, AS)                                                   \
     T##N OVL vload##N(size_t offset, const AS T *p) {                    \
         T##N r;                                                           \
@@ -258,7 +368,8 @@ CONVERT_FROM_ALL(double, double)
         for (int i = 0; i < N; i++) p[offset * N + i] = data[i];          \
     }
 #define VLOADSTORE_N(T, N) \
-    VLOAD(T, N, GLOBAL) VLOAD(T, N, CONSTANT) VLOAD(T, N, PRIVATE) VSTORE(T, N, GLOBAL) VSTORE(T, N, PRIVATE)
+    VLOAD(T, N, GLOBAL) VLOAD(T, N, CONSTANT) VLOAD(T, N, PRIVATE) VLOAD(T, N, LOCAL) \
+        VSTORE(T, N, GLOBAL) VSTORE(T, N, PRIVATE) VSTORE(T, N, LOCAL)
 #define VLOADSTORE(N)                                                                      \
     VLOADSTORE_N(char, N) VLOADSTORE_N(uchar, N) VLOADSTORE_N(short, N)                    \
     VLOADSTORE_N(ushort, N) VLOADSTORE_N(int, N) VLOADSTORE_N(uint, N)                     \
@@ -339,3 +450,4 @@ BINARY(atan2pi, atan2pif, atan2pid)
     double OVL fract(double x, AS double *i) { *i = __builtin_floor(x); return __builtin_fmin(x - *i, 0x1.fffffffffffffp-1); }
 THROUGH_POINTER(GLOBAL)
 THROUGH_POINTER(PRIVATE)
+THROUGH_POINTER(LOCAL)

@@ -160,10 +160,11 @@ fn parse_arg<'a>(
     let kind = match number("addressQualifier")? {
         0 => ArgKind::Scalar,
         1 => ArgKind::Global,
+        3 => ArgKind::Local,
         other => {
             return Err(meta_err(format!(
                 "kernel '{kernel}' argument '{name}' has addressQualifier {other}; \
-                 only 0 (scalar) and 1 (global) are supported"
+                 only 0 (scalar), 1 (global) and 3 (local) are supported"
             )));
         }
     };
@@ -184,7 +185,10 @@ fn parse_arg<'a>(
             offset,
         });
     }
-    if size != 4 && size != 8 {
+    // A pointer or number, or a larger value (an OpenCL C vector or struct) in whole words.
+    // (At most 1 KiB: more than a compute unit's whole argument registers.)
+    let larger_value = kind == ArgKind::Scalar && size > 8 && size % 4 == 0 && size <= 1024;
+    if size != 4 && size != 8 && !larger_value {
         return Err(XclbinError::ArgSize { kernel, arg, size });
     }
     Ok(KernelArg {
@@ -246,6 +250,7 @@ pub(super) fn metadata_xml(kernels: &[KernelMeta], mode: u16) -> String {
                 (ArgKind::Global, _) => (1, "M_AXI_GMEM", "void*"),
                 (ArgKind::Scalar, 8) => (0, "S_AXI_CONTROL", "unsigned long"),
                 (ArgKind::Scalar, _) => (0, "S_AXI_CONTROL", "unsigned int"),
+                (ArgKind::Local, _) => (3, "S_AXI_CONTROL", "void*"),
             };
             xml.push_str(&format!(
                 "          <arg name=\"{}\" addressQualifier=\"{qualifier}\" id=\"{}\" \

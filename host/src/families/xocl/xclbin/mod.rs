@@ -362,6 +362,10 @@ pub enum ArgKind {
     Scalar,
     /// `addressQualifier` 1: a pointer into device memory.
     Global,
+    /// `addressQualifier` 3: an OpenCL C `__local` pointer. The compute unit's register holds
+    /// the bytes of local memory the launch gives it (a 32-bit scalar to the plugin); the
+    /// card passes the kernel a pointer to that much memory of the work-group's own.
+    Local,
 }
 
 /// Why an image was refused.
@@ -584,7 +588,7 @@ pub enum XclbinError {
     },
     /// An argument has a size the register map cannot hold.
     #[error(
-        "kernel '{kernel}' argument '{arg}' has size {size}; expected 4 (scalar) or 8 (pointer or 64-bit scalar)"
+        "kernel '{kernel}' argument '{arg}' has size {size}; expected 4 (scalar) or 8 (pointer or 64-bit scalar), or whole words of a larger scalar value"
     )]
     ArgSize {
         /// The kernel.

@@ -477,9 +477,33 @@ fn bad_kernel_arguments_are_refused() {
     assert_eq!(
         err(&with_arg(0x40, 3)),
         "kernel 'vadd' argument 'x' has size 3; expected 4 (scalar) or 8 (pointer or 64-bit \
-         scalar)"
+         scalar), or whole words of a larger scalar value"
     );
+    assert_eq!(
+        err(&with_arg(0x40, 18)),
+        "kernel 'vadd' argument 'x' has size 18; expected 4 (scalar) or 8 (pointer or 64-bit \
+         scalar), or whole words of a larger scalar value"
+    );
+    assert!(parse(&with_arg(0x40, 16)).is_ok());
     assert!(parse(&with_arg(0x40, 8)).is_ok());
+}
+
+#[test]
+fn local_arguments_travel_as_address_qualifier_3() {
+    let mut meta = vadd_meta();
+    meta.args.push(KernelArg {
+        name: "scratch".into(),
+        index: 4,
+        offset: 0x40,
+        size: 4,
+        kind: ArgKind::Local,
+    });
+    let image = XclbinBuilder::new(UUID)
+        .bank(MemKind::Ddr4, "bank0", 0, 1 << 20)
+        .kernel(meta.clone())
+        .build();
+    let parsed = parse(&image).unwrap();
+    assert_eq!(parsed.kernels, [meta]);
 }
 
 fn with_xml(xml: &str) -> Vec<u8> {
