@@ -2,8 +2,11 @@
  * binary for each (the ICD loader picks the implementation from OCL_ICD_VENDORS): context
  * creation, 64 MiB transfers each way, a one-element vadd's launch-to-finish latency and
  * queued launches per second. Usage: peer <xclbin|-> <launches> <transfer MiB>; with "-" the
- * kernel is built from OpenCL C source. Prints one "key value" line per figure; exits 1 with
- * the failing call on stderr. */
+ * kernel is built from OpenCL C source. `peer kernels` instead builds three kernels from
+ * OpenCL C source and times their builds and runs: vadd of 16 Mi floats, a sum of 1 Mi
+ * floats through local memory and barriers, a 512x512 matrix multiply of 16x16 tiles in local
+ * memory; each result checked. Prints one "key value" line per figure; exits 1 with the
+ * failing call on stderr. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdint.h>
@@ -69,7 +72,182 @@ static unsigned char *read_file(const char *path, size_t *size) {
     return bytes;
 }
 
+static const char *KERNELS_SOURCE[3] = {
+    "__kernel void vadd(__global const float *a, __global const float *b, __global float *c) {\n"
+    "    size_t i = get_global_id(0);\n"
+    "    c[i] = a[i] + b[i];\n"
+    "}\n",
+    "__kernel void sum(__global const float *a, __local float *part, __global float *out) {\n"
+    "    size_t l = get_local_id(0);\n"
+    "    part[l] = a[get_global_id(0)];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {\n"
+    "        if (l < s) part[l] += part[l + s];\n"
+    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    }\n"
+    "    if (l == 0) out[get_group_id(0)] = part[0];\n"
+    "}\n",
+    "#define T 16\n"
+    "__kernel void mmult(__global const float *a, __global const float *b, __global float *c,\n"
+    "                    int n) {\n"
+    "    __local float ta[T][T], tb[T][T];\n"
+    "    int x = get_local_id(0), y = get_local_id(1);\n"
+    "    int col = get_global_id(0), row = get_global_id(1);\n"
+    "    float acc = 0;\n"
+    "    for (int k = 0; k < n; k += T) {\n"
+    "        ta[y][x] = a[row * n + k + x];\n"
+    "        tb[y][x] = b[(k + y) * n + col];\n"
+    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "        for (int j = 0; j < T; j++) acc += ta[y][j] * tb[j][x];\n"
+    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    }\n"
+    "    c[row * n + col] = acc;\n"
+    "}\n",
+};
+
+/* Builds `source` for `device`, printing how long clBuildProgram took as `build_<name>_ms`. */
+static cl_kernel built(cl_context context, cl_device_id device, const char *source,
+                       const char *name) {
+    cl_int err = CL_SUCCESS;
+    cl_program program = clCreateProgramWithSource(context, 1, &source, NULL, &err);
+    CREATED("clCreateProgramWithSource", err);
+    double start = now_us();
+    err = clBuildProgram(program, 1, &device, NULL, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[4096] = {0};
+        clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        fprintf(stderr, "clBuildProgram of %s failed: %d %s\n", name, err, log);
+        exit(1);
+    }
+    printf("build_%s_ms %.3f\n", name, (now_us() - start) / 1e3);
+    cl_kernel kernel = clCreateKernel(program, name, &err);
+    CREATED("clCreateKernel", err);
+    CHECK(clReleaseProgram(program));
+    return kernel;
+}
+
+/* Runs `kernel` once unmeasured (a peer may compile it then), then three times, printing the
+ * best launch-to-finish time as `<name>_ms`. */
+static void timed(cl_command_queue queue, cl_kernel kernel, const char *name, cl_uint dims,
+                  const size_t *global, const size_t *local) {
+    double best = 1e30;
+    for (int round = 0; round < 4; round++) {
+        double start = now_us();
+        CHECK(clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, NULL));
+        CHECK(clFinish(queue));
+        double took = now_us() - start;
+        if (round > 0 && took < best) best = took;
+    }
+    printf("%s_ms %.3f\n", name, best / 1e3);
+}
+
+static cl_mem filled(cl_context context, const float *values, size_t count) {
+    cl_int err = CL_SUCCESS;
+    cl_mem buffer = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                   count * sizeof *values, (void *)values, &err);
+    CREATED("clCreateBuffer", err);
+    return buffer;
+}
+
+static int kernels(cl_device_id device) {
+    enum { ELEMENTS = 16 << 20, SUMMED = 1 << 20, GROUP = 256, N = 512 };
+    cl_int err = CL_SUCCESS;
+    cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    CREATED("clCreateContext", err);
+    cl_command_queue queue = clCreateCommandQueue(context, device, 0, &err);
+    CREATED("clCreateCommandQueue", err);
+    cl_kernel vadd = built(context, device, KERNELS_SOURCE[0], "vadd");
+    cl_kernel sum = built(context, device, KERNELS_SOURCE[1], "sum");
+    cl_kernel mmult = built(context, device, KERNELS_SOURCE[2], "mmult");
+
+    float *a = malloc(ELEMENTS * sizeof *a), *b = malloc(ELEMENTS * sizeof *b);
+    float *c = malloc(ELEMENTS * sizeof *c);
+    for (size_t i = 0; i < ELEMENTS; i++) {
+        a[i] = (float)(i % 1000);
+        b[i] = (float)(i % 7);
+    }
+    cl_mem da = filled(context, a, ELEMENTS), db = filled(context, b, ELEMENTS);
+    cl_mem dc = filled(context, c, ELEMENTS);
+    size_t global = ELEMENTS, local = GROUP;
+    CHECK(clSetKernelArg(vadd, 0, sizeof da, &da));
+    CHECK(clSetKernelArg(vadd, 1, sizeof db, &db));
+    CHECK(clSetKernelArg(vadd, 2, sizeof dc, &dc));
+    timed(queue, vadd, "vadd", 1, &global, &local);
+    CHECK(clEnqueueReadBuffer(queue, dc, CL_TRUE, 0, ELEMENTS * sizeof *c, c, 0, NULL, NULL));
+    for (size_t i = 0; i < ELEMENTS; i++) {
+        if (c[i] != a[i] + b[i]) {
+            fprintf(stderr, "vadd: element %zu is %f, not %f\n", i, c[i], a[i] + b[i]);
+            return 1;
+        }
+    }
+
+    cl_mem parts = clCreateBuffer(context, CL_MEM_READ_WRITE, SUMMED / GROUP * sizeof(float),
+                                  NULL, &err);
+    CREATED("clCreateBuffer", err);
+    CHECK(clSetKernelArg(sum, 0, sizeof da, &da));
+    CHECK(clSetKernelArg(sum, 1, GROUP * sizeof(float), NULL));
+    CHECK(clSetKernelArg(sum, 2, sizeof parts, &parts));
+    size_t summed = SUMMED;
+    timed(queue, sum, "sum", 1, &summed, &local);
+    CHECK(clEnqueueReadBuffer(queue, parts, CL_TRUE, 0, SUMMED / GROUP * sizeof(float), c, 0,
+                              NULL, NULL));
+    double total = 0, want = 0;
+    for (size_t i = 0; i < SUMMED / GROUP; i++) total += c[i];
+    for (size_t i = 0; i < SUMMED; i++) want += a[i];
+    if (total != want) {
+        fprintf(stderr, "sum: %f, not %f\n", total, want);
+        return 1;
+    }
+
+    for (size_t i = 0; i < N * N; i++) {
+        a[i] = (float)((i * 7) % 11) - 5;
+        b[i] = (float)((i * 3) % 13) - 6;
+    }
+    cl_mem ma = filled(context, a, N * N), mb = filled(context, b, N * N);
+    cl_mem mc = filled(context, c, N * N);
+    int n = N;
+    CHECK(clSetKernelArg(mmult, 0, sizeof ma, &ma));
+    CHECK(clSetKernelArg(mmult, 1, sizeof mb, &mb));
+    CHECK(clSetKernelArg(mmult, 2, sizeof mc, &mc));
+    CHECK(clSetKernelArg(mmult, 3, sizeof n, &n));
+    size_t square[2] = {N, N}, tile[2] = {16, 16};
+    timed(queue, mmult, "mmult", 2, square, tile);
+    CHECK(clEnqueueReadBuffer(queue, mc, CL_TRUE, 0, N * N * sizeof *c, c, 0, NULL, NULL));
+    for (size_t row = 0; row < N; row += 97) {
+        for (size_t col = 0; col < N; col += 89) {
+            float want_c = 0;
+            for (size_t k = 0; k < N; k++) want_c += a[row * N + k] * b[k * N + col];
+            if (c[row * N + col] != want_c) {
+                fprintf(stderr, "mmult: (%zu, %zu) is %f, not %f\n", row, col,
+                        c[row * N + col], want_c);
+                return 1;
+            }
+        }
+    }
+    cl_mem all[] = {da, db, dc, parts, ma, mb, mc};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) CHECK(clReleaseMemObject(all[i]));
+    CHECK(clReleaseKernel(vadd));
+    CHECK(clReleaseKernel(sum));
+    CHECK(clReleaseKernel(mmult));
+    CHECK(clReleaseCommandQueue(queue));
+    CHECK(clReleaseContext(context));
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "kernels") == 0) {
+        cl_platform_id platform;
+        CHECK(clGetPlatformIDs(1, &platform, NULL));
+        cl_device_id device;
+        CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL));
+        char name[256] = {0};
+        CHECK(clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL));
+        printf("device %s\n", name);
+        return kernels(device);
+    }
     if (argc != 4) {
         fprintf(stderr, "usage: %s <xclbin|-> <launches> <transfer MiB>\n", argv[0]);
         return 2;

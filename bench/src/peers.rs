@@ -1,6 +1,8 @@
 //! `accelhost bench --peers`: one C program (`bench/peers/peer.c`) run through accelhost's
 //! OpenCL platform and through every other OpenCL implementation found, in turns within the
-//! same minutes, and accelhost's figures as ratios of each peer's. The program is compiled
+//! same minutes, and accelhost's figures as ratios of each peer's; then the same program's
+//! kernels from OpenCL C source (vadd, a sum through local memory and barriers, a tiled
+//! matrix multiply), their build and run times beside each peer's. The program is compiled
 //! here against the system's ICD loader, so every implementation runs the same binary; the
 //! loader is pointed at one implementation per run (`OCL_ICD_VENDORS`).
 
@@ -89,6 +91,49 @@ const COMPARED: [Compared; 6] = [
     ("launch→finish p99 µs", |f| f.launch_p99_us, Better::Lower),
     ("queued launches /s", |f| f.queued_per_s, Better::Higher),
 ];
+
+/// What `peer kernels` prints: each kernel's build and run, in milliseconds.
+#[derive(Clone, Debug, PartialEq)]
+struct KernelFigures {
+    device: String,
+    /// Per kernel of [`KERNELS`]: clBuildProgram's time, then the best launch-to-finish.
+    build_ms: [f64; 3],
+    run_ms: [f64; 3],
+}
+
+/// The kernels `peer kernels` builds and runs, and what each does.
+const KERNELS: [(&str, &str); 3] = [
+    ("vadd", "vadd 16 Mi floats"),
+    ("sum", "sum 1 Mi floats (local memory, barriers)"),
+    ("mmult", "512×512 matrix multiply (16×16 tiles, barriers)"),
+];
+
+/// Reads `peer kernels`' output: a build and a run time for each of [`KERNELS`].
+fn parse_kernel_figures(text: &str) -> Result<KernelFigures, String> {
+    let value = |key: &str| -> Result<&str, String> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
+            .map(str::trim)
+            .ok_or_else(|| format!("the program printed no `{key}`"))
+    };
+    let number = |key: String| -> Result<f64, String> {
+        let text = value(&key)?;
+        match text.parse::<f64>() {
+            Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+            _ => Err(format!("`{key}` is not a figure: {text:?}")),
+        }
+    };
+    let mut figures = KernelFigures {
+        device: value("device")?.to_string(),
+        build_ms: [0.0; 3],
+        run_ms: [0.0; 3],
+    };
+    for (at, (kernel, _)) in KERNELS.iter().enumerate() {
+        figures.build_ms[at] = number(format!("build_{kernel}_ms"))?;
+        figures.run_ms[at] = number(format!("{kernel}_ms"))?;
+    }
+    Ok(figures)
+}
 
 /// Reads the program's output: one `key value` line per figure, every figure present.
 fn parse_figures(text: &str) -> Result<Figures, String> {
@@ -224,23 +269,51 @@ impl Runner {
         launches: u32,
         transfer_mib: u32,
     ) -> Result<Figures, String> {
+        let image = match implementation {
+            Some(_) => Path::new("-"),
+            None => &self.xclbin,
+        };
+        let text = self.output(
+            implementation,
+            &[
+                image.as_os_str(),
+                launches.to_string().as_ref(),
+                transfer_mib.to_string().as_ref(),
+            ],
+        )?;
+        parse_figures(&text)
+    }
+
+    /// One run of `peer kernels` through `implementation`.
+    fn run_kernels(
+        &self,
+        implementation: Option<&Implementation>,
+    ) -> Result<KernelFigures, String> {
+        parse_kernel_figures(&self.output(implementation, &["kernels".as_ref()])?)
+    }
+
+    /// What the program given `args` prints through `implementation`, bounded by
+    /// [`RUN_DEADLINE`].
+    fn output(
+        &self,
+        implementation: Option<&Implementation>,
+        args: &[&std::ffi::OsStr],
+    ) -> Result<String, String> {
         let out_path = self.scratch.join("out.txt");
         let err_path = self.scratch.join("err.txt");
         let file = |path: &Path| std::fs::File::create(path).map_err(|e| e.to_string());
         let mut command = Command::new(&self.program);
         command
             .current_dir(&self.scratch)
-            .arg(match implementation {
-                Some(_) => Path::new("-"),
-                None => &self.xclbin,
-            })
-            .arg(launches.to_string())
-            .arg(transfer_mib.to_string())
+            .args(args)
             .stdin(Stdio::null())
             .stdout(file(&out_path)?)
             .stderr(file(&err_path)?);
         match implementation {
-            Some(peer) => command.env("OCL_ICD_VENDORS", &peer.vendors),
+            // POCL would otherwise time its cache, not its compiler, from the second run on.
+            Some(peer) => command
+                .env("OCL_ICD_VENDORS", &peer.vendors)
+                .env("POCL_KERNEL_CACHE", "0"),
             None => command
                 .env("OCL_ICD_VENDORS", &self.accelhost)
                 .env("ACCELHOST_CONFIG", &self.config)
@@ -269,7 +342,7 @@ impl Runner {
             let first = stderr.lines().next().unwrap_or("no message");
             return Err(format!("the program failed ({status}): {first}"));
         }
-        parse_figures(&read(&out_path))
+        Ok(read(&out_path))
     }
 }
 
@@ -351,12 +424,132 @@ pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
     }
     eprint!("\r\x1b[2K");
 
+    let implementations: Vec<(String, Option<Implementation>)> = running
+        .iter()
+        .map(|(name, implementation, _)| (name.clone(), implementation.clone()))
+        .collect();
     let medians: Vec<(String, Figures)> = running
         .into_iter()
         .map(|(name, _, runs)| (name, median_figures(&runs)))
         .collect();
     print(&medians, rounds, launches, args.markdown);
+    kernels(
+        &runner,
+        implementations,
+        if args.full { 3 } else { 1 },
+        args.markdown,
+    )
+}
+
+/// The kernels phase: `rounds` runs of `peer kernels` through each implementation in turns,
+/// their medians and accelhost's ratios. An implementation that cannot build OpenCL C (for
+/// accelhost: no clang or binaryen) is left out with its reason.
+fn kernels(
+    runner: &Runner,
+    implementations: Vec<(String, Option<Implementation>)>,
+    rounds: usize,
+    markdown: bool,
+) -> anyhow::Result<()> {
+    let mut running = Vec::new();
+    for (name, implementation) in implementations {
+        progress(&format!("{name}: kernels, round 1 of {rounds}"));
+        match runner.run_kernels(implementation.as_ref()) {
+            Ok(first) => running.push((name, implementation, vec![first])),
+            Err(why) => eprintln!("\r\x1b[2Knote: {name}'s kernels left out: {why}"),
+        }
+    }
+    for round in 2..=rounds {
+        let count = running.len();
+        for k in 0..count {
+            let (name, implementation, runs) = &mut running[(k + round) % count];
+            progress(&format!("{name}: kernels, round {round} of {rounds}"));
+            let figures = runner
+                .run_kernels(implementation.as_ref())
+                .map_err(|why| anyhow::anyhow!("{name}'s kernels, round {round}: {why}"))?;
+            runs.push(figures);
+        }
+    }
+    eprint!("\r\x1b[2K");
+    let medians: Vec<(String, KernelFigures)> = running
+        .into_iter()
+        .map(|(name, _, runs)| (name, median_kernel_figures(&runs)))
+        .collect();
+    print_kernels(&medians, rounds, markdown);
     Ok(())
+}
+
+/// Each kernel figure's median over `runs`.
+fn median_kernel_figures(runs: &[KernelFigures]) -> KernelFigures {
+    let of = |read: &dyn Fn(&KernelFigures) -> f64| {
+        median(&mut runs.iter().map(read).collect::<Vec<_>>())
+    };
+    let mut figures = runs[0].clone();
+    for at in 0..KERNELS.len() {
+        figures.build_ms[at] = of(&|f| f.build_ms[at]);
+        figures.run_ms[at] = of(&|f| f.run_ms[at]);
+    }
+    figures
+}
+
+fn print_kernels(medians: &[(String, KernelFigures)], rounds: usize, markdown: bool) {
+    if medians.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "kernels from OpenCL C source, the same for each implementation, {rounds} round(s), \
+         median: clBuildProgram's time and the best of three launches to finish (after one \
+         unmeasured), in ms"
+    );
+    let mut header = vec!["IMPLEMENTATION".to_owned(), "DEVICE".to_owned()];
+    for (kernel, what) in KERNELS {
+        header.push(format!("build {kernel}"));
+        header.push(what.to_owned());
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = medians
+        .iter()
+        .map(|(name, figures)| {
+            let mut row = vec![name.clone(), figures.device.clone()];
+            for at in 0..KERNELS.len() {
+                row.push(shown(figures.build_ms[at]));
+                row.push(shown(figures.run_ms[at]));
+            }
+            row
+        })
+        .collect();
+    print_table(&header, &rows, markdown);
+    let Some(((first, ours), peers)) = medians.split_first() else {
+        return;
+    };
+    if first != "accelhost" || peers.is_empty() {
+        return;
+    }
+    println!();
+    let mut header = vec!["ACCELHOST'S KERNELS AGAINST (>1: accelhost faster)".to_owned()];
+    for (kernel, _) in KERNELS {
+        header.push(format!("build {kernel}"));
+        header.push(format!("run {kernel}"));
+    }
+    header.push("RUNS AT LEAST HALF ITS SPEED".to_owned());
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = peers
+        .iter()
+        .map(|(name, theirs)| {
+            let mut row = vec![name.clone()];
+            let mut at_half = 0;
+            for at in 0..KERNELS.len() {
+                let build = advantage(ours.build_ms[at], theirs.build_ms[at], Better::Lower);
+                let run = advantage(ours.run_ms[at], theirs.run_ms[at], Better::Lower);
+                at_half += usize::from(run >= 0.5);
+                row.push(format!("{build:.2}×"));
+                row.push(format!("{run:.2}×"));
+            }
+            row.push(format!("{at_half} of {}", KERNELS.len()));
+            row
+        })
+        .collect();
+    print_table(&header, &rows, markdown);
 }
 
 /// Each figure's median over `runs`.
@@ -506,6 +699,31 @@ mod tests {
             why,
             "--opencl-icd /nonexistent/libOpenCL-peer.so: no such file"
         );
+    }
+
+    const KERNELS_OUTPUT: &str = "device xocl/emu:xocl0\nbuild_vadd_ms 1018.5\n\
+        build_sum_ms 990\nbuild_mmult_ms 1002.25\nvadd_ms 480.5\nsum_ms 897.4\n\
+        mmult_ms 2759.3\n";
+
+    #[test]
+    fn the_kernel_runs_output_is_read_kernel_by_kernel_and_a_missing_one_named() {
+        let figures = parse_kernel_figures(KERNELS_OUTPUT).unwrap();
+        assert_eq!(figures.device, "xocl/emu:xocl0");
+        assert_eq!(figures.build_ms, [1018.5, 990.0, 1002.25]);
+        assert_eq!(figures.run_ms, [480.5, 897.4, 2759.3]);
+        let missing = KERNELS_OUTPUT.replace("sum_ms 897.4\n", "");
+        assert_eq!(
+            parse_kernel_figures(&missing).unwrap_err(),
+            "the program printed no `sum_ms`"
+        );
+        let bad = KERNELS_OUTPUT.replace("mmult_ms 2759.3", "mmult_ms -1");
+        assert!(parse_kernel_figures(&bad).unwrap_err().contains("mmult_ms"));
+        let slower = KernelFigures {
+            run_ms: [100.0, 2000.0, 3000.0],
+            ..figures.clone()
+        };
+        let median = median_kernel_figures(&[figures.clone(), slower, figures]);
+        assert_eq!(median.run_ms, [480.5, 897.4, 2759.3]);
     }
 
     #[test]

@@ -83,6 +83,10 @@ constants! {
     CL_READ_WRITE_CACHE: cl_uint = 0x2;
     CL_LOCAL: cl_uint = 0x1;
     CL_GLOBAL: cl_uint = 0x2;
+    CL_FP_DENORM: cl_bitfield = 0x1;
+    CL_FP_INF_NAN: cl_bitfield = 0x2;
+    CL_FP_ROUND_TO_NEAREST: cl_bitfield = 0x4;
+    CL_FP_FMA: cl_bitfield = 0x20;
 
     CL_PLATFORM_PROFILE: cl_platform_info = 0x0900;
     CL_PLATFORM_VERSION: cl_platform_info = 0x0901;

@@ -118,6 +118,9 @@ pub fn accelhost_type() -> Result<cl_device_type, String> {
 /// The largest work-group a launch of an OpenCL C kernel may have.
 pub(crate) const MAX_WORK_GROUP: usize = 1024;
 
+/// Double precision in OpenCL C, which the devices that build it list.
+const FP64_EXTENSION: (&str, cl_version) = ("cl_khr_fp64", make_version(1, 0, 0));
+
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
 #[repr(C)]
 pub struct Device {
@@ -181,6 +184,12 @@ impl Device {
     }
 
     /// Whether its compute units run kernels of the program's own: an XRT card's do.
+    /// Whether programs for this device build from OpenCL C: an XRT card, when the system
+    /// has clang. Such a device computes in doubles too (`cl_khr_fp64`).
+    fn builds_opencl_c(&self) -> bool {
+        self.runs_kernels() && compiler_available()
+    }
+
     pub fn runs_kernels(&self) -> bool {
         self.token
             .properties()
@@ -226,7 +235,15 @@ impl Device {
             CL_DEVICE_VERSION => Value::text(platform::VERSION),
             CL_DEVICE_NUMERIC_VERSION => Value::uint(make_version(3, 0, 0)),
             CL_DEVICE_OPENCL_C_VERSION => Value::text("OpenCL C 1.2 "),
+            CL_DEVICE_EXTENSIONS if self.builds_opencl_c() => Value::text(&format!(
+                "{} {}",
+                platform::USM_EXTENSION.0,
+                FP64_EXTENSION.0
+            )),
             CL_DEVICE_EXTENSIONS => Value::text(platform::USM_EXTENSION.0),
+            CL_DEVICE_EXTENSIONS_WITH_VERSION if self.builds_opencl_c() => {
+                Value::name_versions(&[platform::USM_EXTENSION, FP64_EXTENSION])
+            }
             CL_DEVICE_EXTENSIONS_WITH_VERSION => Value::name_versions(&[platform::USM_EXTENSION]),
             CL_DEVICE_BUILT_IN_KERNELS | CL_DEVICE_IL_VERSION => Value::text(""),
             // Host, device and single-device shared allocations: the device reaches them;
@@ -252,9 +269,7 @@ impl Device {
             CL_DEVICE_AVAILABLE => Value::bool(available()),
             CL_DEVICE_ENDIAN_LITTLE => Value::bool(cfg!(target_endian = "little")),
             // An XRT card's programs may come from OpenCL C, when the system has clang.
-            CL_DEVICE_COMPILER_AVAILABLE => {
-                Value::bool(self.runs_kernels() && compiler_available())
-            }
+            CL_DEVICE_COMPILER_AVAILABLE => Value::bool(self.builds_opencl_c()),
             // Programs are built whole (clBuildProgram), never compiled and linked apart.
             CL_DEVICE_LINKER_AVAILABLE => Value::bool(false),
             CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => Value::bool(true),
@@ -310,6 +325,11 @@ impl Device {
             | CL_DEVICE_NATIVE_VECTOR_WIDTH_INT
             | CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG
             | CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT => Value::uint(1),
+            CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
+                if self.builds_opencl_c() =>
+            {
+                Value::uint(1)
+            }
             CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE
             | CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF
             | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
@@ -339,6 +359,11 @@ impl Device {
             CL_DEVICE_LOCAL_MEM_TYPE if self.emulated => Value::uint(CL_GLOBAL),
             CL_DEVICE_LOCAL_MEM_TYPE => Value::uint(CL_LOCAL),
             CL_DEVICE_LOCAL_MEM_SIZE => Value::ulong(caches.first_level),
+            // OpenCL C runs as WebAssembly, whose float and double arithmetic is IEEE 754's:
+            // round to nearest even, with denormals, infinities and NaNs; fma is exact.
+            CL_DEVICE_SINGLE_FP_CONFIG | CL_DEVICE_DOUBLE_FP_CONFIG if self.builds_opencl_c() => {
+                Value::ulong(CL_FP_DENORM | CL_FP_INF_NAN | CL_FP_ROUND_TO_NEAREST | CL_FP_FMA)
+            }
             // No half precision (cl_khr_fp16 is not listed): no capabilities.
             CL_DEVICE_HALF_FP_CONFIG
             | CL_DEVICE_SINGLE_FP_CONFIG

@@ -133,7 +133,7 @@ dispatch_table! {
     32 clGetProgramInfo: [= program::get_program_info];
     33 clGetProgramBuildInfo: [= program::get_program_build_info];
     34 clCreateKernel: [= program::create_kernel];
-    35 clCreateKernelsInProgram: [status];
+    35 clCreateKernelsInProgram: [= program::create_kernels_in_program];
     36 clRetainKernel: [= object::retain_as::<Kernel, CL_INVALID_KERNEL>];
     37 clReleaseKernel: [= object::release_as::<Kernel, CL_INVALID_KERNEL>];
     38 clSetKernelArg: [= program::set_kernel_arg];

@@ -3,7 +3,7 @@
 //! system's clang), their kernels by name with their arguments, and launches. Programs from
 //! IL answer `CL_COMPILER_NOT_AVAILABLE`.
 
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
@@ -459,6 +459,49 @@ pub(crate) extern "C" fn get_program_build_info(
         };
         // SAFETY: out and size_ret follow clGetProgramBuildInfo's contract.
         unsafe { give(value, size, out, size_ret) }
+    })
+}
+
+/// `clCreateKernelsInProgram`: a kernel object for each kernel of the built program, in the
+/// program's order; none is kept when one cannot be made.
+pub(crate) extern "C" fn create_kernels_in_program(
+    program_handle: *mut c_void,
+    count: cl_uint,
+    kernels: *mut *mut c_void,
+    count_ret: *mut cl_uint,
+) -> cl_int {
+    status("clCreateKernelsInProgram", || {
+        let program = get::<Program>(program_handle).ok_or(CL_INVALID_PROGRAM)?;
+        let names: Vec<CString> = program
+            .built()?
+            .kernels
+            .iter()
+            .filter_map(|kernel| CString::new(kernel.name.as_str()).ok())
+            .collect();
+        if !kernels.is_null() {
+            if (count as usize) < names.len() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let mut made: Vec<*mut c_void> = Vec::with_capacity(names.len());
+            for name in &names {
+                let mut code = CL_SUCCESS;
+                let kernel = create_kernel(program_handle, name.as_ptr(), &mut code);
+                if code != CL_SUCCESS {
+                    for kernel in made {
+                        crate::object::release::<Kernel>(kernel);
+                    }
+                    return Err(code);
+                }
+                made.push(kernel);
+            }
+            for (at, kernel) in made.into_iter().enumerate() {
+                // SAFETY: kernels holds count >= names.len() handles.
+                unsafe { kernels.add(at).write(kernel) };
+            }
+        }
+        // SAFETY: count_ret is NULL or points to a cl_uint.
+        unsafe { write_if(count_ret, names.len() as cl_uint) };
+        Ok(())
     })
 }
 

@@ -240,8 +240,19 @@ impl XoclPlugin {
             .ok_or_else(|| not_found("program", program))?;
         self.kernels.retain(|_, k| k.program != program);
         if let Some(open) = self.handles.get(&state.handle) {
+            // A device's context on a unit is one, whichever programs of the same image use
+            // it (a program built twice from one source is one image): it closes with the
+            // last of them.
             for cu in &state.contexts {
-                let _ = open.device.close_context(state.info.uuid, *cu);
+                let shared = self.programs.values().any(|other| {
+                    other.handle == state.handle
+                        && (other.info.uuid.high, other.info.uuid.low)
+                            == (state.info.uuid.high, state.info.uuid.low)
+                        && other.contexts.contains(cu)
+                });
+                if !shared {
+                    let _ = open.device.close_context(state.info.uuid, *cu);
+                }
             }
         }
         Ok(())

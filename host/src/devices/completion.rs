@@ -19,6 +19,23 @@ pub enum CompletionState {
     Failed(Arc<str>),
 }
 
+/// How a command's failure begins when a command it waited for failed.
+const DEPENDENCY_FAILED: &str = "a dependency failed: ";
+
+impl CompletionState {
+    /// The failure of a command because a command it waited for failed with `why`. Said
+    /// once however long the chain behind the first failure: each command of the chain
+    /// shares its message, rather than adding a prefix per link (10,000 queued commands
+    /// behind a failed one would otherwise hold hundreds of MiB of prefixes).
+    pub fn after_failed_dependency(why: &Arc<str>) -> Self {
+        if why.starts_with(DEPENDENCY_FAILED) {
+            CompletionState::Failed(why.clone())
+        } else {
+            CompletionState::Failed(format!("{DEPENDENCY_FAILED}{why}").into())
+        }
+    }
+}
+
 /// Called once when a completion finishes (a scheduler waiting on dependencies, say).
 type Watcher = Box<dyn FnOnce() + Send>;
 
@@ -143,6 +160,21 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::time::Duration;
+
+    #[test]
+    fn a_chain_behind_a_failure_shares_one_message() {
+        let first: Arc<str> = "the kernel trapped".into();
+        let CompletionState::Failed(second) = CompletionState::after_failed_dependency(&first)
+        else {
+            panic!("a failure")
+        };
+        assert_eq!(&*second, "a dependency failed: the kernel trapped");
+        let CompletionState::Failed(third) = CompletionState::after_failed_dependency(&second)
+        else {
+            panic!("a failure")
+        };
+        assert!(Arc::ptr_eq(&second, &third), "{third}");
+    }
 
     #[test]
     fn wait_wakes_on_finish_and_times_out_otherwise() {

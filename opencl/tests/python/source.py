@@ -204,7 +204,7 @@ typedef struct { int a; char b; } odd_t;
 typedef struct { double w[3]; int n; } wide_t;
 
 __kernel void by_value(__global float *out, complex_t c, float4 v, char small, odd_t o,
-                       wide_t w, double2 d) {
+                       wide_t w, double2 d, long big) {
     int i = get_global_id(0);
     out[i * 8 + 0] = c.re;
     out[i * 8 + 1] = c.im;
@@ -213,15 +213,19 @@ __kernel void by_value(__global float *out, complex_t c, float4 v, char small, o
     out[i * 8 + 4] = o.a + o.b;
     out[i * 8 + 5] = w.w[0] + w.w[1] + w.w[2] + w.n;
     out[i * 8 + 6] = d.x - d.y;
-    out[i * 8 + 7] = i;
+    out[i * 8 + 7] = i + (big >> 40);
 }
+
+__kernel void many(__global int *out, MANY_PARAMS) { out[get_global_id(0)] = MANY_SUM; }
 """
 
 
 def values(context, queue):
     """Vectors and structs by value, and numbers narrower than a word."""
     flags = cl.mem_flags
-    program = cl.Program(context, VALUES).build()
+    source = (VALUES.replace("MANY_PARAMS", ", ".join(f"int a{i}" for i in range(48)))
+              .replace("MANY_SUM", " + ".join(f"a{i}" for i in range(48))))
+    program = cl.Program(context, source).build()
     by_value = cl.Kernel(program, "by_value")
     complex_t = np.dtype([("re", np.float32), ("im", np.float32)])
     odd_t = np.dtype([("a", np.int32), ("b", np.int8)], align=True)
@@ -233,20 +237,28 @@ def values(context, queue):
              np.int8(-7),
              np.array((40, 2), dtype=odd_t),
              np.array(([0.5, 0.25, 0.125], 3), dtype=wide_t),
-             np.array([10.0, 4.0], dtype=np.float64))
+             np.array([10.0, 4.0], dtype=np.float64), np.int64(-3 << 40))
     got = np.empty((4, 8), dtype=np.float32)
     cl.enqueue_copy(queue, got, out)
     want = [1.5, -2.5, 4321, -7, 42, 3.875, 6]
-    expect(all(np.allclose(got[i], want + [i]) for i in range(4)),
-           "vectors, structs (of 8 bytes, odd sizes and 32) and a char by value")
+    expect(all(np.allclose(got[i], want + [i - 3]) for i in range(4)),
+           "vectors, structs (of 8 bytes, odd sizes and 32), a char and a long by value")
     try:
         by_value(queue, (4,), None, out, np.zeros(3, dtype=np.float32),
                  np.array([1, 2, 3, 4], dtype=np.float32), np.int8(0),
                  np.array((0, 0), dtype=odd_t), np.array(([0, 0, 0], 0), dtype=wide_t),
-                 np.zeros(2, dtype=np.float64))
+                 np.zeros(2, dtype=np.float64), np.int64(0))
         expect(False, "a value of the wrong size is refused")
     except cl.Error as error:
         expect("INVALID_ARG_SIZE" in str(error), "a value of the wrong size is refused")
+
+    sums = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 2)
+    cl.Kernel(program, "many")(queue, (2,), None, sums, *(np.int32(i) for i in range(48)))
+    got = np.empty(2, dtype=np.int32)
+    cl.enqueue_copy(queue, got, sums)
+    expect(np.all(got == sum(range(48))), "a kernel of 49 arguments")
+    expect(sorted(k.function_name for k in program.all_kernels()) == ["by_value", "many"],
+           "clCreateKernelsInProgram gives every kernel of the program")
 
 
 def main():
@@ -408,6 +420,21 @@ def main():
     got = np.empty(16, dtype=np.int32)
     cl.enqueue_copy(queue, got, counts)
     expect(np.all(got == 3 * 321), "three programs built one after another run in turns")
+
+    # Two programs of one source are one image on the card: releasing the first leaves the
+    # second's kernels running (PyOpenCL rebuilds its scans so).
+    twice = "__kernel void twice(__global int *x) { x[get_global_id(0)] *= 2; }"
+    first = cl.Program(context, twice).build()
+    first_twice = cl.Kernel(first, "twice")
+    second = cl.Program(context, twice).build()
+    second_twice = cl.Kernel(second, "twice")
+    first_twice(queue, (16,), None, counts)
+    queue.finish()
+    del first_twice, first
+    release()
+    second_twice(queue, (16,), None, counts)
+    cl.enqueue_copy(queue, got, counts)
+    expect(np.all(got == 4 * 3 * 321), "a program built twice runs after its first build is released")
 
     queue = groups(context, queue)
     values(context, queue)

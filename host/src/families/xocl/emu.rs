@@ -757,10 +757,7 @@ impl XoclClient for EmulatedClient {
                 CompletionState::Pending => unfinished.push(dependency),
                 CompletionState::Failed(why) => {
                     drop(state);
-                    settle(
-                        &done,
-                        CompletionState::Failed(format!("a dependency failed: {why}").into()),
-                    );
+                    settle(&done, CompletionState::after_failed_dependency(&why));
                     return Ok(done);
                 }
             }
@@ -1034,7 +1031,7 @@ impl Card {
             drop(state);
             settle(
                 &waiting.pending.done,
-                CompletionState::Failed(format!("a dependency failed: {why}").into()),
+                CompletionState::after_failed_dependency(&why),
             );
             return;
         }

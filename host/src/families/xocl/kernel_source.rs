@@ -1156,7 +1156,8 @@ fn opencl_params(kernel: &str, decl: &serde_json::Value) -> Result<OpenclKernel,
 /// takes each such value in the words the registers hold (up to 8 bytes) or as a pointer to
 /// its copy (larger), and calls the kernel with it.
 fn by_value_shims(kernels: &[OpenclKernel]) -> String {
-    let mut text = String::new();
+    // The types are spelled as clang shows them, `long` already widened.
+    let mut text = String::from("#undef long\n");
     for kernel in kernels.iter().filter(|k| !k.values.is_empty()) {
         let mut params = Vec::new();
         let mut forwarded = Vec::new();
@@ -1187,6 +1188,9 @@ fn by_value_shims(kernels: &[OpenclKernel]) -> String {
             kernel.name,
             forwarded.join(", ")
         ));
+    }
+    if text.lines().count() == 1 {
+        text.clear();
     }
     text
 }
@@ -1449,7 +1453,7 @@ mod tests {
         }
         let many = format!(
             "wide({})",
-            (0..30)
+            (0..400)
                 .map(|i| format!("a{i}: ptr"))
                 .collect::<Vec<_>>()
                 .join(", ")

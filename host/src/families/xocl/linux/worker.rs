@@ -59,7 +59,7 @@ pub(super) fn run_worker(shared: &Shared) {
             _ => None,
         });
         let outcome = match failed {
-            Some(why) => CompletionState::Failed(format!("a dependency failed: {why}").into()),
+            Some(why) => CompletionState::after_failed_dependency(&why),
             None => run(shared, job.work),
         };
         job.done.finish(outcome);

@@ -38,9 +38,10 @@ const PLATFORM_VBNV: &str = "xilinx_accelhost_emu_1_0";
 
 /// Where a compute unit's argument registers start (after the HLS control block).
 pub const KERNEL_ARGS_BASE: u64 = abi::ARGS_BASE;
-/// Where the argument registers of the emulated card's compute units end: a kernel whose
-/// arguments reach past it is refused by the builder and by the card.
-pub const KERNEL_ARGS_END: u64 = 0x110;
+/// Where the argument registers of the emulated card's compute units end (3,840 bytes of
+/// them, so that a START_CU packet with four CU masks fits a 4 KiB exec buffer): a kernel
+/// whose arguments reach past it is refused by the builder and by the card.
+pub const KERNEL_ARGS_END: u64 = 0xF10;
 /// Base address of the first compute unit of [`XclbinBuilder::kernels`].
 const KERNELS_CU_BASE: u64 = VADD_CU_BASE;
 
