@@ -655,8 +655,9 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), KernelBuildError> {
 /// Builds every kernel of OpenCL C 1.2 `source` with the build `options` a program passes
 /// to `clBuildProgram`. Each kernel is exported under its name as a loop over the work-items
 /// of its NDRange (one work-group after another, its `__local` memory given by the loop,
-/// its work-items suspended at barriers when it calls `barrier`); by-value vector and
-/// struct arguments are refused, naming them.
+/// its work-items suspended at barriers when it calls `barrier`, its by-value vectors and
+/// structs taken through a shim); arguments of an unnamed struct type are refused, naming
+/// them.
 pub fn build_opencl(source: &str, options: &str) -> Result<BuiltKernels, KernelBuildError> {
     let flags = opencl_options(options)?;
     // Headers come from the -I folders a program names (PyOpenCL names its own), never from
@@ -814,8 +815,11 @@ fn build_opencl_in(
     )?;
     let loops = work.join("ndrange.o");
     let mut compile = Command::new(&clang);
+    // The kernels' target features, so that link-time optimization may inline a kernel into
+    // its loop.
     compile
         .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
+        .args(["-msimd128", "-mnontrapping-fptoint"])
         .arg(&loops_source)
         .arg("-o")
         .arg(&loops);
