@@ -625,17 +625,24 @@ fn opencl_runtime(
         let source = work.join("runtime.c");
         write(&source, format!("{parts}{OPENCL_RUNTIME}").as_bytes())?;
         let made = work.join("made.o");
-        let mut compile = Command::new(clang);
-        compile
-            .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
-            .args(["-msimd128", "-mnontrapping-fptoint"])
-            .arg(&source)
-            .arg("-o")
-            .arg(&made);
-        run_clang(compile, clang)?;
+        lto_object(clang, &source, &made)?;
         read(&made)
     })?;
     write(out, &object)
+}
+
+/// Compiles `source` (C or LLVM IR) at `out` for link-time optimization, with the target
+/// features every piece of a program shares, so that a kernel may inline into its loop and
+/// the runtime into both. `Ok` holds clang's messages.
+fn lto_object(clang: &OsString, source: &Path, out: &Path) -> Result<String, KernelBuildError> {
+    let mut compile = Command::new(clang);
+    compile
+        .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
+        .args(["-msimd128", "-mnontrapping-fptoint"])
+        .arg(source)
+        .arg("-o")
+        .arg(out);
+    run_clang(compile, clang)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, KernelBuildError> {
@@ -797,13 +804,7 @@ fn build_opencl_in(
         wrappers.push(c_types);
     }
     let object = work.join("program.o");
-    let mut compile = Command::new(&clang);
-    compile
-        .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
-        .arg(&ir)
-        .arg("-o")
-        .arg(&object);
-    log.push_str(&run_clang(compile, &clang)?);
+    log.push_str(&lto_object(&clang, &ir, &object)?);
     let runtime = work.join("runtime.o");
     let parts = runtime_parts(&preprocessed);
     let barriers = parts.contains("USES_BARRIER");
@@ -814,16 +815,7 @@ fn build_opencl_in(
         ndrange_loops(&metas, &wrappers, &entries, barriers).as_bytes(),
     )?;
     let loops = work.join("ndrange.o");
-    let mut compile = Command::new(&clang);
-    // The kernels' target features, so that link-time optimization may inline a kernel into
-    // its loop.
-    compile
-        .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
-        .args(["-msimd128", "-mnontrapping-fptoint"])
-        .arg(&loops_source)
-        .arg("-o")
-        .arg(&loops);
-    run_clang(compile, &clang)?;
+    lto_object(&clang, &loops_source, &loops)?;
     // The loop's stack holds the launch's local memory and, with barriers, the work-items'
     // records.
     let mut stack = STACK_BYTES + LOCAL_MEMORY_BYTES;
