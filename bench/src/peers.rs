@@ -110,48 +110,40 @@ const KERNELS: [(&str, &str); 3] = [
 
 /// Reads `peer kernels`' output: a build and a run time for each of [`KERNELS`].
 fn parse_kernel_figures(text: &str) -> Result<KernelFigures, String> {
-    let value = |key: &str| -> Result<&str, String> {
-        text.lines()
-            .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
-            .map(str::trim)
-            .ok_or_else(|| format!("the program printed no `{key}`"))
-    };
-    let number = |key: String| -> Result<f64, String> {
-        let text = value(&key)?;
-        match text.parse::<f64>() {
-            Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
-            _ => Err(format!("`{key}` is not a figure: {text:?}")),
-        }
-    };
     let mut figures = KernelFigures {
-        device: value("device")?.to_string(),
+        device: printed(text, "device")?.to_string(),
         build_ms: [0.0; 3],
         run_ms: [0.0; 3],
     };
     for (at, (kernel, _)) in KERNELS.iter().enumerate() {
-        figures.build_ms[at] = number(format!("build_{kernel}_ms"))?;
-        figures.run_ms[at] = number(format!("{kernel}_ms"))?;
+        figures.build_ms[at] = printed_figure(text, &format!("build_{kernel}_ms"))?;
+        figures.run_ms[at] = printed_figure(text, &format!("{kernel}_ms"))?;
     }
     Ok(figures)
 }
 
+/// What the program printed after `key` on a `key value` line.
+fn printed<'a>(text: &'a str, key: &str) -> Result<&'a str, String> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
+        .map(str::trim)
+        .ok_or_else(|| format!("the program printed no `{key}`"))
+}
+
+/// The figure the program printed after `key`: a finite number, not below zero.
+fn printed_figure(text: &str, key: &str) -> Result<f64, String> {
+    let value = printed(text, key)?;
+    match value.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        _ => Err(format!("`{key}` is not a figure: {value:?}")),
+    }
+}
+
 /// Reads the program's output: one `key value` line per figure, every figure present.
 fn parse_figures(text: &str) -> Result<Figures, String> {
-    let value = |key: &str| -> Result<&str, String> {
-        text.lines()
-            .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
-            .map(str::trim)
-            .ok_or_else(|| format!("the program printed no `{key}`"))
-    };
-    let number = |key: &str| -> Result<f64, String> {
-        let text = value(key)?;
-        match text.parse::<f64>() {
-            Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
-            _ => Err(format!("`{key}` is not a figure: {text:?}")),
-        }
-    };
+    let number = |key: &str| printed_figure(text, key);
     Ok(Figures {
-        device: value("device")?.to_string(),
+        device: printed(text, "device")?.to_string(),
         context_us: number("context_us")?,
         write_gbps: number("write_gbps")?,
         read_gbps: number("read_gbps")?,
