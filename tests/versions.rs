@@ -103,6 +103,7 @@ fn a_plugin_built_for_0_2_0_lists_what_an_inventory_lists_and_runs_hello_fpga() 
     assert_eq!(info(&today).wit_version.as_deref(), Some(WIT_VERSION));
     assert_ne!(WIT_VERSION, "0.2.0", "the host has moved on");
     assert!(!info(&old).capabilities.contains(&"inventory"));
+    assert!(!info(&old).capabilities.contains(&"batch"));
     assert!(
         info(&today).capabilities.contains(&"inventory"),
         "listed by table"

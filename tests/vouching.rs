@@ -243,3 +243,86 @@ fn a_port_enumerated_while_another_holds_it_keeps_its_regions() {
     handle.map_mmio(0).unwrap();
     handle.close().unwrap();
 }
+
+#[test]
+fn a_batch_answer_that_does_not_add_up_is_refused_and_faults_the_plugin() {
+    for (lie, says) in [
+        (
+            "batch-count",
+            "enqueue-launches of 3 launch(es) with 4 enqueued",
+        ),
+        (
+            "batch-no-event",
+            "it enqueued 3 of 3 launch(es) and gave no event",
+        ),
+        (
+            "batch-silent",
+            "it enqueued 1 of 3 launch(es) and said nothing of the rest",
+        ),
+    ] {
+        let (host, handle) = lying(&[lie], r#""on_fault": "disable""#);
+        let program = handle.create_program(b"chaos").unwrap();
+        let kernel = program.kernel("k").unwrap();
+        let queue = handle.create_queue().unwrap();
+        for n in 0..3 {
+            queue
+                .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
+                .unwrap();
+        }
+        let err = queue.finish().unwrap_err();
+        assert_eq!(lie_about(&err), Some(Falsehood::Count), "{lie}: {err}");
+        assert!(err.to_string().contains(says), "{lie}: {err}");
+        let info = host.plugin("liar").unwrap();
+        assert!(
+            info.status.to_string().contains("lie about count"),
+            "{lie}: {}",
+            info.status
+        );
+    }
+    // The same plugin telling no lie: three launches, one call.
+    let (host, handle) = lying(&[], "");
+    let program = handle.create_program(b"chaos").unwrap();
+    let kernel = program.kernel("k").unwrap();
+    let queue = handle.create_queue().unwrap();
+    for n in 0..3 {
+        queue
+            .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
+            .unwrap();
+    }
+    queue.finish().unwrap();
+    let info = host.plugin("liar").unwrap();
+    let batches = info.calls.iter().find(|c| c.call == "enqueue-launches");
+    assert_eq!(batches.map(|c| c.calls), Some(1));
+}
+
+#[test]
+fn launches_held_back_go_one_by_one_to_a_plugin_without_batches() {
+    let plugin = support::chaos_plugin_with("single", r#"{"no_batch": true}"#, &[], "");
+    let host = support::host(&format!(r#"{{"plugins": [{plugin}]}}"#)).unwrap();
+    let token = host.enumerate(&[Filter::new()]).tokens.remove(0);
+    let handle = host.open(&token, OpenMode::Shared).unwrap();
+    let kernel = handle
+        .create_program(b"chaos")
+        .unwrap()
+        .kernel("k")
+        .unwrap();
+    let queue = handle.create_queue().unwrap();
+    let calls = |call: &str| {
+        let info = host.plugin("single").unwrap();
+        info.calls
+            .iter()
+            .find(|c| c.call == call)
+            .map_or(0, |c| c.calls)
+    };
+    for round in 1..=2 {
+        for n in 0..3 {
+            queue
+                .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
+                .unwrap();
+        }
+        queue.finish().unwrap();
+        // Asked once whether it takes batches; every launch went on its own.
+        assert_eq!(calls("enqueue-launches"), 1, "round {round}");
+        assert_eq!(calls("enqueue-launch"), 3 * round, "round {round}");
+    }
+}

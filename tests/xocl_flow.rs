@@ -147,6 +147,132 @@ fn ten_thousand_in_order_launches_each_checked() {
     }
 }
 
+/// How many calls of `call` the plugin behind `handle` answered so far.
+fn calls_of(host: &Host, handle: &Handle, call: &str) -> u64 {
+    let info = host.plugin(handle.token().plugin()).unwrap();
+    info.calls
+        .iter()
+        .find(|figures| figures.call == call)
+        .map_or(0, |figures| figures.calls)
+}
+
+#[test]
+fn deferred_launches_run_in_order_in_batches_and_a_refused_one_is_the_finish_error() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    const LAUNCHES: u32 = 1_000;
+    const REFUSED_AFTER: u32 = 600;
+    let chain = handle
+        .alloc(MemoryKind::Host, u64::from(LAUNCHES + 1) * 4)
+        .unwrap();
+    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
+    one.write(0, &1u32.to_le_bytes()).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let batches_before = calls_of(&host, &handle, "enqueue-launches");
+    let singles_before = calls_of(&host, &handle, "enqueue-launch");
+    for i in 0..LAUNCHES {
+        // chain[i + 1] = chain[i] + 1: right only if launch i ran after launch i - 1.
+        queue
+            .defer_launch(
+                &kernel,
+                &[
+                    Arg::MemoryAt(&chain, u64::from(i) * 4),
+                    Arg::Memory(&one),
+                    Arg::MemoryAt(&chain, u64::from(i + 1) * 4),
+                    Arg::U32(1),
+                ],
+            )
+            .unwrap();
+        if i == REFUSED_AFTER {
+            // The plugin refuses this one when it is handed on, not here.
+            queue
+                .defer_launch(&kernel, &[Arg::Memory(&one), Arg::Memory(&one)])
+                .unwrap();
+        }
+    }
+    let err = queue.finish().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(
+        err.to_string()
+            .contains("launch of vadd: kernel 'vadd' takes 4 argument(s)"),
+        "{err}"
+    );
+    queue.finish().expect("a refusal is reported once");
+    let values = read_words(&chain, LAUNCHES as usize + 1);
+    for (i, value) in values.iter().enumerate() {
+        assert_eq!(
+            *value,
+            i as u32,
+            "launch {} ran out of order or not at all",
+            i.max(1) - 1
+        );
+    }
+    let batches = calls_of(&host, &handle, "enqueue-launches") - batches_before;
+    assert!(
+        (4..=6).contains(&batches),
+        "1,001 launches held back 256 at most went in {batches} batch call(s)"
+    );
+    assert_eq!(calls_of(&host, &handle, "enqueue-launch"), singles_before);
+}
+
+#[test]
+fn launches_held_back_go_before_any_later_command_and_with_the_queue() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 1).unwrap();
+    let a = handle.alloc(MemoryKind::Host, 4).unwrap();
+    let b = handle.alloc(MemoryKind::Host, 4).unwrap();
+    let sum = handle.alloc(MemoryKind::Device, 4).unwrap();
+    let out = handle.alloc(MemoryKind::Host, 4).unwrap();
+    a.write(0, &40u32.to_le_bytes()).unwrap();
+    b.write(0, &2u32.to_le_bytes()).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let args = [
+        Arg::Memory(&a),
+        Arg::Memory(&b),
+        Arg::Memory(&sum),
+        Arg::U32(1),
+    ];
+    // A copy after a held-back launch sees what the launch wrote.
+    queue.defer_launch(&kernel, &args).unwrap();
+    queue
+        .enqueue_memcpy(&out, 0, &sum, 0, 4)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(read_words(&out, 1), [42]);
+    // A read of device memory through the queue, too.
+    b.write(0, &3u32.to_le_bytes()).unwrap();
+    queue.defer_launch(&kernel, &args).unwrap();
+    let mut bytes = [0u8; 4];
+    queue.read(&sum, 0, &mut bytes).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes), 43);
+    // The queue's events include the batch's once it is handed on.
+    b.write(0, &4u32.to_le_bytes()).unwrap();
+    queue.defer_launch(&kernel, &args).unwrap();
+    for event in queue.pending_events() {
+        event.wait().unwrap();
+    }
+    queue
+        .enqueue_memcpy(&out, 0, &sum, 0, 4)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(read_words(&out, 1), [44]);
+    // Dropping the queue runs what it held back before the queue goes.
+    b.write(0, &5u32.to_le_bytes()).unwrap();
+    queue.defer_launch(&kernel, &args).unwrap();
+    drop(queue);
+    let queue = handle.create_queue().unwrap();
+    queue
+        .enqueue_memcpy(&out, 0, &sum, 0, 4)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(read_words(&out, 1), [45]);
+}
+
 #[test]
 fn memcpy_in_every_direction() {
     let host = default_host();
@@ -471,6 +597,20 @@ fn launches_with_wrong_arguments_name_the_argument() {
             .contains("outside this client's buffer objects"),
         "{err}"
     );
+    // The queue goes on after a failed command.
+    queue
+        .enqueue_launch(
+            &kernel,
+            &[
+                Arg::Memory(&m),
+                Arg::Memory(&m),
+                Arg::Memory(&m),
+                Arg::U32(16),
+            ],
+        )
+        .unwrap()
+        .wait()
+        .expect("a launch after a failed one runs");
     let err = handle
         .create_program(&vadd::vadd_image(1))
         .unwrap()

@@ -204,6 +204,9 @@ pub enum Falsehood {
     /// An id (buffer, allocation, program, queue, handle) it already gave for an object that
     /// is still live.
     Id,
+    /// A count that does not match what it answered with it, such as more launches of a batch
+    /// enqueued than it was given, or some enqueued and no event for them.
+    Count,
 }
 
 impl Falsehood {
@@ -212,6 +215,7 @@ impl Falsehood {
         match self {
             Falsehood::Memory => "memory",
             Falsehood::Id => "id",
+            Falsehood::Count => "count",
         }
     }
 }

@@ -50,6 +50,12 @@ impl Enqueue {
         self.queue.object()
     }
 
+    /// Whether the command would run in the call that enqueues it: its queue holds nothing
+    /// back and it waits for no event.
+    pub fn runs_now(&self) -> bool {
+        self.waits.is_empty() && !self.queue().holds_back()
+    }
+
     /// Runs the command (`run`) now or holds it back, and gives its event through `out`
     /// when that is not NULL. A blocking command returns once it finished. `run`'s error is
     /// the call's when it runs now, and the event's status when it was held back.

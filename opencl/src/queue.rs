@@ -239,13 +239,16 @@ pub(crate) extern "C" fn get_command_queue_info(
     })
 }
 
+/// `clFlush`: hands the launches held back (those enqueued without an event) to the device.
+/// A refusal of one is the next `clFinish`'s error, as a failure on the device would be.
 pub(crate) extern "C" fn flush(queue: *mut c_void) -> cl_int {
-    // Commands reach the device when they are enqueued.
-    if get::<Queue>(queue).is_some() {
-        CL_SUCCESS
-    } else {
-        CL_INVALID_COMMAND_QUEUE
-    }
+    status("clFlush", || {
+        let queue = get::<Queue>(queue).ok_or(CL_INVALID_COMMAND_QUEUE)?;
+        if let Err(err) = queue.queue.flush() {
+            queue.record_failure(report("clFlush", &err));
+        }
+        Ok(())
+    })
 }
 
 /// `clFinish`: waits for every command enqueued so far, held back or on the device; the

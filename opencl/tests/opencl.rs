@@ -70,6 +70,10 @@ fn main() -> std::process::ExitCode {
                 run: sub_buffers_are_regions_of_their_parent_at_their_origin,
             },
             Trial {
+                name: "launches_without_events_go_in_batches_in_order_and_report_failures",
+                run: launches_without_events_go_in_batches_in_order_and_report_failures,
+            },
+            Trial {
                 name: "rectangular_transfers_place_rows_by_their_pitches",
                 run: rectangular_transfers_place_rows_by_their_pitches,
             },
@@ -933,6 +937,19 @@ fn sub_buffers_are_regions_of_their_parent_at_their_origin() -> Outcome {
                 report.contains("vadd on sub-buffers: 0 mismatches of 2048"),
                 "{report}"
             );
+            Outcome::Passed
+        }
+        Err(outcome) => outcome,
+    }
+}
+
+/// Launches without events in C (`tests/c/queued_launches.c`): held back and sent in
+/// batches, in order, by every later command, clFlush, clFinish and the queue's release; a
+/// failure on the device is clFinish's error.
+fn launches_without_events_go_in_batches_in_order_and_report_failures() -> Outcome {
+    match c_checks("queued_launches", &["vadd.xclbin"]) {
+        Ok(report) => {
+            assert!(report.contains("clFinish after it: -"), "{report}");
             Outcome::Passed
         }
         Err(outcome) => outcome,

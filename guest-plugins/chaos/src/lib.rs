@@ -47,13 +47,16 @@
 //!   interface (an `interface` extra), so the doors that list only that family's devices
 //!   (XRT's) list it.
 //! - `script_in` with `script` (hex): run the script (see [`script`]) in that export.
+//! - `no_batch` (true): `enqueue-launches` answers `unsupported`, as a plugin without `batch`.
 //! - `lie` (a list): answer falsely about what the host hands on to programs:
 //!   `"short-buffer"` (`prepare-buffer` and `mem-alloc` answer a 4 KiB buffer whatever was
 //!   asked), `"no-host-memory"` (`mem-alloc` answers host memory without a buffer),
 //!   `"repeat-id"` (every buffer, allocation, program and queue is id 1, every open handle 1),
 //!   `"pending-events"` (every enqueue returns an event that never completes),
 //!   `"failed-events"` (every enqueue returns a failed event whose 1 KiB message is new each
-//!   time).
+//!   time), `"batch-count"` (`enqueue-launches` says it enqueued one launch more than it was
+//!   given), `"batch-no-event"` (it enqueues all and gives no event), `"batch-silent"` (it
+//!   enqueues the first launch alone and says nothing of the rest).
 //!
 //! `register-event` otherwise returns an event that never fires (a watch on a word nobody
 //! writes), and `reconfigure` runs its image as a script of import calls (see [`script`]).
@@ -783,6 +786,45 @@ impl Plugin for Chaos {
     ) -> Result<events::Event> {
         self.misbehave("enqueue-launch")?;
         self.enqueued()
+    }
+
+    fn enqueue_launches(
+        &mut self,
+        _queue: u64,
+        launches: Vec<accelhost_sdk::Launch>,
+    ) -> accelhost_sdk::Enqueued {
+        let given = launches.len() as u32;
+        let mut enqueued = accelhost_sdk::Enqueued {
+            count: given,
+            last: None,
+            refused: None,
+        };
+        if self.config.get("no_batch") == Some(&serde_json::Value::Bool(true)) {
+            enqueued.count = 0;
+            enqueued.refused = Some(Error::unsupported("enqueue-launches"));
+            return enqueued;
+        }
+        if let Err(err) = self.misbehave("enqueue-launches") {
+            enqueued.count = 0;
+            enqueued.refused = Some(err);
+            return enqueued;
+        }
+        if self.lies("batch-count") {
+            enqueued.count = given + 1;
+        }
+        if self.lies("batch-silent") {
+            enqueued.count = 1;
+        }
+        if !self.lies("batch-no-event") {
+            match self.enqueued() {
+                Ok(event) => enqueued.last = Some(event),
+                Err(err) => {
+                    enqueued.count = 0;
+                    enqueued.refused = Some(err);
+                }
+            }
+        }
+        enqueued
     }
 }
 

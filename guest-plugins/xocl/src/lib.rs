@@ -9,15 +9,15 @@ mod state;
 
 use std::collections::BTreeMap;
 
-use accelhost_sdk::host::events::Event;
+use accelhost_sdk::host::events::{Event, EventState};
 use accelhost_sdk::host::image::Image;
 use accelhost_sdk::host::xocl::{Device, DeviceDesc, MemKind, XclbinInfo, list_devices};
 use state::{AllocationState, KernelState, OpenDevice, ProgramState, QueueState};
 
 use accelhost_sdk::{
-    AcceleratorState, Allocation, Discovered, Error, ErrorCode, Filter, Guid, KernelArgument,
-    LaunchSize, MemoryKind, MemoryRange, ObjectType, OpenMode, Plugin, Properties, Result,
-    filters_match, wants_device_objects,
+    AcceleratorState, Allocation, Discovered, Enqueued, Error, ErrorCode, Filter, Guid,
+    KernelArgument, Launch, LaunchSize, MemoryKind, MemoryRange, ObjectType, OpenMode, Plugin,
+    Properties, Result, filters_match, wants_device_objects,
 };
 
 /// The device type every XRT card reports.
@@ -204,11 +204,19 @@ impl XoclPlugin {
             .map(|b| b.index)
     }
 
-    /// The device and the dependency list of the next command on `queue`.
+    /// The device and the dependency list of the next command on `queue`: the command
+    /// before it while that one is pending. One that finished, even failed, holds nothing
+    /// back, so that a queue goes on after a failed command, as OpenCL's and XRT's do; one
+    /// that fails while the next waits fails that one too.
     fn next_on(&self, queue: u64) -> Result<(&Device, Vec<&Event>)> {
         let state = self.queue(queue)?;
         let device = &self.open_device(state.handle)?.device;
-        Ok((device, state.last.iter().collect()))
+        let pending = state
+            .last
+            .iter()
+            .filter(|last| last.state() == EventState::Pending)
+            .collect();
+        Ok((device, pending))
     }
 
     /// Makes `event` the one the next command on `queue` waits for.
@@ -216,6 +224,31 @@ impl XoclPlugin {
         if let Some(state) = self.queues.get_mut(&queue) {
             state.last = Some(event.duplicate());
         }
+    }
+
+    /// Starts `kernel` with `args` after the queue's last command; the caller keeps the
+    /// event as the queue's last.
+    fn launch(&self, queue: u64, kernel: u64, args: &[KernelArgument]) -> Result<Event> {
+        let handle = self.queue(queue)?.handle;
+        let state = self
+            .kernels
+            .get(&kernel)
+            .ok_or_else(|| not_found("kernel", kernel))?;
+        let program = self
+            .programs
+            .get(&state.program)
+            .ok_or_else(|| not_found("program", state.program))?;
+        if program.handle != handle {
+            return Err(Error::invalid_argument(
+                "the kernel belongs to a program of another device handle",
+            ));
+        }
+        let packet = ert::launch_packet(state, program, args, |id| {
+            self.allocation(id, handle)
+                .map(|a| (a.device_address, a.size, a.bank))
+        })?;
+        let (device, after) = self.next_on(queue)?;
+        device.exec(&packet, &after)
     }
 
     /// Drops everything that belongs to `handle`.
@@ -552,28 +585,41 @@ impl Plugin for XoclPlugin {
         args: Vec<KernelArgument>,
         _size: LaunchSize,
     ) -> Result<Event> {
-        let handle = self.queue(queue)?.handle;
-        let state = self
-            .kernels
-            .get(&kernel)
-            .ok_or_else(|| not_found("kernel", kernel))?;
-        let program = self
-            .programs
-            .get(&state.program)
-            .ok_or_else(|| not_found("program", state.program))?;
-        if program.handle != handle {
-            return Err(Error::invalid_argument(
-                "the kernel belongs to a program of another device handle",
-            ));
-        }
-        let packet = ert::launch_packet(state, program, &args, |id| {
-            self.allocation(id, handle)
-                .map(|a| (a.device_address, a.size, a.bank))
-        })?;
-        let (device, after) = self.next_on(queue)?;
-        let event = device.exec(&packet, &after)?;
+        let event = self.launch(queue, kernel, &args)?;
         self.remember(queue, &event);
         Ok(event)
+    }
+
+    /// The queue's last event is each launch's in turn, kept without a duplicate; only the
+    /// batch's last is duplicated for the host.
+    fn enqueue_launches(&mut self, queue: u64, launches: Vec<Launch>) -> Enqueued {
+        let mut enqueued = Enqueued {
+            count: 0,
+            last: None,
+            refused: None,
+        };
+        for launch in launches {
+            match self.launch(queue, launch.kernel, &launch.args) {
+                Ok(event) => {
+                    if let Some(state) = self.queues.get_mut(&queue) {
+                        state.last = Some(event);
+                    }
+                    enqueued.count += 1;
+                }
+                Err(err) => {
+                    enqueued.refused = Some(err);
+                    break;
+                }
+            }
+        }
+        if enqueued.count > 0 {
+            enqueued.last = self
+                .queues
+                .get(&queue)
+                .and_then(|state| state.last.as_ref())
+                .map(Event::duplicate);
+        }
+        enqueued
     }
 }
 

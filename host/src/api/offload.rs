@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -383,12 +384,32 @@ impl fmt::Debug for Event {
     }
 }
 
-/// What a queued command keeps alive until it finished: its kernel and its memory. Held
-/// only to be dropped then.
+/// What a queued command keeps alive until it finished: its kernel and its memory, or a
+/// batch's launches. Held only to be dropped then.
 struct Kept {
     kernel: Option<Kernel>,
     _memory: Vec<Memory>,
+    _launches: Vec<DeferredLaunch>,
 }
+
+/// A launch waiting in its queue to be handed to the plugin with others
+/// ([`Queue::defer_launch`]), with what it uses.
+struct DeferredLaunch {
+    kernel: Kernel,
+    args: Vec<LaunchArg>,
+    _memory: Vec<Memory>,
+}
+
+/// The launches a queue holds back, oldest first, and the first failure met handing them on
+/// that no caller was told of yet.
+#[derive(Default)]
+struct Deferred {
+    launches: Vec<DeferredLaunch>,
+    failure: Option<Error>,
+}
+
+/// How many launches a queue holds back at most before it hands them on by itself.
+const DEFERRED_LAUNCHES: usize = 256;
 
 impl Staged for Memory {
     fn size(&self) -> u64 {
@@ -418,12 +439,22 @@ struct QueueInner {
     id: u64,
     /// Commands not known to have finished, with what they use; oldest first.
     in_flight: Mutex<Vec<(Event, Kept)>>,
+    /// Launches not yet handed to the plugin. Locked while they are handed on, so that a
+    /// command after them, from any thread, reaches the plugin after them.
+    deferred: Mutex<Deferred>,
+    /// Set once the plugin answered that it has no `batch` export: launches go one by one.
+    one_by_one: std::sync::atomic::AtomicBool,
     /// Host memory that transfers to and from device memory go through.
     staging: StagingPool<Memory, Event>,
 }
 
 impl Drop for QueueInner {
     fn drop(&mut self) {
+        // The held-back launches run before the queue goes; their failures have nobody to
+        // go to but the log.
+        if let Err(err) = self.flush() {
+            tracing::warn!(device = %self.handle.token().id(), id = self.id, "a launch held back in a released queue: {err}");
+        }
         // Drain before release: a queue's commands finish before their memory is freed.
         let in_flight = std::mem::take(&mut *lock(&self.in_flight));
         if let Some((last, _)) = in_flight.last() {
@@ -483,18 +514,20 @@ impl Queue {
         src.same_device(handle, "enqueue-memcpy")?;
         let to = Self::range(dst, dst_offset, size, "destination", "enqueue-memcpy")?;
         let from = Self::range(src, src_offset, size, "source", "enqueue-memcpy")?;
+        let _after = self.inner.deferred_handed_on();
         let queue = self.inner.id;
         let event = handle.call(
             "enqueue-memcpy",
             format_args!("queue={queue} size={size}"),
             |p, _| p.enqueue_memcpy(queue, to, from, size),
         )?;
-        Ok(self.track(
+        Ok(self.inner.track(
             event,
             "memcpy",
             Kept {
                 kernel: None,
                 _memory: vec![dst.clone(), src.clone()],
+                _launches: Vec::new(),
             },
         ))
     }
@@ -607,7 +640,8 @@ impl Queue {
     /// Waits until every command enqueued so far finished, leaving how each ended to its
     /// event and to [`finish`](Self::finish).
     fn wait_idle(&self) {
-        let last = self.lock().last().map(|(event, _)| event.clone());
+        drop(self.inner.deferred_handed_on());
+        let last = self.inner.lock().last().map(|(event, _)| event.clone());
         if let Some(last) = last {
             let _ = last.wait();
         }
@@ -630,8 +664,13 @@ impl Queue {
             .try_take(size, |size| handle.alloc(MemoryKind::Host, size))
     }
 
-    /// Launches `kernel` with `args` after the queue's previous command.
-    pub fn enqueue_launch(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<Event> {
+    /// The plugin's form of `kernel`'s arguments `args`, and the memory they name (which the
+    /// launch keeps until it finished).
+    fn launch_args(
+        &self,
+        kernel: &Kernel,
+        args: &[Arg<'_>],
+    ) -> Result<(Vec<LaunchArg>, Vec<Memory>)> {
         let handle = &self.inner.handle;
         if !kernel.inner.program.inner.handle.same_open(handle) {
             return Err(Error::InvalidArgument {
@@ -661,6 +700,14 @@ impl Queue {
                 Arg::Bytes(bytes) => LaunchArg::Bytes(bytes.to_vec()),
             });
         }
+        Ok((wit_args, held))
+    }
+
+    /// Launches `kernel` with `args` after the queue's previous command.
+    pub fn enqueue_launch(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<Event> {
+        let (wit_args, held) = self.launch_args(kernel, args)?;
+        let _after = self.inner.deferred_handed_on();
+        let handle = &self.inner.handle;
         let queue = self.inner.id;
         let kernel_id = kernel.inner.id;
         let event = handle.call(
@@ -671,25 +718,61 @@ impl Queue {
         let kept = Kept {
             kernel: Some(kernel.clone()),
             _memory: held,
+            _launches: Vec::new(),
         };
-        Ok(self.track(event, "launch of", kept))
+        Ok(self.inner.track(event, "launch of", kept))
+    }
+
+    /// Launches `kernel` with `args` after the queue's previous command, for a caller that
+    /// wants no event of it: the launch is held back and handed to the plugin with the ones
+    /// after it, in one call, at the latest when the queue's next other command, [`flush`],
+    /// [`finish`], [`pending_events`] or its release comes, or once 256 are held back. The
+    /// arguments are checked here; a refusal of the plugin's, and a failure on the device,
+    /// are the next [`flush`]'s or [`finish`]'s error.
+    ///
+    /// [`flush`]: Self::flush
+    /// [`finish`]: Self::finish
+    /// [`pending_events`]: Self::pending_events
+    pub fn defer_launch(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<()> {
+        let (args, memory) = self.launch_args(kernel, args)?;
+        let mut deferred = lock(&self.inner.deferred);
+        deferred.launches.push(DeferredLaunch {
+            kernel: kernel.clone(),
+            args,
+            _memory: memory,
+        });
+        if deferred.launches.len() >= DEFERRED_LAUNCHES {
+            self.inner.hand_on(&mut deferred);
+        }
+        Ok(())
+    }
+
+    /// Hands the launches held back ([`defer_launch`](Self::defer_launch)) to the plugin.
+    /// The error is the first refusal of one of them not yet reported; the launches after a
+    /// refused one are handed on all the same.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
     }
 
     /// The events of the commands still in flight, oldest first: for a caller that waits
     /// without blocking a thread (with [`Event::on_finish`]) before calling
-    /// [`finish`](Self::finish), which then returns at once.
+    /// [`finish`](Self::finish), which then returns at once. Launches held back are handed
+    /// on first; a batch of them has one event, its last launch's.
     pub fn pending_events(&self) -> Vec<Event> {
-        self.lock()
+        drop(self.inner.deferred_handed_on());
+        self.inner
+            .lock()
             .iter()
             .map(|(event, _)| event.clone())
             .filter(|event| event.status() == EventStatus::Pending)
             .collect()
     }
 
-    /// Waits until every command enqueued so far finished; the first failure is returned.
+    /// Waits until every command enqueued so far finished; the first failure is returned,
+    /// including a refusal of a launch held back.
     pub fn finish(&self) -> Result<()> {
-        let in_flight = std::mem::take(&mut *self.lock());
-        let mut result = Ok(());
+        let mut result = self.inner.flush();
+        let in_flight = std::mem::take(&mut *self.inner.lock());
         for (event, _) in &in_flight {
             let outcome = event.wait();
             if result.is_ok() {
@@ -699,20 +782,22 @@ impl Queue {
         drop(in_flight);
         result
     }
+}
 
+impl QueueInner {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Event, Kept)>> {
-        lock(&self.inner.in_flight)
+        lock(&self.in_flight)
     }
 
     fn track(&self, completion: Arc<Completion>, command: &'static str, kept: Kept) -> Event {
-        self.inner.handle.watch(&completion);
+        self.handle.watch(&completion);
         let event = Event {
             inner: Arc::new(EventInner {
                 completion,
                 what: What::Command {
                     command,
                     kernel: kept.kernel.as_ref().map(|k| Arc::downgrade(&k.inner)),
-                    device: self.inner.handle.token().clone(),
+                    device: self.handle.token().clone(),
                 },
             }),
         };
@@ -730,6 +815,142 @@ impl Queue {
         drop(finished);
         event
     }
+
+    /// Hands on the launches held back, and returns the lock that keeps the next ones back
+    /// while the caller enqueues a command after them.
+    fn deferred_handed_on(&self) -> std::sync::MutexGuard<'_, Deferred> {
+        let mut deferred = lock(&self.deferred);
+        if !deferred.launches.is_empty() {
+            self.hand_on(&mut deferred);
+        }
+        deferred
+    }
+
+    fn flush(&self) -> Result<()> {
+        match self.deferred_handed_on().failure.take() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands `deferred`'s launches to the plugin: in batches (`batch.enqueue-launches`), or
+    /// one by one where the plugin has no `batch`. A refused launch is left out and its error
+    /// kept; the ones after it go on. A fault ends the plugin instance, and with it the
+    /// launches not yet handed on: the error is kept, and they are dropped.
+    fn hand_on(&self, deferred: &mut Deferred) {
+        let mut rest: VecDeque<DeferredLaunch> = std::mem::take(&mut deferred.launches).into();
+        let queue = self.id;
+        let mut fail = |err: Error| {
+            deferred.failure.get_or_insert(err);
+        };
+        while !rest.is_empty() {
+            if self.one_by_one.load(Relaxed) {
+                let launch = rest.pop_front().expect("not empty");
+                let kernel_id = launch.kernel.inner.id;
+                let launched = self.handle.call(
+                    "enqueue-launch",
+                    format_args!(
+                        "queue={queue} kernel={} args={}",
+                        launch.kernel.name(),
+                        launch.args.len()
+                    ),
+                    |p, _| p.enqueue_launch(queue, kernel_id, &launch.args),
+                );
+                match launched {
+                    Ok(event) => {
+                        let kept = Kept {
+                            kernel: Some(launch.kernel.clone()),
+                            _memory: Vec::new(),
+                            _launches: vec![launch],
+                        };
+                        self.track(event, "launch of", kept);
+                    }
+                    Err(err) if ends_the_queue(&err) => {
+                        fail(err);
+                        return;
+                    }
+                    Err(err) => fail(of_launch(err, &launch.kernel)),
+                }
+                continue;
+            }
+            let launches: Vec<(u64, &[LaunchArg])> = rest
+                .iter()
+                .map(|launch| (launch.kernel.inner.id, &launch.args[..]))
+                .collect();
+            let answer = self.handle.call(
+                "enqueue-launches",
+                format_args!("queue={queue} launches={}", launches.len()),
+                |p, _| p.enqueue_launches(queue, &launches),
+            );
+            drop(launches);
+            match answer {
+                Ok(batched) => {
+                    let enqueued: Vec<DeferredLaunch> = rest.drain(..batched.count).collect();
+                    if let Some(last) = batched.last {
+                        let kept = Kept {
+                            kernel: enqueued.last().map(|l| l.kernel.clone()),
+                            _memory: Vec::new(),
+                            _launches: enqueued,
+                        };
+                        self.track(last, "launch (the last of a batch) of", kept);
+                    }
+                    if let Some(refusal) = batched.refused {
+                        let refused = rest.pop_front().expect("the refused launch");
+                        let err = Error::Plugin {
+                            plugin: self.handle.token().plugin().to_string(),
+                            call: "enqueue-launches",
+                            code: refusal.code,
+                            message: crate::text::cut_to(
+                                refusal.message,
+                                crate::manager::MAX_MESSAGE,
+                            ),
+                        };
+                        fail(of_launch(err, &refused.kernel));
+                    }
+                }
+                Err(err) if err.code() == crate::error::ErrorCode::Unsupported => {
+                    // Without `batch`, or refusing the first launch as unsupported: one by one
+                    // tells which.
+                    self.one_by_one.store(true, Relaxed);
+                }
+                Err(err) if ends_the_queue(&err) => {
+                    fail(err);
+                    return;
+                }
+                Err(err) => {
+                    let refused = rest.pop_front().expect("the refused launch");
+                    fail(of_launch(err, &refused.kernel));
+                }
+            }
+        }
+    }
+}
+
+/// A plugin's refusal of a launch handed on later, naming the kernel: the caller no longer
+/// knows which launch it was.
+fn of_launch(err: Error, kernel: &Kernel) -> Error {
+    match err {
+        Error::Plugin {
+            plugin,
+            call,
+            code,
+            message,
+        } => Error::Plugin {
+            plugin,
+            call,
+            code,
+            message: format!("launch of {}: {message}", kernel.name()),
+        },
+        other => other,
+    }
+}
+
+/// Whether `err` leaves no plugin instance to hand further launches to.
+fn ends_the_queue(err: &Error) -> bool {
+    matches!(
+        err,
+        Error::Faulted { .. } | Error::PluginUnavailable { .. } | Error::Stale { .. }
+    )
 }
 
 impl Handle {
@@ -815,6 +1036,8 @@ impl Handle {
                 handle: self.clone(),
                 id,
                 in_flight: Mutex::new(Vec::new()),
+                deferred: Mutex::new(Deferred::default()),
+                one_by_one: false.into(),
                 staging: StagingPool::default(),
             }),
         })

@@ -42,7 +42,7 @@ use lease::Lease;
 /// The longest wait between restarts, however many came before.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// The longest error message kept from a plugin; the rest is cut.
-const MAX_MESSAGE: usize = 1024;
+pub(crate) const MAX_MESSAGE: usize = 1024;
 
 /// Where a plugin stands, as `accelhost plugins` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -13,7 +13,9 @@ use wasmtime::component::{Component, ComponentExportIndex, Func, Instance, Resou
 
 use crate::attributes::AttributeInfo;
 use crate::bindings::accel::plugin::types as wit;
-use crate::bindings::exports::accel::plugin::{attributes, discovery, fpga, inventory, offload};
+use crate::bindings::exports::accel::plugin::{
+    attributes, batch, discovery, fpga, inventory, offload,
+};
 use crate::devices::{Budget, Completion, CompletionState, DmaMemory};
 use crate::error::{ErrorCode, Falsehood};
 use crate::properties::{Filter, OpenMode, Properties, SharedText};
@@ -48,6 +50,17 @@ pub(crate) enum LaunchArg {
     Scalar32(u32),
     Scalar64(u64),
     Bytes(Vec<u8>),
+}
+
+/// What `enqueue-launches` gave, checked against the batch: the first `count` launches are
+/// on the queue, `last` is the completion of the last of them (there exactly when `count` is
+/// not 0), and `refused` says why the launch at `count` was refused (there exactly when
+/// `count` is short of the batch).
+#[derive(Debug)]
+pub(crate) struct Batched {
+    pub count: usize,
+    pub last: Option<Arc<Completion>>,
+    pub refused: Option<Refusal>,
 }
 
 /// What `mem-alloc` gave: the plugin's id, the host-visible memory if any, the device address.
@@ -218,6 +231,9 @@ exports! {
         queue_release ("queue-release"): (u64) -> Result<(), wit::Error>;
         enqueue_memcpy ("enqueue-memcpy"): (u64, offload::MemoryRange, offload::MemoryRange, u64) -> Result<Resource<EventResource>, wit::Error>;
         enqueue_launch ("enqueue-launch"): (u64, u64, &[offload::KernelArgument], offload::LaunchSize) -> Result<Resource<EventResource>, wit::Error>;
+    }
+    batch in batch_funcs ("batch", required: false) {
+        enqueue_launches ("enqueue-launches"): (u64, &[batch::Launch]) -> batch::Enqueued;
     }
     inventory in inventory_funcs ("inventory", required: false) {
         enumerate ("enumerate"): (&[discovery::Filter]) -> Result<inventory::DeviceTable, wit::Error>;
@@ -646,21 +662,76 @@ impl<'a> Calls<'a> {
         kernel: u64,
         args: &[LaunchArg],
     ) -> wasmtime::Result<Answer<Arc<Completion>>> {
-        let args: Vec<offload::KernelArgument> = args
+        let args = wit_args(args);
+        let answer = optional!(
+            self,
+            offload,
+            enqueue_launch,
+            (queue, kernel, &args, ONE_ITEM)
+        );
+        self.completion(answer)
+    }
+
+    /// Enqueues `launches` (each a kernel and its arguments) on `queue` in one call. A
+    /// refusal of the first launch is the call's refusal, as `enqueue-launch`'s would be; a
+    /// plugin without `batch` answers `unsupported`, and the caller enqueues one by one.
+    pub fn enqueue_launches(
+        &mut self,
+        queue: u64,
+        launches: &[(u64, &[LaunchArg])],
+    ) -> wasmtime::Result<Answer<Batched>> {
+        let Some(batch) = &self.exports.batch else {
+            return Ok(Err(unsupported("batch")));
+        };
+        let wit_launches: Vec<batch::Launch> = launches
             .iter()
-            .map(|arg| match arg {
-                LaunchArg::Memory(range) => offload::KernelArgument::Memory(wit_range(*range)),
-                LaunchArg::Scalar32(v) => offload::KernelArgument::Scalar32(*v),
-                LaunchArg::Scalar64(v) => offload::KernelArgument::Scalar64(*v),
-                LaunchArg::Bytes(bytes) => offload::KernelArgument::Bytes(bytes.clone()),
+            .map(|(kernel, args)| batch::Launch {
+                kernel: *kernel,
+                args: wit_args(args),
+                size: ONE_ITEM,
             })
             .collect();
-        let size = offload::LaunchSize {
-            global: (1, 1, 1),
-            local: (1, 1, 1),
+        let answer = batch.enqueue_launches(&mut *self.store, (queue, &wit_launches))?;
+        let count = answer.count as usize;
+        let last = match answer.last {
+            Some(event) => Some(self.store.data_mut().table().delete(event)?.completion),
+            None => None,
         };
-        let answer = optional!(self, offload, enqueue_launch, (queue, kernel, &args, size));
-        self.completion(answer)
+        let asked = launches.len();
+        let lie = if count > asked {
+            Some(format!(
+                "it answered enqueue-launches of {asked} launch(es) with {count} enqueued"
+            ))
+        } else if (count == 0) != last.is_none() {
+            Some(format!(
+                "it enqueued {count} of {asked} launch(es) and gave {} event",
+                if last.is_some() { "an" } else { "no" }
+            ))
+        } else if (count < asked) != answer.refused.is_some() {
+            Some(if count < asked {
+                format!("it enqueued {count} of {asked} launch(es) and said nothing of the rest")
+            } else {
+                format!("it enqueued all {asked} launch(es) and refused one of them")
+            })
+        } else {
+            None
+        };
+        if let Some(detail) = lie {
+            return Err(FalseAnswer {
+                about: Falsehood::Count,
+                detail,
+            }
+            .into());
+        }
+        let refused = answer.refused.map(refusal);
+        match (last, refused) {
+            (None, Some(refused)) => Ok(Err(refused)),
+            (last, refused) => Ok(Ok(Batched {
+                count,
+                last: last.map(Self::kept_completion),
+                refused,
+            })),
+        }
     }
 
     /// Takes the completion of an event the plugin returned out of its table. One that
@@ -676,11 +747,17 @@ impl<'a> Calls<'a> {
             Ok(event) => self.store.data_mut().table().delete(event)?.completion,
             Err(err) => return Ok(Err(refusal(err))),
         };
-        Ok(Ok(match event.state() {
+        Ok(Ok(Self::kept_completion(event)))
+    }
+
+    /// An event's completion as the program keeps it: one that finished already (work the
+    /// plugin did at once, or refused) becomes the program's own, charged to nobody.
+    fn kept_completion(event: Arc<Completion>) -> Arc<Completion> {
+        match event.state() {
             CompletionState::Pending => event,
             CompletionState::Complete => Completion::complete(),
             failed => crate::ledger::uncharged(|| Arc::new(Completion::with_state(failed))),
-        }))
+        }
     }
 }
 
@@ -696,6 +773,23 @@ fn lend_image(
         .push(ImageResource { bytes: image })?;
     let borrowed = Resource::new_borrow(owned.rep());
     Ok((owned, borrowed))
+}
+
+/// The launch size the host passes: the doors put an NDRange in the kernel's arguments.
+const ONE_ITEM: offload::LaunchSize = offload::LaunchSize {
+    global: (1, 1, 1),
+    local: (1, 1, 1),
+};
+
+fn wit_args(args: &[LaunchArg]) -> Vec<offload::KernelArgument> {
+    args.iter()
+        .map(|arg| match arg {
+            LaunchArg::Memory(range) => offload::KernelArgument::Memory(wit_range(*range)),
+            LaunchArg::Scalar32(v) => offload::KernelArgument::Scalar32(*v),
+            LaunchArg::Scalar64(v) => offload::KernelArgument::Scalar64(*v),
+            LaunchArg::Bytes(bytes) => offload::KernelArgument::Bytes(bytes.clone()),
+        })
+        .collect()
 }
 
 fn wit_range(range: MemoryRange) -> offload::MemoryRange {

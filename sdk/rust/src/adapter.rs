@@ -6,12 +6,13 @@ use core::marker::PhantomData;
 
 use crate::bindings::accel::plugin::{events::Event, image::Image, mmio::Region};
 use crate::bindings::exports::accel::plugin::{
-    attributes, discovery, fpga, inventory, lifecycle, offload,
+    attributes, batch, discovery, fpga, inventory, lifecycle, offload,
 };
 use crate::plugin::Plugin;
 use crate::types::{
-    Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
-    LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties,
+    Allocation, AttributeInfo, BufferFlags, Discovered, Enqueued, Error, EventKind, Filter,
+    KernelArgument, Launch, LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer,
+    Properties,
 };
 
 /// The type [`export_plugin!`](crate::export_plugin) exports: it forwards every export to the
@@ -65,6 +66,12 @@ impl<P: Plugin> discovery::Guest for Exports<P> {
 impl<P: Plugin> inventory::Guest for Exports<P> {
     fn enumerate(filters: Vec<Filter>) -> Result<inventory::DeviceTable, Error> {
         with_plugin(|p: &mut P| p.inventory(filters))
+    }
+}
+
+impl<P: Plugin> batch::Guest for Exports<P> {
+    fn enqueue_launches(queue: u64, launches: Vec<Launch>) -> Enqueued {
+        with_plugin(|p: &mut P| p.enqueue_launches(queue, launches))
     }
 }
 

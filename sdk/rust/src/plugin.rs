@@ -3,8 +3,9 @@
 use crate::bindings::accel::plugin as host;
 use crate::filter::host_matches;
 use crate::types::{
-    Allocation, AttributeInfo, BufferFlags, Discovered, Error, EventKind, Filter, KernelArgument,
-    LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer, Properties,
+    Allocation, AttributeInfo, BufferFlags, Discovered, Enqueued, Error, EventKind, Filter,
+    KernelArgument, Launch, LaunchSize, MemoryKind, MemoryRange, OpenMode, PreparedBuffer,
+    Properties,
 };
 
 /// The result type of every plugin call.
@@ -167,6 +168,32 @@ pub trait Plugin: Default + 'static {
         size: LaunchSize,
     ) -> Result<host::events::Event> {
         Err(Error::unsupported("enqueue-launch"))
+    }
+
+    /// Enqueues `launches` on `queue` in order, stopping at the first refused (`batch`,
+    /// accel:plugin 0.3.0). The default calls [`enqueue_launch`](Self::enqueue_launch) for
+    /// each and keeps the last event: one entry into the plugin for the batch. A plugin whose
+    /// queue lets a command run after a failed one, and that should report the failure, keeps
+    /// that in the event it returns last.
+    fn enqueue_launches(&mut self, queue: u64, launches: Vec<Launch>) -> Enqueued {
+        let mut enqueued = Enqueued {
+            count: 0,
+            last: None,
+            refused: None,
+        };
+        for launch in launches {
+            match self.enqueue_launch(queue, launch.kernel, launch.args, launch.size) {
+                Ok(event) => {
+                    enqueued.count += 1;
+                    enqueued.last = Some(event);
+                }
+                Err(err) => {
+                    enqueued.refused = Some(err);
+                    break;
+                }
+            }
+        }
+        enqueued
     }
 
     /// The sysfs-style attributes of `token`'s device (`afu_id`, `errors/errors`), which

@@ -5,6 +5,7 @@ pub use crate::bindings::accel::plugin::types::{
     AcceleratorState, BusAddress, Error, ErrorCode, Guid, ObjectType, OpenMode,
 };
 pub use crate::bindings::exports::accel::plugin::attributes::AttributeInfo;
+pub use crate::bindings::exports::accel::plugin::batch::{Enqueued, Launch};
 pub use crate::bindings::exports::accel::plugin::discovery::{Discovered, Filter, Properties};
 pub use crate::bindings::exports::accel::plugin::fpga::{BufferFlags, EventKind, PreparedBuffer};
 pub use crate::bindings::exports::accel::plugin::inventory::{
