@@ -39,9 +39,18 @@ impl CompletionState {
 /// Called once when a completion finishes (a scheduler waiting on dependencies, say).
 type Watcher = Box<dyn FnOnce() + Send>;
 
+/// A completion's state, what runs when it finishes, and how many threads wait on it.
+struct Inner {
+    state: CompletionState,
+    watchers: Vec<Watcher>,
+    waiting: u32,
+}
+
 /// A one-shot completion with a blocking wait.
 pub struct Completion {
-    state: Mutex<(CompletionState, Vec<Watcher>)>,
+    state: Mutex<Inner>,
+    /// Signalled when the state changes and a thread waits on it: most completions are
+    /// never waited on, and a signal is a system call.
     changed: Condvar,
     /// Failed by the host because it stayed pending past its deadline.
     expired: AtomicBool,
@@ -72,24 +81,28 @@ impl Completion {
     /// A completion that is already in `state`.
     pub fn with_state(state: CompletionState) -> Self {
         Completion {
-            state: Mutex::new((state, Vec::new())),
+            state: Mutex::new(Inner {
+                state,
+                watchers: Vec::new(),
+                waiting: 0,
+            }),
             changed: Condvar::new(),
             expired: AtomicBool::new(false),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (CompletionState, Vec<Watcher>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         lock(&self.state)
     }
 
     /// The current state, without waiting.
     pub fn state(&self) -> CompletionState {
-        self.lock().0.clone()
+        self.lock().state.clone()
     }
 
     /// Whether the completion finished (successfully or not).
     pub fn is_finished(&self) -> bool {
-        self.lock().0 != CompletionState::Pending
+        self.lock().state != CompletionState::Pending
     }
 
     /// Moves a pending completion to `state`, wakes the waiters and runs the watchers; later
@@ -108,15 +121,17 @@ impl Completion {
     fn finish_as(&self, state: CompletionState, expired: bool) -> bool {
         let watchers = {
             let mut current = self.lock();
-            if current.0 != CompletionState::Pending {
+            if current.state != CompletionState::Pending {
                 return false;
             }
             if expired {
                 self.expired.store(true, Ordering::Release);
             }
-            current.0 = state;
-            self.changed.notify_all();
-            std::mem::take(&mut current.1)
+            current.state = state;
+            if current.waiting > 0 {
+                self.changed.notify_all();
+            }
+            std::mem::take(&mut current.watchers)
         };
         for watcher in watchers {
             watcher();
@@ -132,8 +147,8 @@ impl Completion {
     /// Runs `watcher` once the completion finishes (at once if it already has).
     pub fn on_finish(&self, watcher: impl FnOnce() + Send + 'static) {
         let mut current = self.lock();
-        if current.0 == CompletionState::Pending {
-            current.1.push(Box::new(watcher));
+        if current.state == CompletionState::Pending {
+            current.watchers.push(Box::new(watcher));
         } else {
             drop(current);
             watcher();
@@ -143,15 +158,17 @@ impl Completion {
     /// Waits until the completion is no longer pending or `deadline` passes; returns the
     /// state it ended in (`Pending` on timeout).
     pub fn wait(&self, deadline: Instant) -> CompletionState {
-        let mut state = self.lock();
-        while state.0 == CompletionState::Pending {
+        let mut inner = self.lock();
+        inner.waiting += 1;
+        while inner.state == CompletionState::Pending {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            state = wait_timeout(&self.changed, state, deadline - now);
+            inner = wait_timeout(&self.changed, inner, deadline - now);
         }
-        state.0.clone()
+        inner.waiting -= 1;
+        inner.state.clone()
     }
 }
 

@@ -1177,6 +1177,50 @@ struct CuRegisters {
     busy: bool,
 }
 
+impl CuRegisters {
+    /// Reads a register; reading AP_CTRL clears ap_done, as the HLS adapter does.
+    fn read(&mut self, offset: u64) -> u32 {
+        match offset {
+            abi::AP_CTRL => {
+                let value = self.ap_ctrl;
+                self.ap_ctrl &= !abi::AP_DONE;
+                value
+            }
+            abi::GIE => self.gie,
+            abi::IER => self.ier,
+            abi::ISR => self.isr,
+            _ => {
+                let slot = ((offset - abi::ARGS_BASE) / 4) as usize;
+                self.args.get(slot).copied().unwrap_or(0)
+            }
+        }
+    }
+
+    fn read64(&mut self, offset: u64) -> u64 {
+        u64::from(self.read(offset)) | (u64::from(self.read(offset + 4)) << 32)
+    }
+
+    fn write(&mut self, offset: u64, value: u32) {
+        match offset {
+            abi::AP_CTRL => {
+                if value & abi::AP_START != 0 {
+                    self.ap_ctrl = abi::AP_START;
+                }
+            }
+            abi::GIE => self.gie = value & 1,
+            abi::IER => self.ier = value & 3,
+            // ISR bits toggle on write.
+            abi::ISR => self.isr ^= value & 3,
+            _ => {
+                let slot = ((offset - abi::ARGS_BASE) / 4) as usize;
+                if let Some(arg) = self.args.get_mut(slot) {
+                    *arg = value;
+                }
+            }
+        }
+    }
+}
+
 impl ComputeUnit {
     fn start(
         index: u32,
@@ -1241,60 +1285,28 @@ impl ComputeUnit {
 
     /// Reads a register; reading AP_CTRL clears ap_done, as the HLS adapter does.
     fn read(&self, offset: u64) -> u32 {
-        let mut regs = lock(&self.regs);
-        match offset {
-            abi::AP_CTRL => {
-                let value = regs.ap_ctrl;
-                regs.ap_ctrl &= !abi::AP_DONE;
-                value
-            }
-            abi::GIE => regs.gie,
-            abi::IER => regs.ier,
-            abi::ISR => regs.isr,
-            _ => {
-                let slot = ((offset - abi::ARGS_BASE) / 4) as usize;
-                regs.args.get(slot).copied().unwrap_or(0)
-            }
-        }
-    }
-
-    fn write(&self, offset: u64, value: u32) {
-        let mut regs = lock(&self.regs);
-        match offset {
-            abi::AP_CTRL => {
-                if value & abi::AP_START != 0 {
-                    regs.ap_ctrl = abi::AP_START;
-                }
-            }
-            abi::GIE => regs.gie = value & 1,
-            abi::IER => regs.ier = value & 3,
-            // ISR bits toggle on write.
-            abi::ISR => regs.isr ^= value & 3,
-            _ => {
-                let slot = ((offset - abi::ARGS_BASE) / 4) as usize;
-                if let Some(arg) = regs.args.get_mut(slot) {
-                    *arg = value;
-                }
-            }
-        }
+        lock(&self.regs).read(offset)
     }
 
     fn arg64(&self, offset: u64) -> u64 {
-        u64::from(self.read(offset)) | (u64::from(self.read(offset + 4)) << 32)
+        lock(&self.regs).read64(offset)
     }
 
     /// What the KDS does for one START_CU: write the register map from 0x10 on (the first
     /// four words are the control block it skips), set ap_start, wait for ap_done.
     fn run(&self, card: &Arc<Card>, job: CuJob) {
-        for (i, word) in job
-            .regmap
-            .iter()
-            .enumerate()
-            .skip(abi::ERT_REGMAP_SKIPPED_WORDS)
         {
-            self.write(i as u64 * 4, *word);
+            let mut regs = lock(&self.regs);
+            for (i, word) in job
+                .regmap
+                .iter()
+                .enumerate()
+                .skip(abi::ERT_REGMAP_SKIPPED_WORDS)
+            {
+                regs.write(i as u64 * 4, *word);
+            }
+            regs.write(abi::AP_CTRL, abi::AP_START);
         }
-        self.write(abi::AP_CTRL, abi::AP_START);
         let outcome = self.compute(card, job.client, job.epoch);
         {
             let mut regs = lock(&self.regs);
@@ -1302,10 +1314,10 @@ impl ComputeUnit {
             if regs.gie & 1 != 0 && regs.ier & 1 != 0 {
                 regs.isr |= 1;
             }
+            // The scheduler's completion check: ap_done is clear-on-read.
+            let status = regs.read(abi::AP_CTRL);
+            debug_assert!(status & abi::AP_DONE != 0);
         }
-        // The scheduler's completion check: ap_done is clear-on-read.
-        let status = self.read(abi::AP_CTRL);
-        debug_assert!(status & abi::AP_DONE != 0);
         let current = lock(&card.state).epoch;
         lock(&self.regs).busy = false;
         settle(
@@ -1448,10 +1460,15 @@ impl ComputeUnit {
 
     /// The vadd kernel: `out[i] = in1[i] + in2[i]` (u32, wrapping) on device memory.
     fn vadd(&self, card: &Card, client: u64) -> Result<(), String> {
-        let in1 = self.arg64(abi::vadd::IN1);
-        let in2 = self.arg64(abi::vadd::IN2);
-        let out = self.arg64(abi::vadd::OUT);
-        let size = u64::from(self.read(abi::vadd::SIZE));
+        let (in1, in2, out, size) = {
+            let mut regs = lock(&self.regs);
+            (
+                regs.read64(abi::vadd::IN1),
+                regs.read64(abi::vadd::IN2),
+                regs.read64(abi::vadd::OUT),
+                u64::from(regs.read(abi::vadd::SIZE)),
+            )
+        };
         let bytes = size * 4;
         if bytes == 0 {
             return Ok(());

@@ -169,9 +169,9 @@ fn compute_unit_registers_follow_the_hls_protocol() {
     let cu = state.cus[0].clone().unwrap();
     drop(state);
     assert_eq!(cu.read(abi::AP_CTRL), abi::AP_IDLE);
-    cu.write(abi::GIE, 1);
-    cu.write(abi::IER, 1);
-    cu.write(vadd::IN1, 0xdead_beef);
+    lock(&cu.regs).write(abi::GIE, 1);
+    lock(&cu.regs).write(abi::IER, 1);
+    lock(&cu.regs).write(vadd::IN1, 0xdead_beef);
     assert_eq!(cu.read(vadd::IN1), 0xdead_beef);
     lock(&cu.regs).ap_ctrl = abi::AP_DONE | abi::AP_IDLE;
     lock(&cu.regs).isr = 1;
@@ -181,7 +181,7 @@ fn compute_unit_registers_follow_the_hls_protocol() {
         abi::AP_IDLE,
         "ap_done is clear-on-read"
     );
-    cu.write(abi::ISR, 1);
+    lock(&cu.regs).write(abi::ISR, 1);
     assert_eq!(cu.read(abi::ISR), 0, "ISR bits toggle on write");
 }
 
