@@ -743,19 +743,22 @@ type Range = [u32; 10];
 
 /// The library's form of a launch's argument values.
 fn launch_args(args: &[ArgValue]) -> Vec<Arg<'_>> {
-    args.iter()
-        .map(|value| match value {
-            ArgValue::Buffer(buffer) => Arg::MemoryAt(buffer.memory(), buffer.origin() as u64),
-            ArgValue::Usm(allocation, offset) => Arg::MemoryAt(allocation.memory(), *offset as u64),
-            // The contract's null pointer.
-            ArgValue::Null => Arg::U64(0),
-            ArgValue::Bytes(bytes) => match bytes.len() {
-                4 => Arg::U32(u32::from_ne_bytes(bytes[..].try_into().unwrap())),
-                8 => Arg::U64(u64::from_ne_bytes(bytes[..].try_into().unwrap())),
-                _ => Arg::Bytes(bytes),
-            },
-        })
-        .collect()
+    args.iter().map(launch_arg).collect()
+}
+
+/// The library's form of one argument value.
+fn launch_arg(value: &ArgValue) -> Arg<'_> {
+    match value {
+        ArgValue::Buffer(buffer) => Arg::MemoryAt(buffer.memory(), buffer.origin() as u64),
+        ArgValue::Usm(allocation, offset) => Arg::MemoryAt(allocation.memory(), *offset as u64),
+        // The contract's null pointer.
+        ArgValue::Null => Arg::U64(0),
+        ArgValue::Bytes(bytes) => match bytes.len() {
+            4 => Arg::U32(u32::from_ne_bytes(bytes[..].try_into().unwrap())),
+            8 => Arg::U64(u64::from_ne_bytes(bytes[..].try_into().unwrap())),
+            _ => Arg::Bytes(bytes),
+        },
+    }
 }
 
 /// Launches `kernel` once on the queue, with its arguments as they are set now (and `range`
@@ -781,7 +784,7 @@ fn launch(
         return Err(CL_INVALID_CONTEXT);
     }
     let values = kernel.args.lock().unwrap_or_else(|e| e.into_inner());
-    let mut args = Vec::with_capacity(values.len());
+    let mut set = Vec::with_capacity(values.len());
     for (index, value) in values.iter().enumerate() {
         let value = value.as_ref().ok_or_else(|| {
             refuse(
@@ -800,15 +803,14 @@ fn launch(
             {
                 return Err(CL_INVALID_MEM_OBJECT);
             }
-            _ => args.push(value.clone()),
+            _ => set.push(value),
         }
     }
-    drop(values);
     let local_bytes: u64 = kernel
         .described
         .iter()
         .flatten()
-        .zip(&args)
+        .zip(&set)
         .filter(|(arg, _)| arg.kind == ArgKind::Local)
         .filter_map(|(_, value)| match value {
             ArgValue::Bytes(bytes) => bytes.as_slice().try_into().ok().map(u32::from_ne_bytes),
@@ -827,22 +829,30 @@ fn launch(
             ),
         ));
     }
-    if kernel.ndrange {
-        let range = range.unwrap_or([1, 1, 1, 1, 1, 1, 1, 0, 0, 0]);
-        args.extend(
-            range
-                .iter()
-                .map(|n| ArgValue::Bytes(n.to_ne_bytes().to_vec())),
-        );
-    }
+    let range = kernel
+        .ndrange
+        .then(|| range.unwrap_or([1, 1, 1, 1, 1, 1, 1, 0, 0, 0]));
+    let range = range.iter().flatten().copied();
     if event.is_null() && enqueue.runs_now() {
-        // Nobody will ask about this launch: it goes to the plugin with the ones after it.
+        // Nobody will ask about this launch: it goes to the plugin with the ones after it,
+        // taking its arguments as they are set now (no copy of them is kept here).
+        let args: Vec<Arg> = set
+            .into_iter()
+            .map(launch_arg)
+            .chain(range.map(Arg::U32))
+            .collect();
         return enqueue
             .queue()
             .commands()
-            .defer_launch(&kernel.kernel, &launch_args(&args))
+            .defer_launch(&kernel.kernel, &args)
             .map_err(|err| report(call, &err));
     }
+    let args: Vec<ArgValue> = set
+        .into_iter()
+        .cloned()
+        .chain(range.map(|n| ArgValue::Bytes(n.to_ne_bytes().to_vec())))
+        .collect();
+    drop(values);
     let run = move |queue: &Queue| {
         let launched = queue
             .commands()

@@ -15,6 +15,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -78,10 +79,36 @@ const OPAQUE_BASE: usize = 1 << 44;
 /// The step between opaque values, so that each looks like a 16-byte aligned pointer.
 const OPAQUE_STEP: usize = 16;
 
+/// The live handles by value. The values are the door's own (a counter's, or words it hands
+/// out), so a program cannot choose keys that collide: a multiply suffices for a hash, where
+/// the default hasher's SipHash cost more than the rest of a lookup on every call.
+type Table = HashMap<usize, Entry, BuildHasherDefault<HandleHasher>>;
+
+/// Hashes a handle value by one multiply, its well-mixed high half turned into the low bits
+/// the table indexes by.
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.0 = (value as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(32)
+    }
+}
+
 /// The live objects of one door, by the handle values C holds.
 pub struct Handles {
     values: Values,
-    live: Mutex<Option<HashMap<usize, Entry>>>,
+    live: Mutex<Option<Table>>,
 }
 
 impl Handles {
@@ -101,7 +128,7 @@ impl Handles {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<HashMap<usize, Entry>>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Table>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -126,14 +153,14 @@ impl Handles {
             references: 1,
         };
         self.lock()
-            .get_or_insert_with(HashMap::new)
+            .get_or_insert_with(Table::default)
             .insert(value, entry);
         Some(value as *mut c_void)
     }
 
     /// The entry of `handle`, checked to be a live `T`.
     fn checked<T: Object>(
-        live: &mut Option<HashMap<usize, Entry>>,
+        live: &mut Option<Table>,
         handle: *const c_void,
     ) -> Result<&mut Entry, HandleError> {
         let kind = T::KIND;
@@ -229,11 +256,7 @@ impl Handles {
     }
 
     /// Takes the entry of `value` out, and gives its value back to the dispatch words.
-    fn end(
-        &self,
-        live: &mut Option<HashMap<usize, Entry>>,
-        value: usize,
-    ) -> Arc<dyn Any + Send + Sync> {
+    fn end(&self, live: &mut Option<Table>, value: usize) -> Arc<dyn Any + Send + Sync> {
         let entry = live
             .as_mut()
             .and_then(|l| l.remove(&value))
@@ -262,7 +285,7 @@ impl Handles {
 
     /// How many handles are live.
     pub fn len(&self) -> usize {
-        self.lock().as_ref().map_or(0, HashMap::len)
+        self.lock().as_ref().map_or(0, Table::len)
     }
 
     /// Whether no handle is live.
@@ -321,6 +344,23 @@ mod tests {
     struct Thing(u32);
     impl Object for Thing {
         const KIND: &'static str = "thing";
+    }
+
+    #[test]
+    fn handle_values_spread_over_the_tables_low_bits() {
+        use std::hash::BuildHasher;
+        let hasher = BuildHasherDefault::<HandleHasher>::default();
+        for step in [OPAQUE_STEP, 8, 4096] {
+            let buckets: std::collections::HashSet<u64> = (0..4096usize)
+                .map(|n| hasher.hash_one(OPAQUE_BASE + n * step) & 4095)
+                .collect();
+            // A uniform hash fills about 63 % of 4096 buckets with 4096 keys.
+            assert!(
+                buckets.len() > 2400,
+                "step {step}: {} buckets",
+                buckets.len()
+            );
+        }
     }
     struct Other;
     impl Object for Other {
