@@ -720,6 +720,12 @@ fn xocl_rows(settings: &Settings, bench: &BenchHost) -> anyhow::Result<Vec<Row>>
             .expect("tiny launches")
             .per_second()
     });
+    let held_back = median_of(settings.workload_samples, || {
+        let report = vadd::tiny_launches_held_back(&xocl, &kernel, launches)
+            .expect("tiny launches held back");
+        assert!(report.verified, "the launches held back did not verify");
+        report.per_second()
+    });
     let mut latencies =
         measure::tiny_launch_latencies(&xocl, &kernel, launches as usize).expect("latencies");
     let p50 = median(&mut latencies); // sorts `latencies`, for the p99 below
@@ -731,6 +737,15 @@ fn xocl_rows(settings: &Settings, bench: &BenchHost) -> anyhow::Result<Vec<Row>>
             "≥ 300,000/s",
         )
         .judge(rate / 300_000.0, Target::AtLeast(1.0)),
+    );
+    rows.push(
+        Row::new(
+            "tiny launches held back, handed on in batches",
+            format!("{:.0}/s", held_back),
+            "≥ 1.25× pipelined",
+        )
+        .baseline(format!("pipelined {:.0}/s", rate))
+        .judge(held_back / rate, Target::AtLeast(1.25)),
     );
     rows.push(
         Row::new(

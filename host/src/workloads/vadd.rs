@@ -196,6 +196,20 @@ impl TinyLaunchChain {
         )
     }
 
+    /// Enqueues launch number `i` without an event: held back, and handed on in a batch.
+    pub fn defer(&self, kernel: &Kernel, i: u64) -> Result<()> {
+        let (from, to) = self.buffers(i);
+        self.queue.defer_launch(
+            kernel,
+            &[
+                Arg::Memory(from),
+                Arg::Memory(&self.one),
+                Arg::Memory(to),
+                Arg::U32(1),
+            ],
+        )
+    }
+
     /// Waits for every launch enqueued.
     pub fn finish(&self) -> Result<()> {
         self.queue.finish()
@@ -230,6 +244,27 @@ pub fn tiny_launches(handle: &Handle, kernel: &Kernel, launches: u32) -> Result<
     let started = Instant::now();
     for i in 0..u64::from(launches) {
         chain.launch(kernel, i)?;
+    }
+    chain.finish()?;
+    let elapsed = started.elapsed();
+    Ok(LaunchReport {
+        launches,
+        elapsed,
+        verified: chain.verify(u64::from(launches))?,
+    })
+}
+
+/// `launches` tiny launches held back and handed on in batches ([`Queue::defer_launch`]),
+/// then the queue finished: the rate of launches nobody asks an event of.
+pub fn tiny_launches_held_back(
+    handle: &Handle,
+    kernel: &Kernel,
+    launches: u32,
+) -> Result<LaunchReport> {
+    let chain = TinyLaunchChain::new(handle)?;
+    let started = Instant::now();
+    for i in 0..u64::from(launches) {
+        chain.defer(kernel, i)?;
     }
     chain.finish()?;
     let elapsed = started.elapsed();
