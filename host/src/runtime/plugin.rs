@@ -92,6 +92,9 @@ macro_rules! exports {
         #[derive(Clone, Debug)]
         pub(crate) struct ExportIndex {
             $( $iface: Option<[ComponentExportIndex; [$($wit_func),*].len()]>, )*
+            /// Set once an instance's exports were type-checked: every instance of the
+            /// component has the same types, so later ones skip the check.
+            typed: Arc<std::sync::atomic::AtomicBool>,
         }
 
         impl ExportIndex {
@@ -117,7 +120,9 @@ macro_rules! exports {
                             }
                         }
                     },
-                )*})
+                )*
+                    typed: Arc::default(),
+                })
             }
 
             /// Which optional interfaces the component exports.
@@ -134,18 +139,23 @@ macro_rules! exports {
         }
 
         impl Exports {
-            /// Type-checks every export `index` found in `instance`.
+            /// The exports `index` found, in `instance`: type-checked for the component's
+            /// first instance, looked up only for the others.
             pub fn new(
                 index: &ExportIndex,
                 instance: &Instance,
                 store: &mut Store<PluginState>,
             ) -> wasmtime::Result<Exports> {
-                Ok(Exports {$(
+                use std::sync::atomic::Ordering;
+                let typed = index.typed.load(Ordering::Acquire);
+                let exports = Exports {$(
                     $iface: match &index.$iface {
                         None => None,
-                        Some(found) => Some($funcs::Funcs::new(found, instance, store)?),
+                        Some(found) => Some($funcs::Funcs::new(found, instance, store, typed)?),
                     },
-                )*})
+                )*};
+                index.typed.store(true, Ordering::Release);
+                Ok(exports)
             }
         }
 
@@ -159,23 +169,38 @@ macro_rules! exports {
                 }
 
                 impl Funcs {
+                    /// The functions at `found`, type-checked unless `typed` (another
+                    /// instance of the same component was).
                     pub fn new(
                         found: &[ComponentExportIndex],
                         instance: &Instance,
                         store: &mut Store<PluginState>,
+                        typed: bool,
                     ) -> wasmtime::Result<Funcs> {
                         let mut at = found.iter();
                         Ok(Funcs {$(
-                            $func: *instance
-                                .get_typed_func::<($($param,)*), ($result,)>(
-                                    &mut *store,
-                                    at.next().expect("one index per function"),
-                                )
-                                .map_err(|e| e.context(concat!(
-                                    "the export `", $wit_func, "` of ", $wit_iface,
-                                    " has another type than the host calls it with"
-                                )))?
-                                .func(),
+                            $func: {
+                                let index = at.next().expect("one index per function");
+                                if typed {
+                                    instance.get_func(&mut *store, index).ok_or_else(|| {
+                                        wasmtime::format_err!(concat!(
+                                            "the export `", $wit_func, "` of ", $wit_iface,
+                                            " is not a function"
+                                        ))
+                                    })?
+                                } else {
+                                    *instance
+                                        .get_typed_func::<($($param,)*), ($result,)>(
+                                            &mut *store,
+                                            index,
+                                        )
+                                        .map_err(|e| e.context(concat!(
+                                            "the export `", $wit_func, "` of ", $wit_iface,
+                                            " has another type than the host calls it with"
+                                        )))?
+                                        .func()
+                                }
+                            },
                         )*})
                     }
 
@@ -186,7 +211,8 @@ macro_rules! exports {
                             store: &mut Store<PluginState>,
                             args: ($($param,)*),
                         ) -> wasmtime::Result<$result> {
-                            // SAFETY: `new` type-checked the function with these types.
+                            // SAFETY: `new` type-checked the function with these types, in
+                            // this instance or in another of the same component.
                             let typed = unsafe {
                                 TypedFunc::<($($param,)*), ($result,)>::new_unchecked(self.$func)
                             };
