@@ -326,3 +326,38 @@ fn launches_held_back_go_one_by_one_to_a_plugin_without_batches() {
         assert_eq!(calls("enqueue-launch"), 3 * round, "round {round}");
     }
 }
+
+#[test]
+fn a_plugin_that_traps_in_a_batch_is_the_finish_error_and_the_queue_holds_nothing_back() {
+    let plugin = support::chaos_plugin_with(
+        "trapper",
+        r#"{"trap_in": "enqueue-launches"}"#,
+        &[],
+        r#""on_fault": "disable""#,
+    );
+    let host = support::host(&format!(r#"{{"plugins": [{plugin}]}}"#)).unwrap();
+    let token = host.enumerate(&[Filter::new()]).tokens.remove(0);
+    let handle = host.open(&token, OpenMode::Shared).unwrap();
+    let kernel = handle
+        .create_program(b"chaos")
+        .unwrap()
+        .kernel("k")
+        .unwrap();
+    let queue = handle.create_queue().unwrap();
+    for n in 0..3 {
+        queue
+            .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
+            .unwrap();
+    }
+    let err = queue.finish().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
+    let info = host.plugin("trapper").unwrap();
+    let batches = info.calls.iter().find(|c| c.call == "enqueue-launches");
+    assert_eq!(
+        batches.map(|c| (c.calls, c.faults)),
+        Some((1, 1)),
+        "one call, not one per launch"
+    );
+    // Nothing is left to hand on: finishing again asks the plugin nothing.
+    queue.finish().unwrap();
+}
