@@ -1473,16 +1473,21 @@ impl ComputeUnit {
         if bytes == 0 {
             return Ok(());
         }
-        let resolve = |name: &str, address: u64| {
-            lock(&card.state).translate(client, address, bytes).ok_or_else(|| {
-                format!(
-                    "argument {name} at device address {address:#x} ({bytes} bytes) is outside this client's buffer objects"
-                )
-            })
+        let ((a, a_off), (b, b_off), (c, c_off)) = {
+            let state = lock(&card.state);
+            let resolve = |name: &str, address: u64| {
+                state.translate(client, address, bytes).ok_or_else(|| {
+                    format!(
+                        "argument {name} at device address {address:#x} ({bytes} bytes) is outside this client's buffer objects"
+                    )
+                })
+            };
+            (
+                resolve("in1", in1)?,
+                resolve("in2", in2)?,
+                resolve("out_r", out)?,
+            )
         };
-        let (a, a_off) = resolve("in1", in1)?;
-        let (b, b_off) = resolve("in2", in2)?;
-        let (c, c_off) = resolve("out_r", out)?;
         // Device memory is little-endian.
         let add = |x: [u8; 4], y: [u8; 4]| {
             u32::from_le_bytes(x)
