@@ -217,6 +217,65 @@ fn deferred_launches_run_in_order_in_batches_and_a_refused_one_is_the_finish_err
 }
 
 #[test]
+fn threads_holding_back_launches_on_one_queue_keep_each_ones_order() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    let queue = handle.create_queue().unwrap();
+    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
+    one.write(0, &1u32.to_le_bytes()).unwrap();
+    const THREADS: usize = 4;
+    const LAUNCHES: u32 = 700;
+    let chains: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let chain = handle
+                .alloc(MemoryKind::Host, u64::from(LAUNCHES + 1) * 4)
+                .unwrap();
+            chain.write(0, &0u32.to_le_bytes()).unwrap();
+            chain
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for chain in &chains {
+            let (queue, kernel, one) = (&queue, &kernel, &one);
+            scope.spawn(move || {
+                for i in 0..LAUNCHES {
+                    // chain[i + 1] = chain[i] + 1: right only if this thread's launches ran
+                    // in the order it held them back.
+                    queue
+                        .defer_launch(
+                            kernel,
+                            &[
+                                Arg::MemoryAt(chain, u64::from(i) * 4),
+                                Arg::Memory(one),
+                                Arg::MemoryAt(chain, u64::from(i + 1) * 4),
+                                Arg::U32(1),
+                            ],
+                        )
+                        .unwrap();
+                    if i % 97 == 0 {
+                        queue.flush().unwrap();
+                    }
+                }
+            });
+        }
+        // Another thread finishes the queue while they hold launches back.
+        scope.spawn(|| {
+            for _ in 0..20 {
+                queue.finish().unwrap();
+            }
+        });
+    });
+    queue.finish().unwrap();
+    for (t, chain) in chains.iter().enumerate() {
+        let values = read_words(chain, LAUNCHES as usize + 1);
+        for (i, value) in values.iter().enumerate() {
+            assert_eq!(*value, i as u32, "thread {t}, launch {}", i.max(1) - 1);
+        }
+    }
+}
+
+#[test]
 fn launches_held_back_go_before_any_later_command_and_with_the_queue() {
     let host = default_host();
     let handle = open_card(&host);
