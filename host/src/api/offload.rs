@@ -707,14 +707,7 @@ impl Queue {
     pub fn enqueue_launch(&self, kernel: &Kernel, args: &[Arg<'_>]) -> Result<Event> {
         let (wit_args, held) = self.launch_args(kernel, args)?;
         let _after = self.inner.deferred_handed_on();
-        let handle = &self.inner.handle;
-        let queue = self.inner.id;
-        let kernel_id = kernel.inner.id;
-        let event = handle.call(
-            "enqueue-launch",
-            format_args!("queue={queue} kernel={} args={}", kernel.name(), args.len()),
-            |p, _| p.enqueue_launch(queue, kernel_id, &wit_args),
-        )?;
+        let event = self.inner.launch(kernel, &wit_args)?;
         let kept = Kept {
             kernel: Some(kernel.clone()),
             _memory: held,
@@ -816,6 +809,17 @@ impl QueueInner {
         event
     }
 
+    /// Hands one launch to the plugin.
+    fn launch(&self, kernel: &Kernel, args: &[LaunchArg]) -> Result<Arc<Completion>> {
+        let queue = self.id;
+        let kernel_id = kernel.inner.id;
+        self.handle.call(
+            "enqueue-launch",
+            format_args!("queue={queue} kernel={} args={}", kernel.name(), args.len()),
+            |p, _| p.enqueue_launch(queue, kernel_id, args),
+        )
+    }
+
     /// Hands on the launches held back, and returns the lock that keeps the next ones back
     /// while the caller enqueues a command after them.
     fn deferred_handed_on(&self) -> std::sync::MutexGuard<'_, Deferred> {
@@ -846,17 +850,7 @@ impl QueueInner {
         while !rest.is_empty() {
             if self.one_by_one.load(Relaxed) {
                 let launch = rest.pop_front().expect("not empty");
-                let kernel_id = launch.kernel.inner.id;
-                let launched = self.handle.call(
-                    "enqueue-launch",
-                    format_args!(
-                        "queue={queue} kernel={} args={}",
-                        launch.kernel.name(),
-                        launch.args.len()
-                    ),
-                    |p, _| p.enqueue_launch(queue, kernel_id, &launch.args),
-                );
-                match launched {
+                match self.launch(&launch.kernel, &launch.args) {
                     Ok(event) => {
                         let kept = Kept {
                             kernel: Some(launch.kernel.clone()),
@@ -896,15 +890,8 @@ impl QueueInner {
                     }
                     if let Some(refusal) = batched.refused {
                         let refused = rest.pop_front().expect("the refused launch");
-                        let err = Error::Plugin {
-                            plugin: self.handle.token().plugin().to_string(),
-                            call: "enqueue-launches",
-                            code: refusal.code,
-                            message: crate::text::cut_to(
-                                refusal.message,
-                                crate::manager::MAX_MESSAGE,
-                            ),
-                        };
+                        let err =
+                            refusal.into_error(self.handle.token().plugin(), "enqueue-launches");
                         fail(of_launch(err, &refused.kernel));
                     }
                 }

@@ -31,7 +31,6 @@ use crate::runtime::{
     LoadedComponent, PluginInstance, Tier, runtime,
 };
 use crate::state::{CallControl, FailureMessages, LogBudget, PluginContext, Shared, Usage};
-use crate::text::cut_to;
 use crate::text::inert;
 use crate::trace;
 use accelhost_trust::{self as trust, Provenance, Signer, TrustError};
@@ -41,8 +40,6 @@ use lease::Lease;
 
 /// The longest wait between restarts, however many came before.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// The longest error message kept from a plugin; the rest is cut.
-pub(crate) const MAX_MESSAGE: usize = 1024;
 
 /// Where a plugin stands, as `accelhost plugins` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -462,12 +459,7 @@ impl PluginSlot {
             },
             Ok(Err(refusal)) => {
                 self.stats.record(call, took, Ended::Refused(refusal.code));
-                return Err(Error::Plugin {
-                    plugin: self.entry.name.clone(),
-                    call,
-                    code: refusal.code,
-                    message: cut_to(refusal.message, MAX_MESSAGE),
-                });
+                return Err(refusal.into_error(&self.entry.name, call));
             }
             Err(failure) => failure,
         };

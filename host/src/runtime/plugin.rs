@@ -32,6 +32,19 @@ pub(crate) struct Refusal {
     pub message: String,
 }
 
+impl Refusal {
+    /// The error a caller sees: plugin `plugin` refused `call`, its message cut to
+    /// [`MAX_MESSAGE`](crate::state::MAX_MESSAGE).
+    pub(crate) fn into_error(self, plugin: &str, call: &'static str) -> crate::error::Error {
+        crate::error::Error::Plugin {
+            plugin: plugin.to_string(),
+            call,
+            code: self.code,
+            message: crate::text::cut_to(self.message, crate::state::MAX_MESSAGE),
+        }
+    }
+}
+
 /// What a plugin answers: a value, or its refusal. The outer `wasmtime::Result` of each call
 /// is a fault (a trap, an interrupt) that ends the instance.
 pub(crate) type Answer<T> = Result<T, Refusal>;
