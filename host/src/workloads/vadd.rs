@@ -184,30 +184,23 @@ impl TinyLaunchChain {
 
     /// Enqueues launch number `i` (counting from 0).
     pub fn launch(&self, kernel: &Kernel, i: u64) -> Result<Event> {
-        let (from, to) = self.buffers(i);
-        self.queue.enqueue_launch(
-            kernel,
-            &[
-                Arg::Memory(from),
-                Arg::Memory(&self.one),
-                Arg::Memory(to),
-                Arg::U32(1),
-            ],
-        )
+        self.queue.enqueue_launch(kernel, &self.args(i))
     }
 
     /// Enqueues launch number `i` without an event: held back, and handed on in a batch.
     pub fn defer(&self, kernel: &Kernel, i: u64) -> Result<()> {
+        self.queue.defer_launch(kernel, &self.args(i))
+    }
+
+    /// The arguments of launch number `i`: the previous output plus one.
+    fn args(&self, i: u64) -> [Arg<'_>; 4] {
         let (from, to) = self.buffers(i);
-        self.queue.defer_launch(
-            kernel,
-            &[
-                Arg::Memory(from),
-                Arg::Memory(&self.one),
-                Arg::Memory(to),
-                Arg::U32(1),
-            ],
-        )
+        [
+            Arg::Memory(from),
+            Arg::Memory(&self.one),
+            Arg::Memory(to),
+            Arg::U32(1),
+        ]
     }
 
     /// Waits for every launch enqueued.
@@ -240,17 +233,8 @@ impl TinyLaunchChain {
 /// Makes `launches` one-element launches on one in-order queue, each reading the previous
 /// output, and checks the final value.
 pub fn tiny_launches(handle: &Handle, kernel: &Kernel, launches: u32) -> Result<LaunchReport> {
-    let chain = TinyLaunchChain::new(handle)?;
-    let started = Instant::now();
-    for i in 0..u64::from(launches) {
-        chain.launch(kernel, i)?;
-    }
-    chain.finish()?;
-    let elapsed = started.elapsed();
-    Ok(LaunchReport {
-        launches,
-        elapsed,
-        verified: chain.verify(u64::from(launches))?,
+    timed_chain(handle, launches, |chain, i| {
+        chain.launch(kernel, i).map(drop)
     })
 }
 
@@ -261,10 +245,20 @@ pub fn tiny_launches_held_back(
     kernel: &Kernel,
     launches: u32,
 ) -> Result<LaunchReport> {
+    timed_chain(handle, launches, |chain, i| chain.defer(kernel, i))
+}
+
+/// Times `launches` calls of `enqueue` (launch number `i` of a fresh chain) and the queue's
+/// finish, then checks the final value.
+fn timed_chain(
+    handle: &Handle,
+    launches: u32,
+    mut enqueue: impl FnMut(&TinyLaunchChain, u64) -> Result<()>,
+) -> Result<LaunchReport> {
     let chain = TinyLaunchChain::new(handle)?;
     let started = Instant::now();
     for i in 0..u64::from(launches) {
-        chain.defer(kernel, i)?;
+        enqueue(&chain, i)?;
     }
     chain.finish()?;
     let elapsed = started.elapsed();
