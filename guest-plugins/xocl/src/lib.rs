@@ -17,7 +17,7 @@ use state::{AllocationState, KernelState, OpenDevice, ProgramState, QueueState};
 use accelhost_sdk::{
     AcceleratorState, Allocation, Discovered, Enqueued, Error, ErrorCode, Filter, Guid,
     KernelArgument, Launch, LaunchSize, MemoryKind, MemoryRange, ObjectType, OpenMode, Plugin,
-    Properties, Result, filters_match, wants_device_objects,
+    Properties, Result, enqueue_in_turn, filters_match, wants_device_objects,
 };
 
 /// The device type every XRT card reports.
@@ -593,33 +593,24 @@ impl Plugin for XoclPlugin {
     /// The queue's last event is each launch's in turn, kept without a duplicate; only the
     /// batch's last is duplicated for the host.
     fn enqueue_launches(&mut self, queue: u64, launches: Vec<Launch>) -> Enqueued {
-        let mut enqueued = Enqueued {
-            count: 0,
-            last: None,
-            refused: None,
-        };
-        for launch in launches {
-            match self.launch(queue, launch.kernel, &launch.args) {
-                Ok(event) => {
-                    if let Some(state) = self.queues.get_mut(&queue) {
-                        state.last = Some(event);
-                    }
-                    enqueued.count += 1;
-                }
-                Err(err) => {
-                    enqueued.refused = Some(err);
-                    break;
-                }
+        let (count, refused) = enqueue_in_turn(launches, |launch| {
+            let event = self.launch(queue, launch.kernel, &launch.args)?;
+            if let Some(state) = self.queues.get_mut(&queue) {
+                state.last = Some(event);
             }
+            Ok(())
+        });
+        let last = self
+            .queues
+            .get(&queue)
+            .and_then(|state| state.last.as_ref())
+            .filter(|_| count > 0)
+            .map(Event::duplicate);
+        Enqueued {
+            count,
+            last,
+            refused,
         }
-        if enqueued.count > 0 {
-            enqueued.last = self
-                .queues
-                .get(&queue)
-                .and_then(|state| state.last.as_ref())
-                .map(Event::duplicate);
-        }
-        enqueued
     }
 }
 

@@ -42,7 +42,7 @@ pub mod __private {
 pub use adapter::Exports;
 pub use devices::discover;
 pub use filter::{filter_matches, filters_match, host_matches, wants_device_objects};
-pub use plugin::{Plugin, Result};
+pub use plugin::{Plugin, Result, enqueue_in_turn};
 pub use table::TableBuilder;
 pub use types::*;
 

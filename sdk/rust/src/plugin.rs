@@ -176,24 +176,16 @@ pub trait Plugin: Default + 'static {
     /// queue lets a command run after a failed one, and that should report the failure, keeps
     /// that in the event it returns last.
     fn enqueue_launches(&mut self, queue: u64, launches: Vec<Launch>) -> Enqueued {
-        let mut enqueued = Enqueued {
-            count: 0,
-            last: None,
-            refused: None,
-        };
-        for launch in launches {
-            match self.enqueue_launch(queue, launch.kernel, launch.args, launch.size) {
-                Ok(event) => {
-                    enqueued.count += 1;
-                    enqueued.last = Some(event);
-                }
-                Err(err) => {
-                    enqueued.refused = Some(err);
-                    break;
-                }
-            }
+        let mut last = None;
+        let (count, refused) = enqueue_in_turn(launches, |launch| {
+            last = Some(self.enqueue_launch(queue, launch.kernel, launch.args, launch.size)?);
+            Ok(())
+        });
+        Enqueued {
+            count,
+            last,
+            refused,
         }
-        enqueued
     }
 
     /// The sysfs-style attributes of `token`'s device (`afu_id`, `errors/errors`), which
@@ -209,4 +201,21 @@ pub trait Plugin: Default + 'static {
     fn write_attribute(&mut self, token: u64, name: &str, value: &str) -> Result<()> {
         Err(Error::unsupported("write-attribute"))
     }
+}
+
+/// Enqueues `launches` in order with `enqueue`, stopping at the first it refuses: how many it
+/// enqueued, and that refusal. The loop of [`Plugin::enqueue_launches`], for a plugin that
+/// overrides it and keeps its events its own way; the answer adds the last launch's event.
+pub fn enqueue_in_turn(
+    launches: Vec<Launch>,
+    mut enqueue: impl FnMut(Launch) -> Result<()>,
+) -> (u32, Option<Error>) {
+    let mut count = 0;
+    for launch in launches {
+        if let Err(err) = enqueue(launch) {
+            return (count, Some(err));
+        }
+        count += 1;
+    }
+    (count, None)
 }
