@@ -8,6 +8,7 @@ mod cache;
 mod compile;
 mod engine;
 mod fault;
+mod functions;
 mod instance;
 mod load_error;
 pub(crate) mod plugin;
@@ -40,6 +41,7 @@ use crate::devices::lock;
 use crate::error::CompileFailure;
 use crate::state::{EPOCH_TICK, PluginState};
 use crate::text::inert;
+use functions::FunctionCache;
 use plugin::ExportIndex;
 use tier_up::TierUp;
 
@@ -339,7 +341,7 @@ impl Runtime {
         let kind = EngineKind::optimized(metered);
         let flavor = self.flavor(kind)?;
         let loaded =
-            self.compile(kind, wasm, plugin, limits)
+            self.compile(kind, wasm, plugin, limits, cache)
                 .and_then(|(component, serialized)| {
                     let loaded = self.link(flavor, component, sha, kind)?;
                     match serialized {
@@ -382,7 +384,7 @@ impl Runtime {
             return None;
         }
         let loaded = self.flavor(kind).and_then(|flavor| {
-            let (component, _) = self.compile(kind, wasm, plugin, Some(limits))?;
+            let (component, _) = self.compile(kind, wasm, plugin, Some(limits), cache)?;
             self.link(flavor, component, sha, kind)
         });
         self.remember_outcome(kind, &sha, cache, loaded.as_ref().map(drop));
@@ -482,27 +484,43 @@ impl Runtime {
     }
 
     /// Compiles `wasm` for an engine of `kind`: in a worker within `limits` where there is a
-    /// worker and limits, else in this process. Gives the worker's serialized code too, to be
-    /// cached as it is.
+    /// worker and limits, else in this process; either takes the code of functions that
+    /// earlier compiles made from beside `cache` ([`functions`]). Gives the serialized code
+    /// too where the compile made it, to be cached as it is.
     fn compile(
         &self,
         kind: EngineKind,
         wasm: &[u8],
         plugin: &str,
         limits: Option<CompileLimits>,
+        cache: &ComponentCache,
     ) -> Result<(Component, Option<Vec<u8>>), LoadError> {
         let flavor = self.flavor(kind)?;
-        let (Some(limits), Some(program)) = (limits, worker::program()) else {
-            return compile::in_process(&flavor.engine, wasm, plugin, kind.tier)
-                .map(|component| (component, None))
-                .map_err(|e| {
-                    LoadError::Compile(CompileFailure::Invalid {
-                        message: format!("{e:#}"),
-                    })
-                });
+        let invalid = |e: wasmtime::Error| {
+            LoadError::Compile(CompileFailure::Invalid {
+                message: format!("{e:#}"),
+            })
         };
+        let (Some(limits), Some(program)) = (limits, worker::program()) else {
+            let Some(functions) = FunctionCache::for_compile(cache, kind, wasm.len()) else {
+                return compile::in_process(&flavor.engine, wasm, plugin, kind.tier)
+                    .map(|component| (component, None))
+                    .map_err(invalid);
+            };
+            let code = compile::announced(plugin, wasm.len(), kind.tier, || {
+                functions::precompile(kind, wasm, &functions)
+            })
+            .map_err(invalid)?;
+            // SAFETY: the code was just made in this process by `Engine::precompile_component`
+            // with this engine's configuration (`EngineKind::config`, its function cache
+            // aside, which changes no code); wasmtime refuses code of another configuration.
+            let component =
+                unsafe { Component::deserialize(&flavor.engine, &code) }.map_err(invalid)?;
+            return Ok((component, Some(code)));
+        };
+        let functions_beside = FunctionCache::for_compile(cache, kind, wasm.len()).map(|_| cache);
         let code = compile::announced(plugin, wasm.len(), kind.tier, || {
-            worker::compile(&program, wasm, kind, limits)
+            worker::compile(&program, wasm, kind, limits, functions_beside)
         })
         .map_err(LoadError::Compile)?;
         // SAFETY: the code was made by `Engine::precompile_component` in a compile worker:

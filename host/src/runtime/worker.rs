@@ -31,6 +31,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::ComponentCache;
 use super::engine::EngineKind;
+use super::functions::{self, FunctionCache};
 use crate::config::LoadPolicy;
 use crate::error::CompileFailure;
 
@@ -44,6 +45,10 @@ const WORKER_ARG: &str = "__accelhost-compile-worker";
 /// The argument after the engine kind that makes a worker put its code into the compile cache
 /// (followed by the cache's directory and its cap in bytes) instead of on stdout.
 const INTO_CACHE_ARG: &str = "--into-cache";
+/// The argument after the engine kind that makes a worker answering on stdout take function
+/// code from beside the compile cache, and keep what it makes there (followed by the cache's
+/// directory and its cap in bytes). A worker answering into the cache always does.
+const FUNCTIONS_ARG: &str = "--functions-beside";
 /// What the host writes on the stdin of a worker compiling into the cache to let it finish
 /// if the host ends; without it, the end of its stdin ends the worker, as any worker's.
 const LET_FINISH: u8 = b'f';
@@ -182,28 +187,41 @@ fn read_frame(reader: &mut impl Read, cap: u64) -> Result<Vec<u8>, FrameError> {
 
 /// Where a worker puts the code it compiled.
 enum Answer {
-    /// On stdout, as one frame, for the host that waits for it.
-    Stdout,
+    /// On stdout, as one frame, for the host that waits for it; taking function code from
+    /// beside the cache named, if one is.
+    Stdout(Option<ComponentCache>),
     /// Into the compile cache, by the wasm's digest: a worker started by
     /// [`compile_into_cache`], which goes on if its host ends.
     IntoCache(ComponentCache),
 }
 
 /// The engine kind and answer a worker's arguments (after [`WORKER_ARG`]) ask for:
-/// `<kind>` or `<kind> --into-cache <dir> <max bytes>`.
+/// `<kind>`, `<kind> --functions-beside <dir> <max bytes>` or
+/// `<kind> --into-cache <dir> <max bytes>`.
 fn request(args: Vec<OsString>) -> Option<(EngineKind, Answer)> {
     let mut args = args.into_iter();
     let kind = EngineKind::from_arg(args.next()?.to_str()?)?;
-    let answer = match args.next() {
-        None => return Some((kind, Answer::Stdout)),
-        Some(flag) if flag == INTO_CACHE_ARG => {
-            let dir = PathBuf::from(args.next()?);
-            let max_bytes = args.next()?.to_str()?.parse().ok()?;
-            Answer::IntoCache(ComponentCache::at(Some(dir)).with_max_bytes(max_bytes))
-        }
-        Some(_) => return None,
+    let Some(flag) = args.next() else {
+        return Some((kind, Answer::Stdout(None)));
+    };
+    let dir = PathBuf::from(args.next()?);
+    let max_bytes = args.next()?.to_str()?.parse().ok()?;
+    let cache = ComponentCache::at(Some(dir)).with_max_bytes(max_bytes);
+    let answer = match flag {
+        flag if flag == INTO_CACHE_ARG => Answer::IntoCache(cache),
+        flag if flag == FUNCTIONS_ARG => Answer::Stdout(Some(cache)),
+        _ => return None,
     };
     args.next().is_none().then_some((kind, answer))
+}
+
+/// The cache a worker's code or function code goes beside, and its cap, as arguments.
+fn cache_args(flag: &'static str, cache: &ComponentCache) -> Option<[OsString; 3]> {
+    Some([
+        flag.into(),
+        cache.dir()?.into(),
+        cache.max_bytes().to_string().into(),
+    ])
 }
 
 /// The worker: reads the wasm from stdin, compiles it for the engine kind its arguments name,
@@ -253,11 +271,18 @@ fn serve(args: Vec<OsString>) -> i32 {
             return EXIT_NO_ENGINE;
         }
     };
-    let compiled = engine.precompile_component(&wasm);
+    let beside = match &answer {
+        Answer::Stdout(beside) => beside.as_ref(),
+        Answer::IntoCache(cache) => Some(cache),
+    };
+    let compiled = match beside.and_then(|c| FunctionCache::for_compile(c, kind, wasm.len())) {
+        Some(functions) => functions::precompile(kind, &wasm, &functions),
+        None => engine.precompile_component(&wasm),
+    };
     let sha: [u8; 32] = Sha256::digest(&wasm).into();
     drop(wasm);
     match (compiled, answer) {
-        (Ok(code), Answer::Stdout) => {
+        (Ok(code), Answer::Stdout(_)) => {
             let mut stdout = std::io::stdout().lock();
             let written = stdout
                 .write_all(&frame_header(code.len()))
@@ -317,20 +342,22 @@ pub(crate) fn compile(
     wasm: &[u8],
     kind: EngineKind,
     limits: CompileLimits,
+    functions_beside: Option<&ComponentCache>,
 ) -> Result<Vec<u8>, CompileFailure> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(limits.timeout_ms);
+    let mut args = vec![OsString::from(kind.arg())];
+    args.extend(
+        functions_beside
+            .and_then(|cache| cache_args(FUNCTIONS_ARG, cache))
+            .into_iter()
+            .flatten(),
+    );
     let Started {
         mut worker,
         stdin: ours,
         tail,
-    } = start(
-        program,
-        &[OsStr::new(kind.arg())],
-        Stdio::piped(),
-        limits,
-        false,
-    )?;
+    } = start(program, &args, Stdio::piped(), limits, false)?;
     // The reader owns the pipe and is never waited for past the worker's end: whatever holds
     // the pipe open, the host goes on.
     let stdout = worker.child.stdout.take().expect("stdout is piped");
@@ -410,7 +437,7 @@ fn unavailable(program: &Path, what: &str, err: std::io::Error) -> CompileFailur
 /// worker's end.
 fn start(
     program: &Path,
-    args: &[&OsStr],
+    args: &[OsString],
     stdout: Stdio,
     limits: CompileLimits,
     background: bool,
@@ -489,20 +516,15 @@ pub(crate) fn compile_into_cache(
     cache: &ComponentCache,
 ) -> Result<IntoCache, CompileFailure> {
     let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
-    let Some(dir) = cache.dir() else {
+    let Some(cache_args) = cache_args(INTO_CACHE_ARG, cache) else {
         return Err(unavailable(
             program,
             "the compile cache",
             std::io::Error::other("it has no directory"),
         ));
     };
-    let max_bytes = cache.max_bytes().to_string();
-    let args = [
-        OsStr::new(kind.arg()),
-        OsStr::new(INTO_CACHE_ARG),
-        dir.as_os_str(),
-        OsStr::new(&max_bytes),
-    ];
+    let mut args = vec![OsString::from(kind.arg())];
+    args.extend(cache_args);
     let Started {
         worker,
         stdin: ours,
@@ -804,8 +826,15 @@ mod tests {
         let ask = |args: &[&str]| request(args.iter().map(OsString::from).collect());
         assert!(matches!(
             ask(&["plain"]),
-            Some((kind, Answer::Stdout)) if kind == EngineKind::optimized(false)
+            Some((kind, Answer::Stdout(None))) if kind == EngineKind::optimized(false)
         ));
+        let Some((_, Answer::Stdout(Some(beside)))) =
+            ask(&["metered", FUNCTIONS_ARG, "/var/cache/y", "4096"])
+        else {
+            panic!("a worker answering on stdout with the function cache")
+        };
+        assert_eq!(beside.dir(), Some(Path::new("/var/cache/y")));
+        assert_eq!(beside.max_bytes(), 4096);
         let Some((kind, Answer::IntoCache(cache))) = ask(&[
             "metered-baseline",
             INTO_CACHE_ARG,
@@ -824,6 +853,8 @@ mod tests {
             &["plain", INTO_CACHE_ARG, "/var/cache/x"],
             &["plain", INTO_CACHE_ARG, "/var/cache/x", "lots"],
             &["plain", INTO_CACHE_ARG, "/var/cache/x", "1", "more"],
+            &["plain", FUNCTIONS_ARG, "/var/cache/x"],
+            &["plain", "--elsewhere", "/var/cache/x", "1"],
         ] {
             assert!(ask(bad).is_none(), "{bad:?}");
         }
@@ -1024,6 +1055,7 @@ mod tests {
             b"\0asm\x0d\0\x01\0",
             EngineKind::optimized(false),
             limits,
+            None,
         );
         let took = started.elapsed();
         assert_eq!(result, Err(CompileFailure::TimedOut { limit_ms: 300 }));
@@ -1054,7 +1086,7 @@ mod tests {
             baseline_first_bytes: u64::MAX,
         };
         let started = Instant::now();
-        let result = compile(&worker, &wasm, EngineKind::optimized(false), limits);
+        let result = compile(&worker, &wasm, EngineKind::optimized(false), limits, None);
         assert_eq!(result, Err(CompileFailure::TimedOut { limit_ms: 300 }));
         assert!(started.elapsed() < Duration::from_secs(30));
         std::fs::remove_dir_all(worker.parent().unwrap()).unwrap();
@@ -1066,7 +1098,7 @@ mod tests {
         // Answers with the frame it was given, header and all: the answer is the wasm.
         let echo = fake_worker("echo", &format!("head -c {}", 8 + wasm.len()));
         assert_eq!(
-            compile(&echo, wasm, EngineKind::optimized(false), LIMITS),
+            compile(&echo, wasm, EngineKind::optimized(false), LIMITS, None),
             Ok(wasm.to_vec())
         );
         // Says its arguments and limits, as a refusal on stderr.
@@ -1080,7 +1112,7 @@ mod tests {
             baseline_first_bytes: u64::MAX,
         };
         let Err(CompileFailure::Invalid { message }) =
-            compile(&says, wasm, EngineKind::optimized(true), limits)
+            compile(&says, wasm, EngineKind::optimized(true), limits, None)
         else {
             panic!("exit status 3 is a refusal")
         };
@@ -1098,7 +1130,7 @@ mod tests {
     fn a_worker_that_cannot_start_is_named() {
         let missing = Path::new("/nonexistent/accelhost-worker");
         let Err(CompileFailure::Worker { reason }) =
-            compile(missing, b"", EngineKind::optimized(false), LIMITS)
+            compile(missing, b"", EngineKind::optimized(false), LIMITS, None)
         else {
             panic!("a missing worker is the worker's failure")
         };
@@ -1111,7 +1143,13 @@ mod tests {
     #[test]
     fn a_crashing_worker_says_its_signal_and_stderr() {
         let worker = fake_worker("crasher", "echo 'it went wrong' >&2; kill -SEGV $$");
-        let result = compile(&worker, b"\0asm", EngineKind::optimized(false), LIMITS);
+        let result = compile(
+            &worker,
+            b"\0asm",
+            EngineKind::optimized(false),
+            LIMITS,
+            None,
+        );
         assert_eq!(
             result,
             Err(CompileFailure::Crashed {
