@@ -479,7 +479,7 @@ fn evict_records(files: &Path, now: SystemTime) {
 
 /// The regular files directly in `dir` and their metadata (links are not followed), leaving
 /// out any that vanish while they are listed.
-fn regular_files(dir: &Path) -> impl Iterator<Item = (PathBuf, std::fs::Metadata)> {
+pub(super) fn regular_files(dir: &Path) -> impl Iterator<Item = (PathBuf, std::fs::Metadata)> {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -489,7 +489,7 @@ fn regular_files(dir: &Path) -> impl Iterator<Item = (PathBuf, std::fs::Metadata
 }
 
 /// Removes `path` if it is a temporary file older than [`STALE_TEMP`]; whether it was one.
-fn remove_if_stale_temp(path: &Path, meta: &std::fs::Metadata, now: SystemTime) -> bool {
+pub(super) fn remove_if_stale_temp(path: &Path, meta: &std::fs::Metadata, now: SystemTime) -> bool {
     if path.extension().is_none_or(|e| e != "tmp") {
         return false;
     }

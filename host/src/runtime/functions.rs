@@ -12,7 +12,7 @@
 //! every engine kind and host version. A pack is trusted as the compile cache's entries are
 //! (this user's private folder, opened without following links), is read whole or not at
 //! all (its size under the folder's cap, its checksum), and the packs together stay under
-//! a quarter of the compile cache's cap, the least recently used removed first.
+//! a quarter of the compile cache's cap and 256 MiB, the least recently used removed first.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -35,8 +35,12 @@ const FOLDER: &str = "functions";
 const MAGIC: &[u8; 16] = b"accelhost-funcs1";
 /// A pack's extension.
 const PACK: &str = "pack";
-/// The share of the compile cache's cap the packs may take (a quarter).
+/// The share of the compile cache's cap the packs may take (a quarter)...
 const SHARE_OF_CACHE: u64 = 4;
+/// ...and at most this: a compile holds the packs it reads in memory, within the worker's
+/// `load_policy.compile_memory_mib` (1536 MiB by default). The JavaScript and Python SDKs'
+/// runtimes take about 86 MiB together.
+const MAX_PACK_BYTES: u64 = 256 << 20;
 /// Components under this size compile in well under a second: they do without the packs,
 /// whose reading would cost them more than it saves.
 pub(crate) const WORTH_IT_BYTES: usize = 1 << 20;
@@ -80,7 +84,7 @@ impl FunctionCache {
     fn beside(cache: &ComponentCache) -> Option<FunctionCache> {
         Some(FunctionCache {
             folder: cache.dir()?.join(FOLDER),
-            max_bytes: cache.max_bytes() / SHARE_OF_CACHE,
+            max_bytes: (cache.max_bytes() / SHARE_OF_CACHE).min(MAX_PACK_BYTES),
             known: OnceLock::new(),
             made: Mutex::default(),
             hits: AtomicU64::new(0),
@@ -235,24 +239,21 @@ fn entries_of(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
 
 /// The packs in `folder` with their last use and size, the most recently used first.
 fn packs_newest_first(folder: &Path) -> Vec<(std::time::SystemTime, PathBuf, u64)> {
-    let mut packs: Vec<_> = std::fs::read_dir(folder)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|item| {
-            let meta = item.metadata().ok()?;
-            let path = item.path();
-            (meta.is_file() && path.extension().is_some_and(|e| e == PACK))
-                .then(|| (meta.modified().unwrap_or(UNIX_EPOCH), path, meta.len()))
-        })
+    let mut packs: Vec<_> = cache::regular_files(folder)
+        .filter(|(path, _)| path.extension().is_some_and(|e| e == PACK))
+        .map(|(path, meta)| (meta.modified().unwrap_or(UNIX_EPOCH), path, meta.len()))
         .collect();
     packs.sort_by_key(|pack| std::cmp::Reverse(pack.0));
     packs
 }
 
 /// Removes the least recently used packs of `folder` until the rest fit under `max_bytes`,
-/// never `keep` (the one just written).
+/// never `keep` (the one just written), and the temporary files of crashed writers.
 fn evict(folder: &Path, max_bytes: u64, keep: &Path) {
+    let now = std::time::SystemTime::now();
+    for (path, meta) in cache::regular_files(folder) {
+        cache::remove_if_stale_temp(&path, &meta, now);
+    }
     let packs = packs_newest_first(folder);
     let mut total: u64 = packs.iter().map(|(_, _, len)| len).sum();
     for (_, path, len) in packs.into_iter().rev() {
