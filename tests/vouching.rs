@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant};
 
 use accelhost::{
-    ErrorCode, EventStatus, Falsehood, FaultCause, Filter, Handle, Host, MemoryKind, OpenMode,
+    Arg, ErrorCode, EventStatus, Falsehood, FaultCause, Filter, Handle, Host, Kernel, MemoryKind,
+    OpenMode, Queue,
 };
 
 use crate::support;
@@ -16,17 +17,51 @@ const TWO_MIB: u64 = 2 << 20;
 /// `load_policy`, opened on its device.
 fn lying(lies: &[&str], policy: &str) -> (Host, Handle) {
     let lies: Vec<String> = lies.iter().map(|l| format!("\"{l}\"")).collect();
-    let config = format!(r#"{{"lie": [{}]}}"#, lies.join(", "));
-    let plugin = support::chaos_plugin_with("liar", &config, &[], policy);
+    chaos_alone(
+        "liar",
+        &format!(r#"{{"lie": [{}]}}"#, lies.join(", ")),
+        policy,
+    )
+}
+
+/// The chaos plugin `name`, told `config`, alone on a host with `policy`; its device open.
+fn chaos_alone(name: &str, config: &str, policy: &str) -> (Host, Handle) {
+    let plugin = support::chaos_plugin_with(name, config, &[], policy);
     let host = support::host(&format!(r#"{{"plugins": [{plugin}]}}"#)).unwrap();
     let token = host
         .enumerate(&[Filter::new()])
         .tokens
         .into_iter()
-        .find(|t| t.plugin() == "liar")
-        .expect("the liar lists its device");
+        .find(|t| t.plugin() == name)
+        .unwrap_or_else(|| panic!("{name} lists its device"));
     let handle = host.open(&token, OpenMode::Shared).unwrap();
     (host, handle)
+}
+
+/// The chaos plugin's kernel `k` on `handle`, and a new queue.
+fn chaos_kernel_and_queue(handle: &Handle) -> (Kernel, Queue) {
+    let kernel = handle
+        .create_program(b"chaos")
+        .unwrap()
+        .kernel("k")
+        .unwrap();
+    (kernel, handle.create_queue().unwrap())
+}
+
+/// Holds back three launches of `kernel` on `queue`.
+fn hold_back_three(queue: &Queue, kernel: &Kernel) {
+    for n in 0..3 {
+        queue.defer_launch(kernel, &[Arg::U32(n)]).unwrap();
+    }
+}
+
+/// How many calls of `call` the plugin `plugin` answered, and how many of them faulted.
+fn calls_of(host: &Host, plugin: &str, call: &str) -> (u64, u64) {
+    let info = host.plugin(plugin).unwrap();
+    info.calls
+        .iter()
+        .find(|c| c.call == call)
+        .map_or((0, 0), |c| (c.calls, c.faults))
 }
 
 fn lie_about(err: &accelhost::Error) -> Option<Falsehood> {
@@ -261,14 +296,8 @@ fn a_batch_answer_that_does_not_add_up_is_refused_and_faults_the_plugin() {
         ),
     ] {
         let (host, handle) = lying(&[lie], r#""on_fault": "disable""#);
-        let program = handle.create_program(b"chaos").unwrap();
-        let kernel = program.kernel("k").unwrap();
-        let queue = handle.create_queue().unwrap();
-        for n in 0..3 {
-            queue
-                .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
-                .unwrap();
-        }
+        let (kernel, queue) = chaos_kernel_and_queue(&handle);
+        hold_back_three(&queue, &kernel);
         let err = queue.finish().unwrap_err();
         assert_eq!(lie_about(&err), Some(Falsehood::Count), "{lie}: {err}");
         assert!(err.to_string().contains(says), "{lie}: {err}");
@@ -281,47 +310,21 @@ fn a_batch_answer_that_does_not_add_up_is_refused_and_faults_the_plugin() {
     }
     // The same plugin telling no lie: three launches, one call.
     let (host, handle) = lying(&[], "");
-    let program = handle.create_program(b"chaos").unwrap();
-    let kernel = program.kernel("k").unwrap();
-    let queue = handle.create_queue().unwrap();
-    for n in 0..3 {
-        queue
-            .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
-            .unwrap();
-    }
+    let (kernel, queue) = chaos_kernel_and_queue(&handle);
+    hold_back_three(&queue, &kernel);
     queue.finish().unwrap();
-    let info = host.plugin("liar").unwrap();
-    let batches = info.calls.iter().find(|c| c.call == "enqueue-launches");
-    assert_eq!(batches.map(|c| c.calls), Some(1));
+    assert_eq!(calls_of(&host, "liar", "enqueue-launches"), (1, 0));
 }
 
 #[test]
 fn launches_held_back_go_one_by_one_to_a_plugin_without_batches() {
-    let plugin = support::chaos_plugin_with("single", r#"{"no_batch": true}"#, &[], "");
-    let host = support::host(&format!(r#"{{"plugins": [{plugin}]}}"#)).unwrap();
-    let token = host.enumerate(&[Filter::new()]).tokens.remove(0);
-    let handle = host.open(&token, OpenMode::Shared).unwrap();
-    let kernel = handle
-        .create_program(b"chaos")
-        .unwrap()
-        .kernel("k")
-        .unwrap();
-    let queue = handle.create_queue().unwrap();
-    let calls = |call: &str| {
-        let info = host.plugin("single").unwrap();
-        info.calls
-            .iter()
-            .find(|c| c.call == call)
-            .map_or(0, |c| c.calls)
-    };
+    let (host, handle) = chaos_alone("single", r#"{"no_batch": true}"#, "");
+    let (kernel, queue) = chaos_kernel_and_queue(&handle);
     for round in 1..=2 {
-        for n in 0..3 {
-            queue
-                .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
-                .unwrap();
-        }
+        hold_back_three(&queue, &kernel);
         queue.finish().unwrap();
         // Asked once whether it takes batches; every launch went on its own.
+        let calls = |call| calls_of(&host, "single", call).0;
         assert_eq!(calls("enqueue-launches"), 1, "round {round}");
         assert_eq!(calls("enqueue-launch"), 3 * round, "round {round}");
     }
@@ -329,33 +332,18 @@ fn launches_held_back_go_one_by_one_to_a_plugin_without_batches() {
 
 #[test]
 fn a_plugin_that_traps_in_a_batch_is_the_finish_error_and_the_queue_holds_nothing_back() {
-    let plugin = support::chaos_plugin_with(
+    let (host, handle) = chaos_alone(
         "trapper",
         r#"{"trap_in": "enqueue-launches"}"#,
-        &[],
         r#""on_fault": "disable""#,
     );
-    let host = support::host(&format!(r#"{{"plugins": [{plugin}]}}"#)).unwrap();
-    let token = host.enumerate(&[Filter::new()]).tokens.remove(0);
-    let handle = host.open(&token, OpenMode::Shared).unwrap();
-    let kernel = handle
-        .create_program(b"chaos")
-        .unwrap()
-        .kernel("k")
-        .unwrap();
-    let queue = handle.create_queue().unwrap();
-    for n in 0..3 {
-        queue
-            .defer_launch(&kernel, &[accelhost::Arg::U32(n)])
-            .unwrap();
-    }
+    let (kernel, queue) = chaos_kernel_and_queue(&handle);
+    hold_back_three(&queue, &kernel);
     let err = queue.finish().unwrap_err();
     assert_eq!(err.code(), ErrorCode::PluginFaulted, "{err}");
-    let info = host.plugin("trapper").unwrap();
-    let batches = info.calls.iter().find(|c| c.call == "enqueue-launches");
     assert_eq!(
-        batches.map(|c| (c.calls, c.faults)),
-        Some((1, 1)),
+        calls_of(&host, "trapper", "enqueue-launches"),
+        (1, 1),
         "one call, not one per launch"
     );
     // Nothing is left to hand on: finishing again asks the plugin nothing.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use accelhost::families::xocl::xclbin::{self, MemKind, XclbinBuilder};
 use accelhost::workloads::vadd::{self, VADD_UUID, is_xocl};
-use accelhost::{Arg, ErrorCode, EventStatus, Guid, Handle, Host, MemoryKind, OpenMode};
+use accelhost::{Arg, ErrorCode, EventStatus, Guid, Handle, Host, Memory, MemoryKind, OpenMode};
 use support::default_host;
 
 fn open_card(host: &Host) -> Handle {
@@ -24,7 +24,7 @@ fn le_words(values: impl Iterator<Item = u32>) -> Vec<u8> {
     values.flat_map(u32::to_le_bytes).collect()
 }
 
-fn read_words(memory: &accelhost::Memory, count: usize) -> Vec<u32> {
+fn read_words(memory: &Memory, count: usize) -> Vec<u32> {
     let mut bytes = vec![0u8; count * 4];
     memory.read(0, &mut bytes).unwrap();
     bytes
@@ -33,6 +33,41 @@ fn read_words(memory: &accelhost::Memory, count: usize) -> Vec<u32> {
         .iter()
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         .collect()
+}
+
+/// vadd's arguments for link `i` of a chain of launches: chain[i + 1] = chain[i] + 1, right
+/// only if launch `i` ran after launch `i - 1`. `one` holds 1.
+fn chain_link<'a>(chain: &'a Memory, one: &'a Memory, i: u32) -> [Arg<'a>; 4] {
+    [
+        Arg::MemoryAt(chain, u64::from(i) * 4),
+        Arg::Memory(one),
+        Arg::MemoryAt(chain, u64::from(i + 1) * 4),
+        Arg::U32(1),
+    ]
+}
+
+/// A zeroed chain of `launches` links on `handle`, and the word 1 its launches add.
+fn chain_of(handle: &Handle, launches: u32) -> (Memory, Memory) {
+    let chain = handle
+        .alloc(MemoryKind::Host, u64::from(launches + 1) * 4)
+        .unwrap();
+    chain.write(0, &0u32.to_le_bytes()).unwrap();
+    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
+    one.write(0, &1u32.to_le_bytes()).unwrap();
+    (chain, one)
+}
+
+/// Checks that every one of the chain's `launches` ran, in order; `what` names the chain.
+fn assert_chain_ran(chain: &Memory, launches: u32, what: &str) {
+    let values = read_words(chain, launches as usize + 1);
+    for (i, value) in values.iter().enumerate() {
+        assert_eq!(
+            *value,
+            i as u32,
+            "{what}: launch {} ran out of order or not at all",
+            i.max(1) - 1
+        );
+    }
 }
 
 #[test]
@@ -107,25 +142,12 @@ fn ten_thousand_in_order_launches_each_checked() {
     let handle = open_card(&host);
     let kernel = vadd::load(&handle, 4).unwrap();
     const LAUNCHES: u32 = 10_000;
-    let chain = handle
-        .alloc(MemoryKind::Host, u64::from(LAUNCHES + 1) * 4)
-        .unwrap();
-    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
-    one.write(0, &1u32.to_le_bytes()).unwrap();
+    let (chain, one) = chain_of(&handle, LAUNCHES);
     let queue = handle.create_queue().unwrap();
     let mut events = Vec::new();
     for i in 0..LAUNCHES {
-        // chain[i + 1] = chain[i] + 1: right only if launch i ran after launch i - 1.
         let event = queue
-            .enqueue_launch(
-                &kernel,
-                &[
-                    Arg::MemoryAt(&chain, u64::from(i) * 4),
-                    Arg::Memory(&one),
-                    Arg::MemoryAt(&chain, u64::from(i + 1) * 4),
-                    Arg::U32(1),
-                ],
-            )
+            .enqueue_launch(&kernel, &chain_link(&chain, &one, i))
             .unwrap();
         if i % 1000 == 999 {
             events.push(event);
@@ -136,15 +158,7 @@ fn ten_thousand_in_order_launches_each_checked() {
         assert_eq!(event.status(), EventStatus::Complete);
     }
     queue.finish().unwrap();
-    let values = read_words(&chain, LAUNCHES as usize + 1);
-    for (i, value) in values.iter().enumerate() {
-        assert_eq!(
-            *value,
-            i as u32,
-            "launch {} wrote the wrong value",
-            i.max(1) - 1
-        );
-    }
+    assert_chain_ran(&chain, LAUNCHES, "in-order launches");
 }
 
 /// How many calls of `call` the plugin behind `handle` answered so far.
@@ -163,26 +177,13 @@ fn deferred_launches_run_in_order_in_batches_and_a_refused_one_is_the_finish_err
     let kernel = vadd::load(&handle, 4).unwrap();
     const LAUNCHES: u32 = 1_000;
     const REFUSED_AFTER: u32 = 600;
-    let chain = handle
-        .alloc(MemoryKind::Host, u64::from(LAUNCHES + 1) * 4)
-        .unwrap();
-    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
-    one.write(0, &1u32.to_le_bytes()).unwrap();
+    let (chain, one) = chain_of(&handle, LAUNCHES);
     let queue = handle.create_queue().unwrap();
     let batches_before = calls_of(&host, &handle, "enqueue-launches");
     let singles_before = calls_of(&host, &handle, "enqueue-launch");
     for i in 0..LAUNCHES {
-        // chain[i + 1] = chain[i] + 1: right only if launch i ran after launch i - 1.
         queue
-            .defer_launch(
-                &kernel,
-                &[
-                    Arg::MemoryAt(&chain, u64::from(i) * 4),
-                    Arg::Memory(&one),
-                    Arg::MemoryAt(&chain, u64::from(i + 1) * 4),
-                    Arg::U32(1),
-                ],
-            )
+            .defer_launch(&kernel, &chain_link(&chain, &one, i))
             .unwrap();
         if i == REFUSED_AFTER {
             // The plugin refuses this one when it is handed on, not here.
@@ -199,15 +200,7 @@ fn deferred_launches_run_in_order_in_batches_and_a_refused_one_is_the_finish_err
         "{err}"
     );
     queue.finish().expect("a refusal is reported once");
-    let values = read_words(&chain, LAUNCHES as usize + 1);
-    for (i, value) in values.iter().enumerate() {
-        assert_eq!(
-            *value,
-            i as u32,
-            "launch {} ran out of order or not at all",
-            i.max(1) - 1
-        );
-    }
+    assert_chain_ran(&chain, LAUNCHES, "held-back launches");
     let batches = calls_of(&host, &handle, "enqueue-launches") - batches_before;
     assert!(
         (4..=6).contains(&batches),
@@ -222,36 +215,16 @@ fn threads_holding_back_launches_on_one_queue_keep_each_ones_order() {
     let handle = open_card(&host);
     let kernel = vadd::load(&handle, 4).unwrap();
     let queue = handle.create_queue().unwrap();
-    let one = handle.alloc(MemoryKind::Host, 4).unwrap();
-    one.write(0, &1u32.to_le_bytes()).unwrap();
     const THREADS: usize = 4;
     const LAUNCHES: u32 = 700;
-    let chains: Vec<_> = (0..THREADS)
-        .map(|_| {
-            let chain = handle
-                .alloc(MemoryKind::Host, u64::from(LAUNCHES + 1) * 4)
-                .unwrap();
-            chain.write(0, &0u32.to_le_bytes()).unwrap();
-            chain
-        })
-        .collect();
+    let chains: Vec<_> = (0..THREADS).map(|_| chain_of(&handle, LAUNCHES)).collect();
     std::thread::scope(|scope| {
-        for chain in &chains {
-            let (queue, kernel, one) = (&queue, &kernel, &one);
+        for (chain, one) in &chains {
+            let (queue, kernel) = (&queue, &kernel);
             scope.spawn(move || {
                 for i in 0..LAUNCHES {
-                    // chain[i + 1] = chain[i] + 1: right only if this thread's launches ran
-                    // in the order it held them back.
                     queue
-                        .defer_launch(
-                            kernel,
-                            &[
-                                Arg::MemoryAt(chain, u64::from(i) * 4),
-                                Arg::Memory(one),
-                                Arg::MemoryAt(chain, u64::from(i + 1) * 4),
-                                Arg::U32(1),
-                            ],
-                        )
+                        .defer_launch(kernel, &chain_link(chain, one, i))
                         .unwrap();
                     if i % 97 == 0 {
                         queue.flush().unwrap();
@@ -267,11 +240,8 @@ fn threads_holding_back_launches_on_one_queue_keep_each_ones_order() {
         });
     });
     queue.finish().unwrap();
-    for (t, chain) in chains.iter().enumerate() {
-        let values = read_words(chain, LAUNCHES as usize + 1);
-        for (i, value) in values.iter().enumerate() {
-            assert_eq!(*value, i as u32, "thread {t}, launch {}", i.max(1) - 1);
-        }
+    for (t, (chain, _)) in chains.iter().enumerate() {
+        assert_chain_ran(chain, LAUNCHES, &format!("thread {t}"));
     }
 }
 
