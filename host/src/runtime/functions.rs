@@ -47,7 +47,6 @@ pub(crate) const WORTH_IT_BYTES: usize = 1 << 20;
 
 /// The function code of one compile: what the packs held when it first asked, and what it
 /// compiled anew, written as one more pack by [`FunctionCache::save`].
-#[derive(Debug)]
 pub(crate) struct FunctionCache {
     folder: PathBuf,
     max_bytes: u64,
@@ -60,7 +59,7 @@ pub(crate) struct FunctionCache {
 /// Function code by Cranelift's key.
 type Functions = HashMap<Box<[u8]>, Box<[u8]>>;
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Made {
     entries: Vec<(Box<[u8]>, Vec<u8>)>,
     bytes: u64,
@@ -176,6 +175,20 @@ pub(crate) fn precompile(
     let (found, made) = functions.counts();
     tracing::debug!(found, made, "compiled with the function cache");
     Ok(code)
+}
+
+/// Names the folder and counts, never the code held (wasmtime's `CacheStore` asks for
+/// `Debug`; a printed engine configuration would otherwise print every function).
+impl std::fmt::Debug for FunctionCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (found, compiled) = self.counts();
+        f.debug_struct("FunctionCache")
+            .field("folder", &self.folder)
+            .field("max_bytes", &self.max_bytes)
+            .field("found", &found)
+            .field("compiled", &compiled)
+            .finish()
+    }
 }
 
 impl wasmtime::CacheStore for FunctionCache {
