@@ -39,6 +39,17 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
+/// The beginnings of the variables cargo sets for a test process from its package.
+const PACKAGE_VARIABLES: &[&str] = &[
+    "CARGO_MANIFEST_",
+    "CARGO_PKG_",
+    "CARGO_CRATE_",
+    "CARGO_BIN_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+];
+
 /// The `accelhost-sdk` binary of this checkout: another package's binary, which cargo builds
 /// for this test only when the whole workspace is tested, so it is brought up to date here
 /// (a no-op when it is).
@@ -47,6 +58,17 @@ pub fn sdk_tool() -> PathBuf {
     let profile_dir = exe.parent().unwrap().parent().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
+    // Cargo gives a test the environment of its package; a build script that reruns when one
+    // of those variables changes (ring's reads CARGO_MANIFEST_DIR) would otherwise rebuild,
+    // here and again in the next `cargo test`, everything above it in the shared target.
+    for (name, _) in std::env::vars_os() {
+        if PACKAGE_VARIABLES
+            .iter()
+            .any(|prefix| name.to_string_lossy().starts_with(prefix))
+        {
+            build.env_remove(name);
+        }
+    }
     build
         .args(["build", "--quiet", "-p", "accelhost-sdk-tool"])
         .args(["--bin", "accelhost-sdk", "--target-dir"])
