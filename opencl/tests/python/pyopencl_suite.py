@@ -9,10 +9,10 @@ Usage: pyopencl_suite.py <PyOpenCL's test directory> <scratch directory>. Prints
 outcome and each failure that is neither kind; exits 1 if there is one, or if nothing passed."""
 
 import os
+import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-
-import pytest
+from concurrent.futures import ThreadPoolExecutor
 
 # Tests that fail on these devices for a reason of theirs other than a compiler, and why.
 NEEDS_WHAT_THE_DEVICES_LACK = {
@@ -30,24 +30,27 @@ SCAN_ON_AN_ACCELERATOR = "max() arg is an empty sequence"
 
 def main():
     tests, scratch = sys.argv[1:3]
-    report = os.path.join(scratch, "pyopencl.xml")
     modules = sorted(
-        os.path.join(tests, name)
-        for name in os.listdir(tests)
-        if name.startswith("test_") and name.endswith(".py")
+        (os.path.join(tests, name)
+         for name in os.listdir(tests)
+         if name.startswith("test_") and name.endswith(".py")),
+        # The largest first, so that the last module to start is a short one.
+        key=lambda path: -os.path.getsize(path),
     )
     # A failed build raises its own error, not the cache's (which reads this variable);
     # native tracebacks keep chained errors and take seconds, not minutes, for a thousand.
     os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] = "1"
     os.chdir(scratch)
-    pytest.main([
-        "-q", "-p", "no:cacheprovider", "--tb=native",
-        f"--junit-xml={report}", f"--basetemp={os.path.join(scratch, 'pytest')}",
-        *modules,
-    ])
+    # One process per module, as many at once as there are cores: PyOpenCL's context factory
+    # collects the whole heap before every test, so one process for the whole suite spends
+    # most of its time collecting what the earlier modules left (193 s here, against 114 s
+    # for the modules one after another, each in its own process).
+    with ThreadPoolExecutor(max_workers=max(1, min(len(modules), os.cpu_count() or 1))) as pool:
+        reports = list(pool.map(lambda module: run_module(module, scratch), modules))
     counts = {"passed": 0, "skipped": 0, "compiler": 0, "named": 0}
     unexpected = []
-    for case in ElementTree.parse(report).iter("testcase"):
+    cases = (case for report in reports for case in ElementTree.parse(report).iter("testcase"))
+    for case in cases:
         failures = case.findall("failure") + case.findall("error")
         if not failures:
             counts["skipped" if case.find("skipped") is not None else "passed"] += 1
@@ -72,6 +75,22 @@ def main():
     for failure in unexpected:
         print(f"UNEXPECTED {failure}")
     return 1 if unexpected or counts["passed"] == 0 else 0
+
+
+def run_module(module, scratch):
+    """Runs PyOpenCL's tests of `module` in a pytest process of its own; its JUnit report."""
+    name = os.path.splitext(os.path.basename(module))[0]
+    report = os.path.join(scratch, f"{name}.xml")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=native",
+         f"--junit-xml={report}", f"--basetemp={os.path.join(scratch, 'pytest', name)}", module],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+    )
+    last = done.stdout.strip().splitlines()[-1:] or ["(no output)"]
+    print(f"{name}: {last[0]}", flush=True)
+    if not os.path.isfile(report):
+        sys.exit(f"pytest wrote no report for {module} (status {done.returncode}):\n{done.stdout}")
+    return report
 
 
 if __name__ == "__main__":
