@@ -8,23 +8,37 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-15}"
+# Each step's time, printed as it ends, so that a slow CI run says where the time went.
+step_started=$SECONDS
+step() {
+    echo "fuzz: $1 took $((SECONDS - step_started)) s" >&2
+    step_started=$SECONDS
+}
 cargo install cargo-fuzz --version 0.13.2 --locked
+step "installing cargo-fuzz"
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cargo fuzz build --dev --sanitizer none
+step "building the targets"
 # The compile target's plugin files compile in a worker: the workspace's accelhost binary, as
 # the test command builds it (fresh after CI's `cargo test --workspace`; `cargo build --bins`
 # would build the library again with other features).
 cargo test --workspace --no-run --quiet
 target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)"
 export ACCELHOST_COMPILE_WORKER="$target_dir/debug/accelhost"
+# The targets that start hosts (imports, doors) load their plugins from the compile cache the
+# test command fills: the fuzz build's Cranelift, instrumented, takes 40-50 s for them, which
+# would be each run's start (the compile target keeps a cache of its own, by design).
+export ACCELHOST_CACHE_DIR="${ACCELHOST_CACHE_DIR:-$target_dir/tmp/accelhost-cache}"
+step "building the compile worker"
 for target in config serve_config authority xclbin ert cxl imports compile doors; do
     mkdir -p "$scratch/$target"
     log="$scratch/$target.log"
     if cargo fuzz run --dev --sanitizer none "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
         -max_total_time="$seconds" -timeout=30 >"$log" 2>&1; then
-        echo "fuzz $target: $(grep -E '^Done' "$log" | tail -n 1)"
+        echo "fuzz $target: $(grep -E '^Done' "$log" | tail -n 1) ($((SECONDS - step_started)) s in all)"
+        step_started=$SECONDS
     else
         cat "$log"
         echo "fuzz target $target failed; the input is in host/fuzz/artifacts/$target/" >&2
