@@ -10,9 +10,15 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-15}"
 # Each step's time, printed as it ends, so that a slow CI run says where the time went.
 step_started=$SECONDS
-step() {
-    echo "fuzz: $1 took $((SECONDS - step_started)) s" >&2
+# Ends a step: sets step_took to its seconds and starts the next (not in a subshell, which
+# would start nothing).
+end_step() {
+    step_took=$((SECONDS - step_started))
     step_started=$SECONDS
+}
+step() {
+    end_step
+    echo "fuzz: $1 took $step_took s" >&2
 }
 cargo install cargo-fuzz --version 0.13.2 --locked
 step "installing cargo-fuzz"
@@ -37,8 +43,8 @@ for target in config serve_config authority xclbin ert cxl imports compile doors
     log="$scratch/$target.log"
     if cargo fuzz run --dev --sanitizer none "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
         -max_total_time="$seconds" -timeout=30 >"$log" 2>&1; then
-        echo "fuzz $target: $(grep -E '^Done' "$log" | tail -n 1) ($((SECONDS - step_started)) s in all)"
-        step_started=$SECONDS
+        end_step
+        echo "fuzz $target: $(grep -E '^Done' "$log" | tail -n 1) ($step_took s in all)"
     else
         cat "$log"
         echo "fuzz target $target failed; the input is in host/fuzz/artifacts/$target/" >&2
