@@ -27,6 +27,10 @@ NEEDS_WHAT_THE_DEVICES_LACK = {
 # work-groups in multiples of 64 there, and finds none within a work-group size of 1.
 SCAN_ON_AN_ACCELERATOR = "max() arg is an empty sequence"
 
+# The longest a module's pytest process may run: the largest takes about 20 s here, so one
+# that runs for this long hangs (a launch or a wait that never ends) rather than works.
+MODULE_SECONDS = 600
+
 
 def main():
     tests, scratch = sys.argv[1:3]
@@ -81,11 +85,19 @@ def run_module(module, scratch):
     """Runs PyOpenCL's tests of `module` in a pytest process of its own; its JUnit report."""
     name = os.path.splitext(os.path.basename(module))[0]
     report = os.path.join(scratch, f"{name}.xml")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=native",
-         f"--junit-xml={report}", f"--basetemp={os.path.join(scratch, 'pytest', name)}", module],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=native",
+             f"--junit-xml={report}", f"--basetemp={os.path.join(scratch, 'pytest', name)}",
+             module],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+            timeout=MODULE_SECONDS,
+        )
+    except subprocess.TimeoutExpired as hung:
+        said = hung.output.decode(errors="replace") if isinstance(hung.output, bytes) \
+            else hung.output or ""
+        sys.exit(f"PyOpenCL's {name} ran past {MODULE_SECONDS} s and was stopped; "
+                 f"what it printed:\n{said}")
     last = done.stdout.strip().splitlines()[-1:] or ["(no output)"]
     print(f"{name}: {last[0]}", flush=True)
     if not os.path.isfile(report):
