@@ -144,7 +144,7 @@ fn grants_decide_which_ports_a_plugin_sees() {
         .enumerate(&[])
         .tokens
         .iter()
-        .map(|t| t.properties().name.clone())
+        .map(|t| t.properties().name.to_string())
         .collect();
     names.sort();
     assert_eq!(names, ["emu:a", "emu:c"]);

@@ -120,7 +120,7 @@ async fn canonical_workloads_run_byte_exact_through_the_proxy() {
         let names: Vec<String> = found
             .tokens
             .iter()
-            .map(|t| t.properties().name.clone())
+            .map(|t| t.properties().name.to_string())
             .collect();
         for family in ["dfl/", "cxl/", "xocl/"] {
             assert!(

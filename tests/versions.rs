@@ -76,7 +76,7 @@ fn listings(host: &accelhost::Host) -> Vec<Vec<(String, Properties)>> {
             let mut listed: Vec<(String, Properties)> = found
                 .tokens
                 .iter()
-                .map(|t| (t.properties().name.clone(), t.properties().clone()))
+                .map(|t| (t.properties().name.to_string(), t.properties().clone()))
                 .collect();
             listed.sort_by(|a, b| a.0.cmp(&b.0));
             listed

@@ -90,8 +90,8 @@ impl PropsData {
             }),
             parent: None,
             parent_reported: p.parent.is_some(),
-            host: Some(p.host.clone()),
-            device_type: Some(p.device_type.clone()),
+            host: Some(p.host.to_string()),
+            device_type: Some(p.device_type.to_string()),
             interface: interface_of(p),
             ..PropsData::default()
         }

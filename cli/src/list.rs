@@ -144,7 +144,7 @@ fn table(tokens: &[Token]) -> String {
                 p.guid.to_string(),
                 format!("{:04x}:{:04x}", p.vendor_id, p.device_id),
                 p.bus_address.map_or("-".into(), |b| b.to_string()),
-                p.host.clone(),
+                p.host.to_string(),
                 p.accelerator_state
                     .map_or("-".into(), |s| format!("{s:?}").to_lowercase()),
             ]

@@ -47,7 +47,7 @@ pub struct Properties {
     /// A whole card or an accelerator.
     pub object_type: ObjectType,
     /// Unique within the plugin, such as `emu:dfl0` or `dfl-port.0`.
-    pub name: String,
+    pub name: SharedText,
     /// The AFU id for accelerators.
     pub guid: Guid,
     /// PCI vendor id.
@@ -59,9 +59,9 @@ pub struct Properties {
     /// CPU socket the device is attached to, if known.
     pub socket_id: Option<u32>,
     /// Such as `fpga`.
-    pub device_type: String,
+    pub device_type: SharedText,
     /// `localhost` for this machine.
-    pub host: String,
+    pub host: SharedText,
     /// Number of MMIO regions: the valid indexes of `Handle::map_mmio` are `0..num_mmio`.
     pub num_mmio: u32,
     /// Number of interrupt vectors the device can raise.
@@ -82,47 +82,126 @@ fn extras_as_object<S: serde::Serializer>(
     s.collect_map(extras.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
-/// An immutable text that copies share: the keys and values of [`Properties::extras`], which
-/// are mostly the same across a plugin's devices (`interface`, `dfl`), so that ten thousand
-/// devices hold one copy of each and not ten thousand.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct SharedText(Arc<str>);
+/// An immutable text that copies share: the texts of [`Properties`]. The texts of one
+/// plugin answer (its names, device types, hosts and facts) are written once into one
+/// allocation, and each is a range of it, so that ten thousand devices cost one allocation
+/// and not ten thousand; a copy of a device's properties keeps its answer's texts alive.
+#[derive(Clone)]
+pub struct SharedText {
+    whole: Arc<str>,
+    /// The range of `whole` this text is, always on character boundaries.
+    start: usize,
+    end: usize,
+}
 
 impl SharedText {
     /// The text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.whole[self.start..self.end]
+    }
+
+    /// `range` of `whole`, or `None` when it is not a range of `whole` on its character
+    /// boundaries.
+    pub(crate) fn slice(whole: &Arc<str>, range: std::ops::Range<usize>) -> Option<Self> {
+        whole.get(range.clone())?;
+        Some(SharedText {
+            whole: whole.clone(),
+            start: range.start,
+            end: range.end,
+        })
+    }
+}
+
+#[cfg(test)]
+impl SharedText {
+    /// Whether both are ranges of one allocation.
+    pub(crate) fn shares_allocation_with(&self, other: &SharedText) -> bool {
+        Arc::ptr_eq(&self.whole, &other.whole)
+    }
+}
+
+impl Default for SharedText {
+    fn default() -> Self {
+        SharedText::from("")
+    }
+}
+
+impl PartialEq for SharedText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for SharedText {}
+
+impl PartialOrd for SharedText {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for SharedText {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for SharedText {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl Serialize for SharedText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl AsRef<str> for SharedText {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for SharedText {
+    fn borrow(&self) -> &str {
+        self.as_str()
     }
 }
 
 impl Deref for SharedText {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl fmt::Debug for SharedText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for SharedText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
+        fmt::Display::fmt(self.as_str(), f)
     }
 }
 
 impl From<&str> for SharedText {
     fn from(text: &str) -> Self {
-        SharedText(text.into())
+        SharedText {
+            whole: text.into(),
+            start: 0,
+            end: text.len(),
+        }
     }
 }
 
 impl From<String> for SharedText {
     fn from(text: String) -> Self {
-        SharedText(text.into())
+        SharedText::from(text.as_str())
     }
 }
 
@@ -141,6 +220,30 @@ impl PartialEq<str> for SharedText {
 impl PartialEq<&str> for SharedText {
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for SharedText {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<SharedText> for str {
+    fn eq(&self, other: &SharedText) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<SharedText> for &str {
+    fn eq(&self, other: &SharedText) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<SharedText> for String {
+    fn eq(&self, other: &SharedText) -> bool {
+        self == other.as_str()
     }
 }
 
@@ -222,7 +325,7 @@ impl Filter {
             && self
                 .device_type
                 .as_deref()
-                .is_none_or(|t| t == p.device_type)
+                .is_none_or(|t| t == p.device_type.as_str())
             && self
                 .host
                 .as_deref()

@@ -288,7 +288,7 @@ fn properties(device: proto::Device) -> Properties {
             proto::ObjectType::Device => ObjectType::Device,
             _ => ObjectType::Accelerator,
         },
-        name: device.name,
+        name: device.name.into(),
         guid: device.guid.parse().unwrap_or(Guid::new(0, 0)),
         vendor_id: device.vendor_id as u16,
         device_id: device.device_id as u16,
@@ -296,8 +296,8 @@ fn properties(device: proto::Device) -> Properties {
             .bus_address
             .and_then(|a| a.parse::<BusAddress>().ok()),
         socket_id: device.socket_id,
-        device_type: device.device_type,
-        host: device.host,
+        device_type: device.device_type.into(),
+        host: device.host.into(),
         num_mmio: device.num_mmio,
         num_interrupts: device.num_interrupts,
         accelerator_state: match device.accelerator_state {

@@ -6,6 +6,7 @@
 //! bindings, so a new version changes this file and its version module, and nothing above.
 
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::sync::Arc;
 
 use wasmtime::Store;
@@ -859,37 +860,32 @@ pub(crate) type Listed = Result<Vec<(u64, Properties)>, String>;
 /// budget: what it can overshoot by, besides one row.
 const BYTES_PER_BUDGET_CHECK: u64 = 64 << 10;
 
-/// The devices of an `inventory` table, each with its texts looked up: a fact's key, and a
-/// value without a number, is shared by every device that names it. A table is small and its
-/// write-out need not be (rows can share one range of numbered facts), so what the write-out
-/// allocates is held against the plugin's host-memory `budget` as it goes, as the lifting of
-/// an answer is: over it, the call fails with the limit named.
+/// The devices of an `inventory` table, each with its texts looked up. Every text of the
+/// answer is written once into one shared text ([`SharedText`]): the table's texts, then
+/// each numbered text (a name or fact value with its number) in the order the rows name them;
+/// a device's texts are ranges of it, so that the write-out allocates per table and not per
+/// device. A table is small and its write-out need not be (rows can share one range of
+/// numbered facts), so what the write-out allocates is held against the plugin's host-memory
+/// `budget` as it goes, as the lifting of an answer is: over it, the call fails with the
+/// limit named.
 fn from_table(table: inventory::DeviceTable, budget: &Arc<Budget>) -> wasmtime::Result<Listed> {
-    let texts_bytes: usize = table
-        .texts
-        .iter()
-        .map(|text| size_of::<SharedText>() + 2 * size_of::<usize>() + text.len())
-        .sum();
+    let texts_bytes: usize = table.texts.iter().map(String::len).sum();
     let written = (texts_bytes + table.rows.len() * size_of::<(u64, Properties)>()) as u64;
     within_budget(budget, written)?;
-    let shared: Vec<SharedText> = table.texts.iter().map(|t| t.as_str().into()).collect();
     let mut writer = TableWriter {
-        texts: &shared,
-        extras: &table.extras,
-        numbered: String::new(),
+        table: &table,
         budget,
         written,
         checked: written,
     };
-    let mut found = Vec::with_capacity(table.rows.len());
-    for (at, row) in table.rows.iter().enumerate() {
-        match writer.device(at, row)? {
-            Ok(device) => found.push(device),
-            Err(why) => return Ok(Err(why)),
+    match writer.write_out() {
+        Ok(found) => {
+            within_budget(budget, writer.written)?;
+            Ok(Ok(found))
         }
+        Err(Refused::Table(why)) => Ok(Err(why)),
+        Err(Refused::Limit(limit)) => Err(limit.into()),
     }
-    within_budget(budget, writer.written)?;
-    Ok(Ok(found))
 }
 
 /// Fails when `written` more bytes do not fit in the plugin's host-memory budget: where the
@@ -907,24 +903,122 @@ fn within_budget(budget: &Arc<Budget>, written: u64) -> Result<(), HostLimit> {
 /// against the plugin's budget every [`BYTES_PER_BUDGET_CHECK`], wherever they are written
 /// (one row's facts alone can be many times that).
 struct TableWriter<'a> {
-    texts: &'a [SharedText],
-    extras: &'a [inventory::Fact],
-    /// Scratch for a numbered fact value, before it is shared.
-    numbered: String,
+    table: &'a inventory::DeviceTable,
     budget: &'a Arc<Budget>,
     written: u64,
     /// `written` when the budget was last checked.
     checked: u64,
 }
 
+/// Where each text of a table's answer lies in the one text they share.
+struct TextLayout {
+    whole: String,
+    /// The table's texts, by index.
+    texts: Vec<Range<usize>>,
+    /// The numbered texts, in the order the rows name them (each row's name, then its facts).
+    numbered: Vec<Range<usize>>,
+}
+
 impl<'a> TableWriter<'a> {
-    fn text(&self, index: u32, what: &str, row: usize) -> Result<&'a SharedText, String> {
-        self.texts.get(index as usize).ok_or_else(|| {
-            format!(
-                "row {row}'s {what} is text {index}, and the table has {} texts",
-                self.texts.len()
-            )
+    /// Every row as a device, or why the table is refused.
+    fn write_out(&mut self) -> Result<Vec<(u64, Properties)>, Refused> {
+        let layout = self.lay_out_texts()?;
+        let whole: Arc<str> = layout.whole.into();
+        let share = |range: &Range<usize>| {
+            SharedText::slice(&whole, range.clone()).expect("a laid-out text is within the whole")
+        };
+        let texts: Vec<SharedText> = layout.texts.iter().map(share).collect();
+        let mut numbered = layout.numbered.iter().map(share);
+        let mut found = Vec::with_capacity(self.table.rows.len());
+        for (at, row) in self.table.rows.iter().enumerate() {
+            let mut text_of = |said: &inventory::NumberedText, what: &str| match said.number {
+                None => text(&texts, said.text, what, at).cloned(),
+                Some(_) => Ok(numbered.next().expect("a numbered text per one laid out")),
+            };
+            let name = text_of(&row.name, "name")?;
+            let facts = self.facts(at, row)?;
+            self.count(facts.len() * size_of::<(SharedText, SharedText)>())?;
+            let mut shared_facts = Vec::with_capacity(facts.len());
+            for fact in facts {
+                let key = text(&texts, fact.key, "fact key", at)?.clone();
+                shared_facts.push((key, text_of(&fact.value, "fact value")?));
+            }
+            found.push((
+                row.token,
+                Properties {
+                    object_type: row.object_type.into(),
+                    name,
+                    guid: row.guid.into(),
+                    vendor_id: row.vendor_id,
+                    device_id: row.device_id,
+                    bus_address: row.bus_address.map(Into::into),
+                    socket_id: row.socket_id,
+                    device_type: text(&texts, row.device_type, "device type", at)?.clone(),
+                    host: text(&texts, row.host, "host", at)?.clone(),
+                    num_mmio: row.num_mmio,
+                    num_interrupts: row.num_interrupts,
+                    accelerator_state: row.accelerator_state.map(Into::into),
+                    parent: row.parent,
+                    extras: shared_facts,
+                },
+            ));
+        }
+        Ok(found)
+    }
+
+    /// The table's texts, then every numbered text its rows name, written into one text.
+    fn lay_out_texts(&mut self) -> Result<TextLayout, Refused> {
+        let table = self.table;
+        let mut whole = String::new();
+        let mut texts = Vec::with_capacity(table.texts.len());
+        for text in &table.texts {
+            let start = whole.len();
+            whole.push_str(text);
+            texts.push(start..whole.len());
+        }
+        let mut numbered = Vec::new();
+        for (at, row) in table.rows.iter().enumerate() {
+            let named = std::iter::once((&row.name, "name")).chain(
+                self.facts(at, row)?
+                    .iter()
+                    .map(|f| (&f.value, "fact value")),
+            );
+            for (said, what) in named {
+                let Some(number) = said.number else { continue };
+                let stem = &table.texts[text_index(table.texts.len(), said.text, what, at)?];
+                let start = whole.len();
+                whole.push_str(stem);
+                // Writing to a String cannot fail.
+                let _ = write!(whole, "{number}");
+                numbered.push(start..whole.len());
+                self.count(whole.len() - start + size_of::<Range<usize>>())?;
+            }
+        }
+        Ok(TextLayout {
+            whole,
+            texts,
+            numbered,
         })
+    }
+
+    /// Row `at`'s facts, or why the table is refused.
+    fn facts(
+        &self,
+        at: usize,
+        row: &inventory::DeviceRow,
+    ) -> Result<&'a [inventory::Fact], String> {
+        let extras = &self.table.extras;
+        (row.extras_first as usize)
+            .checked_add(row.extras_count as usize)
+            .and_then(|end| extras.get(row.extras_first as usize..end))
+            .ok_or_else(|| {
+                format!(
+                    "row {at}'s facts are {} from {}, and the table has {}",
+                    row.extras_count,
+                    row.extras_first,
+                    extras.len()
+                )
+            })
     }
 
     /// Counts `bytes` more written, and checks the budget once enough have been.
@@ -936,93 +1030,27 @@ impl<'a> TableWriter<'a> {
         }
         Ok(())
     }
+}
 
-    /// A new string of `text` (counted).
-    fn string(&mut self, text: &str) -> Result<String, HostLimit> {
-        self.count(text.len())?;
-        Ok(text.to_string())
+/// Text `index` of a table with `count` texts, or why row `at`'s `what` refuses the table.
+fn text_index(count: usize, index: u32, what: &str, at: usize) -> Result<usize, String> {
+    if (index as usize) < count {
+        Ok(index as usize)
+    } else {
+        Err(format!(
+            "row {at}'s {what} is text {index}, and the table has {count} texts"
+        ))
     }
+}
 
-    /// Row `at` as a device, or why the table is refused; fails when what it writes out
-    /// does not fit in the budget.
-    fn device(
-        &mut self,
-        at: usize,
-        row: &inventory::DeviceRow,
-    ) -> Result<Result<(u64, Properties), String>, HostLimit> {
-        match self.try_device(at, row) {
-            Ok(device) => Ok(Ok(device)),
-            Err(Refused::Table(why)) => Ok(Err(why)),
-            Err(Refused::Limit(limit)) => Err(limit),
-        }
-    }
-
-    fn try_device(
-        &mut self,
-        at: usize,
-        row: &inventory::DeviceRow,
-    ) -> Result<(u64, Properties), Refused> {
-        let facts = (row.extras_first as usize)
-            .checked_add(row.extras_count as usize)
-            .and_then(|end| self.extras.get(row.extras_first as usize..end))
-            .ok_or_else(|| {
-                format!(
-                    "row {at}'s facts are {} from {}, and the table has {}",
-                    row.extras_count,
-                    row.extras_first,
-                    self.extras.len()
-                )
-            })?;
-        let mut shared_facts = Vec::with_capacity(facts.len());
-        self.count(facts.len() * size_of::<(SharedText, SharedText)>())?;
-        for fact in facts {
-            let key = self.text(fact.key, "fact key", at)?.clone();
-            let value = self.text(fact.value.text, "fact value", at)?;
-            let value = match fact.value.number {
-                None => value.clone(),
-                Some(number) => {
-                    let mut numbered = std::mem::take(&mut self.numbered);
-                    numbered.clear();
-                    write_numbered(&mut numbered, value, number);
-                    let value = SharedText::from(numbered.as_str());
-                    let bytes = numbered.len() + 2 * size_of::<usize>();
-                    self.numbered = numbered;
-                    self.count(bytes)?;
-                    value
-                }
-            };
-            shared_facts.push((key, value));
-        }
-        let name = self.text(row.name.text, "name", at)?;
-        let name = match row.name.number {
-            None => self.string(name)?,
-            Some(number) => {
-                let mut said = String::with_capacity(name.len() + 10);
-                write_numbered(&mut said, name, number);
-                self.count(said.capacity())?;
-                said
-            }
-        };
-        let device_type = self.text(row.device_type, "device type", at)?;
-        let host = self.text(row.host, "host", at)?;
-        let properties = Properties {
-            object_type: row.object_type.into(),
-            name,
-            guid: row.guid.into(),
-            vendor_id: row.vendor_id,
-            device_id: row.device_id,
-            bus_address: row.bus_address.map(Into::into),
-            socket_id: row.socket_id,
-            device_type: self.string(device_type)?,
-            host: self.string(host)?,
-            num_mmio: row.num_mmio,
-            num_interrupts: row.num_interrupts,
-            accelerator_state: row.accelerator_state.map(Into::into),
-            parent: row.parent,
-            extras: shared_facts,
-        };
-        Ok((row.token, properties))
-    }
+/// Text `index` of `texts`, or why row `at`'s `what` refuses the table.
+fn text<'t>(
+    texts: &'t [SharedText],
+    index: u32,
+    what: &str,
+    at: usize,
+) -> Result<&'t SharedText, String> {
+    Ok(&texts[text_index(texts.len(), index, what, at)?])
 }
 
 /// Why a row was not written out: the table is wrong, or the budget is spent.
@@ -1043,24 +1071,17 @@ impl From<HostLimit> for Refused {
     }
 }
 
-/// Appends a table's numbered text: the text, then the number in decimal.
-fn write_numbered(out: &mut String, text: &str, number: u32) {
-    out.push_str(text);
-    // Writing to a String cannot fail.
-    let _ = write!(out, "{number}");
-}
-
 fn properties(p: discovery::Properties) -> Properties {
     Properties {
         object_type: p.object_type.into(),
-        name: p.name,
+        name: p.name.into(),
         guid: p.guid.into(),
         vendor_id: p.vendor_id,
         device_id: p.device_id,
         bus_address: p.bus_address.map(Into::into),
         socket_id: p.socket_id,
-        device_type: p.device_type,
-        host: p.host,
+        device_type: p.device_type.into(),
+        host: p.host.into(),
         num_mmio: p.num_mmio,
         num_interrupts: p.num_interrupts,
         accelerator_state: p.accelerator_state.map(Into::into),
@@ -1143,6 +1164,35 @@ mod tests {
             [("port-id".into(), "5".into())],
             "only the row's own facts"
         );
+    }
+
+    #[test]
+    fn every_text_of_an_answer_is_a_range_of_one_allocation() {
+        let facts = vec![Fact {
+            key: 3,
+            value: said(0, Some(9)),
+        }];
+        let rows = vec![row(said(0, Some(1)), 0, 1), row(said(0, Some(2)), 0, 1)];
+        let found = read(table(rows, facts)).unwrap();
+        let (first, second) = (&found[0].1, &found[1].1);
+        assert_eq!(
+            (first.name.as_str(), second.name.as_str()),
+            ("dfl-port.1", "dfl-port.2")
+        );
+        assert_eq!(second.extras[0].1, "dfl-port.9");
+        let texts = [
+            &second.name,
+            &first.device_type,
+            &second.host,
+            &first.extras[0].0,
+            &second.extras[0].1,
+        ];
+        for text in texts {
+            assert!(first.name.shares_allocation_with(text), "{text}");
+        }
+        let copied = first.clone();
+        drop(found);
+        assert_eq!(copied.name, "dfl-port.1", "a copy keeps its answer's texts");
     }
 
     #[test]
