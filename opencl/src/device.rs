@@ -302,6 +302,9 @@ impl Device {
         };
         Some(match param {
             CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE => Value::ulong(memory),
+            // The emulated XRT card runs its kernels as 32-bit WebAssembly: their pointers
+            // and size_t are 4 bytes, which is what a program sizes a size_t argument by.
+            CL_DEVICE_ADDRESS_BITS if self.emulated && self.runs_kernels() => Value::uint(32),
             CL_DEVICE_ADDRESS_BITS => Value::uint(64),
             CL_DEVICE_MAX_COMPUTE_UNITS | CL_DEVICE_REFERENCE_COUNT => Value::uint(1),
             CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS => Value::uint(3),

@@ -512,12 +512,20 @@ fn platforms_devices_and_their_answers_are_where_programs_look() -> Outcome {
         devices_of(xilinx, CL_DEVICE_TYPE_CPU),
         Err(CL_DEVICE_NOT_FOUND)
     );
-    for (device, platform, kind) in [
-        (everything[0], accelhost, CL_DEVICE_TYPE_CPU),
-        (everything[3], accelhost, CL_DEVICE_TYPE_CPU),
-        (card[0], xilinx, CL_DEVICE_TYPE_ACCELERATOR),
+    for (device, platform, kind, address_bits) in [
+        // The emulated XRT card (on both platforms), whose kernels are 32-bit WebAssembly,
+        // and a CAPI device.
+        (everything[0], accelhost, CL_DEVICE_TYPE_CPU, 32),
+        (everything[3], accelhost, CL_DEVICE_TYPE_CPU, 64),
+        (card[0], xilinx, CL_DEVICE_TYPE_ACCELERATOR, 32),
     ] {
         let what = device_name(device);
+        assert_eq!(what.starts_with("xocl/"), address_bits == 32, "{what}");
+        assert_eq!(
+            as_u64(&info(device, CL_DEVICE_ADDRESS_BITS).unwrap()),
+            address_bits,
+            "{what}"
+        );
         assert_eq!(
             as_u64(&info(device, CL_DEVICE_TYPE).unwrap()),
             kind,
