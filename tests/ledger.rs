@@ -5,9 +5,9 @@
 
 use crate::support;
 
-use accelhost::OpenMode;
 use accelhost::devices::Budget;
 use accelhost::ledger::{Account, block_cost, is_installed};
+use accelhost::{Host, OpenMode};
 use support::host;
 
 #[test]
@@ -51,14 +51,19 @@ fn with_the_ledger_an_imports_charge_only_checks_and_the_ledger_counts() {
     assert_eq!(budget.used(), 0);
 }
 
-#[test]
-fn a_plugins_instance_and_what_it_keeps_are_counted_while_they_live() {
+/// A host of the dfl plugin with one emulated port.
+fn one_dfl_port() -> Host {
     let config = format!(
         r#"{{"devices": [{{"id": "w0", "family": "dfl"}}],
             "plugins": [{}]}}"#,
         support::dfl_plugin(&["w0"])
     );
-    let host = host(&config).unwrap();
+    host(&config).unwrap()
+}
+
+#[test]
+fn a_plugins_instance_and_what_it_keeps_are_counted_while_they_live() {
+    let host = one_dfl_port();
     let held = || host.plugin("dfl").unwrap().memory.host_bytes;
     let started = held();
     assert!(started > 0, "its store and instance are the host's memory");
@@ -85,12 +90,7 @@ fn a_plugins_instance_and_what_it_keeps_are_counted_while_they_live() {
 /// per open would grow with every one.
 #[test]
 fn opens_and_closes_over_and_over_leave_the_plugins_charge_where_one_left_it() {
-    let config = format!(
-        r#"{{"devices": [{{"id": "w0", "family": "dfl"}}],
-            "plugins": [{}]}}"#,
-        support::dfl_plugin(&["w0"])
-    );
-    let host = host(&config).unwrap();
+    let host = one_dfl_port();
     let held = || host.plugin("dfl").unwrap().memory.host_bytes;
     let tokens = host.enumerate(&[]).tokens;
     let cycle = || {
