@@ -83,9 +83,10 @@ fn extras_as_object<S: serde::Serializer>(
 }
 
 /// An immutable text that copies share: the texts of [`Properties`]. The texts of one
-/// plugin answer (its names, device types, hosts and facts) are written once into one
+/// `inventory` answer (its names, device types, hosts and facts) are written once into one
 /// allocation, and each is a range of it, so that ten thousand devices cost one allocation
-/// and not ten thousand; a copy of a device's properties keeps its answer's texts alive.
+/// and not ten thousand; a copy of a device's properties keeps its answer's texts alive. A
+/// plugin of the `discovery`-only contract answers with owned strings, one text each.
 #[derive(Clone)]
 pub struct SharedText {
     whole: Arc<str>,
