@@ -121,6 +121,11 @@ pub(crate) const MAX_WORK_GROUP: usize = 1024;
 /// Double precision in OpenCL C, which the devices that build it list.
 const FP64_EXTENSION: (&str, cl_version) = ("cl_khr_fp64", make_version(1, 0, 0));
 
+/// The largest buffer a 32-bit kernel is sure to take: its memory (4 GiB) holds the kernel's
+/// own data and stack (the emulated card allows 64 MiB), its buffers and its value arguments,
+/// so 128 MiB are left to those.
+const KERNEL_BUFFER_BYTES: u64 = (4 << 30) - (128 << 20);
+
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
 #[repr(C)]
 pub struct Device {
@@ -183,19 +188,35 @@ impl Device {
         Ok(handle)
     }
 
-    /// Whether its compute units run kernels of the program's own: an XRT card's do.
     /// Whether programs for this device build from OpenCL C: an XRT card, when the system
     /// has clang. Such a device computes in doubles too (`cl_khr_fp64`).
     fn builds_opencl_c(&self) -> bool {
         self.runs_kernels() && compiler_available()
     }
 
+    /// Whether its compute units run kernels of the program's own: an XRT card's do.
     pub fn runs_kernels(&self) -> bool {
         self.token
             .properties()
             .extras
             .iter()
             .any(|(key, value)| key == "interface" && value == "xocl")
+    }
+
+    /// Whether its kernels are 32-bit: the emulated XRT card runs them as 32-bit
+    /// WebAssembly, whose pointers and size_t are 4 bytes and whose memory is 4 GiB.
+    fn runs_32_bit_kernels(&self) -> bool {
+        self.emulated && self.runs_kernels()
+    }
+
+    /// The largest buffer it makes (`CL_DEVICE_MAX_MEM_ALLOC_SIZE`): all its memory, and on a
+    /// card with 32-bit kernels no more than a kernel's memory holds beside the kernel's own.
+    pub fn max_alloc_bytes(&self) -> u64 {
+        if self.runs_32_bit_kernels() {
+            self.memory_bytes.min(KERNEL_BUFFER_BYTES)
+        } else {
+            self.memory_bytes
+        }
     }
 
     /// The platform it is listed on.
@@ -301,10 +322,10 @@ impl Device {
             }
         };
         Some(match param {
-            CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE => Value::ulong(memory),
-            // The emulated XRT card runs its kernels as 32-bit WebAssembly: their pointers
-            // and size_t are 4 bytes, which is what a program sizes a size_t argument by.
-            CL_DEVICE_ADDRESS_BITS if self.emulated && self.runs_kernels() => Value::uint(32),
+            CL_DEVICE_GLOBAL_MEM_SIZE => Value::ulong(memory),
+            CL_DEVICE_MAX_MEM_ALLOC_SIZE => Value::ulong(self.max_alloc_bytes()),
+            // A program sizes a size_t kernel argument by this.
+            CL_DEVICE_ADDRESS_BITS if self.runs_32_bit_kernels() => Value::uint(32),
             CL_DEVICE_ADDRESS_BITS => Value::uint(64),
             CL_DEVICE_MAX_COMPUTE_UNITS | CL_DEVICE_REFERENCE_COUNT => Value::uint(1),
             CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS => Value::uint(3),

@@ -202,10 +202,10 @@ pub(crate) extern "C" fn create_buffer(
         if wants_ptr == host_ptr.is_null() {
             return Err(CL_INVALID_HOST_PTR);
         }
-        if size == 0 {
+        let device = 0;
+        if size == 0 || size as u64 > context.device(device).max_alloc_bytes() {
             return Err(CL_INVALID_BUFFER_SIZE);
         }
-        let device = 0;
         let handle = context.handle(device);
         let memory = transfer::allocate(
             CALL,

@@ -110,11 +110,19 @@ fn allocate(
         CL_MEM_TYPE_SHARED_INTEL => MemoryKind::Shared,
         _ => MemoryKind::Host,
     };
-    // A host allocation is held by the first of the context's devices that makes one.
+    // A host allocation is held by the first of the context's devices that makes one, of
+    // those whose largest allocation it fits.
     let candidates: Vec<usize> = match device {
         Some(device) => vec![context.index_of(device).ok_or(CL_INVALID_DEVICE)?],
         None => (0..context.len()).collect(),
     };
+    let candidates: Vec<usize> = candidates
+        .into_iter()
+        .filter(|on| size as u64 <= context.device(*on).max_alloc_bytes())
+        .collect();
+    if candidates.is_empty() {
+        return Err(CL_INVALID_BUFFER_SIZE);
+    }
     let mut made = Err(CL_INVALID_DEVICE);
     for on in candidates {
         made = transfer::allocate(call, context.handle(on), wanted, size, CL_OUT_OF_RESOURCES)

@@ -70,6 +70,10 @@ fn main() -> std::process::ExitCode {
                 run: sub_buffers_are_regions_of_their_parent_at_their_origin,
             },
             Trial {
+                name: "the_largest_allocation_is_what_the_card_holds_and_its_kernels_address",
+                run: the_largest_allocation_is_what_the_card_holds_and_its_kernels_address,
+            },
+            Trial {
                 name: "launches_without_events_go_in_batches_in_order_and_report_failures",
                 run: launches_without_events_go_in_batches_in_order_and_report_failures,
             },
@@ -949,6 +953,56 @@ fn sub_buffers_are_regions_of_their_parent_at_their_origin() -> Outcome {
         }
         Err(outcome) => outcome,
     }
+}
+
+/// The XRT card's largest allocation in C (`tests/c/buffer_limits.c`), under the default
+/// config and with 8 GiB of DMA memory granted: all the card's memory while it is below
+/// 4 GiB, then what a 32-bit kernel's memory holds beside the kernel's own; one byte more is
+/// CL_INVALID_BUFFER_SIZE for a buffer and a USM allocation.
+fn the_largest_allocation_is_what_the_card_holds_and_its_kernels_address() -> Outcome {
+    let dir = scratch("buffer-limits");
+    let exe = match compile("buffer_limits", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let figures = |config: Option<&Path>| {
+        let out = against_platform(&exe, &[], &dir, config);
+        let report = text(&out);
+        assert!(out.status.success(), "{report}");
+        assert!(report.contains("\n0 failed"), "{report}");
+        let figure = |label: &str| -> u64 {
+            report
+                .lines()
+                .find_map(|line| line.strip_prefix(label))
+                .and_then(|rest| rest.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no '{label}' in:\n{report}"))
+        };
+        (
+            figure("address bits "),
+            figure("global memory "),
+            figure("largest allocation "),
+        )
+    };
+    let (bits, global, largest) = figures(None);
+    assert_eq!(bits, 32);
+    assert_eq!(largest, global, "below 4 GiB, all of the card's memory");
+
+    let mut config: serde_json::Value =
+        serde_json::from_str(accelhost::builtin::embedded_default_text()).unwrap();
+    let card = config["plugins"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|plugin| plugin["name"] == "xocl")
+        .expect("the embedded default has the XRT card's plugin");
+    card["grants"]["dma_memory_mib"] = serde_json::json!(8192);
+    let path = dir.join("accelhost.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let (bits, global, largest) = figures(Some(&path));
+    assert_eq!((bits, global), (32, 8 << 30));
+    assert_eq!(largest, (4 << 30) - (128 << 20));
+    std::fs::remove_dir_all(&dir).unwrap();
+    Outcome::Passed
 }
 
 /// Launches without events in C (`tests/c/queued_launches.c`): held back and sent in
