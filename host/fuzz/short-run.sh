@@ -27,8 +27,8 @@ scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 # A short run's build: every crate unoptimized (the dev profile's overrides optimize Cranelift
 # and the library for the tests) and comparisons not traced. Built as the overrides say and
-# with traced comparisons, the instrumented tree took 662 s on a clean clone's CI, this way
-# 326 s here; and unoptimized code that reports every comparison to libFuzzer ran the imports
+# with traced comparisons, the instrumented tree took 662 s of a clean clone's CI, this way
+# 402 s; and unoptimized code that reports every comparison to libFuzzer ran the imports
 # target's big answers past its time oracle (the ledger's allocator compares on every
 # allocation). Long runs (README.md) build as cargo-fuzz does by default. The RUSTFLAGS go to
 # cargo-fuzz's builds only: the test build below keeps the profile's.
