@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, Weak};
 use accelhost::{Handle, Host, OpenMode, PluginInfo, Token};
 
 use crate::cl::*;
-use crate::error::ClResult;
+use crate::error::{ClResult, refuse};
 use crate::info::Value;
 use crate::object::Dispatched;
 use crate::platform::{self, Family, Platform};
@@ -217,6 +217,28 @@ impl Device {
         } else {
             self.memory_bytes
         }
+    }
+
+    /// `CL_INVALID_BUFFER_SIZE`, said on stderr for `call` with the limit and where it comes
+    /// from, when `size` bytes are more than [`max_alloc_bytes`](Self::max_alloc_bytes).
+    pub fn check_alloc(&self, call: &str, size: usize) -> ClResult<()> {
+        let largest = self.max_alloc_bytes();
+        if size as u64 <= largest {
+            return Ok(());
+        }
+        let why = if largest < self.memory_bytes {
+            "a 32-bit kernel's memory, less what the kernel keeps for itself"
+        } else {
+            "its plugin's grants.dma_memory_mib"
+        };
+        Err(refuse(
+            call,
+            CL_INVALID_BUFFER_SIZE,
+            &format!(
+                "{size} bytes are more than the device's largest allocation \
+                 (CL_DEVICE_MAX_MEM_ALLOC_SIZE), {largest} bytes: {why}"
+            ),
+        ))
     }
 
     /// The platform it is listed on.

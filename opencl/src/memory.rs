@@ -203,9 +203,10 @@ pub(crate) extern "C" fn create_buffer(
             return Err(CL_INVALID_HOST_PTR);
         }
         let device = 0;
-        if size == 0 || size as u64 > context.device(device).max_alloc_bytes() {
+        if size == 0 {
             return Err(CL_INVALID_BUFFER_SIZE);
         }
+        context.device(device).check_alloc(CALL, size)?;
         let handle = context.handle(device);
         let memory = transfer::allocate(
             CALL,

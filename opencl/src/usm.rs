@@ -116,13 +116,16 @@ fn allocate(
         Some(device) => vec![context.index_of(device).ok_or(CL_INVALID_DEVICE)?],
         None => (0..context.len()).collect(),
     };
-    let candidates: Vec<usize> = candidates
-        .into_iter()
+    let fitting: Vec<usize> = candidates
+        .iter()
+        .copied()
         .filter(|on| size as u64 <= context.device(*on).max_alloc_bytes())
         .collect();
-    if candidates.is_empty() {
-        return Err(CL_INVALID_BUFFER_SIZE);
+    if let (true, Some(&first)) = (fitting.is_empty(), candidates.first()) {
+        // None fits: the first says why.
+        context.device(first).check_alloc(call, size)?;
     }
+    let candidates = fitting;
     let mut made = Err(CL_INVALID_DEVICE);
     for on in candidates {
         made = transfer::allocate(call, context.handle(on), wanted, size, CL_OUT_OF_RESOURCES)

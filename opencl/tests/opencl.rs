@@ -977,15 +977,26 @@ fn the_largest_allocation_is_what_the_card_holds_and_its_kernels_address() -> Ou
                 .and_then(|rest| rest.trim().parse().ok())
                 .unwrap_or_else(|| panic!("no '{label}' in:\n{report}"))
         };
-        (
+        let figures = (
             figure("address bits "),
             figure("global memory "),
             figure("largest allocation "),
-        )
+        );
+        (figures, report)
     };
-    let (bits, global, largest) = figures(None);
+    // Each refusal says on stderr what the limit is and where it comes from.
+    let refusal = |report: &str, largest: u64, why: &str| {
+        let said = format!(
+            "clCreateBuffer: {} bytes are more than the device's largest allocation \
+             (CL_DEVICE_MAX_MEM_ALLOC_SIZE), {largest} bytes: {why}",
+            largest + 1
+        );
+        assert!(report.contains(&said), "no '{said}' in:\n{report}");
+    };
+    let ((bits, global, largest), report) = figures(None);
     assert_eq!(bits, 32);
     assert_eq!(largest, global, "below 4 GiB, all of the card's memory");
+    refusal(&report, largest, "its plugin's grants.dma_memory_mib");
 
     let mut config: serde_json::Value =
         serde_json::from_str(accelhost::builtin::embedded_default_text()).unwrap();
@@ -998,9 +1009,14 @@ fn the_largest_allocation_is_what_the_card_holds_and_its_kernels_address() -> Ou
     card["grants"]["dma_memory_mib"] = serde_json::json!(8192);
     let path = dir.join("accelhost.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let (bits, global, largest) = figures(Some(&path));
+    let ((bits, global, largest), report) = figures(Some(&path));
     assert_eq!((bits, global), (32, 8 << 30));
     assert_eq!(largest, (4 << 30) - (128 << 20));
+    refusal(
+        &report,
+        largest,
+        "a 32-bit kernel's memory, less what the kernel keeps for itself",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
