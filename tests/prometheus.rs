@@ -327,7 +327,15 @@ fn slow_scrapers_do_not_keep_prometheus_out() -> Outcome {
             .unwrap_or_else(|| panic!("no value in {body}"))
     };
     let (scrapes, answered) = (value(&scrapes), value(&answered));
-    eprintln!("Prometheus scraped {answered} of {scrapes} times in the last 12 s");
+    let slowest = get(
+        &web,
+        "/api/v1/query?query=max_over_time(scrape_duration_seconds%7Bjob%3D%22accelhost%22%7D%5B12s%5D)",
+    )
+    .unwrap();
+    eprintln!(
+        "Prometheus scraped {answered} of {scrapes} times in the last 12 s, the slowest in {} s",
+        value(&slowest)
+    );
     assert!(scrapes >= 8.0, "only {scrapes} scrapes in 12 s");
     assert_eq!(
         answered, scrapes,

@@ -3,19 +3,23 @@
 //! and lives at most [`CONNECTION_DEADLINE`], after which it is closed once the answer in
 //! flight is sent (or [`CLOSING_GRACE`] later, whatever it does). At most
 //! [`METRICS_CONNECTIONS`] are open at once; when they are, a new connection takes the place
-//! of one that is not being answered, from the peer with the most connections, oldest
-//! first. A scraper that sends its request at once is answered before slow ones can take its
-//! place, however many of them keep connections half-sent.
+//! of one that is not being answered (from its request to the last byte of its answer):
+//! first of those never answered, then of the peer with the most connections, oldest first.
+//! A scraper that sends its request at once is answered before slow ones can take its place,
+//! and keeps its connection between scrapes, however many connections from its own address
+//! stay half-sent.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -41,11 +45,19 @@ pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(30);
 /// send the answer in flight before it is cut.
 pub const CLOSING_GRACE: Duration = Duration::from_secs(5);
 
+/// What one connection is doing, as the place it holds sees it.
+#[derive(Default)]
+struct Activity {
+    /// Set from a request's arrival until the last byte of its answer is handed on.
+    answering: AtomicBool,
+    /// Set once one of its requests arrived whole: a scraper, not a half-sent connection.
+    answered_once: AtomicBool,
+}
+
 /// One open connection's place.
 struct Place {
     peer: PeerKey,
-    /// Set while the node answers one of its requests.
-    answering: Arc<AtomicBool>,
+    activity: Arc<Activity>,
     /// Told when a newer connection takes its place.
     evicted: Arc<Notify>,
 }
@@ -60,7 +72,7 @@ struct Places {
 impl Places {
     /// A place for a connection from `peer`, freeing one if every place is taken (see the
     /// module's documentation); `None` when every connection is being answered.
-    fn take(&mut self, peer: PeerKey) -> Option<(u64, Arc<AtomicBool>, Arc<Notify>)> {
+    fn take(&mut self, peer: PeerKey) -> Option<(u64, Arc<Activity>, Arc<Notify>)> {
         if self.open.len() >= METRICS_CONNECTIONS {
             let mut per_peer: HashMap<&PeerKey, usize> = HashMap::new();
             for place in self.open.values() {
@@ -69,8 +81,14 @@ impl Places {
             let victim = self
                 .open
                 .iter()
-                .filter(|(_, place)| !place.answering.load(Ordering::Acquire))
-                .max_by_key(|(id, place)| (per_peer[&place.peer], std::cmp::Reverse(**id)))
+                .filter(|(_, place)| !place.activity.answering.load(Ordering::Acquire))
+                .max_by_key(|(id, place)| {
+                    (
+                        !place.activity.answered_once.load(Ordering::Acquire),
+                        per_peer[&place.peer],
+                        std::cmp::Reverse(**id),
+                    )
+                })
                 .map(|(id, _)| *id)?;
             if let Some(evicted) = self.open.remove(&victim) {
                 evicted.evicted.notify_one();
@@ -78,16 +96,16 @@ impl Places {
         }
         let id = self.next;
         self.next += 1;
-        let (answering, evicted) = (Arc::new(AtomicBool::new(false)), Arc::new(Notify::new()));
+        let (activity, evicted) = (Arc::new(Activity::default()), Arc::new(Notify::new()));
         self.open.insert(
             id,
             Place {
                 peer,
-                answering: answering.clone(),
+                activity: activity.clone(),
                 evicted: evicted.clone(),
             },
         );
-        Some((id, answering, evicted))
+        Some((id, activity, evicted))
     }
 }
 
@@ -129,13 +147,13 @@ where
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take(io.scraper());
-        let Some((id, answering, evicted)) = taken else {
+        let Some((id, activity, evicted)) = taken else {
             tracing::debug!("closing a /metrics connection: every place is being answered");
             continue;
         };
         let (node, places, stopped) = (node.clone(), places.clone(), stopped.clone());
         connections.spawn(async move {
-            serve_connection(io, node, answering, evicted, stopped).await;
+            serve_connection(io, node, activity, evicted, stopped).await;
             places
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -154,16 +172,19 @@ where
 async fn serve_connection<IO>(
     io: IO,
     node: Arc<NodeMetrics>,
-    answering: Arc<AtomicBool>,
+    activity: Arc<Activity>,
     evicted: Arc<Notify>,
     mut stopped: watch::Receiver<bool>,
 ) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        answering.store(true, Ordering::Release);
-        let answer = answer(&node, &request);
-        answering.store(false, Ordering::Release);
+        activity.answering.store(true, Ordering::Release);
+        activity.answered_once.store(true, Ordering::Release);
+        let answer = answer(&node, &request).map(|body| AnswerBody {
+            body,
+            activity: activity.clone(),
+        });
         std::future::ready(Ok::<_, Infallible>(answer))
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -211,6 +232,39 @@ fn answer(node: &NodeMetrics, request: &Request<Incoming>) -> Response<Full<Byte
     response
 }
 
+/// An answer's body that marks its connection answered (no longer being answered) once
+/// hyper has taken its last byte or dropped it.
+struct AnswerBody {
+    body: Full<Bytes>,
+    activity: Arc<Activity>,
+}
+
+impl Body for AnswerBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for AnswerBody {
+    fn drop(&mut self) {
+        self.activity.answering.store(false, Ordering::Release);
+    }
+}
+
 fn status(code: StatusCode) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::new()));
     *response.status_mut() = code;
@@ -235,8 +289,8 @@ mod tests {
         assert!(!places.open.contains_key(&2));
         assert!(places.open.contains_key(&newcomer.0));
         // Connections being answered keep their places.
-        for (_, answering, _) in &taken[3..] {
-            answering.store(true, Ordering::Release);
+        for (_, activity, _) in &taken[3..] {
+            activity.answering.store(true, Ordering::Release);
         }
         places.take(two.clone()).unwrap();
         assert!(
@@ -244,8 +298,56 @@ mod tests {
             "with peer two's answering, the oldest idle one (peer one's) goes"
         );
         for place in places.open.values() {
-            place.answering.store(true, Ordering::Release);
+            place.activity.answering.store(true, Ordering::Release);
         }
         assert!(places.take(one).is_none(), "every place is being answered");
+    }
+
+    #[test]
+    fn a_connection_once_answered_keeps_its_place_while_half_sent_ones_hold_others() {
+        let mut places = Places::default();
+        let peer = PeerKey::Uid(1);
+        let (scraper, activity, _) = places.take(peer.clone()).unwrap();
+        activity.answered_once.store(true, Ordering::Release);
+        for _ in 1..METRICS_CONNECTIONS {
+            places.take(peer.clone()).unwrap();
+        }
+        // Half-sent connections from the scraper's own peer come and go; the oldest place,
+        // the scraper's, idle between its scrapes, stays.
+        for _ in 0..10 * METRICS_CONNECTIONS {
+            places.take(peer.clone()).unwrap();
+            assert!(places.open.contains_key(&scraper));
+            assert_eq!(places.open.len(), METRICS_CONNECTIONS);
+        }
+        // Once every place has answered, the oldest goes again.
+        for place in places.open.values() {
+            place.activity.answered_once.store(true, Ordering::Release);
+        }
+        places.take(peer).unwrap();
+        assert!(!places.open.contains_key(&scraper));
+    }
+
+    #[test]
+    fn a_connection_is_being_answered_until_its_answer_body_is_done() {
+        use http_body_util::BodyExt;
+        let activity = Arc::new(Activity::default());
+        activity.answering.store(true, Ordering::Release);
+        let body = AnswerBody {
+            body: Full::new(Bytes::from_static(b"accelhost_up 1\n")),
+            activity: activity.clone(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut body = Box::pin(body);
+        let frame = runtime.block_on(body.as_mut().frame()).unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap(), "accelhost_up 1\n");
+        assert!(
+            activity.answering.load(Ordering::Acquire),
+            "hyper still holds the body: the answer is still going out"
+        );
+        assert!(body.is_end_stream());
+        drop(body);
+        assert!(!activity.answering.load(Ordering::Acquire));
     }
 }
