@@ -80,8 +80,8 @@ pub use properties::{
 pub use runtime::worker as compile_worker;
 pub use runtime::{
     CACHE_ENV, CACHE_MAX_ENV, ComponentCache, DEFAULT_CACHE_MAX_MIB, DEFAULT_POOL_INSTANCES,
-    INSTANCE_BYTES, POOL_ENV, PROGRESS_TARGET, Tier, WASI_RESOURCE_BYTES, WIT_PACKAGE, WIT_VERSION,
-    WORST_CASE_FORMULA, instance_allocator, worst_case_host_memory,
+    INSTANCE_BYTES, POOL_ENV, PROGRESS_TARGET, Shelf, Tier, WASI_RESOURCE_BYTES, WIT_PACKAGE,
+    WIT_VERSION, WORST_CASE_FORMULA, instance_allocator, worst_case_host_memory,
 };
 pub use trace::{TRACE_ENV, TRACE_TARGETS, enabled_by_env as trace_enabled_by_env};
 pub use types::{BusAddress, EventKind, Guid, MemoryKind};

@@ -343,7 +343,9 @@ fn build_from_source(program: &Program, source: &str, options: String) -> ClResu
                 .to_owned(),
         ))
     } else {
-        match build_opencl(source, &options) {
+        // Built programs are kept in the compile cache the door's host uses.
+        let kept = accelhost::ComponentCache::from_env();
+        match build_opencl(source, &options, Some(&kept)) {
             Ok(built) => {
                 let image = accelhost::xclbin::XclbinBuilder::kernels(
                     built.uuid(),

@@ -74,6 +74,10 @@ fn main() -> std::process::ExitCode {
                 run: the_largest_allocation_is_what_the_card_holds_and_its_kernels_address,
             },
             Trial {
+                name: "a_program_built_from_source_is_kept_for_the_next_process",
+                run: a_program_built_from_source_is_kept_for_the_next_process,
+            },
+            Trial {
                 name: "launches_without_events_go_in_batches_in_order_and_report_failures",
                 run: launches_without_events_go_in_batches_in_order_and_report_failures,
             },
@@ -1138,6 +1142,84 @@ fn opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot() -> Ou
     let report = python_on_the_card(&python, "source", &script, &[]);
     assert!(report.contains("\n0 failed"), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
+    Outcome::Passed
+}
+
+/// tests/c/kept_build.c, three processes on the compile cache the harness shares: the
+/// first builds its program from source (clang, through a wrapper that logs each run,
+/// compiles it); the second, with the same source and options, takes the build the first
+/// kept (clang only preprocesses it and names its own headers' folder); the third, with another `-D` value, is built anew. Each
+/// checks its kernel's results.
+fn a_program_built_from_source_is_kept_for_the_next_process() -> Outcome {
+    if let Some(why) = no_clang() {
+        return missing(why);
+    }
+    let dir = scratch("kept-build");
+    let exe = match compile("kept_build", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    let log = dir.join("clang.log");
+    let wrapper = dir.join("clang-logged");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec clang \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    // A step no earlier run of the suite built: the first build cannot be a kept one.
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let step = (std::process::id() ^ nanos) % 1_000_000;
+    let run = |step: u32| -> Vec<String> {
+        let before = std::fs::read_to_string(&log).unwrap_or_default();
+        let out = Command::new(&exe)
+            .arg(step.to_string())
+            .current_dir(&dir)
+            .env("OCL_ICD_VENDORS", library())
+            .env("ACCELHOST_CLANG", &wrapper)
+            .env_remove("ACCELHOST_CONFIG")
+            .env_remove("ACCELHOST_ENDPOINT")
+            .output()
+            .unwrap();
+        let report = text(&out);
+        assert!(out.status.success(), "{report}");
+        assert!(report.contains("\n0 failed"), "{report}");
+        let after = std::fs::read_to_string(&log).unwrap_or_default();
+        after[before.len()..].lines().map(str::to_owned).collect()
+    };
+    let compiled = |runs: &[String]| runs.iter().any(|r| r.contains("-emit-llvm"));
+    let first = run(step);
+    assert!(
+        compiled(&first),
+        "the first build ran no compile: {first:#?}"
+    );
+    let second = run(step);
+    assert!(
+        !compiled(&second),
+        "the second process compiled its program again: {second:#?}"
+    );
+    assert!(
+        second
+            .iter()
+            .all(|r| r.contains(" -E ") || r == "-print-resource-dir"),
+        "the second process ran clang for more than preprocessing: {second:#?}"
+    );
+    let third = run(step + 1);
+    assert!(
+        compiled(&third),
+        "another -D value took the kept build: {third:#?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed
 }
 

@@ -416,7 +416,7 @@ fn entry_key(engine: &Engine, wasm_sha: &[u8; 32]) -> [u8; KEY] {
 }
 
 /// The checksum of an entry stored under `key` with `payload`.
-fn checksum(key: &[u8; KEY], payload: &[u8]) -> u32 {
+fn checksum(key: &[u8], payload: &[u8]) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     crc.update(key);
     crc.update(payload);
@@ -425,8 +425,14 @@ fn checksum(key: &[u8; KEY], payload: &[u8]) -> u32 {
 
 /// The whole entry file for `payload` stored under `key`.
 fn entry_bytes(key: &[u8; KEY], payload: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(HEADER + payload.len());
-    bytes.extend_from_slice(MAGIC);
+    entry_bytes_of(MAGIC, key, payload)
+}
+
+/// An entry file of any kind the cache keeps: `magic`, `key`, the CRC-32 of the key and
+/// the payload, then the payload.
+pub(super) fn entry_bytes_of(magic: &[u8; 16], key: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(magic.len() + key.len() + 4 + payload.len());
+    bytes.extend_from_slice(magic);
     bytes.extend_from_slice(key);
     bytes.extend_from_slice(&checksum(key, payload).to_le_bytes());
     bytes.extend_from_slice(payload);
@@ -486,6 +492,37 @@ pub(super) fn regular_files(dir: &Path) -> impl Iterator<Item = (PathBuf, std::f
         .flatten()
         .filter_map(|item| Some((item.path(), item.metadata().ok()?)))
         .filter(|(_, meta)| meta.is_file())
+}
+
+/// The files of `folder` named `*.{extension}`, with their last use and size, the most
+/// recently used first.
+pub(super) fn newest_first(folder: &Path, extension: &str) -> Vec<(SystemTime, PathBuf, u64)> {
+    let mut files: Vec<_> = regular_files(folder)
+        .filter(|(path, _)| path.extension().is_some_and(|e| e == extension))
+        .map(|(path, meta)| (meta.modified().unwrap_or(UNIX_EPOCH), path, meta.len()))
+        .collect();
+    files.sort_by_key(|file| std::cmp::Reverse(file.0));
+    files
+}
+
+/// Removes the least recently used `*.{extension}` files of `folder` until the rest fit
+/// under `max_bytes`, never `keep` (the one just written), and the temporary files of
+/// crashed writers.
+pub(super) fn evict_folder(folder: &Path, extension: &str, max_bytes: u64, keep: &Path) {
+    let now = SystemTime::now();
+    for (path, meta) in regular_files(folder) {
+        remove_if_stale_temp(&path, &meta, now);
+    }
+    let files = newest_first(folder, extension);
+    let mut total: u64 = files.iter().map(|(_, _, len)| len).sum();
+    for (_, path, len) in files.into_iter().rev() {
+        if total <= max_bytes {
+            break;
+        }
+        if path != keep && remove_quietly(&path) {
+            total -= len;
+        }
+    }
 }
 
 /// Removes `path` if it is a temporary file older than [`STALE_TEMP`]; whether it was one.
@@ -583,7 +620,7 @@ impl SealedCopy {
         let header = HEADER as u64;
         let mut head = [0u8; HEADER];
         entry.read_exact_at(&mut head, 0).ok()?;
-        let expected = header_checksum(&head, key)?;
+        let expected = header_checksum(&head, MAGIC, key)?;
         if len <= header {
             return None;
         }
@@ -659,19 +696,27 @@ pub(super) fn trusted(path: &Path) -> bool {
     private::trusted(path, CACHE)
 }
 
-/// The checksum an entry's header gives, if `bytes` start with the header of an entry stored
-/// under `key`.
-fn header_checksum(bytes: &[u8], key: &[u8; KEY]) -> Option<u32> {
-    let rest = bytes
-        .strip_prefix(MAGIC.as_slice())?
-        .strip_prefix(key.as_slice())?;
+/// The checksum an entry's header gives, if `bytes` start with the header of an entry of
+/// `magic` stored under `key`.
+fn header_checksum(bytes: &[u8], magic: &[u8; 16], key: &[u8]) -> Option<u32> {
+    let rest = bytes.strip_prefix(magic.as_slice())?.strip_prefix(key)?;
     Some(u32::from_le_bytes(rest.get(..4)?.try_into().ok()?))
 }
 
 /// The payload of the entry `bytes`, if it was stored under `key` and is whole.
 fn verified_payload<'a>(bytes: &'a [u8], key: &[u8; KEY]) -> Option<&'a [u8]> {
-    let payload = bytes.get(HEADER..)?;
-    (checksum(key, payload) == header_checksum(bytes, key)?).then_some(payload)
+    verified_payload_of(bytes, MAGIC, key)
+}
+
+/// The payload of the entry file `bytes` ([`entry_bytes_of`]), if it is of `magic`, was
+/// stored under `key` and is whole.
+pub(super) fn verified_payload_of<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 16],
+    key: &[u8],
+) -> Option<&'a [u8]> {
+    let payload = bytes.get(magic.len() + key.len() + 4..)?;
+    (checksum(key, payload) == header_checksum(bytes, magic, key)?).then_some(payload)
 }
 
 /// Lower-case hex of `bytes`.

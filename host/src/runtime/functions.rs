@@ -17,10 +17,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::UNIX_EPOCH;
 
 use accelhost_trust::private;
 use sha2::{Digest, Sha256};
@@ -112,7 +111,7 @@ impl FunctionCache {
                 return known;
             }
             let mut budget = self.max_bytes;
-            for (_, path, len) in packs_newest_first(&self.folder) {
+            for (_, path, len) in cache::newest_first(&self.folder, PACK) {
                 if len > budget {
                     continue;
                 }
@@ -150,7 +149,7 @@ impl FunctionCache {
         let written =
             cache::trusted_folder(&self.folder).and_then(|()| private::replace_file(&path, &bytes));
         match written {
-            Ok(()) => evict(&self.folder, self.max_bytes, &path),
+            Ok(()) => cache::evict_folder(&self.folder, PACK, self.max_bytes, &path),
             Err(err) => tracing::warn!(
                 dir = %self.folder.display(),
                 "cannot keep the compiled functions for the next compile: {err}"
@@ -250,37 +249,10 @@ fn entries_of(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     Some(entries)
 }
 
-/// The packs in `folder` with their last use and size, the most recently used first.
-fn packs_newest_first(folder: &Path) -> Vec<(std::time::SystemTime, PathBuf, u64)> {
-    let mut packs: Vec<_> = cache::regular_files(folder)
-        .filter(|(path, _)| path.extension().is_some_and(|e| e == PACK))
-        .map(|(path, meta)| (meta.modified().unwrap_or(UNIX_EPOCH), path, meta.len()))
-        .collect();
-    packs.sort_by_key(|pack| std::cmp::Reverse(pack.0));
-    packs
-}
-
-/// Removes the least recently used packs of `folder` until the rest fit under `max_bytes`,
-/// never `keep` (the one just written), and the temporary files of crashed writers.
-fn evict(folder: &Path, max_bytes: u64, keep: &Path) {
-    let now = std::time::SystemTime::now();
-    for (path, meta) in cache::regular_files(folder) {
-        cache::remove_if_stale_temp(&path, &meta, now);
-    }
-    let packs = packs_newest_first(folder);
-    let mut total: u64 = packs.iter().map(|(_, _, len)| len).sum();
-    for (_, path, len) in packs.into_iter().rev() {
-        if total <= max_bytes {
-            break;
-        }
-        if path != keep && std::fs::remove_file(&path).is_ok() {
-            total -= len;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use wasmtime::CacheStore;
 
     use super::*;
@@ -326,7 +298,7 @@ mod tests {
         assert_eq!(next.counts(), (3, 0));
         // Nothing made anew: no pack is written.
         next.save();
-        assert_eq!(packs_newest_first(&next.folder).len(), 2);
+        assert_eq!(cache::newest_first(&next.folder, PACK).len(), 2);
     }
 
     #[test]
@@ -335,7 +307,7 @@ mod tests {
         let cache = &scratch.0;
         saved(cache, &[(b"good", b"kept")]);
         let bad = saved(cache, &[(b"bad", b"flipped")]);
-        let (_, path, _) = packs_newest_first(&bad.folder)
+        let (_, path, _) = cache::newest_first(&bad.folder, PACK)
             .into_iter()
             .find(|(_, path, _)| std::fs::read(path).unwrap().windows(3).any(|w| w == b"bad"))
             .unwrap();
@@ -367,7 +339,7 @@ mod tests {
         assert_eq!(next.get(b"f"), None);
         assert!(next.insert(b"g", Vec::new()));
         next.save();
-        let packs = packs_newest_first(&functions.folder);
+        let packs = cache::newest_first(&functions.folder, PACK);
         assert_eq!(
             packs.len(),
             1,
@@ -443,7 +415,10 @@ mod tests {
         for key in [b"b", b"c", b"d"] {
             assert!(next.get(key).is_some());
         }
-        let total: u64 = packs_newest_first(&next.folder).iter().map(|p| p.2).sum();
+        let total: u64 = cache::newest_first(&next.folder, PACK)
+            .iter()
+            .map(|p| p.2)
+            .sum();
         assert!(total <= 1000, "{total}");
         // One compile adds no more than the cap.
         assert!(!next.insert(b"huge", vec![0; 1000]));

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
+use super::xclbin::{ArgKind, KERNEL_ARGS_END, KernelArg, KernelMeta};
 use crate::types::Guid;
 
 /// The environment variable naming the C compiler (default `clang` on `PATH`), as the SDK's.
@@ -80,6 +80,97 @@ impl BuiltKernels {
         }
         let bytes: [u8; 16] = digest.finalize()[..16].try_into().expect("16 of 32 bytes");
         Guid::from_bytes(bytes)
+    }
+}
+
+/// Where [`build_opencl`] keeps what it built, by a digest of everything the build read
+/// (the program as preprocessed, its options, the tools and this build pipeline), so that a
+/// later build of the same program, in any process, takes it instead of running clang.
+pub trait KeptBuilds {
+    /// The build kept under `key`, if there is one.
+    fn find_build(&self, key: &[u8; 32]) -> Option<Vec<u8>>;
+    /// Keeps `built` under `key`.
+    fn keep_build(&self, key: &[u8; 32], built: &[u8]);
+}
+
+impl BuiltKernels {
+    /// The build as [`KeptBuilds`] keeps it: the kernels (name, then each argument's name,
+    /// index, offset, size and kind), the log, then the module; lengths and counts are
+    /// little-endian `u32`s.
+    fn to_kept(&self) -> Vec<u8> {
+        fn text(out: &mut Vec<u8>, text: &str) {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+        let mut out = Vec::with_capacity(self.module.len() + self.log.len() + 256);
+        out.extend_from_slice(&(self.kernels.len() as u32).to_le_bytes());
+        for kernel in &self.kernels {
+            text(&mut out, &kernel.name);
+            out.extend_from_slice(&(kernel.args.len() as u32).to_le_bytes());
+            for arg in &kernel.args {
+                text(&mut out, &arg.name);
+                for word in [arg.index, arg.offset, arg.size] {
+                    out.extend_from_slice(&word.to_le_bytes());
+                }
+                out.push(match arg.kind {
+                    ArgKind::Scalar => 0,
+                    ArgKind::Global => 1,
+                    ArgKind::Local => 3,
+                });
+            }
+        }
+        text(&mut out, &self.log);
+        out.extend_from_slice(&self.module);
+        out
+    }
+
+    /// A build [`to_kept`](Self::to_kept) made, if `bytes` are one whole.
+    fn from_kept(bytes: &[u8]) -> Option<BuiltKernels> {
+        struct Reader<'a>(&'a [u8]);
+        impl<'a> Reader<'a> {
+            fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+                let (head, rest) = self.0.split_at_checked(n)?;
+                self.0 = rest;
+                Some(head)
+            }
+            fn word(&mut self) -> Option<u32> {
+                Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+            }
+            fn text(&mut self) -> Option<String> {
+                let len = self.word()? as usize;
+                String::from_utf8(self.take(len)?.to_vec()).ok()
+            }
+        }
+        let mut reader = Reader(bytes);
+        let count = reader.word()?;
+        let mut kernels = Vec::new();
+        for _ in 0..count {
+            let name = reader.text()?;
+            let arg_count = reader.word()?;
+            let mut args = Vec::new();
+            for _ in 0..arg_count {
+                args.push(KernelArg {
+                    name: reader.text()?,
+                    index: reader.word()?,
+                    offset: reader.word()?,
+                    size: reader.word()?,
+                    kind: match reader.take(1)?[0] {
+                        0 => ArgKind::Scalar,
+                        1 => ArgKind::Global,
+                        3 => ArgKind::Local,
+                        _ => return None,
+                    },
+                });
+            }
+            kernels.push(KernelMeta { name, args });
+        }
+        let log = reader.text()?;
+        let module = reader.0.to_vec();
+        module.starts_with(b"\0asm").then_some(BuiltKernels {
+            kernels,
+            module,
+            log,
+        })
     }
 }
 
@@ -664,8 +755,14 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), KernelBuildError> {
 /// of its NDRange (one work-group after another, its `__local` memory given by the loop,
 /// its work-items suspended at barriers when it calls `barrier`, its by-value vectors and
 /// structs taken through a shim); arguments of an unnamed struct type are refused, naming
-/// them.
-pub fn build_opencl(source: &str, options: &str) -> Result<BuiltKernels, KernelBuildError> {
+/// them. With `kept`, a build of the same program (as preprocessed, with the same options,
+/// tools and pipeline) made before, in any process, is taken from there instead of built,
+/// and a new build is kept there.
+pub fn build_opencl(
+    source: &str,
+    options: &str,
+    kept: Option<&dyn KeptBuilds>,
+) -> Result<BuiltKernels, KernelBuildError> {
     let flags = opencl_options(options)?;
     // Headers come from the -I folders a program names (PyOpenCL names its own), never from
     // anywhere a path could reach.
@@ -685,9 +782,115 @@ pub fn build_opencl(source: &str, options: &str) -> Result<BuiltKernels, KernelB
         path: work.clone(),
         source,
     })?;
-    let result = build_opencl_in(&work, source, &flags);
+    let result = build_opencl_kept(&work, source, &flags, kept);
     let _ = std::fs::remove_dir_all(&work);
     result
+}
+
+/// [`build_opencl_in`], or the build `kept` holds under the program's [`build_key`].
+fn build_opencl_kept(
+    work: &Path,
+    source: &str,
+    flags: &[String],
+    kept: Option<&dyn KeptBuilds>,
+) -> Result<BuiltKernels, KernelBuildError> {
+    let clang = clang_program();
+    let program = work.join("program.cl");
+    write(&program, source.as_bytes())?;
+    let Some((kept, key)) = kept.and_then(|kept| Some((kept, build_key(&clang, work, flags)?)))
+    else {
+        return build_opencl_in(work, source, flags);
+    };
+    if let Some(built) = kept
+        .find_build(&key)
+        .as_deref()
+        .and_then(BuiltKernels::from_kept)
+    {
+        return Ok(built);
+    }
+    let built = build_opencl_in(work, source, flags)?;
+    kept.keep_build(&key, &built.to_kept());
+    Ok(built)
+}
+
+/// The digest a build of `work`'s `program.cl` with `flags` is kept under: of this build
+/// pipeline (its source and runtime, the library's version), the tools it runs (clang,
+/// wasm-ld and wasm-opt, by path, size and modification time, and clang's resource folder),
+/// the options that are not `-D` or `-I`, and the program preprocessed without clang's
+/// OpenCL header (the `-D`s and the headers it includes are in there; the header is the
+/// same for the same clang and options). `None` when the program does not preprocess or
+/// reads a header from outside its folders: the build says why.
+fn build_key(clang: &OsString, work: &Path, flags: &[String]) -> Option<[u8; 32]> {
+    const PIPELINE: [&str; 2] = [include_str!("kernel_source.rs"), OPENCL_RUNTIME];
+    let deps = work.join("key.d");
+    let preprocessed = work.join("key.i");
+    let mut preprocess = Command::new(clang);
+    preprocess
+        .args(["-x", "cl"])
+        .args(OPENCL_LANGUAGE)
+        .args(["-E", "-P", "-MD", "-MF"])
+        .arg(&deps)
+        .args(flags)
+        .arg(work.join("program.cl"))
+        .arg("-o")
+        .arg(&preprocessed);
+    run_clang(preprocess, clang).ok()?;
+    check_headers(clang, work, flags, &std::fs::read_to_string(&deps).ok()?).ok()?;
+    let mut digest = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(bytes);
+    };
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    for part in PIPELINE {
+        field(part.as_bytes());
+    }
+    let wasm_opt = std::env::var_os(WASM_OPT_ENV).unwrap_or_else(|| "wasm-opt".into());
+    for tool in [clang, &OsString::from("wasm-ld"), &wasm_opt] {
+        field(tool_identity(tool).as_bytes());
+    }
+    field(resource_dir(clang).as_bytes());
+    for flag in flags
+        .iter()
+        .filter(|f| !f.starts_with("-D") && !f.starts_with("-I"))
+    {
+        field(flag.as_bytes());
+    }
+    // Blank lines (where comments and directives were) say nothing to the compiler.
+    let text = std::fs::read_to_string(&preprocessed).ok()?;
+    for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+        field(line.as_bytes());
+    }
+    Some(digest.finalize().into())
+}
+
+/// Which file `tool` runs (found on `PATH` when it names no folder), with its size and
+/// modification time: another install of it is another identity. Empty when it is not found.
+fn tool_identity(tool: &OsString) -> String {
+    let named = Path::new(tool);
+    let found = if named.components().count() > 1 {
+        Some(named.to_owned())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|folder| folder.join(named))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    let Some(path) = found.and_then(|p| std::fs::canonicalize(p).ok()) else {
+        return String::new();
+    };
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return String::new();
+    };
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{} {} {}.{}",
+        path.display(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec()
+    )
 }
 
 fn build_opencl_in(
@@ -701,7 +904,6 @@ fn build_opencl_in(
     };
     let clang = clang_program();
     let program = work.join("program.cl");
-    std::fs::write(&program, source).map_err(io(&program))?;
     let header = work.join("opencl-c.pch");
     let cl_options: Vec<String> = flags
         .iter()
@@ -946,17 +1148,35 @@ fn opencl_options(options: &str) -> Result<Vec<String>, KernelBuildError> {
 
 /// Every file a build read (`deps`, make's form) lies in the build's folder, a `-I` folder
 /// of `flags` or clang's own headers: a program cannot build a host file into a kernel.
+/// clang's resource folder (its own headers), asked once per process of each clang (empty
+/// when it does not answer).
+fn resource_dir(clang: &OsString) -> String {
+    static ASKED: Mutex<Vec<(OsString, String)>> = Mutex::new(Vec::new());
+    let mut asked = ASKED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, resource)) = asked.iter().find(|(c, _)| c == clang) {
+        return resource.clone();
+    }
+    let resource = Command::new(clang)
+        .arg("-print-resource-dir")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if !resource.is_empty() && asked.len() < MAX_COMPILED_ONCE {
+        asked.push((clang.clone(), resource.clone()));
+    }
+    resource
+}
+
 fn check_headers(
     clang: &OsString,
     work: &Path,
     flags: &[String],
     deps: &str,
 ) -> Result<(), KernelBuildError> {
-    let resource = Command::new(clang)
-        .arg("-print-resource-dir")
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        .unwrap_or_default();
+    let resource = resource_dir(clang);
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     let mut allowed: Vec<PathBuf> = vec![canonical(work)];
     if !resource.is_empty() {
@@ -1419,6 +1639,112 @@ fn unprovided(log: &str) -> Option<KernelBuildError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_build_reads_back_whole_and_a_cut_or_altered_one_does_not() {
+        let built = BuiltKernels {
+            kernels: vec![
+                opencl_meta_for_test(),
+                parse_signature("m(a: ptr, n: i64)").unwrap(),
+            ],
+            module: b"\0asm\x01\0\0\0rest".to_vec(),
+            log: "warning: unused variable".into(),
+        };
+        let kept = built.to_kept();
+        let back = BuiltKernels::from_kept(&kept).unwrap();
+        assert_eq!(back.kernels, built.kernels);
+        assert_eq!((&back.module, &back.log), (&built.module, &built.log));
+        // Cut inside the metadata or the log: not a build.
+        for len in [0, 3, 4, 9, kept.len() - built.module.len() - 1] {
+            assert!(
+                BuiltKernels::from_kept(&kept[..len]).is_none(),
+                "cut at {len}"
+            );
+        }
+        let mut kind = kept.clone();
+        // The first argument's kind: after the count, the kernel's name, its argument count,
+        // the argument's name and three words.
+        let at =
+            4 + 4 + built.kernels[0].name.len() + 4 + 4 + built.kernels[0].args[0].name.len() + 12;
+        kind[at] = 2;
+        assert!(
+            BuiltKernels::from_kept(&kind).is_none(),
+            "an unknown argument kind"
+        );
+        let mut count = kept.clone();
+        count[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(
+            BuiltKernels::from_kept(&count).is_none(),
+            "a count past the bytes"
+        );
+    }
+
+    /// Whether clang is here to run; panics without it under `ACCELHOST_REQUIRE_TOOLCHAINS=1`.
+    fn clang_here() -> bool {
+        let here = Command::new(clang_program())
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !here && std::env::var_os("ACCELHOST_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
+            panic!("no clang, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
+        }
+        here
+    }
+
+    #[test]
+    fn a_builds_key_follows_what_the_program_reads_and_not_its_comments() {
+        if !clang_here() {
+            eprintln!("skipped: no clang ({INSTALL_HINT})");
+            return;
+        }
+        let work = scratch_file("key-test");
+        let headers = work.join("headers");
+        std::fs::create_dir_all(&headers).unwrap();
+        let key = |source: &str, header: &str, options: &str| {
+            std::fs::write(work.join("program.cl"), source).unwrap();
+            std::fs::write(headers.join("step.h"), header).unwrap();
+            let mut flags = opencl_options(options).unwrap();
+            flags.push(format!("-I{}", headers.display()));
+            build_key(&clang_program(), &work, &flags)
+        };
+        let program =
+            "#include \"step.h\"\n__kernel void k(__global int *a) { a[0] = STEP + SCALE; }\n";
+        let header = "#define STEP 1\n";
+        let first = key(program, header, "-DSCALE=2").expect("the program preprocesses");
+        assert_eq!(
+            key(program, header, "-DSCALE=2"),
+            Some(first),
+            "the same inputs"
+        );
+        let commented = format!("// a comment\n{program}");
+        assert_eq!(
+            key(&commented, header, "-DSCALE=2"),
+            Some(first),
+            "a comment"
+        );
+        assert_ne!(
+            key(program, header, "-DSCALE=3"),
+            Some(first),
+            "another -D value"
+        );
+        assert_ne!(
+            key(program, "#define STEP 2\n", "-DSCALE=2"),
+            Some(first),
+            "another header"
+        );
+        assert_ne!(
+            key(program, header, "-DSCALE=2 -cl-fast-relaxed-math"),
+            Some(first),
+            "another -cl option"
+        );
+        // A program that does not preprocess, or reads a header from outside its folders, has
+        // no key: the build says why.
+        assert_eq!(key("#include \"absent.h\"\n", header, ""), None);
+        assert!(Path::new("/etc/passwd").is_file());
+        let outside = key("#include \"/etc/passwd\"\n", header, "");
+        assert_eq!(outside, None, "a header by path outside the folders");
+        std::fs::remove_dir_all(&work).unwrap();
+    }
 
     #[test]
     fn signatures_read_as_written_and_bad_ones_say_why() {
