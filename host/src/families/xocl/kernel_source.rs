@@ -814,14 +814,20 @@ fn build_opencl_kept(
 }
 
 /// The digest a build of `work`'s `program.cl` with `flags` is kept under: of this build
-/// pipeline (its source and runtime, the library's version), the tools it runs (clang,
+/// pipeline (its source and runtime, the card's kernel contract, the library's version), the tools it runs (clang,
 /// wasm-ld and wasm-opt, by path, size and modification time, and clang's resource folder),
 /// the options that are not `-D` or `-I`, and the program preprocessed without clang's
 /// OpenCL header (the `-D`s and the headers it includes are in there; the header is the
 /// same for the same clang and options). `None` when the program does not preprocess or
 /// reads a header from outside its folders: the build says why.
 fn build_key(clang: &OsString, work: &Path, flags: &[String]) -> Option<[u8; 32]> {
-    const PIPELINE: [&str; 2] = [include_str!("kernel_source.rs"), OPENCL_RUNTIME];
+    // This pipeline, and the card's contract for what it makes (a build checked against an
+    // older contract would fail at every load).
+    const PIPELINE: [&str; 3] = [
+        include_str!("kernel_source.rs"),
+        OPENCL_RUNTIME,
+        include_str!("emu/kernels.rs"),
+    ];
     let deps = work.join("key.d");
     let preprocessed = work.join("key.i");
     let mut preprocess = Command::new(clang);
@@ -1697,7 +1703,14 @@ mod tests {
             eprintln!("skipped: no clang ({INSTALL_HINT})");
             return;
         }
+        struct Removed(PathBuf);
+        impl Drop for Removed {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
         let work = scratch_file("key-test");
+        let _removed = Removed(work.clone());
         let headers = work.join("headers");
         std::fs::create_dir_all(&headers).unwrap();
         let key = |source: &str, header: &str, options: &str| {
@@ -1743,7 +1756,6 @@ mod tests {
         assert!(Path::new("/etc/passwd").is_file());
         let outside = key("#include \"/etc/passwd\"\n", header, "");
         assert_eq!(outside, None, "a header by path outside the folders");
-        std::fs::remove_dir_all(&work).unwrap();
     }
 
     #[test]
