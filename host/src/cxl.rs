@@ -127,6 +127,13 @@ impl Context {
     pub fn read_event(&self, deadline: Instant) -> io::Result<Option<AfuEvent>> {
         self.inner.read_event(deadline)
     }
+
+    /// Whether an event waits, waiting until `deadline` for one; it stays for
+    /// [`read_event`](Self::read_event), so that a reader can take it and pass it on under a
+    /// lock of its own.
+    pub fn wait_event(&self, deadline: Instant) -> io::Result<bool> {
+        self.inner.wait_event(deadline)
+    }
 }
 
 /// `event` as the cxl driver's `read()` writes it for process element `process_element`

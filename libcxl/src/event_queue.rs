@@ -24,6 +24,9 @@ const MAX_QUEUED: usize = 4096;
 pub struct Queue {
     fd: OwnedFd,
     pub records: Mutex<VecDeque<Vec<u8>>>,
+    /// Held while events go from the context into the queue: an event taken from the
+    /// context is queued before anyone else looks at either.
+    handoff: Mutex<()>,
 }
 
 impl Queue {
@@ -37,6 +40,14 @@ impl Queue {
         let one = 1u64.to_ne_bytes();
         // SAFETY: an 8-byte write of a count to the eventfd this queue owns.
         unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// Queues the events `context` holds now.
+    fn take_from(&self, context: &Context) {
+        let _handoff = lock(&self.handoff);
+        while let Ok(Some(event)) = context.read_event(Instant::now()) {
+            self.push(event_record(context.process_element(), &event));
+        }
     }
 
     pub fn pop(&self) -> Option<Vec<u8>> {
@@ -97,6 +108,7 @@ impl Events {
                 // SAFETY: `fd` was just created and is owned by nobody else.
                 fd: unsafe { OwnedFd::from_raw_fd(fd) },
                 records: Mutex::new(VecDeque::new()),
+                handoff: Mutex::new(()),
             }),
             reader: Mutex::new(None),
         })
@@ -132,10 +144,7 @@ impl Events {
     /// Queues the events the context holds now, before the reader gets to them: an event the
     /// AFU raised before it wrote an element's status is pending once the status shows.
     pub fn catch_up(&self, context: &Context) {
-        while let Ok(Some(event)) = context.read_event(Instant::now()) {
-            self.queue
-                .push(event_record(context.process_element(), &event));
-        }
+        self.queue.take_from(context);
     }
 }
 
@@ -153,9 +162,12 @@ fn read_events(context: &Weak<Context>, queue: &Queue, stop: &AtomicBool) {
         let Some(context) = context.upgrade() else {
             return;
         };
-        match context.read_event(Instant::now() + READER_TICK) {
-            Ok(Some(event)) => queue.push(event_record(context.process_element(), &event)),
-            Ok(None) => {}
+        // The reader waits without taking, then takes under the handoff: a program that sees
+        // an element's status and asks `cxl_event_pending` finds the event in the context or
+        // in the queue, never between them.
+        match context.wait_event(Instant::now() + READER_TICK) {
+            Ok(true) => queue.take_from(&context),
+            Ok(false) => {}
             Err(_) => return,
         }
     }

@@ -382,6 +382,23 @@ impl CxlContext for EmulatedContext {
         }
     }
 
+    fn wait_event(&self, deadline: Instant) -> io::Result<bool> {
+        let mut inner = lock(&self.ctx.inner);
+        loop {
+            if !inner.pending_irqs.is_empty()
+                || !inner.faults.is_empty()
+                || !inner.errors.is_empty()
+            {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            inner = wait_timeout(&self.ctx.changed, inner, deadline - now);
+        }
+    }
+
     fn interrupt_completion(&self, irq: u16) -> io::Result<Arc<Completion>> {
         let mut inner = lock(&self.ctx.inner);
         if irq == 0 || (inner.started && irq > inner.num_irqs) {

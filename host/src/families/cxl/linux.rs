@@ -665,6 +665,32 @@ impl CxlContext for LinuxContext {
         }
     }
 
+    fn wait_event(&self, deadline: Instant) -> io::Result<bool> {
+        let mut events = lock(&self.shared.events);
+        loop {
+            if !events.queue.is_empty() {
+                return Ok(true);
+            }
+            if let Some(code) = events.ended {
+                return Err(errno(code));
+            }
+            let now = Instant::now();
+            if events.reader != Reader::Idle {
+                if now >= deadline {
+                    return Ok(false);
+                }
+                events = wait_timeout(&self.shared.changed, events, deadline - now);
+                continue;
+            }
+            let read;
+            (events, read) = self.read_directly(events, deadline);
+            read?;
+            if events.queue.is_empty() && Instant::now() >= deadline {
+                return Ok(false);
+            }
+        }
+    }
+
     fn interrupt_completion(&self, irq: u16) -> io::Result<Arc<Completion>> {
         if irq == 0 {
             return Err(errno(libc::EINVAL));
@@ -1068,11 +1094,18 @@ mod tests {
         fs::write(&node, &bytes).unwrap();
         let context = context_on(open_node(&node).unwrap(), &s.0, OwnerId::fresh());
         let deadline = Instant::now() + Duration::from_secs(5);
+        // Waiting for an event reads the fd but leaves what it read for read_event.
+        assert!(context.wait_event(deadline).unwrap());
+        assert!(context.wait_event(deadline).unwrap());
         assert_eq!(
             context.read_event(deadline).unwrap(),
             Some(AfuEvent::Interrupt(2))
         );
         assert_eq!(context.read_event(deadline).unwrap(), Some(fault));
+        assert_eq!(
+            context.wait_event(deadline).unwrap_err().raw_os_error(),
+            Some(libc::EIO)
+        );
         assert_eq!(
             context.read_event(deadline).unwrap_err().raw_os_error(),
             Some(libc::EIO)

@@ -164,6 +164,9 @@ pub trait CxlContext: Send + Sync {
     fn attach_buffer(&self, memory: &Arc<DmaMemory>) -> io::Result<u64>;
     /// The next event, waiting until `deadline`; `None` if none came.
     fn read_event(&self, deadline: Instant) -> io::Result<Option<AfuEvent>>;
+    /// Whether an event waits, waiting until `deadline` for one; it stays for
+    /// [`read_event`](Self::read_event).
+    fn wait_event(&self, deadline: Instant) -> io::Result<bool>;
     /// A completion that finishes when AFU interrupt `irq` arrives, and fails when the context
     /// takes a data-storage fault or an AFU error first.
     fn interrupt_completion(&self, irq: u16) -> io::Result<Arc<Completion>>;

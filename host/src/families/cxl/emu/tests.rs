@@ -276,6 +276,9 @@ fn a_bad_address_faults_only_its_context_which_can_restart() {
         wait_status(&bq, 0),
         memcpy::STATUS_COMPLETE | memcpy::TRANS_FAULT
     );
+    // The fault is there once the status shows it, and waiting for it leaves it there.
+    assert!(bad.wait_event(Instant::now()).unwrap());
+    assert!(bad.wait_event(Instant::now()).unwrap());
     assert_eq!(
         bad.read_event(soon()).unwrap(),
         Some(AfuEvent::DataStorage {
@@ -283,6 +286,7 @@ fn a_bad_address_faults_only_its_context_which_can_restart() {
             dsisr: DSISR_NOT_MAPPED
         })
     );
+    assert!(!bad.wait_event(Instant::now()).unwrap(), "taken");
     assert_eq!(
         good.read_event(soon()).unwrap(),
         Some(AfuEvent::Interrupt(1))
