@@ -735,6 +735,31 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// A compile cache in a fresh folder of the temporary directory, removed when dropped: for
+/// the tests of what lives beside the cache.
+#[cfg(test)]
+pub(super) struct ScratchCache(pub ComponentCache);
+
+#[cfg(test)]
+impl ScratchCache {
+    /// `name` keeps the folders of concurrent tests apart.
+    pub fn new(name: &str, max_bytes: u64) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("accelhost-cache-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        ScratchCache(ComponentCache::at(Some(dir)).with_max_bytes(max_bytes))
+    }
+}
+
+#[cfg(test)]
+impl Drop for ScratchCache {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.dir() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

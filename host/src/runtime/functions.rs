@@ -256,23 +256,10 @@ mod tests {
     use wasmtime::CacheStore;
 
     use super::*;
+    use crate::runtime::cache::ScratchCache;
 
-    /// A compile cache in a fresh folder, removed when dropped.
-    struct Scratch(ComponentCache);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0.dir().unwrap());
-        }
-    }
-
-    fn scratch(name: &str, max_bytes: u64) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "accelhost-function-cache-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        Scratch(ComponentCache::at(Some(dir)).with_max_bytes(max_bytes))
+    fn scratch(name: &str, max_bytes: u64) -> ScratchCache {
+        ScratchCache::new(&format!("functions-{name}"), max_bytes)
     }
 
     fn saved(cache: &ComponentCache, entries: &[(&[u8], &[u8])]) -> FunctionCache {

@@ -107,21 +107,10 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+    use crate::runtime::cache::ScratchCache;
 
-    /// A compile cache in a fresh folder, removed when dropped.
-    struct Scratch(ComponentCache);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0.dir().unwrap());
-        }
-    }
-
-    fn scratch(name: &str, max_bytes: u64) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("accelhost-kept-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Scratch(ComponentCache::at(Some(dir)).with_max_bytes(max_bytes))
+    fn scratch(name: &str, max_bytes: u64) -> ScratchCache {
+        ScratchCache::new(&format!("kept-{name}"), max_bytes)
     }
 
     const SHELF: Shelf = Shelf::KernelBuilds;

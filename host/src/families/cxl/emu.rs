@@ -261,6 +261,21 @@ impl CtxState {
         }
     }
 
+    /// The next event `read_event` answers: interrupts, then faults, then AFU errors.
+    fn take_event(&mut self) -> Option<AfuEvent> {
+        if let Some(irq) = self.pending_irqs.pop_first() {
+            return Some(AfuEvent::Interrupt(irq));
+        }
+        if let Some((address, dsisr)) = self.faults.pop_front() {
+            return Some(AfuEvent::DataStorage { address, dsisr });
+        }
+        self.errors.pop_front().map(AfuEvent::AfuError)
+    }
+
+    fn has_event(&self) -> bool {
+        !self.pending_irqs.is_empty() || !self.faults.is_empty() || !self.errors.is_empty()
+    }
+
     fn storage_fault(&mut self, pe: u32, ea: u64) {
         if self.faults.len() >= MAX_QUEUED {
             self.faults.pop_front();
@@ -278,6 +293,28 @@ struct EmulatedContext {
     afu: Arc<Afu>,
     ctx: Arc<Ctx>,
     desc: AfuDesc,
+}
+
+impl EmulatedContext {
+    /// Waits until `ready` finds what it looks for in the context's state, or until
+    /// `deadline` (`None`).
+    fn when_event<R>(
+        &self,
+        deadline: Instant,
+        mut ready: impl FnMut(&mut CtxState) -> Option<R>,
+    ) -> Option<R> {
+        let mut inner = lock(&self.ctx.inner);
+        loop {
+            if let Some(found) = ready(&mut inner) {
+                return Some(found);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            inner = wait_timeout(&self.ctx.changed, inner, deadline - now);
+        }
+    }
 }
 
 impl Drop for EmulatedContext {
@@ -363,40 +400,12 @@ impl CxlContext for EmulatedContext {
     }
 
     fn read_event(&self, deadline: Instant) -> io::Result<Option<AfuEvent>> {
-        let mut inner = lock(&self.ctx.inner);
-        loop {
-            if let Some(irq) = inner.pending_irqs.pop_first() {
-                return Ok(Some(AfuEvent::Interrupt(irq)));
-            }
-            if let Some((address, dsisr)) = inner.faults.pop_front() {
-                return Ok(Some(AfuEvent::DataStorage { address, dsisr }));
-            }
-            if let Some(error) = inner.errors.pop_front() {
-                return Ok(Some(AfuEvent::AfuError(error)));
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            inner = wait_timeout(&self.ctx.changed, inner, deadline - now);
-        }
+        Ok(self.when_event(deadline, CtxState::take_event))
     }
 
     fn wait_event(&self, deadline: Instant) -> io::Result<bool> {
-        let mut inner = lock(&self.ctx.inner);
-        loop {
-            if !inner.pending_irqs.is_empty()
-                || !inner.faults.is_empty()
-                || !inner.errors.is_empty()
-            {
-                return Ok(true);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(false);
-            }
-            inner = wait_timeout(&self.ctx.changed, inner, deadline - now);
-        }
+        let ready = |inner: &mut CtxState| inner.has_event().then_some(());
+        Ok(self.when_event(deadline, ready).is_some())
     }
 
     fn interrupt_completion(&self, irq: u16) -> io::Result<Arc<Completion>> {

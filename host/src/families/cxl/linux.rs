@@ -567,6 +567,38 @@ impl LinuxContext {
         Ok(())
     }
 
+    /// Waits until `ready` finds what it looks for among the queued events (reading the fd
+    /// itself while no reader thread does), or until `deadline` (`None`).
+    fn when_event<R>(
+        &self,
+        deadline: Instant,
+        mut ready: impl FnMut(&mut Events) -> Option<R>,
+    ) -> io::Result<Option<R>> {
+        let mut events = lock(&self.shared.events);
+        loop {
+            if let Some(found) = ready(&mut events) {
+                return Ok(Some(found));
+            }
+            if let Some(code) = events.ended {
+                return Err(errno(code));
+            }
+            let now = Instant::now();
+            if events.reader != Reader::Idle {
+                if now >= deadline {
+                    return Ok(None);
+                }
+                events = wait_timeout(&self.shared.changed, events, deadline - now);
+                continue;
+            }
+            let read;
+            (events, read) = self.read_directly(events, deadline);
+            read?;
+            if events.queue.is_empty() && Instant::now() >= deadline {
+                return Ok(None);
+            }
+        }
+    }
+
     /// One poll-and-read of the fd by `read_event`, with `events` handed back afterwards.
     fn read_directly<'a>(
         &'a self,
@@ -640,55 +672,12 @@ impl CxlContext for LinuxContext {
     }
 
     fn read_event(&self, deadline: Instant) -> io::Result<Option<AfuEvent>> {
-        let mut events = lock(&self.shared.events);
-        loop {
-            if let Some(queued) = events.queue.pop_front() {
-                return Ok(Some(queued.event));
-            }
-            if let Some(code) = events.ended {
-                return Err(errno(code));
-            }
-            let now = Instant::now();
-            if events.reader != Reader::Idle {
-                if now >= deadline {
-                    return Ok(None);
-                }
-                events = wait_timeout(&self.shared.changed, events, deadline - now);
-                continue;
-            }
-            let read;
-            (events, read) = self.read_directly(events, deadline);
-            read?;
-            if events.queue.is_empty() && Instant::now() >= deadline {
-                return Ok(None);
-            }
-        }
+        self.when_event(deadline, |events| events.queue.pop_front().map(|q| q.event))
     }
 
     fn wait_event(&self, deadline: Instant) -> io::Result<bool> {
-        let mut events = lock(&self.shared.events);
-        loop {
-            if !events.queue.is_empty() {
-                return Ok(true);
-            }
-            if let Some(code) = events.ended {
-                return Err(errno(code));
-            }
-            let now = Instant::now();
-            if events.reader != Reader::Idle {
-                if now >= deadline {
-                    return Ok(false);
-                }
-                events = wait_timeout(&self.shared.changed, events, deadline - now);
-                continue;
-            }
-            let read;
-            (events, read) = self.read_directly(events, deadline);
-            read?;
-            if events.queue.is_empty() && Instant::now() >= deadline {
-                return Ok(false);
-            }
-        }
+        let ready = |events: &mut Events| (!events.queue.is_empty()).then_some(());
+        Ok(self.when_event(deadline, ready)?.is_some())
     }
 
     fn interrupt_completion(&self, irq: u16) -> io::Result<Arc<Completion>> {
