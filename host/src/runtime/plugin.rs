@@ -1,8 +1,9 @@
 //! Every call the host makes into a plugin, whichever `accel:plugin` version it was built
 //! for. [`ExportIndex`] finds a component's exports once, when it is loaded: the required core
 //! (`lifecycle`, `discovery`) and whichever optional capability interfaces it has (`fpga`,
-//! `offload`). [`Exports`] holds them, type-checked, for one instance, and [`Calls`] makes
-//! them with host types in and out. Nothing else in the host names the generated export
+//! `offload`). [`Exports`] holds them for one instance (type-checked by the component's first
+//! instance, looked up by later ones at their first call), and [`Calls`] makes them with host
+//! types in and out. Nothing else in the host names the generated export
 //! bindings, so a new version changes this file and its version module, and nothing above.
 
 use std::fmt::Write as _;
@@ -153,8 +154,9 @@ macro_rules! exports {
         }
 
         impl Exports {
-            /// The exports `index` found, in `instance`: type-checked for the component's
-            /// first instance, looked up only for the others.
+            /// The exports `index` found, in `instance`: all looked up and type-checked for
+            /// the component's first instance; for the others each is looked up when it is
+            /// first called, so that an instance pays only for the exports it uses.
             pub fn new(
                 index: &ExportIndex,
                 instance: &Instance,
@@ -179,31 +181,28 @@ macro_rules! exports {
 
                 /// The functions of the interface, by position.
                 pub(super) struct Funcs {
-                    $( pub $func: Func, )*
+                    instance: Instance,
+                    $( $func: LazyExport, )*
                 }
 
                 impl Funcs {
-                    /// The functions at `found`, type-checked unless `typed` (another
-                    /// instance of the same component was).
+                    /// The functions at `found`: looked up and type-checked now unless
+                    /// `typed` (another instance of the same component was), else looked up
+                    /// at their first call.
                     pub fn new(
                         found: &[ComponentExportIndex],
                         instance: &Instance,
                         store: &mut Store<PluginState>,
                         typed: bool,
                     ) -> wasmtime::Result<Funcs> {
-                        let mut at = found.iter();
-                        Ok(Funcs {$(
-                            $func: {
+                        let mut at = found.iter().copied();
+                        Ok(Funcs {
+                            instance: *instance,
+                            $($func: {
                                 let index = at.next().expect("one index per function");
-                                if typed {
-                                    instance.get_func(&mut *store, index).ok_or_else(|| {
-                                        wasmtime::format_err!(concat!(
-                                            "the export `", $wit_func, "` of ", $wit_iface,
-                                            " is not a function"
-                                        ))
-                                    })?
-                                } else {
-                                    *instance
+                                let export = LazyExport::at(index);
+                                if !typed {
+                                    let typed_func = instance
                                         .get_typed_func::<($($param,)*), ($result,)>(
                                             &mut *store,
                                             index,
@@ -211,11 +210,12 @@ macro_rules! exports {
                                         .map_err(|e| e.context(concat!(
                                             "the export `", $wit_func, "` of ", $wit_iface,
                                             " has another type than the host calls it with"
-                                        )))?
-                                        .func()
+                                        )))?;
+                                    export.set(*typed_func.func());
                                 }
-                            },
-                        )*})
+                                export
+                            },)*
+                        })
                     }
 
                     $(
@@ -225,10 +225,15 @@ macro_rules! exports {
                             store: &mut Store<PluginState>,
                             args: ($($param,)*),
                         ) -> wasmtime::Result<$result> {
-                            // SAFETY: `new` type-checked the function with these types, in
-                            // this instance or in another of the same component.
+                            let func = self.$func.func(&self.instance, store, || concat!(
+                                "the export `", $wit_func, "` of ", $wit_iface,
+                                " is not a function"
+                            ))?;
+                            // SAFETY: the component's first instance type-checked the
+                            // function with these types (`Funcs::new`), and every instance
+                            // of a component has the same.
                             let typed = unsafe {
-                                TypedFunc::<($($param,)*), ($result,)>::new_unchecked(self.$func)
+                                TypedFunc::<($($param,)*), ($result,)>::new_unchecked(func)
                             };
                             Ok(typed.call(store, args)?.0)
                         }
@@ -237,6 +242,42 @@ macro_rules! exports {
             }
         )*
     };
+}
+
+/// One export of an instance: where the component has it, and the function once looked up.
+struct LazyExport {
+    at: ComponentExportIndex,
+    func: std::cell::OnceCell<Func>,
+}
+
+impl LazyExport {
+    fn at(at: ComponentExportIndex) -> Self {
+        LazyExport {
+            at,
+            func: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn set(&self, func: Func) {
+        let _ = self.func.set(func);
+    }
+
+    /// The function, looked up in `instance` on the first call; `what` names it if the
+    /// component has something else there.
+    fn func(
+        &self,
+        instance: &Instance,
+        store: &mut Store<PluginState>,
+        what: impl FnOnce() -> &'static str,
+    ) -> wasmtime::Result<Func> {
+        if let Some(func) = self.func.get() {
+            return Ok(*func);
+        }
+        let func = instance
+            .get_func(&mut *store, self.at)
+            .ok_or_else(|| wasmtime::format_err!("{}", what()))?;
+        Ok(*self.func.get_or_init(|| func))
+    }
 }
 
 exports! {
