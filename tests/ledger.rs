@@ -51,6 +51,26 @@ fn with_the_ledger_an_imports_charge_only_checks_and_the_ledger_counts() {
     assert_eq!(budget.used(), 0);
 }
 
+#[test]
+fn with_the_ledger_memory_it_cannot_see_is_counted_by_its_charge() {
+    let budget = Budget::host(1 << 20);
+    assert!(budget.is_ledgered());
+    let code = budget.charge_unseen(300_000).unwrap();
+    assert_eq!(
+        budget.used(),
+        300_000,
+        "mapped memory the allocator never saw"
+    );
+    let kept: Vec<u8> = budget.charge_while(|| Vec::with_capacity(600_000));
+    assert_eq!(budget.used(), 300_000 + block_cost(600_000));
+    let refused = budget.charge_unseen(200_000).unwrap_err();
+    assert_eq!(refused.used, 300_000 + block_cost(600_000));
+    drop(code);
+    assert_eq!(budget.used(), block_cost(600_000));
+    drop(kept);
+    assert_eq!(budget.used(), 0);
+}
+
 /// A host of the dfl plugin with one emulated port.
 fn one_dfl_port() -> Host {
     let config = format!(

@@ -257,6 +257,22 @@ impl Account {
         shared.saturating_add(pending).max(0) as u64
     }
 
+    /// Charges `bytes` the allocator never sees (memory mapped on its own, such as compiled
+    /// code) until [`release_unseen`](Self::release_unseen) gives them back.
+    pub(crate) fn hold_unseen(&self, bytes: u64) {
+        // SAFETY: the cell lives while its owner does.
+        unsafe { self.cell.as_ref() }
+            .held
+            .fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// Gives back `bytes` that [`hold_unseen`](Self::hold_unseen) charged.
+    pub(crate) fn release_unseen(&self, bytes: u64) {
+        // SAFETY: the owner is alive (this borrows it), so the cell keeps its OPEN bias and
+        // this cannot bring it to zero.
+        unsafe { credit(self.cell.as_ptr(), bytes) }
+    }
+
     /// Runs `f`, charging what this thread allocates meanwhile to this account (the account
     /// that was current before is current again afterwards, also if `f` unwinds).
     pub fn charge_while<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -195,6 +195,26 @@ impl Budget {
         Ok(Charge {
             budget: self.clone(),
             bytes: if self.account.is_some() { 0 } else { bytes },
+            unseen: false,
+        })
+    }
+
+    /// Takes `bytes` of memory the process's allocator never sees (mapped on its own, such
+    /// as compiled code) from the budget until the returned charge is dropped: counted where
+    /// the ledger counts the rest, which would otherwise miss them.
+    pub fn charge_unseen(self: &Arc<Self>, bytes: u64) -> Result<Charge, OverBudget> {
+        self.reserve(bytes)?;
+        let unseen = match &self.account {
+            Some(account) => {
+                account.hold_unseen(bytes);
+                true
+            }
+            None => false,
+        };
+        Ok(Charge {
+            budget: self.clone(),
+            bytes,
+            unseen,
         })
     }
 }
@@ -204,11 +224,25 @@ impl Budget {
 pub struct Charge {
     budget: Arc<Budget>,
     bytes: u64,
+    /// Held in the ledger's account rather than in `used`.
+    unseen: bool,
+}
+
+impl Charge {
+    /// Whether the charge is against `budget`.
+    pub fn is_against(&self, budget: &Arc<Budget>) -> bool {
+        Arc::ptr_eq(&self.budget, budget)
+    }
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        match &self.budget.account {
+            Some(account) if self.unseen => account.release_unseen(self.bytes),
+            _ => {
+                self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+            }
+        }
     }
 }
 
@@ -260,6 +294,16 @@ impl Owner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_the_ledger_unseen_memory_is_charged_as_any_other() {
+        let budget = Budget::new(BudgetKind::Host, 100);
+        let code = budget.charge_unseen(70).unwrap();
+        assert_eq!(budget.used(), 70);
+        assert_eq!(budget.charge(31).unwrap_err().used, 70);
+        drop(code);
+        assert_eq!(budget.used(), 0);
+    }
 
     #[test]
     fn charges_are_refused_past_the_limit_and_given_back_on_drop() {

@@ -334,6 +334,35 @@ impl CardState {
         }
     }
 
+    /// Charges `program`'s compiled code to `budget`, unloading images no context holds whose
+    /// code the same budget pays for (the oldest first) until it fits: a program that
+    /// released what it built gets its room back. Their queued launches go to `doomed`.
+    fn charge_code(
+        &mut self,
+        program: &mut KernelProgram,
+        budget: &Arc<Budget>,
+        doomed: &mut Vec<Arc<Completion>>,
+    ) -> io::Result<()> {
+        loop {
+            let refused = match program.charge_to(budget) {
+                Ok(()) => return Ok(()),
+                Err(err) => err,
+            };
+            let ours = self.slots.iter().position(|slot| {
+                !self.held(slot.cus())
+                    && self.cus.get(slot.first_cu as usize).is_some_and(|cu| {
+                        cu.as_ref()
+                            .and_then(|cu| cu.kernel.as_ref())
+                            .is_some_and(|(code, _)| code.is_charged_to(budget))
+                    })
+            });
+            match ours {
+                Some(slot) => doomed.extend(self.unload(slot)),
+                None => return Err(refused),
+            }
+        }
+    }
+
     fn free_range(&self, count: usize) -> Option<u32> {
         let mut taken: Vec<_> = self.slots.iter().map(Slot::cus).collect();
         taken.sort_by_key(|r| r.start);
@@ -437,9 +466,9 @@ impl XoclClient for EmulatedClient {
         }
         // Compiled before the card is locked: other clients go on meanwhile.
         let kernels = match &parsed.kernel_module {
-            Some(module) => Some(Arc::new(
-                KernelProgram::compile(module, &run_kernels(parsed)?).map_err(invalid)?,
-            )),
+            Some(module) => {
+                Some(KernelProgram::compile(module, &run_kernels(parsed)?).map_err(invalid)?)
+            }
             None => None,
         };
         let mut state = lock(&self.card.state);
@@ -518,6 +547,18 @@ impl XoclClient for EmulatedClient {
             }
             state.banks = banks;
         }
+        let kernels = match kernels {
+            Some(mut program) => {
+                let charged = state.charge_code(&mut program, &self.owner.host, &mut unloaded);
+                if let Err(err) = charged {
+                    drop(state);
+                    fail_all(unloaded, "the xclbin of its compute units was unloaded");
+                    return Err(err);
+                }
+                Some(Arc::new(program))
+            }
+            None => None,
+        };
         let room = state.make_room(units.len(), &mut unloaded);
         let loaded = match room {
             Some(first_cu) => {

@@ -16,6 +16,9 @@
 //! `i32` pointer to it). It cannot grow, so an access beyond the last buffer traps, as
 //! does the end of the launch's deadline; either is that launch's error. Buffers are copied
 //! back only when the kernel returned.
+//!
+//! The compiled code of a loaded module is charged to the host budget of the client that
+//! loaded it, for as long as the card keeps it.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -25,7 +28,7 @@ use wasmtime::{
     StoreLimitsBuilder, Val, ValType,
 };
 
-use crate::devices::Budget;
+use crate::devices::{Budget, Charge};
 use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
 /// The largest kernel module the card compiles: a bound on the load's compile time.
@@ -69,6 +72,8 @@ fn engine() -> &'static Engine {
 /// An xclbin's kernels, compiled and checked.
 pub(super) struct KernelProgram {
     module: Module,
+    /// The compiled code's memory, charged to whoever loaded it.
+    code: Option<Charge>,
     /// Pages the module declares for itself.
     own_pages: u64,
     /// The most pages its memory import accepts.
@@ -133,6 +138,7 @@ impl KernelProgram {
             ));
         }
         let program = KernelProgram {
+            code: None,
             own_pages: memory.minimum(),
             max_pages: memory.maximum().unwrap_or(MAX_PAGES).min(MAX_PAGES),
             module,
@@ -141,6 +147,26 @@ impl KernelProgram {
             program.check(kernel)?;
         }
         Ok(program)
+    }
+
+    /// Charges the compiled code to `budget` (refused when it does not fit): code is mapped
+    /// memory the host holds for as long as the card keeps the program.
+    pub fn charge_to(&mut self, budget: &Arc<Budget>) -> std::io::Result<()> {
+        let code = self.module.image_range();
+        let bytes = code.end.addr().saturating_sub(code.start.addr()) as u64;
+        let charge = budget.charge_unseen(bytes).map_err(|over| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("the compiled kernel module does not fit: {over}"),
+            )
+        })?;
+        self.code = Some(charge);
+        Ok(())
+    }
+
+    /// Whether `budget` pays for the compiled code.
+    pub fn is_charged_to(&self, budget: &Arc<Budget>) -> bool {
+        self.code.as_ref().is_some_and(|c| c.is_against(budget))
     }
 
     /// `kernel`'s export has a parameter of the right type for each argument.

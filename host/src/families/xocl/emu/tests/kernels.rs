@@ -453,3 +453,82 @@ fn modules_the_card_cannot_run_are_refused_at_load_naming_why() {
     // Nothing was loaded by the refusals.
     assert!(client.loaded_xclbin().is_none());
 }
+
+#[test]
+fn a_loaded_modules_code_is_charged_to_its_loader_while_the_card_keeps_it() {
+    let image = image();
+    let owner = crate::devices::Owner::new(u64::MAX, u64::MAX);
+    let first = card();
+    let client = first.open(&owner).unwrap();
+    let before = owner.host.used();
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    let code = owner.host.used() - before;
+    assert!(code > 0, "the compiled code is charged");
+    drop(client);
+    drop(first);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while owner.host.used() != before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the card let the program go, and the charge stays: {} of {before}",
+            owner.host.used()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
+    // A loader whose budget has less room than the code: refused, nothing loaded.
+    let second = card();
+    let tight = crate::devices::Owner::new(u64::MAX, 1 << 30);
+    let client = second.open(&tight).unwrap();
+    let _filler = tight.host.charge(tight.host.left() - (code - 1)).unwrap();
+    let err = client
+        .load_xclbin(&image, &parse(&image).unwrap())
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory);
+    assert!(
+        err.to_string()
+            .contains("the compiled kernel module does not fit"),
+        "{err}"
+    );
+    assert!(client.loaded_xclbin().is_none());
+}
+
+#[test]
+fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
+    let kernels = all_kernels();
+    let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
+    let image_of =
+        |n: u64| XclbinBuilder::kernels(Guid::new(n, n), &metas, module(&kernels, None), 1).build();
+    let card = card();
+    let owner = crate::devices::Owner::new(u64::MAX, 1 << 30);
+    let client = card.open(&owner).unwrap();
+    let load = |n: u64| {
+        let image = image_of(n);
+        client.load_xclbin(&image, &parse(&image).unwrap())
+    };
+    let before = owner.host.used();
+    load(1).unwrap();
+    let code = owner.host.used() - before;
+    // Room for two programs' code and a half.
+    let filler_bytes = owner.host.left() - code - code / 2;
+    let _filler = owner.host.charge(filler_bytes).unwrap();
+    client.open_context(Guid::new(1, 1), 0, false).unwrap();
+    let second = load(2).unwrap();
+    // No room for a third: image 2, which no context holds, goes; image 1 stays.
+    let third = load(3).unwrap();
+    assert_eq!(owner.host.used(), before + filler_bytes + 2 * code);
+    let gone = client
+        .open_context(Guid::new(2, 2), second, false)
+        .unwrap_err();
+    assert!(gone.to_string().contains("not loaded"), "{gone}");
+    client.open_context(Guid::new(1, 1), 1, false).unwrap();
+    client.open_context(Guid::new(3, 3), third, false).unwrap();
+    // Both held now: the next is refused, and neither was unloaded for it.
+    let err = load(4).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
+    client.open_context(Guid::new(1, 1), 2, false).unwrap();
+    client
+        .open_context(Guid::new(3, 3), third + 1, false)
+        .unwrap();
+    assert_eq!(owner.host.used(), before + filler_bytes + 2 * code);
+}
