@@ -541,12 +541,8 @@ impl XoclClient for EmulatedClient {
             });
         }
         let mut unloaded = Vec::new();
-        if !same_banks {
-            while !state.slots.is_empty() {
-                unloaded.extend(state.unload(0));
-            }
-            state.banks = banks;
-        }
+        // Charged before an image of other banks replaces everything: a refusal leaves the
+        // card as it was.
         let kernels = match kernels {
             Some(mut program) => {
                 let charged = state.charge_code(&mut program, &self.owner.host, &mut unloaded);
@@ -559,6 +555,12 @@ impl XoclClient for EmulatedClient {
             }
             None => None,
         };
+        if !same_banks {
+            while !state.slots.is_empty() {
+                unloaded.extend(state.unload(0));
+            }
+            state.banks = banks;
+        }
         let room = state.make_room(units.len(), &mut unloaded);
         let loaded = match room {
             Some(first_cu) => {

@@ -9,6 +9,7 @@ use wasm_encoder::{
 
 use super::*;
 use crate::families::xocl::card::XoclCard;
+use crate::families::xocl::xclbin::{MemKind, VADD_BANK_BASE, VADD_BANK_SIZE};
 use crate::family::CardSettings;
 
 const KUUID: Guid = Guid::new(0x4b45, 0x524e);
@@ -531,4 +532,32 @@ fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
         .open_context(Guid::new(3, 3), third + 1, false)
         .unwrap();
     assert_eq!(owner.host.used(), before + filler_bytes + 2 * code);
+}
+
+#[test]
+fn a_load_refused_for_its_code_leaves_an_image_of_other_banks_in_place() {
+    let kernels = all_kernels();
+    let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
+    let card = card();
+    let image = image();
+    let loader = client(&card);
+    loader.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    drop(loader);
+    let other_banks = XclbinBuilder::kernels(Guid::new(9, 9), &metas, module(&kernels, None), 1)
+        .bank(
+            MemKind::Ddr4,
+            "bank1",
+            VADD_BANK_BASE + VADD_BANK_SIZE,
+            VADD_BANK_SIZE,
+        )
+        .build();
+    let tight = crate::devices::Owner::new(u64::MAX, 1 << 30);
+    let client = card.open(&tight).unwrap();
+    let _filler = tight.host.charge(tight.host.left()).unwrap();
+    let err = client
+        .load_xclbin(&other_banks, &parse(&other_banks).unwrap())
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
+    let loaded = client.loaded_xclbin().expect("the first image stays");
+    assert_eq!(loaded.xclbin.uuid, KUUID);
 }
