@@ -247,6 +247,69 @@ impl DmaMemory {
         };
     }
 
+    /// Maps `len` bytes from `offset` of this [shareable](Self::allocate_shareable) memory
+    /// over the pages at `at`, shared, so that what is written there is written here.
+    /// `EINVAL` when the range is not whole pages of this memory, `ENOTSUP` without a memfd.
+    ///
+    /// # Safety
+    /// `at..at + len` must be a mapping the caller owns, that nothing else reads or writes
+    /// as ordinary Rust memory; the caller unmaps it before this memory's pages are reused.
+    pub unsafe fn map_pages_at(&self, offset: u64, len: u64, at: NonNull<u8>) -> io::Result<()> {
+        let Some(memfd) = &self.memfd else {
+            return Err(errno(libc::ENOTSUP));
+        };
+        let page = page_size();
+        let whole_pages = len > 0
+            && offset.is_multiple_of(page)
+            && len.is_multiple_of(page)
+            && (at.as_ptr() as u64).is_multiple_of(page)
+            && offset.checked_add(len).is_some_and(|end| end <= self.len);
+        if !whole_pages {
+            return Err(errno(libc::EINVAL));
+        }
+        // SAFETY: a fixed shared mapping over a range the caller owns (the contract above),
+        // of a descriptor this value holds, within its size.
+        let mapped = unsafe {
+            libc::mmap(
+                at.as_ptr().cast(),
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                memfd.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if mapped == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Gives the pages of `len` bytes from `offset` back to the system: they read as zeros
+    /// afterwards, here and in every mapping of them. Whole pages inside the range only.
+    pub fn discard(&self, offset: u64, len: u64) -> Result<(), RangeError> {
+        self.check(offset, len, page_size())?;
+        let len = len - len % page_size();
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: whole pages of this value's own mapping; MADV_REMOVE frees a memfd's
+        // pages (every mapping of them reads zeros), MADV_DONTNEED an anonymous mapping's.
+        unsafe {
+            let start = self.ptr.as_ptr().add(offset as usize).cast();
+            let advice = if self.memfd.is_some() {
+                libc::MADV_REMOVE
+            } else {
+                libc::MADV_DONTNEED
+            };
+            if libc::madvise(start, len as usize, advice) != 0 {
+                // Pages that cannot be given back are still cleared.
+                std::ptr::write_bytes(start.cast::<u8>(), 0, len as usize);
+            }
+        }
+        Ok(())
+    }
+
     /// The size in bytes, a whole number of pages.
     pub fn len(&self) -> u64 {
         self.len

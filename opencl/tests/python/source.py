@@ -3,7 +3,8 @@ with offsets and local sizes, float, double and long scalars, the work-group siz
 refuses, build logs that name what is wrong, and an endless kernel that the card's deadline
 ends while the program goes on; several programs at once, their kernels launched in turns;
 work-groups that share __local memory and meet at barriers, and what must not hang them;
-vectors, structs and narrow numbers by value.
+vectors, structs and narrow numbers by value; launches large enough that the card runs their
+work-groups in shares over its cores, each work-group once.
 Prints one line per check and "N failed" last."""
 
 import gc
@@ -218,6 +219,51 @@ __kernel void by_value(__global float *out, complex_t c, float4 v, char small, o
 
 __kernel void many(__global int *out, MANY_PARAMS) { out[get_global_id(0)] = MANY_SUM; }
 """
+
+
+SHARED = """
+__kernel void ids(__global uint *out) {
+    size_t i = (get_global_id(2) * get_global_size(1) + get_global_id(1)) * get_global_size(0)
+        + get_global_id(0);
+    out[i] = (get_group_id(0) + get_group_id(1) * 64 + get_group_id(2) * 4096) * 256
+        + get_local_id(0) + get_local_id(1) * 16 + (get_num_groups(2) == 3) * 128;
+}
+
+__kernel void tile_sums(__global const float *a, __local float *scratch, __global float *out) {
+    size_t l = get_local_id(1) * get_local_size(0) + get_local_id(0);
+    scratch[l] = a[get_global_id(1) * get_global_size(0) + get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t s = get_local_size(0) * get_local_size(1) / 2; s > 0; s >>= 1) {
+        if (l < s) scratch[l] += scratch[l + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) out[get_group_id(1) * get_num_groups(0) + get_group_id(0)] = scratch[0];
+}
+"""
+
+
+def shares(context, queue):
+    """Launches of 1 MiB and more, which the card splits into shares of their work-groups
+    run at once: every work-group runs once, with its own ids, and no share's work is lost."""
+    program = cl.Program(context, SHARED).build()
+    # 31 x 31 x 3 work-groups: the shares split inside a row of groups.
+    out = np.zeros((3, 248, 496), dtype=np.uint32)
+    buffer_out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, size=out.nbytes)
+    program.ids(queue, (496, 248, 3), (16, 8, 1), buffer_out)
+    cl.enqueue_copy(queue, out, buffer_out)
+    z, y, x = np.indices(out.shape)
+    want = ((x // 16) + (y // 8) * 64 + z * 4096) * 256 + x % 16 + (y % 8) * 16 + 128
+    expect(np.array_equal(out, want), "a large 3-D launch runs every work-group once, in shares")
+
+    a = np.random.default_rng(7).random((512, 512), dtype=np.float32)
+    flags = cl.mem_flags
+    buffer_a = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=a)
+    sums = cl.Buffer(context, flags.WRITE_ONLY, size=32 * 32 * 4)
+    program.tile_sums(queue, (512, 512), (16, 16), buffer_a, cl.LocalMemory(4 * 256), sums)
+    got = np.empty((32, 32), dtype=np.float32)
+    cl.enqueue_copy(queue, got, sums)
+    want = a.reshape(32, 16, 32, 16).sum(axis=(1, 3))
+    expect(np.allclose(got, want, rtol=1e-4), "a large launch meeting at barriers sums each tile once, in shares")
 
 
 def values(context, queue):
@@ -438,6 +484,7 @@ def main():
 
     queue = groups(context, queue)
     values(context, queue)
+    shares(context, queue)
     print(f"{failed} failed")
     return 1 if failed else 0
 

@@ -29,7 +29,8 @@ use crate::devices::{
 };
 use crate::family::DeviceDecl;
 use crate::types::Guid;
-use kernels::{KernelProgram, LaunchArg};
+pub(crate) use kernels::SHARE_EXPORT;
+use kernels::{KernelProgram, LaunchArg, MAP_AT_LEAST, Window};
 
 /// Where host-only buffer objects appear in the device's address space.
 const HOST_APERTURE: u64 = 0x4000_0000_0000;
@@ -156,6 +157,8 @@ struct CardState {
     bos: HashMap<(u64, u32), Bo>,
     /// Device address → the BO starting there, for translation.
     by_address: AddressMap<(u64, u32)>,
+    /// Freed buffers' bank ranges that running launches still map.
+    parked: Vec<Parked>,
     next_handle: u32,
     /// By the card's CU index: the units of the loaded images (`None` between images).
     cus: Vec<Option<Arc<ComputeUnit>>>,
@@ -197,6 +200,19 @@ struct Bo {
     device_address: u64,
     bank: Option<u32>,
     host: Arc<DmaMemory>,
+    /// Cloned by each launch that maps the buffer's pages into its memory.
+    launches: Arc<()>,
+}
+
+/// A freed buffer's bank range that a running launch still maps: it goes back to the bank
+/// (its pages discarded) when the last such launch ends, so that no later buffer, of this
+/// client or another, is written by a kernel that outlived the buffer it was given.
+struct Parked {
+    storage: Arc<DmaMemory>,
+    bank: u32,
+    address: u64,
+    size: u64,
+    launches: Arc<()>,
 }
 
 /// A submitted command not yet dispatched.
@@ -525,7 +541,8 @@ impl XoclClient for EmulatedClient {
         for bank in parsed.banks.iter().filter(|_| !same_banks) {
             banks.push(if bank.used && bank_has_storage(bank.kind) {
                 // Device memory is the card's, not the plugin's: it has no grant to charge.
-                let storage = DmaMemory::allocate(
+                // Shareable, so that kernels' launches map buffers rather than copy them.
+                let storage = DmaMemory::allocate_shareable(
                     bank.size.max(1),
                     OwnerId::fresh(),
                     &Budget::unlimited(BudgetKind::Dma),
@@ -702,6 +719,7 @@ impl XoclClient for EmulatedClient {
                 device_address,
                 bank,
                 host: host.clone(),
+                launches: Arc::new(()),
             },
         );
         Ok(BoInfo {
@@ -900,15 +918,56 @@ fn free_bo(state: &mut CardState, client: u64, handle: u32) -> io::Result<()> {
         .remove(&(client, handle))
         .ok_or_else(|| errno(libc::ENOENT))?;
     state.by_address.remove(bo.device_address);
-    match bo
-        .bank
-        .and_then(|b| state.banks.get_mut(b as usize))
-        .and_then(Option::as_mut)
-    {
-        Some(bank) => bank.free.release(bo.device_address, bo.size),
+    let in_bank = bo.bank.and_then(|index| {
+        let bank = state.banks.get_mut(index as usize)?.as_mut()?;
+        Some((index, bank))
+    });
+    match in_bank {
+        Some((index, bank)) if Arc::strong_count(&bo.launches) > 1 => {
+            let parked = Parked {
+                storage: bank.storage.clone(),
+                bank: index,
+                address: bo.device_address,
+                size: bo.size,
+                launches: bo.launches,
+            };
+            state.parked.push(parked);
+        }
+        Some((_, bank)) => bank.release(bo.device_address, bo.size),
         None => state.host.release(bo.device_address, bo.size),
     }
     Ok(())
+}
+
+impl Bank {
+    /// Gives a freed buffer's range back, its pages discarded: the next buffer there reads
+    /// zeros, never what the last owner left.
+    fn release(&mut self, address: u64, size: u64) {
+        // The range is inside the bank: it was allocated from it.
+        let _ = self.storage.discard(address - self.base, size);
+        self.free.release(address, size);
+    }
+}
+
+impl CardState {
+    /// Returns to their banks the parked ranges no launch maps any more (a range of banks an
+    /// image of other banks replaced meanwhile went with them).
+    fn release_parked(&mut self) {
+        for parked in std::mem::take(&mut self.parked) {
+            if Arc::strong_count(&parked.launches) > 1 {
+                self.parked.push(parked);
+                continue;
+            }
+            let bank = self
+                .banks
+                .get_mut(parked.bank as usize)
+                .and_then(Option::as_mut)
+                .filter(|bank| Arc::ptr_eq(&bank.storage, &parked.storage));
+            if let Some(bank) = bank {
+                bank.release(parked.address, parked.size);
+            }
+        }
+    }
 }
 
 /// The kernels the compute units of `xclbin` run.
@@ -1388,9 +1447,11 @@ impl ComputeUnit {
         }
     }
 
-    /// One launch of the xclbin's kernel `meta`: the buffers its pointers fall in are
-    /// copied into the launch's memory, and back when the kernel returned, both under the
-    /// card's lock, so that a buffer freed meanwhile is neither read nor written.
+    /// One launch of the xclbin's kernel `meta`: the buffers its pointers fall in are mapped
+    /// into the launch's memory (a bank's buffers of [`MAP_AT_LEAST`] bytes or more; a buffer
+    /// freed meanwhile is parked until the launch ends) or copied in, and back when the kernel
+    /// returned, both under the card's lock, so that a buffer freed meanwhile is neither read
+    /// nor written.
     fn run_kernel(
         &self,
         card: &Card,
@@ -1422,8 +1483,7 @@ impl ComputeUnit {
         let state = lock(&card.state);
         let budget = state.budgets.get(&client).cloned();
         // Per window: the buffer object's key and where it was.
-        let mut windows: Vec<((u64, u32), u64)> = Vec::new();
-        let mut lens = Vec::new();
+        let mut keys: Vec<((u64, u32), u64)> = Vec::new();
         let mut args = Vec::with_capacity(meta.args.len());
         for (arg, &value) in meta.args.iter().zip(&values) {
             args.push(match arg.kind {
@@ -1451,20 +1511,41 @@ impl ComputeUnit {
                             arg.name
                         ));
                     };
-                    let window = match windows.iter().position(|(k, _)| *k == key) {
+                    let window = match keys.iter().position(|(k, _)| *k == key) {
                         Some(window) => window,
                         None => {
-                            windows.push((key, bo.device_address));
-                            lens.push(bo.size);
-                            windows.len() - 1
+                            keys.push((key, bo.device_address));
+                            keys.len() - 1
                         }
                     };
                     LaunchArg::Pointer(Some((window, offset)))
                 }
             });
         }
+        // A bank's buffers are mapped when large, or all of them when the launch's
+        // work-groups are to be shared; the rest are copied.
+        let bos: Vec<&Bo> = keys.iter().map(|(key, _)| &state.bos[key]).collect();
+        let bank_bytes = bos.iter().filter(|bo| bo.bank.is_some()).map(|bo| bo.size);
+        let map_all = program.maps_all_of(bank_bytes.sum());
+        let mut windows = Vec::with_capacity(keys.len());
+        let mut copied: Vec<((u64, u32), u64)> = Vec::new();
+        let mut pins = Vec::new();
+        for (&(key, address), bo) in keys.iter().zip(bos) {
+            if bo.bank.is_some() && (map_all || bo.size >= MAP_AT_LEAST) {
+                let (memory, offset) = state.device_view(bo, 0);
+                pins.push(bo.launches.clone());
+                windows.push(Window::Mapped {
+                    memory,
+                    offset,
+                    len: bo.size,
+                });
+            } else {
+                copied.push((key, address));
+                windows.push(Window::Copied { len: bo.size });
+            }
+        }
         let fill = |buffers: &mut [&mut [u8]]| {
-            for ((key, _), buffer) in windows.iter().zip(buffers.iter_mut()) {
+            for ((key, _), buffer) in copied.iter().zip(buffers.iter_mut()) {
                 let (memory, offset) = state.device_view(&state.bos[key], 0);
                 memory.read(offset, buffer).map_err(|e| e.to_string())?;
             }
@@ -1476,7 +1557,7 @@ impl ComputeUnit {
             if state.epoch != epoch {
                 return Err("the device was reset".to_owned());
             }
-            for ((key, address), buffer) in windows.iter().zip(buffers) {
+            for ((key, address), buffer) in copied.iter().zip(buffers) {
                 // A buffer freed during the launch keeps nothing of it.
                 let Some(bo) = state
                     .bos
@@ -1490,15 +1571,20 @@ impl ComputeUnit {
             }
             Ok(())
         };
-        program.launch(
+        let outcome = program.launch(
             &meta.name,
-            &lens,
+            &windows,
             &args,
             budget.as_ref(),
             card.kernel_deadline,
             fill,
             write_back,
-        )
+        );
+        if !pins.is_empty() {
+            drop(pins);
+            lock(&card.state).release_parked();
+        }
+        outcome
     }
 
     /// The vadd kernel: `out[i] = in1[i] + in2[i]` (u32, wrapping) on device memory.

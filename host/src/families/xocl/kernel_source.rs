@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::emu::SHARE_EXPORT;
 use super::xclbin::{ArgKind, KERNEL_ARGS_END, KernelArg, KernelMeta};
 use crate::types::Guid;
 
@@ -1002,6 +1003,9 @@ fn build_opencl_in(
     let text = std::fs::read_to_string(&ir).map_err(io(&ir))?;
     write(&ir, kernels_as_functions(&text).as_bytes())?;
     let sizes = probed_sizes(&text);
+    // Work-groups may run at once in instances of their own unless they could meet through
+    // atomic operations on global memory.
+    let shareable = !text.contains("atomicrmw") && !text.contains("cmpxchg");
     let mut metas = Vec::with_capacity(kernels.len());
     let mut wrappers = Vec::with_capacity(kernels.len());
     let mut entries = Vec::with_capacity(kernels.len());
@@ -1020,7 +1024,7 @@ fn build_opencl_in(
     let loops_source = work.join("ndrange.c");
     write(
         &loops_source,
-        ndrange_loops(&metas, &wrappers, &entries, barriers).as_bytes(),
+        ndrange_loops(&metas, &wrappers, &entries, barriers, shareable).as_bytes(),
     )?;
     let loops = work.join("ndrange.o");
     lto_object(&clang, &loops_source, &loops)?;
@@ -1523,6 +1527,7 @@ fn ndrange_loops(
     c_types: &[Vec<&'static str>],
     entries: &[String],
     barriers: bool,
+    shareable: bool,
 ) -> String {
     let mut text = String::from(
         "extern int __accelhost_begin(unsigned, unsigned, unsigned, unsigned, unsigned, \
@@ -1534,8 +1539,16 @@ fn ndrange_loops(
          extern unsigned __accelhost_resume(void);\n\
          extern void __accelhost_suspended(void);\n\
          extern unsigned __accelhost_get_sp(void);\n\
-         extern void __accelhost_set_sp(unsigned);\n",
+         extern void __accelhost_set_sp(unsigned);\n\
+         extern void __accelhost_set_share(unsigned, unsigned);\n",
     );
+    if shareable {
+        text.push_str(&format!(
+            "__attribute__((export_name(\"{SHARE_EXPORT}\")))\n\
+             void __accelhost_share(unsigned index, unsigned count) {{\n\
+             \x20   __accelhost_set_share(index, count);\n}}\n"
+        ));
+    }
     for ((kernel, own), entry) in kernels.iter().zip(c_types).zip(entries) {
         let name = &kernel.name;
         let mut params = Vec::with_capacity(own.len());
@@ -1616,7 +1629,9 @@ fn ndrange_loops(
              void {LOOP_PREFIX}{name}({params}{sep}unsigned dim, unsigned g0, unsigned g1, \
              unsigned g2, unsigned l0, unsigned l1, unsigned l2, unsigned o0, unsigned o1, \
              unsigned o2) {{\n\
-             \x20   if (!__accelhost_begin(dim, g0, g1, g2, l0, l1, l2, o0, o1, o2)) __builtin_trap();\n\
+             \x20   int begun = __accelhost_begin(dim, g0, g1, g2, l0, l1, l2, o0, o1, o2);\n\
+             \x20   if (begun == 0) __builtin_trap();\n\
+             \x20   if (begun == 2) return;\n\
              {locals}{run}}}\n",
             params = params.join(", "),
             sep = if own.is_empty() { "" } else { ", " },
@@ -1886,7 +1901,7 @@ mod tests {
         let meta = opencl_meta_for_test();
         let types = vec![vec!["void *", "void *"]];
         let entries = ["k".to_owned()];
-        let plain = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, false);
+        let plain = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, false, true);
         assert!(plain.contains("void __accelhost_ndrange_k(void * a0, unsigned a1, unsigned dim"));
         assert!(plain.contains(&format!(
             "if (a1 > {LOCAL_MEMORY_BYTES}u) __builtin_trap();"
@@ -1896,11 +1911,16 @@ mod tests {
             "{plain}"
         );
         assert!(!plain.contains("__accelhost_item_k"));
-        let suspendable = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, true);
+        assert!(plain.contains(&format!("export_name(\"{SHARE_EXPORT}\")")));
+        let suspendable = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, true, false);
         assert!(suspendable.contains("__attribute__((noinline)) static void __accelhost_item_k("));
         assert!(
             suspendable.contains("__accelhost_item_k(a0, local1);"),
             "{suspendable}"
+        );
+        assert!(
+            !suspendable.contains(SHARE_EXPORT),
+            "not shareable: no share export"
         );
     }
 

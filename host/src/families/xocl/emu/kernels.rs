@@ -14,23 +14,34 @@
 //! data), then each buffer object a pointer argument falls in, whole and once however many
 //! arguments point into it, then a copy of each value of more than 8 bytes (its parameter an
 //! `i32` pointer to it). It cannot grow, so an access beyond the last buffer traps, as
-//! does the end of the launch's deadline; either is that launch's error. Buffers are copied
-//! back only when the kernel returned.
+//! does the end of the launch's deadline; either is that launch's error.
+//!
+//! A buffer is in the launch's memory one of two ways ([`Window`]): its own pages mapped in
+//! (a bank's buffers of at least [`MAP_AT_LEAST`] bytes), so that the kernel reads and writes
+//! the buffer itself and what it wrote before a trap stays written, as on hardware; or a copy,
+//! copied back only when the kernel returned. Either way the launch's memory holds nothing
+//! but the module's own memory, the buffers its arguments name and zeros.
 //!
 //! The compiled code of a loaded module is charged to the host budget of the client that
 //! loaded it, for as long as the card keeps it.
 
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::{
     Config, Engine, ExternType, Instance, Memory, MemoryType, Module, OptLevel, Store, StoreLimits,
-    StoreLimitsBuilder, Val, ValType,
+    StoreLimitsBuilder, UpdateDeadline, Val, ValType,
 };
 
-use crate::devices::{Budget, Charge};
+use crate::devices::{Budget, Charge, DmaMemory};
 use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
+/// What a module exports when its kernels' work-groups may be run in several instances at
+/// once: `(index, count)`, called before the kernel, makes the instance run the `index`th of
+/// `count` shares of the launch's work-groups.
+pub(crate) const SHARE_EXPORT: &str = "__accelhost_share";
 /// The largest kernel module the card compiles: a bound on the load's compile time.
 pub(super) const MAX_MODULE_BYTES: usize = 16 << 20;
 /// The most memory a module may declare for itself (stack and data), in 64 KiB pages.
@@ -42,6 +53,16 @@ const PAGE: u64 = 1 << 16;
 const BUFFER_ALIGN: u64 = 4096;
 /// Values of more than 8 bytes start on this boundary (OpenCL's largest vector alignment).
 const VALUE_ALIGN: u64 = 128;
+/// Buffers of at least this many bytes are mapped into a launch's memory rather than copied:
+/// below it, copying in and out costs less than mapping and unmapping.
+pub(super) const MAP_AT_LEAST: u64 = 64 << 10;
+/// A launch over mapped buffers of at least this many bytes in all runs its work-groups in
+/// shares, each in an instance of its own on a core of its own, when its module lets it.
+const SHARE_AT_LEAST: u64 = 1 << 20;
+/// The most shares of one launch.
+const MAX_SHARES: usize = 8;
+/// What a share stopped because another failed says (the launch reports the other's error).
+const STOPPED: &str = "stopped: another share of the launch failed";
 /// How often the deadline clock ticks.
 const TICK: Duration = Duration::from_millis(5);
 
@@ -78,6 +99,28 @@ pub(super) struct KernelProgram {
     own_pages: u64,
     /// The most pages its memory import accepts.
     max_pages: u64,
+    /// Whether it exports [`SHARE_EXPORT`]: its work-groups may run in several instances.
+    shareable: bool,
+}
+
+/// How a buffer a launch's pointers fall in is in the launch's memory.
+pub(super) enum Window {
+    /// The buffer's own pages (`len` bytes from `offset` of a shareable `memory`), mapped in.
+    Mapped {
+        memory: Arc<DmaMemory>,
+        offset: u64,
+        len: u64,
+    },
+    /// A copy of `len` bytes, filled before the kernel runs and written back when it returned.
+    Copied { len: u64 },
+}
+
+impl Window {
+    fn len(&self) -> u64 {
+        match self {
+            Window::Mapped { len, .. } | Window::Copied { len } => *len,
+        }
+    }
 }
 
 /// An argument of a launch, as the compute unit's registers hold it.
@@ -137,7 +180,14 @@ impl KernelProgram {
                 memory.minimum()
             ));
         }
+        let shareable = matches!(
+            module.get_export(SHARE_EXPORT),
+            Some(ExternType::Func(func))
+                if func.params().map(|p| p.to_string()).eq(["i32", "i32"])
+                    && func.results().len() == 0
+        );
         let program = KernelProgram {
+            shareable,
             code: None,
             own_pages: memory.minimum(),
             max_pages: memory.maximum().unwrap_or(MAX_PAGES).min(MAX_PAGES),
@@ -217,33 +267,45 @@ impl KernelProgram {
         Ok(())
     }
 
-    /// Runs `kernel` once with `args` (in metadata order) over windows of `window_lens`
-    /// bytes, its memory charged to `budget` while it runs, within `deadline`. `fill` writes
-    /// each window's bytes in; when the kernel returned, `write_back` gets them as the
-    /// kernel left them.
+    /// Runs `kernel` once with `args` (in metadata order) over `windows`, the memory it
+    /// adds charged to `budget` while it runs, within `deadline`. `fill` writes each copied
+    /// window's bytes in; when the kernel returned, `write_back` gets them as the kernel left
+    /// them (both in the order of `windows`, copied ones only).
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
         kernel: &str,
-        window_lens: &[u64],
+        windows: &[Window],
         args: &[LaunchArg],
         budget: Option<&Arc<Budget>>,
         deadline: Duration,
         fill: impl FnOnce(&mut [&mut [u8]]) -> Result<(), String>,
         write_back: impl FnOnce(&[&[u8]]) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut placed = Vec::with_capacity(window_lens.len());
+        let mut placed = Vec::with_capacity(windows.len());
         let mut end = self.own_pages * PAGE;
-        for len in window_lens {
+        for window in windows {
             let at = end.next_multiple_of(BUFFER_ALIGN);
             placed.push(at);
-            end = at.saturating_add(*len);
+            end = at.saturating_add(window.len());
         }
-        let mut values_placed = Vec::new();
+        let mut copied_at = Vec::new();
+        let mut copied_lens = Vec::new();
+        let mut mapped_bytes = 0;
+        for (window, &at) in windows.iter().zip(&placed) {
+            match window {
+                Window::Copied { len } => {
+                    copied_at.push(at);
+                    copied_lens.push(*len);
+                }
+                Window::Mapped { len, .. } => mapped_bytes += len,
+            }
+        }
+        let mut values = Vec::new();
         for arg in args {
             if let LaunchArg::Bytes(bytes) = arg {
                 let at = end.next_multiple_of(VALUE_ALIGN);
-                values_placed.push(at);
+                values.push((bytes.as_slice(), at));
                 end = at + bytes.len() as u64;
             }
         }
@@ -254,46 +316,24 @@ impl KernelProgram {
                 self.max_pages * PAGE
             ));
         }
-        let bytes = pages * PAGE;
+        let shares = if copied_at.is_empty() {
+            self.shares_for(mapped_bytes)
+        } else {
+            1
+        };
+        // Mapped buffers are memory the card holds already; each share has the rest.
+        let bytes = (pages * PAGE).saturating_sub(mapped_bytes) * u64::from(shares);
         let _charge = budget
             .map(|budget| budget.charge(bytes))
             .transpose()
             .map_err(|e| format!("its kernel memory of {bytes} bytes: {e}"))?;
-        let limits = StoreLimitsBuilder::new()
-            .memory_size((pages * PAGE) as usize)
-            .memories(1)
-            .instances(1)
-            .tables(8)
-            .table_elements(1 << 20)
-            .build();
-        let mut store = Store::new(engine(), limits);
-        store.limiter(|limits: &mut StoreLimits| limits);
-        store.set_epoch_deadline(deadline.as_millis().div_ceil(TICK.as_millis()) as u64 + 1);
-        store.epoch_deadline_trap();
-        let memory = Memory::new(
-            &mut store,
-            MemoryType::new(pages as u32, Some(pages as u32)),
-        )
-        .map_err(|e| format!("its memory of {pages} pages: {e:#}"))?;
-        fill(&mut windows_of(
-            memory.data_mut(&mut store),
-            &placed,
-            window_lens,
-        ))?;
-        let values = args.iter().filter_map(|arg| match arg {
-            LaunchArg::Bytes(bytes) => Some(bytes),
-            _ => None,
-        });
-        for (bytes, &at) in values.zip(&values_placed) {
-            memory.data_mut(&mut store)[at as usize..][..bytes.len()].copy_from_slice(bytes);
-        }
-        let mut values_placed = values_placed.into_iter();
+        let mut values_placed = values.iter().map(|(_, at)| at);
         let params: Vec<Val> = args
             .iter()
             .zip(self.param_types(kernel))
             .map(|(arg, ty)| match arg {
                 LaunchArg::Bytes(_) => {
-                    Val::I32(values_placed.next().expect("placed above") as u32 as i32)
+                    Val::I32(*values_placed.next().expect("placed above") as u32 as i32)
                 }
                 LaunchArg::Pointer(None) => Val::I32(0),
                 LaunchArg::Pointer(Some((window, offset))) => {
@@ -307,19 +347,114 @@ impl KernelProgram {
                 },
             })
             .collect();
-        let instance = Instance::new(&mut store, &self.module, &[memory.into()])
+        let layout = Layout {
+            pages,
+            windows,
+            placed: &placed,
+            values: &values,
+            ends: Instant::now() + deadline,
+        };
+        if shares == 1 {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (mut store, memory) = layout.memory(&stop)?;
+            fill(&mut private_windows(
+                &mut store,
+                memory,
+                &copied_at,
+                &copied_lens,
+            ))?;
+            self.run(&mut store, memory, kernel, &params, None)?;
+            let views: Vec<&[u8]> = private_windows(&mut store, memory, &copied_at, &copied_lens)
+                .into_iter()
+                .map(|w| &*w)
+                .collect();
+            return write_back(&views);
+        }
+        fill(&mut [])?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let run_share = |index: u32| {
+            let ran = layout.memory(&stop).and_then(|(mut store, memory)| {
+                self.run(&mut store, memory, kernel, &params, Some((index, shares)))
+            });
+            if ran.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            ran
+        };
+        let outcomes: Vec<Result<(), String>> = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..shares)
+                .map(|index| {
+                    std::thread::Builder::new()
+                        .name("emu-kernel-share".into())
+                        .spawn_scoped(scope, move || run_share(index))
+                })
+                .collect();
+            let mut outcomes = vec![run_share(0)];
+            for other in others {
+                outcomes.push(match other {
+                    Ok(thread) => thread
+                        .join()
+                        .unwrap_or_else(|_| Err("a share of the launch panicked".to_owned())),
+                    Err(e) => Err(format!("starting a share of the launch: {e}")),
+                });
+            }
+            outcomes
+        });
+        // The first share's own failure, not another's stopping because of it.
+        let failed = outcomes.iter().filter_map(|o| o.as_ref().err());
+        if let Some(why) = failed
+            .clone()
+            .find(|why| !why.contains(STOPPED))
+            .or(failed.clone().next())
+        {
+            return Err(why.clone());
+        }
+        write_back(&[])
+    }
+
+    /// How many shares to run a launch over buffers of `mapped_bytes` in: one, unless the
+    /// module lets its work-groups be shared and the launch is large.
+    fn shares_for(&self, mapped_bytes: u64) -> u32 {
+        if !self.shareable || mapped_bytes < SHARE_AT_LEAST {
+            return 1;
+        }
+        static CORES: OnceLock<u32> = OnceLock::new();
+        *CORES.get_or_init(|| {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_SHARES) as u32)
+        })
+    }
+
+    /// Whether a launch over a bank's buffers of `bytes` in all maps every one of them (so
+    /// that its work-groups can be shared), whatever their size.
+    pub fn maps_all_of(&self, bytes: u64) -> bool {
+        self.shares_for(bytes) > 1
+    }
+
+    /// Instantiates the module in `store` over `memory` and runs `kernel` with `params`,
+    /// only the `share` of its work-groups given.
+    fn run(
+        &self,
+        store: &mut Store<StoreLimits>,
+        memory: Memory,
+        kernel: &str,
+        params: &[Val],
+        share: Option<(u32, u32)>,
+    ) -> Result<(), String> {
+        let instance = Instance::new(&mut *store, &self.module, &[memory.into()])
             .map_err(|e| format!("instantiating the kernel: {}", trap_text(&e)))?;
+        if let Some((index, count)) = share {
+            let set_share = instance
+                .get_typed_func::<(u32, u32), ()>(&mut *store, SHARE_EXPORT)
+                .map_err(|e| format!("the kernel module's {SHARE_EXPORT}: {e:#}"))?;
+            set_share
+                .call(&mut *store, (index, count))
+                .map_err(|e| trap_text(&e))?;
+        }
         let func = instance
-            .get_func(&mut store, kernel)
+            .get_func(&mut *store, kernel)
             .ok_or_else(|| format!("the kernel module exports no function '{kernel}'"))?;
-        func.call(&mut store, &params, &mut [])
-            .map_err(|e| trap_text(&e))?;
-        let data = memory.data_mut(&mut store);
-        let views: Vec<&[u8]> = windows_of(data, &placed, window_lens)
-            .into_iter()
-            .map(|w| &*w)
-            .collect();
-        write_back(&views)
+        func.call(&mut *store, params, &mut [])
+            .map_err(|e| trap_text(&e))
     }
 
     fn param_types(&self, kernel: &str) -> Vec<ValType> {
@@ -330,19 +465,102 @@ impl KernelProgram {
     }
 }
 
-/// The windows at `placed` of `lens` bytes in a launch's memory (in order, never overlapping).
-fn windows_of<'a>(mut data: &'a mut [u8], placed: &[u64], lens: &[u64]) -> Vec<&'a mut [u8]> {
-    let mut consumed = 0;
-    let mut windows = Vec::with_capacity(placed.len());
-    for (&at, &len) in placed.iter().zip(lens) {
-        let rest = std::mem::take(&mut data);
-        let (_, rest) = rest.split_at_mut((at - consumed) as usize);
-        let (window, rest) = rest.split_at_mut(len as usize);
-        windows.push(window);
-        data = rest;
-        consumed = at + len;
+/// Where everything is in the memory of a launch (each share's alike), and when it ends.
+struct Layout<'a> {
+    pages: u64,
+    windows: &'a [Window],
+    placed: &'a [u64],
+    /// Values of more than 8 bytes and where they go.
+    values: &'a [(&'a [u8], u64)],
+    ends: Instant,
+}
+
+impl Layout<'_> {
+    /// A store for one instance of the launch, ending at the deadline or when `stop` is set,
+    /// and its memory: the mapped buffers in place, the values copied in; copied buffers are
+    /// the caller's to fill.
+    fn memory(&self, stop: &Arc<AtomicBool>) -> Result<(Store<StoreLimits>, Memory), String> {
+        let pages = self.pages;
+        let limits = StoreLimitsBuilder::new()
+            .memory_size((pages * PAGE) as usize)
+            .memories(1)
+            .instances(1)
+            .tables(8)
+            .table_elements(1 << 20)
+            .build();
+        let mut store = Store::new(engine(), limits);
+        store.limiter(|limits: &mut StoreLimits| limits);
+        let (stop, ends) = (stop.clone(), self.ends);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if stop.load(Ordering::Relaxed) {
+                Err(wasmtime::Error::msg(STOPPED))
+            } else if Instant::now() >= ends {
+                Err(wasmtime::Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
+        let memory = Memory::new(
+            &mut store,
+            MemoryType::new(pages as u32, Some(pages as u32)),
+        )
+        .map_err(|e| format!("its memory of {pages} pages: {e:#}"))?;
+        let base = NonNull::new(memory.data_ptr(&store)).expect("a memory of at least a page");
+        for (window, &at) in self.windows.iter().zip(self.placed) {
+            if let Window::Mapped {
+                memory: buffer,
+                offset,
+                len,
+            } = window
+            {
+                // SAFETY: the window lies inside this instance's memory, which only its
+                // store uses, never as Rust memory; the store is dropped, unmapping it,
+                // before the launch returns and the caller may let the buffer's pages go.
+                unsafe { buffer.map_pages_at(*offset, *len, base.add(at as usize)) }
+                    .map_err(|e| format!("mapping a buffer of {len} bytes into its memory: {e}"))?;
+            }
+        }
+        let (at, lens): (Vec<u64>, Vec<u64>) = self
+            .values
+            .iter()
+            .map(|&(bytes, at)| (at, bytes.len() as u64))
+            .unzip();
+        let places = private_windows(&mut store, memory, &at, &lens);
+        for (place, &(bytes, _)) in places.into_iter().zip(self.values) {
+            place.copy_from_slice(bytes);
+        }
+        Ok((store, memory))
     }
-    windows
+}
+
+/// The windows at `placed` of `lens` bytes in a launch's `memory` (in order, never
+/// overlapping), which must be its own pages, never a mapped buffer's: only those are memory
+/// no one else writes, that Rust may borrow.
+fn private_windows<'a>(
+    store: &'a mut Store<StoreLimits>,
+    memory: Memory,
+    placed: &[u64],
+    lens: &[u64],
+) -> Vec<&'a mut [u8]> {
+    let size = memory.data_size(&*store) as u64;
+    let base = memory.data_ptr(&*store);
+    let mut consumed = 0;
+    placed
+        .iter()
+        .zip(lens)
+        .map(|(&at, &len)| {
+            assert!(
+                at >= consumed && at + len <= size,
+                "windows in order, inside"
+            );
+            consumed = at + len;
+            // SAFETY: in bounds and disjoint (checked above), of memory that lives as long
+            // as the store this borrows, which runs no wasm meanwhile; the range is the
+            // instance's own (the caller's contract), so nothing else aliases it.
+            unsafe { std::slice::from_raw_parts_mut(base.add(at as usize), len as usize) }
+        })
+        .collect()
 }
 
 /// What a kernel's failure says: the trap (with the deadline named as such), without

@@ -10,8 +10,21 @@ typedef unsigned long size_t;
 
 static unsigned work_dim;
 static size_t global_size[3], local_size[3], global_offset[3], group[3], local[3], groups[3];
+/* This instance runs share `share` of `shares` equal shares of the launch's work-groups (the
+ * card runs a large launch's shares at once, each in an instance of its own); the groups of
+ * its share it has not finished. */
+static unsigned share, shares = 1;
+static unsigned long long groups_left;
 
-/* Starts a launch: false when its range is not one the card runs (the door checks first). */
+/* Makes this instance run the `index`th of `count` shares of the next launch's work-groups. */
+HIDDEN void __accelhost_set_share(unsigned index, unsigned count) {
+    if (count == 0 || index >= count) __builtin_trap();
+    share = index;
+    shares = count;
+}
+
+/* Starts a launch: 0 when its range is not one the card runs (the door checks first), 2 when
+ * this instance's share of it has no work-group, 1 otherwise. */
 HIDDEN int __accelhost_begin(unsigned dim, unsigned g0, unsigned g1, unsigned g2, unsigned l0,
                              unsigned l1, unsigned l2, unsigned o0, unsigned o1, unsigned o2) {
     size_t g[3] = {g0, g1, g2}, l[3] = {l0, l1, l2}, o[3] = {o0, o1, o2};
@@ -24,9 +37,34 @@ HIDDEN int __accelhost_begin(unsigned dim, unsigned g0, unsigned g1, unsigned g2
         local_size[d] = l[d];
         global_offset[d] = o[d];
         groups[d] = g[d] / l[d];
-        group[d] = local[d] = 0;
+        local[d] = 0;
     }
+    unsigned long long total, first = 0, each;
+    if (__builtin_mul_overflow((unsigned long long)groups[0] * groups[1], groups[2], &total)) {
+        /* More groups than a count holds: the first share runs them all, till its deadline. */
+        if (share != 0) return 2;
+        total = each = ~0ull;
+    } else {
+        each = total / shares + (total % shares != 0);
+        first = each * share;
+        if (first >= total) return 2;
+    }
+    groups_left = total - first < each ? total - first : each;
+    group[0] = first % groups[0];
+    group[1] = first / groups[0] % groups[1];
+    group[2] = first / groups[0] / groups[1];
     return 1;
+}
+
+/* Moves to the next work-group of this instance's share, its first work-item. */
+HIDDEN int __accelhost_next_group(void) {
+    local[0] = local[1] = local[2] = 0;
+    if (--groups_left == 0) return 0;
+    for (int d = 0; d < 3; d++) {
+        if (++group[d] < groups[d]) return 1;
+        group[d] = 0;
+    }
+    return 0;
 }
 
 /* Moves to the next work-item (x fastest, then y, z; work-group after work-group). */
@@ -35,21 +73,7 @@ HIDDEN int __accelhost_next(void) {
         if (++local[d] < local_size[d]) return 1;
         local[d] = 0;
     }
-    for (int d = 0; d < 3; d++) {
-        if (++group[d] < groups[d]) return 1;
-        group[d] = 0;
-    }
-    return 0;
-}
-
-/* Moves to the next work-group, its first work-item. */
-HIDDEN int __accelhost_next_group(void) {
-    local[0] = local[1] = local[2] = 0;
-    for (int d = 0; d < 3; d++) {
-        if (++group[d] < groups[d]) return 1;
-        group[d] = 0;
-    }
-    return 0;
+    return __accelhost_next_group();
 }
 
 /* Memory fences order nothing: a work-group's work-items run one at a time. */

@@ -2,9 +2,9 @@
 //! (wasm-encoder), so that each test says exactly what the kernel does.
 
 use wasm_encoder::{
-    BlockType, CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
-    ImportSection, Instruction as I, MemArg, MemoryType as WasmMemory, Module, TypeSection,
-    ValType as W,
+    BlockType, CodeSection, ConstExpr, EntityType, ExportKind, ExportSection, Function,
+    FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
+    MemoryType as WasmMemory, Module, TypeSection, ValType as W,
 };
 
 use super::*;
@@ -121,9 +121,47 @@ fn poke() -> Kernel {
     }
 }
 
+/// `scribble(p)`: writes its argument's first word over and over, forever.
+fn scribble() -> Kernel {
+    Kernel {
+        name: "scribble",
+        params: vec![W::I32],
+        body: vec![
+            I::Loop(BlockType::Empty),
+            I::LocalGet(0),
+            I::I32Const(0x5ec2e7),
+            I::I32Store(WORD),
+            I::Br(0),
+            I::End,
+            I::End,
+        ],
+    }
+}
+
+/// Adds the import of the kernel's memory, `env.memory` of one page of its own.
+fn import_memory(imports: &mut ImportSection) {
+    let one_page = WasmMemory {
+        minimum: 1,
+        maximum: None,
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    };
+    imports.import("env", "memory", one_page);
+}
+
 /// A module importing `env.memory` (one page of its own) and exporting `kernels`; `extra`
 /// adds an import the card must refuse.
 fn module(kernels: &[Kernel], extra_import: Option<(&str, &str)>) -> Vec<u8> {
+    module_with_globals(kernels, extra_import, 0)
+}
+
+/// [`module`], with `globals` mutable `i32` globals (0 at first) for its functions.
+fn module_with_globals(
+    kernels: &[Kernel],
+    extra_import: Option<(&str, &str)>,
+    globals: u32,
+) -> Vec<u8> {
     let mut types = TypeSection::new();
     let mut imports = ImportSection::new();
     let mut functions = FunctionSection::new();
@@ -134,17 +172,7 @@ fn module(kernels: &[Kernel], extra_import: Option<(&str, &str)>) -> Vec<u8> {
         types.ty().function([], []);
         imports.import(module, name, EntityType::Function(0));
     }
-    imports.import(
-        "env",
-        "memory",
-        WasmMemory {
-            minimum: 1,
-            maximum: None,
-            memory64: false,
-            shared: false,
-            page_size_log2: None,
-        },
-    );
+    import_memory(&mut imports);
     for (index, kernel) in (0u32..).zip(kernels) {
         let ty = index + imported_functions;
         types.ty().function(kernel.params.iter().copied(), []);
@@ -156,11 +184,21 @@ fn module(kernels: &[Kernel], extra_import: Option<(&str, &str)>) -> Vec<u8> {
         }
         code.function(&function);
     }
+    let mut global_section = GlobalSection::new();
+    for _ in 0..globals {
+        let ty = GlobalType {
+            val_type: W::I32,
+            mutable: true,
+            shared: false,
+        };
+        global_section.global(ty, &ConstExpr::i32_const(0));
+    }
     let mut module = Module::new();
     module
         .section(&types)
         .section(&imports)
         .section(&functions)
+        .section(&global_section)
         .section(&exports)
         .section(&code);
     module.finish()
@@ -170,7 +208,7 @@ fn meta(kernel: &Kernel) -> KernelMeta {
     let args: Vec<(String, ArgKind, u32)> = (0..)
         .zip(&kernel.params)
         .map(|(i, ty)| match (kernel.name, i, ty) {
-            ("bump", 0 | 1, _) | ("spin" | "crash" | "stray", 0, _) => {
+            ("bump", 0 | 1, _) | ("spin" | "crash" | "stray" | "scribble", 0, _) => {
                 (format!("p{i}"), ArgKind::Global, 8)
             }
             (_, _, W::I64) => (format!("s{i}"), ArgKind::Scalar, 8),
@@ -193,7 +231,7 @@ fn card_with_deadline(deadline_ms: u64) -> EmulatedCard {
 }
 
 fn all_kernels() -> Vec<Kernel> {
-    vec![bump(), spin(), crash(), stray(), poke()]
+    vec![bump(), spin(), crash(), stray(), poke(), scribble()]
 }
 
 /// The image of every test kernel, one compute unit each (unit i runs kernel i).
@@ -208,7 +246,7 @@ fn kernel_client(card: &EmulatedCard) -> Box<dyn XoclClient> {
     let client = client(card);
     let image = image();
     client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
-    for cu in 0..5 {
+    for cu in 0..all_kernels().len() as u32 {
         client.open_context(KUUID, cu, false).unwrap();
     }
     client
@@ -245,7 +283,16 @@ fn get(client: &dyn XoclClient, bo: &BoInfo, n: usize) -> Vec<u32> {
 
 /// Launches unit `cu` (kernel `all_kernels()[cu]`) with `values` in its argument order.
 fn launch(client: &dyn XoclClient, cu: u32, values: &[u64]) -> Arc<Completion> {
-    let kernel = meta(&all_kernels()[cu as usize]);
+    launch_kernel(client, cu, &meta(&all_kernels()[cu as usize]), values)
+}
+
+/// Launches unit `cu`, which runs `kernel`, with `values` in its argument order.
+fn launch_kernel(
+    client: &dyn XoclClient,
+    cu: u32,
+    kernel: &KernelMeta,
+    values: &[u64],
+) -> Arc<Completion> {
     let mut regmap = vec![0u32; (kernel.args_end() / 4) as usize];
     for (arg, &value) in kernel.args.iter().zip(values) {
         let word = (arg.offset / 4) as usize;
@@ -271,11 +318,17 @@ fn failure(state: CompletionState) -> String {
 
 #[test]
 fn a_kernel_from_the_module_reads_and_writes_its_buffers_and_scalars() {
+    // Host-only buffers and small ones are copied in and out; a bank's large ones mapped.
+    for (n, bank) in [(3000, None), (3000, Some(0)), (1 << 16, Some(0))] {
+        reads_and_writes_its_buffers_and_scalars(n, bank);
+    }
+}
+
+fn reads_and_writes_its_buffers_and_scalars(n: u32, bank: Option<u32>) {
     let card = card();
     let client = kernel_client(&card);
-    let n = 3000u32;
-    let src = client.create_bo(u64::from(n) * 4, None).unwrap();
-    let dst = client.create_bo(u64::from(n) * 4, None).unwrap();
+    let src = client.create_bo(u64::from(n) * 4, bank).unwrap();
+    let dst = client.create_bo(u64::from(n) * 4, bank).unwrap();
     put(&*client, &src, &(0..n).collect::<Vec<_>>());
     let k = (7u64 << 32) | 5;
     let run = launch(
@@ -289,7 +342,7 @@ fn a_kernel_from_the_module_reads_and_writes_its_buffers_and_scalars() {
         (0..n).map(|i| i + 5).collect::<Vec<_>>(),
         "the i64 scalar arrived whole (its low word added)"
     );
-    // Two pointers into one buffer object see one copy: the second half becomes the first
+    // Two pointers into one buffer object see one window: the second half becomes the first
     // half plus one, written where the kernel reads it next.
     let half = n / 2;
     let run = launch(
@@ -334,7 +387,7 @@ fn an_endless_kernel_ends_at_its_deadline_and_the_card_goes_on() {
 }
 
 #[test]
-fn a_trapping_or_straying_kernel_fails_its_launch_and_writes_nothing_back() {
+fn a_trapping_or_straying_kernel_fails_its_launch_and_writes_only_its_own_buffers() {
     let card = card();
     let client = kernel_client(&card);
     let other = client_of_image(&card);
@@ -375,6 +428,69 @@ fn a_trapping_or_straying_kernel_fails_its_launch_and_writes_nothing_back() {
 
     assert_eq!(get(&*other, &theirs, 1024), vec![7; 1024]);
     assert_eq!(get(&*client, &mine, 1024), vec![9; 1024]);
+
+    // A bank's buffer mapped into the launch keeps what the kernel wrote before it trapped
+    // (as on hardware), and nothing past it: the rest of the bank is not the kernel's.
+    let neighbour = other.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    let mapped = client.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    let after = other.create_bo(64 << 20, Some(0)).unwrap();
+    put(&*other, &neighbour, &[7; 1024]);
+    put(&*other, &after, &[7; 1024]);
+    put(&*client, &mapped, &[9; 1024]);
+    let why = failure(wait(&launch(&*client, 3, &[mapped.device_address])));
+    assert!(why.contains("out of bounds"), "{why}");
+    let mut expected = vec![9; 1024];
+    expected[0] = 0x5ec2e7;
+    assert_eq!(get(&*client, &mapped, 1024), expected);
+    assert_eq!(get(&*other, &neighbour, 1024), vec![7; 1024]);
+    assert_eq!(get(&*other, &after, 1024), vec![7; 1024]);
+}
+
+#[test]
+fn a_freed_buffers_bank_range_reads_as_zeros_to_its_next_owner() {
+    let card = card();
+    let first = kernel_client(&card);
+    let second = client_of_image(&card);
+    for size in [4096, MAP_AT_LEAST] {
+        let gone = first.create_bo(size, Some(0)).unwrap();
+        put(&*first, &gone, &[0x5ec2e7; 1024]);
+        first.free_bo(gone.handle).unwrap();
+        let next = second.create_bo(size, Some(0)).unwrap();
+        assert_eq!(next.device_address, gone.device_address, "the same range");
+        assert_eq!(get(&*second, &next, 1024), vec![0; 1024]);
+        second.free_bo(next.handle).unwrap();
+    }
+}
+
+#[test]
+fn a_buffer_freed_under_a_running_kernel_goes_to_no_one_until_the_launch_ends() {
+    let card = card_with_deadline(400);
+    let client = kernel_client(&card);
+    let other = client_of_image(&card);
+    let doomed = client.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    let running = launch(&*client, 5, &[doomed.device_address]);
+    // The kernel writes the buffer itself, while it runs.
+    let started = Instant::now();
+    while get(&*client, &doomed, 1) != [0x5ec2e7] {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the kernel never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    client.free_bo(doomed.handle).unwrap();
+    let theirs = other.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    assert_ne!(
+        theirs.device_address, doomed.device_address,
+        "the range is parked while the kernel maps it"
+    );
+    let why = failure(wait(&running));
+    assert!(why.contains("ran past its deadline"), "{why}");
+    assert_eq!(get(&*other, &theirs, 1024), vec![0; 1024]);
+    // After the launch the range is the bank's again, and holds nothing of the kernel's.
+    let next = other.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    assert_eq!(next.device_address, doomed.device_address);
+    assert_eq!(get(&*other, &next, 1024), vec![0; 1024]);
 }
 
 #[test]
@@ -406,6 +522,21 @@ fn a_launchs_memory_is_charged_to_its_clients_dma_budget() {
     );
     let why = failure(wait(&run));
     assert!(why.contains("its kernel memory of"), "{why}");
+
+    // A bank's buffer is mapped, not copied: the launch adds only the module's own page.
+    client.free_bo(large.handle).unwrap();
+    drop(large);
+    let banked = client.create_bo(3 << 19, Some(0)).unwrap();
+    let run = launch(
+        &*client,
+        0,
+        &[banked.device_address, banked.device_address, 4, 1],
+    );
+    assert_eq!(
+        wait(&run),
+        CompletionState::Complete,
+        "2.5 MiB kept; a copy of 1.5 MiB would not fit"
+    );
 }
 
 /// A second client of a card [`kernel_client`] loaded.
@@ -560,4 +691,127 @@ fn a_load_refused_for_its_code_leaves_an_image_of_other_banks_in_place() {
     assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
     let loaded = client.loaded_xclbin().expect("the first image stays");
     assert_eq!(loaded.xclbin.uuid, KUUID);
+}
+
+/// A module whose work-groups may be shared (it exports the share setter, which keeps its
+/// arguments in two globals), with two kernels of one pointer `p`: `whoami` writes the share
+/// count at `p[index]`; `split` traps in share 1 and loops forever in every other.
+fn shared_module() -> Vec<u8> {
+    let set_share = Kernel {
+        name: SHARE_EXPORT,
+        params: vec![W::I32, W::I32],
+        body: vec![
+            I::LocalGet(0),
+            I::GlobalSet(0),
+            I::LocalGet(1),
+            I::GlobalSet(1),
+            I::End,
+        ],
+    };
+    let whoami = Kernel {
+        name: "whoami",
+        params: vec![W::I32],
+        body: vec![
+            I::LocalGet(0),
+            I::GlobalGet(0),
+            I::I32Const(2),
+            I::I32Shl,
+            I::I32Add,
+            I::GlobalGet(1),
+            I::I32Store(WORD),
+            I::End,
+        ],
+    };
+    let split = Kernel {
+        name: "split",
+        params: vec![W::I32],
+        body: vec![
+            I::GlobalGet(0),
+            I::I32Const(1),
+            I::I32Eq,
+            I::If(BlockType::Empty),
+            I::Unreachable,
+            I::End,
+            I::Loop(BlockType::Empty),
+            I::Br(0),
+            I::End,
+            I::End,
+        ],
+    };
+    module_with_globals(&[set_share, whoami, split], None, 2)
+}
+
+const SHARED_UUID: Guid = Guid::new(0x5348, 0x4152);
+
+/// A client of `card` with [`shared_module`]'s image loaded: unit 0 runs `whoami`, unit 1
+/// `split`.
+fn shared_client(card: &EmulatedCard) -> (Box<dyn XoclClient>, Vec<KernelMeta>) {
+    let metas: Vec<KernelMeta> = ["whoami", "split"]
+        .iter()
+        .map(|name| KernelMeta::with_hls_offsets(name, &[("p".to_owned(), ArgKind::Global, 8)]))
+        .collect();
+    let image = XclbinBuilder::kernels(SHARED_UUID, &metas, shared_module(), 1).build();
+    let client = client(card);
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    for cu in 0..2 {
+        client.open_context(SHARED_UUID, cu, false).unwrap();
+    }
+    (client, metas)
+}
+
+/// How many shares a large launch of a module that allows them runs in on this machine.
+fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u32)
+}
+
+#[test]
+fn a_large_launch_of_a_shareable_module_runs_one_share_per_core() {
+    let card = card();
+    let (client, metas) = shared_client(&card);
+    let shares = cores();
+    let unwritten = [u32::MAX; 8];
+    let whoami = |bo: &BoInfo| {
+        put(&*client, bo, &unwritten);
+        let run = launch_kernel(&*client, 0, &metas[0], &[bo.device_address]);
+        assert_eq!(wait(&run), CompletionState::Complete);
+        get(&*client, bo, 8)
+    };
+    let told_of = |count: u32, instances: usize| {
+        let mut expected = unwritten;
+        expected[..instances].fill(count);
+        expected.to_vec()
+    };
+    // Below the size worth a thread, one instance runs it all, told of no shares.
+    let small = client.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    assert_eq!(whoami(&small), told_of(0, 1));
+    let large = client.create_bo(1 << 20, Some(0)).unwrap();
+    if shares > 1 {
+        assert_eq!(whoami(&large), told_of(shares, shares as usize));
+    } else {
+        assert_eq!(whoami(&large), told_of(0, 1), "one core: one instance");
+    }
+    // A host-only buffer is copied, and each share would write a copy of its own: one share,
+    // however large the launch.
+    let host = client.create_bo(2 << 20, None).unwrap();
+    assert_eq!(whoami(&host), told_of(0, 1));
+}
+
+#[test]
+fn a_share_that_traps_stops_the_others_and_fails_the_launch_with_its_trap() {
+    if cores() < 2 {
+        eprintln!("skipped: one core here, so no launch runs in shares");
+        return;
+    }
+    let card = card_with_deadline(8_000);
+    let (client, metas) = shared_client(&card);
+    let bo = client.create_bo(1 << 20, Some(0)).unwrap();
+    let started = Instant::now();
+    let run = launch_kernel(&*client, 1, &metas[1], &[bo.device_address]);
+    let why = failure(wait(&run));
+    assert!(why.contains("unreachable"), "{why}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the looping share was stopped, not left to its deadline: {:?}",
+        started.elapsed()
+    );
 }
