@@ -615,6 +615,71 @@ mod tests {
     }
 
     #[test]
+    fn pages_map_elsewhere_only_whole_and_from_a_memfd_and_discarded_pages_read_zero() {
+        let page = page_size();
+        let budget = Budget::unlimited(BudgetKind::Dma);
+        let shared =
+            DmaMemory::allocate_shareable(3 * page, OwnerId::fresh(), &budget, false).unwrap();
+        let private = memory(3 * page, &budget).unwrap();
+        // A place to map into: an anonymous mapping of two pages of our own.
+        let window = map_anonymous(2 * page, false).unwrap();
+        let errno_of = |result: io::Result<()>| result.unwrap_err().raw_os_error();
+        // SAFETY: `window` is our own mapping, used only through these calls and volatile
+        // reads and writes of its first page, and unmapped at the end.
+        unsafe {
+            let misaligned = NonNull::new(window.as_ptr().add(1)).unwrap();
+            assert_eq!(
+                errno_of(shared.map_pages_at(0, page, misaligned)),
+                Some(libc::EINVAL)
+            );
+            assert_eq!(
+                errno_of(shared.map_pages_at(1, page, window)),
+                Some(libc::EINVAL)
+            );
+            assert_eq!(
+                errno_of(shared.map_pages_at(0, page + 1, window)),
+                Some(libc::EINVAL)
+            );
+            assert_eq!(
+                errno_of(shared.map_pages_at(2 * page, 2 * page, window)),
+                Some(libc::EINVAL)
+            );
+            assert_eq!(
+                errno_of(shared.map_pages_at(0, 0, window)),
+                Some(libc::EINVAL)
+            );
+            assert_eq!(
+                errno_of(private.map_pages_at(0, page, window)),
+                Some(libc::ENOTSUP)
+            );
+
+            shared.write(page, &[7; 8]).unwrap();
+            shared.map_pages_at(page, page, window).unwrap();
+            assert_eq!(
+                window.as_ptr().read_volatile(),
+                7,
+                "the memory's page, seen there"
+            );
+            window.as_ptr().add(1).write_volatile(9);
+            let mut back = [0u8; 2];
+            shared.read(page, &mut back).unwrap();
+            assert_eq!(back, [7, 9], "written there, seen here");
+
+            shared.discard(page, page).unwrap();
+            shared.read(page, &mut back).unwrap();
+            assert_eq!(back, [0, 0]);
+            assert_eq!(window.as_ptr().read_volatile(), 0, "and in every mapping");
+            libc::munmap(window.as_ptr().cast(), 2 * page as usize);
+        }
+        assert!(shared.discard(2 * page, 2 * page).is_err(), "past the end");
+        private.write(0, &[5; 8]).unwrap();
+        private.discard(0, page).unwrap();
+        let mut back = [1u8; 8];
+        private.read(0, &mut back).unwrap();
+        assert_eq!(back, [0; 8], "anonymous memory too");
+    }
+
+    #[test]
     fn a_store_wakes_a_waiter_before_its_timeout() {
         let budget = Budget::new(BudgetKind::Dma, 1 << 20);
         let mem = memory(4096, &budget).unwrap();

@@ -60,7 +60,7 @@ pub(super) const MAP_AT_LEAST: u64 = 64 << 10;
 /// shares, each in an instance of its own on a core of its own, when its module lets it.
 const SHARE_AT_LEAST: u64 = 1 << 20;
 /// The most shares of one launch.
-const MAX_SHARES: usize = 8;
+pub(super) const MAX_SHARES: usize = 8;
 /// What a share stopped because another failed says (the launch reports the other's error).
 const STOPPED: &str = "stopped: another share of the launch failed";
 /// How often the deadline clock ticks.

@@ -761,7 +761,9 @@ fn shared_client(card: &EmulatedCard) -> (Box<dyn XoclClient>, Vec<KernelMeta>) 
 
 /// How many shares a large launch of a module that allows them runs in on this machine.
 fn cores() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u32)
+    std::thread::available_parallelism().map_or(1, |n| {
+        n.get().min(crate::families::xocl::emu::kernels::MAX_SHARES) as u32
+    })
 }
 
 #[test]
