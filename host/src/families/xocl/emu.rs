@@ -658,7 +658,11 @@ impl XoclClient for EmulatedClient {
         let size = size
             .checked_next_multiple_of(BO_ALIGN)
             .ok_or_else(|| errno(libc::ENOMEM))?;
-        let host = self.owner.allocate_dma(size, false)?;
+        // Kept kernel instances hold the client's budget only while nothing else needs it.
+        let host = match self.owner.allocate_dma(size, false) {
+            Err(_) if self.forget_kept() => self.owner.allocate_dma(size, false)?,
+            allocated => allocated?,
+        };
         if bank.is_none() {
             // A host-memory BO is pinned by XRT when it is created: fault it in now, not
             // during the first copy into it.
@@ -882,6 +886,17 @@ fn slot_unit(state: &mut CardState, uuid: Guid, cu: u32) -> io::Result<&mut Vec<
     Ok(&mut state.contexts[cu as usize])
 }
 
+impl EmulatedClient {
+    /// Drops the kernel instances the card keeps for this client, giving their memory back
+    /// to its budget; whether there were any.
+    fn forget_kept(&self) -> bool {
+        let programs = lock(&self.card.state).kernel_programs();
+        programs
+            .iter()
+            .fold(false, |any, program| program.forget(self.id) | any)
+    }
+}
+
 impl Drop for EmulatedClient {
     fn drop(&mut self) {
         let mut state = lock(&self.card.state);
@@ -900,7 +915,11 @@ impl Drop for EmulatedClient {
         for handle in handles {
             let _ = free_bo(&mut state, client, handle);
         }
+        let programs = state.kernel_programs();
         drop(state);
+        for program in programs {
+            program.forget(client);
+        }
         fail_all(doomed, "the client closed the device");
     }
 }
@@ -950,6 +969,19 @@ impl Bank {
 }
 
 impl CardState {
+    /// The kernel modules of the loaded images, each once.
+    fn kernel_programs(&self) -> Vec<Arc<KernelProgram>> {
+        let mut programs: Vec<Arc<KernelProgram>> = Vec::new();
+        for cu in self.cus.iter().flatten() {
+            if let Some((program, _)) = &cu.kernel
+                && !programs.iter().any(|p| Arc::ptr_eq(p, program))
+            {
+                programs.push(program.clone());
+            }
+        }
+        programs
+    }
+
     /// Returns to their banks the parked ranges no launch maps any more (a range of banks an
     /// image of other banks replaced meanwhile went with them).
     fn release_parked(&mut self) {
@@ -1573,6 +1605,7 @@ impl ComputeUnit {
         };
         let outcome = program.launch(
             &meta.name,
+            client,
             &windows,
             &args,
             budget.as_ref(),
@@ -1580,9 +1613,16 @@ impl ComputeUnit {
             fill,
             write_back,
         );
+        let mut state = lock(&card.state);
         if !pins.is_empty() {
             drop(pins);
-            lock(&card.state).release_parked();
+            state.release_parked();
+        }
+        // A client that closed meanwhile left its kept instances to the launch.
+        let closed = !state.budgets.contains_key(&client);
+        drop(state);
+        if closed {
+            program.forget(client);
         }
         outcome
     }

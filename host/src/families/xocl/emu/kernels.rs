@@ -1,6 +1,6 @@
 //! The emulated card's own kernels: the WebAssembly module an xclbin carries, compiled when
-//! the xclbin is loaded and checked against its metadata, and run in a fresh instance per
-//! launch whose only memory holds copies of the buffer objects the launch's pointers name.
+//! the xclbin is loaded and checked against its metadata, and run in an instance whose only
+//! memory holds the module's own pages and the buffer objects the launch's pointers name.
 //!
 //! The contract of a kernel module:
 //! - it imports its memory (`env.memory`, 32-bit, not shared) and nothing else;
@@ -22,12 +22,22 @@
 //! copied back only when the kernel returned. Either way the launch's memory holds nothing
 //! but the module's own memory, the buffers its arguments name and zeros.
 //!
+//! An instance that ran a launch to its end is kept (at most [`KEPT_INSTANCES`] per module)
+//! for the next launch of the same client over the same buffers at the same places, so that
+//! the page tables of its mapped buffers and its own pages stay filled between launches (a
+//! fresh mapping faults on every page the kernel touches). A kept instance belongs to one
+//! client: another client, other buffers, a trap or a failed launch start fresh. Its own
+//! pages stay charged to the client's DMA budget while it is kept, and are given back when
+//! the client closes or needs the room ([`KernelProgram::forget`]). What a kernel leaves in
+//! its own memory (statics, `__local` arrays) is there at the next launch of a kept
+//! instance, as an HLS kernel's statics are on hardware; a kernel cannot count on it.
+//!
 //! The compiled code of a loaded module is charged to the host budget of the client that
 //! loaded it, for as long as the card keeps it.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use wasmtime::{
@@ -35,7 +45,7 @@ use wasmtime::{
     StoreLimitsBuilder, UpdateDeadline, Val, ValType,
 };
 
-use crate::devices::{Budget, Charge, DmaMemory};
+use crate::devices::{Budget, Charge, DmaMemory, lock};
 use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
 /// What a module exports when its kernels' work-groups may be run in several instances at
@@ -65,6 +75,8 @@ pub(super) const MAX_SHARES: usize = 8;
 const STOPPED: &str = "stopped: another share of the launch failed";
 /// How often the deadline clock ticks.
 const TICK: Duration = Duration::from_millis(5);
+/// The most instances a module keeps between launches: one per share of a launch.
+pub(super) const KEPT_INSTANCES: usize = MAX_SHARES;
 
 /// The engine every card's kernels share, with its deadline clock.
 fn engine() -> &'static Engine {
@@ -101,6 +113,71 @@ pub(super) struct KernelProgram {
     max_pages: u64,
     /// Whether it exports [`SHARE_EXPORT`]: its work-groups may run in several instances.
     shareable: bool,
+    /// Instances that ran a launch to its end, oldest first.
+    kept: Mutex<Vec<Instantiated>>,
+}
+
+/// An instance of the module over a launch's memory, with what it was made for.
+struct Instantiated {
+    made_for: MadeFor,
+    store: Store<StoreLimits>,
+    memory: Memory,
+    instance: Instance,
+    /// Its own pages, charged to the launching client's budget.
+    _charge: Option<Charge>,
+}
+
+/// What a launch's instance is made for: who launched, the memory's size, each window (the
+/// shareable memory of a mapped one, its offset and length, and where it is placed) and the
+/// share it runs. A launch may use a kept instance made for exactly the same.
+struct MadeFor {
+    client: u64,
+    pages: u64,
+    windows: Vec<(Option<Arc<DmaMemory>>, u64, u64, u64)>,
+    share: Option<(u32, u32)>,
+}
+
+impl MadeFor {
+    fn new(client: u64, layout: &Layout<'_>, share: Option<(u32, u32)>) -> MadeFor {
+        let windows = layout
+            .windows
+            .iter()
+            .zip(layout.placed)
+            .map(|(window, &at)| match window {
+                Window::Mapped {
+                    memory,
+                    offset,
+                    len,
+                } => (Some(memory.clone()), *offset, *len, at),
+                Window::Copied { len } => (None, 0, *len, at),
+            })
+            .collect();
+        MadeFor {
+            client,
+            pages: layout.pages,
+            windows,
+            share,
+        }
+    }
+
+    fn same_as(&self, other: &MadeFor) -> bool {
+        let same_window = |a: &(Option<Arc<DmaMemory>>, u64, u64, u64),
+                           b: &(Option<Arc<DmaMemory>>, u64, u64, u64)| {
+            let same_memory = match (&a.0, &b.0) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            same_memory && (a.1, a.2, a.3) == (b.1, b.2, b.3)
+        };
+        (self.client, self.pages, self.share) == (other.client, other.pages, other.share)
+            && self.windows.len() == other.windows.len()
+            && self
+                .windows
+                .iter()
+                .zip(&other.windows)
+                .all(|(a, b)| same_window(a, b))
+    }
 }
 
 /// How a buffer a launch's pointers fall in is in the launch's memory.
@@ -192,6 +269,7 @@ impl KernelProgram {
             own_pages: memory.minimum(),
             max_pages: memory.maximum().unwrap_or(MAX_PAGES).min(MAX_PAGES),
             module,
+            kept: Mutex::new(Vec::new()),
         };
         for kernel in kernels {
             program.check(kernel)?;
@@ -267,14 +345,16 @@ impl KernelProgram {
         Ok(())
     }
 
-    /// Runs `kernel` once with `args` (in metadata order) over `windows`, the memory it
-    /// adds charged to `budget` while it runs, within `deadline`. `fill` writes each copied
-    /// window's bytes in; when the kernel returned, `write_back` gets them as the kernel left
-    /// them (both in the order of `windows`, copied ones only).
+    /// Runs `kernel` once for `client` with `args` (in metadata order) over `windows`, the
+    /// memory it adds charged to `budget` while it runs or its instance is kept, within
+    /// `deadline`. `fill` writes each copied window's bytes in; when the kernel returned,
+    /// `write_back` gets them as the kernel left them (both in the order of `windows`,
+    /// copied ones only).
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
         kernel: &str,
+        client: u64,
         windows: &[Window],
         args: &[LaunchArg],
         budget: Option<&Arc<Budget>>,
@@ -321,12 +401,8 @@ impl KernelProgram {
         } else {
             1
         };
-        // Mapped buffers are memory the card holds already; each share has the rest.
-        let bytes = (pages * PAGE).saturating_sub(mapped_bytes) * u64::from(shares);
-        let _charge = budget
-            .map(|budget| budget.charge(bytes))
-            .transpose()
-            .map_err(|e| format!("its kernel memory of {bytes} bytes: {e}"))?;
+        // Mapped buffers are memory the card holds already; each instance has the rest.
+        let own_bytes = (pages * PAGE).saturating_sub(mapped_bytes);
         let mut values_placed = values.iter().map(|(_, at)| at);
         let params: Vec<Val> = args
             .iter()
@@ -354,27 +430,33 @@ impl KernelProgram {
             values: &values,
             ends: Instant::now() + deadline,
         };
+        let stop = Arc::new(AtomicBool::new(false));
+        let ready = |share| self.instance_for(client, &layout, share, budget, own_bytes, &stop);
         if shares == 1 {
-            let stop = Arc::new(AtomicBool::new(false));
-            let (mut store, memory) = layout.memory(&stop)?;
+            let mut made = ready(None)?;
             fill(&mut private_windows(
-                &mut store,
-                memory,
+                &mut made.store,
+                made.memory,
                 &copied_at,
                 &copied_lens,
             ))?;
-            self.run(&mut store, memory, kernel, &params, None)?;
-            let views: Vec<&[u8]> = private_windows(&mut store, memory, &copied_at, &copied_lens)
-                .into_iter()
-                .map(|w| &*w)
-                .collect();
-            return write_back(&views);
+            self.run(&mut made, kernel, &params, None)?;
+            let views: Vec<&[u8]> =
+                private_windows(&mut made.store, made.memory, &copied_at, &copied_lens)
+                    .into_iter()
+                    .map(|w| &*w)
+                    .collect();
+            write_back(&views)?;
+            self.keep(made);
+            return Ok(());
         }
         fill(&mut [])?;
-        let stop = Arc::new(AtomicBool::new(false));
         let run_share = |index: u32| {
-            let ran = layout.memory(&stop).and_then(|(mut store, memory)| {
-                self.run(&mut store, memory, kernel, &params, Some((index, shares)))
+            let share = Some((index, shares));
+            let ran = ready(share).and_then(|mut made| {
+                self.run(&mut made, kernel, &params, share)?;
+                self.keep(made);
+                Ok(())
             });
             if ran.is_err() {
                 stop.store(true, Ordering::Relaxed);
@@ -412,6 +494,84 @@ impl KernelProgram {
         write_back(&[])
     }
 
+    /// An instance for `share` of the launch `layout` describes, ending at its deadline or
+    /// when `stop` is set, its values written: one kept for exactly that, or else a fresh one
+    /// whose `own_bytes` are charged to `budget` (after dropping the client's other kept
+    /// instances, when that makes the room).
+    fn instance_for(
+        &self,
+        client: u64,
+        layout: &Layout<'_>,
+        share: Option<(u32, u32)>,
+        budget: Option<&Arc<Budget>>,
+        own_bytes: u64,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Instantiated, String> {
+        let made_for = MadeFor::new(client, layout, share);
+        let kept = {
+            let mut kept = lock(&self.kept);
+            let found = kept.iter().position(|k| k.made_for.same_as(&made_for));
+            found.map(|at| kept.remove(at))
+        };
+        let mut made = match kept {
+            Some(made) => made,
+            None => {
+                let charge = |budget: &Arc<Budget>| budget.charge(own_bytes);
+                let charge = match budget.map(charge).transpose() {
+                    Err(_) if self.forget(client) => budget.map(charge).transpose(),
+                    charged => charged,
+                }
+                .map_err(|e| format!("its kernel memory of {own_bytes} bytes: {e}"))?;
+                let (mut store, memory) = layout.memory()?;
+                layout.arm(&mut store, stop);
+                let instance = Instance::new(&mut store, &self.module, &[memory.into()])
+                    .map_err(|e| format!("instantiating the kernel: {}", trap_text(&e)))?;
+                Instantiated {
+                    made_for,
+                    store,
+                    memory,
+                    instance,
+                    _charge: charge,
+                }
+            }
+        };
+        layout.arm(&mut made.store, stop);
+        layout.write_values(&mut made.store, made.memory);
+        Ok(made)
+    }
+
+    /// Keeps an instance that ran a launch to its end for the next launch made for the same,
+    /// dropping the oldest kept one past [`KEPT_INSTANCES`].
+    fn keep(&self, made: Instantiated) {
+        let dropped = {
+            let mut kept = lock(&self.kept);
+            kept.push(made);
+            (kept.len() > KEPT_INSTANCES).then(|| kept.remove(0))
+        };
+        // Unmapped outside the lock.
+        drop(dropped);
+    }
+
+    /// Drops the instances kept for `client` (giving back their memory); whether there were
+    /// any.
+    pub fn forget(&self, client: u64) -> bool {
+        let forgotten: Vec<Instantiated> = {
+            let mut kept = lock(&self.kept);
+            let (forgotten, others) = std::mem::take(&mut *kept)
+                .into_iter()
+                .partition(|k| k.made_for.client == client);
+            *kept = others;
+            forgotten
+        };
+        !forgotten.is_empty()
+    }
+
+    /// How many instances the module keeps now.
+    #[cfg(test)]
+    pub fn kept_instances(&self) -> usize {
+        lock(&self.kept).len()
+    }
+
     /// How many shares to run a launch over buffers of `mapped_bytes` in: one, unless the
     /// module lets its work-groups be shared and the launch is large.
     fn shares_for(&self, mapped_bytes: u64) -> u32 {
@@ -430,18 +590,15 @@ impl KernelProgram {
         self.shares_for(bytes) > 1
     }
 
-    /// Instantiates the module in `store` over `memory` and runs `kernel` with `params`,
-    /// only the `share` of its work-groups given.
+    /// Runs `kernel` with `params` in `made`, only the `share` of its work-groups given.
     fn run(
         &self,
-        store: &mut Store<StoreLimits>,
-        memory: Memory,
+        made: &mut Instantiated,
         kernel: &str,
         params: &[Val],
         share: Option<(u32, u32)>,
     ) -> Result<(), String> {
-        let instance = Instance::new(&mut *store, &self.module, &[memory.into()])
-            .map_err(|e| format!("instantiating the kernel: {}", trap_text(&e)))?;
+        let (store, instance) = (&mut made.store, made.instance);
         if let Some((index, count)) = share {
             let set_share = instance
                 .get_typed_func::<(u32, u32), ()>(&mut *store, SHARE_EXPORT)
@@ -476,10 +633,9 @@ struct Layout<'a> {
 }
 
 impl Layout<'_> {
-    /// A store for one instance of the launch, ending at the deadline or when `stop` is set,
-    /// and its memory: the mapped buffers in place, the values copied in; copied buffers are
-    /// the caller's to fill.
-    fn memory(&self, stop: &Arc<AtomicBool>) -> Result<(Store<StoreLimits>, Memory), String> {
+    /// A store for one instance of the launch and its memory, the mapped buffers in place;
+    /// copied buffers are the caller's to fill.
+    fn memory(&self) -> Result<(Store<StoreLimits>, Memory), String> {
         let pages = self.pages;
         let limits = StoreLimitsBuilder::new()
             .memory_size((pages * PAGE) as usize)
@@ -490,17 +646,6 @@ impl Layout<'_> {
             .build();
         let mut store = Store::new(engine(), limits);
         store.limiter(|limits: &mut StoreLimits| limits);
-        let (stop, ends) = (stop.clone(), self.ends);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if stop.load(Ordering::Relaxed) {
-                Err(wasmtime::Error::msg(STOPPED))
-            } else if Instant::now() >= ends {
-                Err(wasmtime::Trap::Interrupt.into())
-            } else {
-                Ok(UpdateDeadline::Continue(1))
-            }
-        });
         let memory = Memory::new(
             &mut store,
             MemoryType::new(pages as u32, Some(pages as u32)),
@@ -516,21 +661,40 @@ impl Layout<'_> {
             {
                 // SAFETY: the window lies inside this instance's memory, which only its
                 // store uses, never as Rust memory; the store is dropped, unmapping it,
-                // before the launch returns and the caller may let the buffer's pages go.
+                // before its bank (which the store's key holds) is.
                 unsafe { buffer.map_pages_at(*offset, *len, base.add(at as usize)) }
                     .map_err(|e| format!("mapping a buffer of {len} bytes into its memory: {e}"))?;
             }
         }
+        Ok((store, memory))
+    }
+
+    /// Makes the wasm `store` runs end at the launch's deadline, or when `stop` is set.
+    fn arm(&self, store: &mut Store<StoreLimits>, stop: &Arc<AtomicBool>) {
+        let (stop, ends) = (stop.clone(), self.ends);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if stop.load(Ordering::Relaxed) {
+                Err(wasmtime::Error::msg(STOPPED))
+            } else if Instant::now() >= ends {
+                Err(wasmtime::Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
+    }
+
+    /// Copies the launch's values of more than 8 bytes into `memory`.
+    fn write_values(&self, store: &mut Store<StoreLimits>, memory: Memory) {
         let (at, lens): (Vec<u64>, Vec<u64>) = self
             .values
             .iter()
             .map(|&(bytes, at)| (at, bytes.len() as u64))
             .unzip();
-        let places = private_windows(&mut store, memory, &at, &lens);
+        let places = private_windows(store, memory, &at, &lens);
         for (place, &(bytes, _)) in places.into_iter().zip(self.values) {
             place.copy_from_slice(bytes);
         }
-        Ok((store, memory))
     }
 }
 

@@ -139,6 +139,29 @@ fn scribble() -> Kernel {
 }
 
 /// Adds the import of the kernel's memory, `env.memory` of one page of its own.
+/// `count(p, fail)`: adds one to the instance's counter (a global) and writes it to `p[0]`,
+/// then traps if `fail` is not 0.
+fn count() -> Kernel {
+    Kernel {
+        name: "count",
+        params: vec![W::I32, W::I32],
+        body: vec![
+            I::GlobalGet(0),
+            I::I32Const(1),
+            I::I32Add,
+            I::GlobalSet(0),
+            I::LocalGet(0),
+            I::GlobalGet(0),
+            I::I32Store(WORD),
+            I::LocalGet(1),
+            I::If(BlockType::Empty),
+            I::Unreachable,
+            I::End,
+            I::End,
+        ],
+    }
+}
+
 fn import_memory(imports: &mut ImportSection) {
     let one_page = WasmMemory {
         minimum: 1,
@@ -152,8 +175,9 @@ fn import_memory(imports: &mut ImportSection) {
 
 /// A module importing `env.memory` (one page of its own) and exporting `kernels`; `extra`
 /// adds an import the card must refuse.
+/// A module of `kernels`, with the one global [`count`] counts in.
 fn module(kernels: &[Kernel], extra_import: Option<(&str, &str)>) -> Vec<u8> {
-    module_with_globals(kernels, extra_import, 0)
+    module_with_globals(kernels, extra_import, 1)
 }
 
 /// [`module`], with `globals` mutable `i32` globals (0 at first) for its functions.
@@ -208,7 +232,7 @@ fn meta(kernel: &Kernel) -> KernelMeta {
     let args: Vec<(String, ArgKind, u32)> = (0..)
         .zip(&kernel.params)
         .map(|(i, ty)| match (kernel.name, i, ty) {
-            ("bump", 0 | 1, _) | ("spin" | "crash" | "stray" | "scribble", 0, _) => {
+            ("bump", 0 | 1, _) | ("spin" | "crash" | "stray" | "scribble" | "count", 0, _) => {
                 (format!("p{i}"), ArgKind::Global, 8)
             }
             (_, _, W::I64) => (format!("s{i}"), ArgKind::Scalar, 8),
@@ -231,8 +255,19 @@ fn card_with_deadline(deadline_ms: u64) -> EmulatedCard {
 }
 
 fn all_kernels() -> Vec<Kernel> {
-    vec![bump(), spin(), crash(), stray(), poke(), scribble()]
+    vec![
+        bump(),
+        spin(),
+        crash(),
+        stray(),
+        poke(),
+        scribble(),
+        count(),
+    ]
 }
+
+/// The unit that runs [`count`].
+const COUNT_CU: u32 = 6;
 
 /// The image of every test kernel, one compute unit each (unit i runs kernel i).
 fn image() -> Vec<u8> {
@@ -537,6 +572,100 @@ fn a_launchs_memory_is_charged_to_its_clients_dma_budget() {
         CompletionState::Complete,
         "2.5 MiB kept; a copy of 1.5 MiB would not fit"
     );
+}
+
+/// The card's kernel module (of the image [`kernel_client`] loads).
+fn loaded_program(card: &EmulatedCard) -> Arc<KernelProgram> {
+    let programs = lock(&card.card.state).kernel_programs();
+    assert_eq!(programs.len(), 1, "one image of kernels");
+    programs[0].clone()
+}
+
+#[test]
+fn a_launchs_instance_is_kept_for_its_client_and_buffers_only() {
+    let card = card();
+    let client = kernel_client(&card);
+    let counted = |client: &dyn XoclClient, bo: &BoInfo, fail: u64| {
+        let run = launch(client, COUNT_CU, &[bo.device_address, fail]);
+        match wait(&run) {
+            CompletionState::Complete => Some(get(client, bo, 1)[0]),
+            _ => None,
+        }
+    };
+    let (small, banked) = (
+        client.create_bo(4096, None).unwrap(),
+        client.create_bo(MAP_AT_LEAST, Some(0)).unwrap(),
+    );
+    // The same buffers at the same places: the instance that ran the last launch.
+    assert_eq!(counted(&*client, &small, 0), Some(1));
+    assert_eq!(counted(&*client, &small, 0), Some(2));
+    assert_eq!(
+        counted(&*client, &banked, 0),
+        Some(1),
+        "other buffers: fresh"
+    );
+    assert_eq!(
+        counted(&*client, &banked, 0),
+        Some(2),
+        "a mapped buffer's too"
+    );
+    assert_eq!(counted(&*client, &small, 0), Some(3), "both kept");
+    // A trap ends its instance, kept or not.
+    assert_eq!(counted(&*client, &small, 1), None);
+    assert_eq!(counted(&*client, &small, 0), Some(1), "after a trap: fresh");
+
+    // Another client of the same image never runs in this client's instances, even over a
+    // buffer in the very bank range this client's had.
+    let other = client_of_image(&card);
+    other.open_context(KUUID, COUNT_CU, false).unwrap();
+    client.free_bo(banked.handle).unwrap();
+    let reused = other.create_bo(MAP_AT_LEAST, Some(0)).unwrap();
+    assert_eq!(reused.device_address, banked.device_address);
+    assert_eq!(counted(&*other, &reused, 0), Some(1));
+    let program = loaded_program(&card);
+    assert_eq!(
+        program.kept_instances(),
+        3,
+        "two of the first client, one of the other"
+    );
+
+    // Closing a client gives back what its kept instances held.
+    drop(client);
+    assert_eq!(program.kept_instances(), 1);
+}
+
+#[test]
+fn kept_instances_hold_their_clients_budget_until_it_closes_or_needs_the_room() {
+    let card = card();
+    let owner = crate::devices::Owner::new(3 << 20, u64::MAX);
+    let dma = owner.dma.clone();
+    let client = card.open(&owner).unwrap();
+    let image = image();
+    client.load_xclbin(&image, &parse(&image).unwrap()).unwrap();
+    client.open_context(KUUID, COUNT_CU, false).unwrap();
+    let bo = client.create_bo(1 << 20, None).unwrap();
+    let run = launch(&*client, COUNT_CU, &[bo.device_address, 0]);
+    assert_eq!(wait(&run), CompletionState::Complete);
+    let kept = dma.used() - (1 << 20);
+    assert!(
+        kept > 1 << 20,
+        "the kept instance holds its copy of the buffer and its own pages: {kept}"
+    );
+    // A buffer that fits only without the kept instance gets its room.
+    let filler = client.create_bo(2 << 20, None).unwrap();
+    assert_eq!(
+        dma.used(),
+        3 << 20,
+        "the kept instance gave its memory back"
+    );
+    client.free_bo(filler.handle).unwrap();
+    drop(filler);
+    let run = launch(&*client, COUNT_CU, &[bo.device_address, 0]);
+    assert_eq!(wait(&run), CompletionState::Complete);
+    assert!(dma.used() > 2 << 20, "kept again");
+    drop(bo);
+    drop(client);
+    assert_eq!(dma.used(), 0, "nothing held once the client closed");
 }
 
 /// A second client of a card [`kernel_client`] loaded.
