@@ -22,8 +22,8 @@
 //! copied back only when the kernel returned. Either way the launch's memory holds nothing
 //! but the module's own memory, the buffers its arguments name and zeros.
 //!
-//! An instance that ran a launch to its end is kept (at most [`KEPT_INSTANCES`] per module)
-//! for the next launch of the same client over the same buffers at the same places, so that
+//! An instance that ran a launch to its end is kept (at most [`KEPT_INSTANCES`] per module,
+//! none holding more than [`KEEP_AT_MOST`] beyond its mapped buffers) for the next launch of the same client over the same buffers at the same places, so that
 //! the page tables of its mapped buffers and its own pages stay filled between launches (a
 //! fresh mapping faults on every page the kernel touches). A kept instance belongs to one
 //! client: another client, other buffers, a trap or a failed launch start fresh. Its own
@@ -77,6 +77,9 @@ const STOPPED: &str = "stopped: another share of the launch failed";
 const TICK: Duration = Duration::from_millis(5);
 /// The most instances a module keeps between launches: one per share of a launch.
 pub(super) const KEPT_INSTANCES: usize = MAX_SHARES;
+/// An instance holding more than this beyond its mapped buffers (its own pages, copies of
+/// host-only buffers) is not kept: twice the most a module's own memory may be.
+pub(super) const KEEP_AT_MOST: u64 = 2 * MAX_OWN_PAGES * PAGE;
 
 /// The engine every card's kernels share, with its deadline clock.
 fn engine() -> &'static Engine {
@@ -123,7 +126,9 @@ struct Instantiated {
     store: Store<StoreLimits>,
     memory: Memory,
     instance: Instance,
-    /// Its own pages, charged to the launching client's budget.
+    /// The bytes of its memory beyond the mapped buffers.
+    own_bytes: u64,
+    /// Those bytes, charged to the launching client's budget.
     _charge: Option<Charge>,
 }
 
@@ -531,6 +536,7 @@ impl KernelProgram {
                     store,
                     memory,
                     instance,
+                    own_bytes,
                     _charge: charge,
                 }
             }
@@ -541,8 +547,12 @@ impl KernelProgram {
     }
 
     /// Keeps an instance that ran a launch to its end for the next launch made for the same,
-    /// dropping the oldest kept one past [`KEPT_INSTANCES`].
+    /// dropping the oldest kept one past [`KEPT_INSTANCES`]; one holding more than
+    /// [`KEEP_AT_MOST`] goes at once.
     fn keep(&self, made: Instantiated) {
+        if made.own_bytes > KEEP_AT_MOST {
+            return;
+        }
         let dropped = {
             let mut kept = lock(&self.kept);
             kept.push(made);

@@ -632,6 +632,18 @@ fn a_launchs_instance_is_kept_for_its_client_and_buffers_only() {
     // Closing a client gives back what its kept instances held.
     drop(client);
     assert_eq!(program.kept_instances(), 1);
+
+    // An instance holding a copy of more than the card keeps goes with its launch.
+    let large = other
+        .create_bo(crate::families::xocl::emu::kernels::KEEP_AT_MOST, None)
+        .unwrap();
+    assert_eq!(counted(&*other, &large, 0), Some(1));
+    assert_eq!(
+        counted(&*other, &large, 0),
+        Some(1),
+        "not kept: a fresh one"
+    );
+    assert_eq!(program.kept_instances(), 1);
 }
 
 #[test]
