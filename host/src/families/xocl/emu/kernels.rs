@@ -23,7 +23,9 @@
 //! but the module's own memory, the buffers its arguments name and zeros.
 //!
 //! An instance that ran a launch to its end is kept (at most [`KEPT_INSTANCES`] per module,
-//! none holding more than [`KEEP_AT_MOST`] beyond its mapped buffers) for the next launch of the same client over the same buffers at the same places, so that
+//! the oldest of the client keeping the most going first, none holding more than
+//! [`KEEP_AT_MOST`] beyond its mapped buffers) for the next launch of the same client over
+//! the same buffers at the same places, so that
 //! the page tables of its mapped buffers and its own pages stay filled between launches (a
 //! fresh mapping faults on every page the kernel touches). A kept instance belongs to one
 //! client: another client, other buffers, a trap or a failed launch start fresh. Its own
@@ -546,9 +548,10 @@ impl KernelProgram {
         Ok(made)
     }
 
-    /// Keeps an instance that ran a launch to its end for the next launch made for the same,
-    /// dropping the oldest kept one past [`KEPT_INSTANCES`]; one holding more than
-    /// [`KEEP_AT_MOST`] goes at once.
+    /// Keeps an instance that ran a launch to its end for the next launch made for the same;
+    /// past [`KEPT_INSTANCES`], the oldest of the client that keeps the most goes, so that a
+    /// client launching over ever other buffers does not push out another's instances. One
+    /// holding more than [`KEEP_AT_MOST`] goes at once.
     fn keep(&self, made: Instantiated) {
         if made.own_bytes > KEEP_AT_MOST {
             return;
@@ -556,7 +559,18 @@ impl KernelProgram {
         let dropped = {
             let mut kept = lock(&self.kept);
             kept.push(made);
-            (kept.len() > KEPT_INSTANCES).then(|| kept.remove(0))
+            (kept.len() > KEPT_INSTANCES).then(|| {
+                let kept_by = |k: &Instantiated| {
+                    let client = k.made_for.client;
+                    kept.iter().filter(|k| k.made_for.client == client).count()
+                };
+                let most = kept.iter().map(kept_by).max();
+                let oldest = kept
+                    .iter()
+                    .position(|k| Some(kept_by(k)) == most)
+                    .expect("more than KEPT_INSTANCES are kept");
+                kept.remove(oldest)
+            })
         };
         // Unmapped outside the lock.
         drop(dropped);

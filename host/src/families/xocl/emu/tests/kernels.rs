@@ -9,6 +9,7 @@ use wasm_encoder::{
 
 use super::*;
 use crate::families::xocl::card::XoclCard;
+use crate::families::xocl::emu::kernels::{KEEP_AT_MOST, KEPT_INSTANCES};
 use crate::families::xocl::xclbin::{MemKind, VADD_BANK_BASE, VADD_BANK_SIZE};
 use crate::family::CardSettings;
 
@@ -634,9 +635,7 @@ fn a_launchs_instance_is_kept_for_its_client_and_buffers_only() {
     assert_eq!(program.kept_instances(), 1);
 
     // An instance holding a copy of more than the card keeps goes with its launch.
-    let large = other
-        .create_bo(crate::families::xocl::emu::kernels::KEEP_AT_MOST, None)
-        .unwrap();
+    let large = other.create_bo(KEEP_AT_MOST, None).unwrap();
     assert_eq!(counted(&*other, &large, 0), Some(1));
     assert_eq!(
         counted(&*other, &large, 0),
@@ -644,6 +643,42 @@ fn a_launchs_instance_is_kept_for_its_client_and_buffers_only() {
         "not kept: a fresh one"
     );
     assert_eq!(program.kept_instances(), 1);
+}
+
+#[test]
+fn a_client_launching_over_ever_other_buffers_pushes_out_its_own_kept_instances_first() {
+    let card = card();
+    let counted = |client: &dyn XoclClient, bo: &BoInfo| {
+        let run = launch(client, COUNT_CU, &[bo.device_address, 0]);
+        assert_eq!(wait(&run), CompletionState::Complete);
+        get(client, bo, 1)[0]
+    };
+    let quiet = kernel_client(&card);
+    let quiets = quiet.create_bo(4096, None).unwrap();
+    assert_eq!(counted(&*quiet, &quiets), 1);
+    let busy = client_of_image(&card);
+    busy.open_context(KUUID, COUNT_CU, false).unwrap();
+    // Copied buffers of one length share an instance (their copies are refilled whole):
+    // each of these is another length.
+    let busys: Vec<BoInfo> = (2..2 + 2 * KEPT_INSTANCES as u64)
+        .map(|pages| busy.create_bo(pages * 4096, None).unwrap())
+        .collect();
+    for bo in &busys {
+        assert_eq!(counted(&*busy, bo), 1);
+    }
+    let program = loaded_program(&card);
+    assert_eq!(program.kept_instances(), KEPT_INSTANCES);
+    assert_eq!(
+        counted(&*quiet, &quiets),
+        2,
+        "the quiet client's instance outlived the busy one's launches"
+    );
+    assert_eq!(
+        counted(&*busy, busys.last().unwrap()),
+        2,
+        "the busy client keeps its newest"
+    );
+    assert_eq!(counted(&*busy, &busys[0]), 1, "and lost its oldest");
 }
 
 #[test]
