@@ -42,7 +42,11 @@ constants! {
     CL_DEVICE_NOT_AVAILABLE: cl_int = -2;
     CL_COMPILER_NOT_AVAILABLE: cl_int = -3;
     CL_BUILD_PROGRAM_FAILURE: cl_int = -11;
+    CL_COMPILE_PROGRAM_FAILURE: cl_int = -15;
+    CL_LINK_PROGRAM_FAILURE: cl_int = -17;
     CL_INVALID_BUILD_OPTIONS: cl_int = -43;
+    CL_INVALID_COMPILER_OPTIONS: cl_int = -66;
+    CL_INVALID_LINKER_OPTIONS: cl_int = -67;
     CL_INVALID_WORK_GROUP_SIZE: cl_int = -54;
     CL_MEM_OBJECT_ALLOCATION_FAILURE: cl_int = -4;
     CL_OUT_OF_RESOURCES: cl_int = -5;
@@ -275,6 +279,7 @@ constants! {
     CL_BUILD_NONE: cl_int = -1;
     CL_BUILD_ERROR: cl_int = -2;
     CL_PROGRAM_BINARY_TYPE_NONE: cl_uint = 0x0;
+    CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT: cl_uint = 0x1;
     CL_PROGRAM_BINARY_TYPE_EXECUTABLE: cl_uint = 0x4;
 
     CL_KERNEL_FUNCTION_NAME: cl_uint = 0x1190;

@@ -197,7 +197,7 @@ dispatch_table! {
     96 clCreateImage: [object(P, P, P, P, P)];
     97 clCreateProgramWithBuiltInKernels: [object(P, P, P, P)];
     98 clCompileProgram: [= program::compile_program];
-    99 clLinkProgram: [object(P, P, P, P, P, P, P, P)];
+    99 clLinkProgram: [= program::link_program];
     100 clUnloadPlatformCompiler: [= unload_platform_compiler];
     101 clGetKernelArgInfo: [status];
     102 clEnqueueFillBuffer: [= memory::enqueue_fill_buffer];

@@ -1,13 +1,16 @@
 //! Programs from device images (an xclbin, checked by the library before any plugin sees
 //! it) or from OpenCL C source (built for an XRT card's emulated compute units with the
-//! system's clang), their kernels by name with their arguments, and launches. Programs from
-//! IL answer `CL_COMPILER_NOT_AVAILABLE`.
+//! system's clang, whole or compiled and linked apart), their kernels by name with their
+//! arguments, and launches. Programs from IL answer `CL_COMPILER_NOT_AVAILABLE`.
 
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
-use accelhost::xclbin::kernels::LOCAL_MEMORY_BYTES;
+use accelhost::xclbin::kernels::{
+    BuiltKernels, CompiledOpencl, KernelBuildError, LOCAL_MEMORY_BYTES, MAX_HEADERS, build_opencl,
+    compile_opencl, link_opencl,
+};
 use accelhost::xclbin::{ArgKind, KernelMeta};
 use accelhost::{Arg, ErrorCode};
 use accelhost_door::compute_units;
@@ -32,6 +35,8 @@ pub struct Program {
     source: Option<String>,
     /// The image on the device, once there is one.
     built: Mutex<Option<Arc<Built>>>,
+    /// The source compiled apart (`clCompileProgram`), for `clLinkProgram`.
+    compiled: Mutex<Option<Arc<CompiledOpencl>>>,
     /// The last build's options, status and log.
     build: Mutex<BuildRecord>,
 }
@@ -179,6 +184,7 @@ pub(crate) extern "C" fn create_program_with_source(
             device,
             source: Some(source),
             built: Mutex::new(None),
+            compiled: Mutex::new(None),
             build: Mutex::new(BuildRecord {
                 status: CL_BUILD_NONE,
                 options: String::new(),
@@ -260,6 +266,7 @@ pub(crate) extern "C" fn create_program_with_binary(
             device,
             source: None,
             built: Mutex::new(Some(Arc::new(program))),
+            compiled: Mutex::new(None),
             build: Mutex::new(BuildRecord {
                 status: CL_BUILD_SUCCESS,
                 options: String::new(),
@@ -280,29 +287,10 @@ pub(crate) extern "C" fn build_program(
     const CALL: &str = "clBuildProgram";
     let built = status(CALL, || {
         let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
-        if num_devices > 0 {
-            // SAFETY: devices holds num_devices entries.
-            let devices = unsafe { list(num_devices, devices, CL_INVALID_VALUE) }?;
-            let context = program.context.object();
-            if devices
-                .iter()
-                .any(|&d| context.index_of(d) != Some(program.device))
-            {
-                return Err(refuse(
-                    CALL,
-                    CL_INVALID_DEVICE,
-                    "a program is built for one device: the context's first XRT card",
-                ));
-            }
-        }
-        let options = if options.is_null() {
-            String::new()
-        } else {
-            // SAFETY: a non-NULL options is NUL-terminated.
-            unsafe { CStr::from_ptr(options) }
-                .to_string_lossy()
-                .into_owned()
-        };
+        // SAFETY: devices holds num_devices entries.
+        unsafe { for_the_programs_device(CALL, &program, num_devices, devices) }?;
+        // SAFETY: options is NULL or NUL-terminated.
+        let options = unsafe { text_or_empty(options) };
         let Some(source) = &program.source else {
             // A device image is built already.
             program.record().options = options;
@@ -316,52 +304,300 @@ pub(crate) extern "C" fn build_program(
     built
 }
 
-/// `clCompileProgram`: the devices build programs whole, so there is no separate compiler.
-pub(crate) extern "C" fn compile_program(handle: *mut c_void) -> cl_int {
-    status("clCompileProgram", || {
-        get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
-        Err(refuse(
-            "clCompileProgram",
-            CL_COMPILER_NOT_AVAILABLE,
-            "programs are built whole with clBuildProgram; compiling and linking apart is not \
-             supported",
-        ))
-    })
+/// Checks that `devices` (NULL when `count` is 0: all of them) name only `program`'s device.
+///
+/// # Safety
+/// `devices` holds `count` entries.
+unsafe fn for_the_programs_device(
+    call: &str,
+    program: &Program,
+    count: cl_uint,
+    devices: *const *mut Device,
+) -> ClResult<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    // SAFETY: per the contract above.
+    let devices = unsafe { list(count, devices, CL_INVALID_VALUE) }?;
+    let context = program.context.object();
+    if devices
+        .iter()
+        .any(|&d| context.index_of(d) != Some(program.device))
+    {
+        return Err(refuse(
+            call,
+            CL_INVALID_DEVICE,
+            "a program is built for one device: the context's first XRT card",
+        ));
+    }
+    Ok(())
+}
+
+/// The options string at `options`, or empty for NULL.
+///
+/// # Safety
+/// A non-NULL `options` is NUL-terminated.
+unsafe fn text_or_empty(options: *const c_char) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: per the contract above.
+    unsafe { CStr::from_ptr(options) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `clCompileProgram`: the program's source (with the programs given as headers, by the
+/// names its `#include`s use) compiled for its device, to be linked by `clLinkProgram`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn compile_program(
+    handle: *mut c_void,
+    num_devices: cl_uint,
+    devices: *const *mut Device,
+    options: *const c_char,
+    num_input_headers: cl_uint,
+    input_headers: *const *mut c_void,
+    header_include_names: *const *const c_char,
+    notify: Option<extern "C" fn(*mut c_void, *mut c_void)>,
+    user_data: *mut c_void,
+) -> cl_int {
+    const CALL: &str = "clCompileProgram";
+    let compiled = status(CALL, || {
+        let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
+        // SAFETY: devices holds num_devices entries.
+        unsafe { for_the_programs_device(CALL, &program, num_devices, devices) }?;
+        // SAFETY: options is NULL or NUL-terminated.
+        let options = unsafe { text_or_empty(options) };
+        if num_input_headers as usize > MAX_HEADERS {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_VALUE,
+                &format!("a compile takes at most {MAX_HEADERS} headers"),
+            ));
+        }
+        // SAFETY: both lists hold num_input_headers entries.
+        let (header_programs, names) = unsafe {
+            (
+                list(num_input_headers, input_headers, CL_INVALID_VALUE)?,
+                list(num_input_headers, header_include_names, CL_INVALID_VALUE)?,
+            )
+        };
+        let mut headers = Vec::with_capacity(header_programs.len());
+        let mut header_bytes = 0;
+        for (&header, &name) in header_programs.iter().zip(names) {
+            let header = get::<Program>(header).ok_or(CL_INVALID_VALUE)?;
+            if name.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let Some(text) = &header.source else {
+                return Err(refuse(
+                    CALL,
+                    CL_INVALID_VALUE,
+                    "a header is a program made from source",
+                ));
+            };
+            header_bytes += text.len();
+            if header_bytes > MAX_SOURCE_BYTES {
+                return Err(refuse(
+                    CALL,
+                    CL_INVALID_VALUE,
+                    &format!("the headers are over {MAX_SOURCE_BYTES} bytes"),
+                ));
+            }
+            // SAFETY: a non-NULL header name is NUL-terminated.
+            let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+            headers.push((name.into_owned(), text.clone()));
+        }
+        let Some(source) = &program.source else {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_OPERATION,
+                "only a program made from source compiles",
+            ));
+        };
+        let device = program.context.object().device(program.device);
+        let outcome = if !device.runs_kernels() {
+            Err((CL_COMPILER_NOT_AVAILABLE, NO_COMPILER.to_owned()))
+        } else {
+            compile_opencl(source, &options, &headers).map_err(|err| match err {
+                KernelBuildError::NoCompiler(why) => (CL_COMPILER_NOT_AVAILABLE, why),
+                err @ KernelBuildError::Options(_) => {
+                    (CL_INVALID_COMPILER_OPTIONS, err.to_string())
+                }
+                err => (CL_COMPILE_PROGRAM_FAILURE, err.to_string()),
+            })
+        };
+        let mut record = program.record();
+        record.options = options;
+        match outcome {
+            Ok(compiled) => {
+                record.status = CL_BUILD_SUCCESS;
+                record.log = compiled.log().to_owned();
+                *program.compiled.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Arc::new(compiled));
+                Ok(())
+            }
+            Err((code, log)) => {
+                record.status = CL_BUILD_ERROR;
+                record.log = log;
+                *program.compiled.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                Err(code)
+            }
+        }
+    });
+    if let Some(notify) = notify {
+        notify(handle, user_data);
+    }
+    compiled
+}
+
+/// `clLinkProgram`: the compiled programs linked into a new program of all their kernels,
+/// loaded on their device. When the link fails, the new program is still made (with the
+/// link's log) and `CL_LINK_PROGRAM_FAILURE` returned, as OpenCL asks.
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn link_program(
+    context_handle: *mut c_void,
+    num_devices: cl_uint,
+    devices: *const *mut Device,
+    options: *const c_char,
+    num_input_programs: cl_uint,
+    input_programs: *const *mut c_void,
+    notify: Option<extern "C" fn(*mut c_void, *mut c_void)>,
+    user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    const CALL: &str = "clLinkProgram";
+    let mut link_failed = false;
+    let linked = object(CALL, errcode_ret, || {
+        let context = context(context_handle)?;
+        // SAFETY: options is NULL or NUL-terminated.
+        let options = unsafe { text_or_empty(options) };
+        // Options that permit optimizations may be ignored; a library is not made.
+        if let Some(other) = options
+            .split_whitespace()
+            .find(|option| !option.starts_with("-cl-"))
+        {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_LINKER_OPTIONS,
+                &format!(
+                    "'{other}' is not a link option of these devices (they link executables, \
+                     taking -cl-* options)"
+                ),
+            ));
+        }
+        // SAFETY: input_programs holds num_input_programs entries.
+        let inputs = unsafe { list(num_input_programs, input_programs, CL_INVALID_VALUE) }?;
+        let mut programs = Vec::with_capacity(inputs.len());
+        let mut device = None;
+        for &input in inputs {
+            let program = get::<Program>(input).ok_or(CL_INVALID_PROGRAM)?;
+            if !std::ptr::eq(program.context.handle(), context_handle) {
+                return Err(CL_INVALID_CONTEXT);
+            }
+            let compiled = program
+                .compiled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .ok_or_else(|| {
+                    refuse(
+                        CALL,
+                        CL_INVALID_OPERATION,
+                        "a program linked is compiled first (clCompileProgram)",
+                    )
+                })?;
+            device = Some(program.device);
+            programs.push(compiled);
+        }
+        let device = device.ok_or(CL_INVALID_VALUE)?;
+        if num_devices > 0 {
+            // SAFETY: devices holds num_devices entries.
+            let devices = unsafe { list(num_devices, devices, CL_INVALID_VALUE) }?;
+            if devices.iter().any(|&d| context.index_of(d) != Some(device)) {
+                return Err(refuse(
+                    CALL,
+                    CL_INVALID_DEVICE,
+                    "a program is linked for the device its parts were compiled for",
+                ));
+            }
+        }
+        let parts: Vec<&CompiledOpencl> = programs.iter().map(Arc::as_ref).collect();
+        let outcome = link_opencl(&parts)
+            .map_err(|err| (CL_LINK_PROGRAM_FAILURE, err.to_string()))
+            .and_then(|built| loaded(CALL, &context, device, built));
+        let (built, status, log) = match outcome {
+            Ok((built, log)) => (Some(Arc::new(built)), CL_BUILD_SUCCESS, log),
+            Err((code, log)) => {
+                if code != CL_LINK_PROGRAM_FAILURE {
+                    return Err(code);
+                }
+                link_failed = true;
+                refuse(CALL, code, &log);
+                (None, CL_BUILD_ERROR, log)
+            }
+        };
+        publish(Arc::new(Program {
+            context: Held::new(context_handle, context),
+            device,
+            source: None,
+            built: Mutex::new(built),
+            compiled: Mutex::new(None),
+            build: Mutex::new(BuildRecord {
+                status,
+                options,
+                log,
+            }),
+        }))
+    });
+    if link_failed {
+        // SAFETY: errcode_ret is NULL or points to a cl_int.
+        unsafe { write_if(errcode_ret, CL_LINK_PROGRAM_FAILURE) };
+    }
+    if let Some(notify) = notify
+        && !linked.is_null()
+    {
+        notify(linked, user_data);
+    }
+    linked
+}
+
+/// What a device that runs no kernels answers for a build.
+const NO_COMPILER: &str = "the device runs no kernels of a program's own, so it has no \
+                           compiler: build for an XRT card";
+
+/// `built` made into an image and loaded on `device` of `context`, with the build's log;
+/// the error code and what to log when loading failed.
+fn loaded(
+    call: &str,
+    context: &Context,
+    device: usize,
+    built: BuiltKernels,
+) -> Result<(Built, String), (cl_int, String)> {
+    let image =
+        accelhost::xclbin::XclbinBuilder::kernels(built.uuid(), &built.kernels, built.module, 1)
+            .build();
+    match load(context, device, image) {
+        Ok(loaded) => Ok((loaded, built.log)),
+        Err(err) => Err((
+            report(call, &err),
+            format!("loading the built program on the device: {err}"),
+        )),
+    }
 }
 
 /// Builds `source` into an image for the program's device and loads it there.
 fn build_from_source(program: &Program, source: &str, options: String) -> ClResult<()> {
-    use accelhost::xclbin::kernels::{KernelBuildError, build_opencl};
     const CALL: &str = "clBuildProgram";
     let context = program.context.object();
     let device = context.device(program.device);
     let outcome = if !device.runs_kernels() {
-        Err((
-            CL_COMPILER_NOT_AVAILABLE,
-            "the device runs no kernels of a program's own, so it has no compiler: build for \
-             an XRT card"
-                .to_owned(),
-        ))
+        Err((CL_COMPILER_NOT_AVAILABLE, NO_COMPILER.to_owned()))
     } else {
         // Built programs are kept in the compile cache the door's host uses.
         let kept = accelhost::ComponentCache::from_env();
         match build_opencl(source, &options, Some(&kept)) {
-            Ok(built) => {
-                let image = accelhost::xclbin::XclbinBuilder::kernels(
-                    built.uuid(),
-                    &built.kernels,
-                    built.module,
-                    1,
-                )
-                .build();
-                match load(context, program.device, image) {
-                    Ok(loaded) => Ok((loaded, built.log)),
-                    Err(err) => Err((
-                        report(CALL, &err),
-                        format!("loading the built program on the device: {err}"),
-                    )),
-                }
-            }
+            Ok(built) => loaded(CALL, context, program.device, built),
             Err(KernelBuildError::NoCompiler(why)) => Err((CL_COMPILER_NOT_AVAILABLE, why)),
             Err(err @ KernelBuildError::Options(_)) => {
                 Err((CL_INVALID_BUILD_OPTIONS, err.to_string()))
@@ -450,12 +686,20 @@ pub(crate) extern "C" fn get_program_build_info(
     status("clGetProgramBuildInfo", || {
         let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
         let built = program.built().is_ok();
+        let compiled = program
+            .compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
         let record = program.record();
         let value = match param {
             CL_PROGRAM_BUILD_STATUS => Some(Value::uint(record.status as cl_uint)),
             CL_PROGRAM_BUILD_OPTIONS => Some(Value::text(&record.options)),
             CL_PROGRAM_BUILD_LOG => Some(Value::text(&record.log)),
             CL_PROGRAM_BINARY_TYPE if built => Some(Value::uint(CL_PROGRAM_BINARY_TYPE_EXECUTABLE)),
+            CL_PROGRAM_BINARY_TYPE if compiled => {
+                Some(Value::uint(CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT))
+            }
             CL_PROGRAM_BINARY_TYPE => Some(Value::uint(CL_PROGRAM_BINARY_TYPE_NONE)),
             _ => None,
         };

@@ -4,7 +4,8 @@ refuses, build logs that name what is wrong, and an endless kernel that the card
 ends while the program goes on; several programs at once, their kernels launched in turns;
 work-groups that share __local memory and meet at barriers, and what must not hang them;
 vectors, structs and narrow numbers by value; launches large enough that the card runs their
-work-groups in shares over its cores, each work-group once.
+work-groups in shares over its cores, each work-group once; programs compiled apart, with
+embedded headers, and linked, and the links that must fail.
 Prints one line per check and "N failed" last."""
 
 import gc
@@ -307,6 +308,60 @@ def values(context, queue):
            "clCreateKernelsInProgram gives every kernel of the program")
 
 
+def linked(context, queue):
+    """clCompileProgram with an embedded header and clLinkProgram: a kernel calling a
+    function another program defines, and the links that must fail."""
+    library = cl.Program(context, "float scaled(float x) { return x * FACTOR; }").compile(
+        options=["-DFACTOR=3.0f"])
+    binary_type = library.get_build_info(context.devices[0],
+                                         cl.program_build_info.BINARY_TYPE)
+    expect(binary_type == cl.program_binary_type.COMPILED_OBJECT,
+           "a compiled program is a compiled object")
+    header = cl.Program(context, "#define OFFSET 2.0f\ninline float twice(float x) { return 2 * x; }")
+    main = cl.Program(context, """
+        #include "shape/offset.h"
+        float scaled(float x);
+        __kernel void apply(__global float *x) {
+            int i = get_global_id(0);
+            x[i] = twice(scaled(x[i])) + OFFSET;
+        }
+    """).compile(headers=[("shape/offset.h", header)])
+    try:
+        cl.Kernel(main, "apply")
+        expect(False, "a compiled program has no kernels to launch before it is linked")
+    except cl.Error as error:
+        expect("INVALID_PROGRAM_EXECUTABLE" in str(error),
+               "a compiled program has no kernels to launch before it is linked")
+    program = cl.link_program(context, [library, main])
+    x = np.arange(64, dtype=np.float32)
+    buffer_x = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+    program.apply(queue, x.shape, None, buffer_x)
+    got = np.empty_like(x)
+    cl.enqueue_copy(queue, got, buffer_x)
+    expect(np.array_equal(got, x * 6 + 2),
+           "a kernel calls a function of another program and its header's, linked")
+
+    twice_defined = cl.Program(context, "float scaled(float x) { return x; }").compile()
+    for programs, options, says, what in [
+        ([library, twice_defined, main], [], "LINK_PROGRAM_FAILURE", "a function defined twice"),
+        ([main], [], "LINK_PROGRAM_FAILURE", "a function defined by no program"),
+        ([library, main], ["-create-library"], "INVALID_LINKER_OPTIONS", "a library"),
+        ([header], [], "INVALID_OPERATION", "a program never compiled"),
+    ]:
+        try:
+            cl.link_program(context, programs, options=options)
+            expect(False, f"{what} is refused")
+        except cl.Error as error:
+            expect(says in str(error), f"{what} is refused")
+    for name in ["../offset.h", "/etc/hostname"]:
+        try:
+            cl.Program(context, '#include "x.h"\nfloat f(void) { return 1; }').compile(
+                headers=[(name, header)])
+            expect(False, f"a header named {name} is refused")
+        except cl.Error as error:
+            expect("COMPILE_PROGRAM_FAILURE" in str(error), f"a header named {name} is refused")
+
+
 def main():
     platform = next(p for p in cl.get_platforms() if p.name == "accelhost")
     device = next(d for d in platform.get_devices() if d.vendor_id == 0x10EE)
@@ -485,6 +540,7 @@ def main():
     queue = groups(context, queue)
     values(context, queue)
     shares(context, queue)
+    linked(context, queue)
     print(f"{failed} failed")
     return 1 if failed else 0
 

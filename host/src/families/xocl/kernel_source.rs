@@ -5,7 +5,7 @@
 //! binaryen's asyncify when the program meets at barriers); or a prebuilt
 //! module, its kernels' signatures given as text (`mmult(a: ptr, n: i32)`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -765,25 +765,134 @@ pub fn build_opencl(
     kept: Option<&dyn KeptBuilds>,
 ) -> Result<BuiltKernels, KernelBuildError> {
     let flags = opencl_options(options)?;
+    refuse_include_paths(source)?;
+    in_scratch(|work| build_opencl_kept(work, source, &flags, kept))
+}
+
+/// An OpenCL C program compiled apart (`clCompileProgram`), for [`link_opencl`] to link with
+/// others: clang's IR of it and what its kernels take.
+#[derive(Clone, Debug)]
+pub struct CompiledOpencl {
+    /// clang's IR, the kernels as plain functions.
+    ir: String,
+    kernels: Vec<CompiledKernel>,
+    /// The runtime's parts it names ([`parts_named`]).
+    parts: BTreeSet<String>,
+    /// Whether its work-groups may run at once (it uses no atomic operations).
+    shareable: bool,
+    log: String,
+}
+
+/// A kernel of a [`CompiledOpencl`]: its metadata, the C type each of its own arguments
+/// travels as, and the function its NDRange loop calls.
+#[derive(Clone, Debug)]
+struct CompiledKernel {
+    meta: KernelMeta,
+    c_types: Vec<&'static str>,
+    entry: String,
+}
+
+impl CompiledOpencl {
+    /// What the compiler said (warnings), if anything.
+    pub fn log(&self) -> &str {
+        &self.log
+    }
+
+    /// The names of the kernels it defines.
+    pub fn kernel_names(&self) -> impl Iterator<Item = &str> {
+        self.kernels.iter().map(|k| k.meta.name.as_str())
+    }
+}
+
+/// The most embedded headers one compile takes.
+pub const MAX_HEADERS: usize = 256;
+
+/// Compiles OpenCL C 1.2 `source` with the `options` a program passes to `clCompileProgram`,
+/// without linking: a program with no kernels (functions others call) compiles too. Each
+/// of `headers` is (the name `#include` gives it, its text); the program includes them as
+/// it would a file beside it.
+pub fn compile_opencl(
+    source: &str,
+    options: &str,
+    headers: &[(String, String)],
+) -> Result<CompiledOpencl, KernelBuildError> {
+    let flags = opencl_options(options)?;
+    if headers.len() > MAX_HEADERS {
+        return Err(KernelBuildError::Compile(format!(
+            "{} embedded headers: a compile takes at most {MAX_HEADERS}",
+            headers.len()
+        )));
+    }
+    refuse_include_paths(source)?;
+    for (name, text) in headers {
+        let plain = !name.is_empty()
+            && name.len() <= 255
+            && Path::new(name)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return Err(KernelBuildError::Compile(format!(
+                "embedded header '{name}': a header is named by a relative path without '..'"
+            )));
+        }
+        refuse_include_paths(text)?;
+    }
+    in_scratch(|work| {
+        // Beside the program, as `#include "name"` finds a file; never over the build's own
+        // files, which sit in the folder itself.
+        let folder = work.join("headers");
+        for (name, text) in headers {
+            let path = folder.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| KernelBuildError::Io {
+                    path: parent.to_owned(),
+                    source,
+                })?;
+            }
+            write(&path, text.as_bytes())?;
+        }
+        write(&work.join("program.cl"), source.as_bytes())?;
+        let mut flags = flags.clone();
+        flags.push(format!("-I{}", folder.display()));
+        compile_in(work, source, &flags)
+    })
+}
+
+/// Links compiled OpenCL C programs (`clLinkProgram`) into one module of all their kernels,
+/// as [`build_opencl`] makes of one program: a function one declares and another defines is
+/// found; a kernel defined twice, a function defined nowhere or no kernel at all is refused.
+pub fn link_opencl(programs: &[&CompiledOpencl]) -> Result<BuiltKernels, KernelBuildError> {
+    in_scratch(|work| link_in(work, programs))
+}
+
+/// Refuses a program that includes a header by path rather than by name from its folders.
+fn refuse_include_paths(source: &str) -> Result<(), KernelBuildError> {
     // Headers come from the -I folders a program names (PyOpenCL names its own), never from
     // anywhere a path could reach.
-    if let Some(line) = source.lines().find(|l| {
+    match source.lines().find(|l| {
         let l = l.trim_start();
         l.starts_with('#')
             && l.contains("include")
             && (l.contains("..") || l.contains("\"/") || l.contains("</"))
     }) {
-        return Err(KernelBuildError::Compile(format!(
+        Some(line) => Err(KernelBuildError::Compile(format!(
             "'{}': a program includes headers by name from its -I folders, not by path",
             line.trim()
-        )));
+        ))),
+        None => Ok(()),
     }
+}
+
+/// Runs `build` in a scratch folder of its own, removed afterwards whatever the outcome.
+fn in_scratch<T>(
+    build: impl FnOnce(&Path) -> Result<T, KernelBuildError>,
+) -> Result<T, KernelBuildError> {
     let work = scratch_file("cl");
     std::fs::create_dir_all(&work).map_err(|source| KernelBuildError::Io {
         path: work.clone(),
         source,
     })?;
-    let result = build_opencl_kept(&work, source, &flags, kept);
+    let result = build(&work);
     let _ = std::fs::remove_dir_all(&work);
     result
 }
@@ -900,11 +1009,28 @@ fn tool_identity(tool: &OsString) -> String {
     )
 }
 
+/// Builds `work`'s `program.cl` (`source`) whole: compiled, then linked alone.
 fn build_opencl_in(
     work: &Path,
     source: &str,
     flags: &[String],
 ) -> Result<BuiltKernels, KernelBuildError> {
+    let compiled = compile_in(work, source, flags)?;
+    if compiled.kernels.is_empty() {
+        return Err(KernelBuildError::Compile(
+            "the program declares no __kernel function".into(),
+        ));
+    }
+    link_in(work, &[&compiled])
+}
+
+/// Compiles `work`'s `program.cl` (`source`, its headers beside it or in its `-I` folders)
+/// into an object of clang's IR with its kernels' descriptions.
+fn compile_in(
+    work: &Path,
+    source: &str,
+    flags: &[String],
+) -> Result<CompiledOpencl, KernelBuildError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| KernelBuildError::Io { path, source }
@@ -963,11 +1089,6 @@ fn build_opencl_in(
     let preprocessed =
         std::fs::read_to_string(&preprocessed_path).map_err(io(&preprocessed_path))?;
     let names = kernel_names(&own_lines(&preprocessed));
-    if names.is_empty() {
-        return Err(KernelBuildError::Compile(
-            "the program declares no __kernel function".into(),
-        ));
-    }
     let mut kernels = Vec::with_capacity(names.len());
     for name in &names {
         let mut dump = Command::new(&clang);
@@ -999,28 +1120,74 @@ fn build_opencl_in(
         .arg(&program)
         .arg("-o")
         .arg(&ir);
-    let mut log = run_clang(emit, &clang)?;
+    let log = run_clang(emit, &clang)?;
     let text = std::fs::read_to_string(&ir).map_err(io(&ir))?;
-    write(&ir, kernels_as_functions(&text).as_bytes())?;
     let sizes = probed_sizes(&text);
-    // Work-groups may run at once in instances of their own unless they could meet through
-    // atomic operations on global memory.
-    let shareable = !text.contains("atomicrmw") && !text.contains("cmpxchg");
-    let mut metas = Vec::with_capacity(kernels.len());
-    let mut wrappers = Vec::with_capacity(kernels.len());
-    let mut entries = Vec::with_capacity(kernels.len());
+    let mut compiled = Vec::with_capacity(kernels.len());
     for kernel in kernels {
-        entries.push(entry_of(&kernel));
+        let entry = entry_of(&kernel);
         let (meta, c_types) = kernel.finish(&sizes)?;
-        metas.push(meta);
-        wrappers.push(c_types);
+        compiled.push(CompiledKernel {
+            meta,
+            c_types,
+            entry,
+        });
     }
-    let object = work.join("program.o");
-    log.push_str(&lto_object(&clang, &ir, &object)?);
+    Ok(CompiledOpencl {
+        // Work-groups may run at once in instances of their own unless they could meet
+        // through atomic operations on global memory.
+        shareable: !text.contains("atomicrmw") && !text.contains("cmpxchg"),
+        ir: kernels_as_functions(&text),
+        kernels: compiled,
+        parts: parts_named(&preprocessed),
+        log,
+    })
+}
+
+/// Links compiled `programs` in `work` into one module of all their kernels, each exported
+/// under its name as its NDRange loop, with the runtime's parts any of them names.
+fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, KernelBuildError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| KernelBuildError::Io { path, source }
+    };
+    let clang = clang_program();
+    let mut log = String::new();
+    let mut objects = Vec::with_capacity(programs.len());
+    let (mut metas, mut wrappers, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+    let mut parts = BTreeSet::new();
+    for (index, program) in programs.iter().enumerate() {
+        log.push_str(&program.log);
+        for kernel in &program.kernels {
+            if metas
+                .iter()
+                .any(|m: &KernelMeta| m.name == kernel.meta.name)
+            {
+                return Err(kernel_error(
+                    &kernel.meta.name,
+                    "is defined by two of the programs linked",
+                ));
+            }
+            metas.push(kernel.meta.clone());
+            wrappers.push(kernel.c_types.clone());
+            entries.push(kernel.entry.clone());
+        }
+        parts.extend(program.parts.iter().cloned());
+        let ir = work.join(format!("program-{index}.ll"));
+        write(&ir, program.ir.as_bytes())?;
+        let object = work.join(format!("program-{index}.o"));
+        log.push_str(&lto_object(&clang, &ir, &object)?);
+        objects.push(object);
+    }
+    if metas.is_empty() {
+        return Err(KernelBuildError::Compile(
+            "the programs linked declare no __kernel function".into(),
+        ));
+    }
+    let shareable = programs.iter().all(|p| p.shareable);
     let runtime = work.join("runtime.o");
-    let parts = runtime_parts(&preprocessed);
     let barriers = parts.contains("USES_BARRIER");
-    opencl_runtime(&clang, work, &parts, &runtime)?;
+    opencl_runtime(&clang, work, &runtime_parts(&parts), &runtime)?;
     let loops_source = work.join("ndrange.c");
     write(
         &loops_source,
@@ -1048,7 +1215,7 @@ fn build_opencl_in(
         "-Wl,--stack-first",
     ])
     .arg(format!("-Wl,-z,stack-size={stack}"))
-    .arg(&object)
+    .args(&objects)
     .arg(&runtime)
     .arg(&loops)
     .arg("-o")
@@ -1466,16 +1633,16 @@ impl OpenclKernel {
     }
 }
 
-/// The optional parts of the runtime a program names, as `#define`s the runtime's text reads
-/// (`USES_convert_T`, `USES_VLOADSTOREN`, `USES_BARRIER` with the sizes of its work-items):
+/// The optional parts of the runtime a program names (`USES_convert_T`, `USES_VLOADSTOREN`,
+/// `USES_BARRIER`):
 /// the conversions to each type, the vector loads and stores of each width, and barriers. Read from the whole preprocessed program (its headers' macros
 /// expanded) but clang's own OpenCL headers, which declare them all.
-fn runtime_parts(preprocessed: &str) -> String {
+fn parts_named(preprocessed: &str) -> BTreeSet<String> {
     const CONVERTIBLE: [&str; 10] = [
         "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double",
     ];
     let mut clang_header = false;
-    let mut parts = std::collections::BTreeSet::new();
+    let mut parts = BTreeSet::new();
     for line in preprocessed.lines() {
         if let Some(marker) = line.strip_prefix("# ") {
             clang_header = marker.split('"').nth(1).is_some_and(|file| {
@@ -1503,6 +1670,12 @@ fn runtime_parts(preprocessed: &str) -> String {
             }
         }
     }
+    parts
+}
+
+/// The `#define`s the runtime's text reads for `parts` ([`parts_named`]), with the sizes of
+/// a work-item's records when barriers are among them.
+fn runtime_parts(parts: &BTreeSet<String>) -> String {
     let mut defines: String = parts
         .iter()
         .map(|part| format!("#define {part}\n"))
@@ -1640,7 +1813,8 @@ fn ndrange_loops(
     text
 }
 
-/// The build error for the built-ins a link could not find, named as a program writes them.
+/// The build error for the functions a link could not find (built-ins the devices do not
+/// provide, or functions no program defines), named as a program writes them.
 fn unprovided(log: &str) -> Option<KernelBuildError> {
     let missing: Vec<&str> = log
         .lines()
@@ -1652,7 +1826,8 @@ fn unprovided(log: &str) -> Option<KernelBuildError> {
     }
     // wasm-ld names them as a program writes them (`barrier(unsigned int)`).
     Some(KernelBuildError::Compile(format!(
-        "these built-in functions are not provided by the devices yet: {}",
+        "these functions are not defined by the program (or the programs linked) and not \
+         provided by the devices yet: {}",
         missing.join(", ")
     )))
 }
@@ -1710,6 +1885,58 @@ mod tests {
             panic!("no clang, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
         }
         here
+    }
+
+    #[test]
+    fn an_embedded_header_is_named_by_a_relative_path_without_dot_dot() {
+        for name in ["../x.h", "/etc/hostname", "a/../../x.h", ""] {
+            let refused = compile_opencl("void f(void) {}", "", &[(name.into(), "".into())]);
+            assert!(
+                matches!(&refused, Err(KernelBuildError::Compile(why)) if why.contains("relative path")),
+                "{name:?}: {refused:?}"
+            );
+        }
+        let many = vec![("x.h".to_owned(), String::new()); MAX_HEADERS + 1];
+        assert!(compile_opencl("void f(void) {}", "", &many).is_err());
+    }
+
+    #[test]
+    fn programs_compiled_apart_link_into_one_module_of_all_their_kernels() {
+        if !clang_here() {
+            eprintln!("skipped: no clang ({INSTALL_HINT})");
+            return;
+        }
+        let header = [(
+            "sub/twice.h".to_owned(),
+            "#define TWICE(x) (2 * (x))\n".to_owned(),
+        )];
+        let helper = compile_opencl(
+            "#include \"sub/twice.h\"\nint helped(int x) { return TWICE(x); }",
+            "",
+            &header,
+        )
+        .unwrap();
+        assert_eq!(
+            helper.kernel_names().count(),
+            0,
+            "a program without kernels compiles"
+        );
+        let user = compile_opencl(
+            "int helped(int x);\n__kernel void k(__global int *x) { x[0] = helped(x[0]); }",
+            "",
+            &[],
+        )
+        .unwrap();
+        let built = link_opencl(&[&helper, &user]).unwrap();
+        assert_eq!(names(&built.kernels), "k");
+        let refused = link_opencl(&[&user]).unwrap_err().to_string();
+        assert!(refused.contains("yet: helped"), "{refused}");
+        let refused = link_opencl(&[&user, &helper, &user])
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("two of the programs linked"), "{refused}");
+        let refused = link_opencl(&[&helper]).unwrap_err().to_string();
+        assert!(refused.contains("no __kernel function"), "{refused}");
     }
 
     #[test]
@@ -1857,7 +2084,7 @@ mod tests {
             # 1 \"/pyopencl/cl/pyopencl-complex.h\" 1\n\
             vstore3(v, 0, q); my_convert_ulong2(x); vload5(0, p);\n";
         assert_eq!(
-            runtime_parts(preprocessed),
+            runtime_parts(&parts_named(preprocessed)),
             "#define USES_VLOADSTORE16\n#define USES_VLOADSTORE3\n#define USES_convert_float\n\
              #define USES_convert_int\n"
         );
@@ -1869,11 +2096,13 @@ mod tests {
             void barrier(cl_mem_fence_flags);\n\
             # 3 \"program.cl\" 2\n";
         assert_eq!(
-            runtime_parts(preprocessed),
+            runtime_parts(&parts_named(preprocessed)),
             "",
             "clang's header alone names nothing"
         );
-        let parts = runtime_parts(&format!("{preprocessed}x[l] = 1; barrier(1);\n"));
+        let parts = runtime_parts(&parts_named(&format!(
+            "{preprocessed}x[l] = 1; barrier(1);\n"
+        )));
         assert_eq!(
             parts,
             format!(
