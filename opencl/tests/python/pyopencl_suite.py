@@ -6,7 +6,7 @@ card builds OpenCL C with the system's clang: a test that needs a compiler passe
 
 Usage: pyopencl_suite.py <PyOpenCL's test directory> <scratch directory> [--whole]. Without
 --whole, the modules of COMPILER_HIDDEN_UNLESS_WHOLE run with the compiler hidden (they build
-some 600 programs, a quarter of an hour on two cores), and their tests that build count apart.
+some 600 programs, about eight minutes on two cores), and their tests that build count apart.
 Prints one line per outcome and each failure that is neither kind; exits 1 if there is one,
 or if nothing passed."""
 
