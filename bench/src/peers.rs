@@ -435,7 +435,7 @@ pub fn run(args: &PeersArgs<'_>) -> anyhow::Result<()> {
 
 /// The kernels phase: `rounds` runs of `peer kernels` through each implementation in turns,
 /// their medians and accelhost's ratios. An implementation that cannot build OpenCL C (for
-/// accelhost: no clang or binaryen) is left out with its reason.
+/// accelhost: no clang) is left out with its reason.
 fn kernels(
     runner: &Runner,
     implementations: Vec<(String, Option<Implementation>)>,

@@ -6,7 +6,7 @@ card builds OpenCL C with the system's clang: a test that needs a compiler passe
 
 Usage: pyopencl_suite.py <PyOpenCL's test directory> <scratch directory> [--whole]. Without
 --whole, the modules of COMPILER_HIDDEN_UNLESS_WHOLE run with the compiler hidden (they build
-some 600 programs, about eight minutes on two cores), and their tests that build count apart.
+some 600 programs, about seven minutes on two cores), and their tests that build count apart.
 Prints one line per outcome and each failure that is neither kind; exits 1 if there is one,
 or if nothing passed."""
 
@@ -41,15 +41,6 @@ BUILDS_ON_THE_ACCELHOST_PLATFORM_ONLY = {"test_array", "test_algorithm", "test_c
 # Modules that build hundreds of programs (PyOpenCL makes each build unique, so no cache
 # serves a later run): run with the compiler hidden unless --whole is given.
 COMPILER_HIDDEN_UNLESS_WHOLE = {"test_array", "test_algorithm"}
-
-# Tests that need more of the card than it gives yet, by the start of their name, and why;
-# they fail only where the compiler is not hidden.
-NEEDS_MORE_OF_THE_CARD = {
-    "test_bitonic_argsort[<context factory for <pyopencl.Device 'xocl/emu:xocl0' on "
-    "'accelhost'>>-": "its sort of 262,144 keys meets at barriers in launches that run past "
-    "the card's 10 s kernel deadline: a work-item that calls barrier is suspended and resumed "
-    "through asyncify, which compile-time barrier splitting would replace",
-}
 
 # What a device of a program's own kernels is called, in a test's name.
 RUNS_KERNELS = "Device 'xocl/"
@@ -99,8 +90,6 @@ def main():
         elif "COMPILER_NOT_AVAILABLE" in text and not whole \
                 and module in COMPILER_HIDDEN_UNLESS_WHOLE:
             counts["hidden"] += 1
-        elif any(name.startswith(test) and "262144" in name for test in NEEDS_MORE_OF_THE_CARD):
-            counts["named"] += 1
         elif function in NEEDS_WHAT_THE_DEVICES_LACK:
             counts["named"] += 1
         elif SCAN_ON_AN_ACCELERATOR in text and "on 'Xilinx'" in name:
@@ -113,7 +102,7 @@ def main():
           f"need an OpenCL C compiler the device lacks, {counts['hidden']} build where this run "
           f"hides the compiler, {counts['named']} fail for a reason named below, "
           f"{len(unexpected)} failed otherwise")
-    for function, why in {**NEEDS_WHAT_THE_DEVICES_LACK, **NEEDS_MORE_OF_THE_CARD}.items():
+    for function, why in NEEDS_WHAT_THE_DEVICES_LACK.items():
         print(f"  {function}: {why}")
     for failure in unexpected:
         print(f"UNEXPECTED {failure}")

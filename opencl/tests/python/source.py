@@ -130,6 +130,27 @@ __kernel void endless_after(__global volatile int *flag, __local int *wait) {
     barrier(CLK_LOCAL_MEM_FENCE);
     while (flag[0] == 0) {}
 }
+
+__kernel void private_beyond(__global int *out) {
+    int mine[2048];
+    int l = get_local_id(0);
+    for (int i = 0; i < 2048; i++) mine[i] = l + i;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = mine[l];
+}
+"""
+
+# A barrier reached through a function the kernel calls: the card suspends its work-items
+# there (the program is not split at barriers when compiled).
+THROUGH_HELPER = """
+void meet(void) { barrier(CLK_LOCAL_MEM_FENCE); }
+
+__kernel void reversed(__global int *out, __local int *tmp) {
+    int l = get_local_id(0);
+    tmp[l] = l * 3;
+    meet();
+    out[get_global_id(0)] = tmp[get_local_size(0) - 1 - l];
+}
 """
 
 
@@ -165,6 +186,24 @@ def groups(context, queue):
     want = (np.arange(64) % 32) * sum(range(64))
     expect(np.array_equal(got, want), "each work-item keeps its private memory across a barrier "
            "(and a const argument of a typedef'd type is a number)")
+
+    reversed_out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 64)
+    cl.Program(context, THROUGH_HELPER).build().reversed(
+        queue, (64,), (32,), reversed_out, cl.LocalMemory(4 * 32))
+    got = np.empty(64, dtype=np.int32)
+    cl.enqueue_copy(queue, got, reversed_out)
+    want = (31 - np.arange(64) % 32) * 3
+    expect(np.array_equal(got, want), "a barrier reached through a function the kernel calls")
+
+    beyond = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 1024)
+    event = program.private_beyond(queue, (1024,), (1024,), beyond)
+    try:
+        event.wait()
+    except cl.Error:
+        pass
+    expect(event.command_execution_status < 0,
+           "more private memory across a barrier than the card gives a work-group fails its launch")
+    queue = cl.CommandQueue(context)
 
     sevens = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 16)
     divergent(queue, (16,), (8,), sevens).wait()

@@ -1,8 +1,10 @@
 //! Kernels for the emulated XRT card from the forms their authors have: Vitis-style C or C++
 //! sources, built with the system's clang into one WebAssembly module of the card's kernel
 //! contract (see the emulator's `kernels`), their arguments read from clang's syntax tree;
-//! OpenCL C (`build_opencl`), each kernel wrapped in a loop over its NDRange (through
-//! binaryen's asyncify when the program meets at barriers); or a prebuilt
+//! OpenCL C (`build_opencl`), each kernel wrapped in a loop over its NDRange (a kernel that
+//! meets at barriers split there into loops over its work-group's work-items,
+//! [`work_item_loops`], or, where that rewrite does not take the program, suspended at them
+//! by binaryen's asyncify); or a prebuilt
 //! module, its kernels' signatures given as text (`mmult(a: ptr, n: i32)`).
 
 use std::collections::{BTreeSet, HashMap};
@@ -18,6 +20,8 @@ use sha2::{Digest, Sha256};
 use super::emu::SHARE_EXPORT;
 use super::xclbin::{ArgKind, KERNEL_ARGS_END, KernelArg, KernelMeta};
 use crate::types::Guid;
+
+mod work_item_loops;
 
 /// The environment variable naming the C compiler (default `clang` on `PATH`), as the SDK's.
 pub const CLANG_ENV: &str = "ACCELHOST_CLANG";
@@ -43,6 +47,9 @@ pub const MAX_GROUP_ITEMS: u64 = 1024;
 const BARRIER_ITEM_STACK: u64 = 8 << 10;
 const BARRIER_ITEM_SAVE: u64 = 4 << 10;
 const BARRIER_ITEM_BYTES: u64 = BARRIER_ITEM_STACK + BARRIER_ITEM_SAVE;
+/// The most a work-group of a kernel split at its barriers ([`work_item_loops`]) keeps of its
+/// work-items' own variables, all work-items together (4 KiB each at 1,024).
+const GROUP_PRIVATE_BYTES: u64 = 4 << 20;
 /// The C name of a kernel's NDRange loop (exported under the kernel's name).
 const LOOP_PREFIX: &str = "__accelhost_ndrange_";
 /// How long one clang run may take before it is stopped.
@@ -790,6 +797,8 @@ struct CompiledKernel {
     meta: KernelMeta,
     c_types: Vec<&'static str>,
     entry: String,
+    /// It meets at barriers and runs its whole work-group per call ([`work_item_loops`]).
+    grouped: bool,
 }
 
 impl CompiledOpencl {
@@ -1113,14 +1122,30 @@ fn compile_in(
     // stays what OpenCL makes it, one variable of the work-group (work-groups run one after
     // another).
     let ir = work.join("program.ll");
-    let mut emit = Command::new(&clang);
-    opencl(&mut emit);
-    emit.args(["-O2", "-S", "-emit-llvm", "-Wno-unknown-pragmas"])
-        .args(flags)
-        .arg(&program)
-        .arg("-o")
-        .arg(&ir);
-    let log = run_clang(emit, &clang)?;
+    let mut parts = parts_named(&preprocessed);
+    let split = if parts.contains("USES_BARRIER") {
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        split_at_barriers(&clang, work, &opencl, flags, &program, &names, &ir)?
+    } else {
+        None
+    };
+    let (log, grouped) = match split {
+        Some((log, grouped)) => {
+            parts.remove("USES_BARRIER");
+            parts.insert("USES_GROUPS".to_owned());
+            (log, grouped)
+        }
+        None => {
+            let mut emit = Command::new(&clang);
+            opencl(&mut emit);
+            emit.args(["-O2", "-S", "-emit-llvm", "-Wno-unknown-pragmas"])
+                .args(flags)
+                .arg(&program)
+                .arg("-o")
+                .arg(&ir);
+            (run_clang(emit, &clang)?, Vec::new())
+        }
+    };
     let text = std::fs::read_to_string(&ir).map_err(io(&ir))?;
     let sizes = probed_sizes(&text);
     let mut compiled = Vec::with_capacity(kernels.len());
@@ -1128,6 +1153,7 @@ fn compile_in(
         let entry = entry_of(&kernel);
         let (meta, c_types) = kernel.finish(&sizes)?;
         compiled.push(CompiledKernel {
+            grouped: grouped.contains(&meta.name),
             meta,
             c_types,
             entry,
@@ -1139,7 +1165,7 @@ fn compile_in(
         shareable: !text.contains("atomicrmw") && !text.contains("cmpxchg"),
         ir: kernels_as_functions(&text),
         kernels: compiled,
-        parts: parts_named(&preprocessed),
+        parts,
         log,
     })
 }
@@ -1155,6 +1181,7 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
     let mut log = String::new();
     let mut objects = Vec::with_capacity(programs.len());
     let (mut metas, mut wrappers, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+    let mut grouped = Vec::new();
     let mut parts = BTreeSet::new();
     for (index, program) in programs.iter().enumerate() {
         log.push_str(&program.log);
@@ -1171,6 +1198,7 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
             metas.push(kernel.meta.clone());
             wrappers.push(kernel.c_types.clone());
             entries.push(kernel.entry.clone());
+            grouped.push(kernel.grouped);
         }
         parts.extend(program.parts.iter().cloned());
         let ir = work.join(format!("program-{index}.ll"));
@@ -1191,7 +1219,7 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
     let loops_source = work.join("ndrange.c");
     write(
         &loops_source,
-        ndrange_loops(&metas, &wrappers, &entries, barriers, shareable).as_bytes(),
+        ndrange_loops(&metas, &wrappers, &entries, &grouped, barriers, shareable).as_bytes(),
     )?;
     let loops = work.join("ndrange.o");
     lto_object(&clang, &loops_source, &loops)?;
@@ -1200,6 +1228,9 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
     let mut stack = STACK_BYTES + LOCAL_MEMORY_BYTES;
     if barriers {
         stack += MAX_GROUP_ITEMS * BARRIER_ITEM_BYTES;
+    }
+    if grouped.contains(&true) {
+        stack += GROUP_PRIVATE_BYTES;
     }
     let linked = work.join("linked.wasm");
     let mut link = Command::new(&clang);
@@ -1239,6 +1270,58 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
         module,
         log,
     })
+}
+
+/// Writes at `out` the optimized IR of `program` with each of its kernels that meets at
+/// barriers running its whole work-group ([`work_item_loops`]); `Ok(Some)` holds clang's
+/// messages and those kernels' names, `Ok(None)` says the rewrite does not take this
+/// program (it is left to asyncify).
+fn split_at_barriers(
+    clang: &OsString,
+    work: &Path,
+    opencl: &dyn Fn(&mut Command),
+    flags: &[String],
+    program: &Path,
+    kernels: &[&str],
+    out: &Path,
+) -> Result<Option<(String, Vec<String>)>, KernelBuildError> {
+    let unoptimized = work.join("program-unoptimized.ll");
+    let mut emit = Command::new(clang);
+    opencl(&mut emit);
+    // Unoptimized (each variable in its alloca) but compiled as the precompiled header was.
+    emit.args(["-O2", "-Xclang", "-disable-llvm-passes"])
+        .args(["-S", "-emit-llvm", "-Wno-unknown-pragmas"])
+        .args(flags)
+        .arg(program)
+        .arg("-o")
+        .arg(&unoptimized);
+    let log = run_clang(emit, clang)?;
+    let text = std::fs::read_to_string(&unoptimized).map_err(|source| KernelBuildError::Io {
+        path: unoptimized.clone(),
+        source,
+    })?;
+    let Some((split, grouped)) = work_item_loops::rewrite(&text, kernels) else {
+        return Ok(None);
+    };
+    let source = work.join("program-split.ll");
+    write(&source, split.as_bytes())?;
+    let mut optimize = Command::new(clang);
+    optimize
+        .args(["--target=wasm32-wasi", "-O2", "-S", "-emit-llvm"])
+        .args(["-msimd128", "-mnontrapping-fptoint", "-x", "ir"])
+        .arg(&source)
+        .arg("-o")
+        .arg(out);
+    match run_clang(optimize, clang) {
+        Ok(_) => Ok(Some((log, grouped))),
+        // What the rewrite could not follow (a value used across a barrier outside memory)
+        // fails clang's check of the IR; asyncify takes the program as it is.
+        Err(KernelBuildError::Compile(why)) => {
+            tracing::debug!("work-groups not split at barriers: {why}");
+            Ok(None)
+        }
+        Err(other) => Err(other),
+    }
 }
 
 /// Makes the work-items of `linked` suspendable at barriers, at `out`: binaryen's asyncify
@@ -1674,7 +1757,8 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
 }
 
 /// The `#define`s the runtime's text reads for `parts` ([`parts_named`]), with the sizes of
-/// a work-item's records when barriers are among them.
+/// a work-item's records when barriers are among them, and of a work-group's private
+/// memory when work-groups are split at barriers.
 fn runtime_parts(parts: &BTreeSet<String>) -> String {
     let mut defines: String = parts
         .iter()
@@ -1682,23 +1766,33 @@ fn runtime_parts(parts: &BTreeSet<String>) -> String {
         .collect();
     if parts.contains("USES_BARRIER") {
         defines.push_str(&format!(
-            "#define ITEM_STACK {BARRIER_ITEM_STACK}\n#define ITEM_SAVE {BARRIER_ITEM_SAVE}\n\
-             #define MAX_ITEMS {MAX_GROUP_ITEMS}\n"
+            "#define ITEM_STACK {BARRIER_ITEM_STACK}\n#define ITEM_SAVE {BARRIER_ITEM_SAVE}\n"
         ));
+    }
+    if parts.contains("USES_GROUPS") {
+        defines.push_str(&format!(
+            "#define GROUP_PRIVATE_BYTES {GROUP_PRIVATE_BYTES}ull\n"
+        ));
+    }
+    if parts.contains("USES_BARRIER") || parts.contains("USES_GROUPS") {
+        defines.push_str(&format!("#define MAX_ITEMS {MAX_GROUP_ITEMS}\n"));
     }
     defines
 }
 
 /// Each kernel's NDRange loop, exported under the kernel's name, over the runtime's
 /// work-item functions. A `__local` argument arrives as its byte count and is given that
-/// much of the loop's stack; with `barriers`, each work-item runs through a function of its
-/// own, which the runtime suspends at barriers (see `USES_BARRIER` in the runtime). Each
-/// loop calls its kernel's entry (the kernel, or its by-value shim); numbers narrower than a
-/// word arrive in one and are narrowed as the kernel takes them.
+/// much of the loop's stack. A `grouped` kernel is called once per work-group (it runs its
+/// work-items itself, [`work_item_loops`]); with `barriers`, each work-item of the others
+/// runs through a function of its own, which the runtime suspends at barriers (see
+/// `USES_BARRIER` in the runtime). Each loop calls its kernel's entry (the kernel, or its
+/// by-value shim); numbers narrower than a word arrive in one and are narrowed as the kernel
+/// takes them.
 fn ndrange_loops(
     kernels: &[KernelMeta],
     c_types: &[Vec<&'static str>],
     entries: &[String],
+    grouped: &[bool],
     barriers: bool,
     shareable: bool,
 ) -> String {
@@ -1722,7 +1816,8 @@ fn ndrange_loops(
              \x20   __accelhost_set_share(index, count);\n}}\n"
         ));
     }
-    for ((kernel, own), entry) in kernels.iter().zip(c_types).zip(entries) {
+    for (((kernel, own), entry), &grouped) in kernels.iter().zip(c_types).zip(entries).zip(grouped)
+    {
         let name = &kernel.name;
         let mut params = Vec::with_capacity(own.len());
         let mut locals = String::new();
@@ -1765,7 +1860,12 @@ fn ndrange_loops(
         if !locals.is_empty() {
             locals.insert_str(0, "    unsigned local_bytes = 0;\n");
         }
-        let run = if barriers {
+        let run = if grouped {
+            format!(
+                "    do {{ {entry}({}); }} while (__accelhost_next_group());\n",
+                forwarded.join(", ")
+            )
+        } else if barriers {
             text.push_str(&format!(
                 "__attribute__((noinline)) static void __accelhost_item_{name}({declared}) {{\n\
                  \x20   {entry}({});\n}}\n",
@@ -1937,6 +2037,52 @@ mod tests {
         assert!(refused.contains("two of the programs linked"), "{refused}");
         let refused = link_opencl(&[&helper]).unwrap_err().to_string();
         assert!(refused.contains("no __kernel function"), "{refused}");
+    }
+
+    #[test]
+    fn kernels_meeting_at_barriers_are_split_there_unless_a_helper_reaches_one() {
+        if !clang_here() {
+            eprintln!("skipped: no clang ({INSTALL_HINT})");
+            return;
+        }
+        let split = compile_opencl(
+            "__kernel void halves(__global int *x, __local int *part) {\n\
+             \x20   size_t l = get_local_id(0);\n\
+             \x20   part[l] = x[get_global_id(0)];\n\
+             \x20   for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {\n\
+             \x20       barrier(CLK_LOCAL_MEM_FENCE);\n\
+             \x20       if (l < s) part[l] += part[l + s];\n\
+             \x20   }\n\
+             \x20   if (l == 0) x[get_group_id(0)] = part[0];\n}\n\
+             __kernel void plain(__global int *x) { x[get_global_id(0)] = 1; }\n",
+            "",
+            &[],
+        )
+        .unwrap();
+        let grouped: Vec<(&str, bool)> = split
+            .kernels
+            .iter()
+            .map(|k| (k.meta.name.as_str(), k.grouped))
+            .collect();
+        assert_eq!(grouped, [("halves", true), ("plain", false)]);
+        assert!(split.parts.contains("USES_GROUPS") && !split.parts.contains("USES_BARRIER"));
+        let module = link_opencl(&[&split]).unwrap().module;
+        assert!(
+            !module.windows(8).any(|w| w == b"asyncify"),
+            "a split program needs no asyncify"
+        );
+
+        let through_helper = compile_opencl(
+            "void meet(void) { barrier(CLK_LOCAL_MEM_FENCE); }\n\
+             __kernel void k(__global int *x) { x[get_local_id(0)] = 1; meet(); }\n",
+            "",
+            &[],
+        )
+        .unwrap();
+        assert!(!through_helper.kernels[0].grouped);
+        assert!(through_helper.parts.contains("USES_BARRIER"));
+        let module = link_opencl(&[&through_helper]).unwrap().module;
+        assert!(module.windows(8).any(|w| w == b"asyncify"));
     }
 
     #[test]
@@ -2130,7 +2276,14 @@ mod tests {
         let meta = opencl_meta_for_test();
         let types = vec![vec!["void *", "void *"]];
         let entries = ["k".to_owned()];
-        let plain = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, false, true);
+        let plain = ndrange_loops(
+            std::slice::from_ref(&meta),
+            &types,
+            &entries,
+            &[false],
+            false,
+            true,
+        );
         assert!(plain.contains("void __accelhost_ndrange_k(void * a0, unsigned a1, unsigned dim"));
         assert!(plain.contains(&format!(
             "if (a1 > {LOCAL_MEMORY_BYTES}u) __builtin_trap();"
@@ -2141,7 +2294,14 @@ mod tests {
         );
         assert!(!plain.contains("__accelhost_item_k"));
         assert!(plain.contains(&format!("export_name(\"{SHARE_EXPORT}\")")));
-        let suspendable = ndrange_loops(std::slice::from_ref(&meta), &types, &entries, true, false);
+        let suspendable = ndrange_loops(
+            std::slice::from_ref(&meta),
+            &types,
+            &entries,
+            &[false],
+            true,
+            false,
+        );
         assert!(suspendable.contains("__attribute__((noinline)) static void __accelhost_item_k("));
         assert!(
             suspendable.contains("__accelhost_item_k(a0, local1);"),

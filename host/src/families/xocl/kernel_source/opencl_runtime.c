@@ -175,6 +175,47 @@ __attribute__((noinline)) void OVL barrier(unsigned flags) {
 }
 #endif
 
+#ifdef USES_GROUPS
+/* Work-groups of kernels split at their barriers when compiled: each call of such a kernel
+ * runs its whole work-group, looping over its work-items (x fastest) once per stretch
+ * between barriers, and keeps each work-item's variables that live across a barrier in
+ * arrays of the group's size on its stack. */
+static unsigned long long group_items, group_taken;
+
+/* The work-items of the current work-group, as the split kernel starts it. */
+HIDDEN unsigned __accelhost_group_items(void) {
+    size_t n = local_size[0] * local_size[1] * local_size[2];
+    if (n > MAX_ITEMS) __builtin_trap();
+    group_items = n;
+    group_taken = 0;
+    return n;
+}
+
+/* Accounts for an array of `each` bytes per work-item, aligned to `align`: more than
+ * GROUP_PRIVATE_BYTES in all ends the launch. */
+HIDDEN void __accelhost_group_take(unsigned each, unsigned align) {
+    unsigned long long bytes = (((unsigned long long)each + 15) & ~15ull) * group_items + align;
+    if (bytes > GROUP_PRIVATE_BYTES - group_taken) __builtin_trap();
+    group_taken += bytes;
+}
+
+/* Moves to the group's next work-item; 0 (and the first again) after its last. */
+HIDDEN int __accelhost_next_item(void) {
+    for (int d = 0; d < 3; d++) {
+        if (++local[d] < local_size[d]) return 1;
+        local[d] = 0;
+    }
+    return 0;
+}
+
+/* get_local_id and get_global_id as split kernels read them: from memory, which changes
+ * from one work-item to the next within a call (OpenCL's declarations say they read none). */
+HIDDEN size_t __accelhost_local_id(unsigned d) { return d < 3 ? local[d] : 0; }
+HIDDEN size_t __accelhost_global_id(unsigned d) {
+    return d < 3 ? group[d] * local_size[d] + local[d] + global_offset[d] : 0;
+}
+#endif
+
 unsigned OVL get_work_dim(void) { return work_dim; }
 size_t OVL get_global_size(unsigned d) { return d < 3 ? global_size[d] : 1; }
 size_t OVL get_local_size(unsigned d) { return d < 3 ? local_size[d] : 1; }

@@ -1,0 +1,763 @@
+//! Work-groups that meet at barriers, run without suspending anything: each kernel that calls
+//! `barrier` is rewritten, in clang's unoptimized IR of the program, into a function that runs
+//! its whole work-group. The function loops over the work-items, running each from where it
+//! stopped (the kernel's start, or just after the barrier it last reached) to its next barrier
+//! or its end, and goes round again while any waits; a work-item's own variables that live
+//! across a barrier get one slot per work-item (the rest stay the registers they were).
+//! Splitting at barriers when compiling is how POCL runs work-groups on a CPU; asyncify's
+//! unwinding and rewinding of each work-item's stack at each barrier cost ~60 ns a time.
+//!
+//! The rewrite is done on the IR's text and checked by compiling it: anything it does not
+//! recognize (a barrier reached through another function, a `phi` or an alloca outside the
+//! entry of a kernel that meets at barriers, a value used across a barrier without its
+//! memory) leaves the program to asyncify.
+//!
+//! Invariants of the rewritten kernel: every value used after a barrier is read from memory
+//! the work-item reached it with (clang's unoptimized IR keeps each variable in an alloca, and
+//! the compile refuses a register used where its definition does not dominate); the work-item
+//! functions read the current work-item (`__accelhost_local_id`, not OpenCL's `readnone`
+//! `get_local_id`, which the optimizer may hoist out of the loop).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// How OpenCL C 1.2's `barrier` reaches clang's IR (its one overload, mangled).
+const BARRIER_CALL: &str = "call void @_Z7barrierj(";
+/// The work-item functions whose values change from one work-item to the next, with the
+/// runtime's function that reads them from memory.
+const PER_ITEM: [(&str, &str); 2] = [
+    ("@_Z12get_local_idj(", "@__accelhost_local_id("),
+    ("@_Z13get_global_idj(", "@__accelhost_global_id("),
+];
+/// Where a work-item stopped: at its end.
+const DONE: i32 = -1;
+/// The prefix given to clang's numbered values and blocks in a rewritten kernel, which then
+/// need no numbering in order.
+const RENAMED: &str = "v";
+
+/// The runtime's functions the rewritten kernels call.
+const DECLARATIONS: &str = "declare i32 @__accelhost_group_items()\n\
+declare void @__accelhost_group_take(i32, i32)\n\
+declare i32 @__accelhost_next_item()\n\
+declare i32 @__accelhost_local_id(i32)\n\
+declare i32 @__accelhost_global_id(i32)\n";
+
+/// clang's unoptimized IR (`-O2 -Xclang -disable-llvm-passes`) of a program, with every
+/// kernel among `kernels` that calls barrier running its whole work-group (named in the
+/// second value); `None` when the program is not one this rewrite takes.
+pub fn rewrite(ir: &str, kernels: &[&str]) -> Option<(String, Vec<String>)> {
+    let functions = functions(ir);
+    if ir
+        .lines()
+        .any(|l| l.starts_with('%') && l.contains(" = type ") && numbered(&l[1..]))
+    {
+        // Numbered struct types would be renamed with the values.
+        return None;
+    }
+    let mut grouped = Vec::new();
+    for function in &functions {
+        if !function.body.iter().any(|l| is_barrier(l)) {
+            continue;
+        }
+        if !kernels.contains(&function.name.as_str()) {
+            return None;
+        }
+        grouped.push(function.name.clone());
+    }
+    if grouped.is_empty() {
+        return None;
+    }
+    // A kernel running its work-group is called only by the NDRange loop, or by its shim.
+    let calls: Vec<(String, String)> = grouped
+        .iter()
+        .map(|name| (format!("@{name}("), format!("__accelhost_args_{name}")))
+        .collect();
+    for function in &functions {
+        for line in &function.body {
+            if calls
+                .iter()
+                .any(|(call, shim)| line.contains(call) && function.name != *shim)
+            {
+                return None;
+            }
+        }
+    }
+    let opaque = ir.contains(" = alloca ptr") || ir.contains("(ptr ") || ir.contains(", ptr ");
+    let lines: Vec<&str> = ir.lines().collect();
+    let mut out = String::with_capacity(ir.len() * 2);
+    let mut at = 0;
+    for function in &functions {
+        for line in &lines[at..function.header] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if grouped.contains(&function.name) {
+            out.push_str(&group_function(function, opaque)?);
+        } else {
+            out.push_str(lines[function.header]);
+            out.push('\n');
+            for line in &function.body {
+                if function.name.starts_with("__accelhost_args_")
+                    || !kernels.contains(&function.name.as_str())
+                {
+                    out.push_str(&per_item_reads(line));
+                } else {
+                    out.push_str(line);
+                }
+                out.push('\n');
+            }
+            out.push_str("}\n");
+        }
+        at = function.end + 1;
+    }
+    for line in &lines[at..] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(DECLARATIONS);
+    Some((out, grouped))
+}
+
+/// One function definition of the IR: the line numbers of its header and closing brace.
+struct Function<'a> {
+    name: String,
+    header: usize,
+    header_line: &'a str,
+    end: usize,
+    body: Vec<&'a str>,
+}
+
+fn functions(ir: &str) -> Vec<Function<'_>> {
+    let lines: Vec<&str> = ir.lines().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.starts_with("define ") && line.trim_end().ends_with('{') {
+            let name = line
+                .split_once('@')
+                .and_then(|(_, rest)| rest.split_once('('))
+                .map(|(name, _)| name.trim_matches('"').to_owned())
+                .unwrap_or_default();
+            let header = i;
+            let mut end = i + 1;
+            while end < lines.len() && lines[end] != "}" {
+                end += 1;
+            }
+            found.push(Function {
+                name,
+                header,
+                header_line: line,
+                end,
+                body: lines[header + 1..end.min(lines.len())].to_vec(),
+            });
+            i = end;
+        }
+        i += 1;
+    }
+    found
+}
+
+fn is_barrier(line: &str) -> bool {
+    line.trim_start().starts_with(BARRIER_CALL)
+}
+
+fn numbered(name: &str) -> bool {
+    name.bytes().next().is_some_and(|b| b.is_ascii_digit())
+}
+
+/// `line` with OpenCL's work-item reads replaced by the runtime's (and their call's
+/// attributes, which say `readnone`, dropped).
+fn per_item_reads(line: &str) -> String {
+    let Some((from, to)) = PER_ITEM.iter().find(|(from, _)| line.contains(from)) else {
+        return line.to_owned();
+    };
+    let replaced = line.replace(from, to);
+    match replaced.rsplit_once(" #") {
+        Some((code, group)) if group.bytes().all(|b| b.is_ascii_digit()) => code.to_owned(),
+        _ => replaced,
+    }
+}
+
+/// `line` with clang's numbered values (`%7`) and block labels (`7:`) given names.
+fn renamed(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 8);
+    if let Some((label, rest)) = line.split_once(':')
+        && !label.is_empty()
+        && label.bytes().all(|b| b.is_ascii_digit())
+    {
+        let _ = write!(out, "{RENAMED}{label}:{rest}");
+        return out;
+    }
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        out.push(c);
+        if c == '%' && !quoted && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push_str(RENAMED);
+        }
+    }
+    out
+}
+
+/// A variable of the kernel: its alloca's name, type and alignment.
+struct Variable {
+    name: String,
+    ty: String,
+    align: String,
+    line: String,
+}
+
+/// A block of the kernel as it will run: its label and its lines.
+struct Block {
+    label: String,
+    lines: Vec<String>,
+}
+
+/// The text of `function` rewritten to run its whole work-group, or `None`.
+fn group_function(function: &Function, opaque: bool) -> Option<String> {
+    let body = without_lifetimes(function.body.iter().map(|l| renamed(l)).collect());
+    if body.iter().any(|l| l.contains(" = phi ")) {
+        return None;
+    }
+    let header = renamed(function.header_line);
+    let params = params(&header);
+    // The entry's allocas, then the code.
+    let mut variables = Vec::new();
+    let mut code = body.iter().peekable();
+    while let Some(line) = code.peek() {
+        let Some(variable) = alloca(line) else { break };
+        variables.push(variable?);
+        code.next();
+    }
+    let mut blocks = vec![Block {
+        label: "__start".to_owned(),
+        lines: Vec::new(),
+    }];
+    let mut resumes = 0;
+    let ptr = |ty: &str| {
+        if opaque {
+            "ptr".to_owned()
+        } else {
+            format!("{ty}*")
+        }
+    };
+    for line in code {
+        let trimmed = line.trim_start();
+        if trimmed.contains(" = alloca ") {
+            return None;
+        }
+        if let Some((label, _)) = line.split_once(':')
+            && !line.starts_with(' ')
+            && !label.is_empty()
+        {
+            blocks.push(Block {
+                label: label.to_owned(),
+                lines: Vec::new(),
+            });
+            continue;
+        }
+        let block = blocks.last_mut()?;
+        if is_barrier(line) {
+            resumes += 1;
+            block.lines.push(format!(
+                "  store i32 {resumes}, {} %__stop.addr, align 4",
+                ptr("i32")
+            ));
+            block.lines.push("  br label %__item.end".to_owned());
+            blocks.push(Block {
+                label: format!("__resume.{resumes}"),
+                lines: Vec::new(),
+            });
+        } else if trimmed.starts_with("ret void") {
+            block.lines.push(format!(
+                "  store i32 {DONE}, {} %__stop.addr, align 4",
+                ptr("i32")
+            ));
+            block.lines.push("  br label %__item.end".to_owned());
+        } else if trimmed.starts_with("ret ") {
+            return None;
+        } else {
+            block.lines.push(per_item_reads(line));
+        }
+    }
+    let slotted = per_item_variables(&variables, &blocks, &params)?;
+    let per_item: Vec<&Variable> = variables
+        .iter()
+        .filter(|v| slotted.contains(&v.name))
+        .collect();
+
+    let mut text = String::new();
+    let _ = writeln!(text, "{header}");
+    text.push_str("__entry:\n");
+    for variable in &variables {
+        if !per_item.iter().any(|v| v.name == variable.name) {
+            let _ = writeln!(text, "{}", variable.line);
+        }
+    }
+    let i32p = ptr("i32");
+    for control in ["wi", "stop", "first", "waiting"] {
+        let _ = writeln!(text, "  %__{control}.addr = alloca i32, align 4");
+    }
+    text.push_str("  %__n = call i32 @__accelhost_group_items()\n");
+    let _ = writeln!(
+        text,
+        "  call void @__accelhost_group_take(i32 4, i32 4)\n  %__points = alloca i32, i32 %__n, align 4"
+    );
+    for variable in &per_item {
+        let Variable {
+            name, ty, align, ..
+        } = variable;
+        let pty = ptr(ty);
+        let _ = writeln!(
+            text,
+            "  call void @__accelhost_group_take(i32 ptrtoint ({pty} getelementptr ({ty}, {pty} null, i32 1) to i32), i32 {align})\n  \
+             %__all.{name} = alloca {ty}, i32 %__n, align {align}"
+        );
+    }
+    let _ = writeln!(
+        text,
+        "  store i32 1, {i32p} %__first.addr, align 4\n  br label %__pass\n\
+         __pass:\n  store i32 0, {i32p} %__wi.addr, align 4\n  store i32 0, {i32p} %__waiting.addr, align 4\n  br label %__dispatch\n\
+         __dispatch:\n  %__wi = load i32, {i32p} %__wi.addr, align 4"
+    );
+    for Variable { name, ty, .. } in &per_item {
+        let _ = writeln!(
+            text,
+            "  %{name} = getelementptr inbounds {ty}, {} %__all.{name}, i32 %__wi",
+            ptr(ty)
+        );
+    }
+    let _ = writeln!(
+        text,
+        "  %__point.at = getelementptr inbounds i32, {i32p} %__points, i32 %__wi\n  \
+         %__first = load i32, {i32p} %__first.addr, align 4\n  \
+         %__is.first = icmp ne i32 %__first, 0\n  \
+         %__saved = load i32, {i32p} %__point.at, align 4\n  \
+         %__point = select i1 %__is.first, i32 0, i32 %__saved"
+    );
+    let _ = write!(
+        text,
+        "  switch i32 %__point, label %__start [\n    i32 {DONE}, label %__item.next\n"
+    );
+    for resume in 1..=resumes {
+        let _ = writeln!(text, "    i32 {resume}, label %__resume.{resume}");
+    }
+    text.push_str("  ]\n");
+    for block in &blocks {
+        let _ = writeln!(text, "{}:", block.label);
+        for line in &block.lines {
+            let _ = writeln!(text, "{line}");
+        }
+    }
+    let _ = writeln!(
+        text,
+        "__item.end:\n  %__stop = load i32, {i32p} %__stop.addr, align 4\n  \
+         store i32 %__stop, {i32p} %__point.at, align 4\n  \
+         %__waits = icmp ne i32 %__stop, {DONE}\n  br i1 %__waits, label %__item.waits, label %__item.next\n\
+         __item.waits:\n  store i32 1, {i32p} %__waiting.addr, align 4\n  br label %__item.next\n\
+         __item.next:\n  %__more = call i32 @__accelhost_next_item()\n  \
+         %__wi.next = add i32 %__wi, 1\n  store i32 %__wi.next, {i32p} %__wi.addr, align 4\n  \
+         %__again = icmp ne i32 %__more, 0\n  br i1 %__again, label %__dispatch, label %__pass.end\n\
+         __pass.end:\n  store i32 0, {i32p} %__first.addr, align 4\n  \
+         %__any = load i32, {i32p} %__waiting.addr, align 4\n  \
+         %__round = icmp ne i32 %__any, 0\n  br i1 %__round, label %__pass, label %__return\n\
+         __return:\n  ret void\n}}"
+    );
+    Some(text)
+}
+
+/// `body` without clang's lifetime markers and the casts made only for them: a variable's
+/// slot now outlives each stretch its markers bounded (and the casts would count as its
+/// address escaping).
+fn without_lifetimes(body: Vec<String>) -> Vec<String> {
+    let marked: HashSet<String> = body
+        .iter()
+        .filter(|l| l.contains("@llvm.lifetime."))
+        .filter_map(|l| {
+            let (_, last) = l.rsplit_once('%')?;
+            let end = last
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+                .unwrap_or(last.len());
+            Some(last[..end].to_owned())
+        })
+        .collect();
+    let mentions = |name: &str| {
+        body.iter()
+            .filter(|l| !l.contains("@llvm.lifetime."))
+            .map(|l| mentions_of(l, name).len())
+            .sum::<usize>()
+    };
+    let only_for_markers: HashSet<&String> = marked.iter().filter(|m| mentions(m) == 1).collect();
+    body.iter()
+        .filter(|l| !l.contains("@llvm.lifetime."))
+        .filter(|l| {
+            let defined = l
+                .trim_start()
+                .split_once(" = bitcast ")
+                .map(|(name, _)| name);
+            !defined
+                .and_then(|name| name.strip_prefix('%'))
+                .is_some_and(|name| only_for_markers.contains(&name.to_owned()))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The names of a header's parameters (`%v0`, ...).
+fn params(header: &str) -> HashSet<String> {
+    let Some((_, list)) = header.split_once('(') else {
+        return HashSet::new();
+    };
+    let list = list.rsplit_once(')').map_or(list, |(l, _)| l);
+    list.split(',')
+        .filter_map(|p| p.split_whitespace().last())
+        .filter(|p| p.starts_with('%'))
+        .map(|p| p[1..].to_owned())
+        .collect()
+}
+
+/// The variable an entry-block line allocates: `None` when the line is no alloca,
+/// `Some(None)` when it is one this rewrite does not take (a count, an address space).
+fn alloca(line: &str) -> Option<Option<Variable>> {
+    let (name, rest) = line.trim_start().split_once(" = alloca ")?;
+    let name = name.strip_prefix('%')?.to_owned();
+    let Some((ty, align)) = rest.rsplit_once(", align ") else {
+        return Some(None);
+    };
+    let mut depth = 0i32;
+    for c in ty.chars() {
+        match c {
+            '{' | '[' | '<' | '(' => depth += 1,
+            '}' | ']' | '>' | ')' => depth -= 1,
+            ',' if depth == 0 => return Some(None),
+            _ => {}
+        }
+    }
+    if !align.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(None);
+    }
+    Some(Some(Variable {
+        name,
+        ty: ty.to_owned(),
+        align: align.to_owned(),
+        line: line.to_owned(),
+    }))
+}
+
+/// How a line uses a variable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Load,
+    Store,
+    /// Its address goes elsewhere (a call, a cast, an element): what it holds is not followed.
+    Escapes,
+}
+
+/// Where `line` names the value `%name` (and not one whose name goes on from it).
+fn mentions_of(line: &str, name: &str) -> Vec<usize> {
+    let token = format!("%{name}");
+    line.match_indices(&token)
+        .filter(|(at, _)| {
+            !line[at + token.len()..]
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+        })
+        .map(|(at, _)| at)
+        .collect()
+}
+
+/// How `line` uses `%name`, if it names it.
+fn use_in(line: &str, name: &str) -> Option<Use> {
+    let token_len = name.len() + 1;
+    let mentions = mentions_of(line, name);
+    let &[at] = mentions.as_slice() else {
+        return (!mentions.is_empty()).then_some(Use::Escapes);
+    };
+    let code = line.trim_start();
+    let as_pointer = line[..at].ends_with("* ") || line[..at].ends_with("ptr ");
+    let pointer_last =
+        line[at + token_len..].starts_with(", align") || at + token_len == line.len();
+    if !(as_pointer && pointer_last) {
+        return Some(Use::Escapes);
+    }
+    if code.starts_with("store ") {
+        Some(Use::Store)
+    } else if code.starts_with('%') && code.contains(" = load ") {
+        Some(Use::Load)
+    } else {
+        Some(Use::Escapes)
+    }
+}
+
+/// The most work the liveness of a kernel's variables may take (variables times blocks and
+/// edges) before the rewrite leaves the program to asyncify: a hostile program must not make
+/// the build spin.
+const MOST_LIVENESS_STEPS: usize = 50_000_000;
+
+/// Which of `variables` need a slot per work-item: those whose address escapes, or that some
+/// barrier's resumption may read before writing (a copy of a kernel argument, the same for
+/// every work-item, needs none); `None` when finding out would take too long.
+fn per_item_variables(
+    variables: &[Variable],
+    blocks: &[Block],
+    params: &HashSet<String>,
+) -> Option<HashSet<String>> {
+    let index: HashMap<&str, usize> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.label.as_str(), i))
+        .collect();
+    let mut predecessors = vec![Vec::new(); blocks.len()];
+    let mut edges = 0;
+    for (i, block) in blocks.iter().enumerate() {
+        for line in &block.lines {
+            for target in values_named(line, "label %") {
+                if let Some(&t) = index.get(target) {
+                    predecessors[t].push(i);
+                    edges += 1;
+                }
+            }
+        }
+    }
+    if variables.len().saturating_mul(blocks.len() + edges) > MOST_LIVENESS_STEPS {
+        return None;
+    }
+    // Each variable's uses in order, with their blocks.
+    let wanted: HashSet<&str> = variables.iter().map(|v| v.name.as_str()).collect();
+    let mut uses: HashMap<&str, Vec<(usize, Use, &str)>> = HashMap::new();
+    for (i, block) in blocks.iter().enumerate() {
+        for line in &block.lines {
+            let mut seen = HashSet::new();
+            for name in values_named(line, "%") {
+                if wanted.contains(name)
+                    && seen.insert(name)
+                    && let Some(used) = use_in(line, name)
+                {
+                    uses.entry(name).or_default().push((i, used, line));
+                }
+            }
+        }
+    }
+    let mut per_item = HashSet::new();
+    for variable in variables {
+        let name = variable.name.as_str();
+        let used = uses.get(name).map_or(&[][..], Vec::as_slice);
+        if used.iter().any(|(_, u, _)| *u == Use::Escapes) {
+            per_item.insert(variable.name.clone());
+            continue;
+        }
+        let argument_only = used
+            .iter()
+            .filter(|(_, u, _)| *u == Use::Store)
+            .all(|(_, _, line)| {
+                stored_value(line)
+                    .and_then(|v| v.strip_prefix('%'))
+                    .is_some_and(|v| params.contains(v))
+            });
+        if argument_only {
+            continue;
+        }
+        let mut reads_first = vec![false; blocks.len()];
+        let mut writes = vec![false; blocks.len()];
+        for &(block, used, _) in used {
+            match used {
+                Use::Load => reads_first[block] |= !writes[block],
+                Use::Store => writes[block] = true,
+                Use::Escapes => {}
+            }
+        }
+        // Backward: a block is live at its start when it reads first, or does not write and
+        // a block after it is live.
+        let mut live = reads_first.clone();
+        let mut work: Vec<usize> = (0..blocks.len()).filter(|&b| live[b]).collect();
+        while let Some(block) = work.pop() {
+            for &before in &predecessors[block] {
+                if !live[before] && !writes[before] {
+                    live[before] = true;
+                    work.push(before);
+                }
+            }
+        }
+        if blocks
+            .iter()
+            .zip(&live)
+            .any(|(b, &l)| l && b.label.starts_with("__resume."))
+        {
+            per_item.insert(variable.name.clone());
+        }
+    }
+    Some(per_item)
+}
+
+/// The value a `store` line stores (`%v3`, or a constant).
+fn stored_value(line: &str) -> Option<&str> {
+    line.trim_start()
+        .strip_prefix("store ")?
+        .split(',')
+        .next()?
+        .split_whitespace()
+        .last()
+}
+
+/// The names that follow `prefix` in `line` (`%` for values, `label %` for branch targets).
+fn values_named<'a>(line: &'a str, prefix: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    line.match_indices(prefix).filter_map(move |(at, _)| {
+        let rest = &line[at + prefix.len()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+            .unwrap_or(rest.len());
+        (end > 0).then_some(&rest[..end])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clang's unoptimized IR (as the build emits it) of a kernel that keeps its local id
+    /// (`%7`) across barriers, halves a stride (`%8`) in a loop around one, and counts with
+    /// a variable (`%9`) that each stretch writes before reading.
+    const STRIDES: &str = "\
+define hidden spir_kernel void @strides(i32* noundef %0, i32 noundef %1) #0 {
+  %3 = alloca i32*, align 4
+  %4 = alloca i32, align 4
+  %5 = alloca [4 x i32], align 16
+  %6 = alloca i32, align 4
+  %7 = alloca i32, align 4
+  %8 = alloca i32, align 4
+  %9 = alloca i32, align 4
+  store i32* %0, i32** %3, align 4, !tbaa !7
+  store i32 %1, i32* %4, align 4, !tbaa !7
+  %10 = bitcast i32* %7 to i8*
+  call void @llvm.lifetime.start.p0i8(i64 4, i8* %10) #5
+  %11 = call i32 @_Z12get_local_idj(i32 noundef 0) #6
+  store i32 %11, i32* %7, align 4, !tbaa !11
+  %12 = getelementptr inbounds [4 x i32], [4 x i32]* %5, i32 0, i32 0
+  store i32 %11, i32* %12, align 16
+  call void @_Z7barrierj(i32 noundef 1) #7
+  store i32 %1, i32* %8, align 4, !tbaa !11
+  br label %13
+
+13:                                               ; preds = %16, %2
+  %14 = load i32, i32* %8, align 4, !tbaa !11
+  %15 = icmp ugt i32 %14, 0
+  br i1 %15, label %16, label %20
+
+16:                                               ; preds = %13
+  store i32 0, i32* %9, align 4
+  %17 = load i32, i32* %9, align 4
+  call void @_Z7barrierj(i32 noundef 1) #7
+  %18 = load i32, i32* %8, align 4, !tbaa !11
+  %19 = lshr i32 %18, 1
+  store i32 %19, i32* %8, align 4, !tbaa !11
+  br label %13
+
+20:                                               ; preds = %13
+  %21 = load i32, i32* %7, align 4, !tbaa !11
+  %22 = load i32*, i32** %3, align 4, !tbaa !7
+  %23 = getelementptr inbounds i32, i32* %22, i32 %21
+  store i32 %21, i32* %23, align 4
+  ret void
+}
+
+define hidden i32 @helper(i32 noundef %0) #1 {
+  %2 = call i32 @_Z13get_global_idj(i32 noundef 0) #6
+  ret i32 %2
+}
+
+declare void @_Z7barrierj(i32 noundef) #2
+declare i32 @_Z12get_local_idj(i32 noundef) #3
+declare i32 @_Z13get_global_idj(i32 noundef) #3
+attributes #0 = { convergent norecurse nounwind }
+";
+
+    fn kernel_of(text: &str) -> &str {
+        let start = text.find("define hidden spir_kernel").unwrap();
+        &text[start..start + text[start..].find("\n}").unwrap()]
+    }
+
+    #[test]
+    fn a_kernel_meeting_at_barriers_runs_its_group_with_slots_for_what_crosses_them() {
+        let (text, grouped) = rewrite(STRIDES, &["strides"]).expect("rewritten");
+        assert_eq!(grouped, ["strides"]);
+        let kernel = kernel_of(&text);
+        for crossing in ["v5", "v7", "v8"] {
+            assert!(
+                kernel.contains(&format!("%__all.{crossing} = alloca")),
+                "{crossing} gets a slot per work-item:\n{kernel}"
+            );
+        }
+        for own in ["v3", "v4", "v9"] {
+            assert!(
+                kernel.contains(&format!("%{own} = alloca"))
+                    && !kernel.contains(&format!("__all.{own}")),
+                "{own} (an argument's copy, or written before read) stays one variable:\n{kernel}"
+            );
+        }
+        assert!(!kernel.contains("@_Z7barrierj("), "{kernel}");
+        assert!(!kernel.contains("llvm.lifetime"), "{kernel}");
+        assert!(!kernel.contains("@_Z12get_local_idj("), "{kernel}");
+        assert!(kernel.contains("call i32 @__accelhost_local_id(i32 noundef 0)\n"));
+        assert!(
+            kernel.contains("i32 1, label %__resume.1")
+                && kernel.contains("i32 2, label %__resume.2")
+        );
+        // Helpers may be inlined into the kernel: they read the work-item from memory too.
+        assert!(text.contains("call i32 @__accelhost_global_id(i32 noundef 0)\n"));
+        assert!(text.ends_with(DECLARATIONS));
+    }
+
+    #[test]
+    fn what_the_rewrite_cannot_follow_is_left_to_asyncify() {
+        assert!(
+            rewrite(STRIDES, &[]).is_none(),
+            "a barrier outside the kernels named"
+        );
+        let no_barrier = STRIDES.replace("  call void @_Z7barrierj(i32 noundef 1) #7\n", "");
+        assert!(
+            rewrite(&no_barrier, &["strides"]).is_none(),
+            "nothing to split"
+        );
+        let called = STRIDES.replace(
+            "  %2 = call i32",
+            "  call void @strides(i32* null, i32 0)\n  %2 = call i32",
+        );
+        assert!(
+            rewrite(&called, &["strides"]).is_none(),
+            "a kernel called as a function"
+        );
+        let phi = STRIDES.replace(
+            "  %21 = load i32, i32* %7, align 4, !tbaa !11",
+            "  %21 = phi i32 [ 0, %13 ]",
+        );
+        assert!(rewrite(&phi, &["strides"]).is_none(), "a phi");
+        let counted = STRIDES.replace(
+            "%9 = alloca i32, align 4",
+            "%9 = alloca i32, i32 %1, align 4",
+        );
+        assert!(
+            rewrite(&counted, &["strides"]).is_none(),
+            "an alloca of a count"
+        );
+        let returning = STRIDES.replace("  ret void", "  ret i32 0");
+        assert!(
+            rewrite(&returning, &["strides"]).is_none(),
+            "a kernel returning a value"
+        );
+    }
+
+    #[test]
+    fn a_variable_whose_address_goes_elsewhere_gets_a_slot() {
+        let escapes = STRIDES.replace(
+            "  store i32 0, i32* %9, align 4\n",
+            "  store i32 0, i32* %9, align 4\n  call void @keep(i32* %9)\n",
+        );
+        let (text, _) = rewrite(&escapes, &["strides"]).unwrap();
+        assert!(kernel_of(&text).contains("%__all.v9 = alloca"), "{text}");
+    }
+}
