@@ -282,6 +282,66 @@ __kernel void tile_sums(__global const float *a, __local float *scratch, __globa
 """
 
 
+ATOMICS = """
+__kernel void histogram(__global const uint *keys, __global uint *bins) {
+    uint key = keys[get_global_id(0)];
+    for (uint i = 0; i < 64; i++) atomic_inc(&bins[(key + i) & 15]);
+}
+
+__kernel void local_histogram(__global const uint *keys, __global uint *bins,
+                              __local uint *mine) {
+    size_t l = get_local_id(0);
+    if (l < 16) mine[l] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    atomic_inc(&mine[keys[get_global_id(0)] & 15]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l < 16) atomic_add(&bins[l], mine[l]);
+}
+"""
+
+# A program of its own: its IR names cmpxchg, which alone keeps a launch from being shared.
+ATOMIC_EXTREMES = """
+__kernel void extremes(__global const int *values, __global int *out) {
+    int v = values[get_global_id(0)];
+    atomic_min(&out[0], v);
+    atomic_max(&out[1], v);
+    atomic_cmpxchg(&out[2], 0, 1);
+    atomic_sub(&out[3], 1);
+}
+"""
+
+
+def atomics(context, queue):
+    """OpenCL C's atomic functions, over a launch large enough to be shared out were it not
+    for them: every increment lands."""
+    program = cl.Program(context, ATOMICS).build()
+    flags = cl.mem_flags
+    keys = np.random.default_rng(3).integers(0, 1 << 30, 1 << 20, dtype=np.uint32)
+    buffer_keys = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=keys)
+    # 64 KiB, so that the card maps the counts rather than copying them: both would be shared
+    # out with the keys' 4 MiB, were it not for the atomics.
+    bins = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,
+                     hostbuf=np.zeros(16384, dtype=np.uint32))
+    program.histogram(queue, keys.shape, (256,), buffer_keys, bins)
+    program.local_histogram(queue, keys.shape, (256,), buffer_keys, bins, cl.LocalMemory(4 * 16))
+    got = np.empty(16384, dtype=np.uint32)
+    cl.enqueue_copy(queue, got, bins)
+    want = 4 * keys.size + np.bincount(keys & 15, minlength=16)
+    expect(np.array_equal(got[:16], want),
+           "atomic_inc on __global and __local memory and atomic_add count every key")
+
+    values = np.random.default_rng(5).integers(-1000, 1000, 4096, dtype=np.int32)
+    buffer_values = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=values)
+    start = np.array([1 << 30, -(1 << 30), 0, 0], dtype=np.int32)
+    out = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=start)
+    cl.Program(context, ATOMIC_EXTREMES).build().extremes(
+        queue, values.shape, None, buffer_values, out)
+    got = np.empty(4, dtype=np.int32)
+    cl.enqueue_copy(queue, got, out)
+    expect(list(got) == [values.min(), values.max(), 1, -4096],
+           "atomic_min, atomic_max, atomic_cmpxchg and atomic_sub")
+
+
 def shares(context, queue):
     """Launches of 1 MiB and more, which the card splits into shares of their work-groups
     run at once: every work-group runs once, with its own ids, and no share's work is lost."""
@@ -578,6 +638,7 @@ def main():
 
     queue = groups(context, queue)
     values(context, queue)
+    atomics(context, queue)
     shares(context, queue)
     linked(context, queue)
     print(f"{failed} failed")

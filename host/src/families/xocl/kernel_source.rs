@@ -1161,8 +1161,11 @@ fn compile_in(
     }
     Ok(CompiledOpencl {
         // Work-groups may run at once in instances of their own unless they could meet
-        // through atomic operations on global memory.
-        shareable: !text.contains("atomicrmw") && !text.contains("cmpxchg"),
+        // through atomic operations on global memory (the runtime's atomic functions are
+        // atomic within one instance only).
+        shareable: !text.contains("atomicrmw")
+            && !text.contains("cmpxchg")
+            && !parts.contains("USES_ATOMICS"),
         ir: kernels_as_functions(&text),
         kernels: compiled,
         parts,
@@ -1717,8 +1720,8 @@ impl OpenclKernel {
 }
 
 /// The optional parts of the runtime a program names (`USES_convert_T`, `USES_VLOADSTOREN`,
-/// `USES_BARRIER`):
-/// the conversions to each type, the vector loads and stores of each width, and barriers. Read from the whole preprocessed program (its headers' macros
+/// `USES_BARRIER`, `USES_ATOMICS`): the conversions to each type, the vector loads and
+/// stores of each width, barriers and the atomic functions. Read from the whole preprocessed program (its headers' macros
 /// expanded) but clang's own OpenCL headers, which declare them all.
 fn parts_named(preprocessed: &str) -> BTreeSet<String> {
     const CONVERTIBLE: [&str; 10] = [
@@ -1744,6 +1747,8 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 }
             } else if word == "barrier" {
                 parts.insert("USES_BARRIER".to_owned());
+            } else if word.starts_with("atomic_") {
+                parts.insert("USES_ATOMICS".to_owned());
             } else if let Some(width) = word
                 .strip_prefix("vload")
                 .or_else(|| word.strip_prefix("vstore"))

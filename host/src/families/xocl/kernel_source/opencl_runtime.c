@@ -516,3 +516,37 @@ BINARY(atan2pi, atan2pif, atan2pid)
 THROUGH_POINTER(GLOBAL)
 THROUGH_POINTER(PRIVATE)
 THROUGH_POINTER(LOCAL)
+
+#ifdef USES_ATOMICS
+/* OpenCL C 1.2's atomic functions on 32-bit integers in global and local memory. A launch
+ * of a program that names them runs in one instance (its work-groups are not shared out),
+ * whose work-items run one at a time: a read, then a write, is atomic there. */
+#define ATOMIC_OP(name, T, AS, result)                              \
+    T OVL atomic_##name(volatile AS T *p, T v) {                    \
+        T old = *p;                                                 \
+        *p = (result);                                              \
+        return old;                                                 \
+    }
+#define ATOMICS_OF(T, AS)                                                        \
+    ATOMIC_OP(add, T, AS, old + v)                                               \
+    ATOMIC_OP(sub, T, AS, old - v)                                               \
+    ATOMIC_OP(xchg, T, AS, v)                                                    \
+    ATOMIC_OP(min, T, AS, old < v ? old : v)                                     \
+    ATOMIC_OP(max, T, AS, old > v ? old : v)                                     \
+    ATOMIC_OP(and, T, AS, old & v)                                               \
+    ATOMIC_OP(or, T, AS, old | v)                                                \
+    ATOMIC_OP(xor, T, AS, old ^ v)                                               \
+    T OVL atomic_inc(volatile AS T *p) { T old = *p; *p = old + 1; return old; } \
+    T OVL atomic_dec(volatile AS T *p) { T old = *p; *p = old - 1; return old; } \
+    T OVL atomic_cmpxchg(volatile AS T *p, T cmp, T v) {                         \
+        T old = *p;                                                              \
+        if (old == cmp) *p = v;                                                  \
+        return old;                                                              \
+    }
+ATOMICS_OF(int, GLOBAL)
+ATOMICS_OF(uint, GLOBAL)
+ATOMICS_OF(int, LOCAL)
+ATOMICS_OF(uint, LOCAL)
+float OVL atomic_xchg(volatile GLOBAL float *p, float v) { float old = *p; *p = v; return old; }
+float OVL atomic_xchg(volatile LOCAL float *p, float v) { float old = *p; *p = v; return old; }
+#endif
