@@ -311,6 +311,36 @@ __kernel void extremes(__global const int *values, __global int *out) {
 """
 
 
+ASYNC_COPIES = """
+__kernel void doubled_tiles(__global const float *in, __global float *out, __local float *tile) {
+    size_t n = get_local_size(0), base = get_group_id(0) * n;
+    event_t in_done = async_work_group_copy(tile, in + base, n, 0);
+    wait_group_events(1, &in_done);
+    tile[get_local_id(0)] *= 2.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    event_t out_done = async_work_group_strided_copy(out + get_group_id(0), tile, n,
+                                                     get_num_groups(0), 0);
+    wait_group_events(1, &out_done);
+    prefetch(in, n);
+}
+"""
+
+
+def async_copies(context, queue):
+    """async_work_group_copy into __local memory, and a strided copy out of it."""
+    program = cl.Program(context, ASYNC_COPIES).build()
+    flags = cl.mem_flags
+    values = np.arange(8 * 64, dtype=np.float32)
+    buffer_in = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=values)
+    out = cl.Buffer(context, flags.WRITE_ONLY, size=values.nbytes)
+    program.doubled_tiles(queue, values.shape, (64,), buffer_in, out, cl.LocalMemory(4 * 64))
+    got = np.empty_like(values)
+    cl.enqueue_copy(queue, got, out)
+    want = (values * 2).reshape(8, 64).T.reshape(-1)
+    expect(np.array_equal(got, want),
+           "async_work_group_copy in, a strided copy out, wait_group_events and prefetch")
+
+
 def atomics(context, queue):
     """OpenCL C's atomic functions, over a launch large enough to be shared out were it not
     for them: every increment lands."""
@@ -639,6 +669,7 @@ def main():
     queue = groups(context, queue)
     values(context, queue)
     atomics(context, queue)
+    async_copies(context, queue)
     shares(context, queue)
     linked(context, queue)
     print(f"{failed} failed")

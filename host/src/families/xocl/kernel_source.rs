@@ -626,6 +626,15 @@ pub fn is_ndrange(kernel: &KernelMeta) -> bool {
 /// names OpenCL's overloads have; compiled once per process, then linked with each build's
 /// NDRange loops.
 const OPENCL_RUNTIME: &str = include_str!("kernel_source/opencl_runtime.c");
+/// OpenCL C's asynchronous copies, defined in OpenCL C and appended to a program that names
+/// one of [`ASYNC_COPY_FUNCTIONS`].
+const ASYNC_COPIES: &str = include_str!("kernel_source/async_copies.cl");
+const ASYNC_COPY_FUNCTIONS: [&str; 4] = [
+    "async_work_group_copy",
+    "async_work_group_strided_copy",
+    "wait_group_events",
+    "prefetch",
+];
 
 /// How OpenCL C is read, in every step of a build and in its precompiled header.
 const OPENCL_LANGUAGE: [&str; 17] = [
@@ -942,9 +951,11 @@ fn build_opencl_kept(
 fn build_key(clang: &OsString, work: &Path, flags: &[String]) -> Option<[u8; 32]> {
     // This pipeline, and the card's contract for what it makes (a build checked against an
     // older contract would fail at every load).
-    const PIPELINE: [&str; 3] = [
+    const PIPELINE: [&str; 5] = [
         include_str!("kernel_source.rs"),
+        include_str!("kernel_source/work_item_loops.rs"),
         OPENCL_RUNTIME,
+        ASYNC_COPIES,
         include_str!("emu/kernels.rs"),
     ];
     let deps = work.join("key.d");
@@ -1113,16 +1124,19 @@ fn compile_in(
         };
         kernels.push(opencl_params(name, &decl)?);
     }
-    let shims = by_value_shims(&kernels);
-    if !shims.is_empty() {
-        write(&program, format!("{source}\n{shims}").as_bytes())?;
+    let mut parts = parts_named(&preprocessed);
+    let mut appended = by_value_shims(&kernels);
+    if parts.remove("USES_ASYNC_COPIES") {
+        appended.push_str(ASYNC_COPIES);
+    }
+    if !appended.is_empty() {
+        write(&program, format!("{source}\n{appended}").as_bytes())?;
     }
     // WebAssembly has no kernel calling convention: clang's IR of the program is compiled
     // with its kernels as plain functions (which the NDRange loops call). A `__local` array
     // stays what OpenCL makes it, one variable of the work-group (work-groups run one after
     // another).
     let ir = work.join("program.ll");
-    let mut parts = parts_named(&preprocessed);
     let split = if parts.contains("USES_BARRIER") {
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
         split_at_barriers(&clang, work, &opencl, flags, &program, &names, &ir)?
@@ -1720,8 +1734,9 @@ impl OpenclKernel {
 }
 
 /// The optional parts of the runtime a program names (`USES_convert_T`, `USES_VLOADSTOREN`,
-/// `USES_BARRIER`, `USES_ATOMICS`): the conversions to each type, the vector loads and
-/// stores of each width, barriers and the atomic functions. Read from the whole preprocessed program (its headers' macros
+/// `USES_BARRIER`, `USES_ATOMICS`, and `USES_ASYNC_COPIES`, which the program carries
+/// itself, [`ASYNC_COPIES`]): the conversions to each type, the vector loads and stores of
+/// each width, barriers, the atomic functions and the asynchronous copies. Read from the whole preprocessed program (its headers' macros
 /// expanded) but clang's own OpenCL headers, which declare them all.
 fn parts_named(preprocessed: &str) -> BTreeSet<String> {
     const CONVERTIBLE: [&str; 10] = [
@@ -1749,6 +1764,8 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 parts.insert("USES_BARRIER".to_owned());
             } else if word.starts_with("atomic_") {
                 parts.insert("USES_ATOMICS".to_owned());
+            } else if ASYNC_COPY_FUNCTIONS.contains(&word) {
+                parts.insert("USES_ASYNC_COPIES".to_owned());
             } else if let Some(width) = word
                 .strip_prefix("vload")
                 .or_else(|| word.strip_prefix("vstore"))
