@@ -1734,9 +1734,10 @@ impl OpenclKernel {
 }
 
 /// The optional parts of the runtime a program names (`USES_convert_T`, `USES_VLOADSTOREN`,
-/// `USES_BARRIER`, `USES_ATOMICS`, and `USES_ASYNC_COPIES`, which the program carries
-/// itself, [`ASYNC_COPIES`]): the conversions to each type, the vector loads and stores of
-/// each width, barriers, the atomic functions and the asynchronous copies. Read from the whole preprocessed program (its headers' macros
+/// `USES_BARRIER`, `USES_ATOMICS`, `USES_HALF`, and `USES_ASYNC_COPIES`, which the program
+/// carries itself, [`ASYNC_COPIES`]): the conversions to each type, the vector loads and
+/// stores of each width, barriers, the atomic functions, the loads and stores of halves and
+/// the asynchronous copies. Read from the whole preprocessed program (its headers' macros
 /// expanded) but clang's own OpenCL headers, which declare them all.
 fn parts_named(preprocessed: &str) -> BTreeSet<String> {
     const CONVERTIBLE: [&str; 10] = [
@@ -1764,6 +1765,11 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 parts.insert("USES_BARRIER".to_owned());
             } else if word.starts_with("atomic_") {
                 parts.insert("USES_ATOMICS".to_owned());
+            } else if ["vload_half", "vloada_half", "vstore_half", "vstorea_half"]
+                .iter()
+                .any(|half| word.starts_with(half))
+            {
+                parts.insert("USES_HALF".to_owned());
             } else if ASYNC_COPY_FUNCTIONS.contains(&word) {
                 parts.insert("USES_ASYNC_COPIES".to_owned());
             } else if let Some(width) = word

@@ -550,3 +550,88 @@ ATOMICS_OF(uint, LOCAL)
 float OVL atomic_xchg(volatile GLOBAL float *p, float v) { float old = *p; *p = v; return old; }
 float OVL atomic_xchg(volatile LOCAL float *p, float v) { float old = *p; *p = v; return old; }
 #endif
+
+#ifdef USES_HALF
+/* vload_half, vstore_half and their vector and aligned forms: halves kept in memory, read
+ * into and written from floats (written rounded to nearest even, also as _rte). The
+ * conversions are bit by bit, so that no conversion routine of the compiler is needed. */
+static float half_to_float(unsigned short h) {
+    unsigned sign = (unsigned)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    unsigned bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else {
+        unsigned shifts = 0;
+        do {
+            man <<= 1;
+            shifts++;
+        } while (!(man & 0x400u));
+        bits = sign | ((113 - shifts) << 23) | ((man & 0x3ffu) << 13);
+    }
+    return __builtin_bit_cast(float, bits);
+}
+
+static unsigned short float_to_half(float f) {
+    unsigned x = __builtin_bit_cast(unsigned, f);
+    unsigned sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (exp == 0xff) return sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0);
+    int e = (int)exp - 127 + 15;
+    if (e >= 0x1f) return sign | 0x7c00u;
+    if (e <= 0) {
+        if (e < -10) return sign;
+        man |= 0x800000u;
+        unsigned shift = (unsigned)(14 - e);
+        unsigned half = man >> shift, rest = man & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+        if (rest > halfway || (rest == halfway && (half & 1))) half++;
+        return sign | half;
+    }
+    unsigned h = sign | ((unsigned)e << 10) | (man >> 13), rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return h;
+}
+
+#define HALF_SCALAR(AS)                                                                      \
+    float OVL vload_half(size_t offset, const AS __fp16 *p) {                                \
+        return half_to_float(((const AS unsigned short *)p)[offset]);                        \
+    }
+#define HALF_STORE_SCALAR(AS, suffix)                                                        \
+    void OVL vstore_half##suffix(float data, size_t offset, AS __fp16 *p) {                  \
+        ((AS unsigned short *)p)[offset] = float_to_half(data);                              \
+    }
+/* `step` is N, or 4 for the aligned forms of 3 elements. */
+#define HALF_LOAD(AS, name, N, step)                                                         \
+    float##N OVL name##N(size_t offset, const AS __fp16 *p) {                                \
+        float##N r;                                                                          \
+        for (int i = 0; i < N; i++)                                                          \
+            r[i] = half_to_float(((const AS unsigned short *)p)[offset * step + i]);         \
+        return r;                                                                            \
+    }
+#define HALF_STORE_AS(AS, name, N, step, suffix)                                             \
+    void OVL name##N##suffix(float##N data, size_t offset, AS __fp16 *p) {                   \
+        for (int i = 0; i < N; i++)                                                          \
+            ((AS unsigned short *)p)[offset * step + i] = float_to_half(data[i]);            \
+    }
+#define HALF_STORE(AS, name, N, step) \
+    HALF_STORE_AS(AS, name, N, step, ) HALF_STORE_AS(AS, name, N, step, _rte)
+#define HALF_WIDTHS(AS, WHAT, name, name3step)                                               \
+    WHAT(AS, name, 2, 2) WHAT(AS, name, 3, name3step) WHAT(AS, name, 4, 4)                   \
+        WHAT(AS, name, 8, 8) WHAT(AS, name, 16, 16)
+#define HALF_LOADS(AS)                                                                       \
+    HALF_SCALAR(AS) HALF_WIDTHS(AS, HALF_LOAD, vload_half, 3)                                \
+        HALF_WIDTHS(AS, HALF_LOAD, vloada_half, 4)
+#define HALF_STORES(AS)                                                                      \
+    HALF_STORE_SCALAR(AS, ) HALF_STORE_SCALAR(AS, _rte)                                      \
+        HALF_WIDTHS(AS, HALF_STORE, vstore_half, 3)                                          \
+            HALF_WIDTHS(AS, HALF_STORE, vstorea_half, 4)
+HALF_LOADS(GLOBAL)
+HALF_LOADS(CONSTANT)
+HALF_LOADS(PRIVATE)
+HALF_LOADS(LOCAL)
+HALF_STORES(GLOBAL)
+HALF_STORES(PRIVATE)
+HALF_STORES(LOCAL)
+#endif
