@@ -326,6 +326,82 @@ __kernel void doubled_tiles(__global const float *in, __global float *out, __loc
 """
 
 
+CONVERSION_MODES = """
+__kernel void modes(__global const float *f, __global const int *i, __global const long *l,
+                    __global const double *d, __global int *out, __global float *fout) {
+    for (int k = 0; k < 8; k++) {
+        out[k] = convert_short_sat(f[k]);
+        out[8 + k] = convert_int_sat_rte(f[k]);
+        out[16 + k] = convert_int_rtp(f[k]);
+        out[24 + k] = convert_int_rtn(f[k]);
+        out[32 + k] = convert_uchar_sat(i[k]);
+        out[40 + k] = (int)convert_uint_sat(l[k]);
+        fout[k] = convert_float_rtz(i[k]);
+        fout[8 + k] = convert_float_rtp(i[k]);
+        fout[16 + k] = convert_float_rtn(i[k]);
+        fout[24 + k] = convert_float_rtz(d[k]);
+        fout[32 + k] = convert_float_rtp(d[k]);
+    }
+    short4 s = convert_short4_sat(vload4(0, i));
+    vstore4(convert_int4(s), 12, out);
+}
+"""
+
+
+def conversion_modes(context, queue):
+    """convert_T_sat and convert_T_rt*: saturation, NaN to 0, and each rounding mode, into
+    integers and into floats (which round away from the nearest value when the mode says)."""
+    program = cl.Program(context, CONVERSION_MODES).build()
+    flags = cl.mem_flags
+    f = np.array([-1000.5, -128.7, -2.5, 2.5, 126.6, 1e10, np.nan, -np.inf], dtype=np.float32)
+    i = np.array([-5, 300, 100, 16777217, -16777217, 40000, -40000, 7], dtype=np.int32)
+    l = np.array([-1, 5_000_000_000, 7, 4294967295, 0, -(1 << 40), 1 << 40, 12], dtype=np.int64)
+    d = np.array([0.1, -0.1, 1.0, 3.4e38 * 10, 1e-50, -1e-50, 2.0 / 3, 0.0], dtype=np.float64)
+    buffers = [cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=a)
+               for a in (f, i, l, d)]
+    out = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 52)
+    fout = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 40)
+    program.modes(queue, (1,), None, *buffers, out, fout)
+    got = np.empty(52, dtype=np.int32)
+    got_f = np.empty(40, dtype=np.float32)
+    cl.enqueue_copy(queue, got, out)
+    cl.enqueue_copy(queue, got_f, fout)
+
+    def saturated(values, low, high, rounded):
+        with np.errstate(invalid="ignore"):
+            r = rounded(np.nan_to_num(values.astype(np.float64), nan=0.0))
+        return np.clip(r, low, high).astype(np.int64)
+
+    expect(np.array_equal(got[0:8], saturated(f, -32768, 32767, np.trunc)), "convert_short_sat")
+    expect(np.array_equal(got[8:16], saturated(f, -2**31, 2**31 - 1, np.rint)),
+           "convert_int_sat_rte (ties to even)")
+    finite = np.isfinite(f) & (np.abs(f) < 2**31)
+    expect(np.array_equal(got[16:24][finite], np.ceil(f[finite])), "convert_int_rtp")
+    expect(np.array_equal(got[24:32][finite], np.floor(f[finite])), "convert_int_rtn")
+    expect(np.array_equal(got[32:40], np.clip(i, 0, 255)), "convert_uchar_sat from int")
+    expect(np.array_equal(got[40:48].view(np.uint32), np.clip(l, 0, 2**32 - 1)),
+           "convert_uint_sat from long")
+    expect(np.array_equal(got[48:52], np.clip(i[:4], -32768, 32767)), "convert_short4_sat")
+
+    def directed(values, toward):
+        nearest = values.astype(np.float32)
+        exact = values.astype(np.float64) if values.dtype != np.int64 else values
+        with np.errstate(over="ignore"):
+            past = {"zero": np.abs(nearest.astype(np.float64)) > np.abs(exact),
+                    "up": nearest.astype(np.float64) < exact,
+                    "down": nearest.astype(np.float64) > exact}[toward]
+            step = {"zero": np.float32(0), "up": np.float32(np.inf),
+                    "down": np.float32(-np.inf)}[toward]
+            return np.where(past, np.nextafter(nearest, step), nearest)
+
+    expect(np.array_equal(got_f[0:8], directed(i, "zero")), "convert_float_rtz from int")
+    expect(np.array_equal(got_f[8:16], directed(i, "up")), "convert_float_rtp from int")
+    expect(np.array_equal(got_f[16:24], directed(i, "down")), "convert_float_rtn from int")
+    expect(np.array_equal(got_f[24:32], directed(d, "zero")),
+           "convert_float_rtz from double (past the largest float: the largest float)")
+    expect(np.array_equal(got_f[32:40], directed(d, "up")), "convert_float_rtp from double")
+
+
 HALVES = """
 __kernel void halves(__global const half *in, __global float *read, __global half *out,
                      __global half *out4) {
@@ -550,8 +626,8 @@ def main():
          "not by path", "an include by path"),
         ('#define P "/etc/hostname"\n#include P\n__kernel void k(__global int *x) {}',
          "outside its -I folders", "an include through a macro"),
-        ("__kernel void k(__global int *x) { x[0] = convert_int_sat(x[1] * 0.5f); }",
-         "not provided by the devices yet: convert_int_sat", "a built-in not provided"),
+        ("__kernel void k(__global half *x) { vstore_half_rtz(1.5f, 0, x); }",
+         "not provided by the devices yet: vstore_half_rtz", "a built-in not provided"),
         ("__kernel void k(struct { int a, b; } p, __global int *x) { x[0] = p.a; }",
          "vectors and named structs", "an argument of an unnamed struct"),
     ]:
@@ -715,6 +791,7 @@ def main():
     atomics(context, queue)
     async_copies(context, queue)
     half_loads_and_stores(context, queue)
+    conversion_modes(context, queue)
     shares(context, queue)
     linked(context, queue)
     print(f"{failed} failed")

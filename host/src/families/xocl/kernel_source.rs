@@ -1733,7 +1733,8 @@ impl OpenclKernel {
     }
 }
 
-/// The optional parts of the runtime a program names (`USES_convert_T`, `USES_VLOADSTOREN`,
+/// The optional parts of the runtime a program names (`USES_convert_T`, with
+/// `USES_convert_T_modes` for `_sat` and `_rt*`, `USES_VLOADSTOREN`,
 /// `USES_BARRIER`, `USES_ATOMICS`, `USES_HALF`, and `USES_ASYNC_COPIES`, which the program
 /// carries itself, [`ASYNC_COPIES`]): the conversions to each type, the vector loads and
 /// stores of each width, barriers, the atomic functions, the loads and stores of halves and
@@ -1760,6 +1761,10 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 let ty = to.split(|c: char| c.is_ascii_digit() || c == '_').next();
                 if let Some(ty) = ty.filter(|ty| CONVERTIBLE.contains(ty)) {
                     parts.insert(format!("USES_convert_{ty}"));
+                    let mode = to[ty.len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+                    if mode.starts_with("_sat") || mode.starts_with("_rt") {
+                        parts.insert(format!("USES_convert_{ty}_modes"));
+                    }
                 }
             } else if word == "barrier" {
                 parts.insert("USES_BARRIER".to_owned());
@@ -2256,11 +2261,12 @@ mod tests {
             # 3 \"program.cl\" 2\n\
             f[0] = convert_int_sat(g) + convert_float4(u).x + convert_half(h); vload16(0, p);\n\
             # 1 \"/pyopencl/cl/pyopencl-complex.h\" 1\n\
-            vstore3(v, 0, q); my_convert_ulong2(x); vload5(0, p);\n";
+            vstore3(v, 0, q); my_convert_ulong2(x); vload5(0, p); convert_uchar4_rte(c);\n";
         assert_eq!(
             runtime_parts(&parts_named(preprocessed)),
             "#define USES_VLOADSTORE16\n#define USES_VLOADSTORE3\n#define USES_convert_float\n\
-             #define USES_convert_int\n"
+             #define USES_convert_int\n#define USES_convert_int_modes\n\
+             #define USES_convert_uchar\n#define USES_convert_uchar_modes\n"
         );
     }
 

@@ -370,7 +370,7 @@ VECTORS(ullong)
 
 /* convert_T and convert_TN between any two scalar types, with OpenCL's default rounding:
  * toward zero into integers (out of range saturates: the build has nontrapping-fptoint),
- * to nearest even into floating point. The _sat and _rt* forms are not provided yet. The
+ * to nearest even into floating point (the _sat and _rt* forms are at the end). The
  * build defines USES_convert_T for each T a program converts to, and USES_VLOADSTOREN for
  * each width it loads or stores: each group costs every build compile time. */
 #define CONVERT(name, D, S)                                                                  \
@@ -634,4 +634,144 @@ HALF_LOADS(LOCAL)
 HALF_STORES(GLOBAL)
 HALF_STORES(PRIVATE)
 HALF_STORES(LOCAL)
+#endif
+
+/* convert_T_sat, convert_T_rte/_rtz/_rtp/_rtn and convert_T_sat_rt* (into integers), and
+ * convert_T_rt* into floating point, for every source type and width. The build defines
+ * USES_convert_T_modes for each T a program converts to with a mode. */
+#define IS_FLT(S) (__builtin_types_compatible_p(S, float) || __builtin_types_compatible_p(S, double))
+#define ROUNDED(S, x, round) __builtin_choose_expr(IS_FLT(S), (S)round((double)(x)), (x))
+#define SAT_FLT(D, S, lo, hi, v) \
+    ((v) != (v) ? (D)0 : (v) <= (S)(lo) ? (D)(lo) : (v) >= (S)(hi) ? (D)(hi) : (D)(v))
+#define SAT_INT(D, S, lo, hi, v)                                                              \
+    (((S)-1 < (S)0)                                                                           \
+         ? ((long long)(v) < (long long)(lo)                                                  \
+                ? (D)(lo)                                                                     \
+                : ((unsigned long long)(hi) <= 0x7fffffffffffffffull &&                       \
+                   (long long)(v) > (long long)(hi))                                          \
+                      ? (D)(hi)                                                               \
+                      : (D)(v))                                                               \
+         : ((unsigned long long)(v) > (unsigned long long)(hi) ? (D)(hi) : (D)(v)))
+#define SAT(D, S, lo, hi, v) \
+    __builtin_choose_expr(IS_FLT(S), SAT_FLT(D, S, lo, hi, v), SAT_INT(D, S, lo, hi, v))
+#define MODE_FN(name, D, S, suffix, expr)                                                   \
+    D OVL convert_##name##suffix(S x) { return (expr); }                                    \
+    MODE_VEC(name, D, S, suffix, 2) MODE_VEC(name, D, S, suffix, 3)                        \
+    MODE_VEC(name, D, S, suffix, 4) MODE_VEC(name, D, S, suffix, 8)                        \
+    MODE_VEC(name, D, S, suffix, 16)
+#define MODE_VEC(name, D, S, suffix, N)                                                     \
+    D##N OVL convert_##name##N##suffix(S##N v) {                                            \
+        D##N r;                                                                             \
+        for (int i = 0; i < N; i++) r[i] = convert_##name##suffix(v[i]);                    \
+        return r;                                                                           \
+    }
+#define INT_MODES(name, D, S, lo, hi)                                                          \
+    MODE_FN(name, D, S, _rte, (D)ROUNDED(S, x, __builtin_rint))                                \
+    MODE_FN(name, D, S, _rtz, (D)ROUNDED(S, x, __builtin_trunc))                               \
+    MODE_FN(name, D, S, _rtp, (D)ROUNDED(S, x, __builtin_ceil))                                \
+    MODE_FN(name, D, S, _rtn, (D)ROUNDED(S, x, __builtin_floor))                               \
+    MODE_FN(name, D, S, _sat, SAT(D, S, lo, hi, ROUNDED(S, x, __builtin_trunc)))               \
+    MODE_FN(name, D, S, _sat_rte, SAT(D, S, lo, hi, ROUNDED(S, x, __builtin_rint)))            \
+    MODE_FN(name, D, S, _sat_rtz, SAT(D, S, lo, hi, ROUNDED(S, x, __builtin_trunc)))           \
+    MODE_FN(name, D, S, _sat_rtp, SAT(D, S, lo, hi, ROUNDED(S, x, __builtin_ceil)))            \
+    MODE_FN(name, D, S, _sat_rtn, SAT(D, S, lo, hi, ROUNDED(S, x, __builtin_floor)))
+#define INT_MODES_FROM_ALL(name, D, lo, hi)                                                    \
+    INT_MODES(name, D, char, lo, hi) INT_MODES(name, D, uchar, lo, hi)                         \
+    INT_MODES(name, D, short, lo, hi) INT_MODES(name, D, ushort, lo, hi)                       \
+    INT_MODES(name, D, int, lo, hi) INT_MODES(name, D, uint, lo, hi)                           \
+    INT_MODES(name, D, llong, lo, hi) INT_MODES(name, D, ullong, lo, hi)                       \
+    INT_MODES(name, D, float, lo, hi) INT_MODES(name, D, double, lo, hi)
+
+/* Into floating point: converted to nearest, then moved one step toward the mode's side
+ * when that passed the exact value (compared exactly: through double for floating and
+ * 32-bit sources, through 64-bit integers for 64-bit ones). */
+#if defined(USES_convert_float_modes) || defined(USES_convert_double_modes)
+static float step_up_f(float f) {
+    unsigned b = __builtin_bit_cast(unsigned, f);
+    if ((b << 1) == 0) return __builtin_bit_cast(float, 1u);
+    return __builtin_bit_cast(float, (b >> 31) ? b - 1 : b + 1);
+}
+static float step_down_f(float f) {
+    unsigned b = __builtin_bit_cast(unsigned, f);
+    if ((b << 1) == 0) return __builtin_bit_cast(float, 0x80000001u);
+    return __builtin_bit_cast(float, (b >> 31) ? b + 1 : b - 1);
+}
+static double step_up_d(double f) {
+    unsigned long long b = __builtin_bit_cast(unsigned long long, f);
+    if ((b << 1) == 0) return __builtin_bit_cast(double, 1ull);
+    return __builtin_bit_cast(double, (b >> 63) ? b - 1 : b + 1);
+}
+static double step_down_d(double f) {
+    unsigned long long b = __builtin_bit_cast(unsigned long long, f);
+    if ((b << 1) == 0) return __builtin_bit_cast(double, 0x8000000000000001ull);
+    return __builtin_bit_cast(double, (b >> 63) ? b + 1 : b - 1);
+}
+#define EXACT_CMP(D, S)                                                                     \
+    static int cmp_##D##_##S(D f, S x) {                                                    \
+        if (IS_FLT(S) || sizeof(S) <= 4) {                                                  \
+            double a = (double)f, b = (double)x;                                            \
+            return (a > b) - (a < b);                                                       \
+        }                                                                                   \
+        if ((S)-1 < (S)0) {                                                                 \
+            if (f >= 0x1p63) return 1;                                                      \
+            long long a = (long long)f, b = (long long)x;                                   \
+            return (a > b) - (a < b);                                                       \
+        }                                                                                   \
+        if (f >= 0x1p64) return 1;                                                          \
+        unsigned long long a = (unsigned long long)f, b = (unsigned long long)x;            \
+        return (a > b) - (a < b);                                                           \
+    }
+#define FLOAT_MODES(name, D, S, up, down)                                                   \
+    EXACT_CMP(D, S)                                                                         \
+    MODE_FN(name, D, S, _rte, (D)x)                                                         \
+    MODE_FN(name, D, S, _rtz, ({                                                            \
+                D f = (D)x;                                                                 \
+                int c = cmp_##D##_##S(f, x);                                                \
+                f > 0 && c > 0 ? down(f) : f < 0 && c < 0 ? up(f) : f;                      \
+            }))                                                                             \
+    MODE_FN(name, D, S, _rtp, ({                                                            \
+                D f = (D)x;                                                                 \
+                cmp_##D##_##S(f, x) < 0 ? up(f) : f;                                        \
+            }))                                                                             \
+    MODE_FN(name, D, S, _rtn, ({                                                            \
+                D f = (D)x;                                                                 \
+                cmp_##D##_##S(f, x) > 0 ? down(f) : f;                                      \
+            }))
+#define FLOAT_MODES_FROM_ALL(name, D, up, down)                                                \
+    FLOAT_MODES(name, D, char, up, down) FLOAT_MODES(name, D, uchar, up, down)                 \
+    FLOAT_MODES(name, D, short, up, down) FLOAT_MODES(name, D, ushort, up, down)               \
+    FLOAT_MODES(name, D, int, up, down) FLOAT_MODES(name, D, uint, up, down)                   \
+    FLOAT_MODES(name, D, llong, up, down) FLOAT_MODES(name, D, ullong, up, down)               \
+    FLOAT_MODES(name, D, float, up, down) FLOAT_MODES(name, D, double, up, down)
+#endif
+
+#ifdef USES_convert_char_modes
+INT_MODES_FROM_ALL(char, char, -128, 127)
+#endif
+#ifdef USES_convert_uchar_modes
+INT_MODES_FROM_ALL(uchar, uchar, 0, 255)
+#endif
+#ifdef USES_convert_short_modes
+INT_MODES_FROM_ALL(short, short, -32768, 32767)
+#endif
+#ifdef USES_convert_ushort_modes
+INT_MODES_FROM_ALL(ushort, ushort, 0, 65535)
+#endif
+#ifdef USES_convert_int_modes
+INT_MODES_FROM_ALL(int, int, -2147483647 - 1, 2147483647)
+#endif
+#ifdef USES_convert_uint_modes
+INT_MODES_FROM_ALL(uint, uint, 0, 4294967295u)
+#endif
+#ifdef USES_convert_long_modes
+INT_MODES_FROM_ALL(long, llong, -9223372036854775807ll - 1, 9223372036854775807ll)
+#endif
+#ifdef USES_convert_ulong_modes
+INT_MODES_FROM_ALL(ulong, ullong, 0, 18446744073709551615ull)
+#endif
+#ifdef USES_convert_float_modes
+FLOAT_MODES_FROM_ALL(float, float, step_up_f, step_down_f)
+#endif
+#ifdef USES_convert_double_modes
+FLOAT_MODES_FROM_ALL(double, double, step_up_d, step_down_d)
 #endif
