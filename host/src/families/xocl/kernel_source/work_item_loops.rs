@@ -68,15 +68,12 @@ pub fn rewrite(ir: &str, kernels: &[&str]) -> Option<(String, Vec<String>)> {
         return None;
     }
     // A kernel running its work-group is called only by the NDRange loop, or by its shim.
-    let calls: Vec<(String, String)> = grouped
-        .iter()
-        .map(|name| (format!("@{name}("), format!("__accelhost_args_{name}")))
-        .collect();
+    let split: HashSet<&str> = grouped.iter().map(String::as_str).collect();
     for function in &functions {
+        let shim_of = function.name.strip_prefix("__accelhost_args_");
         for line in &function.body {
-            if calls
-                .iter()
-                .any(|(call, shim)| line.contains(call) && function.name != *shim)
+            if values_named(line, "@")
+                .any(|called| split.contains(called) && shim_of != Some(called))
             {
                 return None;
             }
@@ -385,13 +382,16 @@ fn without_lifetimes(body: Vec<String>) -> Vec<String> {
             Some(last[..end].to_owned())
         })
         .collect();
-    let mentions = |name: &str| {
-        body.iter()
-            .filter(|l| !l.contains("@llvm.lifetime."))
-            .map(|l| mentions_of(l, name).len())
-            .sum::<usize>()
-    };
-    let only_for_markers: HashSet<&String> = marked.iter().filter(|m| mentions(m) == 1).collect();
+    let mut mentions: HashMap<&str, usize> = HashMap::new();
+    for line in body.iter().filter(|l| !l.contains("@llvm.lifetime.")) {
+        for name in values_named(line, "%") {
+            *mentions.entry(name).or_default() += 1;
+        }
+    }
+    let only_for_markers: HashSet<&String> = marked
+        .iter()
+        .filter(|m| mentions.get(m.as_str()) == Some(&1))
+        .collect();
     body.iter()
         .filter(|l| !l.contains("@llvm.lifetime."))
         .filter(|l| {
