@@ -739,14 +739,23 @@ fn opencl_runtime(
     write(out, &object)
 }
 
+/// How every piece of a program is optimized: for wasm32 with the target features all pieces
+/// share (so that they may inline into one another).
+const OPTIMIZED_FOR_THE_CARD: [&str; 4] = [
+    "--target=wasm32-wasi",
+    "-O2",
+    "-msimd128",
+    "-mnontrapping-fptoint",
+];
+
 /// Compiles `source` (C or LLVM IR) at `out` for link-time optimization, with the target
 /// features every piece of a program shares, so that a kernel may inline into its loop and
 /// the runtime into both. `Ok` holds clang's messages.
 fn lto_object(clang: &OsString, source: &Path, out: &Path) -> Result<String, KernelBuildError> {
     let mut compile = Command::new(clang);
     compile
-        .args(["--target=wasm32-wasi", "-O2", "-flto", "-c"])
-        .args(["-msimd128", "-mnontrapping-fptoint"])
+        .args(OPTIMIZED_FOR_THE_CARD)
+        .args(["-flto", "-c"])
         .arg(source)
         .arg("-o")
         .arg(out);
@@ -1324,8 +1333,8 @@ fn split_at_barriers(
     write(&source, split.as_bytes())?;
     let mut optimize = Command::new(clang);
     optimize
-        .args(["--target=wasm32-wasi", "-O2", "-S", "-emit-llvm"])
-        .args(["-msimd128", "-mnontrapping-fptoint", "-x", "ir"])
+        .args(OPTIMIZED_FOR_THE_CARD)
+        .args(["-S", "-emit-llvm", "-x", "ir"])
         .arg(&source)
         .arg("-o")
         .arg(out);

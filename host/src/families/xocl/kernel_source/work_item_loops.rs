@@ -291,7 +291,7 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
     let _ = writeln!(text, "{header}");
     text.push_str("__entry:\n");
     for variable in &variables {
-        if !per_item.iter().any(|v| v.name == variable.name) {
+        if !slotted.contains(&variable.name) {
             let _ = writeln!(text, "{}", variable.line);
         }
     }
