@@ -67,14 +67,18 @@ HIDDEN int __accelhost_next_group(void) {
     return 0;
 }
 
-/* Moves to the next work-item (x fastest, then y, z; work-group after work-group). */
-HIDDEN int __accelhost_next(void) {
+/* Moves to the work-group's next work-item (x fastest, then y, z); 0 (and the first again)
+ * after its last. */
+HIDDEN int __accelhost_next_item(void) {
     for (int d = 0; d < 3; d++) {
         if (++local[d] < local_size[d]) return 1;
         local[d] = 0;
     }
-    return __accelhost_next_group();
+    return 0;
 }
+
+/* Moves to the next work-item, work-group after work-group. */
+HIDDEN int __accelhost_next(void) { return __accelhost_next_item() || __accelhost_next_group(); }
 
 /* Memory fences order nothing: a work-group's work-items run one at a time. */
 void OVL mem_fence(unsigned flags) {}
@@ -197,15 +201,6 @@ HIDDEN void __accelhost_group_take(unsigned each, unsigned align) {
     unsigned long long bytes = (((unsigned long long)each + 15) & ~15ull) * group_items + align;
     if (bytes > GROUP_PRIVATE_BYTES - group_taken) __builtin_trap();
     group_taken += bytes;
-}
-
-/* Moves to the group's next work-item; 0 (and the first again) after its last. */
-HIDDEN int __accelhost_next_item(void) {
-    for (int d = 0; d < 3; d++) {
-        if (++local[d] < local_size[d]) return 1;
-        local[d] = 0;
-    }
-    return 0;
 }
 
 /* get_local_id and get_global_id as split kernels read them: from memory, which changes
