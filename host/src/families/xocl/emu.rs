@@ -40,6 +40,9 @@ const HOST_APERTURE_SIZE: u64 = 1 << 40;
 const BO_ALIGN: u64 = 4096;
 /// The emulator backs banks with lazily-touched host memory; beyond this total it refuses.
 const MAX_BANK_BYTES: u64 = 64 << 30;
+
+/// The largest freed buffer whose bank pages are zeroed in place rather than given back.
+pub(super) const ZEROED_IN_PLACE: u64 = 256 << 20;
 /// The most compute units the card runs at once, over all its images: as many as an ERT
 /// packet's four cu_mask words name.
 const MAX_CUS: usize = 128;
@@ -959,11 +962,18 @@ fn free_bo(state: &mut CardState, client: u64, handle: u32) -> io::Result<()> {
 }
 
 impl Bank {
-    /// Gives a freed buffer's range back, its pages discarded: the next buffer there reads
-    /// zeros, never what the last owner left.
+    /// Gives a freed buffer's range back cleared: the next buffer there reads zeros, never
+    /// what the last owner left. Ranges up to [`ZEROED_IN_PLACE`] are zeroed and stay
+    /// resident, as a card's memory does, so the next buffer there takes no page faults;
+    /// larger ones are discarded, so a bank keeps no more than that resident per freed buffer.
     fn release(&mut self, address: u64, size: u64) {
         // The range is inside the bank: it was allocated from it.
-        let _ = self.storage.discard(address - self.base, size);
+        let offset = address - self.base;
+        let _ = if size <= ZEROED_IN_PLACE {
+            self.storage.fill(offset, size, 0)
+        } else {
+            self.storage.discard(offset, size)
+        };
         self.free.release(address, size);
     }
 }
