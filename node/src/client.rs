@@ -722,6 +722,17 @@ impl Client {
         Ok(reply.object)
     }
 
+    /// A doorbell ring for launches and copies ([`crate::ring`]): its object number, and the
+    /// ticket of its memory (none unless the node offers memory to this client).
+    pub async fn open_ring(&self) -> RemoteResult<(u64, Option<proto::SharedMemory>)> {
+        let reply = self
+            .call::<calls::OpenRing>(proto::OpenRingRequest {
+                session: self.session().into(),
+            })
+            .await?;
+        Ok((reply.ring, reply.memory))
+    }
+
     /// An in-order queue on a handle.
     pub async fn create_queue(&self, handle: u64) -> RemoteResult<u64> {
         let reply = self.call::<calls::CreateQueue>(self.object(handle)).await?;

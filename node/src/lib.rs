@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod proto;
 pub mod reach;
 pub mod remote;
+pub mod ring;
 pub mod server;
 pub mod service;
 pub mod session;

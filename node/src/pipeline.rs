@@ -155,7 +155,8 @@ fn memory(session: &Session, number: u64, call: &str) -> Result<Memory, Status> 
     }
 }
 
-fn failed(tag: u64, status: &Status) -> proto::Completion {
+/// The completion of command `tag` that could not be enqueued, and why.
+pub(crate) fn failed(tag: u64, status: &Status) -> proto::Completion {
     let code = crate::status::accelhost_code(status).unwrap_or(ErrorCode::Internal);
     proto::Completion {
         tag,
@@ -164,7 +165,8 @@ fn failed(tag: u64, status: &Status) -> proto::Completion {
     }
 }
 
-fn finished(tag: u64, event: &Event) -> proto::Completion {
+/// The completion of command `tag` whose `event` finished.
+pub(crate) fn finished(tag: u64, event: &Event) -> proto::Completion {
     match event.status() {
         EventStatus::Failed(why) => proto::Completion {
             tag,

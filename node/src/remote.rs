@@ -18,6 +18,7 @@ use crate::client::{Client, ClientOptions, Endpoint, RemoteError};
 use crate::pipeline::{Done as PipelineDone, Submitter};
 use crate::proto;
 use crate::reach::Reach;
+use crate::ring::{ClientEnd, RingMemory, RingSubmitter};
 
 /// How long one wait on a node's event lasts before it is asked again.
 const EVENT_WAIT: Duration = Duration::from_secs(1);
@@ -169,6 +170,7 @@ impl Connector for NodeConnector {
             reach: self.reach.clone(),
             endpoint: name,
             submitter: std::sync::Mutex::new(None),
+            ring: std::sync::Mutex::new(Ring::Untried),
         }))
     }
 }
@@ -179,18 +181,56 @@ struct Session {
     runtime: tokio::runtime::Handle,
     reach: Arc<Reach>,
     endpoint: String,
-    /// The stream launches and copies go out on, opened with the first.
+    /// The stream launches and copies go out on when there is no ring, opened with the first.
     submitter: std::sync::Mutex<Option<Arc<Submitter>>>,
+    /// The doorbell ring launches and copies go out on, for a session on a Unix socket.
+    ring: std::sync::Mutex<Ring>,
 }
 
+/// A session's doorbell ring, tried with its first command.
+enum Ring {
+    Untried,
+    Open(Arc<RingSubmitter>),
+    /// Not offered (a TCP session, an older node), or closed: commands go by the stream.
+    Unavailable,
+}
+
+/// How long opening a ring may take before commands go by the stream instead.
+const RING_SETUP: Duration = Duration::from_secs(5);
+
 impl Session {
-    /// Queues `work` on the session's command stream (opening one if there is none or the
-    /// last ended); `done` hears how it ended.
+    /// Queues `work` on the session's doorbell ring, or when there is none (or the command
+    /// does not fit a record) on its command stream (opening one if there is none or the
+    /// last ended); `done` hears how it ended. Commands keep their order across the two: the
+    /// ring settles before a command goes by the stream, and the stream before one goes back.
     fn submit(&self, work: proto::command::Work, done: Done) -> RemoteResult<()> {
         let endpoint = self.endpoint.clone();
         let mut heard: PipelineDone = Box::new(move |outcome| {
             done(outcome.map_err(|(_, why)| format!("node {endpoint}: {why}")))
         });
+        let mut work = work;
+        if let Some(ring) = self.ring() {
+            let stream = self
+                .submitter
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some(stream) = stream {
+                // What went by the stream finishes first; the stream then ends.
+                let until = tokio::time::Instant::from_std(Instant::now() + RING_SETUP);
+                let _ = self
+                    .runtime
+                    .block_on(async { tokio::time::timeout_at(until, stream.settle()).await });
+            }
+            match ring.submit(work, heard) {
+                Ok(()) => return Ok(()),
+                Err(back) => (work, heard) = back,
+            }
+            ring.settle(Instant::now() + RING_SETUP);
+            if ring.is_closed() {
+                *self.ring.lock().unwrap_or_else(|p| p.into_inner()) = Ring::Unavailable;
+            }
+        }
         let mut submitter = self.submitter.lock().unwrap_or_else(|p| p.into_inner());
         // A stream that ended (the node restarted, the connection broke) is opened again once.
         for _ in 0..2 {
@@ -218,9 +258,48 @@ impl Session {
         })
     }
 
-    /// Waits (until `deadline`) for every command submitted so far to finish: before a call
-    /// that may take away what they use.
-    fn settle(&self, deadline: Instant) {
+    /// The session's open ring, opening it with the first command (a session on a Unix
+    /// socket only).
+    fn ring(&self) -> Option<Arc<RingSubmitter>> {
+        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ring::Untried = *ring {
+            *ring = match self.open_ring(Instant::now() + RING_SETUP) {
+                Some(open) => Ring::Open(Arc::new(open)),
+                None => Ring::Unavailable,
+            };
+        }
+        match &*ring {
+            Ring::Open(open) => Some(open.clone()),
+            _ => None,
+        }
+    }
+
+    fn open_ring(&self, deadline: Instant) -> Option<RingSubmitter> {
+        let socket = self.client.socket()?;
+        let (object, offer) = self
+            .run("open-ring", deadline, self.client.open_ring())
+            .inspect_err(|err| tracing::debug!(node = %self.endpoint, "no ring: {}", err.message))
+            .ok()?;
+        let opened = offer
+            .ok_or_else(|| "the node offered no memory".to_string())
+            .and_then(|offer| {
+                crate::shared_memory::fetch(socket, &offer.ticket, deadline)
+                    .and_then(RingMemory::adopt)
+                    .and_then(|memory| RingSubmitter::new(ClientEnd::new(memory)))
+                    .map_err(|err| err.to_string())
+            });
+        match opened {
+            Ok(ring) => Some(ring),
+            Err(why) => {
+                tracing::debug!(node = %self.endpoint, "no ring: {why}");
+                let _ = self.run("release", deadline, self.client.release(object));
+                None
+            }
+        }
+    }
+
+    /// Waits (until `deadline`) for every command submitted on the stream to finish.
+    fn settle_stream(&self, deadline: Instant) {
         let submitter = self
             .submitter
             .lock()
@@ -232,6 +311,19 @@ impl Session {
                 .runtime
                 .block_on(async { tokio::time::timeout_at(until, open.settle()).await });
         }
+    }
+
+    /// Waits (until `deadline`) for every command submitted so far to finish: before a call
+    /// that may take away what they use.
+    fn settle(&self, deadline: Instant) {
+        let ring = match &*self.ring.lock().unwrap_or_else(|p| p.into_inner()) {
+            Ring::Open(open) => Some(open.clone()),
+            _ => None,
+        };
+        if let Some(ring) = ring {
+            ring.settle(deadline);
+        }
+        self.settle_stream(deadline);
     }
 
     /// The memory the node offered for `object`, fetched from its socket; when that fails the

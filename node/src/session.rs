@@ -55,6 +55,8 @@ pub enum Object {
     Queue(u64, Queue),
     /// The completion of a command, or a registered device event.
     Event(u64, Event),
+    /// A doorbell ring and its serving thread (stopped when this goes).
+    Ring(Arc<crate::ring::RingObject>),
 }
 
 impl Object {
@@ -69,13 +71,14 @@ impl Object {
             Object::Kernel(..) => "kernel",
             Object::Queue(..) => "queue",
             Object::Event(..) => "event",
+            Object::Ring(_) => "ring",
         }
     }
 
-    /// The handle it came from (itself, for a handle).
+    /// The handle it came from (itself, for a handle or a ring, which belongs to the session).
     fn owner(&self, number: u64) -> u64 {
         match self {
-            Object::Handle(_) => number,
+            Object::Handle(_) | Object::Ring(_) => number,
             Object::Region(owner, _)
             | Object::Buffer(owner, _)
             | Object::Memory(owner, _)
@@ -89,7 +92,7 @@ impl Object {
     /// The order objects are released in: what uses an object goes before it.
     fn release_rank(&self) -> u8 {
         match self {
-            Object::Event(..) => 0,
+            Object::Ring(_) | Object::Event(..) => 0,
             Object::Queue(..) => 1,
             Object::Kernel(..) => 2,
             Object::Program(..) => 3,

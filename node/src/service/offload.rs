@@ -139,3 +139,41 @@ pub(super) async fn queue_finish(
 
 /// The answer stream of `Submit`.
 pub(super) type SubmitStream = crate::pipeline::Replies;
+
+pub(super) async fn open_ring(
+    node: &NodeService,
+    request: Request<proto::OpenRingRequest>,
+    call: &'static str,
+) -> Result<Response<proto::RingReply>, Status> {
+    use crate::ring::{RING_BYTES, RingMemory};
+    let req = request.get_ref();
+    let session = node.session(&request, &req.session, call)?;
+    let stream = node.stream_permit(&session, call)?;
+    let charge = node.room_for_memory(&session, RING_BYTES, call)?;
+    let memory = RingMemory::create()
+        .map(std::sync::Arc::new)
+        .map_err(|err| status(ErrorCode::OutOfMemory, format!("{call}: {err}")))?;
+    let ring = crate::ring::serve(std::sync::Arc::downgrade(&session), memory.clone(), stream)
+        .map_err(|err| status(ErrorCode::OutOfMemory, format!("{call}: {err}")))?;
+    let shared = memory
+        .share()
+        .map_err(|err| status(ErrorCode::OutOfMemory, format!("{call}: {err}")))?;
+    let mut objects = session.objects();
+    let number = objects.insert_charged(Object::Ring(std::sync::Arc::new(ring)), charge);
+    let offered = node.offer_memory(&request, &session, &mut objects, number, || {
+        Ok(Some(shared))
+    });
+    let Some(offered) = offered else {
+        drop(objects.take(number));
+        return Err(status(
+            ErrorCode::Unsupported,
+            format!(
+                "{call}: a ring is offered only to a client on the node's Unix socket whose process the node knows"
+            ),
+        ));
+    };
+    Ok(Response::new(proto::RingReply {
+        ring: number,
+        memory: Some(offered),
+    }))
+}
