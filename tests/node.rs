@@ -1646,6 +1646,144 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_carries_work_in_order_and_a_ring_written_out_of_its_layout_closes_alone() {
+    use accelhost_node::pipeline::MAX_IN_FLIGHT;
+    use accelhost_node::proto::command::Work;
+    use accelhost_node::proto::{LaunchRequest, MemcpyRequest};
+    use accelhost_node::ring::{ClientEnd, RING_BYTES, RingMemory, RingSubmitter, header};
+    let node =
+        start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true, "dma_memory_mib": 64}"#).await;
+    let sharing = ClientOptions {
+        share_memory: true,
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(&node.unix(), sharing).await.unwrap();
+    let (handle, kernel) = vadd_on_the_card(&client).await;
+    let bytes = 4096u64;
+    let mut objects = Vec::new();
+    for kind in [MemoryKind::Host, MemoryKind::Device, MemoryKind::Host] {
+        let memory = client.alloc(handle, kind, bytes, None).await.unwrap();
+        objects.push(memory.memory);
+    }
+    let (host, device, out) = (objects[0], objects[1], objects[2]);
+    client.write(host, 0, &[7u8; 4096]).await.unwrap();
+    let queue = client.create_queue(handle).await.unwrap();
+    let (ring_object, offer) = client.open_ring().await.unwrap();
+    let fd = fetch(
+        &client,
+        &offer.expect("a local client is offered the ring").ticket,
+    )
+    .await
+    .unwrap();
+    let hostile_view = fd.try_clone().unwrap();
+    let ring = RingSubmitter::new(ClientEnd::new(RingMemory::adopt(fd).unwrap())).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let memcpy = |dst, src| {
+        Work::Memcpy(MemcpyRequest {
+            session: String::new(),
+            queue,
+            dst,
+            dst_offset: 0,
+            src,
+            src_offset: 0,
+            size: bytes,
+        })
+    };
+    // More launches than there are completion slots: the node reads on as they are heard.
+    let launches = (MAX_IN_FLIGHT + 500) as u64;
+    ring.submit(memcpy(device, host), heard(&tx, 0))
+        .ok()
+        .unwrap();
+    for n in 1..=launches {
+        let launch = Work::Launch(LaunchRequest {
+            session: String::new(),
+            queue,
+            kernel,
+            args: vec![
+                memory_arg(device),
+                memory_arg(device),
+                memory_arg(device),
+                u32_arg(1),
+            ],
+        });
+        ring.submit(launch, heard(&tx, n)).ok().unwrap();
+    }
+    let bad = Work::Launch(LaunchRequest {
+        session: String::new(),
+        queue,
+        kernel: 9999,
+        args: vec![],
+    });
+    ring.submit(bad, heard(&tx, launches + 1)).ok().unwrap();
+    ring.submit(memcpy(out, device), heard(&tx, launches + 2))
+        .ok()
+        .unwrap();
+    let mut order = Vec::new();
+    for _ in 0..launches + 3 {
+        let (n, outcome) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("every command completes")
+            .unwrap();
+        if n == launches + 1 {
+            let (code, why) = outcome.unwrap_err();
+            assert_eq!(code, ErrorCode::NotFound, "{why}");
+            assert!(why.contains("kernel 9999"), "{why}");
+        } else {
+            outcome.unwrap_or_else(|err| panic!("command {n}: {err:?}"));
+            order.push(n);
+        }
+    }
+    let expected: Vec<u64> = (0..launches + 3).filter(|&n| n != launches + 1).collect();
+    assert_eq!(
+        order, expected,
+        "completions come in the order of one queue"
+    );
+    let first = client.read(out, 0, 8).await.unwrap();
+    assert_eq!(
+        first,
+        [0, 0, 0, 0, 7, 7, 7, 7],
+        "the launches ran between the copies"
+    );
+
+    // The client writes a command tail past the ring: the node closes the ring with the
+    // reason, what was waiting hears it, and the session goes on.
+    let raw = map(&hostile_view, RING_BYTES as usize);
+    // SAFETY: the header's command tail, a u64 inside the mapping just made.
+    unsafe {
+        std::sync::atomic::AtomicU64::from_ptr(raw.add(header::COMMAND_TAIL).cast())
+            .fetch_add(1 << 30, std::sync::atomic::Ordering::SeqCst);
+        std::sync::atomic::AtomicU32::from_ptr(raw.add(header::NODE_BELL).cast())
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    let started = Instant::now();
+    while !ring.is_closed() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the ring stays open"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (work, _) = ring
+        .submit(memcpy(out, host), heard(&tx, 0))
+        .expect_err("a closed ring takes nothing");
+    assert!(matches!(work, Work::Memcpy(_)));
+    // SAFETY: the header's reason length and reason, inside the mapping.
+    let reason = unsafe {
+        let len = std::ptr::read_volatile(raw.add(header::REASON_LEN).cast::<u32>()) as usize;
+        String::from_utf8_lossy(std::slice::from_raw_parts(raw.add(header::REASON), len))
+            .into_owned()
+    };
+    assert!(reason.contains("command_tail"), "{reason}");
+    let again = client.create_queue(handle).await.unwrap();
+    assert!(again > queue, "the session serves on");
+    client.release(ring_object).await.unwrap();
+    // SAFETY: the mapping made above, unmapped once.
+    unsafe { libc::munmap(raw.cast(), RING_BYTES as usize) };
+    drop((ring, client));
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submitted_work_in_flight_when_the_node_stops_is_heard_not_lost() {
     use accelhost_node::pipeline::Submitter;
     use accelhost_node::proto::LaunchRequest;

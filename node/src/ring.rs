@@ -47,11 +47,14 @@ pub const DONE_SLOTS: u64 = crate::pipeline::MAX_IN_FLIGHT as u64;
 /// Bytes of one completion slot.
 pub const SLOT_BYTES: u64 = 256;
 /// Bytes of the header page.
-const HEADER_BYTES: u64 = 4096;
+pub const HEADER_BYTES: u64 = 4096;
 /// Bytes of the whole ring's memory.
 pub const RING_BYTES: u64 = HEADER_BYTES + COMMAND_BYTES + DONE_SLOTS * SLOT_BYTES;
 /// The longest command record; a longer command goes by `Submit`.
 pub const MAX_RECORD: u64 = 256 << 10;
+/// How long a side looks for the other's next write, yielding, before it sleeps: about the
+/// time between two launches of a queue, so a busy ring costs no futex calls.
+const SPIN: Duration = Duration::from_micros(20);
 /// The longest wait without looking at the other side's state.
 pub const TICK: Duration = Duration::from_millis(100);
 
@@ -62,19 +65,40 @@ const REASON_BYTES: usize = 1024;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"acring01");
 
-// The header's fields, by offset: counters on lines of their own.
-const AT_MAGIC: usize = 0;
-const AT_COMMAND_TAIL: usize = 64;
-const AT_COMMAND_HEAD: usize = 128;
-const AT_NODE_BELL: usize = 192;
-const AT_DONE_TAIL: usize = 256;
-const AT_DONE_HEAD: usize = 320;
-const AT_CLIENT_BELL: usize = 384;
+/// Where the header's fields are, in bytes from the ring's start: `u64` counters on cache
+/// lines of their own, `u32` bells each followed by its count of sleepers, the `u32` state
+/// and the node's reason. Public for clients written in other languages, and tests.
+pub mod header {
+    /// `u64`: the layout's mark, `acring01` little-endian.
+    pub const MAGIC: usize = 0;
+    /// `u64`, the client's: bytes of command records written.
+    pub const COMMAND_TAIL: usize = 64;
+    /// `u64`, the node's: bytes of command records read.
+    pub const COMMAND_HEAD: usize = 128;
+    /// `u32`: the futex the node sleeps on; its sleepers' count follows.
+    pub const NODE_BELL: usize = 192;
+    /// `u64`, the node's: completion slots written.
+    pub const DONE_TAIL: usize = 256;
+    /// `u64`, the client's: completion slots read.
+    pub const DONE_HEAD: usize = 320;
+    /// `u32`: the futex the client sleeps on; its sleepers' count follows.
+    pub const CLIENT_BELL: usize = 384;
+    /// `u32`: 0 open, 1 closed by the node, 2 left by the client.
+    pub const STATE: usize = 448;
+    /// `u32`: bytes of the node's reason for closing.
+    pub const REASON_LEN: usize = 452;
+    /// The node's reason for closing, UTF-8, up to 1024 bytes.
+    pub const REASON: usize = 512;
+}
+
+use header::{
+    CLIENT_BELL as AT_CLIENT_BELL, COMMAND_HEAD as AT_COMMAND_HEAD,
+    COMMAND_TAIL as AT_COMMAND_TAIL, DONE_HEAD as AT_DONE_HEAD, DONE_TAIL as AT_DONE_TAIL,
+    MAGIC as AT_MAGIC, NODE_BELL as AT_NODE_BELL, REASON as AT_REASON, REASON_LEN as AT_REASON_LEN,
+    STATE as AT_STATE,
+};
 /// Each bell's count of sleepers follows it.
 const SLEEPERS: usize = 4;
-const AT_STATE: usize = 448;
-const AT_REASON_LEN: usize = 452;
-const AT_REASON: usize = 512;
 
 const OPEN: u32 = 0;
 const CLOSED_BY_NODE: u32 = 1;
@@ -239,6 +263,13 @@ impl RingMemory {
     /// Sleeps on the bell at `bell` until it rings or [`TICK`] passes, unless `ready` already
     /// holds once this side is counted among the sleepers.
     fn sleep_on(&self, bell: usize, ready: impl Fn() -> bool) {
+        let spinning = std::time::Instant::now();
+        while spinning.elapsed() < SPIN {
+            if ready() {
+                return;
+            }
+            std::thread::yield_now();
+        }
         let sleepers = self.u32_at(bell + SLEEPERS);
         sleepers.fetch_add(1, Ordering::SeqCst);
         let rung = self.u32_at(bell).load(Ordering::SeqCst);
@@ -1018,6 +1049,63 @@ mod tests {
                 .unwrap_err()
                 .contains("command_head")
         );
+    }
+
+    #[test]
+    fn threads_submitting_at_once_each_hear_every_command_once() {
+        let memory = Arc::new(RingMemory::create().unwrap());
+        let client = ClientEnd::new(RingMemory::adopt(memory.share().unwrap()).unwrap());
+        let submitter = Arc::new(RingSubmitter::new(client).unwrap());
+        let (threads, each) = (4u64, 3000u64);
+        let stop = Arc::new(AtomicBool::new(false));
+        let node = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut node = NodeEnd::new(memory);
+                let done = node.completions();
+                while !stop.load(Ordering::SeqCst) {
+                    for command in node.next_commands(64).unwrap() {
+                        done.push(command.tag, 0, "");
+                    }
+                }
+            })
+        };
+        let (heard, hear) = std::sync::mpsc::channel();
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (submitter, heard) = (submitter.clone(), heard.clone());
+                std::thread::spawn(move || {
+                    for i in 0..each {
+                        let heard = heard.clone();
+                        let work = launch(t * each + i, 16).work.unwrap();
+                        let done: Done = Box::new(move |outcome| {
+                            heard.send((t, i, outcome)).unwrap();
+                        });
+                        assert!(submitter.submit(work, done).is_ok());
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        submitter.settle(std::time::Instant::now() + Duration::from_secs(30));
+        drop(heard);
+        let mut seen: Vec<(u64, u64)> = hear
+            .iter()
+            .map(|(t, i, outcome)| {
+                assert_eq!(outcome, Ok(()));
+                (t, i)
+            })
+            .collect();
+        seen.sort();
+        let expected: Vec<(u64, u64)> = (0..threads)
+            .flat_map(|t| (0..each).map(move |i| (t, i)))
+            .collect();
+        assert_eq!(seen, expected);
+        stop.store(true, Ordering::SeqCst);
+        drop(submitter);
+        node.join().unwrap();
     }
 
     #[test]

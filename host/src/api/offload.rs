@@ -438,7 +438,7 @@ struct QueueInner {
     handle: Handle,
     id: u64,
     /// Commands not known to have finished, with what they use; oldest first.
-    in_flight: Mutex<Vec<(Event, Kept)>>,
+    in_flight: Mutex<VecDeque<(Event, Kept)>>,
     /// Launches not yet handed to the plugin. Locked while they are handed on, so that a
     /// command after them, from any thread, reaches the plugin after them.
     deferred: Mutex<Deferred>,
@@ -457,7 +457,7 @@ impl Drop for QueueInner {
         }
         // Drain before release: a queue's commands finish before their memory is freed.
         let in_flight = std::mem::take(&mut *lock(&self.in_flight));
-        if let Some((last, _)) = in_flight.last() {
+        if let Some((last, _)) = in_flight.back() {
             let _ = last.wait();
         }
         drop(in_flight);
@@ -641,7 +641,7 @@ impl Queue {
     /// event and to [`finish`](Self::finish).
     fn wait_idle(&self) {
         drop(self.inner.deferred_handed_on());
-        let last = self.inner.lock().last().map(|(event, _)| event.clone());
+        let last = self.inner.lock().back().map(|(event, _)| event.clone());
         if let Some(last) = last {
             let _ = last.wait();
         }
@@ -778,7 +778,7 @@ impl Queue {
 }
 
 impl QueueInner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Event, Kept)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(Event, Kept)>> {
         lock(&self.in_flight)
     }
 
@@ -801,7 +801,7 @@ impl QueueInner {
                 .take_while(|(e, _)| e.inner.completion.is_finished())
                 .count();
             let finished: Vec<_> = in_flight.drain(..done).collect();
-            in_flight.push((event.clone(), kept));
+            in_flight.push_back((event.clone(), kept));
             finished
         };
         // Freed outside the lock: releasing memory calls into the plugin.
@@ -1022,7 +1022,7 @@ impl Handle {
             inner: Arc::new(QueueInner {
                 handle: self.clone(),
                 id,
-                in_flight: Mutex::new(Vec::new()),
+                in_flight: Mutex::new(VecDeque::new()),
                 deferred: Mutex::new(Deferred::default()),
                 one_by_one: false.into(),
                 staging: StagingPool::default(),
