@@ -1523,53 +1523,49 @@ fn heard(tx: &Heard, n: u64) -> accelhost_node::pipeline::Done {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
-    use accelhost_node::pipeline::{MAX_IN_FLIGHT, Submitter};
+/// The objects a command chain ran over.
+struct Chain {
+    queue: u64,
+    host: u64,
+    device: u64,
+    out: u64,
+}
+
+/// A copy of `bytes` from `src` to `dst` on `queue`, as a command.
+fn memcpy_work(queue: u64, dst: u64, src: u64) -> accelhost_node::proto::command::Work {
+    accelhost_node::proto::command::Work::Memcpy(accelhost_node::proto::MemcpyRequest {
+        session: String::new(),
+        queue,
+        dst,
+        dst_offset: 0,
+        src,
+        src_offset: 0,
+        size: 4096,
+    })
+}
+
+/// The chain both command transports are tested with, sent by `submit` (a command and what
+/// hears it): a copy in, more launches than may be in flight, each doubling the first word in
+/// place, a launch of a kernel the session does not hold, a copy out. Every completion comes
+/// in the queue's order, the bad launch fails alone, and the launches ran between the copies.
+async fn a_chain_completes_in_order(
+    client: &Client,
+    (handle, kernel): (u64, u64),
+    submit: impl Fn(accelhost_node::proto::command::Work, accelhost_node::pipeline::Done),
+) -> Chain {
+    use accelhost_node::pipeline::MAX_IN_FLIGHT;
+    use accelhost_node::proto::LaunchRequest;
     use accelhost_node::proto::command::Work;
-    use accelhost_node::proto::{LaunchRequest, MemcpyRequest};
-    let node = start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true}"#).await;
-    let client = connect(&node.unix()).await;
-    let (handle, kernel) = vadd_on_the_card(&client).await;
-    let bytes = 4096u64;
-    let (host, device) = (
-        client
-            .alloc(handle, MemoryKind::Host, bytes, None)
-            .await
-            .unwrap()
-            .memory,
-        client
-            .alloc(handle, MemoryKind::Device, bytes, None)
-            .await
-            .unwrap()
-            .memory,
-    );
-    let out = client
-        .alloc(handle, MemoryKind::Host, bytes, None)
-        .await
-        .unwrap()
-        .memory;
+    let mut objects = Vec::new();
+    for kind in [MemoryKind::Host, MemoryKind::Device, MemoryKind::Host] {
+        objects.push(client.alloc(handle, kind, 4096, None).await.unwrap().memory);
+    }
+    let (host, device, out) = (objects[0], objects[1], objects[2]);
     client.write(host, 0, &[7u8; 4096]).await.unwrap();
     let queue = client.create_queue(handle).await.unwrap();
-    let submitter = Submitter::open(client.rpc(), client.session().to_string());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let memcpy = |dst, src| {
-        Work::Memcpy(MemcpyRequest {
-            session: String::new(),
-            queue,
-            dst,
-            dst_offset: 0,
-            src,
-            src_offset: 0,
-            size: bytes,
-        })
-    };
-    // More launches than may be in flight at once: the node reads on as they finish.
     let launches = (MAX_IN_FLIGHT + 500) as u64;
-    submitter
-        .submit(memcpy(device, host), heard(&tx, 0))
-        .ok()
-        .unwrap();
+    submit(memcpy_work(queue, device, host), heard(&tx, 0));
     for n in 1..=launches {
         let launch = Work::Launch(LaunchRequest {
             session: String::new(),
@@ -1582,7 +1578,7 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
                 u32_arg(1),
             ],
         });
-        submitter.submit(launch, heard(&tx, n)).ok().unwrap();
+        submit(launch, heard(&tx, n));
     }
     let bad = Work::Launch(LaunchRequest {
         session: String::new(),
@@ -1590,14 +1586,8 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
         kernel: 9999,
         args: vec![],
     });
-    submitter
-        .submit(bad, heard(&tx, launches + 1))
-        .ok()
-        .unwrap();
-    submitter
-        .submit(memcpy(out, device), heard(&tx, launches + 2))
-        .ok()
-        .unwrap();
+    submit(bad, heard(&tx, launches + 1));
+    submit(memcpy_work(queue, out, device), heard(&tx, launches + 2));
     let mut order = Vec::new();
     for _ in 0..launches + 3 {
         let (n, outcome) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
@@ -1618,7 +1608,6 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
         order, expected,
         "completions come in the order of one queue"
     );
-    submitter.settle().await;
     // Each launch doubles the first word in place (in1 = in2 = out, one element): after more
     // than 32 of them it is 0, and the copy that followed them saw it; the next word is as
     // the first copy left it.
@@ -1628,6 +1617,29 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
         [0, 0, 0, 0, 7, 7, 7, 7],
         "the launches ran between the copies"
     );
+    Chain {
+        queue,
+        host,
+        device,
+        out,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
+    use accelhost_node::pipeline::Submitter;
+    let node = start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true}"#).await;
+    let client = connect(&node.unix()).await;
+    let card = vadd_on_the_card(&client).await;
+    let submitter = Submitter::open(client.rpc(), client.session().to_string());
+    let chain = a_chain_completes_in_order(&client, card, |work, done| {
+        submitter.submit(work, done).ok().unwrap()
+    })
+    .await;
+    submitter.settle().await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let memcpy = |dst, src| memcpy_work(chain.queue, dst, src);
+    let (out, device) = (chain.out, chain.device);
 
     // A stream that names another session is refused command by command.
     let stranger = Submitter::open(client.rpc(), "0123456789abcdef".into());
@@ -1647,10 +1659,9 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ring_carries_work_in_order_and_a_ring_written_out_of_its_layout_closes_alone() {
-    use accelhost_node::pipeline::MAX_IN_FLIGHT;
+    use accelhost_node::doorbell::RingSubmitter;
     use accelhost_node::proto::command::Work;
-    use accelhost_node::proto::{LaunchRequest, MemcpyRequest};
-    use accelhost_node::ring::{ClientEnd, RING_BYTES, RingMemory, RingSubmitter, header};
+    use accelhost_node::ring::{ClientEnd, RING_BYTES, RingMemory, header};
     let node =
         start_unix(r#"{"devices": ["xocl/*"], "reconfigure": true, "dma_memory_mib": 64}"#).await;
     let sharing = ClientOptions {
@@ -1658,16 +1669,8 @@ async fn a_ring_carries_work_in_order_and_a_ring_written_out_of_its_layout_close
         ..ClientOptions::default()
     };
     let client = Client::connect(&node.unix(), sharing).await.unwrap();
-    let (handle, kernel) = vadd_on_the_card(&client).await;
-    let bytes = 4096u64;
-    let mut objects = Vec::new();
-    for kind in [MemoryKind::Host, MemoryKind::Device, MemoryKind::Host] {
-        let memory = client.alloc(handle, kind, bytes, None).await.unwrap();
-        objects.push(memory.memory);
-    }
-    let (host, device, out) = (objects[0], objects[1], objects[2]);
-    client.write(host, 0, &[7u8; 4096]).await.unwrap();
-    let queue = client.create_queue(handle).await.unwrap();
+    let card = vadd_on_the_card(&client).await;
+    let handle = card.0;
     let (ring_object, offer) = client.open_ring().await.unwrap();
     let fd = fetch(
         &client,
@@ -1677,73 +1680,14 @@ async fn a_ring_carries_work_in_order_and_a_ring_written_out_of_its_layout_close
     .unwrap();
     let hostile_view = fd.try_clone().unwrap();
     let ring = RingSubmitter::new(ClientEnd::new(RingMemory::adopt(fd).unwrap())).unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let memcpy = |dst, src| {
-        Work::Memcpy(MemcpyRequest {
-            session: String::new(),
-            queue,
-            dst,
-            dst_offset: 0,
-            src,
-            src_offset: 0,
-            size: bytes,
-        })
-    };
     // More launches than there are completion slots: the node reads on as they are heard.
-    let launches = (MAX_IN_FLIGHT + 500) as u64;
-    ring.submit(memcpy(device, host), heard(&tx, 0))
-        .ok()
-        .unwrap();
-    for n in 1..=launches {
-        let launch = Work::Launch(LaunchRequest {
-            session: String::new(),
-            queue,
-            kernel,
-            args: vec![
-                memory_arg(device),
-                memory_arg(device),
-                memory_arg(device),
-                u32_arg(1),
-            ],
-        });
-        ring.submit(launch, heard(&tx, n)).ok().unwrap();
-    }
-    let bad = Work::Launch(LaunchRequest {
-        session: String::new(),
-        queue,
-        kernel: 9999,
-        args: vec![],
-    });
-    ring.submit(bad, heard(&tx, launches + 1)).ok().unwrap();
-    ring.submit(memcpy(out, device), heard(&tx, launches + 2))
-        .ok()
-        .unwrap();
-    let mut order = Vec::new();
-    for _ in 0..launches + 3 {
-        let (n, outcome) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
-            .await
-            .expect("every command completes")
-            .unwrap();
-        if n == launches + 1 {
-            let (code, why) = outcome.unwrap_err();
-            assert_eq!(code, ErrorCode::NotFound, "{why}");
-            assert!(why.contains("kernel 9999"), "{why}");
-        } else {
-            outcome.unwrap_or_else(|err| panic!("command {n}: {err:?}"));
-            order.push(n);
-        }
-    }
-    let expected: Vec<u64> = (0..launches + 3).filter(|&n| n != launches + 1).collect();
-    assert_eq!(
-        order, expected,
-        "completions come in the order of one queue"
-    );
-    let first = client.read(out, 0, 8).await.unwrap();
-    assert_eq!(
-        first,
-        [0, 0, 0, 0, 7, 7, 7, 7],
-        "the launches ran between the copies"
-    );
+    let chain = a_chain_completes_in_order(&client, card, |work, done| {
+        ring.submit(work, done).ok().unwrap()
+    })
+    .await;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let memcpy = |dst, src| memcpy_work(chain.queue, dst, src);
+    let (queue, out, host) = (chain.queue, chain.out, chain.host);
 
     // The client writes a command tail past the ring: the node closes the ring with the
     // reason, what was waiting hears it, and the session goes on.

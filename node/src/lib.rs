@@ -15,6 +15,7 @@ pub mod baseline;
 pub mod client;
 pub mod config;
 pub mod data;
+pub mod doorbell;
 pub mod gate;
 pub mod health;
 pub mod identity;

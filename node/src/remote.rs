@@ -15,10 +15,11 @@ use accelhost::{
 use tonic::Code;
 
 use crate::client::{Client, ClientOptions, Endpoint, RemoteError};
+use crate::doorbell::RingSubmitter;
 use crate::pipeline::{Done as PipelineDone, Submitter};
 use crate::proto;
 use crate::reach::Reach;
-use crate::ring::{ClientEnd, RingMemory, RingSubmitter};
+use crate::ring::{ClientEnd, RingMemory};
 
 /// How long one wait on a node's event lasts before it is asked again.
 const EVENT_WAIT: Duration = Duration::from_secs(1);

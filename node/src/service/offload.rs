@@ -153,7 +153,7 @@ pub(super) async fn open_ring(
     let memory = RingMemory::create()
         .map(std::sync::Arc::new)
         .map_err(|err| status(ErrorCode::OutOfMemory, format!("{call}: {err}")))?;
-    let ring = crate::ring::serve(std::sync::Arc::downgrade(&session), memory.clone(), stream)
+    let ring = crate::doorbell::serve(std::sync::Arc::downgrade(&session), memory.clone(), stream)
         .map_err(|err| status(ErrorCode::OutOfMemory, format!("{call}: {err}")))?;
     let shared = memory
         .share()
