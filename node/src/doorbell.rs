@@ -226,20 +226,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-
-    fn launch(tag: u64, bytes: usize) -> proto::Command {
-        proto::Command {
-            tag,
-            work: Some(proto::command::Work::Launch(proto::LaunchRequest {
-                session: String::new(),
-                queue: 1,
-                kernel: 2,
-                args: vec![proto::Arg {
-                    value: Some(proto::arg::Value::Bytes(vec![tag as u8; bytes].into())),
-                }],
-            })),
-        }
-    }
+    use crate::ring::tests::launch;
 
     #[test]
     fn threads_submitting_at_once_each_hear_every_command_once() {
@@ -296,5 +283,32 @@ mod tests {
         stop.store(true, Ordering::SeqCst);
         drop(submitter);
         node.join().unwrap();
+    }
+
+    #[test]
+    fn a_submitter_to_a_stuck_node_gets_its_command_back_and_the_written_ones_fail() {
+        let memory = RingMemory::create().unwrap();
+        let client = ClientEnd::new(RingMemory::adopt(memory.share().unwrap()).unwrap())
+            .stalled_after(Duration::from_millis(200));
+        let submitter = RingSubmitter::new(client).unwrap();
+        let (heard, hear) = std::sync::mpsc::channel();
+        let mut written = 0;
+        let back = loop {
+            let heard = heard.clone();
+            let done: Done = Box::new(move |outcome| heard.send(outcome).unwrap());
+            match submitter.submit(launch(written, 100_000).work.unwrap(), done) {
+                Ok(()) => written += 1,
+                Err(back) => break back,
+            }
+        };
+        assert!(written > 0);
+        assert!(submitter.is_closed());
+        drop((heard, back));
+        let outcomes: Vec<_> = hear.iter().collect();
+        assert_eq!(outcomes.len() as u64, written);
+        for outcome in outcomes {
+            let (_, why) = outcome.unwrap_err();
+            assert!(why.contains("the client left the ring"), "{why}");
+        }
     }
 }

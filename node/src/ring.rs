@@ -28,7 +28,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use accelhost::ErrorCode;
 use prost::Message;
@@ -52,6 +52,10 @@ pub const MAX_RECORD: u64 = 256 << 10;
 const SPIN: Duration = Duration::from_micros(20);
 /// The longest wait without looking at the other side's state.
 pub const TICK: Duration = Duration::from_millis(100);
+/// How long a client's write waits for room while the node takes no command and finishes
+/// none: past it the node is taken as stuck and the client leaves the ring (what waits on it
+/// fails). A node bounds each launch itself (a card's kernel deadline is 10 s by default).
+pub const STALL: Duration = Duration::from_secs(60);
 
 /// The message bytes a slot holds; a longer message is cut at a character boundary.
 const MESSAGE_BYTES: usize = (SLOT_BYTES - 16) as usize;
@@ -555,6 +559,8 @@ pub struct ClientEnd {
     tail: Mutex<u64>,
     /// Completions read.
     head: Mutex<u64>,
+    /// How long a write waits for room while the node makes no progress ([`STALL`]).
+    stall: Duration,
 }
 
 impl ClientEnd {
@@ -564,7 +570,15 @@ impl ClientEnd {
             ring: Arc::new(ring),
             tail: Mutex::new(0),
             head: Mutex::new(0),
+            stall: STALL,
         }
+    }
+
+    /// This end with writes waiting at most `stall` for a node that makes no progress,
+    /// instead of [`STALL`].
+    pub fn stalled_after(mut self, stall: Duration) -> ClientEnd {
+        self.stall = stall;
+        self
     }
 
     /// Why the ring is closed, once it is.
@@ -577,8 +591,9 @@ impl ClientEnd {
     }
 
     /// Writes `command`, waiting while the ring is full (the node reads as commands
-    /// complete). `Err` with the command back when it is longer than [`MAX_RECORD`] (send it
-    /// another way) or the ring is closed.
+    /// complete). `Err` when it is longer than [`MAX_RECORD`] (send it another way) or the
+    /// ring is closed, and when the ring stays full while the node takes no command and
+    /// finishes none for the stall bound: the client then leaves the ring.
     pub fn write(&self, command: &proto::Command) -> Result<(), String> {
         let len = command.encoded_len() as u64;
         if len > MAX_RECORD {
@@ -593,6 +608,13 @@ impl ClientEnd {
             .expect("a Vec grows to any length");
         record.resize(record_bytes(len) as usize, 0);
         let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let progress = || {
+            (
+                self.ring.u64_at(AT_COMMAND_HEAD).load(Ordering::SeqCst),
+                self.ring.u64_at(AT_DONE_TAIL).load(Ordering::SeqCst),
+            )
+        };
+        let (mut seen, mut since) = (progress(), Instant::now());
         loop {
             if let Some(why) = self.closed() {
                 return Err(why);
@@ -606,6 +628,16 @@ impl ClientEnd {
             }
             if COMMAND_BYTES - (*tail - head) >= record.len() as u64 {
                 break;
+            }
+            if progress() != seen {
+                (seen, since) = (progress(), Instant::now());
+            } else if since.elapsed() >= self.stall {
+                self.leave();
+                return Err(format!(
+                    "the ring stayed full while the node took no command and finished none \
+                     for {} ms: the client left it",
+                    self.stall.as_millis()
+                ));
             }
             let (ring, wanted) = (&self.ring, *tail + record.len() as u64 - COMMAND_BYTES);
             ring.sleep_on(AT_CLIENT_BELL, || {
@@ -686,10 +718,11 @@ impl ClientEnd {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn launch(tag: u64, bytes: usize) -> proto::Command {
+    /// A launch command of `tag` with an argument of `bytes` bytes.
+    pub(crate) fn launch(tag: u64, bytes: usize) -> proto::Command {
         proto::Command {
             tag,
             work: Some(proto::command::Work::Launch(proto::LaunchRequest {
@@ -874,15 +907,10 @@ mod tests {
     fn a_waiting_writer_wakes_when_the_node_reads_and_a_reader_when_the_node_completes() {
         let (mut node, client) = pair();
         let client = Arc::new(client);
-        // Fill the ring with records the node has not read.
-        let record = 100_000;
-        let fits = COMMAND_BYTES / record_bytes(launch(0, record).encoded_len() as u64);
-        for tag in 0..fits {
-            client.write(&launch(tag, record)).unwrap();
-        }
+        let fits = fill(&client);
         let writer = {
             let client = client.clone();
-            std::thread::spawn(move || client.write(&launch(fits, record)))
+            std::thread::spawn(move || client.write(&launch(fits, 100_000)))
         };
         let reader = {
             let client = client.clone();
@@ -902,5 +930,56 @@ mod tests {
         }
         node.completions().push(3, 0, "");
         assert_eq!(reader.join().unwrap(), vec![(3, Ok(()))]);
+    }
+
+    /// Fills the ring with records of about 100 KB the node has not read; how many fit.
+    fn fill(client: &ClientEnd) -> u64 {
+        let fits = COMMAND_BYTES / record_bytes(launch(0, 100_000).encoded_len() as u64);
+        for tag in 0..fits {
+            client.write(&launch(tag, 100_000)).unwrap();
+        }
+        fits
+    }
+
+    #[test]
+    fn a_write_to_a_full_ring_of_a_node_that_makes_no_progress_leaves_it_at_the_stall_bound() {
+        let (node, client) = pair();
+        let client = client.stalled_after(Duration::from_millis(300));
+        let fits = fill(&client);
+        let started = Instant::now();
+        let why = client.write(&launch(fits, 100_000)).unwrap_err();
+        let waited = started.elapsed();
+        assert!(
+            why.contains("took no command and finished none for 300 ms"),
+            "{why}"
+        );
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_millis(300) + 2 * TICK, "{waited:?}");
+        assert_eq!(client.closed().as_deref(), Some("the client left the ring"));
+        assert!(node.client_left());
+        assert!(client.write(&launch(fits + 1, 1)).is_err());
+    }
+
+    #[test]
+    fn a_node_that_finishes_commands_without_reading_more_is_waited_for_past_the_stall_bound() {
+        let (mut node, client) = pair();
+        let client = Arc::new(client.stalled_after(Duration::from_millis(300)));
+        let fits = fill(&client);
+        let writer = {
+            let client = client.clone();
+            std::thread::spawn(move || client.write(&launch(fits, 100_000)))
+        };
+        // Three stall bounds with the ring full, a completion every 100 ms.
+        let done = node.completions();
+        for tag in 0..9 {
+            std::thread::sleep(Duration::from_millis(100));
+            done.push(tag, 0, "");
+        }
+        assert!(!writer.is_finished());
+        let mut read = 0;
+        while read <= fits {
+            read += node.next_commands(usize::MAX).unwrap().len() as u64;
+        }
+        writer.join().unwrap().unwrap();
     }
 }
