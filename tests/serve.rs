@@ -729,3 +729,61 @@ fn the_readme_s_serve_example_runs_the_whole_demo() {
     node.signal(libc::SIGTERM);
     assert!(node.wait(Duration::from_secs(30)).success());
 }
+
+#[test]
+fn a_node_killed_with_a_launch_on_its_ring_fails_the_launch_at_once() {
+    use accelhost::workloads::capi;
+    use accelhost::{Arg, MemoryKind, OpenMode};
+    let dir = scratch_dir("serve-ring-kill");
+    serve_config(&dir);
+    let socket = dir.join("node.sock");
+    let mut served = start(&dir);
+    let endpoint = format!("unix://{}", socket.display());
+    let host = accelhost::Host::builder()
+        .config(accelhost::Config::for_endpoint(&endpoint).unwrap())
+        .cache_dir(support::cache_dir())
+        .remote(std::sync::Arc::new(accelhost_node::NodeConnector::new()))
+        .build()
+        .unwrap();
+    let everywhere = accelhost::Filter {
+        host: Some("*".into()),
+        ..accelhost::Filter::new()
+    };
+    let token = host
+        .enumerate(&[everywhere])
+        .tokens
+        .into_iter()
+        .find(|t| capi::function(t) == Some("memcpy") && capi::node_kind(t) != Some('m'))
+        .expect("the node's CAPI memcpy AFU");
+    let handle = host.open(&token, OpenMode::Shared).unwrap();
+    // A work queue of one line and no valid element: the AFU waits for work and never raises
+    // the interrupt the launch finishes with.
+    let work = handle.alloc(MemoryKind::Host, 4096).unwrap();
+    let kernel = handle.builtin_program().unwrap().kernel("memcpy").unwrap();
+    let queue = handle.create_queue().unwrap();
+    let args = [
+        Arg::Memory(&work),
+        Arg::U32(1),
+        Arg::U32(u32::from(capi::DONE_IRQ)),
+    ];
+    let pending = queue.enqueue_launch(&kernel, &args).unwrap();
+    assert!(matches!(
+        pending.wait_timeout(Duration::from_millis(500)),
+        Err(accelhost::Error::WaitTimeout { .. })
+    ));
+
+    served.signal(libc::SIGKILL);
+    let killed = Instant::now();
+    let err = pending.wait_timeout(Duration::from_secs(30)).unwrap_err();
+    let waited = killed.elapsed();
+    assert!(
+        matches!(err, accelhost::Error::Device { .. }),
+        "the launch fails, it does not stay pending: {err}"
+    );
+    assert!(err.to_string().contains("exited"), "{err}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "heard {waited:?} after the kill"
+    );
+    served.wait(Duration::from_secs(10));
+}

@@ -282,12 +282,11 @@ impl Session {
             .inspect_err(|err| tracing::debug!(node = %self.endpoint, "no ring: {}", err.message))
             .ok()?;
         let opened = offer
-            .ok_or_else(|| "the node offered no memory".to_string())
+            .ok_or_else(|| std::io::Error::other("the node offered no memory"))
             .and_then(|offer| {
-                crate::shared_memory::fetch(socket, &offer.ticket, deadline)
-                    .and_then(RingMemory::adopt)
-                    .and_then(|memory| RingSubmitter::new(ClientEnd::new(memory)))
-                    .map_err(|err| err.to_string())
+                let (memory, node) =
+                    crate::shared_memory::fetch_watching(socket, &offer.ticket, deadline)?;
+                RingSubmitter::new(ClientEnd::new(RingMemory::adopt(memory)?).watching(node))
             });
         match opened {
             Ok(ring) => Some(ring),

@@ -561,6 +561,8 @@ pub struct ClientEnd {
     head: Mutex<u64>,
     /// How long a write waits for room while the node makes no progress ([`STALL`]).
     stall: Duration,
+    /// A pidfd of the node's process, readable once it has exited.
+    node: Option<OwnedFd>,
 }
 
 impl ClientEnd {
@@ -571,7 +573,34 @@ impl ClientEnd {
             tail: Mutex::new(0),
             head: Mutex::new(0),
             stall: STALL,
+            node: None,
         }
+    }
+
+    /// This end watching the node's process through `pidfd`: once the process has exited,
+    /// a read or a write waiting on the ring ends with that reason and the client leaves the
+    /// ring (a killed node writes nothing there to say so).
+    pub fn watching(mut self, pidfd: Option<OwnedFd>) -> ClientEnd {
+        self.node = pidfd;
+        self
+    }
+
+    /// Leaves the ring with `Err` naming why when the watched node has exited.
+    fn check_node(&self) -> Result<(), String> {
+        let Some(pidfd) = &self.node else {
+            return Ok(());
+        };
+        let mut poll = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd of a descriptor this end owns; a zero timeout does not block.
+        if unsafe { libc::poll(&mut poll, 1, 0) } > 0 {
+            self.leave();
+            return Err("the node's process exited".into());
+        }
+        Ok(())
     }
 
     /// This end with writes waiting at most `stall` for a node that makes no progress,
@@ -629,6 +658,7 @@ impl ClientEnd {
             if COMMAND_BYTES - (*tail - head) >= record.len() as u64 {
                 break;
             }
+            self.check_node()?;
             if progress() != seen {
                 (seen, since) = (progress(), Instant::now());
             } else if since.elapsed() >= self.stall {
@@ -697,6 +727,8 @@ impl ClientEnd {
             ring.ring_bell(AT_NODE_BELL);
         } else if let Some(why) = self.closed() {
             return Err(why);
+        } else {
+            self.check_node()?;
         }
         Ok(heard)
     }
@@ -981,5 +1013,40 @@ pub(crate) mod tests {
             read += node.next_commands(usize::MAX).unwrap().len() as u64;
         }
         writer.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_client_watching_the_node_s_process_leaves_the_ring_when_it_exits() {
+        let mut process = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        // SAFETY: pidfd_open takes a pid and flags; the child is ours and not yet reaped.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, process.id(), 0) };
+        assert!(raw >= 0, "{}", io::Error::last_os_error());
+        // SAFETY: a descriptor pidfd_open just returned.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+        let (node, client) = pair();
+        let client = Arc::new(client.watching(Some(pidfd)));
+        client.write(&launch(1, 1)).unwrap();
+        assert_eq!(client.read().unwrap(), vec![]);
+        let reader = {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                loop {
+                    match client.read() {
+                        Ok(heard) => assert!(heard.is_empty()),
+                        Err(why) => return why,
+                    }
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        process.kill().unwrap();
+        let killed = Instant::now();
+        assert_eq!(reader.join().unwrap(), "the node's process exited");
+        assert!(killed.elapsed() < 3 * TICK, "{:?}", killed.elapsed());
+        assert!(node.client_left());
+        process.wait().unwrap();
     }
 }

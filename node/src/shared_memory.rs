@@ -258,6 +258,17 @@ fn send_message(socket: RawFd, payload: &[u8], descriptor: Option<RawFd>) -> io:
 
 /// Redeems `ticket` at the node's socket `path` (the client's side), by `deadline`.
 pub fn fetch(path: &Path, ticket: &[u8], deadline: Instant) -> io::Result<OwnedFd> {
+    fetch_watching(path, ticket, deadline).map(|(memory, _)| memory)
+}
+
+/// [`fetch`], with a pidfd of the node's process besides (the peer of the connection the
+/// memory came on, as the kernel tells it): readable once that process has exited. `None`
+/// where the kernel has no pidfds.
+pub fn fetch_watching(
+    path: &Path,
+    ticket: &[u8],
+    deadline: Instant,
+) -> io::Result<(OwnedFd, Option<OwnedFd>)> {
     use std::io::Write;
     let left = || {
         deadline
@@ -279,7 +290,8 @@ pub fn fetch(path: &Path, ticket: &[u8], deadline: Instant) -> io::Result<OwnedF
     stream.set_read_timeout(Some(left()?))?;
     let (payload, descriptor) = receive_message(stream.as_raw_fd())?;
     match (payload.first(), descriptor) {
-        (Some(0), Some(memory)) => Ok(memory),
+        // The peer is still connected, so its pid names that process and no other.
+        (Some(0), Some(memory)) => Ok((memory, peer_pidfd(&stream))),
         (Some(0), None) => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "the node answered without the memory",
@@ -300,6 +312,30 @@ pub fn fetch(path: &Path, ticket: &[u8], deadline: Instant) -> io::Result<OwnedF
 
 /// One `recvmsg`: the payload and the first descriptor that came with it (any others are
 /// closed).
+/// A pidfd of the process at the other end of `stream`.
+fn peer_pidfd(stream: &std::os::unix::net::UnixStream) -> Option<OwnedFd> {
+    // SAFETY: ucred is plain data; zeroed is a valid value to overwrite.
+    let mut peer: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: SO_PEERCRED writes at most `len` bytes into `peer`, which has them.
+    let got = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut peer).cast(),
+            &mut len,
+        )
+    };
+    if got != 0 || peer.pid <= 0 {
+        return None;
+    }
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, peer.pid, 0) };
+    // SAFETY: a descriptor pidfd_open just returned, owned by no one else.
+    (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
+}
+
 fn receive_message(socket: RawFd) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
     let mut payload = vec![0u8; 512];
     let mut iov = libc::iovec {
