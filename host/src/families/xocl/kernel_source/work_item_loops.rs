@@ -230,57 +230,8 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
         variables.push(variable?);
         code.next();
     }
-    let mut blocks = vec![Block {
-        label: "__start".to_owned(),
-        lines: Vec::new(),
-    }];
-    let mut resumes = 0;
-    let ptr = |ty: &str| {
-        if opaque {
-            "ptr".to_owned()
-        } else {
-            format!("{ty}*")
-        }
-    };
-    for line in code {
-        let trimmed = line.trim_start();
-        if trimmed.contains(" = alloca ") {
-            return None;
-        }
-        if let Some((label, _)) = line.split_once(':')
-            && !line.starts_with(' ')
-            && !label.is_empty()
-        {
-            blocks.push(Block {
-                label: label.to_owned(),
-                lines: Vec::new(),
-            });
-            continue;
-        }
-        let block = blocks.last_mut()?;
-        if is_barrier(line) {
-            resumes += 1;
-            block.lines.push(format!(
-                "  store i32 {resumes}, {} %__stop.addr, align 4",
-                ptr("i32")
-            ));
-            block.lines.push("  br label %__item.end".to_owned());
-            blocks.push(Block {
-                label: format!("__resume.{resumes}"),
-                lines: Vec::new(),
-            });
-        } else if trimmed.starts_with("ret void") {
-            block.lines.push(format!(
-                "  store i32 {DONE}, {} %__stop.addr, align 4",
-                ptr("i32")
-            ));
-            block.lines.push("  br label %__item.end".to_owned());
-        } else if trimmed.starts_with("ret ") {
-            return None;
-        } else {
-            block.lines.push(per_item_reads(line));
-        }
-    }
+    let ptr = |ty: &str| pointer(ty, opaque);
+    let (blocks, resumes) = blocks_between_barriers(code, opaque)?;
     let slotted = per_item_variables(&variables, &blocks, &params)?;
     let per_item: Vec<&Variable> = variables
         .iter()
@@ -365,6 +316,69 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
          __return:\n  ret void\n}}"
     );
     Some(text)
+}
+
+/// `ty`'s pointer type: `ptr` in opaque-pointer IR, `ty*` otherwise.
+fn pointer(ty: &str, opaque: bool) -> String {
+    if opaque {
+        "ptr".to_owned()
+    } else {
+        format!("{ty}*")
+    }
+}
+
+/// The kernel's code after its allocas as blocks that run one work-item up to its next
+/// barrier: each barrier ends its block (saving where to resume) and starts `__resume.N`,
+/// and `ret void` saves that the item is done; with how many barriers there are. `None` for
+/// what the rewrite does not take (an alloca past the entry, a value returned).
+fn blocks_between_barriers<'a>(
+    code: impl Iterator<Item = &'a String>,
+    opaque: bool,
+) -> Option<(Vec<Block>, u32)> {
+    let mut blocks = vec![Block {
+        label: "__start".to_owned(),
+        lines: Vec::new(),
+    }];
+    let mut resumes = 0;
+    let stop_at = pointer("i32", opaque);
+    for line in code {
+        let trimmed = line.trim_start();
+        if trimmed.contains(" = alloca ") {
+            return None;
+        }
+        if let Some((label, _)) = line.split_once(':')
+            && !line.starts_with(' ')
+            && !label.is_empty()
+        {
+            blocks.push(Block {
+                label: label.to_owned(),
+                lines: Vec::new(),
+            });
+            continue;
+        }
+        let block = blocks.last_mut()?;
+        if is_barrier(line) {
+            resumes += 1;
+            block.lines.push(format!(
+                "  store i32 {resumes}, {stop_at} %__stop.addr, align 4"
+            ));
+            block.lines.push("  br label %__item.end".to_owned());
+            blocks.push(Block {
+                label: format!("__resume.{resumes}"),
+                lines: Vec::new(),
+            });
+        } else if trimmed.starts_with("ret void") {
+            block.lines.push(format!(
+                "  store i32 {DONE}, {stop_at} %__stop.addr, align 4"
+            ));
+            block.lines.push("  br label %__item.end".to_owned());
+        } else if trimmed.starts_with("ret ") {
+            return None;
+        } else {
+            block.lines.push(per_item_reads(line));
+        }
+    }
+    Some((blocks, resumes))
 }
 
 /// `body` without clang's lifetime markers and the casts made only for them: a variable's
