@@ -310,8 +310,6 @@ pub fn fetch_watching(
     }
 }
 
-/// One `recvmsg`: the payload and the first descriptor that came with it (any others are
-/// closed).
 /// A pidfd of the process at the other end of `stream`.
 fn peer_pidfd(stream: &std::os::unix::net::UnixStream) -> Option<OwnedFd> {
     // SAFETY: ucred is plain data; zeroed is a valid value to overwrite.
@@ -336,6 +334,8 @@ fn peer_pidfd(stream: &std::os::unix::net::UnixStream) -> Option<OwnedFd> {
     (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
 }
 
+/// One `recvmsg`: the payload and the first descriptor that came with it (any others are
+/// closed).
 fn receive_message(socket: RawFd) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
     let mut payload = vec![0u8; 512];
     let mut iov = libc::iovec {
