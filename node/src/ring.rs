@@ -659,8 +659,9 @@ impl ClientEnd {
                 break;
             }
             self.check_node()?;
-            if progress() != seen {
-                (seen, since) = (progress(), Instant::now());
+            let now = progress();
+            if now != seen {
+                (seen, since) = (now, Instant::now());
             } else if since.elapsed() >= self.stall {
                 self.leave();
                 return Err(format!(

@@ -258,7 +258,7 @@ fn send_message(socket: RawFd, payload: &[u8], descriptor: Option<RawFd>) -> io:
 
 /// Redeems `ticket` at the node's socket `path` (the client's side), by `deadline`.
 pub fn fetch(path: &Path, ticket: &[u8], deadline: Instant) -> io::Result<OwnedFd> {
-    fetch_watching(path, ticket, deadline).map(|(memory, _)| memory)
+    fetch_from(path, ticket, deadline, false).map(|(memory, _)| memory)
 }
 
 /// [`fetch`], with a pidfd of the node's process besides (the peer of the connection the
@@ -268,6 +268,16 @@ pub fn fetch_watching(
     path: &Path,
     ticket: &[u8],
     deadline: Instant,
+) -> io::Result<(OwnedFd, Option<OwnedFd>)> {
+    fetch_from(path, ticket, deadline, true)
+}
+
+/// Redeems `ticket`, with the node's pidfd when `watch` asks for it.
+fn fetch_from(
+    path: &Path,
+    ticket: &[u8],
+    deadline: Instant,
+    watch: bool,
 ) -> io::Result<(OwnedFd, Option<OwnedFd>)> {
     use std::io::Write;
     let left = || {
@@ -291,7 +301,7 @@ pub fn fetch_watching(
     let (payload, descriptor) = receive_message(stream.as_raw_fd())?;
     match (payload.first(), descriptor) {
         // The peer is still connected, so its pid names that process and no other.
-        (Some(0), Some(memory)) => Ok((memory, peer_pidfd(&stream))),
+        (Some(0), Some(memory)) => Ok((memory, watch.then(|| peer_pidfd(&stream)).flatten())),
         (Some(0), None) => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "the node answered without the memory",
