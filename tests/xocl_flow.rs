@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use accelhost::families::xocl::xclbin::{self, MemKind, XclbinBuilder};
 use accelhost::workloads::vadd::{self, VADD_UUID, is_xocl};
-use accelhost::{Arg, ErrorCode, EventStatus, Guid, Handle, Host, Memory, MemoryKind, OpenMode};
+use accelhost::{
+    Arg, ErrorCode, EventStatus, Guid, Handle, Host, Kernel, Memory, MemoryKind, OpenMode,
+};
 use support::default_host;
 
 fn open_card(host: &Host) -> Handle {
@@ -207,6 +209,57 @@ fn deferred_launches_run_in_order_in_batches_and_a_refused_one_is_the_finish_err
         "1,001 launches held back 256 at most went in {batches} batch call(s)"
     );
     assert_eq!(calls_of(&host, &handle, "enqueue-launch"), singles_before);
+}
+
+#[test]
+fn a_batch_of_launches_is_one_call_with_one_event_and_its_own_refusal() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    const LAUNCHES: u32 = 12;
+    let (chain, one) = chain_of(&handle, LAUNCHES);
+    let queue = handle.create_queue().unwrap();
+    let batches_before = calls_of(&host, &handle, "enqueue-launches");
+    // Two held back first, the second refused when handed on: that refusal stays the next
+    // flush's, not the batch's.
+    queue
+        .defer_launch(&kernel, &chain_link(&chain, &one, 0))
+        .unwrap();
+    queue
+        .defer_launch(&kernel, &[Arg::Memory(&one), Arg::Memory(&one)])
+        .unwrap();
+    let links: Vec<[Arg<'_>; 4]> = (1..6).map(|i| chain_link(&chain, &one, i)).collect();
+    let batch: Vec<(&Kernel, &[Arg<'_>])> = links.iter().map(|args| (&kernel, &args[..])).collect();
+    let last = queue.enqueue_launches(&batch).unwrap();
+    last.wait().unwrap();
+    assert_eq!(read_words(&chain, 7)[..7], [0, 1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        calls_of(&host, &handle, "enqueue-launches") - batches_before,
+        2,
+        "what was held back, then the batch, each in one call"
+    );
+    let held_back = queue.flush().unwrap_err();
+    assert!(
+        held_back.to_string().contains("takes 4 argument(s)"),
+        "{held_back}"
+    );
+
+    // A launch the plugin refuses in a batch is the batch's error; the ones around it run.
+    let refused = [Arg::Memory(&one), Arg::Memory(&one)];
+    let (before, after) = (chain_link(&chain, &one, 6), chain_link(&chain, &one, 7));
+    let batch: Vec<(&Kernel, &[Arg<'_>])> =
+        vec![(&kernel, &before), (&kernel, &refused), (&kernel, &after)];
+    let err = queue.enqueue_launches(&batch).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("launch of vadd"), "{err}");
+    queue
+        .finish()
+        .expect("the refusal was reported once, by the batch");
+    assert_eq!(read_words(&chain, 9)[6..], [6, 7, 8]);
+
+    // No launch at all is refused before the plugin is asked.
+    let err = queue.enqueue_launches(&[]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
 }
 
 #[test]

@@ -84,4 +84,4 @@ pub use runtime::{
     WIT_VERSION, WORST_CASE_FORMULA, instance_allocator, worst_case_host_memory,
 };
 pub use trace::{TRACE_ENV, TRACE_TARGETS, enabled_by_env as trace_enabled_by_env};
-pub use types::{BusAddress, EventKind, Guid, MemoryKind};
+pub use types::{BusAddress, EventKind, Guid, LAUNCHES_PER_BATCH, MemoryKind};

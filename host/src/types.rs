@@ -5,6 +5,11 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// How many launches go to a plugin in one `enqueue-launches` call at most: a queue hands on
+/// what it holds back once this many wait, and a node takes batches of at most this many
+/// (`Queue::enqueue_launches` through it).
+pub const LAUNCHES_PER_BATCH: usize = 256;
+
 /// A 128-bit identifier such as an AFU id, written in the usual 8-4-4-4-12 hex form
 /// (`D8424DC4-A4A3-C413-F89E-433683F9040B`: `high` is the first 16 digits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]

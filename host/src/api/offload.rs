@@ -16,7 +16,7 @@ use super::token::Token;
 use crate::devices::{Completion, CompletionState, DmaMemory, lock};
 use crate::error::{Error, Result};
 use crate::runtime::plugin::{LaunchArg, MemoryRange};
-use crate::types::{EventKind, MemoryKind};
+use crate::types::{EventKind, LAUNCHES_PER_BATCH, MemoryKind};
 
 /// An allocation. Released (freed on the device) when the last clone is dropped and no
 /// queued command uses it any more.
@@ -408,9 +408,6 @@ struct Deferred {
     failure: Option<Error>,
 }
 
-/// How many launches a queue holds back at most before it hands them on by itself.
-const DEFERRED_LAUNCHES: usize = 256;
-
 impl Staged for Memory {
     fn size(&self) -> u64 {
         Memory::size(self)
@@ -719,9 +716,9 @@ impl Queue {
     /// Launches `kernel` with `args` after the queue's previous command, for a caller that
     /// wants no event of it: the launch is held back and handed to the plugin with the ones
     /// after it, in one call, at the latest when the queue's next other command, [`flush`],
-    /// [`finish`], [`pending_events`] or its release comes, or once 256 are held back. The
-    /// arguments are checked here; a refusal of the plugin's, and a failure on the device,
-    /// are the next [`flush`]'s or [`finish`]'s error.
+    /// [`finish`], [`pending_events`] or its release comes, or once [`LAUNCHES_PER_BATCH`]
+    /// are held back. The arguments are checked here; a refusal of the plugin's, and a
+    /// failure on the device, are the next [`flush`]'s or [`finish`]'s error.
     ///
     /// [`flush`]: Self::flush
     /// [`finish`]: Self::finish
@@ -734,10 +731,45 @@ impl Queue {
             args,
             _memory: memory,
         });
-        if deferred.launches.len() >= DEFERRED_LAUNCHES {
+        if deferred.launches.len() >= LAUNCHES_PER_BATCH {
             self.inner.hand_on(&mut deferred);
         }
         Ok(())
+    }
+
+    /// Launches each of `launches` (a kernel and its arguments) in order after the queue's
+    /// previous command, handed to the plugin in one call where it takes batches, and returns
+    /// one event: the last launch's, which finishes after all of them. For a caller that
+    /// forwards a batch and answers for it as a whole (the node). Launches held back before
+    /// go first, their refusals left to [`flush`](Self::flush); a refusal of one of these
+    /// is the error, and the ones after it are handed on all the same.
+    pub fn enqueue_launches(&self, launches: &[(&Kernel, &[Arg<'_>])]) -> Result<Event> {
+        if launches.is_empty() {
+            return Err(Error::InvalidArgument {
+                call: "enqueue-launches",
+                message: "a batch of no launches".into(),
+            });
+        }
+        let mut checked = Vec::with_capacity(launches.len());
+        for (kernel, args) in launches {
+            let (args, memory) = self.launch_args(kernel, args)?;
+            checked.push(DeferredLaunch {
+                kernel: (*kernel).clone(),
+                args,
+                _memory: memory,
+            });
+        }
+        let mut deferred = self.inner.deferred_handed_on();
+        let earlier = deferred.failure.take();
+        deferred.launches = checked;
+        let last = self.inner.hand_on(&mut deferred);
+        match std::mem::replace(&mut deferred.failure, earlier) {
+            Some(err) => Err(err),
+            None => last.ok_or_else(|| Error::InvalidArgument {
+                call: "enqueue-launches",
+                message: "the plugin enqueued none of the batch and refused none".into(),
+            }),
+        }
     }
 
     /// Hands the launches held back ([`defer_launch`](Self::defer_launch)) to the plugin.
@@ -840,10 +872,12 @@ impl QueueInner {
     /// Hands `deferred`'s launches to the plugin: in batches (`batch.enqueue-launches`), or
     /// one by one where the plugin has no `batch`. A refused launch is left out and its error
     /// kept; the ones after it go on. A fault ends the plugin instance, and with it the
-    /// launches not yet handed on: the error is kept, and they are dropped.
-    fn hand_on(&self, deferred: &mut Deferred) {
+    /// launches not yet handed on: the error is kept, and they are dropped. Returns the event
+    /// of the last launch enqueued.
+    fn hand_on(&self, deferred: &mut Deferred) -> Option<Event> {
         let mut rest: VecDeque<DeferredLaunch> = std::mem::take(&mut deferred.launches).into();
         let queue = self.id;
+        let mut last = None;
         let mut fail = |err: Error| {
             deferred.failure.get_or_insert(err);
         };
@@ -857,11 +891,11 @@ impl QueueInner {
                             _memory: Vec::new(),
                             _launches: vec![launch],
                         };
-                        self.track(event, "launch of", kept);
+                        last = Some(self.track(event, "launch of", kept));
                     }
                     Err(err) if ends_the_queue(&err) => {
                         fail(err);
-                        return;
+                        return last;
                     }
                     Err(err) => fail(of_launch(err, &launch.kernel)),
                 }
@@ -880,13 +914,13 @@ impl QueueInner {
             match answer {
                 Ok(batched) => {
                     let enqueued: Vec<DeferredLaunch> = rest.drain(..batched.count).collect();
-                    if let Some(last) = batched.last {
+                    if let Some(event) = batched.last {
                         let kept = Kept {
                             kernel: enqueued.last().map(|l| l.kernel.clone()),
                             _memory: Vec::new(),
                             _launches: enqueued,
                         };
-                        self.track(last, "launch (the last of a batch) of", kept);
+                        last = Some(self.track(event, "launch (the last of a batch) of", kept));
                     }
                     if let Some(refusal) = batched.refused {
                         let refused = rest.pop_front().expect("the refused launch");
@@ -902,7 +936,7 @@ impl QueueInner {
                 }
                 Err(err) if ends_the_queue(&err) => {
                     fail(err);
-                    return;
+                    return last;
                 }
                 Err(err) => {
                     let refused = rest.pop_front().expect("the refused launch");
@@ -910,6 +944,7 @@ impl QueueInner {
                 }
             }
         }
+        last
     }
 }
 
