@@ -1625,6 +1625,82 @@ async fn a_chain_completes_in_order(
     }
 }
 
+/// A batch of launches is one command on either transport: it completes once, after all its
+/// launches ran (each doubles the first word in place), between the commands around it; a
+/// batch that names a kernel the session does not hold, or holds no launch or more than a
+/// batch may, is refused whole, naming why, and runs none of its launches.
+async fn a_batch_is_one_command(
+    client: &Client,
+    kernel: u64,
+    chain: &Chain,
+    submit: impl Fn(accelhost_node::proto::command::Work, accelhost_node::pipeline::Done),
+) {
+    use accelhost_node::proto::command::Work;
+    use accelhost_node::proto::{BatchedLaunch, LaunchBatch};
+    let doubling = |kernel| BatchedLaunch {
+        kernel,
+        args: vec![
+            memory_arg(chain.device),
+            memory_arg(chain.device),
+            memory_arg(chain.device),
+            u32_arg(1),
+        ],
+    };
+    let batch = |launches: Vec<BatchedLaunch>| {
+        Work::Launches(LaunchBatch {
+            queue: chain.queue,
+            launches,
+        })
+    };
+    let mut unknown_kernel = vec![doubling(kernel); 3];
+    unknown_kernel.push(doubling(9999));
+    let commands = vec![
+        memcpy_work(chain.queue, chain.device, chain.host),
+        batch(vec![doubling(kernel); 5]),
+        batch(unknown_kernel),
+        batch(Vec::new()),
+        batch(vec![doubling(kernel); accelhost::LAUNCHES_PER_BATCH + 1]),
+        memcpy_work(chain.queue, chain.out, chain.device),
+    ];
+    let count = commands.len() as u64;
+    client.write(chain.host, 0, &[7u8; 4096]).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for (n, work) in commands.into_iter().enumerate() {
+        submit(work, heard(&tx, n as u64));
+    }
+    let mut outcomes = std::collections::BTreeMap::new();
+    for _ in 0..count {
+        let (n, outcome) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("every command completes")
+            .unwrap();
+        assert!(
+            outcomes.insert(n, outcome).is_none(),
+            "command {n} heard twice"
+        );
+    }
+    for n in [0, 1, 5] {
+        if let Err(err) = &outcomes[&n] {
+            panic!("command {n}: {err:?}");
+        }
+    }
+    let refused = |n: u64, code: ErrorCode, wanted: &[&str]| {
+        let (got, why) = outcomes[&n].clone().unwrap_err();
+        assert_eq!(got, code, "command {n}: {why}");
+        for part in wanted {
+            assert!(why.contains(part), "command {n}: {why}");
+        }
+    };
+    refused(2, ErrorCode::NotFound, &["launches[3]", "kernel 9999"]);
+    refused(3, ErrorCode::InvalidArgument, &["a batch of 0 launches"]);
+    let too_many = format!("a batch of {} launches", accelhost::LAUNCHES_PER_BATCH + 1);
+    refused(4, ErrorCode::InvalidArgument, &[&too_many]);
+    // 0x07070707 doubled five times, and not again by the three good launches of the batch
+    // refused whole; the next word as the first copy left it.
+    let first = client.read(chain.out, 0, 8).await.unwrap();
+    assert_eq!(first, [0xe0, 0xe0, 0xe0, 0xe0, 7, 7, 7, 7]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
     use accelhost_node::pipeline::Submitter;
@@ -1633,6 +1709,10 @@ async fn submitted_work_completes_in_order_and_a_bad_command_fails_alone() {
     let card = vadd_on_the_card(&client).await;
     let submitter = Submitter::open(client.rpc(), client.session().to_string());
     let chain = a_chain_completes_in_order(&client, card, |work, done| {
+        submitter.submit(work, done).ok().unwrap()
+    })
+    .await;
+    a_batch_is_one_command(&client, card.1, &chain, |work, done| {
         submitter.submit(work, done).ok().unwrap()
     })
     .await;
@@ -1682,6 +1762,10 @@ async fn a_ring_carries_work_in_order_and_a_ring_written_out_of_its_layout_close
     let ring = RingSubmitter::new(ClientEnd::new(RingMemory::adopt(fd).unwrap())).unwrap();
     // More launches than there are completion slots: the node reads on as they are heard.
     let chain = a_chain_completes_in_order(&client, card, |work, done| {
+        ring.submit(work, done).ok().unwrap()
+    })
+    .await;
+    a_batch_is_one_command(&client, card.1, &chain, |work, done| {
         ring.submit(work, done).ok().unwrap()
     })
     .await;

@@ -255,6 +255,51 @@ async fn mirrored_launches_share_their_pulls() {
     node.stop().await;
 }
 
+/// How many launch calls (`enqueue-launch` and `enqueue-launches`) the node made into its
+/// plugins.
+fn node_launch_calls(node: &RunningNode) -> u64 {
+    node.metrics
+        .render_prometheus_text()
+        .lines()
+        .filter(|line| line.starts_with("accelhost_plugin_calls_total{"))
+        .filter(|line| {
+            line.contains(r#"call="enqueue-launch""#) || line.contains(r#"call="enqueue-launches""#)
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Launches a program holds back reach the node as batches: through the proxy, a queue of
+/// tiny launches nobody asks an event of is a few calls into the node's plugin (it was one
+/// per launch), each launch still seeing the one before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launches_held_back_reach_the_node_in_batches() {
+    let node = start_unix_node().await;
+    let config = one_node(&unix_endpoint(&node), 10_000);
+    let launches = 2000;
+    let before = node_launch_calls(&node);
+    tokio::task::spawn_blocking(move || {
+        let host = remote_host(&config);
+        let tokens = host.enumerate(&[]).tokens;
+        let card = tokens
+            .iter()
+            .find(|t| workloads::vadd::is_xocl(t))
+            .expect("an XRT card");
+        let handle = host.open(card, OpenMode::Shared).unwrap();
+        let kernel = workloads::vadd::load(&handle, 1).unwrap();
+        let report = workloads::vadd::tiny_launches_held_back(&handle, &kernel, launches).unwrap();
+        assert!(report.verified, "each launch saw the one before it");
+    })
+    .await
+    .unwrap();
+    let calls = node_launch_calls(&node) - before;
+    assert!(
+        calls <= u64::from(launches) / 100,
+        "{calls} launch calls on the node for {launches} launches"
+    );
+    node.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_node_s_devices_carry_its_name_and_answer_host_filters() {
     let pki = Pki::new();

@@ -154,11 +154,15 @@ pub fn figures(
         .remote(Arc::new(accelhost_node::NodeConnector::new()))
         .build()?;
     let far = Devices::open(&over_tls)?;
-    let tiny_launches = |what, remote: &Devices, target, bound| {
+    let tiny_launches = |what, remote: &Devices, held_back: bool, target, bound| {
         let launches: u32 = if settings.samples > 5 { 20_000 } else { 5_000 };
         let tiny = |devices: &Devices| {
-            let report = vadd::tiny_launches(&devices.xocl, &devices.kernel, launches)
-                .expect("tiny launches");
+            let run = if held_back {
+                vadd::tiny_launches_held_back
+            } else {
+                vadd::tiny_launches
+            };
+            let report = run(&devices.xocl, &devices.kernel, launches).expect("tiny launches");
             assert!(report.verified, "the tiny launches did not verify");
             report.per_second()
         };
@@ -181,12 +185,21 @@ pub fn figures(
     figures.push(tiny_launches(
         "tiny launches through a node's socket",
         &there,
+        false,
+        "≥ 0.5× in process",
+        0.5,
+    ));
+    figures.push(tiny_launches(
+        "tiny launches held back, through a node's socket (batches)",
+        &there,
+        true,
         "≥ 0.5× in process",
         0.5,
     ));
     figures.push(tiny_launches(
         "tiny launches through builtin:remote over TCP + mutual TLS (loopback)",
         &far,
+        false,
         "≥ 0.1× in process",
         0.1,
     ));

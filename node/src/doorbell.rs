@@ -14,9 +14,9 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::pipeline::{Done, Work, failed, finished};
 use crate::proto;
-use crate::ring::{ClientEnd, Completions, MAX_RECORD, NodeEnd, RingMemory, RingObject};
+use crate::ring::{ClientEnd, Completions, MAX_RECORD, NodeEnd, RingMemory, RingObject, TICK};
 use crate::session::Session;
-use crate::status::{from_host, status};
+use crate::status::from_host;
 
 const _: () = assert!(crate::ring::DONE_SLOTS as usize == crate::pipeline::MAX_IN_FLIGHT);
 
@@ -40,6 +40,7 @@ pub fn serve(
         .spawn(move || {
             let _stream = stream;
             let done = node.completions();
+            let in_flight = Arc::new(InFlight::default());
             while !stop.load(Ordering::SeqCst) && !node.client_left() {
                 let commands = match node.next_commands(COMMANDS_PER_PASS) {
                     Ok(commands) => commands,
@@ -53,36 +54,76 @@ pub fn serve(
                     return;
                 };
                 for command in commands {
-                    enqueue(&session, command, &done);
+                    let weight = crate::pipeline::weight(&command.work);
+                    let gone = || stop.load(Ordering::SeqCst) || node.client_left();
+                    if !in_flight.take(weight, gone) {
+                        return;
+                    }
+                    enqueue(&session, command, &done, (&in_flight, weight));
                 }
             }
         })?;
     Ok(object)
 }
 
-/// Checks and enqueues one command; its completion (or why it could not be enqueued) goes
-/// to `done`.
-fn enqueue(session: &Session, command: proto::Command, done: &Arc<Completions>) {
+/// Launches and copies of one ring enqueued and not yet finished, as a `Submit` stream counts
+/// them: the completion slots bound the commands, this what they hold (a batch its launches).
+#[derive(Default)]
+struct InFlight {
+    count: Mutex<usize>,
+    finished: Condvar,
+}
+
+impl InFlight {
+    /// Takes `weight` places once they are free, looking at `gone` every [`TICK`]; false
+    /// (nothing taken) once it says the ring is going.
+    fn take(&self, weight: u32, gone: impl Fn() -> bool) -> bool {
+        let weight = weight as usize;
+        let mut count = self.count.lock().unwrap_or_else(|p| p.into_inner());
+        while *count + weight > crate::pipeline::MAX_IN_FLIGHT {
+            if gone() {
+                return false;
+            }
+            count = self
+                .finished
+                .wait_timeout(count, TICK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *count += weight;
+        true
+    }
+
+    fn give_back(&self, weight: u32) {
+        *self.count.lock().unwrap_or_else(|p| p.into_inner()) -= weight as usize;
+        self.finished.notify_all();
+    }
+}
+
+/// Checks and enqueues one command read from the ring; its completion goes to `done` when it
+/// finished (or at once, if it could not be enqueued), and its places back to `held.0`.
+fn enqueue(
+    session: &Session,
+    command: proto::Command,
+    done: &Arc<Completions>,
+    held: (&Arc<InFlight>, u32),
+) {
     const CALL: &str = "ring";
     let tag = command.tag;
-    let work = match command.work {
-        Some(proto::command::Work::Launch(req)) => Work::launch(session, req, CALL),
-        Some(proto::command::Work::Memcpy(req)) => Work::memcpy(session, &req, CALL),
-        None => Err(status(
-            ErrorCode::InvalidArgument,
-            "ring: a command with neither launch nor memcpy",
-        )),
-    };
+    let (in_flight, weight) = (held.0.clone(), held.1);
+    let work = Work::of_command(session, command.work, CALL);
     match work.and_then(|(_, work)| work.enqueue().map_err(from_host)) {
         Ok(event) => {
             let (done, watched) = (done.clone(), event.clone());
             event.on_finish(move || {
                 let completion = finished(tag, &watched);
+                in_flight.give_back(weight);
                 done.push(tag, completion.code, &completion.message);
             });
         }
         Err(why) => {
             let completion = failed(tag, &why);
+            in_flight.give_back(weight);
             done.push(tag, completion.code, &completion.message);
         }
     }
@@ -227,6 +268,33 @@ mod tests {
 
     use super::*;
     use crate::ring::tests::launch;
+
+    #[test]
+    fn a_ring_keeps_at_most_max_in_flight_launches_in_flight_however_packed() {
+        use crate::pipeline::MAX_IN_FLIGHT;
+        let in_flight = Arc::new(InFlight::default());
+        assert!(in_flight.take(MAX_IN_FLIGHT as u32 - 10, || false));
+        // A batch of 256 launches does not fit beside them: it waits, and gives up when the
+        // ring goes.
+        let started = std::time::Instant::now();
+        assert!(!in_flight.take(256, || started.elapsed() > TICK));
+        assert!(started.elapsed() >= TICK);
+        // Launches finishing on another thread make room, and the batch is taken.
+        let finisher = {
+            let in_flight = in_flight.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                in_flight.give_back(300);
+            })
+        };
+        let started = std::time::Instant::now();
+        assert!(in_flight.take(256, || started.elapsed() > Duration::from_secs(10)));
+        finisher.join().unwrap();
+        assert_eq!(
+            *in_flight.count.lock().unwrap(),
+            MAX_IN_FLIGHT - 10 - 300 + 256
+        );
+    }
 
     #[test]
     fn threads_submitting_at_once_each_hear_every_command_once() {

@@ -3,13 +3,13 @@
 //! they came, their completions batched back on the same stream. A queue of tiny launches
 //! through a node is then limited by the node's device, not by a round trip per launch.
 //!
-//! Bounded per stream: at most [`MAX_IN_FLIGHT`] commands are enqueued and unfinished at
-//! once; past them the node reads no further, so a client that floods the stream waits for
-//! its own work, not anyone else's.
+//! Bounded per stream: at most [`MAX_IN_FLIGHT`] launches and copies are enqueued and
+//! unfinished at once; past them the node reads no further, so a client that floods the
+//! stream waits for its own work, not anyone else's.
 
 use std::sync::Arc;
 
-use accelhost::{Arg, ErrorCode, Event, EventStatus, Kernel, Memory, Queue};
+use accelhost::{Arg, ErrorCode, Event, EventStatus, Kernel, LAUNCHES_PER_BATCH, Memory, Queue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tonic::{Status, Streaming};
 
@@ -17,16 +17,20 @@ use crate::proto;
 use crate::session::{Object, Session};
 use crate::status::{from_host, status};
 
-/// Commands of one stream enqueued and not yet finished, at most.
+/// Launches and copies of one stream enqueued and not yet finished, at most (a batch counts
+/// its launches): what the node keeps for a client's stream stays bounded however its
+/// commands are packed.
 pub const MAX_IN_FLIGHT: usize = 1024;
 
 /// Completions sent in one reply, at most.
 const MAX_BATCH: usize = 4096;
 
-/// A launch or a copy, its objects found in the session.
+/// A launch, a batch of launches or a copy, its objects found in the session.
 pub enum Work {
     /// `kernel` on `queue` with its arguments.
     Launch(Queue, Kernel, Vec<OwnedArg>),
+    /// Kernels with their arguments on `queue`, in order, answered as one.
+    Launches(Queue, Vec<(Kernel, Vec<OwnedArg>)>),
     /// `size` bytes from `src` at its offset to `dst` at its offset, on `queue`.
     Memcpy {
         /// The queue.
@@ -68,6 +72,24 @@ impl OwnedArg {
 }
 
 impl Work {
+    /// The work a streamed command asks for (`call` names the stream in errors), with the
+    /// queue's handle number.
+    pub fn of_command(
+        session: &Session,
+        work: Option<proto::command::Work>,
+        call: &str,
+    ) -> Result<(u64, Work), Status> {
+        match work {
+            Some(proto::command::Work::Launch(req)) => Work::launch(session, req, call),
+            Some(proto::command::Work::Launches(batch)) => Work::launches(session, batch, call),
+            Some(proto::command::Work::Memcpy(req)) => Work::memcpy(session, &req, call),
+            None => Err(status(
+                ErrorCode::InvalidArgument,
+                format!("{call}: a command with no launch, batch or memcpy"),
+            )),
+        }
+    }
+
     /// The launch `req` asks for, with the queue's handle number.
     pub fn launch(
         session: &Session,
@@ -75,33 +97,34 @@ impl Work {
         call: &str,
     ) -> Result<(u64, Work), Status> {
         let (owner, queue) = queue(session, req.queue, call)?;
-        let kernel = match session.objects().get(req.kernel) {
-            Some(Object::Kernel(_, kernel)) => kernel.clone(),
-            _ => {
-                return Err(crate::session::no_object(
-                    session, "kernel", req.kernel, call,
-                ));
-            }
-        };
-        let mut args = Vec::with_capacity(req.args.len());
-        for (i, arg) in req.args.into_iter().enumerate() {
-            args.push(match arg.value {
-                Some(proto::arg::Value::Memory(at)) => {
-                    OwnedArg::Memory(memory(session, at.memory, call)?, at.offset)
-                }
-                Some(proto::arg::Value::U32(v)) => OwnedArg::U32(v),
-                Some(proto::arg::Value::I32(v)) => OwnedArg::I32(v),
-                Some(proto::arg::Value::U64(v)) => OwnedArg::U64(v),
-                Some(proto::arg::Value::Bytes(b)) => OwnedArg::Bytes(b),
-                None => {
-                    return Err(status(
-                        ErrorCode::InvalidArgument,
-                        format!("{call}: args[{i}] has no value"),
-                    ));
-                }
-            });
-        }
+        let (kernel, args) = kernel_and_args(session, req.kernel, req.args, call)?;
         Ok((owner, Work::Launch(queue, kernel, args)))
+    }
+
+    /// The launches `batch` asks for, with the queue's handle number: at least one and at
+    /// most [`LAUNCHES_PER_BATCH`], every object the session's.
+    pub fn launches(
+        session: &Session,
+        batch: proto::LaunchBatch,
+        call: &str,
+    ) -> Result<(u64, Work), Status> {
+        let count = batch.launches.len();
+        if count == 0 || count > LAUNCHES_PER_BATCH {
+            return Err(status(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{call}: a batch of {count} launches; a batch holds 1 to \
+                     {LAUNCHES_PER_BATCH}"
+                ),
+            ));
+        }
+        let (owner, queue) = queue(session, batch.queue, call)?;
+        let mut launches = Vec::with_capacity(count);
+        for (i, launch) in batch.launches.into_iter().enumerate() {
+            let at = format!("{call} launches[{i}]");
+            launches.push(kernel_and_args(session, launch.kernel, launch.args, &at)?);
+        }
+        Ok((owner, Work::Launches(queue, launches)))
     }
 
     /// The copy `req` asks for, with the queue's handle number.
@@ -131,6 +154,18 @@ impl Work {
                 let args: Vec<Arg<'_>> = args.iter().map(OwnedArg::as_arg).collect();
                 queue.enqueue_launch(kernel, &args)
             }
+            Work::Launches(queue, launches) => {
+                let args: Vec<Vec<Arg<'_>>> = launches
+                    .iter()
+                    .map(|(_, args)| args.iter().map(OwnedArg::as_arg).collect())
+                    .collect();
+                let launches: Vec<(&Kernel, &[Arg<'_>])> = launches
+                    .iter()
+                    .zip(&args)
+                    .map(|((kernel, _), args)| (kernel, &args[..]))
+                    .collect();
+                queue.enqueue_launches(&launches)
+            }
             Work::Memcpy {
                 queue,
                 dst,
@@ -139,6 +174,38 @@ impl Work {
             } => queue.enqueue_memcpy(&dst.0, dst.1, &src.0, src.1, *size),
         }
     }
+}
+
+/// The session's kernel `number` and the arguments `args` name, checked.
+fn kernel_and_args(
+    session: &Session,
+    number: u64,
+    args: Vec<proto::Arg>,
+    call: &str,
+) -> Result<(Kernel, Vec<OwnedArg>), Status> {
+    let kernel = match session.objects().get(number) {
+        Some(Object::Kernel(_, kernel)) => kernel.clone(),
+        _ => return Err(crate::session::no_object(session, "kernel", number, call)),
+    };
+    let mut owned = Vec::with_capacity(args.len());
+    for (i, arg) in args.into_iter().enumerate() {
+        owned.push(match arg.value {
+            Some(proto::arg::Value::Memory(at)) => {
+                OwnedArg::Memory(memory(session, at.memory, call)?, at.offset)
+            }
+            Some(proto::arg::Value::U32(v)) => OwnedArg::U32(v),
+            Some(proto::arg::Value::I32(v)) => OwnedArg::I32(v),
+            Some(proto::arg::Value::U64(v)) => OwnedArg::U64(v),
+            Some(proto::arg::Value::Bytes(b)) => OwnedArg::Bytes(b),
+            None => {
+                return Err(status(
+                    ErrorCode::InvalidArgument,
+                    format!("{call}: args[{i}] has no value"),
+                ));
+            }
+        });
+    }
+    Ok((kernel, owned))
 }
 
 fn queue(session: &Session, number: u64, call: &str) -> Result<(u64, Queue), Status> {
@@ -248,13 +315,14 @@ async fn enqueue_all(
         };
         let mut batch = Vec::with_capacity(request.commands.len().min(MAX_IN_FLIGHT));
         for command in request.commands {
-            let permit = match in_flight.clone().try_acquire_owned() {
+            let weight = weight(&command.work);
+            let permit = match in_flight.clone().try_acquire_many_owned(weight) {
                 Ok(permit) => permit,
                 Err(_) => {
                     // What is gathered goes first: its commands are what will give permits
                     // back (a message may hold more commands than may be in flight).
                     enqueue(std::mem::take(&mut batch), &done);
-                    let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                    let Ok(permit) = in_flight.clone().acquire_many_owned(weight).await else {
                         break;
                     };
                     permit
@@ -266,22 +334,22 @@ async fn enqueue_all(
                     "Submit: every message of a stream names the stream's session",
                 ))
             } else {
-                match command.work {
-                    Some(proto::command::Work::Launch(req)) => {
-                        Work::launch(&session, req, "Submit")
-                    }
-                    Some(proto::command::Work::Memcpy(req)) => {
-                        Work::memcpy(&session, &req, "Submit")
-                    }
-                    None => Err(status(
-                        ErrorCode::InvalidArgument,
-                        "Submit: a command with neither launch nor memcpy",
-                    )),
-                }
+                Work::of_command(&session, command.work, "Submit")
             };
             batch.push((command.tag, work.map(|(_, work)| work), permit));
         }
         enqueue(batch, &done);
+    }
+}
+
+/// What a command counts against [`MAX_IN_FLIGHT`]: its launches (a batch of a size the node
+/// refuses counts as one), else one.
+pub fn weight(work: &Option<proto::command::Work>) -> u32 {
+    match work {
+        Some(proto::command::Work::Launches(batch)) => {
+            batch.launches.len().clamp(1, LAUNCHES_PER_BATCH) as u32
+        }
+        _ => 1,
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use accelhost::remote::{
-    Connector, Done, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteNode, RemoteObject,
-    RemoteResult,
+    Connector, Done, Page, RemoteArg, RemoteEndpoint, RemoteFailure, RemoteLaunch, RemoteNode,
+    RemoteObject, RemoteResult,
 };
 use accelhost::{
     AcceleratorState, BusAddress, ErrorCode, EventKind, Guid, MemoryKind, ObjectType, Properties,
@@ -605,34 +605,31 @@ impl RemoteNode for Session {
         self.submit(work, done)
     }
 
-    fn enqueue_launch(
+    fn enqueue_launches(
         &self,
         queue: u64,
-        kernel: u64,
-        args: &[RemoteArg],
+        launches: &[RemoteLaunch],
         done: Done,
     ) -> RemoteResult<()> {
-        use proto::arg::Value;
-        let args = args
-            .iter()
-            .map(|arg| proto::Arg {
-                value: Some(match arg {
-                    RemoteArg::Memory { object, offset } => Value::Memory(proto::MemoryArg {
-                        memory: *object,
-                        offset: *offset,
-                    }),
-                    RemoteArg::Scalar32(v) => Value::U32(*v),
-                    RemoteArg::Scalar64(v) => Value::U64(*v),
-                    RemoteArg::Bytes(b) => Value::Bytes(bytes::Bytes::copy_from_slice(b)),
-                }),
-            })
-            .collect();
-        let work = proto::command::Work::Launch(proto::LaunchRequest {
-            session: String::new(),
-            queue,
-            kernel,
-            args,
-        });
+        let args = |args: &[RemoteArg]| args.iter().map(wire_arg).collect();
+        let work = match launches {
+            [launch] => proto::command::Work::Launch(proto::LaunchRequest {
+                session: String::new(),
+                queue,
+                kernel: launch.kernel,
+                args: args(&launch.args),
+            }),
+            _ => proto::command::Work::Launches(proto::LaunchBatch {
+                queue,
+                launches: launches
+                    .iter()
+                    .map(|launch| proto::BatchedLaunch {
+                        kernel: launch.kernel,
+                        args: args(&launch.args),
+                    })
+                    .collect(),
+            }),
+        };
         self.submit(work, done)
     }
 
@@ -682,5 +679,21 @@ impl RemoteNode for Session {
     fn release(&self, object: u64, deadline: Instant) -> RemoteResult<()> {
         self.settle(deadline);
         self.run("release", deadline, self.client.release(object))
+    }
+}
+
+/// A launch argument as the wire carries it.
+fn wire_arg(arg: &RemoteArg) -> proto::Arg {
+    use proto::arg::Value;
+    proto::Arg {
+        value: Some(match arg {
+            RemoteArg::Memory { object, offset } => Value::Memory(proto::MemoryArg {
+                memory: *object,
+                offset: *offset,
+            }),
+            RemoteArg::Scalar32(v) => Value::U32(*v),
+            RemoteArg::Scalar64(v) => Value::U64(*v),
+            RemoteArg::Bytes(b) => Value::Bytes(bytes::Bytes::copy_from_slice(b)),
+        }),
     }
 }

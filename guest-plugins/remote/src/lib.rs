@@ -13,17 +13,20 @@ use accelhost_sdk::host::events::Event;
 use accelhost_sdk::host::image::Image;
 use accelhost_sdk::host::mmio::Region;
 use accelhost_sdk::host::remote::{
-    Node, RemoteArgument, RemoteDevice, RemoteEventKind, RemoteMemoryKind,
+    Node, RemoteArgument, RemoteDevice, RemoteEventKind, RemoteLaunch, RemoteMemoryKind,
 };
 use accelhost_sdk::{
-    Allocation, BufferFlags, Discovered, Error, ErrorCode, EventKind, Filter, KernelArgument,
-    LaunchSize, MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer, Properties, Result,
-    filters_match, log,
+    Allocation, BufferFlags, Discovered, Enqueued, Error, ErrorCode, EventKind, Filter,
+    KernelArgument, Launch, LaunchSize, MemoryKind, MemoryRange, OpenMode, Plugin, PreparedBuffer,
+    Properties, Result, enqueue_in_turn, filters_match, log,
 };
 
 /// The first wait before a failed node is tried again; it doubles up to [`MAX_BACKOFF_NS`].
 const FIRST_BACKOFF_NS: u64 = 100_000_000;
 const MAX_BACKOFF_NS: u64 = 5_000_000_000;
+/// Launches in one `enqueue-launches` message to a node, at most: what the host and the node
+/// take in one batch.
+const LAUNCHES_PER_MESSAGE: usize = 256;
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -499,21 +502,66 @@ impl Plugin for RemotePlugin {
         args: Vec<KernelArgument>,
         _size: LaunchSize,
     ) -> Result<Event> {
-        let (_, queue_object) = self.resolve(queue, "queue", |k| k == Kind::Queue)?;
-        let (_, kernel_object) = self.resolve(kernel, "kernel", |k| k == Kind::Kernel)?;
+        let launch = self.remote_launch(queue, kernel, args)?;
+        let (node, queue) = self.resolve(queue, "queue", |k| k == Kind::Queue)?;
+        node.enqueue_launch(queue.remote, launch.kernel, &launch.args)
+    }
+
+    /// Sends the batch to the node in messages of at most [`LAUNCHES_PER_MESSAGE`]: one
+    /// entry into the plugin and one message for many launches, where each was a message.
+    fn enqueue_launches(&mut self, queue: u64, launches: Vec<Launch>) -> Enqueued {
+        let mut remote = Vec::with_capacity(launches.len());
+        let (_, mut refused) = enqueue_in_turn(launches, |launch| {
+            remote.push(self.remote_launch(queue, launch.kernel, launch.args)?);
+            Ok(())
+        });
+        let (mut count, mut last) = (0, None);
+        for chunk in remote.chunks(LAUNCHES_PER_MESSAGE) {
+            let sent = self
+                .resolve(queue, "queue", |k| k == Kind::Queue)
+                .and_then(|(node, queue)| node.enqueue_launches(queue.remote, chunk));
+            match sent {
+                Ok(event) => {
+                    last = Some(event);
+                    count += chunk.len() as u32;
+                }
+                Err(err) => {
+                    refused = Some(err);
+                    break;
+                }
+            }
+        }
+        Enqueued {
+            count,
+            last,
+            refused,
+        }
+    }
+}
+
+impl RemotePlugin {
+    /// `kernel`'s launch with `args` as `queue`'s node takes it: objects by the node's ids.
+    fn remote_launch(
+        &mut self,
+        queue: u64,
+        kernel: u64,
+        args: Vec<KernelArgument>,
+    ) -> Result<RemoteLaunch> {
+        let (_, queue) = self.resolve(queue, "queue", |k| k == Kind::Queue)?;
+        let (_, kernel) = self.resolve(kernel, "kernel", |k| k == Kind::Kernel)?;
         let mut remote_args = Vec::with_capacity(args.len());
         for arg in args {
             remote_args.push(match arg {
-                KernelArgument::Memory(range) => {
-                    RemoteArgument::Memory(self.range(queue_object, range)?)
-                }
+                KernelArgument::Memory(range) => RemoteArgument::Memory(self.range(queue, range)?),
                 KernelArgument::Scalar32(v) => RemoteArgument::Scalar32(v),
                 KernelArgument::Scalar64(v) => RemoteArgument::Scalar64(v),
                 KernelArgument::Bytes(b) => RemoteArgument::Bytes(b),
             });
         }
-        let (node, _) = self.resolve(queue, "queue", |k| k == Kind::Queue)?;
-        node.enqueue_launch(queue_object.remote, kernel_object.remote, &remote_args)
+        Ok(RemoteLaunch {
+            kernel: kernel.remote,
+            args: remote_args,
+        })
     }
 }
 

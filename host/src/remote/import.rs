@@ -12,7 +12,7 @@ use wasmtime::component::{Resource, ResourceTableError};
 use super::mirror::Mirrors;
 use super::session::NodeResource;
 use super::window::RemoteMmio;
-use super::{Connector, Done, RemoteArg, RemoteFailure, RemoteNode};
+use super::{Connector, Done, RemoteArg, RemoteFailure, RemoteLaunch, RemoteNode};
 use crate::bindings::accel::plugin::remote::{
     self, RemoteArgument, RemoteBuffer, RemoteDevice, RemoteEventKind, RemoteMemory,
     RemoteMemoryKind,
@@ -24,7 +24,7 @@ use crate::state::{
     BufferResource, EventResource, ImageResource, ImportError, PluginState, RegionResource,
     guest_error, guest_handle, host_handle,
 };
-use crate::types::{EventKind, MemoryKind};
+use crate::types::{EventKind, LAUNCHES_PER_BATCH, MemoryKind};
 
 /// What a session with a node holds on the host besides its buffers (the connection, its
 /// transport buffers and tasks), charged to the plugin's host budget: with the default
@@ -126,6 +126,40 @@ impl PluginState {
                 ),
             });
         (completion, finish)
+    }
+
+    /// Hands `launches` on `queue` to the node in one message, after pushing what changed in
+    /// the mirrors; one event for them all.
+    fn launch_remotely(
+        &mut self,
+        node: Resource<remote::Node>,
+        queue: u64,
+        launches: Vec<remote::RemoteLaunch>,
+        call: &str,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        let (node, mirrors) = self.node(&node)?;
+        let launches: Vec<RemoteLaunch> = launches
+            .into_iter()
+            .map(|launch| RemoteLaunch {
+                kernel: launch.kernel,
+                args: launch.args.into_iter().map(remote_arg).collect(),
+            })
+            .collect();
+        let (completion, finish) = self.remote_completion(&mirrors);
+        mirrors
+            .doorbell(self.remote_deadline())
+            .and_then(|()| node.enqueue_launches(queue, &launches, finish))
+            .map_err(|f| failed(call, f))?;
+        self.adopt_completion(completion)
+    }
+}
+
+fn remote_arg(arg: RemoteArgument) -> RemoteArg {
+    match arg {
+        RemoteArgument::Memory((object, offset)) => RemoteArg::Memory { object, offset },
+        RemoteArgument::Scalar32(v) => RemoteArg::Scalar32(v),
+        RemoteArgument::Scalar64(v) => RemoteArg::Scalar64(v),
+        RemoteArgument::Bytes(b) => RemoteArg::Bytes(b),
     }
 }
 
@@ -430,22 +464,27 @@ impl remote::HostNode for PluginState {
         kernel: u64,
         args: Vec<RemoteArgument>,
     ) -> Result<Resource<EventResource>, ImportError> {
-        let (node, mirrors) = self.node(&node)?;
-        let args: Vec<RemoteArg> = args
-            .into_iter()
-            .map(|arg| match arg {
-                RemoteArgument::Memory((object, offset)) => RemoteArg::Memory { object, offset },
-                RemoteArgument::Scalar32(v) => RemoteArg::Scalar32(v),
-                RemoteArgument::Scalar64(v) => RemoteArg::Scalar64(v),
-                RemoteArgument::Bytes(b) => RemoteArg::Bytes(b),
-            })
-            .collect();
-        let (completion, finish) = self.remote_completion(&mirrors);
-        mirrors
-            .doorbell(self.remote_deadline())
-            .and_then(|()| node.enqueue_launch(queue, kernel, &args, finish))
-            .map_err(|f| failed("remote enqueue-launch", f))?;
-        self.adopt_completion(completion)
+        let launch = remote::RemoteLaunch { kernel, args };
+        self.launch_remotely(node, queue, vec![launch], "remote enqueue-launch")
+    }
+
+    fn enqueue_launches(
+        &mut self,
+        node: Resource<remote::Node>,
+        queue: u64,
+        launches: Vec<remote::RemoteLaunch>,
+    ) -> Result<Resource<EventResource>, ImportError> {
+        let count = launches.len();
+        if count == 0 || count > LAUNCHES_PER_BATCH {
+            return Err(guest_error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "remote enqueue-launches: {count} launches; a batch holds 1 to \
+                     {LAUNCHES_PER_BATCH}"
+                ),
+            ));
+        }
+        self.launch_remotely(node, queue, launches, "remote enqueue-launches")
     }
 
     fn release(&mut self, node: Resource<remote::Node>, object: u64) -> Result<(), ImportError> {

@@ -86,6 +86,15 @@ pub enum RemoteArg {
     Bytes(Vec<u8>),
 }
 
+/// One launch for a node: the node's kernel id and the arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteLaunch {
+    /// The node's kernel id.
+    pub kernel: u64,
+    /// Its arguments.
+    pub args: Vec<RemoteArg>,
+}
+
 /// Makes connections to nodes. Given to the host by the embedding application
 /// ([`HostBuilder::remote`](crate::HostBuilder::remote)); without one, `remote` connects fail
 /// with `unsupported`.
@@ -181,13 +190,14 @@ pub trait RemoteNode: Send + Sync + 'static {
         size: u64,
         done: Done,
     ) -> RemoteResult<()>;
-    /// Enqueues a launch without waiting for the node, as
-    /// [`enqueue_memcpy`](Self::enqueue_memcpy) does.
-    fn enqueue_launch(
+    /// Enqueues launches (one, or a batch of at most
+    /// [`LAUNCHES_PER_BATCH`](crate::types::LAUNCHES_PER_BATCH)) without waiting for the node, as
+    /// [`enqueue_memcpy`](Self::enqueue_memcpy) does: `done` hears once, when the last
+    /// finished, and of the first failure.
+    fn enqueue_launches(
         &self,
         queue: u64,
-        kernel: u64,
-        args: &[RemoteArg],
+        launches: &[RemoteLaunch],
         done: Done,
     ) -> RemoteResult<()>;
     /// Registers a device event; returns the node's event.
