@@ -134,11 +134,20 @@ pub fn run(script: &[u8], target: &str) -> Objects {
 /// The op that repeats the op after it.
 pub const REPEAT: u8 = 0xff;
 
+/// Runs one op: `op % 48` picks it, the first table's 24 and then the second's.
 fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<()> {
-    if op % 48 >= 24 {
-        return wasi_step(op % 48 - 24, r, o);
+    match op % 48 {
+        op @ 0..=5 => buffer_step(op, r, o),
+        op @ 6..=14 => port_step(op, r, o, paths),
+        op @ 15..=23 => device_step(op, r, o, paths),
+        op @ 24..=36 => wasi_step(op - 24, r, o),
+        op => import_step(op - 24, r, o),
     }
-    match op % 24 {
+}
+
+/// Buffers and their events (ops 0 to 5).
+fn buffer_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
+    match op {
         0 => o.buffers.push(Buffer::allocate(r.size())?),
         1 => {
             let (i, offset, len) = (r.u8(), r.size(), r.u32());
@@ -170,6 +179,14 @@ fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<(
                 e.wait(timeout)?;
             }
         }
+        _ => unreachable!("buffer ops are 0 to 5"),
+    }
+    Ok(())
+}
+
+/// Ports, their regions and DMA mappings (ops 6 to 14).
+fn port_step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<()> {
+    match op {
         6 => {
             let (path, exclusive) = (paths[r.u8() as usize % paths.len()], r.u8() & 1 == 1);
             o.ports.push(Port::open(path, exclusive)?);
@@ -242,6 +259,14 @@ fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<(
                 port.region_info(index)?;
             }
         }
+        _ => unreachable!("port ops are 6 to 14"),
+    }
+    Ok(())
+}
+
+/// XRT devices, CAPI contexts, logs, drops and forged handles (ops 15 to 23).
+fn device_step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<()> {
+    match op {
         15 => {
             let path = paths[r.u8() as usize % paths.len()];
             o.devices.push(xocl::Device::open(path)?);
@@ -317,7 +342,7 @@ fn step(op: u8, r: &mut Reader<'_>, o: &mut Objects, paths: &[&str]) -> Result<(
     Ok(())
 }
 
-/// The WASI ops, and imports the first table leaves out.
+/// The WASI ops (ops 0 to 12 of the second table).
 fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
     use wasip2::clocks::{monotonic_clock, wall_clock};
     use wasip2::io::poll;
@@ -409,6 +434,14 @@ fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
             }
         }
         12 => std::thread::sleep(std::time::Duration::from_nanos(r.size())),
+        _ => unreachable!("WASI ops are 0 to 12"),
+    }
+    Ok(())
+}
+
+/// The imports the first table leaves out (ops 13 to 23 of the second).
+fn import_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
+    match op {
         13 => {
             let len = r.u32() % (64 << 10);
             let message: String = (0..len)
@@ -498,52 +531,53 @@ fn wasi_step(op: u8, r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
             let _ = xocl::list_devices();
             let _ = cxl::list_afus();
         }
-        _ => match r.u8() % 8 {
-            0 => drop(o.pollables.pop()),
-            1 => drop(o.bos.pop()),
-            2 => drop(o.contexts.pop()),
-            3 => drop(o.devices.pop()),
-            4 => {
-                // Linear memory, touched and kept: past memory_mib the instance ends.
-                let bytes = (r.size() % (128 << 20)) as usize;
-                o.memory.push(vec![0x5a; bytes]);
+        _ => hoard_step(r, o)?,
+    }
+    Ok(())
+}
+
+/// Drops objects, or keeps memory, messages and lent events the host must bound.
+fn hoard_step(r: &mut Reader<'_>, o: &mut Objects) -> Result<()> {
+    match r.u8() % 8 {
+        0 => drop(o.pollables.pop()),
+        1 => drop(o.bos.pop()),
+        2 => drop(o.contexts.pop()),
+        3 => drop(o.devices.pop()),
+        4 => {
+            // Linear memory, touched and kept: past memory_mib the instance ends.
+            let bytes = (r.size() % (128 << 20)) as usize;
+            o.memory.push(vec![0x5a; bytes]);
+        }
+        5 => {
+            // A failed event with a message of up to 12 MiB, kept: the host cuts it to
+            // 1 KiB, and must not keep the rest.
+            let len = (r.size() % (12 << 20)) as usize;
+            o.events.push(Event::failed(&accelhost_sdk::Error::new(
+                accelhost_sdk::ErrorCode::Internal,
+                "e".repeat(len),
+            )));
+            let len = (r.size() % (12 << 20)) as usize;
+            log::log(log::Level::Trace, &"l".repeat(len));
+        }
+        6 => {
+            // One event lent again and again in one list: a few bytes of the plugin's
+            // memory each, a host object each.
+            let (d, b, times) = (r.u8(), r.u8(), (r.size() % (2 << 20)) as usize);
+            if let (Some(device), Some(bo), Some(event)) = (
+                pick(&o.devices, d),
+                pick(&o.bos, b),
+                pick(&o.events, r.u8()),
+            ) {
+                let after = vec![event; times];
+                o.events
+                    .push(device.sync_bo(bo, xocl::SyncDirection::ToDevice, 0, 64, &after)?);
             }
-            5 => {
-                // A failed event with a message of up to 12 MiB, kept: the host cuts it to
-                // 1 KiB, and must not keep the rest.
-                let len = (r.size() % (12 << 20)) as usize;
-                o.events.push(Event::failed(&accelhost_sdk::Error::new(
-                    accelhost_sdk::ErrorCode::Internal,
-                    "e".repeat(len),
-                )));
-                let len = (r.size() % (12 << 20)) as usize;
-                log::log(log::Level::Trace, &"l".repeat(len));
-            }
-            6 => {
-                // One event lent again and again in one list: a few bytes of the plugin's
-                // memory each, a host object each.
-                let (d, b, times) = (r.u8(), r.u8(), (r.size() % (2 << 20)) as usize);
-                if let (Some(device), Some(bo), Some(event)) = (
-                    pick(&o.devices, d),
-                    pick(&o.bos, b),
-                    pick(&o.events, r.u8()),
-                ) {
-                    let after = vec![event; times];
-                    o.events.push(device.sync_bo(
-                        bo,
-                        xocl::SyncDirection::ToDevice,
-                        0,
-                        64,
-                        &after,
-                    )?);
-                }
-            }
-            _ => {
-                // The export answers with strings that share one buffer.
-                let (count, len) = (r.size() % 200_000, r.size() % (4 << 20));
-                o.aliased_answer = Some((count as usize, len as usize));
-            }
-        },
+        }
+        _ => {
+            // The export answers with strings that share one buffer.
+            let (count, len) = (r.size() % 200_000, r.size() % (4 << 20));
+            o.aliased_answer = Some((count as usize, len as usize));
+        }
     }
     Ok(())
 }
