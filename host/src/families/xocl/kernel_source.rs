@@ -1841,7 +1841,9 @@ fn ndrange_loops(
     let mut text = String::from(
         "extern int __accelhost_begin(unsigned, unsigned, unsigned, unsigned, unsigned, \
          unsigned, unsigned, unsigned, unsigned, unsigned);\n\
-         extern int __accelhost_next(void);\n\
+         extern unsigned long __accelhost_row_length(void);\n\
+         extern void __accelhost_set_x(unsigned long);\n\
+         extern int __accelhost_next_row(void);\n\
          extern int __accelhost_next_group(void);\n\
          extern unsigned __accelhost_items_bytes(void);\n\
          extern void __accelhost_group_begin(void *);\n\
@@ -1935,7 +1937,13 @@ fn ndrange_loops(
             )
         } else {
             format!(
-                "    do {{ {entry}({}); }} while (__accelhost_next());\n",
+                "    unsigned long row = __accelhost_row_length();\n\
+                 \x20   do {{\n\
+                 \x20       for (unsigned long x = 0; x < row; x++) {{\n\
+                 \x20           __accelhost_set_x(x);\n\
+                 \x20           {entry}({});\n\
+                 \x20       }}\n\
+                 \x20   }} while (__accelhost_next_row());\n",
                 forwarded.join(", ")
             )
         };
@@ -2332,7 +2340,7 @@ mod tests {
             "if (a1 > {LOCAL_MEMORY_BYTES}u) __builtin_trap();"
         )));
         assert!(
-            plain.contains("do { k(a0, local1); } while (__accelhost_next());"),
+            plain.contains("        __accelhost_set_x(x);\n            k(a0, local1);\n"),
             "{plain}"
         );
         assert!(!plain.contains("__accelhost_item_k"));

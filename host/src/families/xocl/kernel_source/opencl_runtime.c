@@ -77,8 +77,20 @@ HIDDEN int __accelhost_next_item(void) {
     return 0;
 }
 
-/* Moves to the next work-item, work-group after work-group. */
-HIDDEN int __accelhost_next(void) { return __accelhost_next_item() || __accelhost_next_group(); }
+/* A kernel without barriers runs each row of its work-group (the work-items that differ in x)
+ * as a counted loop in the kernel's own module, which the compiler can keep in registers and
+ * vectorize: the length of a row, the x of the work-item that runs next, and the move to the
+ * next row (y, then z, then the next work-group), x back at 0. */
+HIDDEN size_t __accelhost_row_length(void) { return local_size[0]; }
+HIDDEN void __accelhost_set_x(size_t x) { local[0] = x; }
+HIDDEN int __accelhost_next_row(void) {
+    local[0] = 0;
+    for (int d = 1; d < 3; d++) {
+        if (++local[d] < local_size[d]) return 1;
+        local[d] = 0;
+    }
+    return __accelhost_next_group();
+}
 
 /* Memory fences order nothing: a work-group's work-items run one at a time. */
 void OVL mem_fence(unsigned flags) {}
