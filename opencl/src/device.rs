@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use accelhost::xclbin::kernels::KERNEL_BUFFER_BYTES;
 use accelhost::{Handle, Host, OpenMode, PluginInfo, Token};
 
 use crate::cl::*;
@@ -120,11 +121,6 @@ pub(crate) const MAX_WORK_GROUP: usize = 1024;
 
 /// Double precision in OpenCL C, which the devices that build it list.
 const FP64_EXTENSION: (&str, cl_version) = ("cl_khr_fp64", make_version(1, 0, 0));
-
-/// The largest buffer a 32-bit kernel is sure to take: its memory (4 GiB) holds the kernel's
-/// own data and stack (the emulated card allows 64 MiB), its buffers and its value arguments,
-/// so 128 MiB are left to those.
-const KERNEL_BUFFER_BYTES: u64 = (4 << 30) - (128 << 20);
 
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
 #[repr(C)]

@@ -92,6 +92,13 @@ HIDDEN int __accelhost_next_row(void) {
     return __accelhost_next_group();
 }
 
+/* The current work-item's ids: what the work-item functions answer, and what split kernels
+ * read through the hidden functions below. */
+static size_t local_id(unsigned d) { return d < 3 ? local[d] : 0; }
+static size_t global_id(unsigned d) {
+    return d < 3 ? group[d] * local_size[d] + local[d] + global_offset[d] : 0;
+}
+
 /* Memory fences order nothing: a work-group's work-items run one at a time. */
 void OVL mem_fence(unsigned flags) {}
 void OVL read_mem_fence(unsigned flags) {}
@@ -217,10 +224,8 @@ HIDDEN void __accelhost_group_take(unsigned each, unsigned align) {
 
 /* get_local_id and get_global_id as split kernels read them: from memory, which changes
  * from one work-item to the next within a call (OpenCL's declarations say they read none). */
-HIDDEN size_t __accelhost_local_id(unsigned d) { return d < 3 ? local[d] : 0; }
-HIDDEN size_t __accelhost_global_id(unsigned d) {
-    return d < 3 ? group[d] * local_size[d] + local[d] + global_offset[d] : 0;
-}
+HIDDEN size_t __accelhost_local_id(unsigned d) { return local_id(d); }
+HIDDEN size_t __accelhost_global_id(unsigned d) { return global_id(d); }
 #endif
 
 unsigned OVL get_work_dim(void) { return work_dim; }
@@ -229,11 +234,9 @@ size_t OVL get_local_size(unsigned d) { return d < 3 ? local_size[d] : 1; }
 size_t OVL get_enqueued_local_size(unsigned d) { return d < 3 ? local_size[d] : 1; }
 size_t OVL get_num_groups(unsigned d) { return d < 3 ? groups[d] : 1; }
 size_t OVL get_group_id(unsigned d) { return d < 3 ? group[d] : 0; }
-size_t OVL get_local_id(unsigned d) { return d < 3 ? local[d] : 0; }
+size_t OVL get_local_id(unsigned d) { return local_id(d); }
 size_t OVL get_global_offset(unsigned d) { return d < 3 ? global_offset[d] : 0; }
-size_t OVL get_global_id(unsigned d) {
-    return d < 3 ? group[d] * local_size[d] + local[d] + global_offset[d] : 0;
-}
+size_t OVL get_global_id(unsigned d) { return global_id(d); }
 
 /* Math on floats and doubles, scalar and per element of each vector width. */
 #define VECTORS(T)                                     \
