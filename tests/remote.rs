@@ -203,6 +203,18 @@ async fn without_shareable_memory_a_local_proxy_mirrors() {
     node.stop().await;
 }
 
+/// The first XRT card `host` lists, opened, with the one-CU vadd loaded.
+fn vadd_on_the_xrt_card(host: &Host) -> (accelhost::Handle, accelhost::Kernel) {
+    let tokens = host.enumerate(&[]).tokens;
+    let card = tokens
+        .iter()
+        .find(|t| workloads::vadd::is_xocl(t))
+        .expect("an XRT card");
+    let handle = host.open(card, OpenMode::Shared).unwrap();
+    let kernel = workloads::vadd::load(&handle, 1).unwrap();
+    (handle, kernel)
+}
+
 /// The node's count of `call` in its metrics.
 fn calls(node: &RunningNode, call: &str) -> u64 {
     let wanted = format!("call=\"{call}\"");
@@ -226,13 +238,7 @@ async fn mirrored_launches_share_their_pulls() {
     let before = calls(&node, "BufferSync");
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
-        let tokens = host.enumerate(&[]).tokens;
-        let card = tokens
-            .iter()
-            .find(|t| workloads::vadd::is_xocl(t))
-            .expect("an XRT card");
-        let handle = host.open(card, OpenMode::Shared).unwrap();
-        let kernel = workloads::vadd::load(&handle, 1).unwrap();
+        let (handle, kernel) = vadd_on_the_xrt_card(&host);
         let report = workloads::vadd::tiny_launches(&handle, &kernel, launches).unwrap();
         assert!(report.verified, "each launch saw the one before it");
         // Every completion was heard after a pull: the last output is in the mirror.
@@ -280,13 +286,7 @@ async fn launches_held_back_reach_the_node_in_batches() {
     let before = node_launch_calls(&node);
     tokio::task::spawn_blocking(move || {
         let host = remote_host(&config);
-        let tokens = host.enumerate(&[]).tokens;
-        let card = tokens
-            .iter()
-            .find(|t| workloads::vadd::is_xocl(t))
-            .expect("an XRT card");
-        let handle = host.open(card, OpenMode::Shared).unwrap();
-        let kernel = workloads::vadd::load(&handle, 1).unwrap();
+        let (handle, kernel) = vadd_on_the_xrt_card(&host);
         let report = workloads::vadd::tiny_launches_held_back(&handle, &kernel, launches).unwrap();
         assert!(report.verified, "each launch saw the one before it");
     })
