@@ -29,8 +29,8 @@ use crate::devices::{
 };
 use crate::family::DeviceDecl;
 use crate::types::Guid;
-pub(crate) use kernels::SHARE_EXPORT;
 use kernels::{KernelProgram, LaunchArg, MAP_AT_LEAST, Window};
+pub(crate) use kernels::{MODULE_OWN_BYTES, SHARE_EXPORT};
 
 /// Where host-only buffer objects appear in the device's address space.
 const HOST_APERTURE: u64 = 0x4000_0000_0000;

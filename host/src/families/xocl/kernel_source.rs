@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::emu::SHARE_EXPORT;
+use super::emu::{MODULE_OWN_BYTES, SHARE_EXPORT};
 use super::xclbin::{ArgKind, KERNEL_ARGS_END, KernelArg, KernelMeta};
 use crate::types::Guid;
 
@@ -29,11 +29,9 @@ pub const CLANG_ENV: &str = "ACCELHOST_CLANG";
 pub const INSTALL_HINT: &str = "apt-get install clang lld wasi-libc";
 /// The stack every kernel gets (local arrays of HLS kernels live there).
 pub const STACK_BYTES: u64 = 1 << 20;
-/// The most memory a kernel module may declare for itself (its data and stack).
-pub const MODULE_OWN_BYTES: u64 = 64 << 20;
 /// The largest buffer a kernel is sure to take: a launch's memory is what 32-bit WebAssembly
-/// addresses (4 GiB), and twice the module's own memory is kept beside its buffers for that
-/// memory and the launch's value arguments.
+/// addresses (4 GiB), and twice the most a module may declare for itself (its data and stack)
+/// is kept beside its buffers for that memory and the launch's value arguments.
 pub const KERNEL_BUFFER_BYTES: u64 = (4 << 30) - 2 * MODULE_OWN_BYTES;
 /// The longest a kernel name may be: its compute units are named `name:name_N` in a 64-byte
 /// field.

@@ -48,7 +48,6 @@ use wasmtime::{
 };
 
 use crate::devices::{Budget, Charge, DmaMemory, lock};
-use crate::families::xocl::kernel_source::MODULE_OWN_BYTES;
 use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
 /// What a module exports when its kernels' work-groups may be run in several instances at
@@ -57,8 +56,10 @@ use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 pub(crate) const SHARE_EXPORT: &str = "__accelhost_share";
 /// The largest kernel module the card compiles: a bound on the load's compile time.
 pub(super) const MAX_MODULE_BYTES: usize = 16 << 20;
-/// The most memory a module may declare for itself (stack and data), in 64 KiB pages.
-const MAX_OWN_PAGES: u64 = MODULE_OWN_BYTES / PAGE;
+/// The most memory a module may declare for itself (stack and data).
+pub(crate) const MODULE_OWN_BYTES: u64 = MAX_OWN_PAGES * PAGE;
+/// The same in 64 KiB pages.
+const MAX_OWN_PAGES: u64 = 1024;
 /// Every launch's memory is at most what a 32-bit memory addresses.
 const MAX_PAGES: u64 = 1 << 16;
 const PAGE: u64 = 1 << 16;
