@@ -121,8 +121,11 @@ impl Work {
         let (owner, queue) = queue(session, batch.queue, call)?;
         let mut launches = Vec::with_capacity(count);
         for (i, launch) in batch.launches.into_iter().enumerate() {
-            let at = format!("{call} launches[{i}]");
-            launches.push(kernel_and_args(session, launch.kernel, launch.args, &at)?);
+            let checked = kernel_and_args(session, launch.kernel, launch.args, call);
+            launches.push(checked.map_err(|why| {
+                let code = crate::status::accelhost_code(&why).unwrap_or(ErrorCode::Internal);
+                status(code, format!("launches[{i}]: {}", why.message()))
+            })?);
         }
         Ok((owner, Work::Launches(queue, launches)))
     }
