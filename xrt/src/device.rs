@@ -68,6 +68,20 @@ impl Device {
         })
     }
 
+    /// The loaded xclbin, when it is the one of `uuid` (`ENOENT` otherwise).
+    pub fn running(&self, call: &str, uuid: accelhost::Guid) -> XrtResult<Arc<Loaded>> {
+        let loaded = self.loaded(call)?;
+        if loaded.image.uuid == uuid {
+            Ok(loaded)
+        } else {
+            Err(refuse(
+                call,
+                libc::ENOENT,
+                format!("no xclbin {uuid} was loaded on the device"),
+            ))
+        }
+    }
+
     fn load(&self, call: &str, bytes: &[u8]) -> XrtResult<()> {
         let image = parse(call, bytes)?;
         let program = self
@@ -245,17 +259,7 @@ pub extern "C" fn xrtDeviceLoadXclbinUUID(device: *mut c_void, uuid: *const u8) 
     const CALL: &str = "xrtDeviceLoadXclbinUUID";
     status(CALL, || {
         let device = Device::of(CALL, device)?;
-        let uuid = read_uuid(CALL, uuid)?;
-        let loaded = device.loaded(CALL)?;
-        if loaded.image.uuid == uuid {
-            Ok(())
-        } else {
-            Err(refuse(
-                CALL,
-                libc::ENOENT,
-                format!("no xclbin {uuid} was loaded on the device"),
-            ))
-        }
+        device.running(CALL, read_uuid(CALL, uuid)?).map(drop)
     })
 }
 

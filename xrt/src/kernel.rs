@@ -37,6 +37,11 @@ impl Kernel {
         of::<Kernel>(call, kernel)
     }
 
+    /// The uuid of the xclbin the kernel was opened in.
+    pub fn xclbin_uuid(&self) -> accelhost::Guid {
+        self.loaded.image.uuid
+    }
+
     /// Argument `index` as the metadata describes it.
     pub fn arg(&self, call: &str, index: c_int) -> XrtResult<&KernelArg> {
         self.args

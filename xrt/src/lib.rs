@@ -8,7 +8,8 @@
 //! `xrt::kernel`, `xrt::run`, `xrt::uuid`, `xrt::xclbin`) are inline in the headers
 //! (`include/`) over the C functions. The layers: `handles` (the live handles) and `error`
 //! (errno and messages, one table), `state` (the host and its cards), then one module per
-//! object: `device` (with its loaded xclbin), `bo`, `kernel`, `run`. README, "XRT's native
+//! object: `device` (with its loaded xclbin), `bo`, `kernel`, `run`, and `runlist` (runs
+//! executed together, in one call into the plugin). README, "XRT's native
 //! API", says what is implemented and what answers unsupported.
 
 mod bo;
@@ -17,4 +18,5 @@ mod error;
 mod handles;
 mod kernel;
 mod run;
+mod runlist;
 mod state;

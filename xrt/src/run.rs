@@ -1,9 +1,10 @@
 //! Runs (`xrtRunHandle`): one execution of a kernel, its arguments set one by one (C
 //! varargs decoded by the kernel's metadata) or all at once, started into a queue of its own,
-//! and waited on the host. The states are XRT's `ert_cmd_state` values.
+//! and waited on the host. A run added to a runlist (`runlist`) is started only by the list.
+//! The states are XRT's `ert_cmd_state` values.
 
 use std::ffi::{VaList, c_int, c_uint, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,13 +19,13 @@ use crate::handles::{close, of, publish};
 use crate::kernel::Kernel;
 
 /// `ERT_CMD_STATE_NEW`: not started.
-const NEW: c_int = 1;
+pub const NEW: c_int = 1;
 /// `ERT_CMD_STATE_RUNNING`.
 const RUNNING: c_int = 3;
 /// `ERT_CMD_STATE_COMPLETED`.
-const COMPLETED: c_int = 4;
+pub const COMPLETED: c_int = 4;
 /// `ERT_CMD_STATE_ERROR`.
-const ERROR: c_int = 5;
+pub const ERROR: c_int = 5;
 /// `ERT_CMD_STATE_TIMEOUT`: a timed wait ended first.
 const TIMEOUT: c_int = 8;
 
@@ -33,16 +34,18 @@ type Callback = extern "C" fn(*mut c_void, c_int, *mut c_void);
 
 /// An argument as set.
 #[derive(Clone)]
-enum RunArg {
+pub enum RunArg {
     Buffer(Arc<Bo>),
     Bytes(Vec<u8>),
 }
 
 /// One execution of a kernel.
 pub struct Run {
-    kernel: Arc<Kernel>,
+    pub kernel: Arc<Kernel>,
     /// By the kernel's argument order.
     args: Mutex<Vec<Option<RunArg>>>,
+    /// Whether a runlist holds the run: then only the list starts it.
+    pub listed: AtomicBool,
     queue: Queue,
     started: Mutex<Option<Event>>,
     /// Callbacks for completion, with their data (addresses, kept as numbers).
@@ -56,7 +59,7 @@ impl Object for Run {
 }
 
 impl Run {
-    fn of(call: &str, run: *mut c_void) -> XrtResult<Arc<Run>> {
+    pub fn of(call: &str, run: *mut c_void) -> XrtResult<Arc<Run>> {
         of::<Run>(call, run)
     }
 
@@ -73,6 +76,7 @@ impl Run {
             started: Mutex::new(None),
             callbacks: Mutex::new(Vec::new()),
             handle: AtomicUsize::new(0),
+            listed: AtomicBool::new(false),
         })
     }
 
@@ -169,15 +173,18 @@ impl Run {
         self.set(call, index, value)
     }
 
-    fn start(self: &Arc<Run>, call: &str) -> XrtResult<()> {
-        let mut started = lock(&self.started);
-        if started
-            .as_ref()
-            .is_some_and(|e| e.status() == EventStatus::Pending)
-        {
-            return Err(refuse(call, libc::EBUSY, "the run has not finished"));
-        }
-        let set = lock(&self.args).clone();
+    /// The arguments as set now, which `launch_args` reads.
+    pub fn args_set(&self) -> Vec<Option<RunArg>> {
+        lock(&self.args).clone()
+    }
+
+    /// The launch's arguments from `set` (the run's, taken by [`Run::args_set`]); an
+    /// argument not set is refused.
+    pub fn launch_args<'a>(
+        &self,
+        call: &str,
+        set: &'a [Option<RunArg>],
+    ) -> XrtResult<Vec<Arg<'a>>> {
         let mut args = Vec::with_capacity(set.len());
         for (arg, meta) in set.iter().zip(&self.kernel.args) {
             args.push(match arg {
@@ -199,6 +206,26 @@ impl Run {
                 }
             });
         }
+        Ok(args)
+    }
+
+    fn start(self: &Arc<Run>, call: &str) -> XrtResult<()> {
+        if self.listed.load(Ordering::Acquire) {
+            return Err(refuse(
+                call,
+                libc::EBUSY,
+                "the run is in a runlist: the list starts it (xrt::runlist::execute)",
+            ));
+        }
+        let mut started = lock(&self.started);
+        if started
+            .as_ref()
+            .is_some_and(|e| e.status() == EventStatus::Pending)
+        {
+            return Err(refuse(call, libc::EBUSY, "the run has not finished"));
+        }
+        let set = self.args_set();
+        let args = self.launch_args(call, &set)?;
         let event = self
             .queue
             .enqueue_launch(&self.kernel.kernel, &args)
@@ -217,6 +244,11 @@ impl Run {
         Ok(())
     }
 
+    /// The handle C holds for the run (null before it has one).
+    pub fn handle(&self) -> *mut c_void {
+        self.handle.load(Ordering::Acquire) as *mut c_void
+    }
+
     /// Gives C a handle for the run.
     fn publish(self: Arc<Self>, call: &str) -> XrtResult<*mut c_void> {
         let handle = publish(call, self.clone())?;
@@ -231,26 +263,31 @@ impl Run {
     }
 
     fn wait(&self, call: &str, timeout: Option<Duration>) -> XrtResult<c_int> {
-        let event = self.event(call)?;
-        let waited = match timeout {
-            Some(timeout) => event.wait_timeout(timeout),
-            None => event.wait(),
-        };
-        match waited {
-            Ok(()) => Ok(COMPLETED),
-            // The plugin's event ran past its deadline: the run failed, and says why.
-            Err(err @ accelhost::Error::EventExpired { .. }) => Err(failed(call, &err)),
-            Err(err) if err.code() == ErrorCode::Timeout => Ok(TIMEOUT),
-            Err(err) => Err(failed(call, &err)),
-        }
+        wait_for(call, &self.event(call)?, timeout)
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Waits for `event` (at most `timeout`): `ERT_CMD_STATE_COMPLETED`, or
+/// `ERT_CMD_STATE_TIMEOUT` when the time ran out first; a failed run is the error.
+pub fn wait_for(call: &str, event: &Event, timeout: Option<Duration>) -> XrtResult<c_int> {
+    let waited = match timeout {
+        Some(timeout) => event.wait_timeout(timeout),
+        None => event.wait(),
+    };
+    match waited {
+        Ok(()) => Ok(COMPLETED),
+        // The plugin's event ran past its deadline: the run failed, and says why.
+        Err(err @ accelhost::Error::EventExpired { .. }) => Err(failed(call, &err)),
+        Err(err) if err.code() == ErrorCode::Timeout => Ok(TIMEOUT),
+        Err(err) => Err(failed(call, &err)),
+    }
+}
+
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn state_of(event: Option<&Event>) -> c_int {
+pub fn state_of(event: Option<&Event>) -> c_int {
     match event.map(Event::status) {
         None => NEW,
         Some(EventStatus::Pending) => RUNNING,

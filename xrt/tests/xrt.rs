@@ -51,6 +51,10 @@ fn main() -> std::process::ExitCode {
                 run: a_cpp_host_queues_its_syncs_and_runs_on_xrt_queues,
             },
             Trial {
+                name: "a_cpp_host_executes_run_lists_in_a_hardware_context",
+                run: a_cpp_host_executes_run_lists_in_a_hardware_context,
+            },
+            Trial {
                 name: "cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers",
                 run: cl_ext_xilinx_builds_in_c_and_cpp_with_the_opencl_headers,
             },
@@ -262,6 +266,55 @@ fn a_cpp_host_queues_its_syncs_and_runs_on_xrt_queues() -> Outcome {
     assert!(
         report.contains("accelhost XRT: xrtBOSync: 4096 bytes at 4096 do not fit"),
         "{report}"
+    );
+    Outcome::Passed
+}
+
+/// tests/cpp/runlist.cpp: XRT's hardware-context flow (register_xclbin, xrt::hw_context, a
+/// kernel made in it) and 64 vadds on one xrt::runlist, exact, twice; a failed run in the
+/// middle of a list is the list's command_error and the program goes on; and the list's rules,
+/// each refusal with its errno.
+fn a_cpp_host_executes_run_lists_in_a_hardware_context() -> Outcome {
+    let dir = XRT.scratch("cpp-runlist");
+    let exe = match XRT.build("c++", "-std=c++17", "cpp/runlist.cpp", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    std::fs::write(dir.join("vadd.xclbin"), vadd_image(2)).unwrap();
+    let out = XRT.run_program(&exe, &["vadd.xclbin", "64"], &dir, None);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "the context is the device's and the xclbin's: ok",
+        "a context of an xclbin the device does not run: ENOENT: ok",
+        "an empty list is completed: ok",
+        "a list never executed is new: ok",
+        "64 runs of one list: 0 mismatches",
+        "the same list executed again on new inputs: 0 mismatches",
+        "a listed run started on its own: EBUSY: ok",
+        "a run in two lists: EBUSY: ok",
+        "a run without its arguments: EINVAL at execute: ok",
+        "an add while the list executes: EBUSY: ok",
+        "a reset while the list executes: EBUSY: ok",
+        "a failed run in the middle: command_error with the list's last run: ok",
+        "the run before the failed one: exact: ok",
+        "a run freed from its list starts on its own: exact: ok",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
+    assert!(!report.contains("FAILED"), "{report}");
+    // Each refusal names its call on stderr, and the failed run's reason is there too.
+    for said in [
+        "accelhost XRT: xrt::runlist::add: the run is already in a runlist",
+        "accelhost XRT: xrt::runlist::execute: run 0 of the list was refused",
+        "accelhost XRT: xrt::runlist::wait:",
+    ] {
+        assert!(report.contains(said), "{said}: {report}");
+    }
+    assert!(
+        inert(&String::from_utf8_lossy(&out.stderr)),
+        "active characters on stderr: {report}"
     );
     Outcome::Passed
 }

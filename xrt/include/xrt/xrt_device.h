@@ -64,6 +64,9 @@ class device {
                   "xrtDeviceLoadXclbinHandle");
     return get_xclbin_uuid();
   }
+  /* Loads the xclbin (a card runs one at a time) and returns its uuid, for an
+   * xrt::hw_context. */
+  uuid register_xclbin(const xclbin& image) { return load_xclbin(image); }
   uuid get_xclbin_uuid() const {
     xuid_t value;
     detail::check(xrtDeviceGetXclbinUUID(m_handle.get(), value), "xrtDeviceGetXclbinUUID");

@@ -68,6 +68,8 @@ int accelhost_xrt_run_set_arg_bo(xrtRunHandle run, int index, xrtBufferHandle bo
 #include <type_traits>
 #include <utility>
 
+#include "xrt/xrt_hw_context.h"
+
 namespace xrt {
 
 class kernel;
@@ -132,6 +134,12 @@ class kernel {
                                    : xrtPLKernelOpen(dev.get_handle(), xclbin_id.get(), name.c_str()),
                                "xrtPLKernelOpen"),
                  xrtKernelClose) {}
+
+  /* Kernel `name` of the xclbin the context's device runs. */
+  kernel(const hw_context& context, const std::string& name)
+      : kernel(context.get_device(), context.get_xclbin_uuid(), name,
+               context.get_mode() == hw_context::access_mode::exclusive ? cu_access_mode::exclusive
+                                                                        : cu_access_mode::shared) {}
 
   int group_id(int argno) const {
     return detail::check(xrtKernelArgGroupId(m_handle.get(), argno), "xrt::kernel::group_id");
