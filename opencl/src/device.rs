@@ -119,8 +119,21 @@ pub fn accelhost_type() -> Result<cl_device_type, String> {
 /// The largest work-group a launch of an OpenCL C kernel may have.
 pub(crate) const MAX_WORK_GROUP: usize = 1024;
 
-/// Double precision in OpenCL C, which the devices that build it list.
-const FP64_EXTENSION: (&str, cl_version) = ("cl_khr_fp64", make_version(1, 0, 0));
+/// What the devices that build OpenCL C list beside unified shared memory: double
+/// precision, and the 32-bit atomic functions under their extensions' names (`atom_add`,
+/// ...: OpenCL C 1.2 names them `atomic_*` in its core, and requires a 1.2 device to list
+/// the extensions all the same), with byte stores.
+const OPENCL_C_EXTENSIONS: [(&str, cl_version); 6] = [
+    ("cl_khr_fp64", FIRST_VERSION),
+    ("cl_khr_global_int32_base_atomics", FIRST_VERSION),
+    ("cl_khr_global_int32_extended_atomics", FIRST_VERSION),
+    ("cl_khr_local_int32_base_atomics", FIRST_VERSION),
+    ("cl_khr_local_int32_extended_atomics", FIRST_VERSION),
+    ("cl_khr_byte_addressable_store", FIRST_VERSION),
+];
+
+/// The version of each of [`OPENCL_C_EXTENSIONS`]: their first, 1.0.0.
+const FIRST_VERSION: cl_version = make_version(1, 0, 0);
 
 /// An OpenCL device object: an accelhost device and the facts of its plugin.
 #[repr(C)]
@@ -274,14 +287,16 @@ impl Device {
             CL_DEVICE_VERSION => Value::text(platform::VERSION),
             CL_DEVICE_NUMERIC_VERSION => Value::uint(make_version(3, 0, 0)),
             CL_DEVICE_OPENCL_C_VERSION => Value::text("OpenCL C 1.2 "),
-            CL_DEVICE_EXTENSIONS if self.builds_opencl_c() => Value::text(&format!(
-                "{} {}",
-                platform::USM_EXTENSION.0,
-                FP64_EXTENSION.0
-            )),
+            CL_DEVICE_EXTENSIONS if self.builds_opencl_c() => {
+                let mut names = vec![platform::USM_EXTENSION.0];
+                names.extend(OPENCL_C_EXTENSIONS.iter().map(|(name, _)| *name));
+                Value::text(&names.join(" "))
+            }
             CL_DEVICE_EXTENSIONS => Value::text(platform::USM_EXTENSION.0),
             CL_DEVICE_EXTENSIONS_WITH_VERSION if self.builds_opencl_c() => {
-                Value::name_versions(&[platform::USM_EXTENSION, FP64_EXTENSION])
+                let mut listed = vec![platform::USM_EXTENSION];
+                listed.extend(OPENCL_C_EXTENSIONS);
+                Value::name_versions(&listed)
             }
             CL_DEVICE_EXTENSIONS_WITH_VERSION => Value::name_versions(&[platform::USM_EXTENSION]),
             CL_DEVICE_BUILT_IN_KERNELS | CL_DEVICE_IL_VERSION => Value::text(""),

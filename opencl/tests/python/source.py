@@ -310,6 +310,25 @@ __kernel void extremes(__global const int *values, __global int *out) {
 }
 """
 
+# The same functions under the names of the int32 atomics extensions, which the card lists.
+ATOM_FUNCTIONS = """
+#pragma OPENCL EXTENSION cl_khr_global_int32_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_global_int32_extended_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_local_int32_base_atomics : enable
+__kernel void tallies(__global const int *values, __global int *out, __local uint *seen) {
+    int v = values[get_global_id(0)];
+    if (get_local_id(0) == 0) seen[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    atom_inc(&seen[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) atom_add(&out[0], (int)seen[0]);
+    atom_min(&out[1], v);
+    atom_max(&out[2], v);
+    atom_cmpxchg(&out[3], 0, 7);
+    atom_xor(&out[4], v);
+}
+"""
+
 
 ASYNC_COPIES = """
 __kernel void doubled_tiles(__global const float *in, __global float *out, __local float *tile) {
@@ -490,6 +509,21 @@ def atomics(context, queue):
     cl.enqueue_copy(queue, got, out)
     expect(list(got) == [values.min(), values.max(), 1, -4096],
            "atomic_min, atomic_max, atomic_cmpxchg and atomic_sub")
+
+    listed = queue.device.extensions.split()
+    expect(all(name in listed for name in (
+        "cl_khr_global_int32_base_atomics", "cl_khr_global_int32_extended_atomics",
+        "cl_khr_local_int32_base_atomics", "cl_khr_local_int32_extended_atomics")),
+        "the card lists the int32 atomics extensions")
+    start = np.array([0, 1 << 30, -(1 << 30), 0, 0], dtype=np.int32)
+    out = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=start)
+    cl.Program(context, ATOM_FUNCTIONS).build().tallies(
+        queue, values.shape, (64,), buffer_values, out, cl.LocalMemory(4))
+    got = np.empty(5, dtype=np.int32)
+    cl.enqueue_copy(queue, got, out)
+    expect(list(got) == [values.size, values.min(), values.max(), 7,
+                         np.bitwise_xor.reduce(values)],
+           "atom_inc, atom_add, atom_min, atom_max, atom_cmpxchg and atom_xor")
 
 
 def shares(context, queue):

@@ -650,8 +650,10 @@ const OPENCL_LANGUAGE: [&str; 17] = [
     "-msimd128",
     "-nostdlibinc",
     // WebAssembly computes in doubles natively.
+    // The 32-bit atomic extensions declare `atom_*`, which the runtime defines beside
+    // OpenCL C 1.2's `atomic_*`.
     "-Xclang",
-    "-cl-ext=+cl_khr_fp64",
+    "-cl-ext=+cl_khr_fp64,+cl_khr_global_int32_base_atomics,+cl_khr_global_int32_extended_atomics,+cl_khr_local_int32_base_atomics,+cl_khr_local_int32_extended_atomics,+cl_khr_byte_addressable_store",
     // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32. The built-ins come
     // from clang's whole header (opencl-c.h), which this definition reaches, rather than from
     // the declarations clang makes by default, which it does not (convert_long4 would give
@@ -1781,7 +1783,7 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 }
             } else if word == "barrier" {
                 parts.insert("USES_BARRIER".to_owned());
-            } else if word.starts_with("atomic_") {
+            } else if word.starts_with("atomic_") || word.starts_with("atom_") {
                 parts.insert("USES_ATOMICS".to_owned());
             } else if ["vload_half", "vloada_half", "vstore_half", "vstorea_half"]
                 .iter()
@@ -2289,6 +2291,25 @@ mod tests {
              #define USES_convert_int\n#define USES_convert_int_modes\n\
              #define USES_convert_uchar\n#define USES_convert_uchar_modes\n"
         );
+    }
+
+    #[test]
+    fn the_atomic_functions_are_named_by_either_spelling() {
+        let header = "# 1 \"/usr/lib/clang/14/include/opencl-c.h\" 1\n\
+            int atom_add(volatile __global int *p, int v);\n\
+            # 3 \"program.cl\" 2\n";
+        assert_eq!(runtime_parts(&parts_named(header)), "");
+        for call in [
+            "atomic_inc(&n[0]);",
+            "atom_inc(&n[0]);",
+            "atom_cmpxchg(p, 0, 1);",
+        ] {
+            assert_eq!(
+                runtime_parts(&parts_named(&format!("{header}{call}\n"))),
+                "#define USES_ATOMICS\n",
+                "{call}"
+            );
+        }
     }
 
     #[test]

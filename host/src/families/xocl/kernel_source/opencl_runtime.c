@@ -528,15 +528,17 @@ THROUGH_POINTER(PRIVATE)
 THROUGH_POINTER(LOCAL)
 
 #ifdef USES_ATOMICS
-/* OpenCL C 1.2's atomic functions on 32-bit integers in global and local memory. A launch
- * of a program that names them runs in one instance (its work-groups are not shared out),
- * whose work-items run one at a time: a read, then a write, is atomic there. */
+/* OpenCL C 1.2's atomic functions on 32-bit integers in global and local memory, also
+ * under the names of the int32 atomics extensions (atom_add, ...). A launch of a program
+ * that names them runs in one instance (its work-groups are not shared out), whose
+ * work-items run one at a time: a read, then a write, is atomic there. */
 #define ATOMIC_OP(name, T, AS, result)                              \
     T OVL atomic_##name(volatile AS T *p, T v) {                    \
         T old = *p;                                                 \
         *p = (result);                                              \
         return old;                                                 \
-    }
+    }                                                               \
+    T OVL atom_##name(volatile AS T *p, T v) { return atomic_##name(p, v); }
 #define ATOMICS_OF(T, AS)                                                        \
     ATOMIC_OP(add, T, AS, old + v)                                               \
     ATOMIC_OP(sub, T, AS, old - v)                                               \
@@ -552,7 +554,10 @@ THROUGH_POINTER(LOCAL)
         T old = *p;                                                              \
         if (old == cmp) *p = v;                                                  \
         return old;                                                              \
-    }
+    }                                                                            \
+    T OVL atom_inc(volatile AS T *p) { return atomic_inc(p); }                   \
+    T OVL atom_dec(volatile AS T *p) { return atomic_dec(p); }                   \
+    T OVL atom_cmpxchg(volatile AS T *p, T cmp, T v) { return atomic_cmpxchg(p, cmp, v); }
 ATOMICS_OF(int, GLOBAL)
 ATOMICS_OF(uint, GLOBAL)
 ATOMICS_OF(int, LOCAL)
