@@ -574,6 +574,14 @@ fn map_shared_fd(fd: &OwnedFd, len: u64) -> io::Result<NonNull<u8>> {
     if ptr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    if len >= HUGE_PAGE {
+        // Shared memory gets transparent huge pages only where the system's setting
+        // (`shmem_enabled`) is `advise` and the mapping asks, or `always`: copies through the
+        // card's banks and a node's buffers then fault and walk a 2 MiB page where they took
+        // 512 small ones. Advice only.
+        // SAFETY: the range is the mapping just made.
+        unsafe { libc::madvise(ptr, len as usize, libc::MADV_HUGEPAGE) };
+    }
     NonNull::new(ptr.cast()).ok_or_else(|| errno(libc::ENOMEM))
 }
 
