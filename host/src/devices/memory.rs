@@ -154,8 +154,9 @@ impl DmaMemory {
 
     /// Like [`allocate`](Self::allocate), but backed by a sealed memfd that
     /// [`share`](Self::share) hands to another process (a node's local client maps its
-    /// buffers this way). Shared memory costs more to fault in and has no transparent huge
-    /// pages on most systems, so only hosts that hand memory out use it.
+    /// buffers this way). Shared memory costs more to fault in and gets transparent huge
+    /// pages (asked for from 2 MiB) only where the system's `shmem_enabled` allows them,
+    /// which most do not by default, so only hosts that hand memory out use it.
     pub fn allocate_shareable(
         len: u64,
         owner: OwnerId,
