@@ -1,2 +1,3 @@
-/* accelhost's XRT native API: where programs of 2020-2022 include it from. */
-#include "xrt/xrt_kernel.h"
+/* accelhost's XRT native API: where programs of 2020-2023 include it from (kernels and runs,
+ * and the run lists of the experimental API). */
+#include "xrt/experimental/xrt_kernel.h"
