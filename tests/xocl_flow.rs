@@ -262,6 +262,31 @@ fn a_batch_of_launches_is_one_call_with_one_event_and_its_own_refusal() {
     assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
 }
 
+/// A caller's batch longer than `LAUNCHES_PER_BATCH` (an XRT run list of 600 runs) reaches the
+/// plugin in calls of at most that many, so that no one call runs past the plugin's deadline,
+/// and its launches still run in order, the last one's event the batch's.
+#[test]
+fn a_long_batch_reaches_the_plugin_a_batchs_worth_at_a_time() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    const LAUNCHES: u32 = 600;
+    let (chain, one) = chain_of(&handle, LAUNCHES);
+    let queue = handle.create_queue().unwrap();
+    let links: Vec<[Arg<'_>; 4]> = (0..LAUNCHES).map(|i| chain_link(&chain, &one, i)).collect();
+    let batch: Vec<(&Kernel, &[Arg<'_>])> = links.iter().map(|args| (&kernel, &args[..])).collect();
+    let batches_before = calls_of(&host, &handle, "enqueue-launches");
+    let last = queue.enqueue_launches(&batch).unwrap();
+    last.wait().unwrap();
+    assert_chain_ran(&chain, LAUNCHES, "a batch of 600");
+    assert_eq!(
+        calls_of(&host, &handle, "enqueue-launches") - batches_before,
+        LAUNCHES.div_ceil(accelhost::LAUNCHES_PER_BATCH as u32) as u64,
+        "600 launches, at most {} a call",
+        accelhost::LAUNCHES_PER_BATCH
+    );
+}
+
 #[test]
 fn threads_holding_back_launches_on_one_queue_keep_each_ones_order() {
     let host = default_host();

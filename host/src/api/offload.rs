@@ -738,8 +738,9 @@ impl Queue {
     }
 
     /// Launches each of `launches` (a kernel and its arguments) in order after the queue's
-    /// previous command, handed to the plugin in one call where it takes batches, and returns
-    /// one event: the last launch's, which finishes after all of them. For a caller that
+    /// previous command, handed to the plugin in one call where it takes batches (one call
+    /// per [`LAUNCHES_PER_BATCH`] launches), and returns one event: the last launch's, which
+    /// finishes after all of them. For a caller that
     /// forwards a batch and answers for it as a whole (the node). Launches held back before
     /// go first, their refusals left to [`flush`](Self::flush); a refusal of one of these
     /// is the error, and the ones after it are handed on all the same.
@@ -901,8 +902,11 @@ impl QueueInner {
                 }
                 continue;
             }
+            // A call carries at most a batch's worth, so that no caller's list, however
+            // long, makes one call run past the plugin's deadline.
             let launches: Vec<(u64, &[LaunchArg])> = rest
                 .iter()
+                .take(LAUNCHES_PER_BATCH)
                 .map(|launch| (launch.kernel.inner.id, &launch.args[..]))
                 .collect();
             let answer = self.handle.call(
