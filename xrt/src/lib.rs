@@ -9,7 +9,7 @@
 //! (`include/`) over the C functions. The layers: `handles` (the live handles) and `error`
 //! (errno and messages, one table), `state` (the host and its cards), then one module per
 //! object: `device` (with its loaded xclbin), `bo`, `kernel`, `run`, and `runlist` (runs
-//! executed together, in one call into the plugin). README, "XRT's native
+//! executed together, 256 to a call into the plugin). README, "XRT's native
 //! API", says what is implemented and what answers unsupported.
 
 mod bo;

@@ -1,7 +1,7 @@
 //! Run lists (`xrt::runlist`, XRT's experimental API): runs of one device's loaded xclbin,
-//! executed in the order they were added. An execute hands every run to the plugin in one
-//! call (the library's batched launches) on a queue of the list's own, so a list of many
-//! small runs costs one call into the plugin, not one each. Each run waits for the one
+//! executed in the order they were added. An execute hands the runs to the plugin on a queue
+//! of the list's own in calls of up to `LAUNCHES_PER_BATCH` (the library's batched launches),
+//! so a list of many small runs costs one call into the plugin per batch, not one each. Each run waits for the one
 //! before it, and a failed run fails the runs after it, so the last run's event says
 //! whether the whole list completed.
 //!
@@ -228,7 +228,7 @@ pub extern "C" fn accelhost_xrt_runlist_add(list: *mut c_void, run: *mut c_void)
     })
 }
 
-/// Hands every run of the list to the plugin, in order, in one call; a list of no runs
+/// Hands every run of the list to the plugin, in order, 256 to a call; a list of no runs
 /// does nothing. `EBUSY` while the last execute runs; a refused run is the error (the
 /// runs handed on before it have finished when this returns).
 #[unsafe(no_mangle)]

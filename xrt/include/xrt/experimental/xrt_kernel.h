@@ -3,7 +3,7 @@
  *
  *   xrt::runlist list(context);
  *   list.add(run_a);  list.add(run_b);     each run's arguments set as usual
- *   list.execute();                        every run handed to the plugin in one call
+ *   list.execute();                        the runs handed to the plugin, 256 to a call
  *   list.wait();                           throws xrt::runlist::command_error on a failure
  *
  * Each run waits for the one before it, and a failed run fails the runs after it; the
@@ -28,7 +28,7 @@ accelhost_xrt_runlist_handle accelhost_xrt_runlist_open(xrtDeviceHandle device, 
 /* Adds `run` at the end: EBUSY while the list executes or when the run is listed already,
  * EINVAL for a run of another device or xclbin. */
 int accelhost_xrt_runlist_add(accelhost_xrt_runlist_handle list, xrtRunHandle run);
-/* Hands every run to the plugin, in order, in one call (none: nothing); EBUSY while the last
+/* Hands every run to the plugin, in order, 256 to a call (none: nothing); EBUSY while the last
  * execute runs. */
 int accelhost_xrt_runlist_execute(accelhost_xrt_runlist_handle list);
 /* Waits at most timeout_ms (0: no limit): ERT_CMD_STATE_COMPLETED or ERT_CMD_STATE_TIMEOUT;
