@@ -130,6 +130,11 @@ impl Budget {
         }
     }
 
+    /// The most bytes it lets be held.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// The bytes left before the limit.
     pub fn left(&self) -> u64 {
         self.limit.saturating_sub(self.used())

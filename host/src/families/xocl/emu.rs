@@ -355,19 +355,28 @@ impl CardState {
 
     /// Charges `program`'s compiled code to `budget`, unloading images no context holds whose
     /// code the same budget pays for (the oldest first) until it fits: a program that
-    /// released what it built gets its room back. Their queued launches go to `doomed`.
+    /// released what it built gets its room back. Those images are a cache, kept to half the
+    /// budget: the other half is room for what loading itself holds, which the budget's
+    /// ledger counts when the plugin's call ends (a cache filling it would fault the
+    /// plugin). Their queued launches go to `doomed`.
     fn charge_code(
         &mut self,
         program: &mut KernelProgram,
         budget: &Arc<Budget>,
         doomed: &mut Vec<Arc<Completion>>,
     ) -> io::Result<()> {
+        let code = program.code_bytes();
         loop {
-            let refused = match program.charge_to(budget) {
-                Ok(()) => return Ok(()),
-                Err(err) => err,
+            let crowded = budget.used().saturating_add(code) > budget.limit() / 2;
+            let refused = if crowded {
+                None
+            } else {
+                match program.charge_to(budget) {
+                    Ok(()) => return Ok(()),
+                    Err(err) => Some(err),
+                }
             };
-            let ours = self.slots.iter().position(|slot| {
+            let idle = self.slots.iter().position(|slot| {
                 !self.held(slot.cus())
                     && self.cus.get(slot.first_cu as usize).is_some_and(|cu| {
                         cu.as_ref()
@@ -375,9 +384,10 @@ impl CardState {
                             .is_some_and(|(code, _)| code.is_charged_to(budget))
                     })
             });
-            match ours {
-                Some(slot) => doomed.extend(self.unload(slot)),
-                None => return Err(refused),
+            match (idle, refused) {
+                (Some(slot), _) => doomed.extend(self.unload(slot)),
+                (None, Some(refused)) => return Err(refused),
+                (None, None) => return program.charge_to(budget),
             }
         }
     }

@@ -286,12 +286,16 @@ impl KernelProgram {
         Ok(program)
     }
 
+    /// The bytes of the compiled code.
+    pub fn code_bytes(&self) -> u64 {
+        let code = self.module.image_range();
+        code.end.addr().saturating_sub(code.start.addr()) as u64
+    }
+
     /// Charges the compiled code to `budget` (refused when it does not fit): code is mapped
     /// memory the host holds for as long as the card keeps the program.
     pub fn charge_to(&mut self, budget: &Arc<Budget>) -> std::io::Result<()> {
-        let code = self.module.image_range();
-        let bytes = code.end.addr().saturating_sub(code.start.addr()) as u64;
-        let charge = budget.charge_unseen(bytes).map_err(|over| {
+        let charge = budget.charge_unseen(self.code_bytes()).map_err(|over| {
             std::io::Error::new(
                 std::io::ErrorKind::OutOfMemory,
                 format!("the compiled kernel module does not fit: {over}"),

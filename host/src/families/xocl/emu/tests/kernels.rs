@@ -843,6 +843,40 @@ fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
 }
 
 #[test]
+fn idle_images_keep_to_half_the_loaders_budget() {
+    let kernels = all_kernels();
+    let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
+    let image_of =
+        |n: u64| XclbinBuilder::kernels(Guid::new(n, n), &metas, module(&kernels, None), 1).build();
+    let card = card();
+    let owner = crate::devices::Owner::new(u64::MAX, 1 << 30);
+    let client = card.open(&owner).unwrap();
+    let load = |n: u64| {
+        let image = image_of(n);
+        client.load_xclbin(&image, &parse(&image).unwrap())
+    };
+    let before = owner.host.used();
+    let first = load(1).unwrap();
+    let code = owner.host.used() - before;
+    // A second program's code fits beside the first's, but past half the budget: the first,
+    // which no context holds, goes (a plugin's call that loads holds more than the code
+    // until it ends, and the ledger faults a plugin over its limit then).
+    let filler_bytes = owner.host.limit() / 2 - before - 2 * code + code / 2;
+    let _filler = owner.host.charge(filler_bytes).unwrap();
+    assert!(owner.host.left() > 2 * code);
+    let second = load(2).unwrap();
+    assert_eq!(owner.host.used(), before + filler_bytes + code);
+    let gone = client
+        .open_context(Guid::new(1, 1), first, false)
+        .unwrap_err();
+    assert!(gone.to_string().contains("not loaded"), "{gone}");
+    // One a context holds stays, past half or not.
+    client.open_context(Guid::new(2, 2), second, false).unwrap();
+    load(3).unwrap();
+    assert_eq!(owner.host.used(), before + filler_bytes + 2 * code);
+}
+
+#[test]
 fn a_load_refused_for_its_code_leaves_an_image_of_other_banks_in_place() {
     let kernels = all_kernels();
     let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
