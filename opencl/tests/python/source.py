@@ -125,6 +125,21 @@ __kernel void divergent(__global int *out) {
     out[get_global_id(0)] = 7;
 }
 
+__kernel void two_ways(__global int *out) {
+    size_t l = get_local_id(0);
+    int v = (int)l;
+    if (l % 2) {
+        v += 100;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        v += 1000;
+    } else {
+        v += 200;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        v += 2000;
+    }
+    out[get_global_id(0)] = v;
+}
+
 __kernel void endless_after(__global volatile int *flag, __local int *wait) {
     wait[get_local_id(0)] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -210,6 +225,11 @@ def groups(context, queue):
     got = np.empty(16, dtype=np.int32)
     cl.enqueue_copy(queue, got, sevens)
     expect(np.all(got == 7), "a barrier only some work-items reach does not hang the group")
+    program.two_ways(queue, (16,), (8,), sevens).wait()
+    cl.enqueue_copy(queue, got, sevens)
+    lanes = np.arange(16) % 8
+    want = lanes + np.where(lanes % 2 == 1, 1100, 2200)
+    expect(np.array_equal(got, want), "work-items at two barriers each go on from their own")
 
     try:
         group_sums(queue, (32, 8), (8, 4), buffer_a, np.int32(7), out)

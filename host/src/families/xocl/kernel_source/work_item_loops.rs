@@ -1,11 +1,14 @@
 //! Work-groups that meet at barriers, run without suspending anything: each kernel that calls
 //! `barrier` is rewritten, in clang's unoptimized IR of the program, into a function that runs
-//! its whole work-group. The function loops over the work-items, running each from where it
-//! stopped (the kernel's start, or just after the barrier it last reached) to its next barrier
-//! or its end, and goes round again while any waits; a work-item's own variables that live
-//! across a barrier get one slot per work-item (the rest stay the registers they were).
-//! Splitting at barriers when compiling is how POCL runs work-groups on a CPU; asyncify's
-//! unwinding and rewinding of each work-item's stack at each barrier cost ~60 ns a time.
+//! its whole work-group. Each stretch of the kernel (from its start, or from just after a
+//! barrier, to its next barrier or its end) becomes a loop over the work-items of its own,
+//! running a copy of the stretch's blocks for each work-item that stopped where the stretch
+//! starts; then the work-group goes on with the stretch where its first work-item not at its
+//! end stopped. A work-item's own variables that live across a barrier get one slot per
+//! work-item (the rest stay the registers they were). Splitting at barriers when compiling is
+//! how POCL runs work-groups on a CPU; asyncify's unwinding and rewinding of each work-item's
+//! stack at each barrier cost ~60 ns a time, and one loop that dispatched every work-item
+//! to its stretch ~10 ns.
 //!
 //! The rewrite is done on the IR's text and checked by compiling it: anything it does not
 //! recognize (a barrier reached through another function, a `phi` or an alloca outside the
@@ -14,9 +17,12 @@
 //!
 //! Invariants of the rewritten kernel: every value used after a barrier is read from memory
 //! the work-item reached it with (clang's unoptimized IR keeps each variable in an alloca, and
-//! the compile refuses a register used where its definition does not dominate); the work-item
-//! functions read the current work-item (`__accelhost_local_id`, not OpenCL's `readnone`
-//! `get_local_id`, which the optimizer may hoist out of the loop).
+//! a stretch's copy names only the values it defines, so the compile refuses any other); each
+//! stretch's loop takes the work-items in the order `__accelhost_next_item` moves the ids,
+//! every one of them, so the ids are the loop's work-item's; the work-item functions read the
+//! current work-item (`__accelhost_local_id`, not OpenCL's `readnone` `get_local_id`, which
+//! the optimizer may hoist out of the loop). Work-items that reach different barriers (which
+//! OpenCL leaves undefined) each go on from their own, a stretch at a time.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -217,7 +223,10 @@ struct Block {
 /// The text of `function` rewritten to run its whole work-group, or `None`.
 fn group_function(function: &Function, opaque: bool) -> Option<String> {
     let body = without_lifetimes(function.body.iter().map(|l| renamed(l)).collect());
-    if body.iter().any(|l| l.contains(" = phi ")) {
+    if body
+        .iter()
+        .any(|l| l.contains(" = phi ") || l.contains("%\""))
+    {
         return None;
     }
     let header = renamed(function.header_line);
@@ -247,7 +256,7 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
         }
     }
     let i32p = ptr("i32");
-    for control in ["wi", "stop", "first", "waiting"] {
+    for control in ["wi", "scan"] {
         let _ = writeln!(text, "  %__{control}.addr = alloca i32, align 4");
     }
     text.push_str("  %__n = call i32 @__accelhost_group_items()\n");
@@ -266,56 +275,136 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
              %__all.{name} = alloca {ty}, i32 %__n, align {align}"
         );
     }
-    let _ = writeln!(
-        text,
-        "  store i32 1, {i32p} %__first.addr, align 4\n  br label %__pass\n\
-         __pass:\n  store i32 0, {i32p} %__wi.addr, align 4\n  store i32 0, {i32p} %__waiting.addr, align 4\n  br label %__dispatch\n\
-         __dispatch:\n  %__wi = load i32, {i32p} %__wi.addr, align 4"
-    );
-    for Variable { name, ty, .. } in &per_item {
-        let _ = writeln!(
-            text,
-            "  %{name} = getelementptr inbounds {ty}, {} %__all.{name}, i32 %__wi",
-            ptr(ty)
-        );
-    }
-    let _ = writeln!(
-        text,
-        "  %__point.at = getelementptr inbounds i32, {i32p} %__points, i32 %__wi\n  \
-         %__first = load i32, {i32p} %__first.addr, align 4\n  \
-         %__is.first = icmp ne i32 %__first, 0\n  \
-         %__saved = load i32, {i32p} %__point.at, align 4\n  \
-         %__point = select i1 %__is.first, i32 0, i32 %__saved"
-    );
-    let _ = write!(
-        text,
-        "  switch i32 %__point, label %__start [\n    i32 {DONE}, label %__item.next\n"
-    );
-    for resume in 1..=resumes {
-        let _ = writeln!(text, "    i32 {resume}, label %__resume.{resume}");
-    }
-    text.push_str("  ]\n");
+    text.push_str("  br label %__loop.0\n");
+    // The names each stretch's loop gets a copy of: its blocks and values, its work-item's
+    // slots, where it saves its stop and where it goes next.
+    let mut local: HashSet<&str> = HashSet::new();
     for block in &blocks {
-        let _ = writeln!(text, "{}:", block.label);
+        local.insert(&block.label);
         for line in &block.lines {
-            let _ = writeln!(text, "{line}");
+            if let Some((defined, _)) = line.trim_start().split_once(" = ")
+                && let Some(name) = defined.strip_prefix('%')
+            {
+                local.insert(name);
+            }
         }
     }
-    let _ = writeln!(
+    local.extend(per_item.iter().map(|v| v.name.as_str()));
+    local.extend(["__point.at", "__item.end"]);
+    for stretch in 0..=resumes {
+        let s = stretch_suffix(stretch);
+        let _ = writeln!(
+            text,
+            "__loop.{stretch}:\n  store i32 0, {i32p} %__wi.addr, align 4\n  br label %__head.{stretch}\n\
+             __head.{stretch}:\n  %__wi{s} = load i32, {i32p} %__wi.addr, align 4\n  \
+             %__point.at{s} = getelementptr inbounds i32, {i32p} %__points, i32 %__wi{s}"
+        );
+        if stretch == 0 {
+            let _ = writeln!(text, "  br label %__run.0");
+        } else {
+            // Only the work-items that stopped at this barrier; the others, which reached
+            // another barrier or their end (which OpenCL leaves undefined), wait their turn.
+            let _ = writeln!(
+                text,
+                "  %__saved{s} = load i32, {i32p} %__point.at{s}, align 4\n  \
+                 %__mine{s} = icmp eq i32 %__saved{s}, {stretch}\n  \
+                 br i1 %__mine{s}, label %__run.{stretch}, label %__item.end{s}"
+            );
+        }
+        let _ = writeln!(text, "__run.{stretch}:");
+        for Variable { name, ty, .. } in &per_item {
+            let _ = writeln!(
+                text,
+                "  %{name}{s} = getelementptr inbounds {ty}, {} %__all.{name}, i32 %__wi{s}",
+                ptr(ty)
+            );
+        }
+        let start = if stretch == 0 {
+            "__start".to_owned()
+        } else {
+            format!("__resume.{stretch}")
+        };
+        let _ = writeln!(text, "  br label %{start}{s}");
+        for block in stretch_blocks(&blocks, &start) {
+            let _ = writeln!(text, "{}{s}:", block.label);
+            for line in &block.lines {
+                let _ = writeln!(text, "{}", suffixed(line, &local, &s));
+            }
+        }
+        let _ = writeln!(
+            text,
+            "__item.end{s}:\n  %__more{s} = call i32 @__accelhost_next_item()\n  \
+             %__wi.next{s} = add i32 %__wi{s}, 1\n  store i32 %__wi.next{s}, {i32p} %__wi.addr, align 4\n  \
+             %__again{s} = icmp ne i32 %__more{s}, 0\n  \
+             br i1 %__again{s}, label %__head.{stretch}, label %__scan"
+        );
+    }
+    // The next stretch is where the first work-item not at its end stopped.
+    let _ = write!(
         text,
-        "__item.end:\n  %__stop = load i32, {i32p} %__stop.addr, align 4\n  \
-         store i32 %__stop, {i32p} %__point.at, align 4\n  \
-         %__waits = icmp ne i32 %__stop, {DONE}\n  br i1 %__waits, label %__item.waits, label %__item.next\n\
-         __item.waits:\n  store i32 1, {i32p} %__waiting.addr, align 4\n  br label %__item.next\n\
-         __item.next:\n  %__more = call i32 @__accelhost_next_item()\n  \
-         %__wi.next = add i32 %__wi, 1\n  store i32 %__wi.next, {i32p} %__wi.addr, align 4\n  \
-         %__again = icmp ne i32 %__more, 0\n  br i1 %__again, label %__dispatch, label %__pass.end\n\
-         __pass.end:\n  store i32 0, {i32p} %__first.addr, align 4\n  \
-         %__any = load i32, {i32p} %__waiting.addr, align 4\n  \
-         %__round = icmp ne i32 %__any, 0\n  br i1 %__round, label %__pass, label %__return\n\
-         __return:\n  ret void\n}}"
+        "__scan:\n  store i32 0, {i32p} %__scan.addr, align 4\n  br label %__scan.head\n\
+         __scan.head:\n  %__i = load i32, {i32p} %__scan.addr, align 4\n  \
+         %__left = icmp ult i32 %__i, %__n\n  br i1 %__left, label %__scan.item, label %__return\n\
+         __scan.item:\n  %__at = getelementptr inbounds i32, {i32p} %__points, i32 %__i\n  \
+         %__next = load i32, {i32p} %__at, align 4\n  %__i.next = add i32 %__i, 1\n  \
+         store i32 %__i.next, {i32p} %__scan.addr, align 4\n  \
+         switch i32 %__next, label %__scan.head [\n"
     );
+    for resume in 1..=resumes {
+        let _ = writeln!(text, "    i32 {resume}, label %__loop.{resume}");
+    }
+    text.push_str("  ]\n__return:\n  ret void\n}\n");
     Some(text)
+}
+
+/// What the names of stretch `stretch`'s loop end with.
+fn stretch_suffix(stretch: u32) -> String {
+    format!(".__s{stretch}")
+}
+
+/// The blocks a work-item may run from `start` up to its next barrier or its end, in the
+/// kernel's order.
+fn stretch_blocks<'a>(blocks: &'a [Block], start: &str) -> Vec<&'a Block> {
+    let index: HashMap<&str, usize> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.label.as_str(), i))
+        .collect();
+    let mut reached = vec![false; blocks.len()];
+    let mut work: Vec<usize> = index.get(start).copied().into_iter().collect();
+    while let Some(block) = work.pop() {
+        if std::mem::replace(&mut reached[block], true) {
+            continue;
+        }
+        for line in &blocks[block].lines {
+            work.extend(values_named(line, "label %").filter_map(|t| index.get(t).copied()));
+        }
+    }
+    blocks
+        .iter()
+        .zip(reached)
+        .filter_map(|(b, r)| r.then_some(b))
+        .collect()
+}
+
+/// `line` with each value or label among `names` given `suffix`.
+fn suffixed(line: &str, names: &HashSet<&str>, suffix: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..end]);
+        if names.contains(&rest[..end]) {
+            out.push_str(suffix);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `ty`'s pointer type: `ptr` in opaque-pointer IR, `ty*` otherwise.
@@ -328,9 +417,10 @@ fn pointer(ty: &str, opaque: bool) -> String {
 }
 
 /// The kernel's code after its allocas as blocks that run one work-item up to its next
-/// barrier: each barrier ends its block (saving where to resume) and starts `__resume.N`,
-/// and `ret void` saves that the item is done; with how many barriers there are. `None` for
-/// what the rewrite does not take (an alloca past the entry, a value returned).
+/// barrier: each barrier ends its block (saving at `%__point.at` where to resume) and starts
+/// `__resume.N`, and `ret void` saves that the item is done, both going on to `__item.end`;
+/// with how many barriers there are. `None` for what the rewrite does not take (an alloca
+/// past the entry, a value returned).
 fn blocks_between_barriers<'a>(
     code: impl Iterator<Item = &'a String>,
     opaque: bool,
@@ -360,7 +450,7 @@ fn blocks_between_barriers<'a>(
         if is_barrier(line) {
             resumes += 1;
             block.lines.push(format!(
-                "  store i32 {resumes}, {stop_at} %__stop.addr, align 4"
+                "  store i32 {resumes}, {stop_at} %__point.at, align 4"
             ));
             block.lines.push("  br label %__item.end".to_owned());
             blocks.push(Block {
@@ -369,7 +459,7 @@ fn blocks_between_barriers<'a>(
             });
         } else if trimmed.starts_with("ret void") {
             block.lines.push(format!(
-                "  store i32 {DONE}, {stop_at} %__stop.addr, align 4"
+                "  store i32 {DONE}, {stop_at} %__point.at, align 4"
             ));
             block.lines.push("  br label %__item.end".to_owned());
         } else if trimmed.starts_with("ret ") {
@@ -717,13 +807,72 @@ attributes #0 = { convergent norecurse nounwind }
         assert!(!kernel.contains("llvm.lifetime"), "{kernel}");
         assert!(!kernel.contains("@_Z12get_local_idj("), "{kernel}");
         assert!(kernel.contains("call i32 @__accelhost_local_id(i32 noundef 0)\n"));
+        // A loop for each stretch, and the group goes on with the stretch of its first
+        // work-item not at its end.
+        for stretch in 0..=2 {
+            assert!(kernel.contains(&format!("__loop.{stretch}:")), "{kernel}");
+        }
         assert!(
-            kernel.contains("i32 1, label %__resume.1")
-                && kernel.contains("i32 2, label %__resume.2")
+            kernel.contains("i32 1, label %__loop.1") && kernel.contains("i32 2, label %__loop.2"),
+            "{kernel}"
         );
         // Helpers may be inlined into the kernel: they read the work-item from memory too.
         assert!(text.contains("call i32 @__accelhost_global_id(i32 noundef 0)\n"));
         assert!(text.ends_with(DECLARATIONS));
+    }
+
+    #[test]
+    fn each_stretch_runs_its_own_copy_of_the_blocks_it_reaches() {
+        let (text, _) = rewrite(STRIDES, &["strides"]).unwrap();
+        let kernel = kernel_of(&text);
+        // From the start: the first barrier's block only.
+        assert!(kernel.contains("__start.__s0:"), "{kernel}");
+        assert!(!kernel.contains("v13.__s0:"), "{kernel}");
+        // After the first barrier: the loop's test and body; after the second, the halving,
+        // and both reach the end.
+        for stretch in [1, 2] {
+            for block in ["v13", "v16", "v20"] {
+                assert!(
+                    kernel.contains(&format!("{block}.__s{stretch}:")),
+                    "{block} in stretch {stretch}:\n{kernel}"
+                );
+            }
+        }
+        // A copy's values and slots are its own; what every work-item shares is not copied.
+        assert!(
+            kernel.contains("%v14.__s1 = load i32, i32* %v8.__s1"),
+            "{kernel}"
+        );
+        assert!(
+            kernel.contains("%v14.__s2 = load i32, i32* %v8.__s2"),
+            "{kernel}"
+        );
+        assert!(
+            kernel
+                .contains("%v8.__s2 = getelementptr inbounds i32, i32* %__all.v8, i32 %__wi.__s2"),
+            "{kernel}"
+        );
+        assert!(
+            kernel.contains("%v22.__s1 = load i32*, i32** %v3,"),
+            "{kernel}"
+        );
+        assert!(
+            kernel.contains("store i32 2, i32* %__point.at.__s1"),
+            "{kernel}"
+        );
+        assert!(
+            kernel.contains("store i32 -1, i32* %__point.at.__s2"),
+            "{kernel}"
+        );
+    }
+
+    #[test]
+    fn suffixes_go_on_whole_names_only() {
+        let names: HashSet<&str> = ["v1", "v2"].into_iter().collect();
+        assert_eq!(
+            suffixed("  %v1 = add i32 %v12, %v2\n  br label %v1", &names, ".__s3"),
+            "  %v1.__s3 = add i32 %v12, %v2.__s3\n  br label %v1.__s3"
+        );
     }
 
     #[test]
