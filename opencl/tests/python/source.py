@@ -449,6 +449,18 @@ __kernel void halves(__global const half *in, __global float *read, __global hal
     vstore_half(read[i] * 3.0f, i, out);
     if (i % 4 == 0) vstorea_half4_rte(vload_half4(i / 4, in) * 3.0f, i / 4, out4);
 }
+
+__kernel void rounded(__global const float *f, __global const double *d, __global half *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    vstore_half_rte(f[i], i, out);
+    vstore_half_rtz(f[i], n + i, out);
+    vstore_half_rtp(f[i], 2 * n + i, out);
+    vstore_half_rtn(f[i], 3 * n + i, out);
+    vstore_half(d[i], 4 * n + i, out);
+    vstore_half_rtz(d[i], 5 * n + i, out);
+    vstorea_half2_rtp((double2)(d[i], 0), 6 * n / 2 + i, out);
+    vstore_half_rtn(d[i], 8 * n + i, out);
+}
 """
 
 
@@ -483,6 +495,40 @@ def half_loads_and_stores(context, queue):
         or np.array_equal(got, want_out, equal_nan=True)
     expect(same(got_out) and same(got_out4),
            "vstore_half and vstorea_half4_rte round to nearest even as NumPy does")
+
+    # Each rounding mode, from floats and from doubles: a value between two halves, its
+    # negative, values past the largest half, the largest half, a double that a float would
+    # round onto the halfway point, and one just past the smallest subnormal half.
+    near = [1.0006, -1.0006, 70000.0, -70000.0, 65504.0, 1 + 2**-11 + 2**-40, 6e-8, -6e-8, 0.0]
+    n = len(near)
+    buffer_f = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR,
+                         hostbuf=np.array(near, dtype=np.float32))
+    buffer_d = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR,
+                         hostbuf=np.array(near, dtype=np.float64))
+    rounded = cl.Buffer(context, flags.WRITE_ONLY, size=2 * 9 * n)
+    program.rounded(queue, (n,), None, buffer_f, buffer_d, rounded)
+    got = np.empty(9 * n, dtype=np.uint16)
+    cl.enqueue_copy(queue, got, rounded)
+    rte_f = [0x3c01, 0xbc01, 0x7c00, 0xfc00, 0x7bff, 0x3c00, 0x0001, 0x8001, 0]
+    rte_d = [0x3c01, 0xbc01, 0x7c00, 0xfc00, 0x7bff, 0x3c01, 0x0001, 0x8001, 0]
+    rtz = [0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x7bff, 0x3c00, 0x0001, 0x8001, 0]
+    rtp = [0x3c01, 0xbc00, 0x7c00, 0xfbff, 0x7bff, 0x3c01, 0x0002, 0x8001, 0]
+    rtn = [0x3c00, 0xbc01, 0x7bff, 0xfc00, 0x7bff, 0x3c00, 0x0001, 0x8002, 0]
+    rtp_d = got[6 * n:8 * n].reshape(n, 2)
+    for what, have, want in [
+        ("_rte from floats", got[:n], rte_f), ("_rtz from floats", got[n:2 * n], rtz),
+        ("_rtp from floats", got[2 * n:3 * n], rtp), ("_rtn from floats", got[3 * n:4 * n], rtn),
+        ("from doubles, rounded once", got[4 * n:5 * n], rte_d),
+        ("_rtz from doubles", got[5 * n:6 * n], rtz), ("vstorea_half2_rtp from doubles",
+                                                      rtp_d[:, 0], rtp),
+        ("_rtn from doubles", got[8 * n:9 * n], rtn),
+    ]:
+        expect(list(have) == want, f"vstore_half{what}: {[hex(h) for h in have]}")
+    with np.errstate(over="ignore"):
+        numpy_d = np.array(near).astype(np.float16).view(np.uint16)
+        numpy_f = np.array(near, dtype=np.float32).astype(np.float16).view(np.uint16)
+    expect(list(numpy_d) == rte_d and list(numpy_f) == rte_f,
+           "and the expected halves to nearest even are NumPy's")
 
 
 def async_copies(context, queue):
@@ -680,8 +726,8 @@ def main():
          "not by path", "an include by path"),
         ('#define P "/etc/hostname"\n#include P\n__kernel void k(__global int *x) {}',
          "outside its -I folders", "an include through a macro"),
-        ("__kernel void k(__global half *x) { vstore_half_rtz(1.5f, 0, x); }",
-         "not provided by the devices yet: vstore_half_rtz", "a built-in not provided"),
+        ("__kernel void k(__global float4 *x) { x[0] = shuffle(x[0], (uint4)(1, 0, 3, 2)); }",
+         "not provided by the devices yet: shuffle", "a built-in not provided"),
         ("__kernel void k(struct { int a, b; } p, __global int *x) { x[0] = p.a; }",
          "vectors and named structs", "an argument of an unnamed struct"),
     ]:

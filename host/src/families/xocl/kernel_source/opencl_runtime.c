@@ -568,8 +568,10 @@ float OVL atomic_xchg(volatile LOCAL float *p, float v) { float old = *p; *p = v
 
 #ifdef USES_HALF
 /* vload_half, vstore_half and their vector and aligned forms: halves kept in memory, read
- * into and written from floats (written rounded to nearest even, also as _rte). The
- * conversions are bit by bit, so that no conversion routine of the compiler is needed. */
+ * into floats, and written from floats or doubles rounded to nearest even (also as _rte),
+ * toward zero (_rtz), toward +infinity (_rtp) or toward -infinity (_rtn). The conversions are
+ * bit by bit, so that no conversion routine of the compiler is needed; a float is written
+ * as the double it is exactly, so that each value is rounded once. */
 static float half_to_float(unsigned short h) {
     unsigned sign = (unsigned)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
     unsigned bits;
@@ -590,32 +592,47 @@ static float half_to_float(unsigned short h) {
     return __builtin_bit_cast(float, bits);
 }
 
-static unsigned short float_to_half(float f) {
-    unsigned x = __builtin_bit_cast(unsigned, f);
-    unsigned sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
-    if (exp == 0xff) return sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0);
-    int e = (int)exp - 127 + 15;
-    if (e >= 0x1f) return sign | 0x7c00u;
-    if (e <= 0) {
-        if (e < -10) return sign;
-        man |= 0x800000u;
-        unsigned shift = (unsigned)(14 - e);
-        unsigned half = man >> shift, rest = man & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-        if (rest > halfway || (rest == halfway && (half & 1))) half++;
-        return sign | half;
+enum { RTE, RTZ, RTP, RTN };
+
+static unsigned short double_to_half(double d, int mode) {
+    unsigned long long x = __builtin_bit_cast(unsigned long long, d);
+    unsigned short sign = (unsigned short)((x >> 48) & 0x8000u);
+    int exp = (int)((x >> 52) & 0x7ff);
+    unsigned long long man = x & ((1ull << 52) - 1);
+    if (exp == 0x7ff) return sign | 0x7c00u | (man ? 0x200u | (unsigned)(man >> 42) : 0);
+    /* Past the largest half: infinity, or the largest half where rounding goes toward zero. */
+    unsigned short largest = sign | 0x7bffu, infinity = sign | 0x7c00u;
+    int toward_zero = mode == RTZ || (mode == RTP && sign) || (mode == RTN && !sign);
+    int e = exp - 1023 + 15;
+    if (e >= 0x1f) return toward_zero ? largest : infinity;
+    unsigned long long full = exp ? man | (1ull << 52) : man;
+    /* The half's significand: 11 bits of the double's 53 where the half is normal, fewer
+     * where it is subnormal. */
+    unsigned shift = e >= 1 ? 42 : 42 + (unsigned)(1 - e);
+    unsigned long long kept = shift < 64 ? full >> shift : 0;
+    unsigned long long rest = shift < 64 ? full & ((1ull << shift) - 1) : full;
+    int more = 0;
+    if (rest != 0) {
+        if (mode == RTE) {
+            unsigned long long halfway = shift < 65 ? 1ull << (shift - 1) : ~0ull;
+            more = shift < 65 && (rest > halfway || (rest == halfway && (kept & 1)));
+        } else {
+            more = !toward_zero;
+        }
     }
-    unsigned h = sign | ((unsigned)e << 10) | (man >> 13), rest = man & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
-    return h;
+    unsigned bits = (unsigned)(e >= 1 ? ((unsigned long long)(e - 1) << 10) + kept : kept);
+    bits += (unsigned)more;
+    if (bits >= 0x7c00u) return toward_zero ? largest : infinity;
+    return sign | (unsigned short)bits;
 }
 
 #define HALF_SCALAR(AS)                                                                      \
     float OVL vload_half(size_t offset, const AS __fp16 *p) {                                \
         return half_to_float(((const AS unsigned short *)p)[offset]);                        \
     }
-#define HALF_STORE_SCALAR(AS, suffix)                                                        \
-    void OVL vstore_half##suffix(float data, size_t offset, AS __fp16 *p) {                  \
-        ((AS unsigned short *)p)[offset] = float_to_half(data);                              \
+#define HALF_STORE_SCALAR_OF(AS, T, suffix, mode)                                            \
+    void OVL vstore_half##suffix(T data, size_t offset, AS __fp16 *p) {                      \
+        ((AS unsigned short *)p)[offset] = double_to_half(data, mode);                       \
     }
 /* `step` is N, or 4 for the aligned forms of 3 elements. */
 #define HALF_LOAD(AS, name, N, step)                                                         \
@@ -625,13 +642,17 @@ static unsigned short float_to_half(float f) {
             r[i] = half_to_float(((const AS unsigned short *)p)[offset * step + i]);         \
         return r;                                                                            \
     }
-#define HALF_STORE_AS(AS, name, N, step, suffix)                                             \
-    void OVL name##N##suffix(float##N data, size_t offset, AS __fp16 *p) {                   \
+#define HALF_STORE_OF(AS, T, name, N, step, suffix, mode)                                    \
+    void OVL name##N##suffix(T##N data, size_t offset, AS __fp16 *p) {                       \
         for (int i = 0; i < N; i++)                                                          \
-            ((AS unsigned short *)p)[offset * step + i] = float_to_half(data[i]);            \
+            ((AS unsigned short *)p)[offset * step + i] = double_to_half(data[i], mode);     \
     }
-#define HALF_STORE(AS, name, N, step) \
-    HALF_STORE_AS(AS, name, N, step, ) HALF_STORE_AS(AS, name, N, step, _rte)
+#define HALF_MODES(WHAT, ...)                                                                \
+    WHAT(__VA_ARGS__, , RTE) WHAT(__VA_ARGS__, _rte, RTE) WHAT(__VA_ARGS__, _rtz, RTZ)       \
+        WHAT(__VA_ARGS__, _rtp, RTP) WHAT(__VA_ARGS__, _rtn, RTN)
+#define HALF_STORE(AS, name, N, step)                                                        \
+    HALF_MODES(HALF_STORE_OF, AS, float, name, N, step)                                      \
+    HALF_MODES(HALF_STORE_OF, AS, double, name, N, step)
 #define HALF_WIDTHS(AS, WHAT, name, name3step)                                               \
     WHAT(AS, name, 2, 2) WHAT(AS, name, 3, name3step) WHAT(AS, name, 4, 4)                   \
         WHAT(AS, name, 8, 8) WHAT(AS, name, 16, 16)
@@ -639,9 +660,10 @@ static unsigned short float_to_half(float f) {
     HALF_SCALAR(AS) HALF_WIDTHS(AS, HALF_LOAD, vload_half, 3)                                \
         HALF_WIDTHS(AS, HALF_LOAD, vloada_half, 4)
 #define HALF_STORES(AS)                                                                      \
-    HALF_STORE_SCALAR(AS, ) HALF_STORE_SCALAR(AS, _rte)                                      \
-        HALF_WIDTHS(AS, HALF_STORE, vstore_half, 3)                                          \
-            HALF_WIDTHS(AS, HALF_STORE, vstorea_half, 4)
+    HALF_MODES(HALF_STORE_SCALAR_OF, AS, float)                                              \
+    HALF_MODES(HALF_STORE_SCALAR_OF, AS, double)                                             \
+    HALF_WIDTHS(AS, HALF_STORE, vstore_half, 3)                                              \
+    HALF_WIDTHS(AS, HALF_STORE, vstorea_half, 4)
 HALF_LOADS(GLOBAL)
 HALF_LOADS(CONSTANT)
 HALF_LOADS(PRIVATE)
