@@ -1750,10 +1750,10 @@ impl OpenclKernel {
 
 /// The optional parts of the runtime a program names (`USES_convert_T`, with
 /// `USES_convert_T_modes` for `_sat` and `_rt*`, `USES_VLOADSTOREN`,
-/// `USES_BARRIER`, `USES_ATOMICS`, `USES_HALF`, and `USES_ASYNC_COPIES`, which the program
-/// carries itself, [`ASYNC_COPIES`]): the conversions to each type, the vector loads and
-/// stores of each width, barriers, the atomic functions, the loads and stores of halves and
-/// the asynchronous copies. Read from the whole preprocessed program (its headers' macros
+/// `USES_BARRIER`, `USES_ATOMICS`, `USES_HALF`, `USES_SHUFFLE` and `USES_ASYNC_COPIES`,
+/// which the program carries itself, [`ASYNC_COPIES`]): the conversions to each type, the
+/// vector loads and stores of each width, barriers, the atomic functions, the loads and
+/// stores of halves, the shuffles and the asynchronous copies. Read from the whole preprocessed program (its headers' macros
 /// expanded) but clang's own OpenCL headers, which declare them all.
 fn parts_named(preprocessed: &str) -> BTreeSet<String> {
     const CONVERTIBLE: [&str; 10] = [
@@ -1790,6 +1790,8 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 .any(|half| word.starts_with(half))
             {
                 parts.insert("USES_HALF".to_owned());
+            } else if word == "shuffle" || word == "shuffle2" {
+                parts.insert("USES_SHUFFLE".to_owned());
             } else if ASYNC_COPY_FUNCTIONS.contains(&word) {
                 parts.insert("USES_ASYNC_COPIES".to_owned());
             } else if let Some(width) = word
@@ -2310,6 +2312,23 @@ mod tests {
                 "{call}"
             );
         }
+    }
+
+    #[test]
+    fn shuffles_are_named_by_their_own_words_only() {
+        let header = "# 1 \"/usr/lib/clang/14/include/opencl-c.h\" 1\n\
+            float4 shuffle(float4 x, uint4 mask);\n\
+            # 3 \"program.cl\" 2\n";
+        assert_eq!(runtime_parts(&parts_named(header)), "");
+        for call in ["y = shuffle(x, m);", "y = shuffle2(x, x, m);"] {
+            assert_eq!(
+                runtime_parts(&parts_named(&format!("{header}{call}\n"))),
+                "#define USES_SHUFFLE\n",
+                "{call}"
+            );
+        }
+        let other = format!("{header}int shuffled = reshuffle(1);\n");
+        assert_eq!(runtime_parts(&parts_named(&other)), "");
     }
 
     #[test]

@@ -566,6 +566,39 @@ float OVL atomic_xchg(volatile GLOBAL float *p, float v) { float old = *p; *p = 
 float OVL atomic_xchg(volatile LOCAL float *p, float v) { float old = *p; *p = v; return old; }
 #endif
 
+#ifdef USES_SHUFFLE
+/* shuffle and shuffle2: a vector of the elements of one vector, or of two one after the
+ * other, that a mask's elements pick (only their bits that index them count). */
+#define SHUFFLE_TO(T, U, M, N)                                                               \
+    T##N OVL shuffle(T##M x, U##N mask) {                                                    \
+        T##N r;                                                                              \
+        for (int i = 0; i < N; i++) r[i] = x[mask[i] % M];                                   \
+        return r;                                                                            \
+    }                                                                                        \
+    T##N OVL shuffle2(T##M x, T##M y, U##N mask) {                                           \
+        T##N r;                                                                              \
+        for (int i = 0; i < N; i++) {                                                        \
+            U k = mask[i] % (2 * M);                                                         \
+            r[i] = k < M ? x[k] : y[k - M];                                                  \
+        }                                                                                    \
+        return r;                                                                            \
+    }
+#define SHUFFLE_FROM(T, U, M)                                                                \
+    SHUFFLE_TO(T, U, M, 2) SHUFFLE_TO(T, U, M, 4) SHUFFLE_TO(T, U, M, 8) SHUFFLE_TO(T, U, M, 16)
+#define SHUFFLES(T, U)                                                                       \
+    SHUFFLE_FROM(T, U, 2) SHUFFLE_FROM(T, U, 4) SHUFFLE_FROM(T, U, 8) SHUFFLE_FROM(T, U, 16)
+SHUFFLES(char, uchar)
+SHUFFLES(uchar, uchar)
+SHUFFLES(short, ushort)
+SHUFFLES(ushort, ushort)
+SHUFFLES(int, uint)
+SHUFFLES(uint, uint)
+SHUFFLES(llong, ullong)
+SHUFFLES(ullong, ullong)
+SHUFFLES(float, uint)
+SHUFFLES(double, ullong)
+#endif
+
 #ifdef USES_HALF
 /* vload_half, vstore_half and their vector and aligned forms: halves kept in memory, read
  * into floats, and written from floats or doubles rounded to nearest even (also as _rte),
