@@ -287,6 +287,48 @@ fn a_long_batch_reaches_the_plugin_a_batchs_worth_at_a_time() {
     );
 }
 
+/// A batch is answered by its last launch's event, so a launch failing on the card fails the
+/// launches after it in the batch, however soon it failed; the queue's next command does not
+/// wait on the failure.
+#[test]
+fn a_launch_failing_in_a_batch_fails_the_rest_of_the_batch() {
+    let host = default_host();
+    let handle = open_card(&host);
+    let kernel = vadd::load(&handle, 4).unwrap();
+    let queue = handle.create_queue().unwrap();
+    const LAUNCHES: u32 = 8;
+    for round in 0..20 {
+        let (chain, one) = chain_of(&handle, LAUNCHES);
+        let mut links: Vec<[Arg<'_>; 4]> =
+            (0..LAUNCHES).map(|i| chain_link(&chain, &one, i)).collect();
+        // Past the end of its buffers: the card fails it.
+        links[1][3] = Arg::U32(1 << 20);
+        let batch: Vec<(&Kernel, &[Arg<'_>])> =
+            links.iter().map(|args| (&kernel, &args[..])).collect();
+        let last = queue.enqueue_launches(&batch).unwrap();
+        assert!(
+            last.wait().is_err(),
+            "round {round}: the batch's event failed"
+        );
+        let values = read_words(&chain, LAUNCHES as usize + 1);
+        assert_eq!(
+            values[1], 1,
+            "round {round}: the launch before the failed one ran"
+        );
+        assert!(
+            values[3..].iter().all(|&v| v == 0),
+            "round {round}: no launch after the failed one ran: {values:?}"
+        );
+    }
+    let (chain, one) = chain_of(&handle, 1);
+    queue
+        .enqueue_launch(&kernel, &chain_link(&chain, &one, 0))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_chain_ran(&chain, 1, "a launch after the failed batches");
+}
+
 #[test]
 fn threads_holding_back_launches_on_one_queue_keep_each_ones_order() {
     let host = default_host();

@@ -209,14 +209,23 @@ impl XoclPlugin {
     /// back, so that a queue goes on after a failed command, as OpenCL's and XRT's do; one
     /// that fails while the next waits fails that one too.
     fn next_on(&self, queue: u64) -> Result<(&Device, Vec<&Event>)> {
+        self.after_last(queue, |state| state == EventState::Pending)
+    }
+
+    /// The queue's device, and its last command if `waits(its state)`.
+    fn after_last(
+        &self,
+        queue: u64,
+        waits: impl Fn(EventState) -> bool,
+    ) -> Result<(&Device, Vec<&Event>)> {
         let state = self.queue(queue)?;
         let device = &self.open_device(state.handle)?.device;
-        let pending = state
+        let after = state
             .last
             .iter()
-            .filter(|last| last.state() == EventState::Pending)
+            .filter(|last| waits(last.state()))
             .collect();
-        Ok((device, pending))
+        Ok((device, after))
     }
 
     /// Makes `event` the one the next command on `queue` waits for.
@@ -226,9 +235,16 @@ impl XoclPlugin {
         }
     }
 
-    /// Starts `kernel` with `args` after the queue's last command; the caller keeps the
-    /// event as the queue's last.
-    fn launch(&self, queue: u64, kernel: u64, args: &[KernelArgument]) -> Result<Event> {
+    /// Starts `kernel` with `args` after the queue's last command (also after its failure
+    /// when `in_batch`: a batch is answered by its last launch's event, which must fail with
+    /// any launch of the batch); the caller keeps the event as the queue's last.
+    fn launch(
+        &self,
+        queue: u64,
+        kernel: u64,
+        args: &[KernelArgument],
+        in_batch: bool,
+    ) -> Result<Event> {
         let handle = self.queue(queue)?.handle;
         let state = self
             .kernels
@@ -247,7 +263,9 @@ impl XoclPlugin {
             self.allocation(id, handle)
                 .map(|a| (a.device_address, a.size, a.bank))
         })?;
-        let (device, after) = self.next_on(queue)?;
+        let (device, after) = self.after_last(queue, |state| {
+            state == EventState::Pending || (in_batch && state == EventState::Failed)
+        })?;
         device.exec(&packet, &after)
     }
 
@@ -585,7 +603,7 @@ impl Plugin for XoclPlugin {
         args: Vec<KernelArgument>,
         _size: LaunchSize,
     ) -> Result<Event> {
-        let event = self.launch(queue, kernel, &args)?;
+        let event = self.launch(queue, kernel, &args, false)?;
         self.remember(queue, &event);
         Ok(event)
     }
@@ -593,8 +611,10 @@ impl Plugin for XoclPlugin {
     /// The queue's last event is each launch's in turn, kept without a duplicate; only the
     /// batch's last is duplicated for the host.
     fn enqueue_launches(&mut self, queue: u64, launches: Vec<Launch>) -> Enqueued {
+        let mut first = true;
         let (count, refused) = enqueue_in_turn(launches, |launch| {
-            let event = self.launch(queue, launch.kernel, &launch.args)?;
+            let in_batch = !std::mem::take(&mut first);
+            let event = self.launch(queue, launch.kernel, &launch.args, in_batch)?;
             if let Some(state) = self.queues.get_mut(&queue) {
                 state.last = Some(event);
             }
