@@ -6,7 +6,9 @@
 //! whether the whole list completed.
 //!
 //! A run belongs to at most one list, and a listed run is started only by its list; a list
-//! takes no runs, and cannot be reset, while it executes. Dropping a list (its last handle
+//! takes no runs, and cannot be reset or executed again, while it executes: from its execute
+//! until a wait or a state query sees it end (as XRT's does), so that what a program may call
+//! does not depend on how fast the card was. Dropping a list (its last handle
 //! closed) frees its runs for other lists without waiting for them, as XRT's destructor does.
 
 use std::ffi::{c_int, c_uint, c_void};
@@ -39,13 +41,15 @@ struct Listed {
     /// The last run's event of the latest execute; `None` before the first, after a reset,
     /// and after an execute of no runs.
     last: Option<Event>,
+    /// How many executes there were: a wait marks the end of its own execute only.
+    executes: u64,
+    /// Whether a wait or a state query saw the latest execute end.
+    end_seen: bool,
 }
 
 impl Listed {
     fn executing(&self) -> bool {
-        self.last
-            .as_ref()
-            .is_some_and(|event| event.status() == EventStatus::Pending)
+        self.last.is_some() && !self.end_seen
     }
 
     fn refuse_while_executing(&self, call: &str) -> XrtResult<()> {
@@ -114,6 +118,8 @@ impl Runlist {
         let mut state = lock(&self.state);
         state.refuse_while_executing(call)?;
         state.last = None;
+        state.executes += 1;
+        state.end_seen = false;
         if state.runs.is_empty() {
             return Ok(());
         }
@@ -158,11 +164,12 @@ impl Runlist {
         timeout: Option<Duration>,
         failed: &mut *mut c_void,
     ) -> XrtResult<c_int> {
-        let (last, run) = {
+        let (last, run, execute) = {
             let state = lock(&self.state);
             (
                 state.last.clone(),
                 state.runs.last().map(|run| run.handle()),
+                state.executes,
             )
         };
         let Some(last) = last else {
@@ -172,11 +179,22 @@ impl Runlist {
         if waited.is_err() {
             *failed = run.unwrap_or(std::ptr::null_mut());
         }
+        if last.status() != EventStatus::Pending {
+            let mut state = lock(&self.state);
+            if state.executes == execute {
+                state.end_seen = true;
+            }
+        }
         waited
     }
 
     fn state(&self) -> c_int {
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
+        if let Some(last) = &state.last
+            && last.status() != EventStatus::Pending
+        {
+            state.end_seen = true;
+        }
         match (&state.last, state.runs.is_empty()) {
             (Some(last), _) => state_of(Some(last)),
             (None, true) => COMPLETED,
@@ -229,7 +247,8 @@ pub extern "C" fn accelhost_xrt_runlist_add(list: *mut c_void, run: *mut c_void)
 }
 
 /// Hands every run of the list to the plugin, in order, 256 to a call; a list of no runs
-/// does nothing. `EBUSY` while the last execute runs; a refused run is the error (the
+/// does nothing. `EBUSY` while the last execute runs (until a wait or a state query saw it
+/// end); a refused run is the error (the
 /// runs handed on before it have finished when this returns).
 #[unsafe(no_mangle)]
 pub extern "C" fn accelhost_xrt_runlist_execute(list: *mut c_void) -> c_int {
@@ -268,7 +287,7 @@ pub extern "C" fn accelhost_xrt_runlist_state(list: *mut c_void) -> c_int {
 }
 
 /// Empties the list (its runs may join other lists, or be started on their own): `EBUSY`
-/// while it executes.
+/// while it executes (until a wait or a state query saw it end).
 #[unsafe(no_mangle)]
 pub extern "C" fn accelhost_xrt_runlist_reset(list: *mut c_void) -> c_int {
     const CALL: &str = "xrt::runlist::reset";

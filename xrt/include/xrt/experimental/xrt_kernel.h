@@ -10,8 +10,9 @@
  * command_error's run is the list's last (a list has one completion, its last run's), and its
  * what() says which run failed first when the plugin says so. A run is in at most one list
  * and is not started on its own while listed (std::system_error, EBUSY); a list takes no runs
- * and cannot be reset while it executes (EBUSY). The C functions are accelhost's, for these
- * classes; XRT has no C API for run lists. */
+ * and cannot be reset or executed again while it executes (EBUSY): from its execute until a
+ * wait() or a state() sees it end. The C functions are accelhost's, for these classes; XRT
+ * has no C API for run lists. */
 #ifndef ACCELHOST_XRT_EXPERIMENTAL_KERNEL_H
 #define ACCELHOST_XRT_EXPERIMENTAL_KERNEL_H
 
