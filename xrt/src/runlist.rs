@@ -7,8 +7,8 @@
 //!
 //! A run belongs to at most one list, and a listed run is started only by its list; a list
 //! takes no runs, and cannot be reset or executed again, while it executes: from its execute
-//! until a wait or a state query sees it end (as XRT's does), so that what a program may call
-//! does not depend on how fast the card was. Dropping a list (its last handle
+//! until a wait or a state query sees it end (XRT's header tells programs to wait() first), so
+//! that what a program may call does not depend on how fast the card was. Dropping a list (its last handle
 //! closed) frees its runs for other lists without waiting for them, as XRT's destructor does.
 
 use std::ffi::{c_int, c_uint, c_void};
