@@ -320,6 +320,20 @@ fn a_launch_failing_in_a_batch_fails_the_rest_of_the_batch() {
             "round {round}: no launch after the failed one ran: {values:?}"
         );
     }
+    // Past a call's worth: the calls after the one with the failed launch do not run theirs.
+    const LONG: u32 = 600;
+    let (chain, one) = chain_of(&handle, LONG);
+    let mut links: Vec<[Arg<'_>; 4]> = (0..LONG).map(|i| chain_link(&chain, &one, i)).collect();
+    links[1][3] = Arg::U32(1 << 20);
+    let batch: Vec<(&Kernel, &[Arg<'_>])> = links.iter().map(|args| (&kernel, &args[..])).collect();
+    assert!(queue.enqueue_launches(&batch).unwrap().wait().is_err());
+    let values = read_words(&chain, LONG as usize + 1);
+    let ran: Vec<usize> = (3..values.len()).filter(|&i| values[i] != 0).collect();
+    assert!(
+        ran.is_empty(),
+        "launches after the failed one ran, writing {ran:?}"
+    );
+
     let (chain, one) = chain_of(&handle, 1);
     queue
         .enqueue_launch(&kernel, &chain_link(&chain, &one, 0))

@@ -732,7 +732,7 @@ impl Queue {
             _memory: memory,
         });
         if deferred.launches.len() >= LAUNCHES_PER_BATCH {
-            self.inner.hand_on(&mut deferred);
+            self.inner.hand_on(&mut deferred, false);
         }
         Ok(())
     }
@@ -740,7 +740,8 @@ impl Queue {
     /// Launches each of `launches` (a kernel and its arguments) in order after the queue's
     /// previous command, handed to the plugin in one call where it takes batches (one call
     /// per [`LAUNCHES_PER_BATCH`] launches), and returns one event: the last launch's, which
-    /// finishes after all of them. For a caller that
+    /// finishes after all of them, and fails when one of them fails (the ones after a failed
+    /// launch fail with it, or are not handed on once it failed). For a caller that
     /// forwards a batch and answers for it as a whole (the node). Launches held back before
     /// go first, their refusals left to [`flush`](Self::flush); a refusal of one of these
     /// is the error, and the ones after it are handed on all the same.
@@ -763,7 +764,7 @@ impl Queue {
         let mut deferred = self.inner.deferred_handed_on();
         let earlier = deferred.failure.take();
         deferred.launches = checked;
-        let last = self.inner.hand_on(&mut deferred);
+        let last = self.inner.hand_on(&mut deferred, true);
         match std::mem::replace(&mut deferred.failure, earlier) {
             Some(err) => Err(err),
             None => last.ok_or_else(|| Error::InvalidArgument {
@@ -858,7 +859,7 @@ impl QueueInner {
     fn deferred_handed_on(&self) -> std::sync::MutexGuard<'_, Deferred> {
         let mut deferred = lock(&self.deferred);
         if !deferred.launches.is_empty() {
-            self.hand_on(&mut deferred);
+            self.hand_on(&mut deferred, false);
         }
         deferred
     }
@@ -873,16 +874,25 @@ impl QueueInner {
     /// Hands `deferred`'s launches to the plugin: in batches (`batch.enqueue-launches`), or
     /// one by one where the plugin has no `batch`. A refused launch is left out and its error
     /// kept; the ones after it go on. A fault ends the plugin instance, and with it the
-    /// launches not yet handed on: the error is kept, and they are dropped. Returns the event
-    /// of the last launch enqueued.
-    fn hand_on(&self, deferred: &mut Deferred) -> Option<Event> {
+    /// launches not yet handed on: the error is kept, and they are dropped. With `as_one` (a
+    /// batch answered by its last launch's event, which fails with any of them), a launch
+    /// that already failed on the device ends the batch: the ones after it, which would fail
+    /// with it, are not handed on. Returns the event of the last launch enqueued.
+    fn hand_on(&self, deferred: &mut Deferred, as_one: bool) -> Option<Event> {
         let mut rest: VecDeque<DeferredLaunch> = std::mem::take(&mut deferred.launches).into();
         let queue = self.id;
-        let mut last = None;
+        let mut last: Option<Event> = None;
         let mut fail = |err: Error| {
             deferred.failure.get_or_insert(err);
         };
         while !rest.is_empty() {
+            if as_one
+                && last
+                    .as_ref()
+                    .is_some_and(|event| matches!(event.status(), EventStatus::Failed(_)))
+            {
+                return last;
+            }
             if self.one_by_one.load(Relaxed) {
                 let launch = rest.pop_front().expect("not empty");
                 match self.launch(&launch.kernel, &launch.args) {

@@ -802,17 +802,20 @@ fn a_loaded_modules_code_is_charged_to_its_loader_while_the_card_keeps_it() {
     assert!(client.loaded_xclbin().is_none());
 }
 
-#[test]
-fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
+/// An image of every kernel whose uuid is made of `n`: images that differ only in their name.
+fn numbered_image(n: u64) -> Vec<u8> {
     let kernels = all_kernels();
     let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
-    let image_of =
-        |n: u64| XclbinBuilder::kernels(Guid::new(n, n), &metas, module(&kernels, None), 1).build();
+    XclbinBuilder::kernels(Guid::new(n, n), &metas, module(&kernels, None), 1).build()
+}
+
+#[test]
+fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
     let card = card();
     let owner = crate::devices::Owner::new(u64::MAX, 1 << 30);
     let client = card.open(&owner).unwrap();
     let load = |n: u64| {
-        let image = image_of(n);
+        let image = numbered_image(n);
         client.load_xclbin(&image, &parse(&image).unwrap())
     };
     let before = owner.host.used();
@@ -844,15 +847,11 @@ fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
 
 #[test]
 fn idle_images_keep_to_half_the_loaders_budget() {
-    let kernels = all_kernels();
-    let metas: Vec<KernelMeta> = kernels.iter().map(meta).collect();
-    let image_of =
-        |n: u64| XclbinBuilder::kernels(Guid::new(n, n), &metas, module(&kernels, None), 1).build();
     let card = card();
     let owner = crate::devices::Owner::new(u64::MAX, 1 << 30);
     let client = card.open(&owner).unwrap();
     let load = |n: u64| {
-        let image = image_of(n);
+        let image = numbered_image(n);
         client.load_xclbin(&image, &parse(&image).unwrap())
     };
     let before = owner.host.used();
