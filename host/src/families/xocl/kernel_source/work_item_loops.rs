@@ -291,7 +291,28 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
     }
     local.extend(per_item.iter().map(|v| v.name.as_str()));
     local.extend(["__point.at", "__item.end"]);
-    for stretch in 0..=resumes {
+    if (resumes as usize + 1).saturating_mul(blocks.len()) > MOST_LIVENESS_STEPS {
+        return None;
+    }
+    let stretches: Vec<(String, Vec<&Block>)> = (0..=resumes)
+        .map(|stretch| {
+            let start = if stretch == 0 {
+                "__start".to_owned()
+            } else {
+                format!("__resume.{stretch}")
+            };
+            let reached = stretch_blocks(&blocks, &start);
+            (start, reached)
+        })
+        .collect();
+    let copied: usize = stretches
+        .iter()
+        .flat_map(|(_, reached)| reached.iter().map(|b| b.lines.len() + 1))
+        .sum();
+    if copied > MOST_COPIED_LINES {
+        return None;
+    }
+    for (stretch, (start, reached)) in (0..=resumes).zip(&stretches) {
         let s = stretch_suffix(stretch);
         let _ = writeln!(
             text,
@@ -319,13 +340,8 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
                 ptr(ty)
             );
         }
-        let start = if stretch == 0 {
-            "__start".to_owned()
-        } else {
-            format!("__resume.{stretch}")
-        };
         let _ = writeln!(text, "  br label %{start}{s}");
-        for block in stretch_blocks(&blocks, &start) {
+        for block in reached {
             let _ = writeln!(text, "{}{s}:", block.label);
             for line in &block.lines {
                 let _ = writeln!(text, "{}", suffixed(line, &local, &s));
@@ -603,6 +619,11 @@ fn use_in(line: &str, name: &str) -> Option<Use> {
 /// the build spin.
 const MOST_LIVENESS_STEPS: usize = 50_000_000;
 
+/// The most lines the stretches' copies of a kernel may take in all before the rewrite leaves
+/// the program to asyncify: a stretch copies every block it reaches, so a hostile kernel of
+/// many barriers in one loop would otherwise make the build's text grow with their product.
+const MOST_COPIED_LINES: usize = 1_000_000;
+
 /// Which of `variables` need a slot per work-item: those whose address escapes, or that some
 /// barrier's resumption may read before writing (a copy of a kernel argument, the same for
 /// every work-item, needs none); `None` when finding out would take too long.
@@ -863,6 +884,40 @@ attributes #0 = { convergent norecurse nounwind }
         assert!(
             kernel.contains("store i32 -1, i32* %__point.at.__s2"),
             "{kernel}"
+        );
+    }
+
+    #[test]
+    fn a_kernel_whose_copies_would_grow_past_the_bound_is_left_to_asyncify() {
+        // Many barriers, each stretch after one reaching a long tail of code.
+        let barriers = 200;
+        let tail = MOST_COPIED_LINES / barriers + 1;
+        let mut body = String::new();
+        for k in 0..barriers {
+            let _ = write!(
+                body,
+                "  call void @_Z7barrierj(i32 noundef 1) #7\n  \
+                 br i1 false, label %11, label %n{k}\n\nn{k}:\n"
+            );
+        }
+        body.push_str("  br label %11\n\n11:\n");
+        for _ in 0..tail {
+            body.push_str("  store i32 0, i32* %3, align 4\n");
+        }
+        let kernel = format!(
+            "define hidden spir_kernel void @many(i32* noundef %0) #0 {{\n  \
+             %3 = alloca i32, align 4\n{body}  ret void\n}}\n\
+             declare void @_Z7barrierj(i32 noundef) #2\n"
+        );
+        assert!(rewrite(&kernel, &["many"]).is_none());
+        let short = kernel.replacen(
+            &"  store i32 0, i32* %3, align 4\n".repeat(tail - 10),
+            "",
+            1,
+        );
+        assert!(
+            rewrite(&short, &["many"]).is_some(),
+            "a short tail is split"
         );
     }
 
