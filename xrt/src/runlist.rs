@@ -1,15 +1,16 @@
 //! Run lists (`xrt::runlist`, XRT's experimental API): runs of one device's loaded xclbin,
 //! executed in the order they were added. An execute hands the runs to the plugin on a queue
 //! of the list's own in calls of up to `LAUNCHES_PER_BATCH` (the library's batched launches),
-//! so a list of many small runs costs one call into the plugin per batch, not one each. Each run waits for the one
-//! before it, and a failed run fails the runs after it, so the last run's event says
-//! whether the whole list completed.
+//! so a list of many small runs costs one call into the plugin per batch, not one each. Each
+//! run waits for the one before it, and a failed run fails the runs after it, so the last
+//! run's event says whether the whole list completed.
 //!
 //! A run belongs to at most one list, and a listed run is started only by its list; a list
 //! takes no runs, and cannot be reset or executed again, while it executes: from its execute
 //! until a wait or a state query sees it end (XRT's header tells programs to wait() first), so
-//! that what a program may call does not depend on how fast the card was. Dropping a list (its last handle
-//! closed) frees its runs for other lists without waiting for them, as XRT's destructor does.
+//! that what a program may call does not depend on how fast the card was. Dropping a list
+//! (its last handle closed) frees its runs for other lists without waiting for them, as XRT's
+//! destructor does.
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::Ordering;
