@@ -140,6 +140,19 @@ __kernel void two_ways(__global int *out) {
     out[get_global_id(0)] = v;
 }
 
+__kernel void ids_across(__global uint *out, __local uint *seen) {
+    size_t x = get_local_id(0), y = get_local_id(1), z = get_local_id(2);
+    size_t l = (z * get_local_size(1) + y) * get_local_size(0) + x;
+    size_t n = get_local_size(0) * get_local_size(1) * get_local_size(2);
+    seen[l] = (uint)l;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    size_t i = ((get_global_id(2) - get_global_offset(2)) * get_global_size(1)
+                + get_global_id(1) - get_global_offset(1)) * get_global_size(0)
+               + get_global_id(0) - get_global_offset(0);
+    out[i] = seen[n - 1 - l] * 1000000u + (uint)(get_global_id(0) * 10000 + get_global_id(1) * 100
+                                                 + get_global_id(2));
+}
+
 __kernel void endless_after(__global volatile int *flag, __local int *wait) {
     wait[get_local_id(0)] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -193,6 +206,17 @@ def groups(context, queue):
     cl.enqueue_copy(queue, got, out_big)
     want = big.reshape(2, 1024).sum(1) + big[::1024] * 0.5
     expect(np.allclose(got, want), "and so does a work-group of 1024")
+
+    ids = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 96)
+    program.ids_across(queue, (4, 6, 4), (2, 3, 2), ids, cl.LocalMemory(4 * 12),
+                       global_offset=(5, 7, 9))
+    got = np.empty(96, dtype=np.uint32)
+    cl.enqueue_copy(queue, got, ids)
+    gz, gy, gx = np.meshgrid(np.arange(4), np.arange(6), np.arange(4), indexing="ij")
+    local = ((gz % 2) * 3 + gy % 3) * 2 + gx % 2
+    want = (11 - local) * 1000000 + (gx + 5) * 10000 + (gy + 7) * 100 + (gz + 9)
+    expect(np.array_equal(got, want.ravel().astype(np.uint32)),
+           "a 3-D work-group with an offset reads its ids on both sides of a barrier")
 
     sums = cl.Buffer(context, flags.WRITE_ONLY, size=4 * 64)
     program.private_across(queue, (64,), (32,), sums, np.int32(64))

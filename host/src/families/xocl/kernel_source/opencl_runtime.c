@@ -67,16 +67,6 @@ HIDDEN int __accelhost_next_group(void) {
     return 0;
 }
 
-/* Moves to the work-group's next work-item (x fastest, then y, z); 0 (and the first again)
- * after its last. */
-HIDDEN int __accelhost_next_item(void) {
-    for (int d = 0; d < 3; d++) {
-        if (++local[d] < local_size[d]) return 1;
-        local[d] = 0;
-    }
-    return 0;
-}
-
 /* A kernel without barriers runs each row of its work-group (the work-items that differ in x)
  * as a counted loop in the kernel's own module, which the compiler can keep in registers and
  * vectorize: the length of a row, the x of the work-item that runs next, and the move to the
@@ -222,8 +212,23 @@ HIDDEN void __accelhost_group_take(unsigned each, unsigned align) {
     group_taken += bytes;
 }
 
-/* get_local_id and get_global_id as split kernels read them: from memory, which changes
- * from one work-item to the next within a call (OpenCL's declarations say they read none). */
+/* What a split kernel's loops read once per work-group: the group's size in dimension `d`,
+ * and the global id of its first work-item there (the rest are that plus their local id). */
+HIDDEN size_t __accelhost_local_size(unsigned d) { return local_size[d]; }
+HIDDEN size_t __accelhost_group_base(unsigned d) {
+    return group[d] * local_size[d] + global_offset[d];
+}
+
+/* The work-item a split kernel's loop runs now, for the functions that read it from memory. */
+HIDDEN void __accelhost_set_item(size_t x, size_t y, size_t z) {
+    local[0] = x;
+    local[1] = y;
+    local[2] = z;
+}
+
+/* get_local_id and get_global_id as helpers of split kernels read them: from memory, which
+ * changes from one work-item to the next within a call (OpenCL's declarations say they read
+ * none). */
 HIDDEN size_t __accelhost_local_id(unsigned d) { return local_id(d); }
 HIDDEN size_t __accelhost_global_id(unsigned d) { return global_id(d); }
 #endif

@@ -17,12 +17,15 @@
 //!
 //! Invariants of the rewritten kernel: every value used after a barrier is read from memory
 //! the work-item reached it with (clang's unoptimized IR keeps each variable in an alloca, and
-//! a stretch's copy names only the values it defines, so the compile refuses any other); each
-//! stretch's loop takes the work-items in the order `__accelhost_next_item` moves the ids,
-//! every one of them, so the ids are the loop's work-item's; the work-item functions read the
-//! current work-item (`__accelhost_local_id`, not OpenCL's `readnone` `get_local_id`, which
-//! the optimizer may hoist out of the loop). Work-items that reach different barriers (which
-//! OpenCL leaves undefined) each go on from their own, a stretch at a time.
+//! a stretch's copy names only the values it defines, so the compile refuses any other), or is
+//! a work-item id computed again; each stretch's loop takes every work-item in the runtime's
+//! order (x fastest, then y, then z) and keeps its local ids in registers, from which the
+//! kernel's own `get_local_id(d)` and `get_global_id(d)` are computed (a variable that only
+//! ever holds one of them gets no slot); where another function reads the ids (a helper, a
+//! dimension not constant) the loop also writes them to the runtime's memory, and those read
+//! `__accelhost_local_id`, not OpenCL's `readnone` `get_local_id`, which the optimizer may
+//! hoist out of the loop. Work-items that reach different barriers (which OpenCL leaves
+//! undefined) each go on from their own, a stretch at a time.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -44,9 +47,13 @@ const RENAMED: &str = "v";
 /// The runtime's functions the rewritten kernels call.
 const DECLARATIONS: &str = "declare i32 @__accelhost_group_items()\n\
 declare void @__accelhost_group_take(i32, i32)\n\
-declare i32 @__accelhost_next_item()\n\
+declare i32 @__accelhost_local_size(i32)\n\
+declare i32 @__accelhost_group_base(i32)\n\
+declare void @__accelhost_set_item(i32, i32, i32)\n\
 declare i32 @__accelhost_local_id(i32)\n\
 declare i32 @__accelhost_global_id(i32)\n";
+/// The values a stretch's loop keeps its work-item's local ids in (x, y, z).
+const COORDINATES: [&str; 3] = ["__x", "__y", "__z"];
 
 /// clang's unoptimized IR (`-O2 -Xclang -disable-llvm-passes`) of a program, with every
 /// kernel among `kernels` that calls barrier running its whole work-group (named in the
@@ -85,6 +92,18 @@ pub fn rewrite(ir: &str, kernels: &[&str]) -> Option<(String, Vec<String>)> {
             }
         }
     }
+    // The runtime's memory must hold the current work-item's ids while a split kernel runs
+    // when some other function reads them there: a helper, or a kernel called as one.
+    let ids_in_memory = functions.iter().any(|function| {
+        let name = function.name.as_str();
+        function.body.iter().any(|line| {
+            if split.contains(name) {
+                values_named(line, "@").any(|called| called != name && kernels.contains(&called))
+            } else {
+                !kernels.contains(&name) && reads_item_memory(line)
+            }
+        })
+    });
     let opaque = ir.contains(" = alloca ptr") || ir.contains("(ptr ") || ir.contains(", ptr ");
     let lines: Vec<&str> = ir.lines().collect();
     let mut out = String::with_capacity(ir.len() * 2);
@@ -95,7 +114,7 @@ pub fn rewrite(ir: &str, kernels: &[&str]) -> Option<(String, Vec<String>)> {
             out.push('\n');
         }
         if grouped.contains(&function.name) {
-            out.push_str(&group_function(function, opaque)?);
+            out.push_str(&group_function(function, opaque, ids_in_memory)?);
         } else {
             out.push_str(lines[function.header]);
             out.push('\n');
@@ -169,6 +188,49 @@ fn numbered(name: &str) -> bool {
     name.bytes().next().is_some_and(|b| b.is_ascii_digit())
 }
 
+/// Whether `line` reads a work-item id: OpenCL's function, or the runtime's from memory.
+fn reads_item_memory(line: &str) -> bool {
+    PER_ITEM
+        .iter()
+        .any(|(from, to)| line.contains(from) || line.contains(to))
+}
+
+/// A work-item id a kernel reads: `get_local_id(dim)`, or `get_global_id(dim)`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ItemId {
+    global: bool,
+    dim: u32,
+}
+
+impl ItemId {
+    /// The id a line defining `%name` reads with a constant dimension, with the name.
+    fn read_by(line: &str) -> Option<(&str, ItemId)> {
+        let (defined, call) = line.trim_start().split_once(" = call i32 ")?;
+        let name = defined.strip_prefix('%')?;
+        let (global, rest) = if let Some(rest) = call.strip_prefix("@_Z12get_local_idj(") {
+            (false, rest)
+        } else {
+            (true, call.strip_prefix("@_Z13get_global_idj(")?)
+        };
+        let (argument, _) = rest.split_once(')')?;
+        let dim = argument.split_whitespace().last()?.parse().ok()?;
+        Some((name, ItemId { global, dim }))
+    }
+
+    /// The instruction (after `%name = `) that computes it from the stretch's coordinates
+    /// and the work-group's first global ids: OpenCL answers 0 past the third dimension.
+    fn computed(self) -> String {
+        let Some(coordinate) = COORDINATES.get(self.dim as usize) else {
+            return "add i32 0, 0".to_owned();
+        };
+        if self.global {
+            format!("add i32 %__base{}, %{coordinate}", self.dim)
+        } else {
+            format!("add i32 %{coordinate}, 0")
+        }
+    }
+}
+
 /// `line` with OpenCL's work-item reads replaced by the runtime's (and their call's
 /// attributes, which say `readnone`, dropped).
 fn per_item_reads(line: &str) -> String {
@@ -220,8 +282,10 @@ struct Block {
     lines: Vec<String>,
 }
 
-/// The text of `function` rewritten to run its whole work-group, or `None`.
-fn group_function(function: &Function, opaque: bool) -> Option<String> {
+/// The text of `function` rewritten to run its whole work-group, or `None`; with
+/// `ids_in_memory`, each work-item's ids are also written where the runtime's functions read
+/// them.
+fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Option<String> {
     let body = without_lifetimes(function.body.iter().map(|l| renamed(l)).collect());
     if body
         .iter()
@@ -240,8 +304,16 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
         code.next();
     }
     let ptr = |ty: &str| pointer(ty, opaque);
-    let (blocks, resumes) = blocks_between_barriers(code, opaque)?;
-    let slotted = per_item_variables(&variables, &blocks, &params)?;
+    let Stretches {
+        blocks,
+        resumes,
+        ids,
+        reads_memory,
+    } = blocks_between_barriers(code, opaque)?;
+    let ids_in_memory = ids_in_memory || reads_memory;
+    let mut slotted = per_item_variables(&variables, &blocks, &params)?;
+    let recomputed = recomputed_ids(&variables, &blocks, &ids, &slotted);
+    slotted.retain(|name| !recomputed.iter().any(|(held, _)| held.name == *name));
     let per_item: Vec<&Variable> = variables
         .iter()
         .filter(|v| slotted.contains(&v.name))
@@ -256,10 +328,23 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
         }
     }
     let i32p = ptr("i32");
-    for control in ["wi", "scan"] {
-        let _ = writeln!(text, "  %__{control}.addr = alloca i32, align 4");
+    for control in ["__wi", "__scan"].iter().chain(&COORDINATES) {
+        let _ = writeln!(text, "  %{control}.addr = alloca i32, align 4");
     }
     text.push_str("  %__n = call i32 @__accelhost_group_items()\n");
+    // The sizes the loops wrap x and y at, and where the group's global ids start.
+    for dim in 0..2 {
+        let _ = writeln!(
+            text,
+            "  %__size{dim} = call i32 @__accelhost_local_size(i32 {dim})"
+        );
+    }
+    for dim in 0..3 {
+        let _ = writeln!(
+            text,
+            "  %__base{dim} = call i32 @__accelhost_group_base(i32 {dim})"
+        );
+    }
     let _ = writeln!(
         text,
         "  call void @__accelhost_group_take(i32 4, i32 4)\n  %__points = alloca i32, i32 %__n, align 4"
@@ -291,6 +376,7 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
     }
     local.extend(per_item.iter().map(|v| v.name.as_str()));
     local.extend(["__point.at", "__item.end"]);
+    local.extend(COORDINATES);
     if (resumes as usize + 1).saturating_mul(blocks.len()) > MOST_LIVENESS_STEPS {
         return None;
     }
@@ -314,11 +400,20 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
     }
     for (stretch, (start, reached)) in (0..=resumes).zip(&stretches) {
         let s = stretch_suffix(stretch);
+        let _ = writeln!(text, "__loop.{stretch}:");
+        for control in ["__wi"].iter().chain(&COORDINATES) {
+            let _ = writeln!(text, "  store i32 0, {i32p} %{control}.addr, align 4");
+        }
+        let _ = writeln!(text, "  br label %__head.{stretch}\n__head.{stretch}:");
+        for control in ["__wi"].iter().chain(&COORDINATES) {
+            let _ = writeln!(
+                text,
+                "  %{control}{s} = load i32, {i32p} %{control}.addr, align 4"
+            );
+        }
         let _ = writeln!(
             text,
-            "__loop.{stretch}:\n  store i32 0, {i32p} %__wi.addr, align 4\n  br label %__head.{stretch}\n\
-             __head.{stretch}:\n  %__wi{s} = load i32, {i32p} %__wi.addr, align 4\n  \
-             %__point.at{s} = getelementptr inbounds i32, {i32p} %__points, i32 %__wi{s}"
+            "  %__point.at{s} = getelementptr inbounds i32, {i32p} %__points, i32 %__wi{s}"
         );
         if stretch == 0 {
             let _ = writeln!(text, "  br label %__run.0");
@@ -340,6 +435,19 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
                 ptr(ty)
             );
         }
+        if ids_in_memory {
+            let _ = writeln!(
+                text,
+                "  call void @__accelhost_set_item(i32 %__x{s}, i32 %__y{s}, i32 %__z{s})"
+            );
+        }
+        for (Variable { name, align, .. }, id) in &recomputed {
+            let _ = writeln!(
+                text,
+                "  %__id.{name}{s} = {}\n  store i32 %__id.{name}{s}, {i32p} %{name}, align {align}",
+                suffixed(&id.computed(), &local, &s)
+            );
+        }
         let _ = writeln!(text, "  br label %{start}{s}");
         for block in reached {
             let _ = writeln!(text, "{}{s}:", block.label);
@@ -347,11 +455,21 @@ fn group_function(function: &Function, opaque: bool) -> Option<String> {
                 let _ = writeln!(text, "{}", suffixed(line, &local, &s));
             }
         }
+        // The next work-item: x fastest, then y, then z, as the runtime numbers them.
         let _ = writeln!(
             text,
-            "__item.end{s}:\n  %__more{s} = call i32 @__accelhost_next_item()\n  \
-             %__wi.next{s} = add i32 %__wi{s}, 1\n  store i32 %__wi.next{s}, {i32p} %__wi.addr, align 4\n  \
-             %__again{s} = icmp ne i32 %__more{s}, 0\n  \
+            "__item.end{s}:\n  %__wi.next{s} = add i32 %__wi{s}, 1\n  \
+             store i32 %__wi.next{s}, {i32p} %__wi.addr, align 4\n  \
+             %__x.next{s} = add i32 %__x{s}, 1\n  %__x.wraps{s} = icmp eq i32 %__x.next{s}, %__size0\n  \
+             br i1 %__x.wraps{s}, label %__row.end{s}, label %__row.on{s}\n\
+             __row.on{s}:\n  store i32 %__x.next{s}, {i32p} %__x.addr, align 4\n  br label %__item.next{s}\n\
+             __row.end{s}:\n  store i32 0, {i32p} %__x.addr, align 4\n  \
+             %__y.next{s} = add i32 %__y{s}, 1\n  %__y.wraps{s} = icmp eq i32 %__y.next{s}, %__size1\n  \
+             %__y.then{s} = select i1 %__y.wraps{s}, i32 0, i32 %__y.next{s}\n  \
+             store i32 %__y.then{s}, {i32p} %__y.addr, align 4\n  \
+             %__z.step{s} = zext i1 %__y.wraps{s} to i32\n  %__z.next{s} = add i32 %__z{s}, %__z.step{s}\n  \
+             store i32 %__z.next{s}, {i32p} %__z.addr, align 4\n  br label %__item.next{s}\n\
+             __item.next{s}:\n  %__again{s} = icmp ult i32 %__wi.next{s}, %__n\n  \
              br i1 %__again{s}, label %__head.{stretch}, label %__scan"
         );
     }
@@ -435,17 +553,21 @@ fn pointer(ty: &str, opaque: bool) -> String {
 /// The kernel's code after its allocas as blocks that run one work-item up to its next
 /// barrier: each barrier ends its block (saving at `%__point.at` where to resume) and starts
 /// `__resume.N`, and `ret void` saves that the item is done, both going on to `__item.end`;
-/// with how many barriers there are. `None` for what the rewrite does not take (an alloca
-/// past the entry, a value returned).
+/// with how many barriers there are. A work-item id read with a constant dimension becomes
+/// its computation from the stretch's coordinates ([`ItemId::computed`]); other reads go to
+/// the runtime's memory. `None` for what the rewrite does not take (an alloca past the
+/// entry, a value returned).
 fn blocks_between_barriers<'a>(
     code: impl Iterator<Item = &'a String>,
     opaque: bool,
-) -> Option<(Vec<Block>, u32)> {
+) -> Option<Stretches> {
     let mut blocks = vec![Block {
         label: "__start".to_owned(),
         lines: Vec::new(),
     }];
     let mut resumes = 0;
+    let mut ids = HashMap::new();
+    let mut reads_memory = false;
     let stop_at = pointer("i32", opaque);
     for line in code {
         let trimmed = line.trim_start();
@@ -480,11 +602,31 @@ fn blocks_between_barriers<'a>(
             block.lines.push("  br label %__item.end".to_owned());
         } else if trimmed.starts_with("ret ") {
             return None;
+        } else if let Some((name, id)) = ItemId::read_by(line) {
+            block.lines.push(format!("  %{name} = {}", id.computed()));
+            ids.insert(name.to_owned(), id);
         } else {
+            reads_memory |= reads_item_memory(line);
             block.lines.push(per_item_reads(line));
         }
     }
-    Some((blocks, resumes))
+    Some(Stretches {
+        blocks,
+        resumes,
+        ids,
+        reads_memory,
+    })
+}
+
+/// A kernel's code cut at its barriers.
+struct Stretches {
+    blocks: Vec<Block>,
+    /// How many barriers there are: stretch `N` starts at `__resume.N`.
+    resumes: u32,
+    /// The values that are work-item ids, by name.
+    ids: HashMap<String, ItemId>,
+    /// Whether some id is read from the runtime's memory (a dimension not constant).
+    reads_memory: bool,
 }
 
 /// `body` without clang's lifetime markers and the casts made only for them: a variable's
@@ -719,6 +861,56 @@ fn per_item_variables(
     Some(per_item)
 }
 
+/// The variables among `slotted` that hold one work-item id wherever they are written (a
+/// kernel's `size_t l = get_local_id(0);`), with it: each stretch computes the id again for
+/// its work-item instead of keeping it in a slot.
+fn recomputed_ids<'a>(
+    variables: &'a [Variable],
+    blocks: &[Block],
+    ids: &HashMap<String, ItemId>,
+    slotted: &HashSet<String>,
+) -> Vec<(&'a Variable, ItemId)> {
+    // `None` until a store is seen; a variable leaves the map at a use that is not the id's.
+    let mut held: HashMap<&str, Option<ItemId>> = variables
+        .iter()
+        .filter(|v| v.ty == "i32" && slotted.contains(&v.name))
+        .map(|v| (v.name.as_str(), None))
+        .collect();
+    for line in blocks.iter().flat_map(|b| &b.lines) {
+        let mut seen = HashSet::new();
+        for name in values_named(line, "%") {
+            if !held.contains_key(name) || !seen.insert(name) {
+                continue;
+            }
+            let keeps = match use_in(line, name) {
+                Some(Use::Load) | None => true,
+                Some(Use::Escapes) => false,
+                Some(Use::Store) => {
+                    let stored = stored_value(line)
+                        .and_then(|v| v.strip_prefix('%'))
+                        .and_then(|v| ids.get(v))
+                        .copied();
+                    match (stored, held[name]) {
+                        (Some(id), None) => {
+                            held.insert(name, Some(id));
+                            true
+                        }
+                        (Some(id), Some(before)) => id == before,
+                        (None, _) => false,
+                    }
+                }
+            };
+            if !keeps {
+                held.remove(name);
+            }
+        }
+    }
+    variables
+        .iter()
+        .filter_map(|v| Some((v, held.get(v.name.as_str()).copied()??)))
+        .collect()
+}
+
 /// The value a `store` line stores (`%v3`, or a constant).
 fn stored_value(line: &str) -> Option<&str> {
     line.trim_start()
@@ -811,7 +1003,7 @@ attributes #0 = { convergent norecurse nounwind }
         let (text, grouped) = rewrite(STRIDES, &["strides"]).expect("rewritten");
         assert_eq!(grouped, ["strides"]);
         let kernel = kernel_of(&text);
-        for crossing in ["v5", "v7", "v8"] {
+        for crossing in ["v5", "v8"] {
             assert!(
                 kernel.contains(&format!("%__all.{crossing} = alloca")),
                 "{crossing} gets a slot per work-item:\n{kernel}"
@@ -827,7 +1019,20 @@ attributes #0 = { convergent norecurse nounwind }
         assert!(!kernel.contains("@_Z7barrierj("), "{kernel}");
         assert!(!kernel.contains("llvm.lifetime"), "{kernel}");
         assert!(!kernel.contains("@_Z12get_local_idj("), "{kernel}");
-        assert!(kernel.contains("call i32 @__accelhost_local_id(i32 noundef 0)\n"));
+        assert!(!kernel.contains("@__accelhost_local_id("), "{kernel}");
+        // The kernel's id comes from its stretch's loop; the variable holding it (v7) gets
+        // no slot but is computed again for each work-item of each stretch.
+        assert!(
+            kernel.contains("%v11.__s0 = add i32 %__x.__s0, 0\n"),
+            "{kernel}"
+        );
+        assert!(!kernel.contains("__all.v7"), "{kernel}");
+        assert!(
+            kernel.contains(
+                "  %__id.v7.__s2 = add i32 %__x.__s2, 0\n  store i32 %__id.v7.__s2, i32* %v7, align 4\n"
+            ),
+            "{kernel}"
+        );
         // A loop for each stretch, and the group goes on with the stretch of its first
         // work-item not at its end.
         for stretch in 0..=2 {
@@ -837,8 +1042,15 @@ attributes #0 = { convergent norecurse nounwind }
             kernel.contains("i32 1, label %__loop.1") && kernel.contains("i32 2, label %__loop.2"),
             "{kernel}"
         );
-        // Helpers may be inlined into the kernel: they read the work-item from memory too.
+        // Helpers may be inlined into the kernel: they read the work-item from memory, which
+        // each stretch's loop therefore writes.
         assert!(text.contains("call i32 @__accelhost_global_id(i32 noundef 0)\n"));
+        assert!(
+            kernel.contains(
+                "call void @__accelhost_set_item(i32 %__x.__s1, i32 %__y.__s1, i32 %__z.__s1)"
+            ),
+            "{kernel}"
+        );
         assert!(text.ends_with(DECLARATIONS));
     }
 
@@ -967,6 +1179,51 @@ attributes #0 = { convergent norecurse nounwind }
             rewrite(&returning, &["strides"]).is_none(),
             "a kernel returning a value"
         );
+    }
+
+    #[test]
+    fn ids_reach_memory_only_when_something_reads_them_there() {
+        let without_helper = STRIDES.replace("@_Z13get_global_idj(i32 noundef 0) #6", "@seven()");
+        let (text, _) = rewrite(&without_helper, &["strides"]).unwrap();
+        assert!(
+            !kernel_of(&text).contains("@__accelhost_set_item("),
+            "{text}"
+        );
+        let varying = without_helper.replace(
+            "@_Z12get_local_idj(i32 noundef 0)",
+            "@_Z12get_local_idj(i32 noundef %1)",
+        );
+        let (text, _) = rewrite(&varying, &["strides"]).unwrap();
+        let kernel = kernel_of(&text);
+        assert!(
+            kernel.contains("%v11.__s0 = call i32 @__accelhost_local_id(i32 noundef %v1)"),
+            "a dimension not constant is read from memory:\n{kernel}"
+        );
+        assert!(kernel.contains("@__accelhost_set_item("), "{kernel}");
+        assert!(
+            kernel.contains("%__all.v7 = alloca"),
+            "what it read is kept:\n{kernel}"
+        );
+    }
+
+    #[test]
+    fn a_variable_given_two_ids_or_other_values_keeps_a_slot() {
+        let global = STRIDES.replace(
+            "  store i32 %1, i32* %8, align 4, !tbaa !11\n",
+            "  store i32 %1, i32* %8, align 4, !tbaa !11\n  \
+             %40 = call i32 @_Z13get_global_idj(i32 noundef 0) #6\n  \
+             store i32 %40, i32* %7, align 4\n",
+        );
+        let (text, _) = rewrite(&global, &["strides"]).unwrap();
+        assert!(kernel_of(&text).contains("%__all.v7 = alloca"), "{text}");
+        let other = STRIDES.replace(
+            "  store i32 %1, i32* %8, align 4, !tbaa !11\n",
+            "  store i32 %1, i32* %8, align 4, !tbaa !11\n  store i32 %1, i32* %7, align 4\n",
+        );
+        let (text, _) = rewrite(&other, &["strides"]).unwrap();
+        assert!(kernel_of(&text).contains("%__all.v7 = alloca"), "{text}");
+        let (text, _) = rewrite(STRIDES, &["strides"]).unwrap();
+        assert!(!kernel_of(&text).contains("%__all.v7 = alloca"), "{text}");
     }
 
     #[test]
