@@ -99,6 +99,8 @@ struct KernelFigures {
     /// Per kernel of [`KERNELS`]: clBuildProgram's time, then the best launch-to-finish.
     build_ms: [f64; 3],
     run_ms: [f64; 3],
+    /// clBuildProgram's time again, the implementation's kernel cache holding the program.
+    kept_build_ms: [f64; 3],
 }
 
 /// The kernels `peer kernels` builds and runs, and what each does.
@@ -114,6 +116,7 @@ fn parse_kernel_figures(text: &str) -> Result<KernelFigures, String> {
         device: printed(text, "device")?.to_string(),
         build_ms: [0.0; 3],
         run_ms: [0.0; 3],
+        kept_build_ms: [0.0; 3],
     };
     for (at, (kernel, _)) in KERNELS.iter().enumerate() {
         figures.build_ms[at] = printed_figure(text, &format!("build_{kernel}_ms"))?;
@@ -254,6 +257,11 @@ struct Runner {
 }
 
 impl Runner {
+    /// The folder an implementation's kernel runs keep their builds in.
+    fn kernel_cache(&self, name: &str) -> PathBuf {
+        self.scratch.join(format!("kernel-cache-{name}"))
+    }
+
     /// One run through `implementation` (`None`: accelhost), bounded by [`RUN_DEADLINE`].
     fn run(
         &self,
@@ -267,6 +275,7 @@ impl Runner {
         };
         let text = self.output(
             implementation,
+            None,
             &[
                 image.as_os_str(),
                 launches.to_string().as_ref(),
@@ -276,19 +285,36 @@ impl Runner {
         parse_figures(&text)
     }
 
-    /// One run of `peer kernels` through `implementation`.
+    /// Two runs of `peer kernels` through `implementation`, its kernel cache in `cache`: the
+    /// first from an empty cache (its builds compile), the second from what the first left
+    /// there (its builds are kept ones).
     fn run_kernels(
         &self,
         implementation: Option<&Implementation>,
+        cache: &Path,
     ) -> Result<KernelFigures, String> {
-        parse_kernel_figures(&self.output(implementation, &["kernels".as_ref()])?)
+        let kernels = ["kernels".as_ref()];
+        // Each implementation makes the folder as it keeps it (accelhost's private to its user).
+        let _ = std::fs::remove_dir_all(cache);
+        let compiled = self.output(implementation, Some(cache), &kernels);
+        let kept = compiled
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|_| self.output(implementation, Some(cache), &kernels));
+        let _ = std::fs::remove_dir_all(cache);
+        Ok(KernelFigures {
+            kept_build_ms: parse_kernel_figures(&kept?)?.build_ms,
+            ..parse_kernel_figures(&compiled?)?
+        })
     }
 
     /// What the program given `args` prints through `implementation`, bounded by
-    /// [`RUN_DEADLINE`].
+    /// [`RUN_DEADLINE`]; its kernel cache in `kernel_cache` (POCL's turned on there), or else
+    /// POCL's off and accelhost's the launch runs' own.
     fn output(
         &self,
         implementation: Option<&Implementation>,
+        kernel_cache: Option<&Path>,
         args: &[&std::ffi::OsStr],
     ) -> Result<String, String> {
         let out_path = self.scratch.join("out.txt");
@@ -301,15 +327,22 @@ impl Runner {
             .stdin(Stdio::null())
             .stdout(file(&out_path)?)
             .stderr(file(&err_path)?);
-        match implementation {
+        match (implementation, kernel_cache) {
+            (Some(peer), Some(cache)) => command
+                .env("OCL_ICD_VENDORS", &peer.vendors)
+                .env("POCL_KERNEL_CACHE", "1")
+                .env("POCL_CACHE_DIR", cache),
             // POCL would otherwise time its cache, not its compiler, from the second run on.
-            Some(peer) => command
+            (Some(peer), None) => command
                 .env("OCL_ICD_VENDORS", &peer.vendors)
                 .env("POCL_KERNEL_CACHE", "0"),
-            None => command
+            (None, cache) => command
                 .env("OCL_ICD_VENDORS", &self.accelhost)
                 .env("ACCELHOST_CONFIG", &self.config)
-                .env("ACCELHOST_CACHE_DIR", self.scratch.join("cache"))
+                .env(
+                    "ACCELHOST_CACHE_DIR",
+                    cache.map_or_else(|| self.scratch.join("cache"), Path::to_path_buf),
+                )
                 .env_remove("ACCELHOST_ENDPOINT"),
         };
         let mut child = command.spawn().map_err(|e| e.to_string())?;
@@ -445,7 +478,7 @@ fn kernels(
     let mut running = Vec::new();
     for (name, implementation) in implementations {
         progress(&format!("{name}: kernels, round 1 of {rounds}"));
-        match runner.run_kernels(implementation.as_ref()) {
+        match runner.run_kernels(implementation.as_ref(), &runner.kernel_cache(&name)) {
             Ok(first) => running.push((name, implementation, vec![first])),
             Err(why) => eprintln!("\r\x1b[2Knote: {name}'s kernels left out: {why}"),
         }
@@ -456,7 +489,7 @@ fn kernels(
             let (name, implementation, runs) = &mut running[(k + round) % count];
             progress(&format!("{name}: kernels, round {round} of {rounds}"));
             let figures = runner
-                .run_kernels(implementation.as_ref())
+                .run_kernels(implementation.as_ref(), &runner.kernel_cache(name))
                 .map_err(|why| anyhow::anyhow!("{name}'s kernels, round {round}: {why}"))?;
             runs.push(figures);
         }
@@ -479,6 +512,7 @@ fn median_kernel_figures(runs: &[KernelFigures]) -> KernelFigures {
     for at in 0..KERNELS.len() {
         figures.build_ms[at] = of(&|f| f.build_ms[at]);
         figures.run_ms[at] = of(&|f| f.run_ms[at]);
+        figures.kept_build_ms[at] = of(&|f| f.kept_build_ms[at]);
     }
     figures
 }
@@ -511,6 +545,28 @@ fn print_kernels(medians: &[(String, KernelFigures)], rounds: usize, markdown: b
         })
         .collect();
     print_table(&header, &rows, markdown);
+    println!();
+    println!(
+        "kept builds: clBuildProgram's time again in a second process, the implementation's \
+         kernel cache holding the program (accelhost's compile cache; POCL's with \
+         POCL_KERNEL_CACHE=1), median, in ms"
+    );
+    let mut header = vec!["IMPLEMENTATION".to_owned()];
+    header.extend(
+        KERNELS
+            .iter()
+            .map(|(kernel, _)| format!("kept build {kernel}")),
+    );
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = medians
+        .iter()
+        .map(|(name, figures)| {
+            let mut row = vec![name.clone()];
+            row.extend(figures.kept_build_ms.iter().map(|&ms| shown(ms)));
+            row
+        })
+        .collect();
+    print_table(&header, &rows, markdown);
     let Some(((first, ours), peers)) = medians.split_first() else {
         return;
     };
@@ -523,6 +579,11 @@ fn print_kernels(medians: &[(String, KernelFigures)], rounds: usize, markdown: b
         header.push(format!("build {kernel}"));
         header.push(format!("run {kernel}"));
     }
+    header.extend(
+        KERNELS
+            .iter()
+            .map(|(kernel, _)| format!("kept build {kernel}")),
+    );
     header.push("RUNS AT LEAST HALF ITS SPEED".to_owned());
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let rows: Vec<Vec<String>> = peers
@@ -536,6 +597,14 @@ fn print_kernels(medians: &[(String, KernelFigures)], rounds: usize, markdown: b
                 at_half += usize::from(run >= 0.5);
                 row.push(format!("{build:.2}×"));
                 row.push(format!("{run:.2}×"));
+            }
+            for at in 0..KERNELS.len() {
+                let kept = advantage(
+                    ours.kept_build_ms[at],
+                    theirs.kept_build_ms[at],
+                    Better::Lower,
+                );
+                row.push(format!("{kept:.2}×"));
             }
             row.push(format!("{at_half} of {}", KERNELS.len()));
             row
@@ -710,12 +779,21 @@ mod tests {
         );
         let bad = KERNELS_OUTPUT.replace("mmult_ms 2759.3", "mmult_ms -1");
         assert!(parse_kernel_figures(&bad).unwrap_err().contains("mmult_ms"));
-        let slower = KernelFigures {
-            run_ms: [100.0, 2000.0, 3000.0],
+        assert_eq!(
+            figures.kept_build_ms, [0.0; 3],
+            "a second run's, filled in by its caller"
+        );
+        let kept = |ms: f64| KernelFigures {
+            kept_build_ms: [ms, ms + 1.0, ms + 2.0],
             ..figures.clone()
         };
-        let median = median_kernel_figures(&[figures.clone(), slower, figures]);
+        let slower = KernelFigures {
+            run_ms: [100.0, 2000.0, 3000.0],
+            ..kept(90.0)
+        };
+        let median = median_kernel_figures(&[kept(20.0), slower, kept(30.0)]);
         assert_eq!(median.run_ms, [480.5, 897.4, 2759.3]);
+        assert_eq!(median.kept_build_ms, [30.0, 31.0, 32.0]);
     }
 
     #[test]

@@ -63,7 +63,9 @@ pub struct Args {
     /// through every other OpenCL implementation registered with the ICD loader
     /// (/etc/OpenCL/vendors, or $OCL_ICD_VENDORS), in turns: context creation, 64 MiB
     /// transfers, launch-to-finish latency and queued launches, with accelhost's figures as
-    /// ratios of each peer's. Needs a C compiler and the OpenCL headers and ICD loader.
+    /// ratios of each peer's; then three kernels from OpenCL C source, built from an empty
+    /// kernel cache and again from a kept one, and run. Needs a C compiler and the OpenCL
+    /// headers and ICD loader.
     #[arg(long, conflicts_with_all = ["check", "scaling", "js_plugin"])]
     peers: bool,
     /// With --peers: another implementation's ICD library to compare with, one that is not
