@@ -809,15 +809,24 @@ fn numbered_image(n: u64) -> Vec<u8> {
     XclbinBuilder::kernels(Guid::new(n, n), &metas, module(&kernels, None), 1).build()
 }
 
-#[test]
-fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
+/// A card, an owner with a 1 GiB host budget, and its client, for the loading tests.
+fn loader() -> (EmulatedCard, crate::devices::Owner, Box<dyn XoclClient>) {
     let card = card();
     let owner = crate::devices::Owner::new(u64::MAX, 1 << 30);
     let client = card.open(&owner).unwrap();
-    let load = |n: u64| {
-        let image = numbered_image(n);
-        client.load_xclbin(&image, &parse(&image).unwrap())
-    };
+    (card, owner, client)
+}
+
+/// Loads [`numbered_image`]`(n)` through `client`.
+fn load_numbered(client: &dyn XoclClient, n: u64) -> std::io::Result<u32> {
+    let image = numbered_image(n);
+    client.load_xclbin(&image, &parse(&image).unwrap())
+}
+
+#[test]
+fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
+    let (_card, owner, client) = loader();
+    let load = |n: u64| load_numbered(&*client, n);
     let before = owner.host.used();
     load(1).unwrap();
     let code = owner.host.used() - before;
@@ -847,13 +856,8 @@ fn a_loader_out_of_room_for_code_gets_back_what_its_idle_images_held() {
 
 #[test]
 fn idle_images_keep_to_half_the_loaders_budget() {
-    let card = card();
-    let owner = crate::devices::Owner::new(u64::MAX, 1 << 30);
-    let client = card.open(&owner).unwrap();
-    let load = |n: u64| {
-        let image = numbered_image(n);
-        client.load_xclbin(&image, &parse(&image).unwrap())
-    };
+    let (_card, owner, client) = loader();
+    let load = |n: u64| load_numbered(&*client, n);
     let before = owner.host.used();
     let first = load(1).unwrap();
     let code = owner.host.used() - before;
