@@ -11,16 +11,7 @@
 #include "xrt/xrt_device.h"
 #include "xrt/xrt_kernel.h"
 
-namespace {
-
-int failed = 0;
-
-void expect(bool ok, const std::string& what) {
-  std::cout << what << ": " << (ok ? "ok" : "FAILED") << "\n";
-  if (!ok) ++failed;
-}
-
-}  // namespace
+#include "expect.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -27,6 +27,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "expect.hpp"
+
 namespace {
 
 // As xcl2's P2P and Ext classes: the types come from the prototypes, the functions from
@@ -34,13 +36,6 @@ namespace {
 decltype(&xclGetMemObjectFd) get_mem_object_fd = nullptr;
 decltype(&xclGetMemObjectFromFd) get_mem_object_from_fd = nullptr;
 decltype(&xclGetComputeUnitInfo) get_compute_unit_info = nullptr;
-
-int failed = 0;
-
-void expect(bool ok, const std::string& what) {
-  std::cout << what << ": " << (ok ? "ok" : "FAILED") << "\n";
-  if (!ok) ++failed;
-}
 
 }  // namespace
 

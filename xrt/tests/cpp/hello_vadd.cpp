@@ -16,27 +16,7 @@
 #include "xrt/xrt_device.h"
 #include "xrt/xrt_kernel.h"
 
-namespace {
-
-int failed = 0;
-
-void expect(bool ok, const std::string& what) {
-  std::cout << what << ": " << (ok ? "ok" : "FAILED") << "\n";
-  if (!ok) ++failed;
-}
-
-// Whether `body` throws a std::system_error with `code`.
-template <typename Body>
-bool throws(int code, Body body) {
-  try {
-    body();
-  } catch (const std::system_error& error) {
-    return error.code().value() == code;
-  }
-  return false;
-}
-
-}  // namespace
+#include "expect.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -25,14 +25,9 @@
 #include "xrt/xrt_device.h"
 #include "xrt/xrt_kernel.h"
 
+#include "expect.hpp"
+
 namespace {
-
-int failed = 0;
-
-void expect(bool ok, const std::string& what) {
-  std::cout << what << ": " << (ok ? "ok" : "FAILED") << "\n";
-  if (!ok) ++failed;
-}
 
 // asynchronous_xrt's flow with `count` elements: bo0 synced on the main queue, bo1 on a
 // second one, the main queue waiting for bo1's event before it starts the run.

@@ -22,25 +22,9 @@
 #include "xrt/xrt_hw_context.h"
 #include "xrt/xrt_kernel.h"
 
+#include "expect.hpp"
+
 namespace {
-
-int failed = 0;
-
-void expect(bool ok, const std::string& what) {
-  std::cout << what << ": " << (ok ? "ok" : "FAILED") << "\n";
-  if (!ok) ++failed;
-}
-
-// Whether `body` throws a std::system_error with `code`.
-template <typename Body>
-bool throws(int code, Body body) {
-  try {
-    body();
-  } catch (const std::system_error& error) {
-    return error.code().value() == code;
-  }
-  return false;
-}
 
 const int small = 1024;
 
