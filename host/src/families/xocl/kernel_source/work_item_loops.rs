@@ -311,8 +311,9 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         reads_memory,
     } = blocks_between_barriers(code, opaque)?;
     let ids_in_memory = ids_in_memory || reads_memory;
-    let mut slotted = per_item_variables(&variables, &blocks, &params)?;
-    let recomputed = recomputed_ids(&variables, &blocks, &ids, &slotted);
+    let uses = variable_uses(&variables, &blocks);
+    let mut slotted = per_item_variables(&variables, &blocks, &uses, &params)?;
+    let recomputed = recomputed_ids(&variables, &uses, &ids, &slotted);
     slotted.retain(|name| !recomputed.iter().any(|(held, _)| held.name == *name));
     let per_item: Vec<&Variable> = variables
         .iter()
@@ -772,6 +773,7 @@ const MOST_COPIED_LINES: usize = 1_000_000;
 fn per_item_variables(
     variables: &[Variable],
     blocks: &[Block],
+    uses: &Uses<'_>,
     params: &HashSet<String>,
 ) -> Option<HashSet<String>> {
     let index: HashMap<&str, usize> = blocks
@@ -793,22 +795,6 @@ fn per_item_variables(
     }
     if variables.len().saturating_mul(blocks.len() + edges) > MOST_LIVENESS_STEPS {
         return None;
-    }
-    // Each variable's uses in order, with their blocks.
-    let wanted: HashSet<&str> = variables.iter().map(|v| v.name.as_str()).collect();
-    let mut uses: HashMap<&str, Vec<(usize, Use, &str)>> = HashMap::new();
-    for (i, block) in blocks.iter().enumerate() {
-        for line in &block.lines {
-            let mut seen = HashSet::new();
-            for name in values_named(line, "%") {
-                if wanted.contains(name)
-                    && seen.insert(name)
-                    && let Some(used) = use_in(line, name)
-                {
-                    uses.entry(name).or_default().push((i, used, line));
-                }
-            }
-        }
     }
     let mut per_item = HashSet::new();
     for variable in variables {
@@ -861,53 +847,59 @@ fn per_item_variables(
     Some(per_item)
 }
 
+/// Each variable's uses, in the order of the kernel's lines: the block, how, and the line.
+type Uses<'a> = HashMap<&'a str, Vec<(usize, Use, &'a str)>>;
+
+/// The uses of `variables` in `blocks`.
+fn variable_uses<'a>(variables: &'a [Variable], blocks: &'a [Block]) -> Uses<'a> {
+    let wanted: HashSet<&str> = variables.iter().map(|v| v.name.as_str()).collect();
+    let mut uses: Uses<'a> = HashMap::new();
+    for (i, block) in blocks.iter().enumerate() {
+        for line in &block.lines {
+            let mut seen = HashSet::new();
+            for name in values_named(line, "%") {
+                if let Some(&name) = wanted.get(name)
+                    && seen.insert(name)
+                    && let Some(used) = use_in(line, name)
+                {
+                    uses.entry(name).or_default().push((i, used, line));
+                }
+            }
+        }
+    }
+    uses
+}
+
 /// The variables among `slotted` that hold one work-item id wherever they are written (a
 /// kernel's `size_t l = get_local_id(0);`), with it: each stretch computes the id again for
 /// its work-item instead of keeping it in a slot.
 fn recomputed_ids<'a>(
     variables: &'a [Variable],
-    blocks: &[Block],
+    uses: &Uses<'_>,
     ids: &HashMap<String, ItemId>,
     slotted: &HashSet<String>,
 ) -> Vec<(&'a Variable, ItemId)> {
-    // `None` until a store is seen; a variable leaves the map at a use that is not the id's.
-    let mut held: HashMap<&str, Option<ItemId>> = variables
-        .iter()
-        .filter(|v| v.ty == "i32" && slotted.contains(&v.name))
-        .map(|v| (v.name.as_str(), None))
-        .collect();
-    for line in blocks.iter().flat_map(|b| &b.lines) {
-        let mut seen = HashSet::new();
-        for name in values_named(line, "%") {
-            if !held.contains_key(name) || !seen.insert(name) {
-                continue;
-            }
-            let keeps = match use_in(line, name) {
-                Some(Use::Load) | None => true,
-                Some(Use::Escapes) => false,
-                Some(Use::Store) => {
-                    let stored = stored_value(line)
-                        .and_then(|v| v.strip_prefix('%'))
-                        .and_then(|v| ids.get(v))
-                        .copied();
-                    match (stored, held[name]) {
-                        (Some(id), None) => {
-                            held.insert(name, Some(id));
-                            true
-                        }
-                        (Some(id), Some(before)) => id == before,
-                        (None, _) => false,
+    let held = |variable: &Variable| {
+        let mut held = None;
+        for &(_, used, line) in uses.get(variable.name.as_str())? {
+            match used {
+                Use::Load => {}
+                Use::Escapes => return None,
+                Use::Store => {
+                    let stored = stored_value(line)?.strip_prefix('%')?;
+                    let id = *ids.get(stored)?;
+                    if *held.get_or_insert(id) != id {
+                        return None;
                     }
                 }
-            };
-            if !keeps {
-                held.remove(name);
             }
         }
-    }
+        held
+    };
     variables
         .iter()
-        .filter_map(|v| Some((v, held.get(v.name.as_str()).copied()??)))
+        .filter(|v| v.ty == "i32" && slotted.contains(&v.name))
+        .filter_map(|v| Some((v, held(v)?)))
         .collect()
 }
 
