@@ -249,8 +249,8 @@ pub extern "C" fn accelhost_xrt_runlist_add(list: *mut c_void, run: *mut c_void)
 
 /// Hands every run of the list to the plugin, in order, 256 to a call; a list of no runs
 /// does nothing. `EBUSY` while the last execute runs (until a wait or a state query saw it
-/// end); a refused run is the error (the
-/// runs handed on before it have finished when this returns).
+/// end); a refused run is the error (the runs handed on before it have finished when this
+/// returns).
 #[unsafe(no_mangle)]
 pub extern "C" fn accelhost_xrt_runlist_execute(list: *mut c_void) -> c_int {
     const CALL: &str = "xrt::runlist::execute";
