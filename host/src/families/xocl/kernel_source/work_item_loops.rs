@@ -392,10 +392,14 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
             (start, reached)
         })
         .collect();
+    // Each stretch also starts its work-item: a slot's address per variable kept in one, two
+    // lines per id computed again, and the loop's own lines.
+    let per_stretch = per_item.len() + 2 * recomputed.len() + STRETCH_LOOP_LINES;
     let copied: usize = stretches
         .iter()
         .flat_map(|(_, reached)| reached.iter().map(|b| b.lines.len() + 1))
-        .sum();
+        .sum::<usize>()
+        .saturating_add((resumes as usize + 1).saturating_mul(per_stretch));
     if copied > MOST_COPIED_LINES {
         return None;
     }
@@ -763,9 +767,14 @@ fn use_in(line: &str, name: &str) -> Option<Use> {
 const MOST_LIVENESS_STEPS: usize = 50_000_000;
 
 /// The most lines the stretches' copies of a kernel may take in all before the rewrite leaves
-/// the program to asyncify: a stretch copies every block it reaches, so a hostile kernel of
-/// many barriers in one loop would otherwise make the build's text grow with their product.
+/// the program to asyncify: a stretch copies every block it reaches and starts each work-item
+/// with a line per variable kept across barriers, so a hostile kernel of many barriers (in one
+/// loop, or with many such variables) would otherwise make the build's text grow with their
+/// product.
 const MOST_COPIED_LINES: usize = 1_000_000;
+
+/// The lines of a stretch's loop around its copy (its start, its next work-item).
+const STRETCH_LOOP_LINES: usize = 32;
 
 /// Which of `variables` need a slot per work-item: those whose address escapes, or that some
 /// barrier's resumption may read before writing (a copy of a kernel argument, the same for
@@ -1122,6 +1131,37 @@ attributes #0 = { convergent norecurse nounwind }
         assert!(
             rewrite(&short, &["many"]).is_some(),
             "a short tail is split"
+        );
+    }
+
+    #[test]
+    fn a_kernel_whose_slots_times_barriers_pass_the_bound_is_left_to_asyncify() {
+        // Every variable lives across every barrier: each stretch names each one's slot.
+        let kernel = |variables: usize, barriers: usize| {
+            let mut text =
+                String::from("define hidden spir_kernel void @kept(i32* noundef %0) #0 {\n");
+            for v in 0..variables {
+                let _ = writeln!(text, "  %k{v} = alloca i32, align 4");
+            }
+            for v in 0..variables {
+                let _ = writeln!(text, "  store i32 {v}, i32* %k{v}, align 4");
+            }
+            for _ in 0..barriers {
+                text.push_str("  call void @_Z7barrierj(i32 noundef 1) #7\n");
+            }
+            for v in 0..variables {
+                let _ = writeln!(text, "  %l{v} = load i32, i32* %k{v}, align 4");
+                let _ = writeln!(text, "  store i32 %l{v}, i32* %0, align 4");
+            }
+            text.push_str("  ret void\n}\ndeclare void @_Z7barrierj(i32 noundef) #2\n");
+            text
+        };
+        let many = (MOST_COPIED_LINES / 1000) + 1;
+        assert!(rewrite(&kernel(many, 1000), &["kept"]).is_none());
+        let (few, _) = rewrite(&kernel(10, 1000), &["kept"]).expect("a few variables split");
+        assert!(
+            few.contains("%__all.k9 = alloca"),
+            "the variables get slots"
         );
     }
 
