@@ -226,6 +226,25 @@ HIDDEN void __accelhost_set_item(size_t x, size_t y, size_t z) {
     local[2] = z;
 }
 
+/* A stretch's work-items share where they stopped until one of them, the `count`th, stops
+ * elsewhere: the split kernel then writes each one's stop in `points` (at the address given),
+ * the first `count` here. Out of the loops, which run it at most once a stretch. */
+__attribute__((noinline)) HIDDEN void __accelhost_stops_apart(unsigned points, unsigned count,
+                                                               int stop) {
+    int *each = (int *)points;
+    for (unsigned i = 0; i < count; i++) each[i] = stop;
+}
+
+/* The work-items of a stretch whose stops are apart, which all stop at the same place when
+ * they run it: those of the `count` in `points` that stopped at `from` now stopped at `to`. */
+__attribute__((noinline)) HIDDEN void __accelhost_stops_moved(unsigned points, unsigned count,
+                                                               int from, int to) {
+    int *each = (int *)points;
+    for (unsigned i = 0; i < count; i++) {
+        if (each[i] == from) each[i] = to;
+    }
+}
+
 /* get_local_id and get_global_id as helpers of split kernels read them: from memory, which
  * changes from one work-item to the next within a call (OpenCL's declarations say they read
  * none). */

@@ -5,10 +5,14 @@
 //! running a copy of the stretch's blocks for each work-item that stopped where the stretch
 //! starts; then the work-group goes on with the stretch where its first work-item not at its
 //! end stopped. A work-item's own variables that live across a barrier get one slot per
-//! work-item (the rest stay the registers they were). Splitting at barriers when compiling is
-//! how POCL runs work-groups on a CPU; asyncify's unwinding and rewinding of each work-item's
-//! stack at each barrier cost ~60 ns a time, and one loop that dispatched every work-item
-//! to its stretch ~10 ns.
+//! work-item, unless they hold the same value in every work-item ([`uniform`]): each
+//! stretch's work-items then start from the one value the stretch began with. The rest stay
+//! the registers they were. Where the work-items stopped is kept once for all while they stop
+//! at the same place (always, when no stop of the stretch is in a block only some of them
+//! run), and for each one from the first that stops elsewhere. Splitting at barriers when
+//! compiling is how POCL runs work-groups on a CPU; asyncify's unwinding and rewinding of
+//! each work-item's stack at each barrier cost ~60 ns a time, and one loop that dispatched
+//! every work-item to its stretch ~10 ns.
 //!
 //! The rewrite is done on the IR's text and checked by compiling it: anything it does not
 //! recognize (a barrier reached through another function, a `phi` or an alloca outside the
@@ -25,10 +29,16 @@
 //! dimension not constant) the loop also writes them to the runtime's memory, and those read
 //! `__accelhost_local_id`, not OpenCL's `readnone` `get_local_id`, which the optimizer may
 //! hoist out of the loop. Work-items that reach different barriers (which OpenCL leaves
-//! undefined) each go on from their own, a stretch at a time.
+//! undefined) each go on from their own, a stretch at a time; a variable found the same in
+//! all then holds, in each, the value the last stretch's work-items stopped with.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+
+mod ir;
+mod uniform;
+
+use ir::{Block, Use, Uses, Variable, stored_value, values_named, variable_uses};
 
 /// How OpenCL C 1.2's `barrier` reaches clang's IR (its one overload, mangled).
 const BARRIER_CALL: &str = "call void @_Z7barrierj(";
@@ -40,6 +50,9 @@ const PER_ITEM: [(&str, &str); 2] = [
 ];
 /// Where a work-item stopped: at its end.
 const DONE: i32 = -1;
+/// The common stop of a stretch's work-items before the first of them stops (barriers count
+/// from 1).
+const UNSET: i32 = 0;
 /// The prefix given to clang's numbered values and blocks in a rewritten kernel, which then
 /// need no numbering in order.
 const RENAMED: &str = "v";
@@ -50,6 +63,8 @@ declare void @__accelhost_group_take(i32, i32)\n\
 declare i32 @__accelhost_local_size(i32)\n\
 declare i32 @__accelhost_group_base(i32)\n\
 declare void @__accelhost_set_item(i32, i32, i32)\n\
+declare void @__accelhost_stops_apart(i32, i32, i32)\n\
+declare void @__accelhost_stops_moved(i32, i32, i32, i32)\n\
 declare i32 @__accelhost_local_id(i32)\n\
 declare i32 @__accelhost_global_id(i32)\n";
 /// The values a stretch's loop keeps its work-item's local ids in (x, y, z).
@@ -268,20 +283,6 @@ fn renamed(line: &str) -> String {
     out
 }
 
-/// A variable of the kernel: its alloca's name, type and alignment.
-struct Variable {
-    name: String,
-    ty: String,
-    align: String,
-    line: String,
-}
-
-/// A block of the kernel as it will run: its label and its lines.
-struct Block {
-    label: String,
-    lines: Vec<String>,
-}
-
 /// The text of `function` rewritten to run its whole work-group, or `None`; with
 /// `ids_in_memory`, each work-item's ids are also written where the runtime's functions read
 /// them.
@@ -315,53 +316,24 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
     let mut slotted = per_item_variables(&variables, &blocks, &uses, &params)?;
     let recomputed = recomputed_ids(&variables, &uses, &ids, &slotted);
     slotted.retain(|name| !recomputed.iter().any(|(held, _)| held.name == *name));
+    let uniformity = uniform::uniformity(
+        &variables,
+        &blocks,
+        &uses,
+        &params,
+        "__stopped",
+        MOST_LIVENESS_STEPS,
+    );
+    let shared: Vec<&Variable> = variables
+        .iter()
+        .filter(|v| slotted.contains(&v.name) && uniformity.variables.contains(&v.name))
+        .collect();
+    slotted.retain(|name| !uniformity.variables.contains(name));
     let per_item: Vec<&Variable> = variables
         .iter()
         .filter(|v| slotted.contains(&v.name))
         .collect();
 
-    let mut text = String::new();
-    let _ = writeln!(text, "{header}");
-    text.push_str("__entry:\n");
-    for variable in &variables {
-        if !slotted.contains(&variable.name) {
-            let _ = writeln!(text, "{}", variable.line);
-        }
-    }
-    let i32p = ptr("i32");
-    for control in ["__wi", "__scan"].iter().chain(&COORDINATES) {
-        let _ = writeln!(text, "  %{control}.addr = alloca i32, align 4");
-    }
-    text.push_str("  %__n = call i32 @__accelhost_group_items()\n");
-    // The sizes the loops wrap x and y at, and where the group's global ids start.
-    for dim in 0..2 {
-        let _ = writeln!(
-            text,
-            "  %__size{dim} = call i32 @__accelhost_local_size(i32 {dim})"
-        );
-    }
-    for dim in 0..3 {
-        let _ = writeln!(
-            text,
-            "  %__base{dim} = call i32 @__accelhost_group_base(i32 {dim})"
-        );
-    }
-    let _ = writeln!(
-        text,
-        "  call void @__accelhost_group_take(i32 4, i32 4)\n  %__points = alloca i32, i32 %__n, align 4"
-    );
-    for variable in &per_item {
-        let Variable {
-            name, ty, align, ..
-        } = variable;
-        let pty = ptr(ty);
-        let _ = writeln!(
-            text,
-            "  call void @__accelhost_group_take(i32 ptrtoint ({pty} getelementptr ({ty}, {pty} null, i32 1) to i32), i32 {align})\n  \
-             %__all.{name} = alloca {ty}, i32 %__n, align {align}"
-        );
-    }
-    text.push_str("  br label %__loop.0\n");
     // The names each stretch's loop gets a copy of: its blocks and values, its work-item's
     // slots, where it saves its stop and where it goes next.
     let mut local: HashSet<&str> = HashSet::new();
@@ -376,7 +348,7 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         }
     }
     local.extend(per_item.iter().map(|v| v.name.as_str()));
-    local.extend(["__point.at", "__item.end"]);
+    local.extend(["__item.end", "__stopped"]);
     local.extend(COORDINATES);
     if (resumes as usize + 1).saturating_mul(blocks.len()) > MOST_LIVENESS_STEPS {
         return None;
@@ -394,7 +366,7 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         .collect();
     // Each stretch also starts its work-item: a slot's address per variable kept in one, two
     // lines per id computed again, and the loop's own lines.
-    let per_stretch = per_item.len() + 2 * recomputed.len() + STRETCH_LOOP_LINES;
+    let per_stretch = per_item.len() + 2 * recomputed.len() + 6 * shared.len() + STRETCH_LOOP_LINES;
     let copied: usize = stretches
         .iter()
         .flat_map(|(_, reached)| reached.iter().map(|b| b.lines.len() + 1))
@@ -403,13 +375,152 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
     if copied > MOST_COPIED_LINES {
         return None;
     }
+    let together: HashMap<&str, bool> = blocks
+        .iter()
+        .zip(&uniformity.together)
+        .map(|(b, &t)| (b.label.as_str(), t))
+        .collect();
+    let kernel = SplitKernel {
+        opaque,
+        per_item: &per_item,
+        shared: &shared,
+        recomputed: &recomputed,
+        local: &local,
+        ids_in_memory,
+    };
+    let mut text = format!("{header}\n__entry:\n");
+    for variable in variables.iter().filter(|v| !slotted.contains(&v.name)) {
+        let _ = writeln!(text, "{}", variable.line);
+    }
+    kernel.write_entry(&mut text);
     for (stretch, (start, reached)) in (0..=resumes).zip(&stretches) {
+        // Its work-items all stop at the same place when no stop is in a block some of them
+        // run and others not.
+        let lockstep = reached
+            .iter()
+            .filter(|b| b.lines.iter().any(|l| l.ends_with("label %__stopped")))
+            .all(|b| together.get(b.label.as_str()) == Some(&true));
+        kernel.write_stretch(&mut text, stretch, start, reached, lockstep);
+    }
+    write_scan(&mut text, &ptr("i32"), resumes);
+    Some(text)
+}
+
+/// What each stretch's loop of a split kernel is written with.
+struct SplitKernel<'a> {
+    opaque: bool,
+    /// The variables with a slot per work-item.
+    per_item: &'a [&'a Variable],
+    /// The variables the same in every work-item, which the stretch begins and stops with.
+    shared: &'a [&'a Variable],
+    /// The variables holding a work-item id, computed again for each work-item.
+    recomputed: &'a [(&'a Variable, ItemId)],
+    /// The names each stretch's copy suffixes.
+    local: &'a HashSet<&'a str>,
+    /// Whether the work-item's ids are written where the runtime reads them.
+    ids_in_memory: bool,
+}
+
+impl SplitKernel<'_> {
+    /// Writes the entry of the split kernel after its own variables: the loops' controls, the
+    /// work-group's sizes and first ids, the slots and the shared variables' two values.
+    fn write_entry(&self, text: &mut String) {
+        let ptr = |ty: &str| pointer(ty, self.opaque);
+        let i32p = ptr("i32");
+        for control in ["__wi", "__scan", "__stop", "__apart", "__common"]
+            .iter()
+            .chain(&COORDINATES)
+        {
+            let _ = writeln!(text, "  %{control}.addr = alloca i32, align 4");
+        }
+        // The work-items' stops are one, common to all, until one stops elsewhere; from then on
+        // (`__apart`) each one's is in `__points`.
+        let _ = writeln!(text, "  store i32 0, {i32p} %__apart.addr, align 4");
+        text.push_str("  %__n = call i32 @__accelhost_group_items()\n");
+        // The sizes the loops wrap x and y at, and where the group's global ids start.
+        for dim in 0..2 {
+            let _ = writeln!(
+                text,
+                "  %__size{dim} = call i32 @__accelhost_local_size(i32 {dim})"
+            );
+        }
+        for dim in 0..3 {
+            let _ = writeln!(
+                text,
+                "  %__base{dim} = call i32 @__accelhost_group_base(i32 {dim})"
+            );
+        }
+        let _ = writeln!(
+            text,
+            "  call void @__accelhost_group_take(i32 4, i32 4)\n  %__points = alloca i32, i32 %__n, align 4"
+        );
+        for variable in self.per_item {
+            let Variable {
+                name, ty, align, ..
+            } = variable;
+            let pty = ptr(ty);
+            let _ = writeln!(
+                text,
+                "  call void @__accelhost_group_take(i32 ptrtoint ({pty} getelementptr ({ty}, {pty} null, i32 1) to i32), i32 {align})\n  \
+                 %__all.{name} = alloca {ty}, i32 %__n, align {align}"
+            );
+        }
+        // A variable the same in every work-item has the value its stretch began with, and the
+        // one its work-items stopped with.
+        for Variable {
+            name, ty, align, ..
+        } in self.shared
+        {
+            let _ = writeln!(
+                text,
+                "  %__in.{name} = alloca {ty}, align {align}\n  %__out.{name} = alloca {ty}, align {align}"
+            );
+        }
+        text.push_str("  br label %__loop.0\n");
+    }
+
+    /// Writes the loop of stretch `stretch` over the work-items that stopped where it starts
+    /// (`start`), running the blocks it `reached`; when `lockstep`, every one of them stops
+    /// at the same place, which is kept once, after the loop.
+    fn write_stretch(
+        &self,
+        text: &mut String,
+        stretch: u32,
+        start: &str,
+        reached: &[&Block],
+        lockstep: bool,
+    ) {
         let s = stretch_suffix(stretch);
+        let i32p = pointer("i32", self.opaque);
         let _ = writeln!(text, "__loop.{stretch}:");
+        for Variable {
+            name, ty, align, ..
+        } in self.shared
+        {
+            if stretch > 0 {
+                let pty = pointer(ty, self.opaque);
+                let _ = writeln!(
+                    text,
+                    "  %__began.{name}.{stretch} = load {ty}, {pty} %__out.{name}, align {align}\n  \
+                     store {ty} %__began.{name}.{stretch}, {pty} %__in.{name}, align {align}"
+                );
+            }
+        }
         for control in ["__wi"].iter().chain(&COORDINATES) {
             let _ = writeln!(text, "  store i32 0, {i32p} %{control}.addr, align 4");
         }
-        let _ = writeln!(text, "  br label %__head.{stretch}\n__head.{stretch}:");
+        let _ = writeln!(
+            text,
+            "  store i32 {UNSET}, {i32p} %__common.addr, align 4\n  \
+             %__apart.{stretch} = load i32, {i32p} %__apart.addr, align 4\n  \
+             %__checks.{stretch} = icmp ne i32 %__apart.{stretch}, 0"
+        );
+        // A row (the work-items that differ in x) is a loop of its own inside the stretch's,
+        // counted in x from 0, which the optimizer can keep in one register and step.
+        let _ = writeln!(
+            text,
+            "  br label %__row.{stretch}\n__row.{stretch}:\n  br label %__head.{stretch}\n__head.{stretch}:"
+        );
         for control in ["__wi"].iter().chain(&COORDINATES) {
             let _ = writeln!(
                 text,
@@ -423,42 +534,40 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         if stretch == 0 {
             let _ = writeln!(text, "  br label %__run.0");
         } else {
-            // Only the work-items that stopped at this barrier; the others, which reached
-            // another barrier or their end (which OpenCL leaves undefined), wait their turn.
+            // Every work-item stopped here while their stops are common; otherwise only those
+            // that did, and the others, which reached another barrier or their end (which
+            // OpenCL leaves undefined), wait their turn.
             let _ = writeln!(
                 text,
-                "  %__saved{s} = load i32, {i32p} %__point.at{s}, align 4\n  \
+                "  br i1 %__checks.{stretch}, label %__check{s}, label %__run.{stretch}\n\
+                 __check{s}:\n  %__saved{s} = load i32, {i32p} %__point.at{s}, align 4\n  \
                  %__mine{s} = icmp eq i32 %__saved{s}, {stretch}\n  \
                  br i1 %__mine{s}, label %__run.{stretch}, label %__item.end{s}"
             );
         }
-        let _ = writeln!(text, "__run.{stretch}:");
-        for Variable { name, ty, .. } in &per_item {
-            let _ = writeln!(
-                text,
-                "  %{name}{s} = getelementptr inbounds {ty}, {} %__all.{name}, i32 %__wi{s}",
-                ptr(ty)
-            );
-        }
-        if ids_in_memory {
-            let _ = writeln!(
-                text,
-                "  call void @__accelhost_set_item(i32 %__x{s}, i32 %__y{s}, i32 %__z{s})"
-            );
-        }
-        for (Variable { name, align, .. }, id) in &recomputed {
-            let _ = writeln!(
-                text,
-                "  %__id.{name}{s} = {}\n  store i32 %__id.{name}{s}, {i32p} %{name}, align {align}",
-                suffixed(&id.computed(), &local, &s)
-            );
-        }
-        let _ = writeln!(text, "  br label %{start}{s}");
+        self.write_item_start(text, stretch, start);
         for block in reached {
             let _ = writeln!(text, "{}{s}:", block.label);
             for line in &block.lines {
-                let _ = writeln!(text, "{}", suffixed(line, &local, &s));
+                let _ = writeln!(text, "{}", suffixed(line, self.local, &s));
             }
+        }
+        let _ = writeln!(text, "__stopped{s}:");
+        for Variable {
+            name, ty, align, ..
+        } in self.shared
+        {
+            let pty = pointer(ty, self.opaque);
+            let _ = writeln!(
+                text,
+                "  %__left.{name}{s} = load {ty}, {pty} %{name}, align {align}\n  \
+                 store {ty} %__left.{name}{s}, {pty} %__out.{name}, align {align}"
+            );
+        }
+        if lockstep {
+            let _ = writeln!(text, "  br label %__item.end{s}");
+        } else {
+            write_own_stop(text, &s, &i32p);
         }
         // The next work-item: x fastest, then y, then z, as the runtime numbers them.
         let _ = writeln!(
@@ -467,21 +576,119 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
              store i32 %__wi.next{s}, {i32p} %__wi.addr, align 4\n  \
              %__x.next{s} = add i32 %__x{s}, 1\n  %__x.wraps{s} = icmp eq i32 %__x.next{s}, %__size0\n  \
              br i1 %__x.wraps{s}, label %__row.end{s}, label %__row.on{s}\n\
-             __row.on{s}:\n  store i32 %__x.next{s}, {i32p} %__x.addr, align 4\n  br label %__item.next{s}\n\
+             __row.on{s}:\n  store i32 %__x.next{s}, {i32p} %__x.addr, align 4\n  br label %__head.{stretch}\n\
              __row.end{s}:\n  store i32 0, {i32p} %__x.addr, align 4\n  \
              %__y.next{s} = add i32 %__y{s}, 1\n  %__y.wraps{s} = icmp eq i32 %__y.next{s}, %__size1\n  \
              %__y.then{s} = select i1 %__y.wraps{s}, i32 0, i32 %__y.next{s}\n  \
              store i32 %__y.then{s}, {i32p} %__y.addr, align 4\n  \
              %__z.step{s} = zext i1 %__y.wraps{s} to i32\n  %__z.next{s} = add i32 %__z{s}, %__z.step{s}\n  \
-             store i32 %__z.next{s}, {i32p} %__z.addr, align 4\n  br label %__item.next{s}\n\
-             __item.next{s}:\n  %__again{s} = icmp ult i32 %__wi.next{s}, %__n\n  \
-             br i1 %__again{s}, label %__head.{stretch}, label %__scan"
+             store i32 %__z.next{s}, {i32p} %__z.addr, align 4\n  \
+             %__again{s} = icmp ult i32 %__wi.next{s}, %__n\n  \
+             br i1 %__again{s}, label %__row.{stretch}, label %__done{s}\n__done{s}:"
         );
+        if lockstep {
+            // The stop of the last work-item is every one's: the common stop, or that of
+            // each one that ran, when their stops are apart.
+            let _ = writeln!(
+                text,
+                "  %__stop{s} = load i32, {i32p} %__stop.addr, align 4\n  \
+                 br i1 %__checks.{stretch}, label %__moved{s}, label %__kept{s}\n\
+                 __moved{s}:\n  %__points.at{s} = ptrtoint {i32p} %__points to i32\n  \
+                 call void @__accelhost_stops_moved(i32 %__points.at{s}, i32 %__n, i32 {stretch}, i32 %__stop{s})\n  \
+                 br label %__scan\n\
+                 __kept{s}:\n  store i32 %__stop{s}, {i32p} %__common.addr, align 4\n  br label %__scan"
+            );
+        } else {
+            let _ = writeln!(text, "  br label %__scan");
+        }
     }
-    // The next stretch is where the first work-item not at its end stopped.
+
+    /// Writes the start of a work-item in stretch `stretch` (`__run`): its slots, the shared
+    /// variables' values the stretch began with, its ids; then on to `start`.
+    fn write_item_start(&self, text: &mut String, stretch: u32, start: &str) {
+        let s = stretch_suffix(stretch);
+        let i32p = pointer("i32", self.opaque);
+        let _ = writeln!(text, "__run.{stretch}:");
+        for Variable { name, ty, .. } in self.per_item {
+            let _ = writeln!(
+                text,
+                "  %{name}{s} = getelementptr inbounds {ty}, {} %__all.{name}, i32 %__wi{s}",
+                pointer(ty, self.opaque)
+            );
+        }
+        for Variable {
+            name, ty, align, ..
+        } in self.shared
+        {
+            if stretch > 0 {
+                let pty = pointer(ty, self.opaque);
+                let _ = writeln!(
+                    text,
+                    "  %__from.{name}{s} = load {ty}, {pty} %__in.{name}, align {align}\n  \
+                     store {ty} %__from.{name}{s}, {pty} %{name}, align {align}"
+                );
+            }
+        }
+        if self.ids_in_memory {
+            let _ = writeln!(
+                text,
+                "  call void @__accelhost_set_item(i32 %__x{s}, i32 %__y{s}, i32 %__z{s})"
+            );
+        }
+        for (Variable { name, align, .. }, id) in self.recomputed {
+            let _ = writeln!(
+                text,
+                "  %__id.{name}{s} = {}\n  store i32 %__id.{name}{s}, {i32p} %{name}, align {align}",
+                suffixed(&id.computed(), self.local, &s)
+            );
+        }
+        let _ = writeln!(text, "  br label %{start}{s}");
+    }
+}
+
+/// Writes where a work-item of a stretch whose work-items may stop apart stopped: at the
+/// common stop (the first work-item's, which the others compare with), or in `__points`,
+/// which the first to stop elsewhere fills in for those before it.
+fn write_own_stop(text: &mut String, s: &str, i32p: &str) {
+    let _ = writeln!(
+        text,
+        "  %__stop{s} = load i32, {i32p} %__stop.addr, align 4\n  \
+         %__apart{s} = load i32, {i32p} %__apart.addr, align 4\n  \
+         %__recorded{s} = icmp ne i32 %__apart{s}, 0\n  \
+         br i1 %__recorded{s}, label %__record{s}, label %__alike{s}\n\
+         __alike{s}:\n  %__was{s} = load i32, {i32p} %__common.addr, align 4\n  \
+         %__same{s} = icmp eq i32 %__stop{s}, %__was{s}\n  \
+         br i1 %__same{s}, label %__item.end{s}, label %__other{s}\n\
+         __other{s}:\n  %__first{s} = icmp eq i32 %__was{s}, {UNSET}\n  \
+         br i1 %__first{s}, label %__common{s}, label %__split{s}\n\
+         __common{s}:\n  store i32 %__stop{s}, {i32p} %__common.addr, align 4\n  \
+         br label %__item.end{s}\n\
+         __split{s}:\n  \
+         %__points.at{s} = ptrtoint {i32p} %__points to i32\n  \
+         call void @__accelhost_stops_apart(i32 %__points.at{s}, i32 %__wi{s}, i32 %__was{s})\n  \
+         store i32 1, {i32p} %__apart.addr, align 4\n  br label %__record{s}\n\
+         __record{s}:\n  store i32 %__stop{s}, {i32p} %__point.at{s}, align 4\n  \
+         br label %__item.end{s}"
+    );
+}
+
+/// Writes where a split kernel goes after a stretch: to the common stop's stretch, or to
+/// that of the first work-item (not at its end) in `__points`, or back.
+fn write_scan(text: &mut String, i32p: &str, resumes: u32) {
+    let _ = writeln!(
+        text,
+        "__scan:\n  %__apart = load i32, {i32p} %__apart.addr, align 4\n  \
+         %__scans = icmp ne i32 %__apart, 0\n  \
+         br i1 %__scans, label %__scan.all, label %__scan.common\n\
+         __scan.common:\n  %__common = load i32, {i32p} %__common.addr, align 4\n  \
+         switch i32 %__common, label %__return ["
+    );
+    for resume in 1..=resumes {
+        let _ = writeln!(text, "    i32 {resume}, label %__loop.{resume}");
+    }
     let _ = write!(
         text,
-        "__scan:\n  store i32 0, {i32p} %__scan.addr, align 4\n  br label %__scan.head\n\
+        "  ]\n__scan.all:\n  store i32 0, {i32p} %__scan.addr, align 4\n  br label %__scan.head\n\
          __scan.head:\n  %__i = load i32, {i32p} %__scan.addr, align 4\n  \
          %__left = icmp ult i32 %__i, %__n\n  br i1 %__left, label %__scan.item, label %__return\n\
          __scan.item:\n  %__at = getelementptr inbounds i32, {i32p} %__points, i32 %__i\n  \
@@ -493,7 +700,6 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         let _ = writeln!(text, "    i32 {resume}, label %__loop.{resume}");
     }
     text.push_str("  ]\n__return:\n  ret void\n}\n");
-    Some(text)
 }
 
 /// What the names of stretch `stretch`'s loop end with.
@@ -556,9 +762,9 @@ fn pointer(ty: &str, opaque: bool) -> String {
 }
 
 /// The kernel's code after its allocas as blocks that run one work-item up to its next
-/// barrier: each barrier ends its block (saving at `%__point.at` where to resume) and starts
-/// `__resume.N`, and `ret void` saves that the item is done, both going on to `__item.end`;
-/// with how many barriers there are. A work-item id read with a constant dimension becomes
+/// barrier: each barrier ends its block (saving at `%__stop.addr` where to resume) and starts
+/// `__resume.N`, and `ret void` saves that the item is done, both going on to `__stopped`
+/// (then `__item.end`); with how many barriers there are. A work-item id read with a constant dimension becomes
 /// its computation from the stretch's coordinates ([`ItemId::computed`]); other reads go to
 /// the runtime's memory. `None` for what the rewrite does not take (an alloca past the
 /// entry, a value returned).
@@ -593,18 +799,18 @@ fn blocks_between_barriers<'a>(
         if is_barrier(line) {
             resumes += 1;
             block.lines.push(format!(
-                "  store i32 {resumes}, {stop_at} %__point.at, align 4"
+                "  store i32 {resumes}, {stop_at} %__stop.addr, align 4"
             ));
-            block.lines.push("  br label %__item.end".to_owned());
+            block.lines.push("  br label %__stopped".to_owned());
             blocks.push(Block {
                 label: format!("__resume.{resumes}"),
                 lines: Vec::new(),
             });
         } else if trimmed.starts_with("ret void") {
             block.lines.push(format!(
-                "  store i32 {DONE}, {stop_at} %__point.at, align 4"
+                "  store i32 {DONE}, {stop_at} %__stop.addr, align 4"
             ));
-            block.lines.push("  br label %__item.end".to_owned());
+            block.lines.push("  br label %__stopped".to_owned());
         } else if trimmed.starts_with("ret ") {
             return None;
         } else if let Some((name, id)) = ItemId::read_by(line) {
@@ -715,52 +921,6 @@ fn alloca(line: &str) -> Option<Option<Variable>> {
     }))
 }
 
-/// How a line uses a variable.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Use {
-    Load,
-    Store,
-    /// Its address goes elsewhere (a call, a cast, an element): what it holds is not followed.
-    Escapes,
-}
-
-/// Where `line` names the value `%name` (and not one whose name goes on from it).
-fn mentions_of(line: &str, name: &str) -> Vec<usize> {
-    let token = format!("%{name}");
-    line.match_indices(&token)
-        .filter(|(at, _)| {
-            !line[at + token.len()..]
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
-        })
-        .map(|(at, _)| at)
-        .collect()
-}
-
-/// How `line` uses `%name`, if it names it.
-fn use_in(line: &str, name: &str) -> Option<Use> {
-    let token_len = name.len() + 1;
-    let mentions = mentions_of(line, name);
-    let &[at] = mentions.as_slice() else {
-        return (!mentions.is_empty()).then_some(Use::Escapes);
-    };
-    let code = line.trim_start();
-    let as_pointer = line[..at].ends_with("* ") || line[..at].ends_with("ptr ");
-    let pointer_last =
-        line[at + token_len..].starts_with(", align") || at + token_len == line.len();
-    if !(as_pointer && pointer_last) {
-        return Some(Use::Escapes);
-    }
-    if code.starts_with("store ") {
-        Some(Use::Store)
-    } else if code.starts_with('%') && code.contains(" = load ") {
-        Some(Use::Load)
-    } else {
-        Some(Use::Escapes)
-    }
-}
-
 /// The most work the liveness of a kernel's variables may take (variables times blocks and
 /// edges) before the rewrite leaves the program to asyncify: a hostile program must not make
 /// the build spin.
@@ -774,7 +934,7 @@ const MOST_LIVENESS_STEPS: usize = 50_000_000;
 const MOST_COPIED_LINES: usize = 1_000_000;
 
 /// The lines of a stretch's loop around its copy (its start, its next work-item).
-const STRETCH_LOOP_LINES: usize = 32;
+const STRETCH_LOOP_LINES: usize = 72;
 
 /// Which of `variables` need a slot per work-item: those whose address escapes, or that some
 /// barrier's resumption may read before writing (a copy of a kernel argument, the same for
@@ -856,29 +1016,6 @@ fn per_item_variables(
     Some(per_item)
 }
 
-/// Each variable's uses, in the order of the kernel's lines: the block, how, and the line.
-type Uses<'a> = HashMap<&'a str, Vec<(usize, Use, &'a str)>>;
-
-/// The uses of `variables` in `blocks`.
-fn variable_uses<'a>(variables: &'a [Variable], blocks: &'a [Block]) -> Uses<'a> {
-    let wanted: HashSet<&str> = variables.iter().map(|v| v.name.as_str()).collect();
-    let mut uses: Uses<'a> = HashMap::new();
-    for (i, block) in blocks.iter().enumerate() {
-        for line in &block.lines {
-            let mut seen = HashSet::new();
-            for name in values_named(line, "%") {
-                if let Some(&name) = wanted.get(name)
-                    && seen.insert(name)
-                    && let Some(used) = use_in(line, name)
-                {
-                    uses.entry(name).or_default().push((i, used, line));
-                }
-            }
-        }
-    }
-    uses
-}
-
 /// The variables among `slotted` that hold one work-item id wherever they are written (a
 /// kernel's `size_t l = get_local_id(0);`), with it: each stretch computes the id again for
 /// its work-item instead of keeping it in a slot.
@@ -910,27 +1047,6 @@ fn recomputed_ids<'a>(
         .filter(|v| v.ty == "i32" && slotted.contains(&v.name))
         .filter_map(|v| Some((v, held(v)?)))
         .collect()
-}
-
-/// The value a `store` line stores (`%v3`, or a constant).
-fn stored_value(line: &str) -> Option<&str> {
-    line.trim_start()
-        .strip_prefix("store ")?
-        .split(',')
-        .next()?
-        .split_whitespace()
-        .last()
-}
-
-/// The names that follow `prefix` in `line` (`%` for values, `label %` for branch targets).
-fn values_named<'a>(line: &'a str, prefix: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    line.match_indices(prefix).filter_map(move |(at, _)| {
-        let rest = &line[at + prefix.len()..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
-            .unwrap_or(rest.len());
-        (end > 0).then_some(&rest[..end])
-    })
 }
 
 #[cfg(test)]
@@ -1004,11 +1120,17 @@ attributes #0 = { convergent norecurse nounwind }
         let (text, grouped) = rewrite(STRIDES, &["strides"]).expect("rewritten");
         assert_eq!(grouped, ["strides"]);
         let kernel = kernel_of(&text);
-        for crossing in ["v5", "v8"] {
-            assert!(
-                kernel.contains(&format!("%__all.{crossing} = alloca")),
-                "{crossing} gets a slot per work-item:\n{kernel}"
-            );
+        assert!(
+            kernel.contains("%__all.v5 = alloca"),
+            "the array whose address goes elsewhere gets a slot per work-item:\n{kernel}"
+        );
+        // The stride is the same in every work-item: the stretches pass it on instead.
+        assert!(!kernel.contains("__all.v8"), "{kernel}");
+        for kept in [
+            "%__in.v8 = alloca i32, align 4",
+            "%__out.v8 = alloca i32, align 4",
+        ] {
+            assert!(kernel.contains(kept), "{kernel}");
         }
         for own in ["v3", "v4", "v9"] {
             assert!(
@@ -1072,30 +1194,46 @@ attributes #0 = { convergent norecurse nounwind }
                 );
             }
         }
-        // A copy's values and slots are its own; what every work-item shares is not copied.
+        // A copy's values are its own; what every work-item shares is not copied.
         assert!(
-            kernel.contains("%v14.__s1 = load i32, i32* %v8.__s1"),
+            kernel.contains("%v14.__s1 = load i32, i32* %v8,"),
             "{kernel}"
         );
         assert!(
-            kernel.contains("%v14.__s2 = load i32, i32* %v8.__s2"),
+            kernel.contains("%v14.__s2 = load i32, i32* %v8,"),
             "{kernel}"
         );
+        // So are its slots, for a stride that differs between work-items.
+        let varying = STRIDES.replace(
+            "  store i32 %1, i32* %8, align 4, !tbaa !11\n",
+            "  %40 = call i32 @_Z12get_local_idj(i32 noundef 0) #6\n  \
+             store i32 %40, i32* %8, align 4, !tbaa !11\n",
+        );
+        let (varying, _) = rewrite(&varying, &["strides"]).unwrap();
+        let varying = kernel_of(&varying);
+        for stretch in [1, 2] {
+            assert!(
+                varying.contains(&format!(
+                    "%v14.__s{stretch} = load i32, i32* %v8.__s{stretch}"
+                )),
+                "{varying}"
+            );
+        }
         assert!(
-            kernel
+            varying
                 .contains("%v8.__s2 = getelementptr inbounds i32, i32* %__all.v8, i32 %__wi.__s2"),
-            "{kernel}"
+            "{varying}"
         );
         assert!(
             kernel.contains("%v22.__s1 = load i32*, i32** %v3,"),
             "{kernel}"
         );
         assert!(
-            kernel.contains("store i32 2, i32* %__point.at.__s1"),
+            kernel.contains("v16.__s1:\n  store i32 0, i32* %v9, align 4\n  %v17.__s1 = load i32, i32* %v9, align 4\n  store i32 2, i32* %__stop.addr"),
             "{kernel}"
         );
         assert!(
-            kernel.contains("store i32 -1, i32* %__point.at.__s2"),
+            kernel.contains("store i32 -1, i32* %__stop.addr, align 4\n  br label %__stopped.__s2"),
             "{kernel}"
         );
     }
@@ -1136,15 +1274,21 @@ attributes #0 = { convergent norecurse nounwind }
 
     #[test]
     fn a_kernel_whose_slots_times_barriers_pass_the_bound_is_left_to_asyncify() {
-        // Every variable lives across every barrier: each stretch names each one's slot.
-        let kernel = |variables: usize, barriers: usize| {
+        // Every variable lives across every barrier: each stretch names each one's slot, or
+        // passes on the one value a variable the same in every work-item holds.
+        let kernel = |variables: usize, barriers: usize, uniform: bool| {
             let mut text =
                 String::from("define hidden spir_kernel void @kept(i32* noundef %0) #0 {\n");
             for v in 0..variables {
                 let _ = writeln!(text, "  %k{v} = alloca i32, align 4");
             }
             for v in 0..variables {
-                let _ = writeln!(text, "  store i32 {v}, i32* %k{v}, align 4");
+                if uniform {
+                    let _ = writeln!(text, "  store i32 {v}, i32* %k{v}, align 4");
+                } else {
+                    let _ = writeln!(text, "  %s{v} = load i32, i32* %0, align 4");
+                    let _ = writeln!(text, "  store i32 %s{v}, i32* %k{v}, align 4");
+                }
             }
             for _ in 0..barriers {
                 text.push_str("  call void @_Z7barrierj(i32 noundef 1) #7\n");
@@ -1157,12 +1301,114 @@ attributes #0 = { convergent norecurse nounwind }
             text
         };
         let many = (MOST_COPIED_LINES / 1000) + 1;
-        assert!(rewrite(&kernel(many, 1000), &["kept"]).is_none());
-        let (few, _) = rewrite(&kernel(10, 1000), &["kept"]).expect("a few variables split");
+        for uniform in [false, true] {
+            assert!(rewrite(&kernel(many, 1000, uniform), &["kept"]).is_none());
+        }
+        let (few, _) = rewrite(&kernel(10, 1000, false), &["kept"]).expect("a few variables split");
         assert!(
             few.contains("%__all.k9 = alloca"),
             "the variables get slots"
         );
+        let (few, _) = rewrite(&kernel(10, 1000, true), &["kept"]).expect("a few variables split");
+        assert!(
+            few.contains("%__in.k9 = alloca"),
+            "the variables are passed on"
+        );
+    }
+
+    #[test]
+    fn a_variable_written_where_only_some_work_items_go_keeps_a_slot() {
+        let guarded = STRIDES.replace(
+            "  store i32 %19, i32* %8, align 4, !tbaa !11\n  br label %13\n",
+            "  %41 = call i32 @_Z12get_local_idj(i32 noundef 0) #6\n  \
+             %42 = icmp ult i32 %41, 2\n  br i1 %42, label %43, label %13\n\n\
+             43:\n  store i32 %19, i32* %8, align 4, !tbaa !11\n  br label %13\n",
+        );
+        let (text, _) = rewrite(&guarded, &["strides"]).unwrap();
+        let kernel = kernel_of(&text);
+        assert!(kernel.contains("%__all.v8 = alloca"), "{kernel}");
+        assert!(!kernel.contains("__in.v8"), "{kernel}");
+        // Written on both sides of the branch, where the paths meet again: the same in all.
+        let after = STRIDES.replace(
+            "  %19 = lshr i32 %18, 1\n",
+            "  %19 = lshr i32 %18, 1\n  \
+             %41 = call i32 @_Z12get_local_idj(i32 noundef 0) #6\n  \
+             %42 = icmp ult i32 %41, 2\n  br i1 %42, label %43, label %44\n\n\
+             43:\n  br label %44\n\n44:\n",
+        );
+        let (text, _) = rewrite(&after, &["strides"]).unwrap();
+        assert!(kernel_of(&text).contains("%__in.v8 = alloca"), "{text}");
+    }
+
+    #[test]
+    fn work_items_that_all_stop_at_one_place_keep_it_once() {
+        let (text, _) = rewrite(STRIDES, &["strides"]).unwrap();
+        let kernel = kernel_of(&text);
+        for stretch in 0..=2 {
+            assert!(
+                kernel.contains(&format!(
+                    "__kept.__s{stretch}:\n  store i32 %__stop.__s{stretch}, i32* %__common.addr"
+                )),
+                "{kernel}"
+            );
+        }
+        assert!(!kernel.contains("__record"), "{kernel}");
+        // Some work-items end before the first barrier: each one's stop is its own.
+        let early = STRIDES.replace(
+            "  %12 = getelementptr",
+            "  %30 = icmp ugt i32 %11, 3\n  br i1 %30, label %31, label %32\n\n\
+             31:\n  ret void\n\n32:\n  %12 = getelementptr",
+        );
+        let (text, _) = rewrite(&early, &["strides"]).unwrap();
+        let kernel = kernel_of(&text);
+        assert!(
+            kernel.contains("__record.__s0:") && kernel.contains("@__accelhost_stops_apart("),
+            "{kernel}"
+        );
+        assert!(!kernel.contains("__kept.__s0:"), "{kernel}");
+        assert!(
+            kernel.contains("__kept.__s1:") && kernel.contains("@__accelhost_stops_moved("),
+            "after the barrier they stop together again:\n{kernel}"
+        );
+    }
+
+    #[test]
+    fn a_stretch_loop_takes_at_most_the_lines_the_bound_counts() {
+        // No variables and a stop of each work-item's own: the most a loop writes around the
+        // blocks it copies.
+        let kernel = "define hidden spir_kernel void @apart(i32* noundef %0) #0 {\n  \
+             %2 = call i32 @_Z12get_local_idj(i32 noundef 0) #6\n  \
+             %3 = icmp ugt i32 %2, 3\n  br i1 %3, label %4, label %5\n\n\
+             4:\n  ret void\n\n5:\n  call void @_Z7barrierj(i32 noundef 1) #7\n  ret void\n}\n\
+             declare void @_Z7barrierj(i32 noundef) #2\n\
+             declare i32 @_Z12get_local_idj(i32 noundef) #3\n";
+        let (text, _) = rewrite(kernel, &["apart"]).unwrap();
+        let first = text.find("__loop.0:").unwrap();
+        let second = text.find("__loop.1:").unwrap();
+        let sections = [
+            &text[first..second],
+            &text[second..text.find("__scan:").unwrap()],
+        ];
+        assert!(sections[0].contains("__record.__s0:"), "{}", sections[0]);
+        assert!(sections[1].contains("__check.__s1:"), "{}", sections[1]);
+        for section in sections {
+            let mut own = 0;
+            let mut copied = false;
+            for line in section.lines() {
+                if let Some((label, _)) = line.split_once(':')
+                    && !line.starts_with(' ')
+                {
+                    copied = !label.starts_with("__")
+                        || label.starts_with("__start")
+                        || label.starts_with("__resume.");
+                }
+                own += usize::from(!copied);
+            }
+            assert!(
+                own <= STRETCH_LOOP_LINES,
+                "{own} lines around the copy, more than {STRETCH_LOOP_LINES}:\n{section}"
+            );
+        }
     }
 
     #[test]
