@@ -1690,5 +1690,6 @@ impl ComputeUnit {
 }
 
 mod kernels;
+mod share_threads;
 #[cfg(test)]
 mod tests;

@@ -47,6 +47,7 @@ use wasmtime::{
     StoreLimitsBuilder, UpdateDeadline, Val, ValType,
 };
 
+use super::share_threads;
 use crate::devices::{Budget, Charge, DmaMemory, lock};
 use crate::families::xocl::xclbin::{ArgKind, KERNEL_ARGS_END, KernelMeta};
 
@@ -476,25 +477,10 @@ impl KernelProgram {
             }
             ran
         };
-        let outcomes: Vec<Result<(), String>> = std::thread::scope(|scope| {
-            let others: Vec<_> = (1..shares)
-                .map(|index| {
-                    std::thread::Builder::new()
-                        .name("emu-kernel-share".into())
-                        .spawn_scoped(scope, move || run_share(index))
-                })
-                .collect();
-            let mut outcomes = vec![run_share(0)];
-            for other in others {
-                outcomes.push(match other {
-                    Ok(thread) => thread
-                        .join()
-                        .unwrap_or_else(|_| Err("a share of the launch panicked".to_owned())),
-                    Err(e) => Err(format!("starting a share of the launch: {e}")),
-                });
-            }
-            outcomes
-        });
+        let outcomes: Vec<Result<(), String>> = share_threads::run(shares, &run_share)
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|_| Err("a share of the launch panicked".to_owned())))
+            .collect();
         // The first share's own failure, not another's stopping because of it.
         let failed = outcomes.iter().filter_map(|o| o.as_ref().err());
         if let Some(why) = failed
