@@ -4,6 +4,10 @@
 //! launches, waiting 1–4 ms for the next balancing tick before it ran (a sum of 1 Mi floats
 //! takes 3.4 ms); a kept thread that is woken goes to an idle core at once.
 //!
+//! Each share goes to an idle kept thread, or to a new one when none is idle, so a launch
+//! never waits behind another's shares (a card's kernel that runs to its deadline holds up
+//! no other launch). The threads are as many as the most shares ever running at once.
+//!
 //! Invariant: [`run`] returns (or unwinds) only after every share it handed to a kept
 //! thread has ended, so the shares may borrow what its caller holds.
 
@@ -17,16 +21,15 @@ use crate::devices::lock;
 /// A share handed to a kept thread, its borrows' lifetime erased (see [`run`]).
 type Task = Box<dyn FnOnce() + Send + 'static>;
 
-/// The kept threads, by share index less one: how to hand each a task.
-fn kept() -> &'static Mutex<Vec<Sender<Task>>> {
-    static KEPT: OnceLock<Mutex<Vec<Sender<Task>>>> = OnceLock::new();
-    KEPT.get_or_init(Mutex::default)
+/// How to hand a task to each kept thread that is idle.
+fn idle() -> &'static Mutex<Vec<Sender<Task>>> {
+    static IDLE: OnceLock<Mutex<Vec<Sender<Task>>>> = OnceLock::new();
+    IDLE.get_or_init(Mutex::default)
 }
 
 /// Runs `share(0)` to `share(count - 1)` at once, the first on this thread and each other on
 /// a kept thread of its own, and returns how each ended, in order (a share that panicked
-/// gives its panic). Launches at once queue their shares on the same kept threads, each
-/// launch's all at once, so that every kept thread takes them in the same order.
+/// gives its panic).
 pub(super) fn run<R: Send + 'static>(
     count: u32,
     share: &(dyn Fn(u32) -> R + Sync),
@@ -37,29 +40,20 @@ pub(super) fn run<R: Send + 'static>(
         left: 0,
         got: Vec::new(),
     };
-    {
-        let mut threads = lock(kept());
-        for index in 1..count {
-            let done = done.clone();
-            let task: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| share(index)));
-                let _ = done.send((index, outcome));
-            });
-            // SAFETY: only the lifetime of the task's borrow of `share` is erased. The task
-            // uses it before it answers, and `waiting` (dropped before this function returns
-            // or unwinds) receives an answer for each task handed on, or else finds every
-            // sender gone, which means the tasks not answered were dropped unrun.
-            let task: Task =
-                unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Task>(task) };
-            waiting.left += 1;
-            let slot = (index - 1) as usize;
-            if let Err(SendError(task)) = thread_for(&mut threads, slot).send(task) {
-                // The kept thread is gone (it cannot end while the process holds its
-                // sender, but a failed start leaves none): run the share here.
-                threads.truncate(slot);
-                task();
-            }
-        }
+    for index in 1..count {
+        let done = done.clone();
+        let task: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| share(index)));
+            let _ = done.send((index, outcome));
+        });
+        // SAFETY: only the lifetime of the task's borrow of `share` is erased. The task uses
+        // it before it answers, and `waiting` (dropped before this function returns or
+        // unwinds) receives an answer for each task handed on, or else finds every sender
+        // gone, which means the tasks not answered were dropped unrun.
+        let task: Task =
+            unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Task>(task) };
+        waiting.left += 1;
+        hand_on(task);
     }
     drop(done);
     let first = catch_unwind(AssertUnwindSafe(|| share(0)));
@@ -75,27 +69,39 @@ pub(super) fn run<R: Send + 'static>(
         .collect()
 }
 
-/// The kept thread for share `slot + 1`, started when there is none yet.
-fn thread_for(threads: &mut Vec<Sender<Task>>, slot: usize) -> Sender<Task> {
-    while threads.len() <= slot {
-        let (sender, tasks) = channel::<Task>();
-        let started = std::thread::Builder::new()
-            .name("emu-kernel-share".into())
-            .spawn(move || serve(tasks));
-        if started.is_err() {
-            // Its receiver went with the thread that did not start: sending fails, and the
-            // caller runs the share itself.
-            return sender;
+/// Hands `task` to an idle kept thread, or to a new one; runs it here when no thread can
+/// be started.
+fn hand_on(mut task: Task) {
+    loop {
+        let Some(thread) = lock(idle()).pop() else {
+            break;
+        };
+        match thread.send(task) {
+            Ok(()) => return,
+            // Its thread is gone (kept threads do not end; this is only a guard).
+            Err(SendError(back)) => task = back,
         }
-        threads.push(sender);
     }
-    threads[slot].clone()
+    let (sender, tasks) = channel::<Task>();
+    let own = sender.clone();
+    let started = std::thread::Builder::new()
+        .name("emu-kernel-share".into())
+        .spawn(move || serve(tasks, own));
+    match started {
+        Ok(_) => {
+            if let Err(SendError(task)) = sender.send(task) {
+                task();
+            }
+        }
+        Err(_) => task(),
+    }
 }
 
-/// A kept thread's life: each task handed to it, in turn.
-fn serve(tasks: Receiver<Task>) {
+/// A kept thread's life: each task handed to it, after which it is idle again.
+fn serve(tasks: Receiver<Task>, own: Sender<Task>) {
     while let Ok(task) = tasks.recv() {
         task();
+        lock(idle()).push(own.clone());
     }
 }
 
@@ -148,7 +154,7 @@ mod tests {
     }
 
     #[test]
-    fn shares_run_at_once_and_launches_at_once_share_the_kept_threads() {
+    fn shares_run_at_once_and_a_launch_waits_behind_no_other() {
         // Each share waits for all of its launch's shares to start: this ends only if they
         // run at the same time, for two launches from two threads.
         let launches: Vec<_> = (0..2)
@@ -168,6 +174,48 @@ mod tests {
         for launch in launches {
             assert_eq!(launch.join().unwrap(), [0, 1, 2]);
         }
+    }
+
+    #[test]
+    fn a_launch_runs_while_another_launch_s_share_is_still_running() {
+        // A share that runs until told to stop (a kernel running to its deadline) ...
+        let (stop, stopped) = channel::<()>();
+        let stopped = Mutex::new(stopped);
+        let (started, on_its_way) = channel::<()>();
+        let started = Mutex::new(started);
+        let long = std::thread::spawn(move || {
+            run(2, &|index| {
+                if index == 1 {
+                    lock(&started).send(()).unwrap();
+                    lock(&stopped).recv().unwrap();
+                }
+                index
+            })
+        });
+        on_its_way.recv().unwrap();
+        // ... holds up no other launch's shares (bounded, so that a launch queued behind it
+        // fails the test instead of hanging it).
+        let (answer, other) = channel();
+        std::thread::spawn(move || {
+            let values: Vec<u32> = run(3, &|index| index)
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
+            let _ = answer.send(values);
+        });
+        let other = other.recv_timeout(std::time::Duration::from_secs(20));
+        stop.send(()).unwrap();
+        assert_eq!(
+            other.expect("the second launch waited behind the first's share"),
+            [0, 1, 2]
+        );
+        let values: Vec<u32> = long
+            .join()
+            .unwrap()
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(values, [0, 1]);
     }
 
     #[test]
