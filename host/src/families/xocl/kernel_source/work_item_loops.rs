@@ -38,7 +38,9 @@ use std::fmt::Write as _;
 mod ir;
 mod uniform;
 
-use ir::{Block, Use, Uses, Variable, stored_value, values_named, variable_uses};
+use ir::{
+    Block, Use, Uses, Variable, branches_to, stored_value, successors, values_named, variable_uses,
+};
 
 /// How OpenCL C 1.2's `barrier` reaches clang's IR (its one overload, mangled).
 const BARRIER_CALL: &str = "call void @_Z7barrierj(";
@@ -67,6 +69,8 @@ declare void @__accelhost_stops_apart(i32, i32, i32)\n\
 declare void @__accelhost_stops_moved(i32, i32, i32, i32)\n\
 declare i32 @__accelhost_local_id(i32)\n\
 declare i32 @__accelhost_global_id(i32)\n";
+/// Where a work-item's stop (a barrier, or its end) goes on to in a stretch's copy.
+const STOPPED: &str = "__stopped";
 /// The values a stretch's loop keeps its work-item's local ids in (x, y, z).
 const COORDINATES: [&str; 3] = ["__x", "__y", "__z"];
 
@@ -313,15 +317,18 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
     } = blocks_between_barriers(code, opaque)?;
     let ids_in_memory = ids_in_memory || reads_memory;
     let uses = variable_uses(&variables, &blocks);
-    let mut slotted = per_item_variables(&variables, &blocks, &uses, &params)?;
+    let graph = successors(&blocks);
+    let stops: Vec<bool> = blocks.iter().map(|b| branches_to(b, STOPPED)).collect();
+    let mut slotted = per_item_variables(&variables, &blocks, &graph, &uses, &params)?;
     let recomputed = recomputed_ids(&variables, &uses, &ids, &slotted);
     slotted.retain(|name| !recomputed.iter().any(|(held, _)| held.name == *name));
     let uniformity = uniform::uniformity(
         &variables,
         &blocks,
+        &graph,
+        &stops,
         &uses,
         &params,
-        "__stopped",
         MOST_LIVENESS_STEPS,
     );
     let shared: Vec<&Variable> = variables
@@ -348,19 +355,26 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         }
     }
     local.extend(per_item.iter().map(|v| v.name.as_str()));
-    local.extend(["__item.end", "__stopped"]);
+    local.extend(["__item.end", STOPPED]);
     local.extend(COORDINATES);
     if (resumes as usize + 1).saturating_mul(blocks.len()) > MOST_LIVENESS_STEPS {
         return None;
     }
-    let stretches: Vec<(String, Vec<&Block>)> = (0..=resumes)
+    let labels: HashMap<&str, usize> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.label.as_str(), i))
+        .collect();
+    let stretches: Vec<(String, Vec<usize>)> = (0..=resumes)
         .map(|stretch| {
             let start = if stretch == 0 {
                 "__start".to_owned()
             } else {
                 format!("__resume.{stretch}")
             };
-            let reached = stretch_blocks(&blocks, &start);
+            let reached = labels
+                .get(start.as_str())
+                .map_or_else(Vec::new, |&at| stretch_blocks(&graph, at));
             (start, reached)
         })
         .collect();
@@ -369,17 +383,12 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
     let per_stretch = per_item.len() + 2 * recomputed.len() + 6 * shared.len() + STRETCH_LOOP_LINES;
     let copied: usize = stretches
         .iter()
-        .flat_map(|(_, reached)| reached.iter().map(|b| b.lines.len() + 1))
+        .flat_map(|(_, reached)| reached.iter().map(|&b| blocks[b].lines.len() + 1))
         .sum::<usize>()
         .saturating_add((resumes as usize + 1).saturating_mul(per_stretch));
     if copied > MOST_COPIED_LINES {
         return None;
     }
-    let together: HashMap<&str, bool> = blocks
-        .iter()
-        .zip(&uniformity.together)
-        .map(|(b, &t)| (b.label.as_str(), t))
-        .collect();
     let kernel = SplitKernel {
         opaque,
         per_item: &per_item,
@@ -398,9 +407,10 @@ fn group_function(function: &Function, opaque: bool, ids_in_memory: bool) -> Opt
         // run and others not.
         let lockstep = reached
             .iter()
-            .filter(|b| b.lines.iter().any(|l| l.ends_with("label %__stopped")))
-            .all(|b| together.get(b.label.as_str()) == Some(&true));
-        kernel.write_stretch(&mut text, stretch, start, reached, lockstep);
+            .filter(|&&b| stops[b])
+            .all(|&b| uniformity.together[b]);
+        let reached: Vec<&Block> = reached.iter().map(|&b| &blocks[b]).collect();
+        kernel.write_stretch(&mut text, stretch, start, &reached, lockstep);
     }
     write_scan(&mut text, &ptr("i32"), resumes);
     Some(text)
@@ -493,18 +503,8 @@ impl SplitKernel<'_> {
         let s = stretch_suffix(stretch);
         let i32p = pointer("i32", self.opaque);
         let _ = writeln!(text, "__loop.{stretch}:");
-        for Variable {
-            name, ty, align, ..
-        } in self.shared
-        {
-            if stretch > 0 {
-                let pty = pointer(ty, self.opaque);
-                let _ = writeln!(
-                    text,
-                    "  %__began.{name}.{stretch} = load {ty}, {pty} %__out.{name}, align {align}\n  \
-                     store {ty} %__began.{name}.{stretch}, {pty} %__in.{name}, align {align}"
-                );
-            }
+        if stretch > 0 {
+            self.copy_shared(text, "__out.", &format!("__began.{stretch}."), "__in.");
         }
         for control in ["__wi"].iter().chain(&COORDINATES) {
             let _ = writeln!(text, "  store i32 0, {i32p} %{control}.addr, align 4");
@@ -552,18 +552,8 @@ impl SplitKernel<'_> {
                 let _ = writeln!(text, "{}", suffixed(line, self.local, &s));
             }
         }
-        let _ = writeln!(text, "__stopped{s}:");
-        for Variable {
-            name, ty, align, ..
-        } in self.shared
-        {
-            let pty = pointer(ty, self.opaque);
-            let _ = writeln!(
-                text,
-                "  %__left.{name}{s} = load {ty}, {pty} %{name}, align {align}\n  \
-                 store {ty} %__left.{name}{s}, {pty} %__out.{name}, align {align}"
-            );
-        }
+        let _ = writeln!(text, "{STOPPED}{s}:");
+        self.copy_shared(text, "", &format!("__left{s}."), "__out.");
         if lockstep {
             let _ = writeln!(text, "  br label %__item.end{s}");
         } else {
@@ -603,6 +593,22 @@ impl SplitKernel<'_> {
         }
     }
 
+    /// Writes, for each shared variable `v`, a copy of `%{from}v` to `%{to}v` through a value
+    /// named `%{through}v`.
+    fn copy_shared(&self, text: &mut String, from: &str, through: &str, to: &str) {
+        for Variable {
+            name, ty, align, ..
+        } in self.shared
+        {
+            let pty = pointer(ty, self.opaque);
+            let _ = writeln!(
+                text,
+                "  %{through}{name} = load {ty}, {pty} %{from}{name}, align {align}\n  \
+                 store {ty} %{through}{name}, {pty} %{to}{name}, align {align}"
+            );
+        }
+    }
+
     /// Writes the start of a work-item in stretch `stretch` (`__run`): its slots, the shared
     /// variables' values the stretch began with, its ids; then on to `start`.
     fn write_item_start(&self, text: &mut String, stretch: u32, start: &str) {
@@ -616,18 +622,8 @@ impl SplitKernel<'_> {
                 pointer(ty, self.opaque)
             );
         }
-        for Variable {
-            name, ty, align, ..
-        } in self.shared
-        {
-            if stretch > 0 {
-                let pty = pointer(ty, self.opaque);
-                let _ = writeln!(
-                    text,
-                    "  %__from.{name}{s} = load {ty}, {pty} %__in.{name}, align {align}\n  \
-                     store {ty} %__from.{name}{s}, {pty} %{name}, align {align}"
-                );
-            }
+        if stretch > 0 {
+            self.copy_shared(text, "__in.", &format!("__from{s}."), "");
         }
         if self.ids_in_memory {
             let _ = writeln!(
@@ -709,27 +705,15 @@ fn stretch_suffix(stretch: u32) -> String {
 
 /// The blocks a work-item may run from `start` up to its next barrier or its end, in the
 /// kernel's order.
-fn stretch_blocks<'a>(blocks: &'a [Block], start: &str) -> Vec<&'a Block> {
-    let index: HashMap<&str, usize> = blocks
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.label.as_str(), i))
-        .collect();
-    let mut reached = vec![false; blocks.len()];
-    let mut work: Vec<usize> = index.get(start).copied().into_iter().collect();
+fn stretch_blocks(graph: &[Vec<usize>], start: usize) -> Vec<usize> {
+    let mut reached = vec![false; graph.len()];
+    let mut work = vec![start];
     while let Some(block) = work.pop() {
-        if std::mem::replace(&mut reached[block], true) {
-            continue;
-        }
-        for line in &blocks[block].lines {
-            work.extend(values_named(line, "label %").filter_map(|t| index.get(t).copied()));
+        if !std::mem::replace(&mut reached[block], true) {
+            work.extend(&graph[block]);
         }
     }
-    blocks
-        .iter()
-        .zip(reached)
-        .filter_map(|(b, r)| r.then_some(b))
-        .collect()
+    (0..graph.len()).filter(|&b| reached[b]).collect()
 }
 
 /// `line` with each value or label among `names` given `suffix`.
@@ -764,9 +748,9 @@ fn pointer(ty: &str, opaque: bool) -> String {
 /// The kernel's code after its allocas as blocks that run one work-item up to its next
 /// barrier: each barrier ends its block (saving at `%__stop.addr` where to resume) and starts
 /// `__resume.N`, and `ret void` saves that the item is done, both going on to `__stopped`
-/// (then `__item.end`); with how many barriers there are. A work-item id read with a constant dimension becomes
-/// its computation from the stretch's coordinates ([`ItemId::computed`]); other reads go to
-/// the runtime's memory. `None` for what the rewrite does not take (an alloca past the
+/// (then `__item.end`); with how many barriers there are. A work-item id read with a
+/// constant dimension becomes its computation from the stretch's coordinates
+/// ([`ItemId::computed`]); other reads go to the runtime's memory. `None` for what the rewrite does not take (an alloca past the
 /// entry, a value returned).
 fn blocks_between_barriers<'a>(
     code: impl Iterator<Item = &'a String>,
@@ -801,7 +785,7 @@ fn blocks_between_barriers<'a>(
             block.lines.push(format!(
                 "  store i32 {resumes}, {stop_at} %__stop.addr, align 4"
             ));
-            block.lines.push("  br label %__stopped".to_owned());
+            block.lines.push(format!("  br label %{STOPPED}"));
             blocks.push(Block {
                 label: format!("__resume.{resumes}"),
                 lines: Vec::new(),
@@ -810,7 +794,7 @@ fn blocks_between_barriers<'a>(
             block.lines.push(format!(
                 "  store i32 {DONE}, {stop_at} %__stop.addr, align 4"
             ));
-            block.lines.push("  br label %__stopped".to_owned());
+            block.lines.push(format!("  br label %{STOPPED}"));
         } else if trimmed.starts_with("ret ") {
             return None;
         } else if let Some((name, id)) = ItemId::read_by(line) {
@@ -942,24 +926,16 @@ const STRETCH_LOOP_LINES: usize = 72;
 fn per_item_variables(
     variables: &[Variable],
     blocks: &[Block],
+    graph: &[Vec<usize>],
     uses: &Uses<'_>,
     params: &HashSet<String>,
 ) -> Option<HashSet<String>> {
-    let index: HashMap<&str, usize> = blocks
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.label.as_str(), i))
-        .collect();
     let mut predecessors = vec![Vec::new(); blocks.len()];
     let mut edges = 0;
-    for (i, block) in blocks.iter().enumerate() {
-        for line in &block.lines {
-            for target in values_named(line, "label %") {
-                if let Some(&t) = index.get(target) {
-                    predecessors[t].push(i);
-                    edges += 1;
-                }
-            }
+    for (block, next) in graph.iter().enumerate() {
+        for &to in next {
+            predecessors[to].push(block);
+            edges += 1;
         }
     }
     if variables.len().saturating_mul(blocks.len() + edges) > MOST_LIVENESS_STEPS {

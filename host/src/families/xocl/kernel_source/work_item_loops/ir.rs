@@ -109,3 +109,30 @@ pub(super) fn values_named<'a>(
         (end > 0).then_some(&rest[..end])
     })
 }
+
+/// The graph of `blocks`: each one's successors (by index), the blocks its branches name.
+pub(super) fn successors(blocks: &[Block]) -> Vec<Vec<usize>> {
+    let index: HashMap<&str, usize> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.label.as_str(), i))
+        .collect();
+    blocks
+        .iter()
+        .map(|b| {
+            b.lines
+                .iter()
+                .flat_map(|l| values_named(l, "label %"))
+                .filter_map(|t| index.get(t).copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether `block` branches to the label `to` (one not among the blocks).
+pub(super) fn branches_to(block: &Block, to: &str) -> bool {
+    block
+        .lines
+        .iter()
+        .any(|l| values_named(l, "label %").any(|t| t == to))
+}

@@ -99,48 +99,20 @@ impl Uniformity {
     }
 }
 
-/// What is uniform in `blocks` (the kernel's code cut at its barriers: a block that stops a
-/// work-item names `stop`), whose variables' `uses` are given; `params` are the kernel's
-/// arguments. Past `most_steps` of work, nothing is.
+/// What is uniform in `blocks` (the kernel's code cut at its barriers), whose graph is
+/// `successors` and of which those marked in `stops` stop a work-item; the variables'
+/// `uses` are given, `params` are the kernel's arguments. Past `most_steps` of work, nothing
+/// is.
 pub(super) fn uniformity<'a>(
     variables: &'a [Variable],
     blocks: &'a [Block],
+    successors: &[Vec<usize>],
+    stops: &[bool],
     uses: &Uses<'a>,
     params: &HashSet<String>,
-    stop: &str,
     most_steps: usize,
 ) -> Uniformity {
-    let index: HashMap<&str, usize> = blocks
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.label.as_str(), i))
-        .collect();
-    let successors: Vec<Vec<usize>> = blocks
-        .iter()
-        .map(|b| {
-            let mut next: Vec<usize> = b
-                .lines
-                .iter()
-                .flat_map(|l| values_named(l, "label %"))
-                .filter_map(|t| index.get(t).copied())
-                .collect();
-            next.dedup();
-            next
-        })
-        .collect();
-    let stops: Vec<bool> = blocks
-        .iter()
-        .map(|b| {
-            b.lines
-                .iter()
-                .any(|l| values_named(l, "label %").any(|t| t == stop))
-        })
-        .collect();
-    let edges: usize = successors.iter().map(Vec::len).sum();
-    if blocks.len().saturating_add(edges).saturating_mul(8) > most_steps {
-        return Uniformity::none(blocks.len());
-    }
-    let Some(meets) = immediate_post_dominators(&successors, &stops, most_steps) else {
+    let Some(meets) = immediate_post_dominators(successors, stops, most_steps) else {
         return Uniformity::none(blocks.len());
     };
     let variable_names: HashSet<&str> = variables.iter().map(|v| v.name.as_str()).collect();
