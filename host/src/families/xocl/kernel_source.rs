@@ -21,7 +21,10 @@ use super::emu::{MODULE_OWN_BYTES, SHARE_EXPORT};
 use super::xclbin::{ArgKind, KERNEL_ARGS_END, KernelArg, KernelMeta};
 use crate::types::Guid;
 
+mod spirv;
 mod work_item_loops;
+
+pub use spirv::{IL_VERSIONS, is_spirv};
 
 /// The environment variable naming the C compiler (default `clang` on `PATH`), as the SDK's.
 pub const CLANG_ENV: &str = "ACCELHOST_CLANG";
@@ -54,6 +57,13 @@ const BARRIER_ITEM_BYTES: u64 = BARRIER_ITEM_STACK + BARRIER_ITEM_SAVE;
 /// The most a work-group of a kernel split at its barriers ([`work_item_loops`]) keeps of its
 /// work-items' own variables, all work-items together (4 KiB each at 1,024).
 const GROUP_PRIVATE_BYTES: u64 = 4 << 20;
+/// The environment variable naming LLVM's SPIR-V translator (default `llvm-spirv-N`, N
+/// clang's major version, whose IR it writes).
+pub const LLVM_SPIRV_ENV: &str = "ACCELHOST_LLVM_SPIRV";
+/// What to install when the SPIR-V translator is missing (Debian's name, for clang 14).
+pub const SPIRV_HINT: &str = "apt-get install llvm-spirv-14";
+/// The most SPIR-V a program may have: a bound on what a build reads and translates.
+pub const MAX_IL_BYTES: usize = 16 << 20;
 /// The C name of a kernel's NDRange loop (exported under the kernel's name).
 const LOOP_PREFIX: &str = "__accelhost_ndrange_";
 /// How long one clang run may take before it is stopped.
@@ -214,6 +224,12 @@ pub enum KernelBuildError {
     /// The compiler refused the sources.
     #[error("clang refused the kernel sources:\n{0}")]
     Compile(String),
+    /// No usable SPIR-V translator.
+    #[error("no SPIR-V translator for kernels: {0} ({SPIRV_HINT}; {LLVM_SPIRV_ENV} names another)")]
+    NoTranslator(String),
+    /// A SPIR-V module the card cannot run.
+    #[error("the SPIR-V program cannot run on the card: {0}")]
+    Spirv(String),
     /// A kernel is missing or cannot be a kernel of the card.
     #[error("kernel '{kernel}': {why}")]
     Kernel {
@@ -804,8 +820,8 @@ pub fn build_opencl(
 /// others: clang's IR of it and what its kernels take.
 #[derive(Clone, Debug)]
 pub struct CompiledOpencl {
-    /// clang's IR, the kernels as plain functions.
-    ir: String,
+    /// clang's IR of each of its modules, the kernels as plain functions.
+    modules: Vec<String>,
     kernels: Vec<CompiledKernel>,
     /// The runtime's parts it names ([`parts_named`]).
     parts: BTreeSet<String>,
@@ -898,6 +914,228 @@ pub fn link_opencl(programs: &[&CompiledOpencl]) -> Result<BuiltKernels, KernelB
     in_scratch(|work| link_in(work, programs))
 }
 
+/// Builds a SPIR-V program (`clCreateProgramWithIL`, `olCreateProgram`) into one module of
+/// its kernels, as [`build_opencl`] builds OpenCL C: LLVM's translator gives the module back
+/// as SPIR IR, [`spirv`] rewrites that for the card, and it is linked with the runtime. The
+/// `options` are checked as a build's; none changes a program already compiled to IL.
+pub fn build_spirv(
+    il: &[u8],
+    options: &str,
+    kept: Option<&dyn KeptBuilds>,
+) -> Result<BuiltKernels, KernelBuildError> {
+    let flags = opencl_options(options)?;
+    check_spirv(il)?;
+    let kept = kept.map(|kept| {
+        let mut digest = pipeline_digest(&clang_program(), &flags);
+        digest_field(&mut digest, b"SPIR-V");
+        digest_field(&mut digest, il);
+        (kept, <[u8; 32]>::from(digest.finalize()))
+    });
+    if let Some((kept, key)) = &kept
+        && let Some(built) = kept
+            .find_build(key)
+            .as_deref()
+            .and_then(BuiltKernels::from_kept)
+    {
+        return Ok(built);
+    }
+    let built = in_scratch(|work| link_in(work, &[&compile_spirv_in(work, il)?]))?;
+    if let Some((kept, key)) = kept {
+        kept.keep_build(&key, &built.to_kept());
+    }
+    Ok(built)
+}
+
+/// Compiles a SPIR-V program without linking (`clCompileProgram` of a program made from
+/// IL), for [`link_opencl`] to link with others.
+pub fn compile_spirv(il: &[u8], options: &str) -> Result<CompiledOpencl, KernelBuildError> {
+    opencl_options(options)?;
+    check_spirv(il)?;
+    in_scratch(|work| compile_spirv_in(work, il))
+}
+
+/// Whether this system translates SPIR-V: the translator [`LLVM_SPIRV_ENV`] names, or the
+/// one of clang's version, runs. Asked once per translator in a process.
+pub fn translates_spirv() -> bool {
+    static RUNS: Mutex<Vec<(OsString, bool)>> = Mutex::new(Vec::new());
+    let translator = spirv_translator(&clang_program());
+    let mut known = RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, runs)) = known.iter().find(|(t, _)| *t == translator) {
+        return *runs;
+    }
+    let runs = Command::new(&translator)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    known.push((translator, runs));
+    runs
+}
+
+/// The SPIR-V translator builds run: [`LLVM_SPIRV_ENV`]'s, else `llvm-spirv-N` for the
+/// major version N of the clang [`CLANG_ENV`] names (the translator writes IR of one LLVM
+/// version, which that clang must read).
+pub fn spirv_translator_program() -> OsString {
+    spirv_translator(&clang_program())
+}
+
+fn spirv_translator(clang: &OsString) -> OsString {
+    static MAJORS: Mutex<Vec<(OsString, Option<String>)>> = Mutex::new(Vec::new());
+    if let Some(named) = std::env::var_os(LLVM_SPIRV_ENV) {
+        return named;
+    }
+    let mut majors = MAJORS.lock().unwrap_or_else(PoisonError::into_inner);
+    let major = match majors.iter().find(|(c, _)| c == clang) {
+        Some((_, major)) => major.clone(),
+        None => {
+            let mut version = Command::new(clang);
+            version.arg("-dumpversion");
+            let major = run_clang_stdout(version, clang).ok().and_then(|v| {
+                let major = v.trim().split('.').next()?.to_owned();
+                major.chars().all(|c| c.is_ascii_digit()).then_some(major)
+            });
+            majors.push((clang.clone(), major.clone()));
+            major
+        }
+    };
+    match major {
+        Some(major) if !major.is_empty() => format!("llvm-spirv-{major}").into(),
+        _ => "llvm-spirv".into(),
+    }
+}
+
+/// Refuses what cannot be a SPIR-V module (its header, read before anything runs on it), or
+/// more of one than a build reads.
+pub fn check_spirv(il: &[u8]) -> Result<(), KernelBuildError> {
+    if il.len() > MAX_IL_BYTES {
+        return Err(KernelBuildError::Spirv(format!(
+            "{} bytes of SPIR-V: a program has at most {MAX_IL_BYTES}",
+            il.len()
+        )));
+    }
+    spirv::check_module(il).map_err(KernelBuildError::Spirv)
+}
+
+/// Compiles the SPIR-V `il` in `work`: translated to SPIR IR, rewritten for the card, and
+/// its built-ins' bridges compiled from OpenCL C beside it. Kernels that meet at barriers
+/// are suspended there by asyncify (the split into loops reads clang's unoptimized IR of
+/// OpenCL C, which a translated module is not).
+fn compile_spirv_in(work: &Path, il: &[u8]) -> Result<CompiledOpencl, KernelBuildError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| KernelBuildError::Io { path, source }
+    };
+    let clang = clang_program();
+    let translator = spirv_translator(&clang);
+    let module = work.join("program.spv");
+    write(&module, il)?;
+    let bitcode = work.join("program.bc");
+    let mut translate = Command::new(&translator);
+    translate
+        .args(["-r", "--spirv-target-env=CL1.2"])
+        .arg(&module)
+        .arg("-o")
+        .arg(&bitcode);
+    run_clang(translate, &translator).map_err(|err| match err {
+        KernelBuildError::NoCompiler(why) => KernelBuildError::NoTranslator(why),
+        KernelBuildError::Compile(log) => KernelBuildError::Spirv(format!(
+            "LLVM's SPIR-V translator refused the module:\n{}",
+            log.lines().take(12).collect::<Vec<_>>().join("\n")
+        )),
+        other => other,
+    })?;
+    let spir = work.join("program-spir.ll");
+    let mut disassemble = Command::new(&clang);
+    disassemble
+        .args([
+            "--target=spir64-unknown-unknown",
+            "-x",
+            "ir",
+            "-S",
+            "-emit-llvm",
+        ])
+        .args(["-Xclang", "-disable-llvm-passes"])
+        .arg(&bitcode)
+        .arg("-o")
+        .arg(&spir);
+    run_clang(disassemble, &clang)?;
+    let text = std::fs::read_to_string(&spir).map_err(io(&spir))?;
+    let translated = spirv::translate(&text).map_err(KernelBuildError::Spirv)?;
+    let mut kernels = Vec::with_capacity(translated.kernels.len());
+    for kernel in &translated.kernels {
+        check_name(&kernel.name)?;
+        let mut read = OpenclKernel {
+            name: kernel.name.clone(),
+            args: Vec::new(),
+            c_types: Vec::new(),
+            spelled: Vec::new(),
+            values: Vec::new(),
+        };
+        for (name, arg) in &kernel.args {
+            let (kind, c_type, size) = match arg {
+                spirv::Arg::Global => (ArgKind::Global, "void *", 8),
+                spirv::Arg::Local => (ArgKind::Local, "void *", 4),
+                spirv::Arg::Number(c_type, size) => (ArgKind::Scalar, *c_type, *size),
+            };
+            read.args.push((name.clone(), kind, size));
+            read.c_types.push(c_type);
+            read.spelled.push(String::new());
+        }
+        let entry = entry_of(&read);
+        let (meta, c_types) = read.finish(&HashMap::new())?;
+        kernels.push(CompiledKernel {
+            meta,
+            c_types,
+            entry,
+            grouped: false,
+        });
+    }
+    let called: Vec<&str> = translated.built_ins.iter().map(String::as_str).collect();
+    let mut parts = parts_named(&called.join("\n"));
+    let mut bridges = translated.bridges.clone();
+    if parts.remove("USES_ASYNC_COPIES") {
+        bridges.insert_str(0, ASYNC_COPIES);
+    }
+    let mut modules = Vec::with_capacity(2);
+    let mut log = String::new();
+    if !bridges.is_empty() {
+        let header = work.join("opencl-c.pch");
+        opencl_header(&clang, work, &[], &header)?;
+        let source = work.join("bridges.cl");
+        write(&source, bridges.as_bytes())?;
+        let ir = work.join("bridges.ll");
+        let mut emit = Command::new(&clang);
+        emit.args(["-x", "cl"])
+            .args(OPENCL_LANGUAGE)
+            .arg("-include-pch")
+            .arg(&header)
+            .args(["-O2", "-S", "-emit-llvm", "-w"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&ir);
+        log.push_str(&run_clang(emit, &clang).map_err(|err| match err {
+            KernelBuildError::Compile(why) => KernelBuildError::Spirv(format!(
+                "it calls built-ins these devices do not provide in those forms:\n{why}"
+            )),
+            other => other,
+        })?);
+        modules.push(std::fs::read_to_string(&ir).map_err(io(&ir))?);
+    }
+    let shareable = !translated.ir.contains("atomicrmw")
+        && !translated.ir.contains("cmpxchg")
+        && !parts.contains("USES_ATOMICS");
+    modules.insert(0, translated.ir);
+    Ok(CompiledOpencl {
+        modules,
+        kernels,
+        parts,
+        shareable,
+        log,
+    })
+}
+
 /// Refuses a program that includes a header by path rather than by name from its folders.
 fn refuse_include_paths(source: &str) -> Result<(), KernelBuildError> {
     // Headers come from the -I folders a program names (PyOpenCL names its own), never from
@@ -956,23 +1194,12 @@ fn build_opencl_kept(
     Ok(built)
 }
 
-/// The digest a build of `work`'s `program.cl` with `flags` is kept under: of this build
-/// pipeline (its source and runtime, the card's kernel contract, the library's version), the tools it runs (clang,
-/// wasm-ld and wasm-opt, by path, size and modification time, and clang's resource folder),
-/// the options that are not `-D` or `-I`, and the program preprocessed without clang's
-/// OpenCL header (the `-D`s and the headers it includes are in there; the header is the
-/// same for the same clang and options). `None` when the program does not preprocess or
-/// reads a header from outside its folders: the build says why.
+/// The digest a build of `work`'s `program.cl` with `flags` is kept under: the
+/// [`pipeline_digest`], then the program preprocessed without clang's OpenCL header (the
+/// `-D`s and the headers it includes are in there; the header is the same for the same clang
+/// and options). `None` when the program does not preprocess or reads a header from outside
+/// its folders: the build says why.
 fn build_key(clang: &OsString, work: &Path, flags: &[String]) -> Option<[u8; 32]> {
-    // This pipeline, and the card's contract for what it makes (a build checked against an
-    // older contract would fail at every load).
-    const PIPELINE: [&str; 5] = [
-        include_str!("kernel_source.rs"),
-        include_str!("kernel_source/work_item_loops.rs"),
-        OPENCL_RUNTIME,
-        ASYNC_COPIES,
-        include_str!("emu/kernels.rs"),
-    ];
     let deps = work.join("key.d");
     let preprocessed = work.join("key.i");
     let mut preprocess = Command::new(clang);
@@ -987,32 +1214,58 @@ fn build_key(clang: &OsString, work: &Path, flags: &[String]) -> Option<[u8; 32]
         .arg(&preprocessed);
     run_clang(preprocess, clang).ok()?;
     check_headers(clang, work, flags, &std::fs::read_to_string(&deps).ok()?).ok()?;
+    let mut digest = pipeline_digest(clang, flags);
+    // Blank lines (where comments and directives were) say nothing to the compiler.
+    let text = std::fs::read_to_string(&preprocessed).ok()?;
+    for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+        digest_field(&mut digest, line.as_bytes());
+    }
+    Some(digest.finalize().into())
+}
+
+/// Adds `bytes` to `digest` as one field (its length first).
+fn digest_field(digest: &mut Sha256, bytes: &[u8]) {
+    digest.update((bytes.len() as u64).to_le_bytes());
+    digest.update(bytes);
+}
+
+/// A digest of what every build's outcome depends on but the program: this build pipeline
+/// (its source and runtime, the card's kernel contract, the library's version), the tools it
+/// runs (clang, wasm-ld, wasm-opt and the SPIR-V translator, by path, size and modification
+/// time, and clang's resource folder) and the options that are not `-D` or `-I`.
+fn pipeline_digest(clang: &OsString, flags: &[String]) -> Sha256 {
+    // This pipeline, and the card's contract for what it makes (a build checked against an
+    // older contract would fail at every load).
+    const PIPELINE: [&str; 6] = [
+        include_str!("kernel_source.rs"),
+        include_str!("kernel_source/work_item_loops.rs"),
+        include_str!("kernel_source/spirv.rs"),
+        OPENCL_RUNTIME,
+        ASYNC_COPIES,
+        include_str!("emu/kernels.rs"),
+    ];
     let mut digest = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        digest.update((bytes.len() as u64).to_le_bytes());
-        digest.update(bytes);
-    };
-    field(env!("CARGO_PKG_VERSION").as_bytes());
+    digest_field(&mut digest, env!("CARGO_PKG_VERSION").as_bytes());
     for part in PIPELINE {
-        field(part.as_bytes());
+        digest_field(&mut digest, part.as_bytes());
     }
     let wasm_opt = std::env::var_os(WASM_OPT_ENV).unwrap_or_else(|| "wasm-opt".into());
-    for tool in [clang, &OsString::from("wasm-ld"), &wasm_opt] {
-        field(tool_identity(tool).as_bytes());
+    for tool in [
+        clang,
+        &OsString::from("wasm-ld"),
+        &wasm_opt,
+        &spirv_translator(clang),
+    ] {
+        digest_field(&mut digest, tool_identity(tool).as_bytes());
     }
-    field(resource_dir(clang).as_bytes());
+    digest_field(&mut digest, resource_dir(clang).as_bytes());
     for flag in flags
         .iter()
         .filter(|f| !f.starts_with("-D") && !f.starts_with("-I"))
     {
-        field(flag.as_bytes());
+        digest_field(&mut digest, flag.as_bytes());
     }
-    // Blank lines (where comments and directives were) say nothing to the compiler.
-    let text = std::fs::read_to_string(&preprocessed).ok()?;
-    for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
-        field(line.as_bytes());
-    }
-    Some(digest.finalize().into())
+    digest
 }
 
 /// Which file `tool` runs (found on `PATH` when it names no folder), with its size and
@@ -1195,7 +1448,7 @@ fn compile_in(
         shareable: !text.contains("atomicrmw")
             && !text.contains("cmpxchg")
             && !parts.contains("USES_ATOMICS"),
-        ir: kernels_as_functions(&text),
+        modules: vec![kernels_as_functions(&text)],
         kernels: compiled,
         parts,
         log,
@@ -1233,11 +1486,13 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
             grouped.push(kernel.grouped);
         }
         parts.extend(program.parts.iter().cloned());
-        let ir = work.join(format!("program-{index}.ll"));
-        write(&ir, program.ir.as_bytes())?;
-        let object = work.join(format!("program-{index}.o"));
-        log.push_str(&lto_object(&clang, &ir, &object)?);
-        objects.push(object);
+        for (part, module) in program.modules.iter().enumerate() {
+            let ir = work.join(format!("program-{index}-{part}.ll"));
+            write(&ir, module.as_bytes())?;
+            let object = work.join(format!("program-{index}-{part}.o"));
+            log.push_str(&lto_object(&clang, &ir, &object)?);
+            objects.push(object);
+        }
     }
     if metas.is_empty() {
         return Err(KernelBuildError::Compile(
@@ -1332,7 +1587,20 @@ fn split_at_barriers(
         path: unoptimized.clone(),
         source,
     })?;
-    let Some((split, grouped)) = work_item_loops::rewrite(&text, kernels) else {
+    Ok(split_ir(clang, work, &text, kernels, out)?.map(|grouped| (log, grouped)))
+}
+
+/// Writes at `out` the optimized IR `text` with each of `kernels` that meets at barriers
+/// running its whole work-group ([`work_item_loops`]); `Ok(Some)` holds those kernels'
+/// names, `Ok(None)` says the rewrite does not take this IR (it is left to asyncify).
+fn split_ir(
+    clang: &OsString,
+    work: &Path,
+    text: &str,
+    kernels: &[&str],
+    out: &Path,
+) -> Result<Option<Vec<String>>, KernelBuildError> {
+    let Some((split, grouped)) = work_item_loops::rewrite(text, kernels) else {
         return Ok(None);
     };
     let source = work.join("program-split.ll");
@@ -1345,7 +1613,7 @@ fn split_at_barriers(
         .arg("-o")
         .arg(out);
     match run_clang(optimize, clang) {
-        Ok(_) => Ok(Some((log, grouped))),
+        Ok(_) => Ok(Some(grouped)),
         // What the rewrite could not follow (a value used across a barrier outside memory)
         // fails clang's check of the IR; asyncify takes the program as it is.
         Err(KernelBuildError::Compile(why)) => {
@@ -2202,6 +2470,117 @@ mod tests {
         assert!(Path::new("/etc/passwd").is_file());
         let outside = key("#include \"/etc/passwd\"\n", header, "");
         assert_eq!(outside, None, "a header by path outside the folders");
+    }
+
+    /// `source` compiled to SPIR-V as a SYCL or OpenCL toolchain hands it on (clang's 64-bit
+    /// SPIR, then LLVM's translator), or `None`, saying why, without clang or the translator
+    /// (a panic under `ACCELHOST_REQUIRE_TOOLCHAINS=1`).
+    pub(crate) fn spirv_of(source: &str) -> Option<Vec<u8>> {
+        if !clang_here() {
+            eprintln!("skipped: no clang ({INSTALL_HINT})");
+            return None;
+        }
+        if !translates_spirv() {
+            if std::env::var_os("ACCELHOST_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
+                panic!("no SPIR-V translator, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
+            }
+            eprintln!("skipped: no SPIR-V translator ({SPIRV_HINT})");
+            return None;
+        }
+        let work = scratch_file("spirv-test");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("k.cl"), source).unwrap();
+        let mut compile = Command::new(clang_program());
+        compile
+            .args([
+                "-x",
+                "cl",
+                "-cl-std=CL1.2",
+                "--target=spir64-unknown-unknown",
+            ])
+            .args([
+                "-Xclang",
+                "-finclude-default-header",
+                "-O2",
+                "-emit-llvm",
+                "-c",
+            ])
+            // Its arguments keep their names, as they do in SPIR-V with debug names.
+            .arg("-fno-discard-value-names")
+            .arg(work.join("k.cl"))
+            .arg("-o")
+            .arg(work.join("k.bc"));
+        run_clang(compile, &clang_program()).unwrap();
+        let translator = spirv_translator(&clang_program());
+        let mut translate = Command::new(&translator);
+        translate
+            .arg(work.join("k.bc"))
+            .arg("-o")
+            .arg(work.join("k.spv"));
+        run_clang(translate, &translator).unwrap();
+        let il = std::fs::read(work.join("k.spv")).unwrap();
+        std::fs::remove_dir_all(&work).unwrap();
+        Some(il)
+    }
+
+    #[test]
+    fn spirv_builds_into_the_cards_kernels_with_their_arguments() {
+        let Some(il) = spirv_of(
+            "__kernel void scale(__global float *data, __local float *tile, uchar by, ulong n) {\n\
+             size_t i = get_global_id(0);\n\
+             tile[get_local_id(0)] = data[i];\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             if (i < n) data[i] = tile[get_local_size(0) - 1 - get_local_id(0)] * by;\n\
+             }\n\
+             __kernel void sums(__global int *out, __global const int4 *in) {\n\
+             atomic_add(out, (int)abs((long)vload4(get_global_id(0), (__global const int *)in).x));\n\
+             }\n",
+        ) else {
+            return;
+        };
+        let built = build_spirv(&il, "-cl-fast-relaxed-math", None).unwrap();
+        assert_eq!(names(&built.kernels), "scale, sums");
+        let scale = &built.kernels[0];
+        let kinds: Vec<(&str, ArgKind, u32)> = scale
+            .args
+            .iter()
+            .take(4)
+            .map(|a| (a.name.as_str(), a.kind, a.size))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("data", ArgKind::Global, 8),
+                ("tile", ArgKind::Local, 4),
+                ("by", ArgKind::Scalar, 4),
+                ("n", ArgKind::Scalar, 8),
+            ]
+        );
+        assert!(is_ndrange(scale), "the NDRange follows its own arguments");
+        // Its barrier suspends work-items.
+        assert!(built.module.windows(8).any(|w| w == b"asyncify"));
+        let kept = BuiltKernels::from_kept(&built.to_kept()).unwrap();
+        assert_eq!(kept.module, built.module);
+
+        let refused = build_spirv(b"__kernel void k() {}", "", None).unwrap_err();
+        assert!(
+            matches!(&refused, KernelBuildError::Spirv(why) if why.contains("magic number")),
+            "{refused}"
+        );
+        let refused = build_spirv(&il[..16], "", None).unwrap_err().to_string();
+        assert!(
+            refused.contains("16 bytes are not a SPIR-V module"),
+            "{refused}"
+        );
+        let mut cut = il.clone();
+        cut.truncate(il.len() / 8 * 4);
+        let refused = build_spirv(&cut, "", None).unwrap_err().to_string();
+        assert!(
+            refused.contains("translator refused the module"),
+            "{refused}"
+        );
+        let refused = build_spirv(&il, "-O9", None).unwrap_err();
+        assert!(matches!(refused, KernelBuildError::Options(_)), "{refused}");
     }
 
     #[test]

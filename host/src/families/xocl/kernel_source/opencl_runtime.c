@@ -505,6 +505,19 @@ float OVL clamp(float x, float lo, float hi) { return __builtin_fminf(__builtin_
 double OVL min(double x, double y) { return __builtin_fmin(x, y); }
 double OVL max(double x, double y) { return __builtin_fmax(x, y); }
 
+/* Bit counts of each integer type: set bits, and leading zeros (the width for 0). */
+#define BITS(T, U, W)                                                                       \
+    T OVL popcount(T x) { return (T)__builtin_popcountll((U)x); }                           \
+    T OVL clz(T x) { return (U)x == 0 ? (T)(W) : (T)(__builtin_clzll((U)x) - (64 - (W))); }
+BITS(char, unsigned char, 8)
+BITS(unsigned char, unsigned char, 8)
+BITS(short, unsigned short, 16)
+BITS(unsigned short, unsigned short, 16)
+BITS(int, unsigned int, 32)
+BITS(unsigned int, unsigned int, 32)
+BITS(long long, unsigned long long, 64)
+BITS(unsigned long long, unsigned long long, 64)
+
 /* Integer abs: the magnitude, unsigned (C's abs is another function: these overload it). */
 #pragma clang diagnostic ignored "-Wincompatible-library-redeclaration"
 unsigned char OVL abs(char x) { return x < 0 ? -(unsigned char)x : x; }

@@ -1,0 +1,929 @@
+//! SPIR-V programs brought to the card's kernels. LLVM's SPIR-V translator gives a program
+//! back as 64-bit SPIR IR (`spir64`: 64-bit pointers and `size_t`, address spaces on
+//! pointers, the `spir_kernel`/`spir_func` calling conventions, OpenCL's built-ins as calls of
+//! their mangled overloads); [`translate`] rewrites that IR for 32-bit WebAssembly, where the
+//! OpenCL C build takes it on: one flat memory (every address space is it), the calling
+//! conventions dropped, and each built-in whose SPIR form differs from the card's reached
+//! through a bridge written in OpenCL C, which clang compiles against the runtime's overloads.
+//!
+//! Invariants of the rewritten IR: it names no address space and no SPIR calling convention;
+//! every `_Z` function it declares but does not define is called under a bridge's name
+//! (`__accelhost_spirv_` and the SPIR name) unless its SPIR form is the card's (numbers and
+//! vectors of them only, no `size_t` returned); its kernels are plain functions of pointers
+//! and numbers. A pointer is an offset into the kernel's one memory, whatever the program
+//! made it from: a SPIR-V kernel reaches no more than an OpenCL C one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// The first word of every SPIR-V module.
+pub const MAGIC: u32 = 0x0723_0203;
+/// The SPIR-V versions the translator reads, as OpenCL names them (`CL_DEVICE_IL_VERSION`).
+pub const IL_VERSIONS: [(u32, u32); 5] = [(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)];
+/// The prefix of a bridge's name.
+const BRIDGE: &str = "__accelhost_spirv_";
+/// The data layout and target of the card's kernels (clang's for `wasm32-wasi`).
+const WASM32_TARGET: &str = "target datalayout = \"e-m:e-p:32:32-p10:8:8-p20:8:8-i64:64-n32:64-S128-ni:1:10:20\"\n\
+                             target triple = \"wasm32-unknown-wasi\"\n";
+/// OpenCL 2.0's work-item functions, which the card's OpenCL C 1.2 runtime has not, as
+/// OpenCL 1.2 computes them (every work-group is whole: its size is the enqueued one).
+const OPENCL_2_WORK_ITEMS: [(&str, &str); 3] = [
+    (
+        "get_global_linear_id",
+        "(get_global_id(2) - get_global_offset(2)) * get_global_size(1) * get_global_size(0) \
+         + (get_global_id(1) - get_global_offset(1)) * get_global_size(0) \
+         + (get_global_id(0) - get_global_offset(0))",
+    ),
+    (
+        "get_local_linear_id",
+        "(get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) \
+         + get_local_id(0)",
+    ),
+    ("get_enqueued_local_size", "get_local_size(a0)"),
+];
+/// The built-ins whose result is a `size_t` (64 bits in SPIR, 32 on the card).
+const SIZE_RESULTS: [&str; 10] = [
+    "get_global_id",
+    "get_local_id",
+    "get_group_id",
+    "get_global_size",
+    "get_local_size",
+    "get_num_groups",
+    "get_global_offset",
+    "get_enqueued_local_size",
+    "get_global_linear_id",
+    "get_local_linear_id",
+];
+
+/// Whether `bytes` start as a SPIR-V module does: its magic number, in either byte order.
+pub fn is_spirv(bytes: &[u8]) -> bool {
+    bytes.get(..4).is_some_and(|word| {
+        let word: [u8; 4] = word.try_into().expect("4 bytes");
+        u32::from_le_bytes(word) == MAGIC || u32::from_be_bytes(word) == MAGIC
+    })
+}
+
+/// Whether `il` can be a SPIR-V module: whole words, the magic number first (in either byte
+/// order), a version the translator reads; why not, when it cannot.
+pub fn check_module(il: &[u8]) -> Result<(), String> {
+    if il.len() < 20 || !il.len().is_multiple_of(4) {
+        return Err(format!(
+            "{} bytes are not a SPIR-V module (a header of 5 words, then whole words)",
+            il.len()
+        ));
+    }
+    let word = |at: usize, little: bool| {
+        let bytes: [u8; 4] = il[at..at + 4].try_into().expect("4 bytes");
+        if little {
+            u32::from_le_bytes(bytes)
+        } else {
+            u32::from_be_bytes(bytes)
+        }
+    };
+    let little = if word(0, true) == MAGIC {
+        true
+    } else if word(0, false) == MAGIC {
+        false
+    } else {
+        return Err(format!(
+            "the module does not start with SPIR-V's magic number {MAGIC:#010x}"
+        ));
+    };
+    let version = word(4, little);
+    let (major, minor) = (version >> 16 & 0xff, version >> 8 & 0xff);
+    if !IL_VERSIONS.contains(&(major, minor)) {
+        return Err(format!(
+            "SPIR-V {major}.{minor}: these devices take SPIR-V {}",
+            IL_VERSIONS
+                .iter()
+                .map(|(a, b)| format!("{a}.{b}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// A kernel's argument, as the card passes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// A pointer to global or constant memory (a buffer).
+    Global,
+    /// A pointer to local memory, which the launch gives.
+    Local,
+    /// A number, travelling into the NDRange loop as this C type in this many bytes.
+    Number(&'static str, u32),
+}
+
+/// A kernel of the program, with its arguments' names and kinds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    /// Its name (the function's).
+    pub name: String,
+    /// Each argument's name (its own, or `argN`) and kind.
+    pub args: Vec<(String, Arg)>,
+}
+
+/// A SPIR program rewritten for the card ([`translate`]).
+#[derive(Debug)]
+pub struct Translated {
+    /// The IR, for `wasm32`.
+    pub ir: String,
+    /// OpenCL C defining every bridge the IR calls.
+    pub bridges: String,
+    /// The base names of the built-ins the program calls (`vload4`, `barrier`), each once.
+    pub built_ins: BTreeSet<String>,
+    /// Its kernels.
+    pub kernels: Vec<Kernel>,
+}
+
+/// Rewrites `spir`, the translator's 64-bit SPIR IR of a program, for the card (see the
+/// module's invariants); why not, naming the kernel, argument or function, when it cannot.
+pub fn translate(spir: &str) -> Result<Translated, String> {
+    let defined: BTreeSet<&str> = spir
+        .lines()
+        .filter(|l| l.starts_with("define "))
+        .filter_map(function_name)
+        .collect();
+    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    let mut bridges = String::new();
+    let mut built_ins = BTreeSet::new();
+    let mut kernels = Vec::new();
+    for line in spir.lines() {
+        if line.starts_with("define ") && line.contains(" spir_kernel ") {
+            kernels.push(kernel_of(line, spir)?);
+        }
+        if !line.starts_with("declare ") {
+            continue;
+        }
+        let Some(name) = function_name(line) else {
+            continue;
+        };
+        if defined.contains(name) || !name.starts_with("_Z") {
+            continue;
+        }
+        let call = Mangled::parse(name)
+            .ok_or_else(|| format!("the built-in '{name}' is not one these devices know"))?;
+        built_ins.insert(call.base.clone());
+        let result = result_type(line).ok_or_else(|| {
+            format!("the built-in '{name}' returns a type these devices do not pass")
+        })?;
+        if !call.needs_bridge(&result) {
+            continue;
+        }
+        let bridge = format!("{BRIDGE}{name}");
+        let _ = writeln!(bridges, "{}", call.bridge(&bridge, &result));
+        renamed.insert(name.to_owned(), bridge);
+    }
+    if kernels.is_empty() {
+        return Err("the module has no kernel (an OpEntryPoint of the Kernel model)".into());
+    }
+    let mut ir = String::with_capacity(spir.len() + 256);
+    ir.push_str(WASM32_TARGET);
+    let mut declared = BTreeSet::new();
+    for line in spir.lines() {
+        if line.starts_with("target datalayout") || line.starts_with("target triple") {
+            continue;
+        }
+        let line = renamed_functions(&flat_memory(line), &renamed);
+        // Intrinsics named after their pointers' address spaces become one.
+        if line.starts_with("declare ") && !declared.insert(line.clone()) {
+            continue;
+        }
+        ir.push_str(&line);
+        ir.push('\n');
+    }
+    Ok(Translated {
+        ir,
+        bridges,
+        built_ins,
+        kernels,
+    })
+}
+
+/// The function a `define` or `declare` line names.
+fn function_name(line: &str) -> Option<&str> {
+    let at = line.find(" @")? + 2;
+    let rest = &line[at..];
+    let end = rest.find('(')?;
+    Some(rest[..end].trim_matches('"'))
+}
+
+/// `line` with every address space taken off (types, globals, intrinsics' names), address
+/// space casts as plain casts, and no SPIR calling convention.
+fn flat_memory(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("addrspace(") {
+        let after = &rest[at + "addrspace(".len()..];
+        let Some(close) = after.find(')') else { break };
+        if !after[..close].chars().all(|c| c.is_ascii_digit()) {
+            out.push_str(&rest[..at + 1]);
+            rest = &rest[at + 1..];
+            continue;
+        }
+        // `T addrspace(1)*` and `@g = addrspace(3) global` lose the space before it too.
+        let kept = rest[..at].strip_suffix(' ').unwrap_or(&rest[..at]);
+        out.push_str(kept);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    let out = out
+        .replace("addrspacecast", "bitcast")
+        .replace("spir_kernel ", "")
+        .replace("spir_func ", "");
+    intrinsics_in_flat_memory(&out)
+}
+
+/// `line` with the pointer parts of intrinsics' names (`llvm.memcpy.p1i8.p4i8.i64`) in
+/// address space 0.
+fn intrinsics_in_flat_memory(line: &str) -> String {
+    if !line.contains("@llvm.") {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("@llvm.") {
+        out.push_str(&rest[..at]);
+        let name_len = rest[at + 1..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+            .unwrap_or(rest.len() - at - 1);
+        let name = &rest[at + 1..at + 1 + name_len];
+        out.push('@');
+        for (index, part) in name.split('.').enumerate() {
+            if index > 0 {
+                out.push('.');
+            }
+            match part.strip_prefix('p') {
+                Some(digits)
+                    if digits.starts_with(|c: char| c.is_ascii_digit())
+                        && part.len() > 1
+                        && index > 1 =>
+                {
+                    let tail = digits.trim_start_matches(|c: char| c.is_ascii_digit());
+                    out.push_str("p0");
+                    out.push_str(tail);
+                }
+                _ => out.push_str(part),
+            }
+        }
+        rest = &rest[at + 1 + name_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `line` with each function of `renamed` called by its new name.
+fn renamed_functions(line: &str, renamed: &BTreeMap<String, String>) -> String {
+    if renamed.is_empty() || !line.contains("@_Z") {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len() + 64);
+    let mut rest = line;
+    while let Some(at) = rest.find("@_Z") {
+        out.push_str(&rest[..=at]);
+        let name_len = rest[at + 1..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(rest.len() - at - 1);
+        let name = &rest[at + 1..at + 1 + name_len];
+        out.push_str(renamed.get(name).map_or(name, String::as_str));
+        rest = &rest[at + 1 + name_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The OpenCL C type of a declaration's LLVM result type (`void`, `event_t`, a number or a
+/// vector of numbers; integers unsigned, as SPIR does not say).
+fn result_type(declare: &str) -> Option<String> {
+    let after = declare.strip_prefix("declare ")?;
+    let before_name = &after[..after.find(" @")?];
+    let ty = before_name
+        .split_whitespace()
+        .filter(|w| {
+            !matches!(
+                *w,
+                "spir_func"
+                    | "zeroext"
+                    | "signext"
+                    | "noundef"
+                    | "dso_local"
+                    | "local_unnamed_addr"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    llvm_to_opencl(&ty)
+}
+
+/// OpenCL C's name of an LLVM number or vector type.
+fn llvm_to_opencl(ty: &str) -> Option<String> {
+    let scalar = |t: &str| {
+        Some(match t {
+            "void" => "void",
+            "i8" => "uchar",
+            "i16" => "ushort",
+            "i32" => "uint",
+            "i64" => "ulong",
+            "half" => "half",
+            "float" => "float",
+            "double" => "double",
+            _ => return None,
+        })
+    };
+    if ty == "%opencl.event_t*" {
+        return Some("event_t".to_owned());
+    }
+    if let Some(inner) = ty.strip_prefix('<').and_then(|t| t.strip_suffix('>')) {
+        let (count, element) = inner.split_once(" x ")?;
+        let count: u32 = count.trim().parse().ok()?;
+        let element = scalar(element.trim())?;
+        return (element != "void" && [2, 3, 4, 8, 16].contains(&count))
+            .then(|| format!("{element}{count}"));
+    }
+    scalar(ty).map(str::to_owned)
+}
+
+/// A parameter type of a mangled built-in.
+#[derive(Clone, Debug, PartialEq)]
+enum Type {
+    /// OpenCL C's name of a number type (`uint`), or `void`.
+    Number(&'static str),
+    /// A vector of a number type.
+    Vector(u32, &'static str),
+    /// `event_t`.
+    Event,
+    /// Qualifiers on a pointed-to type: its address space (SPIR's number, 0 private) and
+    /// whether it is const and volatile.
+    Qualified {
+        space: u32,
+        constant: bool,
+        volatile: bool,
+        of: Box<Type>,
+    },
+    /// A pointer.
+    Pointer(Box<Type>),
+}
+
+/// A built-in's mangled name, read: its base name and parameter types.
+#[derive(Debug, PartialEq)]
+struct Mangled {
+    base: String,
+    params: Vec<Type>,
+}
+
+impl Mangled {
+    /// Reads `_Z<length><name><parameters>` (Itanium's mangling, as OpenCL's overloads use
+    /// it: numbers, vectors, pointers with address spaces, `event_t`, substitutions).
+    fn parse(name: &str) -> Option<Mangled> {
+        let mut rest = name.strip_prefix("_Z")?;
+        let base = source_name(&mut rest)?.to_owned();
+        let mut substitutions = Vec::new();
+        let mut params = Vec::new();
+        if rest.is_empty() {
+            return None;
+        }
+        while !rest.is_empty() {
+            params.push(parse_type(&mut rest, &mut substitutions)?);
+        }
+        if params == [Type::Number("void")] {
+            params.clear();
+        }
+        Some(Mangled { base, params })
+    }
+
+    /// Whether the card's overload of this built-in has another name or other types than
+    /// SPIR's: a pointer (address spaces mangle differently), a 64-bit integer (`long` is
+    /// `long long` on the card) or a `size_t` result.
+    fn needs_bridge(&self, result: &str) -> bool {
+        let wide = |t: &str| matches!(t, "long" | "ulong");
+        SIZE_RESULTS.contains(&self.base.as_str()) && result == "ulong"
+            || self.params.iter().any(|p| match p {
+                Type::Pointer(_) | Type::Event | Type::Qualified { .. } => true,
+                Type::Number(t) | Type::Vector(_, t) => wide(t),
+            })
+    }
+
+    /// The bridge named `bridge`: a function of SPIR's types returning `result`, which calls
+    /// the built-in with them (clang picks the overload and converts `size_t`s).
+    fn bridge(&self, bridge: &str, result: &str) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{} a{i}", self.spell(p)))
+            .collect();
+        let args: Vec<String> = (0..self.params.len()).map(|i| format!("a{i}")).collect();
+        let call = match OPENCL_2_WORK_ITEMS
+            .iter()
+            .find(|(name, _)| *name == self.base)
+        {
+            Some((_, computed)) => format!("({computed})"),
+            None => format!("{}({})", self.base, args.join(", ")),
+        };
+        let body = if result == "void" {
+            format!("{call};")
+        } else if result == "event_t" {
+            format!("return {call};")
+        } else if result.ends_with(|c: char| c.is_ascii_digit()) {
+            format!("return as_{result}({call});")
+        } else {
+            format!("return ({result}){call};")
+        };
+        format!(
+            "__attribute__((always_inline)) {result} {bridge}({}) {{ {body} }}",
+            if params.is_empty() {
+                "void".to_owned()
+            } else {
+                params.join(", ")
+            }
+        )
+    }
+
+    /// OpenCL C's spelling of `ty` as a parameter of this built-in.
+    fn spell(&self, ty: &Type) -> String {
+        match ty {
+            Type::Number(t) => (*t).to_owned(),
+            Type::Vector(n, t) => format!("{t}{n}"),
+            Type::Event => "event_t".to_owned(),
+            Type::Qualified {
+                space,
+                constant,
+                volatile,
+                of,
+            } => {
+                let space = match space {
+                    1 => "__global",
+                    2 => "__constant",
+                    3 => "__local",
+                    // The generic space (OpenCL 2.0's) is the one memory too: the atomic
+                    // functions are defined for global pointers, the rest for private ones.
+                    4 if self.base.starts_with("atom") => "__global",
+                    _ => "__private",
+                };
+                format!(
+                    "{space} {}{}{}",
+                    if *constant { "const " } else { "" },
+                    if *volatile { "volatile " } else { "" },
+                    self.spell(of)
+                )
+            }
+            Type::Pointer(to) => match to.as_ref() {
+                Type::Qualified { .. } => format!("{} *", self.spell(to)),
+                plain => format!("__private {} *", self.spell(plain)),
+            },
+        }
+    }
+}
+
+/// Reads `<length><name>`.
+fn source_name<'a>(rest: &mut &'a str) -> Option<&'a str> {
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let length: usize = rest[..digits].parse().ok()?;
+    let name = rest.get(digits..digits + length)?;
+    *rest = &rest[digits + length..];
+    Some(name)
+}
+
+/// Reads one type, adding to `substitutions` what Itanium's mangling makes substitutable
+/// (all but the builtin types).
+fn parse_type(rest: &mut &str, substitutions: &mut Vec<Type>) -> Option<Type> {
+    let first = rest.chars().next()?;
+    let number = |c: char| {
+        Some(match c {
+            'v' => "void",
+            'b' => "bool",
+            'c' | 'a' => "char",
+            'h' => "uchar",
+            's' => "short",
+            't' => "ushort",
+            'i' => "int",
+            'j' => "uint",
+            'l' | 'x' => "long",
+            'm' | 'y' => "ulong",
+            'f' => "float",
+            'd' => "double",
+            _ => return None,
+        })
+    };
+    if let Some(t) = number(first) {
+        *rest = &rest[1..];
+        return Some(Type::Number(t));
+    }
+    let ty = match first {
+        'D' if rest.starts_with("Dh") => {
+            *rest = &rest[2..];
+            return Some(Type::Number("half"));
+        }
+        'D' if rest.starts_with("Dv") => {
+            *rest = &rest[2..];
+            let digits = rest.find('_')?;
+            let count: u32 = rest[..digits].parse().ok()?;
+            *rest = &rest[digits + 1..];
+            let element = match parse_type(rest, substitutions)? {
+                Type::Number(t) if t != "void" && t != "bool" => t,
+                _ => return None,
+            };
+            Type::Vector(count, element)
+        }
+        'S' => {
+            *rest = &rest[1..];
+            let end = rest.find('_')?;
+            let index = if end == 0 {
+                0
+            } else {
+                usize::from_str_radix(&rest[..end], 36).ok()? + 1
+            };
+            *rest = &rest[end + 1..];
+            return substitutions.get(index).cloned();
+        }
+        'P' => {
+            *rest = &rest[1..];
+            let mut space = 0;
+            let (mut constant, mut volatile, mut qualified) = (false, false, false);
+            if let Some(vendor) = rest.strip_prefix('U') {
+                *rest = vendor;
+                let name = source_name(rest)?;
+                space = name.strip_prefix("AS")?.parse().ok()?;
+                qualified = true;
+            }
+            loop {
+                match rest.chars().next()? {
+                    'r' => {}
+                    'V' => volatile = true,
+                    'K' => constant = true,
+                    _ => break,
+                }
+                qualified = true;
+                *rest = &rest[1..];
+            }
+            let of = parse_type(rest, substitutions)?;
+            let to = if qualified {
+                let qualified = Type::Qualified {
+                    space,
+                    constant,
+                    volatile,
+                    of: Box::new(of),
+                };
+                substitutions.push(qualified.clone());
+                qualified
+            } else {
+                of
+            };
+            Type::Pointer(Box::new(to))
+        }
+        '0'..='9' => match source_name(rest)? {
+            "ocl_event" => Type::Event,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    substitutions.push(ty.clone());
+    Some(ty)
+}
+
+/// A kernel's name and arguments from its `define` line, with the kinds its SPIR types and
+/// `kernel_arg_type` metadata (for the signedness of small numbers) give.
+fn kernel_of(define: &str, spir: &str) -> Result<Kernel, String> {
+    let name = function_name(define)
+        .ok_or_else(|| "a kernel's definition names no function".to_owned())?
+        .to_owned();
+    let open = define
+        .find('(')
+        .expect("a function name ends at its parameters");
+    let mut depth = 0usize;
+    let mut close = None;
+    for (at, c) in define[open..].char_indices() {
+        match c {
+            '(' | '<' | '{' | '[' => depth += 1,
+            ')' | '>' | '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(open + at);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let close = close.ok_or_else(|| format!("kernel '{name}': its parameters do not close"))?;
+    let types = metadata_strings(define, spir, "!kernel_arg_type");
+    let mut args = Vec::new();
+    for (index, param) in top_level_commas(&define[open + 1..close])
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .enumerate()
+    {
+        let param = param.trim();
+        let own = param
+            .rsplit_once(' ')
+            .map(|(_, last)| last)
+            .filter(|last| last.starts_with('%'))
+            .map(|last| last.trim_start_matches('%').trim_matches('"'))
+            .filter(|n| !n.is_empty() && !n.chars().all(|c| c.is_ascii_digit()));
+        let arg_name = own.map_or_else(|| format!("arg{index}"), str::to_owned);
+        let refuse = |why: &str| format!("kernel '{name}': argument '{arg_name}' {why}");
+        if param.contains("byval(") || param.contains("byref(") {
+            return Err(refuse(
+                "is a struct passed by value: these devices take pointers and numbers from SPIR-V",
+            ));
+        }
+        let ty = match param.find('>') {
+            Some(end) if param.starts_with('<') => &param[..=end],
+            _ => param.split_whitespace().next().unwrap_or(""),
+        };
+        let spelled = types.get(index).map(String::as_str).unwrap_or("");
+        let unsigned = spelled.starts_with('u') || spelled.starts_with("size_t");
+        let kind = if let Some(pointer) = pointer_space(param) {
+            match pointer {
+                1 | 2 => Arg::Global,
+                3 => Arg::Local,
+                _ => {
+                    return Err(refuse(
+                        "is a private or generic pointer, which no kernel takes",
+                    ));
+                }
+            }
+        } else {
+            match ty {
+                "i8" if unsigned => Arg::Number("unsigned char", 4),
+                "i8" => Arg::Number("signed char", 4),
+                "i16" if unsigned => Arg::Number("unsigned short", 4),
+                "i16" => Arg::Number("short", 4),
+                "i32" => Arg::Number("unsigned int", 4),
+                "i64" => Arg::Number("unsigned long long", 8),
+                "float" => Arg::Number("float", 4),
+                "double" => Arg::Number("double", 8),
+                other => {
+                    return Err(refuse(&format!(
+                        "has type '{other}': these devices take pointers and numbers from SPIR-V"
+                    )));
+                }
+            }
+        };
+        args.push((arg_name, kind));
+    }
+    Ok(Kernel { name, args })
+}
+
+/// The address space of a parameter's pointer type (`float addrspace(1)*` is 1, `float*` 0),
+/// or `None` when it is not a pointer.
+fn pointer_space(param: &str) -> Option<u32> {
+    let star = param.find('*')?;
+    if param[..star].contains('(') && !param[..star].contains("addrspace(") {
+        return None;
+    }
+    let before = &param[..star];
+    match before.rfind("addrspace(") {
+        Some(at)
+            if before[at..]
+                .find(')')
+                .is_some_and(|c| at + c + 1 == before.len()) =>
+        {
+            before[at + "addrspace(".len()..before.len() - 1]
+                .parse()
+                .ok()
+        }
+        _ => Some(0),
+    }
+}
+
+/// The strings of the metadata node `key` (`!kernel_arg_type !7`) a definition points to.
+fn metadata_strings(define: &str, spir: &str, key: &str) -> Vec<String> {
+    let Some(at) = define.find(&format!("{key} !")) else {
+        return Vec::new();
+    };
+    let node = define[at + key.len() + 1..]
+        .split(|c: char| c.is_whitespace() || c == '{')
+        .next()
+        .unwrap_or("");
+    let prefix = format!("{node} = !{{");
+    spir.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(|body| {
+            body.split("!\"")
+                .skip(1)
+                .map(|s| s.split('"').next().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `text` split at the commas outside brackets.
+fn top_level_commas(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' | '<' | '{' | '[' => depth += 1,
+            ')' | '>' | '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mangled_built_ins_read_with_their_address_spaces_and_substitutions() {
+        let vload = Mangled::parse("_Z6vload4mPU3AS1Kf").unwrap();
+        assert_eq!(vload.base, "vload4");
+        assert_eq!(vload.spell(&vload.params[1]), "__global const float *");
+        assert_eq!(vload.spell(&vload.params[0]), "ulong");
+        let fract = Mangled::parse("_Z5fractDv2_fPS_").unwrap();
+        assert_eq!(fract.spell(&fract.params[1]), "__private float2 *");
+        let wait = Mangled::parse("_Z17wait_group_eventsiPU3AS49ocl_event").unwrap();
+        assert_eq!(wait.spell(&wait.params[1]), "__private event_t *");
+        let atomic = Mangled::parse("_Z10atomic_addPU3AS4Vii").unwrap();
+        assert_eq!(atomic.spell(&atomic.params[0]), "__global volatile int *");
+        let copy =
+            Mangled::parse("_Z29async_work_group_strided_copyPU3AS3fPU3AS1Kfmm9ocl_event").unwrap();
+        assert_eq!(copy.params.len(), 5);
+        // The second pointer's `float` is the first's qualified type's, not substitutable alone.
+        let twice = Mangled::parse("_Z6selectPU3AS1fS_").unwrap();
+        assert_eq!(twice.spell(&twice.params[1]), "__global float");
+        assert_eq!(
+            Mangled::parse("_Z20get_global_linear_idv").unwrap().params,
+            []
+        );
+        for bad in [
+            "_Z3foo",
+            "_Z3sin",
+            "_Z3sinQ",
+            "_Z5imageP11ocl_image2d",
+            "_Z3fooS0_",
+        ] {
+            assert_eq!(Mangled::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_built_ins_whose_spir_form_differs_get_a_bridge() {
+        let sin = Mangled::parse("_Z3sinf").unwrap();
+        assert!(!sin.needs_bridge("float"));
+        let id = Mangled::parse("_Z13get_global_idj").unwrap();
+        assert!(id.needs_bridge("ulong"));
+        assert_eq!(
+            id.bridge("__accelhost_spirv__Z13get_global_idj", "ulong"),
+            "__attribute__((always_inline)) ulong __accelhost_spirv__Z13get_global_idj(uint a0) \
+             { return (ulong)get_global_id(a0); }"
+        );
+        let abs = Mangled::parse("_Z3absDv4_l").unwrap();
+        assert!(abs.needs_bridge("<4 x i64>"));
+        assert!(
+            abs.bridge("b", "ulong4")
+                .contains("return as_ulong4(abs(a0));")
+        );
+        let linear = Mangled::parse("_Z20get_global_linear_idv").unwrap();
+        assert!(linear.needs_bridge("ulong"));
+        let bridge = linear.bridge("b", "ulong");
+        assert!(
+            bridge.contains("ulong b(void) { return (ulong)((get_global_id(2)"),
+            "{bridge}"
+        );
+        let barrier = Mangled::parse("_Z7barrierj").unwrap();
+        assert!(!barrier.needs_bridge("void"));
+    }
+
+    const SPIR: &str = r#"target datalayout = "e-p:64:64:64"
+target triple = "spir64-unknown-unknown"
+
+@tile = internal addrspace(3) global [64 x float] undef, align 4
+
+define spir_kernel void @scale(float addrspace(1)* nocapture %data, float addrspace(3)* %scratch, i8 %by, i64 %count) #0 !kernel_arg_addr_space !5 !kernel_arg_type !7 {
+  %1 = call spir_func i64 @_Z13get_global_idj(i32 0) #1
+  %2 = getelementptr inbounds float, float addrspace(1)* %data, i64 %1
+  %3 = addrspacecast float addrspace(1)* %2 to float addrspace(4)*
+  %4 = call spir_func <4 x float> @_Z6vload4mPU3AS1Kf(i64 %1, float addrspace(1)* %2)
+  call void @llvm.memcpy.p1i8.p3i8.i64(i8 addrspace(1)* null, i8 addrspace(3)* null, i64 4, i1 false)
+  call void @llvm.memcpy.p0i8.p0i8.i64(i8* null, i8* null, i64 4, i1 false)
+  call spir_func void @_Z7barrierj(i32 1)
+  %5 = call spir_func float @_Z3sinf(float 0.0)
+  ret void
+}
+
+declare spir_func i64 @_Z13get_global_idj(i32) #1
+declare spir_func <4 x float> @_Z6vload4mPU3AS1Kf(i64, float addrspace(1)*)
+declare spir_func void @_Z7barrierj(i32)
+declare spir_func float @_Z3sinf(float)
+declare void @llvm.memcpy.p1i8.p3i8.i64(i8 addrspace(1)* noalias, i8 addrspace(3)* noalias, i64, i1)
+declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
+
+!5 = !{i32 1, i32 3, i32 0, i32 0}
+!7 = !{!"float*", !"float*", !"uchar", !"ulong"}
+"#;
+
+    #[test]
+    fn spir_is_rewritten_for_one_flat_memory_and_bridged_built_ins() {
+        let translated = translate(SPIR).unwrap();
+        let ir = &translated.ir;
+        assert!(ir.starts_with(WASM32_TARGET), "{ir}");
+        for gone in [
+            "addrspace",
+            "spir_func",
+            "spir_kernel",
+            "spir64",
+            "p1i8",
+            "p3i8",
+        ] {
+            assert!(!ir.contains(gone), "{gone} left in {ir}");
+        }
+        assert!(ir.contains("@tile = internal global [64 x float]"), "{ir}");
+        assert!(ir.contains("%3 = bitcast float* %2 to float*"), "{ir}");
+        assert!(
+            ir.contains("call i64 @__accelhost_spirv__Z13get_global_idj(i32 0)"),
+            "{ir}"
+        );
+        assert!(
+            ir.contains("declare <4 x float> @__accelhost_spirv__Z6vload4mPU3AS1Kf(i64, float*)")
+        );
+        // The same name and types on the card: called as they are.
+        assert!(ir.contains("call void @_Z7barrierj(i32 1)"), "{ir}");
+        assert!(ir.contains("call float @_Z3sinf(float 0.0)"), "{ir}");
+        assert_eq!(
+            ir.matches("declare void @llvm.memcpy.p0i8.p0i8.i64")
+                .count(),
+            1,
+            "{ir}"
+        );
+        let bridges = &translated.bridges;
+        assert!(bridges.contains("float4 __accelhost_spirv__Z6vload4mPU3AS1Kf(ulong a0, __global const float * a1) { return as_float4(vload4(a0, a1)); }"), "{bridges}");
+        assert_eq!(bridges.lines().count(), 2, "{bridges}");
+        let names: Vec<&str> = translated.built_ins.iter().map(String::as_str).collect();
+        assert_eq!(names, ["barrier", "get_global_id", "sin", "vload4"]);
+        assert_eq!(
+            translated.kernels,
+            [Kernel {
+                name: "scale".into(),
+                args: vec![
+                    ("data".into(), Arg::Global),
+                    ("scratch".into(), Arg::Local),
+                    ("by".into(), Arg::Number("unsigned char", 4)),
+                    ("count".into(), Arg::Number("unsigned long long", 8)),
+                ],
+            }]
+        );
+    }
+
+    #[test]
+    fn what_the_card_cannot_take_is_refused_by_name() {
+        let private = SPIR.replace("float addrspace(3)* %scratch", "float* %scratch");
+        let err = translate(&private).unwrap_err();
+        assert!(
+            err.contains("kernel 'scale': argument 'scratch' is a private"),
+            "{err}"
+        );
+        let by_value = SPIR.replace("i8 %by", "%struct.range* byval(%struct.range) align 8 %by");
+        let err = translate(&by_value).unwrap_err();
+        assert!(
+            err.contains("argument 'by' is a struct passed by value"),
+            "{err}"
+        );
+        let vector = SPIR.replace("i8 %by", "<4 x float> %by");
+        let err = translate(&vector).unwrap_err();
+        assert!(
+            err.contains("argument 'by' has type '<4 x float>'"),
+            "{err}"
+        );
+        let image = SPIR.replace("_Z3sinf", "_Z11read_imagef11ocl_image2d");
+        let err = translate(&image).unwrap_err();
+        assert!(
+            err.contains("'_Z11read_imagef11ocl_image2d' is not one these devices know"),
+            "{err}"
+        );
+        let no_kernel = SPIR.replace("spir_kernel", "spir_func");
+        assert!(translate(&no_kernel).unwrap_err().contains("no kernel"));
+    }
+
+    #[test]
+    fn modules_are_checked_before_the_translator_reads_them() {
+        let mut module = MAGIC.to_le_bytes().to_vec();
+        module.extend_from_slice(&0x0001_0000u32.to_le_bytes());
+        module.extend_from_slice(&[0; 12]);
+        assert_eq!(check_module(&module), Ok(()));
+        assert!(is_spirv(&module) && !is_spirv(&module[1..]) && !is_spirv(b"\x03\x02"));
+        let mut swapped = MAGIC.to_be_bytes().to_vec();
+        swapped.extend_from_slice(&0x0001_0200u32.to_be_bytes());
+        swapped.extend_from_slice(&[0; 12]);
+        assert_eq!(check_module(&swapped), Ok(()));
+        assert!(
+            check_module(&module[..19])
+                .unwrap_err()
+                .contains("19 bytes")
+        );
+        let mut newer = module.clone();
+        newer[4..8].copy_from_slice(&0x0001_0600u32.to_le_bytes());
+        assert!(check_module(&newer).unwrap_err().contains("SPIR-V 1.6"));
+        let mut text = b"__kernel void k() {}".to_vec();
+        text.resize(20, b' ');
+        assert!(check_module(&text).unwrap_err().contains("magic number"));
+    }
+}
