@@ -271,6 +271,7 @@ constants! {
     CL_PROGRAM_BINARIES: cl_uint = 0x1166;
     CL_PROGRAM_NUM_KERNELS: cl_uint = 0x1167;
     CL_PROGRAM_KERNEL_NAMES: cl_uint = 0x1168;
+    CL_PROGRAM_IL: cl_uint = 0x1169;
     CL_PROGRAM_BUILD_STATUS: cl_uint = 0x1181;
     CL_PROGRAM_BUILD_OPTIONS: cl_uint = 0x1182;
     CL_PROGRAM_BUILD_LOG: cl_uint = 0x1183;

@@ -203,6 +203,36 @@ impl Device {
         self.runs_kernels() && compiler_available()
     }
 
+    /// Whether it builds programs from SPIR-V: it builds OpenCL C and the system has LLVM's
+    /// SPIR-V translator.
+    pub fn builds_spirv(&self) -> bool {
+        self.builds_opencl_c() && accelhost::xclbin::kernels::translates_spirv()
+    }
+
+    /// Its extensions, with their versions: USM's, and with a compiler OpenCL C's and, with
+    /// the translator, `cl_khr_il_program`.
+    fn extensions(&self) -> Vec<(&'static str, cl_version)> {
+        let mut listed = vec![platform::USM_EXTENSION];
+        if self.builds_opencl_c() {
+            listed.extend(OPENCL_C_EXTENSIONS);
+        }
+        if self.builds_spirv() {
+            listed.push(("cl_khr_il_program", FIRST_VERSION));
+        }
+        listed
+    }
+
+    /// The SPIR-V versions it takes, as `CL_DEVICE_ILS_WITH_VERSION` lists them.
+    fn il_versions(&self) -> Vec<(&'static str, cl_version)> {
+        if !self.builds_spirv() {
+            return Vec::new();
+        }
+        accelhost::xclbin::kernels::IL_VERSIONS
+            .iter()
+            .map(|&(major, minor)| ("SPIR-V", make_version(major, minor, 0)))
+            .collect()
+    }
+
     /// Whether its compute units run kernels of the program's own: an XRT card's do.
     pub fn runs_kernels(&self) -> bool {
         self.token
@@ -287,19 +317,23 @@ impl Device {
             CL_DEVICE_VERSION => Value::text(platform::VERSION),
             CL_DEVICE_NUMERIC_VERSION => Value::uint(make_version(3, 0, 0)),
             CL_DEVICE_OPENCL_C_VERSION => Value::text("OpenCL C 1.2 "),
-            CL_DEVICE_EXTENSIONS if self.builds_opencl_c() => {
-                let mut names = vec![platform::USM_EXTENSION.0];
-                names.extend(OPENCL_C_EXTENSIONS.iter().map(|(name, _)| *name));
+            CL_DEVICE_EXTENSIONS => {
+                let names: Vec<&str> = self.extensions().iter().map(|(name, _)| *name).collect();
                 Value::text(&names.join(" "))
             }
-            CL_DEVICE_EXTENSIONS => Value::text(platform::USM_EXTENSION.0),
-            CL_DEVICE_EXTENSIONS_WITH_VERSION if self.builds_opencl_c() => {
-                let mut listed = vec![platform::USM_EXTENSION];
-                listed.extend(OPENCL_C_EXTENSIONS);
-                Value::name_versions(&listed)
+            CL_DEVICE_EXTENSIONS_WITH_VERSION => Value::name_versions(&self.extensions()),
+            CL_DEVICE_IL_VERSION => {
+                let versions: Vec<String> = self
+                    .il_versions()
+                    .iter()
+                    .map(|(_, version)| {
+                        format!("SPIR-V_{}.{}", version >> 22, (version >> 12) & 0x3ff)
+                    })
+                    .collect();
+                Value::text(&versions.join(" "))
             }
-            CL_DEVICE_EXTENSIONS_WITH_VERSION => Value::name_versions(&[platform::USM_EXTENSION]),
-            CL_DEVICE_BUILT_IN_KERNELS | CL_DEVICE_IL_VERSION => Value::text(""),
+            CL_DEVICE_ILS_WITH_VERSION => Value::name_versions(&self.il_versions()),
+            CL_DEVICE_BUILT_IN_KERNELS => Value::text(""),
             // Host, device and single-device shared allocations: the device reaches them;
             // no atomics or concurrent access are promised.
             CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL
@@ -310,8 +344,7 @@ impl Device {
             CL_DEVICE_CROSS_DEVICE_SHARED_MEM_CAPABILITIES_INTEL
             | CL_DEVICE_SHARED_SYSTEM_MEM_CAPABILITIES_INTEL => Value::ulong(0),
             CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED => Value::text("none"),
-            CL_DEVICE_ILS_WITH_VERSION
-            | CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION
+            CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION
             | CL_DEVICE_OPENCL_C_ALL_VERSIONS
             | CL_DEVICE_OPENCL_C_FEATURES
             | CL_DEVICE_PARTITION_TYPE => Value::none(),
@@ -324,8 +357,8 @@ impl Device {
             CL_DEVICE_ENDIAN_LITTLE => Value::bool(cfg!(target_endian = "little")),
             // An XRT card's programs may come from OpenCL C, when the system has clang.
             CL_DEVICE_COMPILER_AVAILABLE => Value::bool(self.builds_opencl_c()),
-            // Programs are built whole (clBuildProgram), never compiled and linked apart.
-            CL_DEVICE_LINKER_AVAILABLE => Value::bool(false),
+            // Where it compiles, it links too (clCompileProgram, clLinkProgram).
+            CL_DEVICE_LINKER_AVAILABLE => Value::bool(self.builds_opencl_c()),
             CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => Value::bool(true),
             CL_DEVICE_IMAGE_SUPPORT
             | CL_DEVICE_ERROR_CORRECTION_SUPPORT

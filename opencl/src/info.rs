@@ -54,6 +54,11 @@ impl Value {
         Value(bytes)
     }
 
+    /// Bytes as they are (a program's IL).
+    pub fn bytes(bytes: Vec<u8>) -> Value {
+        Value(bytes)
+    }
+
     /// An empty array.
     pub fn none() -> Value {
         Value(Vec::new())

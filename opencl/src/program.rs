@@ -1,15 +1,16 @@
 //! Programs from device images (an xclbin, checked by the library before any plugin sees
 //! it) or from OpenCL C source (built for an XRT card's emulated compute units with the
-//! system's clang, whole or compiled and linked apart), their kernels by name with their
-//! arguments, and launches. Programs from IL answer `CL_COMPILER_NOT_AVAILABLE`.
+//! system's clang, whole or compiled and linked apart) or from SPIR-V (through LLVM's SPIR-V
+//! translator to the same kernels), their kernels by name with their arguments, and
+//! launches.
 
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
 use accelhost::xclbin::kernels::{
-    BuiltKernels, CompiledOpencl, KernelBuildError, LOCAL_MEMORY_BYTES, MAX_HEADERS, build_opencl,
-    compile_opencl, link_opencl,
+    BuiltKernels, CompiledOpencl, KernelBuildError, LOCAL_MEMORY_BYTES, MAX_HEADERS, MAX_IL_BYTES,
+    build_opencl, build_spirv, check_spirv, compile_opencl, compile_spirv, link_opencl,
 };
 use accelhost::xclbin::{ArgKind, KernelMeta};
 use accelhost::{Arg, ErrorCode};
@@ -26,19 +27,37 @@ use crate::memory::{Buffer, buffer};
 use crate::object::{Held, get, publish, references};
 use crate::queue::Queue;
 
-/// An OpenCL program for one device of the context: an image loaded on it, or source that
-/// becomes one when it is built.
+/// An OpenCL program for one device of the context: an image loaded on it, or source or IL
+/// that becomes one when it is built.
 pub struct Program {
     context: Held<Context>,
     device: usize,
-    /// The OpenCL C source, for a program made from source.
-    source: Option<String>,
+    /// What it was made from, for a program made from source or IL.
+    source: Option<Source>,
     /// The image on the device, once there is one.
     built: Mutex<Option<Arc<Built>>>,
     /// The source compiled apart (`clCompileProgram`), for `clLinkProgram`.
     compiled: Mutex<Option<Arc<CompiledOpencl>>>,
     /// The last build's options, status and log.
     build: Mutex<BuildRecord>,
+}
+
+/// What a program to be built was made from.
+enum Source {
+    /// OpenCL C (`clCreateProgramWithSource`).
+    OpenclC(String),
+    /// A SPIR-V module (`clCreateProgramWithIL`).
+    Il(Vec<u8>),
+}
+
+impl Source {
+    /// The OpenCL C, for a program made from it.
+    fn opencl_c(&self) -> Option<&str> {
+        match self {
+            Source::OpenclC(text) => Some(text),
+            Source::Il(_) => None,
+        }
+    }
 }
 
 /// An image loaded on the program's device.
@@ -182,7 +201,7 @@ pub(crate) extern "C" fn create_program_with_source(
         publish(Arc::new(Program {
             context: Held::new(context_handle, context),
             device,
-            source: Some(source),
+            source: Some(Source::OpenclC(source)),
             built: Mutex::new(None),
             compiled: Mutex::new(None),
             build: Mutex::new(BuildRecord {
@@ -195,17 +214,49 @@ pub(crate) extern "C" fn create_program_with_source(
 }
 
 pub(crate) extern "C" fn create_program_with_il(
-    _context: *mut c_void,
-    _il: *const c_void,
-    _length: usize,
+    context_handle: *mut c_void,
+    il: *const c_void,
+    length: usize,
     errcode_ret: *mut cl_int,
 ) -> *mut c_void {
-    object("clCreateProgramWithIL", errcode_ret, || {
-        Err(refuse(
-            "clCreateProgramWithIL",
-            CL_COMPILER_NOT_AVAILABLE,
-            "the devices have no compiler for IL: create programs from device images",
-        ))
+    const CALL: &str = "clCreateProgramWithIL";
+    object(CALL, errcode_ret, || {
+        let context = context(context_handle)?;
+        if il.is_null() || length == 0 {
+            return Err(refuse(CALL, CL_INVALID_VALUE, "no IL was given"));
+        }
+        if length > MAX_IL_BYTES {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_VALUE,
+                &format!("{length} bytes of IL: a program has at most {MAX_IL_BYTES}"),
+            ));
+        }
+        // SAFETY: the application passes length bytes at il.
+        let il = unsafe { std::slice::from_raw_parts(il.cast::<u8>(), length) }.to_vec();
+        check_spirv(&il).map_err(|err| refuse(CALL, CL_INVALID_VALUE, &err.to_string()))?;
+        // Built for the context's first device that builds SPIR-V.
+        let Some(device) = (0..context.len()).find(|&index| context.device(index).builds_spirv())
+        else {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_OPERATION,
+                "no device of the context takes IL: an XRT card does, where LLVM's SPIR-V \
+                 translator is installed",
+            ));
+        };
+        publish(Arc::new(Program {
+            context: Held::new(context_handle, context),
+            device,
+            source: Some(Source::Il(il)),
+            built: Mutex::new(None),
+            compiled: Mutex::new(None),
+            build: Mutex::new(BuildRecord {
+                status: CL_BUILD_NONE,
+                options: String::new(),
+                log: String::new(),
+            }),
+        }))
     })
 }
 
@@ -291,12 +342,21 @@ pub(crate) extern "C" fn build_program(
         unsafe { for_the_programs_device(CALL, &program, num_devices, devices) }?;
         // SAFETY: options is NULL or NUL-terminated.
         let options = unsafe { text_or_empty(options) };
-        let Some(source) = &program.source else {
+        match &program.source {
             // A device image is built already.
-            program.record().options = options;
-            return Ok(());
-        };
-        build_from_source(&program, source, options)
+            None => {
+                program.record().options = options;
+                Ok(())
+            }
+            Some(Source::OpenclC(source)) => build_from_source(&program, options, |options| {
+                let kept = accelhost::ComponentCache::from_env();
+                build_opencl(source, options, Some(&kept))
+            }),
+            Some(Source::Il(il)) => build_from_source(&program, options, |options| {
+                let kept = accelhost::ComponentCache::from_env();
+                build_spirv(il, options, Some(&kept))
+            }),
+        }
     });
     if let Some(notify) = notify {
         notify(handle, user_data);
@@ -389,7 +449,7 @@ pub(crate) extern "C" fn compile_program(
             if name.is_null() {
                 return Err(CL_INVALID_VALUE);
             }
-            let Some(text) = &header.source else {
+            let Some(text) = header.source.as_ref().and_then(Source::opencl_c) else {
                 return Err(refuse(
                     CALL,
                     CL_INVALID_VALUE,
@@ -406,21 +466,27 @@ pub(crate) extern "C" fn compile_program(
             }
             // SAFETY: a non-NULL header name is NUL-terminated.
             let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-            headers.push((name.into_owned(), text.clone()));
+            headers.push((name.into_owned(), text.to_owned()));
         }
         let Some(source) = &program.source else {
             return Err(refuse(
                 CALL,
                 CL_INVALID_OPERATION,
-                "only a program made from source compiles",
+                "only a program made from source or IL compiles",
             ));
         };
         let device = program.context.object().device(program.device);
         let outcome = if !device.runs_kernels() {
             Err((CL_COMPILER_NOT_AVAILABLE, NO_COMPILER.to_owned()))
         } else {
-            compile_opencl(source, &options, &headers).map_err(|err| match err {
-                KernelBuildError::NoCompiler(why) => (CL_COMPILER_NOT_AVAILABLE, why),
+            match source {
+                Source::OpenclC(text) => compile_opencl(text, &options, &headers),
+                Source::Il(il) => compile_spirv(il, &options),
+            }
+            .map_err(|err| match err {
+                err @ (KernelBuildError::NoCompiler(_) | KernelBuildError::NoTranslator(_)) => {
+                    (CL_COMPILER_NOT_AVAILABLE, err.to_string())
+                }
                 err @ KernelBuildError::Options(_) => {
                     (CL_INVALID_COMPILER_OPTIONS, err.to_string())
                 }
@@ -586,19 +652,26 @@ fn loaded(
     }
 }
 
-/// Builds `source` into an image for the program's device and loads it there.
-fn build_from_source(program: &Program, source: &str, options: String) -> ClResult<()> {
+/// Builds the program's source or IL with `build` (given the options) into an image for its
+/// device and loads it there. Built programs are kept in the compile cache the door's host
+/// uses.
+fn build_from_source(
+    program: &Program,
+    options: String,
+    build: impl FnOnce(&str) -> Result<BuiltKernels, KernelBuildError>,
+) -> ClResult<()> {
     const CALL: &str = "clBuildProgram";
     let context = program.context.object();
     let device = context.device(program.device);
     let outcome = if !device.runs_kernels() {
         Err((CL_COMPILER_NOT_AVAILABLE, NO_COMPILER.to_owned()))
     } else {
-        // Built programs are kept in the compile cache the door's host uses.
-        let kept = accelhost::ComponentCache::from_env();
-        match build_opencl(source, &options, Some(&kept)) {
+        match build(&options) {
             Ok(built) => loaded(CALL, context, program.device, built),
             Err(KernelBuildError::NoCompiler(why)) => Err((CL_COMPILER_NOT_AVAILABLE, why)),
+            Err(err @ KernelBuildError::NoTranslator(_)) => {
+                Err((CL_COMPILER_NOT_AVAILABLE, err.to_string()))
+            }
             Err(err @ KernelBuildError::Options(_)) => {
                 Err((CL_INVALID_BUILD_OPTIONS, err.to_string()))
             }
@@ -641,7 +714,17 @@ pub(crate) extern "C" fn get_program_info(
             CL_PROGRAM_CONTEXT => Some(Value::pointer(program.context.handle())),
             CL_PROGRAM_NUM_DEVICES => Some(Value::uint(1)),
             CL_PROGRAM_DEVICES => Some(Value::pointer(device)),
-            CL_PROGRAM_SOURCE => Some(Value::text(program.source.as_deref().unwrap_or(""))),
+            CL_PROGRAM_SOURCE => Some(Value::text(
+                program
+                    .source
+                    .as_ref()
+                    .and_then(Source::opencl_c)
+                    .unwrap_or(""),
+            )),
+            CL_PROGRAM_IL => Some(Value::bytes(match &program.source {
+                Some(Source::Il(il)) => il.clone(),
+                _ => Vec::new(),
+            })),
             CL_PROGRAM_BINARY_SIZES => Some(Value::sizes(&[binary.len()])),
             CL_PROGRAM_BINARIES => {
                 // An array of one pointer, to memory of BINARY_SIZES bytes, that the

@@ -98,8 +98,8 @@ fn main() -> std::process::ExitCode {
                 run: dpctls_default_device_and_every_other_copy_usm_both_ways_and_between,
             },
             Trial {
-                name: "dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass",
-                run: dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass,
+                name: "dpctls_own_tests_of_devices_queues_usm_programs_and_kernels_pass",
+                run: dpctls_own_tests_of_devices_queues_usm_programs_and_kernels_pass,
             },
             Trial {
                 name: "pyopencls_own_suite_passes_with_the_card_building_its_kernels",
@@ -112,6 +112,10 @@ fn main() -> std::process::ExitCode {
             Trial {
                 name: "opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot",
                 run: opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot,
+            },
+            Trial {
+                name: "spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone",
+                run: spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone,
             },
             Trial {
                 name: "pyopencls_demo_runs_unmodified_from_source",
@@ -1157,6 +1161,41 @@ fn opencl_c_from_source_runs_over_its_ndrange_and_refuses_what_it_cannot() -> Ou
     Outcome::Passed
 }
 
+/// tests/python/spirv.py: SPIR-V through `clCreateProgramWithIL`, from dpctl's own test files
+/// (OpenCL C's, and the SYCL compiler's local-accessor kernels of ten element types) over the
+/// SYCL runtime, and from OpenCL C that clang and LLVM's translator compile here, through
+/// PyOpenCL; kernels that try to leave their arguments fail their launches alone.
+fn spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone() -> Outcome {
+    let Some(python) = opencl_python() else {
+        return missing(NO_PYTHON.into());
+    };
+    if let Some(why) = no_clang() {
+        return missing(why);
+    }
+    let translator = accelhost::xclbin::kernels::spirv_translator_program();
+    if !accelhost::xclbin::kernels::translates_spirv() {
+        return missing(format!(
+            "no SPIR-V translator ({} does not run; {})",
+            translator.to_string_lossy(),
+            accelhost::xclbin::kernels::SPIRV_HINT
+        ));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/spirv.py");
+    let translator = translator.to_string_lossy();
+    let report = python_on_the_card(&python, "spirv", &script, &["clang", &translator]);
+    assert!(report.contains("\n0 failed"), "{report}");
+    assert!(!report.contains("FAILED"), "{report}");
+    for said in [
+        "clCreateProgramWithIL: the SPIR-V program cannot run on the card: SPIR-V 1.6: these \
+         devices take SPIR-V 1.0, 1.1, 1.2, 1.3, 1.4",
+        "launch of from_an_integer on xocl/emu:xocl0",
+        "launch of through_generic on xocl/emu:xocl0",
+    ] {
+        assert!(report.contains(said), "the door says {said:?}: {report}");
+    }
+    Outcome::Passed
+}
+
 /// tests/c/kept_build.c, three processes on the compile cache the harness shares: the
 /// first builds its program from source (clang, through a wrapper that logs each run,
 /// compiles it); the second, with the same source and options, takes the build the first
@@ -1555,8 +1594,9 @@ fn dpctls_default_device_and_every_other_copy_usm_both_ways_and_between() -> Out
 }
 
 /// dpctl's own test modules (its wheel carries them) for platforms, devices, contexts,
-/// queues, events, USM and memcpy, run with pytest against the platform.
-const DPCTL_TEST_MODULES: [&str; 7] = [
+/// queues, events, USM and memcpy, and for programs from OpenCL C and SPIR-V and the kernels
+/// submitted from them, run with pytest against the platform.
+const DPCTL_TEST_MODULES: [&str; 12] = [
     "test_sycl_platform.py",
     "test_sycl_device.py",
     "test_sycl_context.py",
@@ -1564,27 +1604,16 @@ const DPCTL_TEST_MODULES: [&str; 7] = [
     "test_sycl_event.py",
     "test_sycl_usm.py",
     "test_sycl_queue_memcpy.py",
+    "test_sycl_program.py",
+    "test_sycl_kernel_submit.py",
+    "test_work_group_memory.py",
+    "test_work_group_memory_opencl.py",
+    "test_raw_kernel_arg.py",
 ];
 
 /// The tests of [`DPCTL_TEST_MODULES`] that cannot pass on the platform, and why: nothing
 /// else may fail.
-const DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS: [(&str, &str); 6] = [
-    (
-        "test_sycl_event.py::test_execution_status_nondefault_event",
-        "builds an OpenCL C program: no compiler (programs come as device images)",
-    ),
-    (
-        "test_sycl_event.py::test_event_backend",
-        "builds an OpenCL C program: no compiler",
-    ),
-    (
-        "test_sycl_event.py::test_get_wait_list",
-        "builds an OpenCL C program: no compiler",
-    ),
-    (
-        "test_sycl_event.py::test_profiling_info",
-        "builds an OpenCL C program: no compiler",
-    ),
+const DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS: [(&str, &str); 2] = [
     (
         "test_sycl_queue.py::test_cython_api",
         "builds a Cython extension (Cython and dpctl's headers and a C++ compiler)",
@@ -1597,9 +1626,9 @@ const DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS: [(&str, &str); 6] = [
 ];
 
 /// dpctl's own tests of [`DPCTL_TEST_MODULES`] pass against the platform, but those that
-/// need a compiler, a Cython build or sub-devices
+/// need a Cython build or sub-devices
 /// ([`DPCTL_TESTS_THAT_NEED_WHAT_THE_PLATFORM_LACKS`]); over a thousand run.
-fn dpctls_own_tests_of_platforms_devices_queues_events_and_usm_pass() -> Outcome {
+fn dpctls_own_tests_of_devices_queues_usm_programs_and_kernels_pass() -> Outcome {
     let Some(python) = opencl_python() else {
         return missing(NO_PYTHON.into());
     };
