@@ -118,8 +118,9 @@ pub fn memcpy(
     }
 }
 
-/// Launches `kernel` with its packed arguments, once (the devices run a kernel once per
-/// launch; its arguments say how much it processes).
+/// Launches `kernel` with its packed arguments: once (a kernel of a device image runs once
+/// per launch; its arguments say how much it processes), or over the launch's work-items (a
+/// kernel built from SPIR-V).
 pub fn launch(
     queue: &Queue,
     kernel: &Kernel,
@@ -142,7 +143,7 @@ pub fn launch(
     let items: usize = (0..dimensions)
         .map(|d| sizes.num_groups[d].saturating_mul(sizes.group_size[d]))
         .product();
-    if items != 1 {
+    if items != 1 && !kernel.over_work_items() {
         return Err(fail(
             OL_ERRC_UNSUPPORTED_FEATURE,
             format!(
@@ -151,7 +152,7 @@ pub fn launch(
             ),
         ));
     }
-    let values = kernel.arguments(data)?;
+    let values = kernel.arguments(data, sizes)?;
     let args: Vec<_> = values.iter().map(|value| value.arg()).collect();
     queue
         .commands

@@ -1,12 +1,15 @@
 //! Programs from device images (an xclbin, checked by the library before any plugin sees
-//! it) and their kernels by name, with the argument layout launches read: the image's
-//! metadata lists each argument's kind and size, and the packed argument data lays them out
-//! in order, each at an offset aligned to its size (as a C struct of them would be).
+//! it) or from SPIR-V (built for the XRT card as OpenCL's `clCreateProgramWithIL` builds it)
+//! and their kernels by name, with the argument layout launches read: the image's metadata
+//! lists each argument's kind and size, and the packed argument data lays them out in order,
+//! each at an offset aligned to its size (as a C struct of them would be). A SPIR-V kernel
+//! runs over the launch's work-items; its NDRange arguments come from the launch's sizes.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use accelhost::xclbin::{ArgKind, KernelArg};
+use accelhost::xclbin::kernels::{NDRANGE_ARGS, build_spirv, is_ndrange, is_spirv};
+use accelhost::xclbin::{ArgKind, KernelArg, XclbinBuilder};
 use accelhost::{Arg, ErrorCode};
 
 use accelhost_door::handles::Object;
@@ -69,8 +72,22 @@ impl Program {
         of::<Program>(handle, OL_ERRC_INVALID_ARGUMENT)
     }
 
-    /// Loads `image` on `device`.
+    /// Loads `image` on `device`: a device image, or SPIR-V built into one.
     pub fn create(device: &'static Device, image: &[u8]) -> OlRes<Program> {
+        if is_spirv(image) {
+            // Built programs are kept in the compile cache the door's host uses.
+            let kept = accelhost::ComponentCache::from_env();
+            let built = build_spirv(image, "", Some(&kept))
+                .map_err(|err| fail(OL_ERRC_INVALID_VALUE, err.to_string()))?;
+            let image =
+                XclbinBuilder::kernels(built.uuid(), &built.kernels, built.module, 1).build();
+            return Self::load(device, &image);
+        }
+        Self::load(device, image)
+    }
+
+    /// Loads the device image `image` on `device`.
+    fn load(device: &'static Device, image: &[u8]) -> OlRes<Program> {
         let program = device
             .handle
             .create_program(image)
@@ -125,9 +142,21 @@ impl Kernel {
         of::<Kernel>(handle, OL_ERRC_INVALID_ARGUMENT)
     }
 
-    /// The arguments in `data`, laid out as the metadata says; a buffer argument is an
+    /// Whether it runs over a launch's work-items (built from SPIR-V): its last arguments
+    /// are the NDRange's, which the launch's sizes give.
+    pub fn over_work_items(&self) -> bool {
+        self.args.as_ref().is_some_and(|args| {
+            is_ndrange(&accelhost::xclbin::KernelMeta {
+                name: String::new(),
+                args: args.clone(),
+            })
+        })
+    }
+
+    /// The arguments in `data`, laid out as the metadata says (a kernel over work-items
+    /// takes its own from `data` and the NDRange's from `sizes`); a buffer argument is an
     /// address inside an allocation of the kernel's device.
-    pub fn arguments(&self, data: &[u8]) -> OlRes<Vec<Value>> {
+    pub fn arguments(&self, data: &[u8], sizes: &LaunchSizeArgs) -> OlRes<Vec<Value>> {
         let args = self.args.as_ref().ok_or_else(|| {
             fail(
                 OL_ERRC_UNSUPPORTED_FEATURE,
@@ -137,9 +166,15 @@ impl Kernel {
                 ),
             )
         })?;
+        let ndrange = self.over_work_items();
+        let own = if ndrange {
+            &args[..args.len() - NDRANGE_ARGS.len()]
+        } else {
+            &args[..]
+        };
         let mut at = 0usize;
         let mut values = Vec::with_capacity(args.len());
-        for arg in args {
+        for arg in own {
             let size = arg.size as usize;
             at = at.next_multiple_of(size.clamp(1, 8));
             let bytes = data.get(at..at + size).ok_or_else(|| {
@@ -175,6 +210,46 @@ impl Kernel {
             });
             at += size;
         }
+        if ndrange {
+            values.extend(ndrange_values(sizes)?);
+        }
         Ok(values)
     }
+}
+
+/// The NDRange arguments of a launch of `sizes`: its dimensions, then the global sizes, the
+/// group sizes and the offsets (0) of x, y and z, each a 32-bit word.
+fn ndrange_values(sizes: &LaunchSizeArgs) -> OlRes<Vec<Value>> {
+    let word = |value: usize, what: &str| {
+        u32::try_from(value)
+            .map(|v| Value::Bytes(v.to_ne_bytes().to_vec()))
+            .map_err(|_| {
+                fail(
+                    OL_ERRC_INVALID_SIZE,
+                    format!("{what} is {value}: the card's NDRange sizes are 32-bit"),
+                )
+            })
+    };
+    let dimensions = sizes.dimensions;
+    let mut values = vec![word(dimensions, "Dimensions")?];
+    for d in 0..3 {
+        let global = if d < dimensions {
+            sizes.num_groups[d].saturating_mul(sizes.group_size[d])
+        } else {
+            1
+        };
+        values.push(word(global, "a global size (NumGroups x GroupSize)")?);
+    }
+    for d in 0..3 {
+        values.push(word(
+            if d < dimensions {
+                sizes.group_size[d]
+            } else {
+                1
+            },
+            "a group size",
+        )?);
+    }
+    values.extend((0..3).map(|_| Value::Bytes(0u32.to_ne_bytes().to_vec())));
+    Ok(values)
 }

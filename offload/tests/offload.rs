@@ -36,6 +36,10 @@ fn main() -> std::process::ExitCode {
                 run: a_c_program_runs_a_kernel_of_its_own_from_a_device_image,
             },
             Trial {
+                name: "a_c_program_runs_spirv_over_its_work_items",
+                run: a_c_program_runs_spirv_over_its_work_items,
+            },
+            Trial {
                 name: "a_faulting_plugin_is_an_offload_error_and_the_program_goes_on",
                 run: a_faulting_plugin_is_an_offload_error_and_the_program_goes_on,
             },
@@ -116,6 +120,39 @@ fn a_c_program_runs_a_kernel_of_its_own_from_a_device_image() -> Outcome {
     ] {
         assert!(report.contains(line), "{line}: {report}");
     }
+    Outcome::Passed
+}
+
+/// tests/c/spirv.c with SPIR-V of tests/kernels/spirv_kernels.cl: olCreateProgram builds it,
+/// kernels run over their work-items with the launch's sizes (scaled_add exact over 4,096,
+/// group sums through local memory and barriers), a kernel writing through a pointer made
+/// from an integer fails its event and the card goes on, a later SPIR-V version is refused.
+fn a_c_program_runs_spirv_over_its_work_items() -> Outcome {
+    let il = match door::spirv_of("spirv_kernels.cl") {
+        Ok(il) => il,
+        Err(outcome) => return outcome,
+    };
+    let dir = OFFLOAD.scratch("spirv");
+    let exe = match OFFLOAD.build("cc", "-std=c11", "c/spirv.c", &dir) {
+        Ok(exe) => exe,
+        Err(outcome) => return outcome,
+    };
+    std::fs::write(dir.join("kernels.spv"), il).unwrap();
+    let config = door::config_with_kernel_deadline(&dir, 300);
+    let out = OFFLOAD.run_program(&exe, &["kernels.spv"], &dir, Some(&config));
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "scaled_add of 4096 elements: 0 mismatches",
+        "group_sums through local memory and barriers: ok",
+        "the stray kernel: ",
+        "out of bounds memory access",
+        "scaled_add after it: 0 mismatches",
+        "\n0 failed",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
+    assert!(!report.contains("FAILED"), "{report}");
     Outcome::Passed
 }
 

@@ -277,6 +277,57 @@ pub fn kernel_image(source: &str, kernels: &[&str]) -> Result<Vec<u8>, Outcome> 
     }
 }
 
+/// SPIR-V of the workspace's `tests/kernels/<source>` (OpenCL C), as a SYCL or OpenCL
+/// toolchain hands it on: clang's 64-bit SPIR, then LLVM's SPIR-V translator of clang's
+/// version; a missing clang or translator skips (or fails in CI).
+pub fn spirv_of(source: &str) -> Result<Vec<u8>, Outcome> {
+    use accelhost::xclbin::kernels::{SPIRV_HINT, spirv_translator_program, translates_spirv};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/kernels")
+        .join(source);
+    if !translates_spirv() {
+        return Err(missing(format!(
+            "no SPIR-V translator ({} does not run; {SPIRV_HINT})",
+            spirv_translator_program().to_string_lossy()
+        )));
+    }
+    let work = std::env::temp_dir().join(format!("accelhost-spirv-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let (bitcode, module) = (work.join("k.bc"), work.join("k.spv"));
+    let compiled = Command::new("clang")
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL1.2",
+            "--target=spir64-unknown-unknown",
+        ])
+        .args([
+            "-Xclang",
+            "-finclude-default-header",
+            "-O2",
+            "-emit-llvm",
+            "-c",
+        ])
+        .arg(&path)
+        .arg("-o")
+        .arg(&bitcode)
+        .status();
+    let Ok(compiled) = compiled else {
+        return Err(missing("no clang to compile OpenCL C to SPIR with".into()));
+    };
+    assert!(compiled.success(), "clang refused {source}");
+    let translated = Command::new(spirv_translator_program())
+        .arg(&bitcode)
+        .arg("-o")
+        .arg(&module)
+        .status()
+        .unwrap();
+    assert!(translated.success(), "the translator refused {source}");
+    let il = std::fs::read(&module).unwrap();
+    std::fs::remove_dir_all(&work).unwrap();
+    Ok(il)
+}
+
 /// Whether `text` holds no active character (control or C1): a plugin's terminal attacks
 /// reached it inert.
 pub fn inert(text: &str) -> bool {
