@@ -77,7 +77,7 @@ impl Program {
         if is_spirv(image) {
             // Built programs are kept in the compile cache the door's host uses.
             let kept = accelhost::ComponentCache::from_env();
-            let built = build_spirv(image, "", Some(&kept))
+            let built = build_spirv(image, "", &[], Some(&kept))
                 .map_err(|err| fail(OL_ERRC_INVALID_VALUE, err.to_string()))?;
             let image =
                 XclbinBuilder::kernels(built.uuid(), &built.kernels, built.module, 1).build();

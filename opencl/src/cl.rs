@@ -59,6 +59,7 @@ constants! {
     CL_INVALID_PLATFORM: cl_int = -32;
     CL_INVALID_DEVICE: cl_int = -33;
     CL_INVALID_PROPERTY: cl_int = -64;
+    CL_INVALID_SPEC_ID: cl_int = -71;
     CL_INVALID_CONTEXT: cl_int = -34;
     CL_INVALID_COMMAND_QUEUE: cl_int = -36;
     CL_INVALID_HOST_PTR: cl_int = -37;

@@ -243,7 +243,7 @@ dispatch_table! {
     142 clGetKernelSubGroupInfo: [status];
     143 clSetDefaultDeviceCommandQueue: [status];
     144 clSetProgramReleaseCallback: [status];
-    145 clSetProgramSpecializationConstant: [status];
+    145 clSetProgramSpecializationConstant: [= program::set_program_specialization_constant];
     146 clCreateBufferWithProperties: [object(P, P, P, P, P)];
     147 clCreateImageWithProperties: [object(P, P, P, P, P, P)];
     148 clSetContextDestructorCallback: [status];

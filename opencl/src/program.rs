@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use accelhost::xclbin::kernels::{
     BuiltKernels, CompiledOpencl, KernelBuildError, LOCAL_MEMORY_BYTES, MAX_HEADERS, MAX_IL_BYTES,
     build_opencl, build_spirv, check_spirv, compile_opencl, compile_spirv, link_opencl,
+    spec_constants,
 };
 use accelhost::xclbin::{ArgKind, KernelMeta};
 use accelhost::{Arg, ErrorCode};
@@ -38,6 +39,8 @@ pub struct Program {
     built: Mutex<Option<Arc<Built>>>,
     /// The source compiled apart (`clCompileProgram`), for `clLinkProgram`.
     compiled: Mutex<Option<Arc<CompiledOpencl>>>,
+    /// The specialization constants set for a program from IL, by id, for its next build.
+    constants: Mutex<Vec<(u32, Vec<u8>)>>,
     /// The last build's options, status and log.
     build: Mutex<BuildRecord>,
 }
@@ -85,6 +88,14 @@ impl Program {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .ok_or(CL_INVALID_PROGRAM_EXECUTABLE)
+    }
+
+    /// The specialization constants set so far.
+    fn constants(&self) -> Vec<(u32, Vec<u8>)> {
+        self.constants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn record(&self) -> std::sync::MutexGuard<'_, BuildRecord> {
@@ -204,6 +215,7 @@ pub(crate) extern "C" fn create_program_with_source(
             source: Some(Source::OpenclC(source)),
             built: Mutex::new(None),
             compiled: Mutex::new(None),
+            constants: Mutex::new(Vec::new()),
             build: Mutex::new(BuildRecord {
                 status: CL_BUILD_NONE,
                 options: String::new(),
@@ -251,12 +263,62 @@ pub(crate) extern "C" fn create_program_with_il(
             source: Some(Source::Il(il)),
             built: Mutex::new(None),
             compiled: Mutex::new(None),
+            constants: Mutex::new(Vec::new()),
             build: Mutex::new(BuildRecord {
                 status: CL_BUILD_NONE,
                 options: String::new(),
                 log: String::new(),
             }),
         }))
+    })
+}
+
+/// `clSetProgramSpecializationConstant`: a value for a specialization constant the program's
+/// SPIR-V declares, of its type's size, for the program's next build.
+pub(crate) extern "C" fn set_program_specialization_constant(
+    handle: *mut c_void,
+    spec_id: cl_uint,
+    spec_size: usize,
+    spec_value: *const c_void,
+) -> cl_int {
+    const CALL: &str = "clSetProgramSpecializationConstant";
+    status(CALL, || {
+        let program = get::<Program>(handle).ok_or(CL_INVALID_PROGRAM)?;
+        let Some(Source::Il(il)) = &program.source else {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_PROGRAM,
+                "only a program made from IL has specialization constants",
+            ));
+        };
+        if spec_value.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        let declared = spec_constants(il).map_err(|why| refuse(CALL, CL_INVALID_PROGRAM, &why))?;
+        let Some(ty) = declared.get(&spec_id) else {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_SPEC_ID,
+                &format!("the module has no specialization constant {spec_id}"),
+            ));
+        };
+        if spec_size != ty.size() {
+            return Err(refuse(
+                CALL,
+                CL_INVALID_VALUE,
+                &format!(
+                    "specialization constant {spec_id} takes {} bytes, not {spec_size}",
+                    ty.size()
+                ),
+            ));
+        }
+        // SAFETY: the application passes spec_size bytes at spec_value.
+        let value =
+            unsafe { std::slice::from_raw_parts(spec_value.cast::<u8>(), spec_size) }.to_vec();
+        let mut constants = program.constants.lock().unwrap_or_else(|e| e.into_inner());
+        constants.retain(|(id, _)| *id != spec_id);
+        constants.push((spec_id, value));
+        Ok(())
     })
 }
 
@@ -318,6 +380,7 @@ pub(crate) extern "C" fn create_program_with_binary(
             source: None,
             built: Mutex::new(Some(Arc::new(program))),
             compiled: Mutex::new(None),
+            constants: Mutex::new(Vec::new()),
             build: Mutex::new(BuildRecord {
                 status: CL_BUILD_SUCCESS,
                 options: String::new(),
@@ -354,7 +417,7 @@ pub(crate) extern "C" fn build_program(
             }),
             Some(Source::Il(il)) => build_from_source(&program, options, |options| {
                 let kept = accelhost::ComponentCache::from_env();
-                build_spirv(il, options, Some(&kept))
+                build_spirv(il, options, &program.constants(), Some(&kept))
             }),
         }
     });
@@ -481,7 +544,7 @@ pub(crate) extern "C" fn compile_program(
         } else {
             match source {
                 Source::OpenclC(text) => compile_opencl(text, &options, &headers),
-                Source::Il(il) => compile_spirv(il, &options),
+                Source::Il(il) => compile_spirv(il, &options, &program.constants()),
             }
             .map_err(|err| match err {
                 err @ (KernelBuildError::NoCompiler(_) | KernelBuildError::NoTranslator(_)) => {
@@ -609,6 +672,7 @@ pub(crate) extern "C" fn link_program(
             source: None,
             built: Mutex::new(built),
             compiled: Mutex::new(None),
+            constants: Mutex::new(Vec::new()),
             build: Mutex::new(BuildRecord {
                 status,
                 options,

@@ -122,6 +122,25 @@ __kernel void from_an_integer(__global int *a, ulong where) {
 __kernel void fine(__global int *a) { a[get_global_id(0)] = get_global_id(0) * 3; }
 """
 
+# SPIR IR with two specialization constants (as a SYCL compiler writes them), an int 7
+# defaulting to 5 and a float 9 defaulting to 1.5.
+CONSTANTS = r"""
+target triple = "spir64-unknown-unknown"
+
+define spir_kernel void @constants(i32 addrspace(1)* %out, float addrspace(1)* %f) {
+  %a = call spir_func i32 @_Z20__spirv_SpecConstantii(i32 7, i32 5)
+  store i32 %a, i32 addrspace(1)* %out
+  %b = call spir_func float @_Z20__spirv_SpecConstantif(i32 9, float 1.5)
+  store float %b, float addrspace(1)* %f
+  ret void
+}
+declare spir_func i32 @_Z20__spirv_SpecConstantii(i32, i32)
+declare spir_func float @_Z20__spirv_SpecConstantif(i32, float)
+!opencl.ocl.version = !{!0}
+!opencl.spir.version = !{!0}
+!0 = !{i32 1, i32 2}
+"""
+
 GENERIC = r"""
 __kernel void through_generic(__global int *a, int far) {
     int *anywhere = (int *)a;
@@ -131,13 +150,17 @@ __kernel void through_generic(__global int *a, int far) {
 
 
 def spirv_of(clang, translator, source, std):
+    """SPIR-V of OpenCL C `source` in the language version `std`, or of SPIR IR when `std` is
+    "ir"."""
     with tempfile.TemporaryDirectory() as work:
-        cl_file = os.path.join(work, "k.cl")
-        with open(cl_file, "w") as out:
+        source_file = os.path.join(work, "k.ll" if std == "ir" else "k.cl")
+        with open(source_file, "w") as out:
             out.write(source)
-        subprocess.run([clang, "-x", "cl", f"-cl-std={std}", "--target=spir64-unknown-unknown",
-                        "-Xclang", "-finclude-default-header", "-O2", "-emit-llvm", "-c",
-                        cl_file, "-o", os.path.join(work, "k.bc")], check=True)
+        language = ["-x", "ir"] if std == "ir" else [
+            "-x", "cl", f"-cl-std={std}", "-Xclang", "-finclude-default-header"]
+        subprocess.run([clang, *language, "--target=spir64-unknown-unknown", "-O2",
+                        "-emit-llvm", "-c", source_file, "-o", os.path.join(work, "k.bc")],
+                       check=True)
         subprocess.run([translator, os.path.join(work, "k.bc"), "-o",
                         os.path.join(work, "k.spv")], check=True)
         with open(os.path.join(work, "k.spv"), "rb") as spv:
@@ -235,6 +258,34 @@ def through_pyopencl(clang, translator):
     expect(np.array_equal(back, np.arange(n) * 3), "the next launch runs, exact")
 
     newer = struct.pack("<5I", 0x07230203, 0x00010600, 0, 16, 0) + il[20:]
+    # Specialization constants: their defaults, then values set before a build.
+    constants_il = spirv_of(clang, translator, CONSTANTS, "ir")
+    out_int = cl.Buffer(context, flags.READ_WRITE, size=4)
+    out_float = cl.Buffer(context, flags.READ_WRITE, size=4)
+    for settings, wanted, what in [
+        ({}, (5, 1.5), "defaults"),
+        ({7: np.int32(42), 9: np.float32(2.25)}, (42, 2.25), "values set"),
+    ]:
+        with_constants = cl.Program(context, constants_il)
+        for spec_id, value in settings.items():
+            with_constants._get_prg().set_specialization_constant(spec_id, value)
+        with_constants = with_constants.build()
+        with_constants.constants(queue, (1,), None, out_int, out_float)
+        got_int, got_float = np.empty(1, np.int32), np.empty(1, np.float32)
+        cl.enqueue_copy(queue, got_int, out_int)
+        cl.enqueue_copy(queue, got_float, out_float)
+        expect((got_int[0], got_float[0]) == wanted,
+               f"specialization constants: {what} ({got_int[0]}, {got_float[0]})")
+    unset = cl.Program(context, constants_il)._get_prg()
+    for spec_id, value, says in [(8, np.int32(1), "INVALID_SPEC_ID"),
+                                 (7, np.int64(1), "INVALID_VALUE")]:
+        try:
+            unset.set_specialization_constant(spec_id, value)
+            said = ""
+        except cl.Error as error:
+            said = str(error)
+        expect(says in said, f"a specialization constant refused: {says}")
+
     for il, says, what in [
         # The door says why on stderr, which the harness reads.
         (newer, "INVALID_VALUE", "a SPIR-V version too new"),

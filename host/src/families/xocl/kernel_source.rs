@@ -24,7 +24,7 @@ use crate::types::Guid;
 mod spirv;
 mod work_item_loops;
 
-pub use spirv::{IL_VERSIONS, is_spirv};
+pub use spirv::{IL_VERSIONS, SpecType, is_spirv, spec_constants};
 
 /// The environment variable naming the C compiler (default `clang` on `PATH`), as the SDK's.
 pub const CLANG_ENV: &str = "ACCELHOST_CLANG";
@@ -918,17 +918,29 @@ pub fn link_opencl(programs: &[&CompiledOpencl]) -> Result<BuiltKernels, KernelB
 /// its kernels, as [`build_opencl`] builds OpenCL C: LLVM's translator gives the module back
 /// as SPIR IR, [`spirv`] rewrites that for the card, and it is linked with the runtime. The
 /// `options` are checked as a build's; none changes a program already compiled to IL.
+/// `constants` set specialization constants by id (each value's bytes, little-endian, as
+/// many as [`spec_constants`] says its type takes).
 pub fn build_spirv(
     il: &[u8],
     options: &str,
+    constants: &[(u32, Vec<u8>)],
     kept: Option<&dyn KeptBuilds>,
 ) -> Result<BuiltKernels, KernelBuildError> {
     let flags = opencl_options(options)?;
     check_spirv(il)?;
+    let set = spec_options(il, constants)?;
     let kept = kept.map(|kept| {
-        let mut digest = pipeline_digest(&clang_program(), &flags);
+        let clang = clang_program();
+        let mut digest = pipeline_digest(&clang, &flags);
         digest_field(&mut digest, b"SPIR-V");
+        digest_field(
+            &mut digest,
+            tool_identity(&spirv_translator(&clang)).as_bytes(),
+        );
         digest_field(&mut digest, il);
+        for option in &set {
+            digest_field(&mut digest, option.as_bytes());
+        }
         (kept, <[u8; 32]>::from(digest.finalize()))
     });
     if let Some((kept, key)) = &kept
@@ -939,7 +951,7 @@ pub fn build_spirv(
     {
         return Ok(built);
     }
-    let built = in_scratch(|work| link_in(work, &[&compile_spirv_in(work, il)?]))?;
+    let built = in_scratch(|work| link_in(work, &[&compile_spirv_in(work, il, &set)?]))?;
     if let Some((kept, key)) = kept {
         kept.keep_build(&key, &built.to_kept());
     }
@@ -947,11 +959,40 @@ pub fn build_spirv(
 }
 
 /// Compiles a SPIR-V program without linking (`clCompileProgram` of a program made from
-/// IL), for [`link_opencl`] to link with others.
-pub fn compile_spirv(il: &[u8], options: &str) -> Result<CompiledOpencl, KernelBuildError> {
+/// IL), for [`link_opencl`] to link with others; `constants` as [`build_spirv`] takes them.
+pub fn compile_spirv(
+    il: &[u8],
+    options: &str,
+    constants: &[(u32, Vec<u8>)],
+) -> Result<CompiledOpencl, KernelBuildError> {
     opencl_options(options)?;
     check_spirv(il)?;
-    in_scratch(|work| compile_spirv_in(work, il))
+    let set = spec_options(il, constants)?;
+    in_scratch(|work| compile_spirv_in(work, il, &set))
+}
+
+/// The translator's `--spec-const` entries for `constants` of `il`; an id the module does not
+/// declare, or a value of another size than its type's, is refused by name.
+fn spec_options(il: &[u8], constants: &[(u32, Vec<u8>)]) -> Result<Vec<String>, KernelBuildError> {
+    if constants.is_empty() {
+        return Ok(Vec::new());
+    }
+    let declared = spec_constants(il).map_err(KernelBuildError::Spirv)?;
+    constants
+        .iter()
+        .map(|(id, value)| {
+            let ty = declared.get(id).ok_or_else(|| {
+                KernelBuildError::Spirv(format!("the module has no specialization constant {id}"))
+            })?;
+            ty.option(*id, value).ok_or_else(|| {
+                KernelBuildError::Spirv(format!(
+                    "specialization constant {id} takes {} bytes, not {}",
+                    ty.size(),
+                    value.len()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Whether this system translates SPIR-V: the translator [`LLVM_SPIRV_ENV`] names, or the
@@ -1022,7 +1063,11 @@ pub fn check_spirv(il: &[u8]) -> Result<(), KernelBuildError> {
 /// its built-ins' bridges compiled from OpenCL C beside it. Kernels that meet at barriers
 /// are suspended there by asyncify (the split into loops reads clang's unoptimized IR of
 /// OpenCL C, which a translated module is not).
-fn compile_spirv_in(work: &Path, il: &[u8]) -> Result<CompiledOpencl, KernelBuildError> {
+fn compile_spirv_in(
+    work: &Path,
+    il: &[u8],
+    constants: &[String],
+) -> Result<CompiledOpencl, KernelBuildError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| KernelBuildError::Io { path, source }
@@ -1033,11 +1078,11 @@ fn compile_spirv_in(work: &Path, il: &[u8]) -> Result<CompiledOpencl, KernelBuil
     write(&module, il)?;
     let bitcode = work.join("program.bc");
     let mut translate = Command::new(&translator);
-    translate
-        .args(["-r", "--spirv-target-env=CL1.2"])
-        .arg(&module)
-        .arg("-o")
-        .arg(&bitcode);
+    translate.args(["-r", "--spirv-target-env=CL1.2"]);
+    if !constants.is_empty() {
+        translate.arg(format!("--spec-const={}", constants.join(" ")));
+    }
+    translate.arg(&module).arg("-o").arg(&bitcode);
     run_clang(translate, &translator).map_err(|err| match err {
         KernelBuildError::NoCompiler(why) => KernelBuildError::NoTranslator(why),
         KernelBuildError::Compile(log) => KernelBuildError::Spirv(format!(
@@ -1231,8 +1276,8 @@ fn digest_field(digest: &mut Sha256, bytes: &[u8]) {
 
 /// A digest of what every build's outcome depends on but the program: this build pipeline
 /// (its source and runtime, the card's kernel contract, the library's version), the tools it
-/// runs (clang, wasm-ld, wasm-opt and the SPIR-V translator, by path, size and modification
-/// time, and clang's resource folder) and the options that are not `-D` or `-I`.
+/// runs (clang, wasm-ld and wasm-opt, by path, size and modification time, and clang's
+/// resource folder) and the options that are not `-D` or `-I`.
 fn pipeline_digest(clang: &OsString, flags: &[String]) -> Sha256 {
     // This pipeline, and the card's contract for what it makes (a build checked against an
     // older contract would fail at every load).
@@ -1250,12 +1295,7 @@ fn pipeline_digest(clang: &OsString, flags: &[String]) -> Sha256 {
         digest_field(&mut digest, part.as_bytes());
     }
     let wasm_opt = std::env::var_os(WASM_OPT_ENV).unwrap_or_else(|| "wasm-opt".into());
-    for tool in [
-        clang,
-        &OsString::from("wasm-ld"),
-        &wasm_opt,
-        &spirv_translator(clang),
-    ] {
+    for tool in [clang, &OsString::from("wasm-ld"), &wasm_opt] {
         digest_field(&mut digest, tool_identity(tool).as_bytes());
     }
     digest_field(&mut digest, resource_dir(clang).as_bytes());
@@ -2538,7 +2578,7 @@ mod tests {
         ) else {
             return;
         };
-        let built = build_spirv(&il, "-cl-fast-relaxed-math", None).unwrap();
+        let built = build_spirv(&il, "-cl-fast-relaxed-math", &[], None).unwrap();
         assert_eq!(names(&built.kernels), "scale, sums");
         let scale = &built.kernels[0];
         let kinds: Vec<(&str, ArgKind, u32)> = scale
@@ -2562,24 +2602,26 @@ mod tests {
         let kept = BuiltKernels::from_kept(&built.to_kept()).unwrap();
         assert_eq!(kept.module, built.module);
 
-        let refused = build_spirv(b"__kernel void k() {}", "", None).unwrap_err();
+        let refused = build_spirv(b"__kernel void k() {}", "", &[], None).unwrap_err();
         assert!(
             matches!(&refused, KernelBuildError::Spirv(why) if why.contains("magic number")),
             "{refused}"
         );
-        let refused = build_spirv(&il[..16], "", None).unwrap_err().to_string();
+        let refused = build_spirv(&il[..16], "", &[], None)
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains("16 bytes are not a SPIR-V module"),
             "{refused}"
         );
         let mut cut = il.clone();
         cut.truncate(il.len() / 8 * 4);
-        let refused = build_spirv(&cut, "", None).unwrap_err().to_string();
+        let refused = build_spirv(&cut, "", &[], None).unwrap_err().to_string();
         assert!(
             refused.contains("translator refused the module"),
             "{refused}"
         );
-        let refused = build_spirv(&il, "-O9", None).unwrap_err();
+        let refused = build_spirv(&il, "-O9", &[], None).unwrap_err();
         assert!(matches!(refused, KernelBuildError::Options(_)), "{refused}");
     }
 

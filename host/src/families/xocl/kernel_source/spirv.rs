@@ -104,6 +104,140 @@ pub fn check_module(il: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// A specialization constant's type, as the module declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecType {
+    /// `OpTypeBool`: one byte, zero or not.
+    Bool,
+    /// `OpTypeInt` of this many bits.
+    Int(u32),
+    /// `OpTypeFloat` of this many bits.
+    Float(u32),
+}
+
+impl SpecType {
+    /// The bytes a value of it takes (`clSetProgramSpecializationConstant`'s `spec_size`).
+    pub fn size(self) -> usize {
+        match self {
+            SpecType::Bool => 1,
+            SpecType::Int(bits) | SpecType::Float(bits) => bits as usize / 8,
+        }
+    }
+
+    /// The translator's `--spec-const` entry setting constant `id` to `value` (its bytes,
+    /// little-endian, [`size`](Self::size) of them); `None` when they are not.
+    pub fn option(self, id: u32, value: &[u8]) -> Option<String> {
+        if value.len() != self.size() {
+            return None;
+        }
+        let mut word = [0u8; 8];
+        word[..value.len()].copy_from_slice(value);
+        let bits = u64::from_le_bytes(word);
+        let (ty, text) = match self {
+            SpecType::Bool => ("i1", u64::from(bits != 0).to_string()),
+            SpecType::Int(width) => (
+                match width {
+                    8 => "i8",
+                    16 => "i16",
+                    32 => "i32",
+                    _ => "i64",
+                },
+                bits.to_string(),
+            ),
+            SpecType::Float(16) => ("f16", float_text(f64::from(half_to_f32(bits as u16)))),
+            SpecType::Float(32) => ("f32", float_text(f64::from(f32::from_bits(bits as u32)))),
+            SpecType::Float(_) => ("f64", float_text(f64::from_bits(bits))),
+        };
+        Some(format!("{id}:{ty}:{text}"))
+    }
+}
+
+/// A float as LLVM reads one: decimal digits that give back the same value, `inf` or `nan`.
+fn float_text(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// A half's value (IEEE 754 binary16 bits).
+fn half_to_f32(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exponent = i32::from((bits >> 10) & 0x1f);
+    let fraction = f32::from(bits & 0x3ff);
+    sign * match exponent {
+        0 => fraction * 2f32.powi(-24),
+        31 if fraction == 0.0 => f32::INFINITY,
+        31 => f32::NAN,
+        _ => (1.0 + fraction / 1024.0) * 2f32.powi(exponent - 15),
+    }
+}
+
+/// The specialization constants `il` declares (an `OpSpecConstant`, `OpSpecConstantTrue` or
+/// `OpSpecConstantFalse` decorated with a `SpecId`), by id with their types; why not, when
+/// the module's instructions do not read whole. Read from the module itself, in one pass.
+pub fn spec_constants(il: &[u8]) -> Result<BTreeMap<u32, SpecType>, String> {
+    const OP_TYPE_BOOL: u32 = 20;
+    const OP_TYPE_INT: u32 = 21;
+    const OP_TYPE_FLOAT: u32 = 22;
+    const OP_SPEC_CONSTANT_TRUE: u32 = 48;
+    const OP_SPEC_CONSTANT_FALSE: u32 = 49;
+    const OP_SPEC_CONSTANT: u32 = 50;
+    const OP_DECORATE: u32 = 71;
+    const SPEC_ID: u32 = 1;
+    check_module(il)?;
+    let little = il[..4] == MAGIC.to_le_bytes();
+    let words: Vec<u32> = il
+        .as_chunks::<4>()
+        .0
+        .iter()
+        .map(|&w| {
+            if little {
+                u32::from_le_bytes(w)
+            } else {
+                u32::from_be_bytes(w)
+            }
+        })
+        .collect();
+    let (mut types, mut constants, mut ids) = (BTreeMap::new(), BTreeMap::new(), Vec::new());
+    let mut at = 5;
+    while at < words.len() {
+        let (count, opcode) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+        let Some(operands) = words.get(at + 1..at + count).filter(|_| count > 0) else {
+            return Err(format!(
+                "the instruction at word {at} runs past the module's end"
+            ));
+        };
+        match (opcode, operands) {
+            (OP_TYPE_BOOL, [id, ..]) => {
+                types.insert(*id, SpecType::Bool);
+            }
+            (OP_TYPE_INT, [id, width, ..]) if [8, 16, 32, 64].contains(width) => {
+                types.insert(*id, SpecType::Int(*width));
+            }
+            (OP_TYPE_FLOAT, [id, width, ..]) if [16, 32, 64].contains(width) => {
+                types.insert(*id, SpecType::Float(*width));
+            }
+            (OP_SPEC_CONSTANT_TRUE | OP_SPEC_CONSTANT_FALSE | OP_SPEC_CONSTANT, [ty, id, ..]) => {
+                constants.insert(*id, *ty);
+            }
+            (OP_DECORATE, [target, SPEC_ID, spec_id, ..]) => ids.push((*target, *spec_id)),
+            _ => {}
+        }
+        at += count;
+    }
+    Ok(ids
+        .into_iter()
+        .filter_map(|(target, spec_id)| {
+            let ty = types.get(constants.get(&target)?)?;
+            Some((spec_id, *ty))
+        })
+        .collect())
+}
+
 /// A kernel's argument, as the card passes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arg {
@@ -901,6 +1035,78 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
         );
         let no_kernel = SPIR.replace("spir_kernel", "spir_func");
         assert!(translate(&no_kernel).unwrap_err().contains("no kernel"));
+    }
+
+    /// A module declaring an i32 constant 7, a float constant 9 and a bool constant 3, in
+    /// words: the header, three types, three constants, their decorations.
+    #[rustfmt::skip]
+    fn module_of_constants() -> Vec<u8> {
+        let words: &[u32] = &[
+            MAGIC, 0x0001_0000, 0, 20, 0,
+            (4 << 16) | 21, 1, 32, 0,           // %1 = OpTypeInt 32 0
+            (3 << 16) | 22, 2, 32,              // %2 = OpTypeFloat 32
+            (2 << 16) | 20, 3,                  // %3 = OpTypeBool
+            (4 << 16) | 50, 1, 10, 5,           // %10 = OpSpecConstant %1 5
+            (4 << 16) | 50, 2, 11, 0x3fc0_0000, // %11 = OpSpecConstant %2 1.5
+            (3 << 16) | 48, 3, 12,              // %12 = OpSpecConstantTrue %3
+            (4 << 16) | 71, 10, 1, 7,           // OpDecorate %10 SpecId 7
+            (4 << 16) | 71, 11, 1, 9,           // OpDecorate %11 SpecId 9
+            (4 << 16) | 71, 12, 1, 3,           // OpDecorate %12 SpecId 3
+        ];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn specialization_constants_are_read_from_the_module_and_set_as_the_translator_takes_them() {
+        let module = module_of_constants();
+        let constants = spec_constants(&module).unwrap();
+        assert_eq!(
+            constants.into_iter().collect::<Vec<_>>(),
+            [
+                (3, SpecType::Bool),
+                (7, SpecType::Int(32)),
+                (9, SpecType::Float(32))
+            ]
+        );
+        assert_eq!(
+            SpecType::Int(32).option(7, &42u32.to_le_bytes()).unwrap(),
+            "7:i32:42"
+        );
+        assert_eq!(SpecType::Bool.option(3, &[0]).unwrap(), "3:i1:0");
+        assert_eq!(
+            SpecType::Float(32)
+                .option(9, &2.25f32.to_le_bytes())
+                .unwrap(),
+            "9:f32:2.25e0"
+        );
+        assert_eq!(
+            SpecType::Float(16)
+                .option(1, &0x3c00u16.to_le_bytes())
+                .unwrap(),
+            "1:f16:1e0"
+        );
+        let third = SpecType::Float(64)
+            .option(2, &(1.0f64 / 3.0).to_le_bytes())
+            .unwrap();
+        assert_eq!(
+            third.rsplit(':').next().unwrap().parse::<f64>().unwrap(),
+            1.0 / 3.0
+        );
+        assert_eq!(
+            SpecType::Int(32).option(7, &[1, 2]),
+            None,
+            "a size not the constant's"
+        );
+        let mut cut = module.clone();
+        cut.truncate(module.len() - 8);
+        assert!(
+            spec_constants(&cut)
+                .unwrap_err()
+                .contains("past the module's end")
+        );
+        let mut zero = module;
+        zero[20..24].copy_from_slice(&0u32.to_le_bytes());
+        assert!(spec_constants(&zero).is_err(), "an instruction of no words");
     }
 
     #[test]
