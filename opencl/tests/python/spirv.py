@@ -22,6 +22,7 @@ import dpctl.memory as dpm
 import dpctl.program as dpctl_program
 import numpy as np
 import pyopencl as cl
+import pyopencl.cltypes
 
 failed = 0
 
@@ -120,6 +121,13 @@ __kernel void from_an_integer(__global int *a, ulong where) {
 }
 
 __kernel void fine(__global int *a) { a[get_global_id(0)] = get_global_id(0) * 3; }
+
+typedef struct { int a; float b; long c; } Big;
+typedef struct { short x, y; } Small;
+__kernel void by_value(__global float *out, Big big, Small small, int4 v, float2 f) {
+    out[get_global_id(0)] = big.a + big.b + big.c + small.x * small.y + v.w + f.y
+        + get_global_id(0);
+}
 """
 
 # SPIR IR with two specialization constants (as a SYCL compiler writes them), an int 7
@@ -206,7 +214,7 @@ def through_pyopencl(clang, translator):
     program = cl.Program(context, il).build()
     expect(program_il(program) == il, "the program's IL reads back (CL_PROGRAM_IL)")
     names = set(program.get_info(cl.program_info.KERNEL_NAMES).split(";"))
-    expect(names == {"math", "group_sums", "from_an_integer", "fine"},
+    expect(names == {"math", "group_sums", "from_an_integer", "fine", "by_value"},
            f"the program's kernels are named ({names})")
 
     n = 64
@@ -243,6 +251,18 @@ def through_pyopencl(clang, translator):
     cl.enqueue_copy(queue, sums, out_buf)
     expect(np.array_equal(sums, numbers.reshape(groups, local).sum(axis=1)),
            "a work-group's sum through __local memory, barriers and an asynchronous copy")
+
+    # Structs and vectors by value: in registers (up to 8 bytes) or as a copy (larger).
+    big = np.array([(1, 2.5, 100)], dtype=np.dtype(
+        [("a", "<i4"), ("b", "<f4"), ("c", "<i8")], align=True))[0]
+    small = np.array([(3, 4)], dtype=np.dtype([("x", "<i2"), ("y", "<i2")]))[0]
+    out_buf = cl.Buffer(context, flags.WRITE_ONLY, size=8 * 4)
+    program.by_value(queue, (8,), None, out_buf, big, small,
+                     cl.cltypes.make_int4(1, 2, 3, 4), cl.cltypes.make_float2(0.5, 0.25))
+    out = np.empty(8, dtype=np.float32)
+    cl.enqueue_copy(queue, out, out_buf)
+    expect(np.array_equal(out, 119.75 + np.arange(8)),
+           f"structs of 16 and 4 bytes and vectors of 16 and 8 bytes by value ({out[0]})")
 
     # Kernels that try to leave their arguments fail their own launches; the program goes on.
     a_int = cl.Buffer(context, flags.READ_WRITE, size=n * 4)

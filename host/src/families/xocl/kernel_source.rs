@@ -1128,12 +1128,11 @@ fn compile_spirv_in(
             read.c_types.push(c_type);
             read.spelled.push(String::new());
         }
-        let entry = entry_of(&read);
         let (meta, c_types) = read.finish(&HashMap::new())?;
         kernels.push(CompiledKernel {
             meta,
             c_types,
-            entry,
+            entry: kernel.entry.clone(),
             grouped: false,
         });
     }

@@ -245,7 +245,9 @@ pub enum Arg {
     Global,
     /// A pointer to local memory, which the launch gives.
     Local,
-    /// A number, travelling into the NDRange loop as this C type in this many bytes.
+    /// A number, or a struct or vector by value, travelling into the NDRange loop as this C
+    /// type in this many bytes: a value of up to 8 bytes in a word or two, a larger one as a
+    /// pointer to its copy.
     Number(&'static str, u32),
 }
 
@@ -254,6 +256,9 @@ pub enum Arg {
 pub struct Kernel {
     /// Its name (the function's).
     pub name: String,
+    /// The function the NDRange loop calls: the kernel, or a shim taking its by-value
+    /// arguments as the card passes them (see [`Arg::Number`]).
+    pub entry: String,
     /// Each argument's name (its own, or `argN`) and kind.
     pub args: Vec<(String, Arg)>,
 }
@@ -283,9 +288,12 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
     let mut bridges = String::new();
     let mut built_ins = BTreeSet::new();
     let mut kernels = Vec::new();
+    let mut shims = String::new();
     for line in spir.lines() {
         if line.starts_with("define ") && line.contains(" spir_kernel ") {
-            kernels.push(kernel_of(line, spir)?);
+            let (kernel, shim) = kernel_of(line, spir)?;
+            kernels.push(kernel);
+            shims.push_str(&shim);
         }
         if !line.starts_with("declare ") {
             continue;
@@ -315,7 +323,7 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
     let mut ir = String::with_capacity(spir.len() + 256);
     ir.push_str(WASM32_TARGET);
     let mut declared = BTreeSet::new();
-    for line in spir.lines() {
+    for line in spir.lines().chain(shims.lines()) {
         if line.starts_with("target datalayout") || line.starts_with("target triple") {
             continue;
         }
@@ -717,8 +725,9 @@ fn parse_type(rest: &mut &str, substitutions: &mut Vec<Type>) -> Option<Type> {
 }
 
 /// A kernel's name and arguments from its `define` line, with the kinds its SPIR types and
-/// `kernel_arg_type` metadata (for the signedness of small numbers) give.
-fn kernel_of(define: &str, spir: &str) -> Result<Kernel, String> {
+/// `kernel_arg_type` metadata (for the signedness of small numbers) give, and the shim (IR,
+/// empty when none) that takes its structs and vectors by value as the card passes them.
+fn kernel_of(define: &str, spir: &str) -> Result<(Kernel, String), String> {
     let name = function_name(define)
         .ok_or_else(|| "a kernel's definition names no function".to_owned())?
         .to_owned();
@@ -743,6 +752,7 @@ fn kernel_of(define: &str, spir: &str) -> Result<Kernel, String> {
     let close = close.ok_or_else(|| format!("kernel '{name}': its parameters do not close"))?;
     let types = metadata_strings(define, spir, "!kernel_arg_type");
     let mut args = Vec::new();
+    let mut shim = Shim::default();
     for (index, param) in top_level_commas(&define[open + 1..close])
         .into_iter()
         .filter(|p| !p.trim().is_empty())
@@ -757,17 +767,23 @@ fn kernel_of(define: &str, spir: &str) -> Result<Kernel, String> {
             .filter(|n| !n.is_empty() && !n.chars().all(|c| c.is_ascii_digit()));
         let arg_name = own.map_or_else(|| format!("arg{index}"), str::to_owned);
         let refuse = |why: &str| format!("kernel '{name}': argument '{arg_name}' {why}");
-        if param.contains("byval(") || param.contains("byref(") {
-            return Err(refuse(
-                "is a struct passed by value: these devices take pointers and numbers from SPIR-V",
-            ));
-        }
-        let ty = match param.find('>') {
-            Some(end) if param.starts_with('<') => &param[..=end],
-            _ => param.split_whitespace().next().unwrap_or(""),
-        };
+        let ty = param_type(param);
         let spelled = types.get(index).map(String::as_str).unwrap_or("");
         let unsigned = spelled.starts_with('u') || spelled.starts_with("size_t");
+        if let Some(value) = between(param, "byval(", ')') {
+            let (size, _) = layout(value, spir, 0).ok_or_else(|| {
+                refuse(&format!(
+                    "is a struct by value of type '{value}', whose layout is not one of numbers \
+                     and vectors (a pointer in it would differ between host and card)"
+                ))
+            })?;
+            args.push((arg_name, by_value(size)));
+            shim.by_value(index, &ty, size, Some(&format!("byval({value})")));
+            continue;
+        }
+        if param.contains("byref(") {
+            return Err(refuse("is passed by reference, which no kernel takes"));
+        }
         let kind = if let Some(pointer) = pointer_space(param) {
             match pointer {
                 1 | 2 => Arg::Global,
@@ -778,8 +794,14 @@ fn kernel_of(define: &str, spir: &str) -> Result<Kernel, String> {
                     ));
                 }
             }
+        } else if ty.starts_with('<') {
+            let (size, _) = layout(&ty, spir, 0)
+                .ok_or_else(|| refuse(&format!("has type '{ty}', a vector of no number")))?;
+            shim.by_value(index, &ty, size, None);
+            args.push((arg_name, by_value(size)));
+            continue;
         } else {
-            match ty {
+            match ty.as_str() {
                 "i8" if unsigned => Arg::Number("unsigned char", 4),
                 "i8" => Arg::Number("signed char", 4),
                 "i16" if unsigned => Arg::Number("unsigned short", 4),
@@ -790,14 +812,211 @@ fn kernel_of(define: &str, spir: &str) -> Result<Kernel, String> {
                 "double" => Arg::Number("double", 8),
                 other => {
                     return Err(refuse(&format!(
-                        "has type '{other}': these devices take pointers and numbers from SPIR-V"
+                        "has type '{other}': these devices take pointers, numbers, and structs \
+                         and vectors by value from SPIR-V"
                     )));
                 }
             }
         };
+        shim.plain(index, &ty);
         args.push((arg_name, kind));
     }
-    Ok(Kernel { name, args })
+    let (entry, shim) = shim.finish(&name);
+    Ok((Kernel { name, entry, args }, shim))
+}
+
+/// How a value of `size` bytes travels from the card's registers: in a word, two, or as a
+/// pointer to its copy.
+fn by_value(size: u64) -> Arg {
+    match size {
+        0..=4 => Arg::Number("unsigned int", 4),
+        5..=8 => Arg::Number("unsigned long long", 8),
+        _ => Arg::Number("void *", size.next_multiple_of(4) as u32),
+    }
+}
+
+/// A kernel's shim in the making: its parameters and what it passes the kernel.
+#[derive(Default)]
+struct Shim {
+    params: Vec<String>,
+    body: String,
+    args: Vec<String>,
+    needed: bool,
+}
+
+impl Shim {
+    /// Parameter `index`, passed on as it comes.
+    fn plain(&mut self, index: usize, ty: &str) {
+        self.params.push(format!("{ty} %a{index}"));
+        self.args.push(format!("{ty} %a{index}"));
+    }
+
+    /// Parameter `index`, a value of `size` bytes the kernel takes as `ty` (a vector, or, with
+    /// `byval`, a pointer to its struct): up to 8 bytes it arrives in a word or two and is
+    /// put in memory; larger it arrives as a pointer to its copy.
+    fn by_value(&mut self, index: usize, ty: &str, size: u64, byval: Option<&str>) {
+        self.needed = true;
+        let pointer = match byval {
+            Some(_) => ty.to_owned(),
+            None => format!("{ty}*"),
+        };
+        if size <= 8 {
+            let word = if size <= 4 { "i32" } else { "i64" };
+            self.params.push(format!("{word} %a{index}"));
+            let _ = write!(
+                self.body,
+                "  %s{index} = alloca {word}, align 16\n\
+                 \x20 store {word} %a{index}, {word}* %s{index}\n\
+                 \x20 %p{index} = bitcast {word}* %s{index} to {pointer}\n"
+            );
+        } else {
+            self.params.push(format!("i8* %a{index}"));
+            let _ = writeln!(
+                self.body,
+                "  %p{index} = bitcast i8* %a{index} to {pointer}"
+            );
+        }
+        match byval {
+            Some(attribute) => self.args.push(format!("{ty} {attribute} %p{index}")),
+            None => {
+                let _ = writeln!(
+                    self.body,
+                    "  %v{index} = load {ty}, {pointer} %p{index}, align 1"
+                );
+                self.args.push(format!("{ty} %v{index}"));
+            }
+        }
+    }
+
+    /// The function the NDRange loop calls for kernel `name`, and the shim's IR (empty when
+    /// the kernel takes everything as it comes).
+    fn finish(self, name: &str) -> (String, String) {
+        if !self.needed {
+            return (name.to_owned(), String::new());
+        }
+        let entry = format!("__accelhost_args_{name}");
+        let ir = format!(
+            "define void @{entry}({}) {{\n{}  call void @{name}({})\n  ret void\n}}\n",
+            self.params.join(", "),
+            self.body,
+            self.args.join(", ")
+        );
+        (entry, ir)
+    }
+}
+
+/// A parameter's type: its first bracketed word, with the address space and pointer marks
+/// after it (`float addrspace(1)*`, `<4 x i32>`, `%struct.S*`).
+fn param_type(param: &str) -> String {
+    let mut depth = 0i32;
+    let mut end = param.len();
+    for (at, c) in param.char_indices() {
+        match c {
+            '(' | '<' | '{' | '[' => depth += 1,
+            ')' | '>' | '}' | ']' => depth -= 1,
+            ' ' if depth == 0 => {
+                end = at;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let mut ty = param[..end].to_owned();
+    let mut rest = &param[end..];
+    loop {
+        if let Some(after) = rest.strip_prefix(" addrspace(") {
+            let Some(close) = after.find(')') else { break };
+            ty.push_str(&rest[.." addrspace(".len() + close + 1]);
+            rest = &after[close + 1..];
+        } else if let Some(after) = rest.strip_prefix('*') {
+            ty.push('*');
+            rest = after;
+        } else {
+            break;
+        }
+    }
+    ty
+}
+
+/// The text between `open` and the `close` that balances it, in `text`.
+fn between<'a>(text: &'a str, open: &str, close: char) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let mut depth = 0i32;
+    for (at, c) in text[start..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 && close == ')' => return Some(&text[start..start + at]),
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The size and alignment of an LLVM type of numbers, vectors, arrays and structs in the
+/// layout both SPIR and the card give it (no pointers: theirs differ), named structs looked
+/// up in `module`; `None` for any other type, or nesting past 16.
+fn layout(ty: &str, module: &str, depth: u32) -> Option<(u64, u64)> {
+    if depth > 16 {
+        return None;
+    }
+    let ty = ty.trim();
+    let scalar = |t: &str| -> Option<(u64, u64)> {
+        let size = match t {
+            "i1" | "i8" => 1,
+            "i16" | "half" => 2,
+            "i32" | "float" => 4,
+            "i64" | "double" => 8,
+            _ => return None,
+        };
+        Some((size, size))
+    };
+    if let Some(inner) = ty.strip_prefix('<').and_then(|t| t.strip_suffix('>')) {
+        if inner.starts_with('{') {
+            return struct_layout(
+                inner.trim_start_matches('{').trim_end_matches('}'),
+                module,
+                depth,
+                true,
+            );
+        }
+        let (count, element) = inner.split_once(" x ")?;
+        let count: u64 = count.trim().parse().ok()?;
+        let (element, _) = scalar(element.trim())?;
+        let size = count.checked_next_power_of_two()? * element;
+        return Some((size, size));
+    }
+    if let Some(inner) = ty.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        let (count, element) = inner.split_once(" x ")?;
+        let (size, align) = layout(element, module, depth + 1)?;
+        return Some((count.trim().parse::<u64>().ok()?.checked_mul(size)?, align));
+    }
+    if let Some(inner) = ty.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+        return struct_layout(inner, module, depth, false);
+    }
+    if ty.starts_with('%') && !ty.ends_with('*') {
+        let prefix = format!("{ty} = type ");
+        let body = module
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))?;
+        return layout(body, module, depth + 1);
+    }
+    scalar(ty)
+}
+
+/// The layout of a struct's fields (`i32, float`), packed or aligned.
+fn struct_layout(fields: &str, module: &str, depth: u32, packed: bool) -> Option<(u64, u64)> {
+    let (mut size, mut align) = (0u64, 1u64);
+    for field in top_level_commas(fields)
+        .into_iter()
+        .filter(|f| !f.trim().is_empty())
+    {
+        let (field_size, field_align) = layout(field, module, depth + 1)?;
+        let field_align = if packed { 1 } else { field_align };
+        size = size.next_multiple_of(field_align) + field_size;
+        align = align.max(field_align);
+    }
+    Some((size.next_multiple_of(align), align))
 }
 
 /// The address space of a parameter's pointer type (`float addrspace(1)*` is 1, `float*` 0),
@@ -997,6 +1216,7 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
             translated.kernels,
             [Kernel {
                 name: "scale".into(),
+                entry: "scale".into(),
                 args: vec![
                     ("data".into(), Arg::Global),
                     ("scratch".into(), Arg::Local),
@@ -1015,16 +1235,19 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
             err.contains("kernel 'scale': argument 'scratch' is a private"),
             "{err}"
         );
-        let by_value = SPIR.replace("i8 %by", "%struct.range* byval(%struct.range) align 8 %by");
-        let err = translate(&by_value).unwrap_err();
+        let holding_a_pointer = SPIR.replace(
+            "i8 %by",
+            "%struct.holder* byval(%struct.holder) align 8 %by",
+        ) + "%struct.holder = type { i32, float addrspace(1)* }\n";
+        let err = translate(&holding_a_pointer).unwrap_err();
         assert!(
-            err.contains("argument 'by' is a struct passed by value"),
+            err.contains("argument 'by' is a struct by value of type '%struct.holder'"),
             "{err}"
         );
-        let vector = SPIR.replace("i8 %by", "<4 x float> %by");
-        let err = translate(&vector).unwrap_err();
+        let half_vector = SPIR.replace("i8 %by", "<4 x i1024> %by");
+        let err = translate(&half_vector).unwrap_err();
         assert!(
-            err.contains("argument 'by' has type '<4 x float>'"),
+            err.contains("argument 'by' has type '<4 x i1024>'"),
             "{err}"
         );
         let image = SPIR.replace("_Z3sinf", "_Z11read_imagef11ocl_image2d");
@@ -1035,6 +1258,49 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
         );
         let no_kernel = SPIR.replace("spir_kernel", "spir_func");
         assert!(translate(&no_kernel).unwrap_err().contains("no kernel"));
+    }
+
+    #[test]
+    fn structs_and_vectors_by_value_reach_the_kernel_through_a_shim_as_the_card_passes_them() {
+        let by_value = SPIR.replace(
+            "i8 %by, i64 %count",
+            "%struct.range* byval(%struct.range) align 8 %by, %struct.pair* byval(%struct.pair) \
+             align 2 %pair, <3 x float> %v, <2 x i16> %w",
+        ) + "%struct.range = type { [3 x i64] }\n%struct.pair = type { i16, i16 }\n";
+        let translated = translate(&by_value).unwrap();
+        let kernel = &translated.kernels[0];
+        assert_eq!(kernel.entry, "__accelhost_args_scale");
+        let kinds: Vec<&Arg> = kernel.args.iter().map(|(_, arg)| arg).collect();
+        assert_eq!(
+            kinds[2..],
+            [
+                &Arg::Number("void *", 24),
+                &Arg::Number("unsigned int", 4),
+                &Arg::Number("void *", 16),
+                &Arg::Number("unsigned int", 4),
+            ]
+        );
+        let ir = &translated.ir;
+        for line in [
+            "define void @__accelhost_args_scale(float* %a0, float* %a1, i8* %a2, i32 %a3, i8* %a4, i32 %a5) {",
+            "  %p2 = bitcast i8* %a2 to %struct.range*",
+            "  %s3 = alloca i32, align 16",
+            "  store i32 %a3, i32* %s3",
+            "  %p3 = bitcast i32* %s3 to %struct.pair*",
+            "  %v4 = load <3 x float>, <3 x float>* %p4, align 1",
+            "  %v5 = load <2 x i16>, <2 x i16>* %p5, align 1",
+            "  call void @scale(float* %a0, float* %a1, %struct.range* byval(%struct.range) %p2, \
+             %struct.pair* byval(%struct.pair) %p3, <3 x float> %v4, <2 x i16> %v5)",
+        ] {
+            assert!(ir.contains(line), "{line} in {ir}");
+        }
+        assert_eq!(layout("%struct.range", &by_value, 0), Some((24, 8)));
+        assert_eq!(layout("{ i8, i32, <2 x float> }", "", 0), Some((16, 8)));
+        assert_eq!(layout("<{ i8, i32 }>", "", 0), Some((5, 1)));
+        assert_eq!(
+            layout("%struct.self", "%struct.self = type { %struct.self }", 0),
+            None
+        );
     }
 
     /// A module declaring an i32 constant 7, a float constant 9 and a bool constant 3, in
