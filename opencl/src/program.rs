@@ -81,6 +81,23 @@ struct BuildRecord {
 }
 
 impl Program {
+    /// A program of `device` of `context` made from `source`, not built yet.
+    fn unbuilt(context: Held<Context>, device: usize, source: Source) -> Program {
+        Program {
+            context,
+            device,
+            source: Some(source),
+            built: Mutex::new(None),
+            compiled: Mutex::new(None),
+            constants: Mutex::new(Vec::new()),
+            build: Mutex::new(BuildRecord {
+                status: CL_BUILD_NONE,
+                options: String::new(),
+                log: String::new(),
+            }),
+        }
+    }
+
     /// The image, or `CL_INVALID_PROGRAM_EXECUTABLE` before a successful build.
     fn built(&self) -> ClResult<Arc<Built>> {
         self.built
@@ -209,19 +226,11 @@ pub(crate) extern "C" fn create_program_with_source(
         let device = (0..context.len())
             .find(|&index| context.device(index).runs_kernels())
             .unwrap_or(0);
-        publish(Arc::new(Program {
-            context: Held::new(context_handle, context),
+        publish(Arc::new(Program::unbuilt(
+            Held::new(context_handle, context),
             device,
-            source: Some(Source::OpenclC(source)),
-            built: Mutex::new(None),
-            compiled: Mutex::new(None),
-            constants: Mutex::new(Vec::new()),
-            build: Mutex::new(BuildRecord {
-                status: CL_BUILD_NONE,
-                options: String::new(),
-                log: String::new(),
-            }),
-        }))
+            Source::OpenclC(source),
+        )))
     })
 }
 
@@ -257,19 +266,11 @@ pub(crate) extern "C" fn create_program_with_il(
                  translator is installed",
             ));
         };
-        publish(Arc::new(Program {
-            context: Held::new(context_handle, context),
+        publish(Arc::new(Program::unbuilt(
+            Held::new(context_handle, context),
             device,
-            source: Some(Source::Il(il)),
-            built: Mutex::new(None),
-            compiled: Mutex::new(None),
-            constants: Mutex::new(Vec::new()),
-            build: Mutex::new(BuildRecord {
-                status: CL_BUILD_NONE,
-                options: String::new(),
-                log: String::new(),
-            }),
-        }))
+            Source::Il(il),
+        )))
     })
 }
 
