@@ -13,7 +13,8 @@
 //! and numbers. A pointer is an offset into the kernel's one memory, whatever the program
 //! made it from: a SPIR-V kernel reaches no more than an OpenCL C one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 /// The first word of every SPIR-V module.
@@ -289,9 +290,10 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
     let mut built_ins = BTreeSet::new();
     let mut kernels = Vec::new();
     let mut shims = String::new();
+    let definitions = Definitions::of(spir);
     for line in spir.lines() {
         if line.starts_with("define ") && line.contains(" spir_kernel ") {
-            let (kernel, shim) = kernel_of(line, spir)?;
+            let (kernel, shim) = kernel_of(line, &definitions)?;
             kernels.push(kernel);
             shims.push_str(&shim);
         }
@@ -727,7 +729,7 @@ fn parse_type(rest: &mut &str, substitutions: &mut Vec<Type>) -> Option<Type> {
 /// A kernel's name and arguments from its `define` line, with the kinds its SPIR types and
 /// `kernel_arg_type` metadata (for the signedness of small numbers) give, and the shim (IR,
 /// empty when none) that takes its structs and vectors by value as the card passes them.
-fn kernel_of(define: &str, spir: &str) -> Result<(Kernel, String), String> {
+fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), String> {
     let name = function_name(define)
         .ok_or_else(|| "a kernel's definition names no function".to_owned())?
         .to_owned();
@@ -750,7 +752,7 @@ fn kernel_of(define: &str, spir: &str) -> Result<(Kernel, String), String> {
         }
     }
     let close = close.ok_or_else(|| format!("kernel '{name}': its parameters do not close"))?;
-    let types = metadata_strings(define, spir, "!kernel_arg_type");
+    let types = module.metadata_strings(define, "!kernel_arg_type");
     let mut args = Vec::new();
     let mut shim = Shim::default();
     for (index, param) in top_level_commas(&define[open + 1..close])
@@ -771,7 +773,7 @@ fn kernel_of(define: &str, spir: &str) -> Result<(Kernel, String), String> {
         let spelled = types.get(index).map(String::as_str).unwrap_or("");
         let unsigned = spelled.starts_with('u') || spelled.starts_with("size_t");
         if let Some(value) = between(param, "byval(", ')') {
-            let (size, _) = layout(value, spir, 0).ok_or_else(|| {
+            let (size, _) = module.layout(value, 0).ok_or_else(|| {
                 refuse(&format!(
                     "is a struct by value of type '{value}', whose layout is not one of numbers \
                      and vectors (a pointer in it would differ between host and card)"
@@ -795,7 +797,8 @@ fn kernel_of(define: &str, spir: &str) -> Result<(Kernel, String), String> {
                 }
             }
         } else if ty.starts_with('<') {
-            let (size, _) = layout(&ty, spir, 0)
+            let (size, _) = module
+                .layout(&ty, 0)
                 .ok_or_else(|| refuse(&format!("has type '{ty}', a vector of no number")))?;
             shim.by_value(index, &ty, size, None);
             args.push((arg_name, by_value(size)));
@@ -953,70 +956,119 @@ fn between<'a>(text: &'a str, open: &str, close: char) -> Option<&'a str> {
     None
 }
 
-/// The size and alignment of an LLVM type of numbers, vectors, arrays and structs in the
-/// layout both SPIR and the card give it (no pointers: theirs differ), named structs looked
-/// up in `module`; `None` for any other type, or nesting past 16.
-fn layout(ty: &str, module: &str, depth: u32) -> Option<(u64, u64)> {
-    if depth > 16 {
-        return None;
-    }
-    let ty = ty.trim();
-    let scalar = |t: &str| -> Option<(u64, u64)> {
-        let size = match t {
-            "i1" | "i8" => 1,
-            "i16" | "half" => 2,
-            "i32" | "float" => 4,
-            "i64" | "double" => 8,
-            _ => return None,
-        };
-        Some((size, size))
-    };
-    if let Some(inner) = ty.strip_prefix('<').and_then(|t| t.strip_suffix('>')) {
-        if inner.starts_with('{') {
-            return struct_layout(
-                inner.trim_start_matches('{').trim_end_matches('}'),
-                module,
-                depth,
-                true,
-            );
-        }
-        let (count, element) = inner.split_once(" x ")?;
-        let count: u64 = count.trim().parse().ok()?;
-        let (element, _) = scalar(element.trim())?;
-        let size = count.checked_next_power_of_two()? * element;
-        return Some((size, size));
-    }
-    if let Some(inner) = ty.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-        let (count, element) = inner.split_once(" x ")?;
-        let (size, align) = layout(element, module, depth + 1)?;
-        return Some((count.trim().parse::<u64>().ok()?.checked_mul(size)?, align));
-    }
-    if let Some(inner) = ty.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-        return struct_layout(inner, module, depth, false);
-    }
-    if ty.starts_with('%') && !ty.ends_with('*') {
-        let prefix = format!("{ty} = type ");
-        let body = module
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))?;
-        return layout(body, module, depth + 1);
-    }
-    scalar(ty)
+/// What a module defines that its kernels' signatures refer to, read once: its named types
+/// (with their layouts as they are worked out) and its metadata nodes. Lookups cost the same
+/// however many kernels and arguments a module has.
+struct Definitions<'a> {
+    types: HashMap<&'a str, &'a str>,
+    nodes: HashMap<&'a str, &'a str>,
+    layouts: RefCell<HashMap<&'a str, Option<(u64, u64)>>>,
 }
 
-/// The layout of a struct's fields (`i32, float`), packed or aligned.
-fn struct_layout(fields: &str, module: &str, depth: u32, packed: bool) -> Option<(u64, u64)> {
-    let (mut size, mut align) = (0u64, 1u64);
-    for field in top_level_commas(fields)
-        .into_iter()
-        .filter(|f| !f.trim().is_empty())
-    {
-        let (field_size, field_align) = layout(field, module, depth + 1)?;
-        let field_align = if packed { 1 } else { field_align };
-        size = size.next_multiple_of(field_align) + field_size;
-        align = align.max(field_align);
+impl<'a> Definitions<'a> {
+    /// The definitions of module `spir` (`%name = type ...`, `!N = !{...}`).
+    fn of(spir: &'a str) -> Definitions<'a> {
+        let (mut types, mut nodes) = (HashMap::new(), HashMap::new());
+        for line in spir.lines() {
+            if line.starts_with('%') {
+                if let Some((name, body)) = line.split_once(" = type ") {
+                    types.insert(name, body);
+                }
+            } else if line.starts_with('!')
+                && let Some((name, body)) = line.split_once(" = !{")
+            {
+                nodes.insert(name, body);
+            }
+        }
+        Definitions {
+            types,
+            nodes,
+            layouts: RefCell::new(HashMap::new()),
+        }
     }
-    Some((size.next_multiple_of(align), align))
+
+    /// The size and alignment of an LLVM type of numbers, vectors, arrays and structs, in
+    /// the layout both SPIR and the card give it (no pointers: theirs differ); `None` for any
+    /// other type, or nesting past 16.
+    fn layout(&self, ty: &str, depth: u32) -> Option<(u64, u64)> {
+        if depth > 16 {
+            return None;
+        }
+        let ty = ty.trim();
+        let scalar = |t: &str| -> Option<(u64, u64)> {
+            let size = match t {
+                "i1" | "i8" => 1,
+                "i16" | "half" => 2,
+                "i32" | "float" => 4,
+                "i64" | "double" => 8,
+                _ => return None,
+            };
+            Some((size, size))
+        };
+        if let Some(inner) = ty.strip_prefix('<').and_then(|t| t.strip_suffix('>')) {
+            if let Some(fields) = inner.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+                return self.struct_layout(fields, depth, true);
+            }
+            let (count, element) = inner.split_once(" x ")?;
+            let count: u64 = count.trim().parse().ok()?;
+            let (element, _) = scalar(element.trim())?;
+            let size = count.checked_next_power_of_two()?.checked_mul(element)?;
+            return Some((size, size));
+        }
+        if let Some(inner) = ty.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            let (count, element) = inner.split_once(" x ")?;
+            let (size, align) = self.layout(element, depth + 1)?;
+            return Some((count.trim().parse::<u64>().ok()?.checked_mul(size)?, align));
+        }
+        if let Some(fields) = ty.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            return self.struct_layout(fields, depth, false);
+        }
+        if ty.starts_with('%') && !ty.ends_with('*') {
+            let (&name, body) = self.types.get_key_value(ty)?;
+            if let Some(known) = self.layouts.borrow().get(name) {
+                return *known;
+            }
+            let worked_out = self.layout(body, depth + 1);
+            self.layouts.borrow_mut().insert(name, worked_out);
+            return worked_out;
+        }
+        scalar(ty)
+    }
+
+    /// The layout of a struct's fields (`i32, float`), packed or aligned.
+    fn struct_layout(&self, fields: &str, depth: u32, packed: bool) -> Option<(u64, u64)> {
+        let (mut size, mut align) = (0u64, 1u64);
+        for field in top_level_commas(fields)
+            .into_iter()
+            .filter(|f| !f.trim().is_empty())
+        {
+            let (field_size, field_align) = self.layout(field, depth + 1)?;
+            let field_align = if packed { 1 } else { field_align };
+            size = size.next_multiple_of(field_align).checked_add(field_size)?;
+            align = align.max(field_align);
+        }
+        Some((size.next_multiple_of(align), align))
+    }
+
+    /// The strings of the metadata node `key` (`!kernel_arg_type !7`) a definition points to.
+    fn metadata_strings(&self, define: &str, key: &str) -> Vec<String> {
+        let Some(at) = define.find(&format!("{key} !")) else {
+            return Vec::new();
+        };
+        let node = define[at + key.len() + 1..]
+            .split(|c: char| c.is_whitespace() || c == '{')
+            .next()
+            .unwrap_or("");
+        self.nodes
+            .get(node)
+            .map(|body| {
+                body.split("!\"")
+                    .skip(1)
+                    .map(|s| s.split('"').next().unwrap_or("").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
 }
 
 /// The address space of a parameter's pointer type (`float addrspace(1)*` is 1, `float*` 0),
@@ -1039,27 +1091,6 @@ fn pointer_space(param: &str) -> Option<u32> {
         }
         _ => Some(0),
     }
-}
-
-/// The strings of the metadata node `key` (`!kernel_arg_type !7`) a definition points to.
-fn metadata_strings(define: &str, spir: &str, key: &str) -> Vec<String> {
-    let Some(at) = define.find(&format!("{key} !")) else {
-        return Vec::new();
-    };
-    let node = define[at + key.len() + 1..]
-        .split(|c: char| c.is_whitespace() || c == '{')
-        .next()
-        .unwrap_or("");
-    let prefix = format!("{node} = !{{");
-    spir.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map(|body| {
-            body.split("!\"")
-                .skip(1)
-                .map(|s| s.split('"').next().unwrap_or("").to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `text` split at the commas outside brackets.
@@ -1294,13 +1325,25 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
         ] {
             assert!(ir.contains(line), "{line} in {ir}");
         }
-        assert_eq!(layout("%struct.range", &by_value, 0), Some((24, 8)));
-        assert_eq!(layout("{ i8, i32, <2 x float> }", "", 0), Some((16, 8)));
-        assert_eq!(layout("<{ i8, i32 }>", "", 0), Some((5, 1)));
-        assert_eq!(
-            layout("%struct.self", "%struct.self = type { %struct.self }", 0),
-            None
-        );
+        let module = Definitions::of(&by_value);
+        assert_eq!(module.layout("%struct.range", 0), Some((24, 8)));
+        assert_eq!(module.layout("{ i8, i32, <2 x float> }", 0), Some((16, 8)));
+        assert_eq!(module.layout("<{ i8, i32 }>", 0), Some((5, 1)));
+        let endless = Definitions::of("%struct.self = type { %struct.self }");
+        assert_eq!(endless.layout("%struct.self", 0), None);
+        // Each named type is worked out once: 64 fields of 64 fields of ... 16 deep.
+        let mut wide = String::new();
+        for level in 0..16 {
+            let field = if level == 0 {
+                "i32".to_owned()
+            } else {
+                format!("%t{}", level - 1)
+            };
+            let fields = vec![field; 64].join(", ");
+            wide.push_str(&format!("%t{level} = type {{ {fields} }}\n"));
+        }
+        let wide = Definitions::of(&wide);
+        assert_eq!(wide.layout("%t3", 0), Some((4 * 64u64.pow(4), 4)));
     }
 
     /// A module declaring an i32 constant 7, a float constant 9 and a bool constant 3, in
