@@ -330,8 +330,12 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
             continue;
         }
         let line = renamed_functions(&flat_memory(line), &renamed);
-        // Intrinsics named after their pointers' address spaces become one.
-        if line.starts_with("declare ") && !declared.insert(line.clone()) {
+        // Intrinsics named after their pointers' address spaces become one (declared once,
+        // whatever attributes each declaration had).
+        if line.starts_with("declare ")
+            && let Some(name) = function_name(&line)
+            && !declared.insert(name.to_owned())
+        {
             continue;
         }
         ir.push_str(&line);
@@ -1199,7 +1203,7 @@ declare spir_func <4 x float> @_Z6vload4mPU3AS1Kf(i64, float addrspace(1)*)
 declare spir_func void @_Z7barrierj(i32)
 declare spir_func float @_Z3sinf(float)
 declare void @llvm.memcpy.p1i8.p3i8.i64(i8 addrspace(1)* noalias, i8 addrspace(3)* noalias, i64, i1)
-declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1)
+declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
 
 !5 = !{i32 1, i32 3, i32 0, i32 0}
 !7 = !{!"float*", !"float*", !"uchar", !"ulong"}
