@@ -149,6 +149,22 @@ declare spir_func float @_Z20__spirv_SpecConstantif(i32, float)
 !0 = !{i32 1, i32 2}
 """
 
+# OpenCL 2.0's work-group and sub-group functions, which SYCL kernels call.
+COLLECTIVES = r"""
+__kernel void collectives(__global const int *in, __global int *sums, __global int *scans,
+                          __global long *wide, __global float *top, __global int *subs) {
+    size_t i = get_global_id(0);
+    int x = in[i];
+    sums[i] = work_group_reduce_add(x);
+    scans[i] = work_group_scan_inclusive_add(x) * 1000 + work_group_scan_exclusive_min(x);
+    wide[i] = work_group_reduce_max((long)x * 100000000L) + work_group_broadcast((long)x, 3);
+    top[i] = work_group_reduce_max((float)x / 2);
+    subs[i] = get_sub_group_size() * 1000 + get_sub_group_local_id() * 100
+        + (work_group_all(x > -1000) ? 1 : 0) + (work_group_any(x == 5) ? 2 : 0)
+        + sub_group_reduce_add(x) * 10000;
+}
+"""
+
 GENERIC = r"""
 __kernel void through_generic(__global int *a, int far) {
     int *anywhere = (int *)a;
@@ -157,7 +173,7 @@ __kernel void through_generic(__global int *a, int far) {
 """
 
 
-def spirv_of(clang, translator, source, std):
+def spirv_of(clang, translator, source, std, *flags):
     """SPIR-V of OpenCL C `source` in the language version `std`, or of SPIR IR when `std` is
     "ir"."""
     with tempfile.TemporaryDirectory() as work:
@@ -166,7 +182,7 @@ def spirv_of(clang, translator, source, std):
             out.write(source)
         language = ["-x", "ir"] if std == "ir" else [
             "-x", "cl", f"-cl-std={std}", "-Xclang", "-finclude-default-header"]
-        subprocess.run([clang, *language, "--target=spir64-unknown-unknown", "-O2",
+        subprocess.run([clang, *language, *flags, "--target=spir64-unknown-unknown", "-O2",
                         "-emit-llvm", "-c", source_file, "-o", os.path.join(work, "k.bc")],
                        check=True)
         subprocess.run([translator, os.path.join(work, "k.bc"), "-o",
@@ -278,6 +294,38 @@ def through_pyopencl(clang, translator):
     expect(np.array_equal(back, np.arange(n) * 3), "the next launch runs, exact")
 
     newer = struct.pack("<5I", 0x07230203, 0x00010600, 0, 16, 0) + il[20:]
+    # Work-group functions meet at barriers; each work-item is a sub-group of its own.
+    groups, local = 4, 8
+    x = (np.arange(groups * local, dtype=np.int32) * 37) % 23 - 9
+    x[local + 2] = 5
+    collectives = cl.Program(context, spirv_of(
+        clang, translator, COLLECTIVES, "CL2.0", "-Xclang", "-cl-ext=+cl_khr_subgroups")).build()
+    x_buf = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=x)
+    outs = [cl.Buffer(context, flags.WRITE_ONLY, size=x.size * size) for size in (4, 4, 8, 4, 4)]
+    collectives.collectives(queue, (x.size,), (local,), x_buf, *outs)
+    got = [np.empty(x.size, dtype) for dtype in (np.int32, np.int32, np.int64, np.float32,
+                                                 np.int32)]
+    for host, device in zip(got, outs):
+        cl.enqueue_copy(queue, host, device)
+    by_group = x.reshape(groups, local)
+    inclusive = np.cumsum(by_group, axis=1)
+    exclusive_min = np.concatenate(
+        [np.full((groups, 1), 2**31 - 1), np.minimum.accumulate(by_group, axis=1)[:, :-1]],
+        axis=1)
+    wanted = [
+        np.repeat(by_group.sum(axis=1), local),
+        (inclusive * 1000 + exclusive_min).ravel().astype(np.int32),  # wraps as the kernel's int
+        np.repeat(by_group.max(axis=1).astype(np.int64) * 100000000 + by_group[:, 3], local),
+        np.repeat(by_group.max(axis=1) / 2, local).astype(np.float32),
+        np.repeat(1000 + 1 + 2 * (by_group == 5).any(axis=1), local) + x * 10000,
+    ]
+    for what, host, want in zip(
+            ["work_group_reduce_add", "inclusive and exclusive scans", "long reduce and broadcast",
+             "float reduce", "sub-groups of one work-item, all and any"], got, wanted):
+        expect(np.array_equal(host, want), f"{what} over work-groups of {local}")
+        if not np.array_equal(host, want):
+            print(host, want)
+
     # Specialization constants: their defaults, then values set before a build.
     constants_il = spirv_of(clang, translator, CONSTANTS, "ir")
     out_int = cl.Buffer(context, flags.READ_WRITE, size=4)

@@ -649,6 +649,44 @@ const OPENCL_RUNTIME: &str = include_str!("kernel_source/opencl_runtime.c");
 /// OpenCL C's asynchronous copies, defined in OpenCL C and appended to a program that names
 /// one of [`ASYNC_COPY_FUNCTIONS`].
 const ASYNC_COPIES: &str = include_str!("kernel_source/async_copies.cl");
+/// OpenCL 2.0's sub-group and work-group functions, which the runtime defines for SPIR-V
+/// programs (`USES_OPENCL_2_GROUPS`; the work-group ones meet at barriers).
+const OPENCL_2_GROUP_FUNCTIONS: [&str; 34] = [
+    "get_sub_group_size",
+    "get_max_sub_group_size",
+    "get_num_sub_groups",
+    "get_enqueued_num_sub_groups",
+    "get_sub_group_id",
+    "get_sub_group_local_id",
+    "sub_group_barrier",
+    "sub_group_all",
+    "sub_group_any",
+    "sub_group_broadcast",
+    "intel_sub_group_shuffle",
+    "sub_group_reduce_add",
+    "sub_group_reduce_min",
+    "sub_group_reduce_max",
+    "sub_group_scan_inclusive_add",
+    "sub_group_scan_inclusive_min",
+    "sub_group_scan_inclusive_max",
+    "sub_group_scan_exclusive_add",
+    "sub_group_scan_exclusive_min",
+    "sub_group_scan_exclusive_max",
+    "work_group_barrier",
+    "work_group_all",
+    "work_group_any",
+    "work_group_broadcast",
+    "work_group_reduce_add",
+    "work_group_reduce_min",
+    "work_group_reduce_max",
+    "work_group_scan_inclusive_add",
+    "work_group_scan_inclusive_min",
+    "work_group_scan_inclusive_max",
+    "work_group_scan_exclusive_add",
+    "work_group_scan_exclusive_min",
+    "work_group_scan_exclusive_max",
+    "intel_sub_group_shuffle_xor",
+];
 const ASYNC_COPY_FUNCTIONS: [&str; 4] = [
     "async_work_group_copy",
     "async_work_group_strided_copy",
@@ -2090,6 +2128,9 @@ fn parts_named(preprocessed: &str) -> BTreeSet<String> {
                 }
             } else if word == "barrier" {
                 parts.insert("USES_BARRIER".to_owned());
+            } else if OPENCL_2_GROUP_FUNCTIONS.contains(&word) {
+                parts.insert("USES_OPENCL_2_GROUPS".to_owned());
+                parts.insert("USES_BARRIER".to_owned());
             } else if word.starts_with("atomic_") || word.starts_with("atom_") {
                 parts.insert("USES_ATOMICS".to_owned());
             } else if ["vload_half", "vloada_half", "vstore_half", "vstorea_half"]
@@ -2713,6 +2754,17 @@ mod tests {
              #define USES_convert_int\n#define USES_convert_int_modes\n\
              #define USES_convert_uchar\n#define USES_convert_uchar_modes\n"
         );
+    }
+
+    #[test]
+    fn opencl_2_group_functions_are_named_by_their_own_words_and_bring_barriers() {
+        let parts = parts_named("x = work_group_reduce_add(y) + get_sub_group_id();\n");
+        assert_eq!(
+            parts.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["USES_BARRIER", "USES_OPENCL_2_GROUPS"]
+        );
+        // A program's own function of a like name is not one.
+        assert!(parts_named("int work_group_sum(int x);\n").is_empty());
     }
 
     #[test]

@@ -188,6 +188,101 @@ __attribute__((noinline)) void OVL barrier(unsigned flags) {
 }
 #endif
 
+#ifdef USES_OPENCL_2_GROUPS
+/* OpenCL 2.0's sub-group and work-group functions, which SPIR-V programs call (OpenCL C 1.2
+ * has neither). Each work-item is a sub-group of its own. A work-group function meets its
+ * group's work-items at barriers (so its kernel's work-items are suspendable: the build
+ * names USES_BARRIER with this part): each puts its value in the group's slots between two
+ * barriers, then reads them; the first barrier of the next call keeps a slot from being
+ * overwritten before every work-item has read it. */
+static unsigned long long group_slots[MAX_ITEMS];
+static size_t local_linear(void) { return (local[2] * local_size[1] + local[1]) * local_size[0] + local[0]; }
+static size_t group_items(void) { return local_size[0] * local_size[1] * local_size[2]; }
+unsigned OVL get_sub_group_size(void) { return 1; }
+unsigned OVL get_max_sub_group_size(void) { return 1; }
+unsigned OVL get_num_sub_groups(void) { return (unsigned)group_items(); }
+unsigned OVL get_enqueued_num_sub_groups(void) { return (unsigned)group_items(); }
+unsigned OVL get_sub_group_id(void) { return (unsigned)local_linear(); }
+unsigned OVL get_sub_group_local_id(void) { return 0; }
+void OVL sub_group_barrier(unsigned flags) {}
+void OVL work_group_barrier(unsigned flags) { barrier(flags); }
+void OVL work_group_barrier(unsigned flags, int scope) { barrier(flags); }
+int OVL sub_group_all(int p) { return p != 0; }
+int OVL sub_group_any(int p) { return p != 0; }
+static void group_put(unsigned long long bits) {
+    barrier(0);
+    group_slots[local_linear()] = bits;
+    barrier(0);
+}
+int OVL work_group_all(int p) {
+    group_put(p != 0);
+    for (size_t i = 0, n = group_items(); i < n; i++)
+        if (!group_slots[i]) return 0;
+    return 1;
+}
+int OVL work_group_any(int p) {
+    group_put(p != 0);
+    for (size_t i = 0, n = group_items(); i < n; i++)
+        if (group_slots[i]) return 1;
+    return 0;
+}
+#define GROUP_FUNCTIONS(T, N, LOWEST, HIGHEST)                                                  \
+    static T N##_at(size_t i) {                                                                 \
+        union { unsigned long long bits; T value; } slot = {i < MAX_ITEMS ? group_slots[i] : 0}; \
+        return slot.value;                                                                      \
+    }                                                                                           \
+    static void N##_put(T x) {                                                                  \
+        union { unsigned long long bits; T value; } slot = {0};                                 \
+        slot.value = x;                                                                         \
+        group_put(slot.bits);                                                                   \
+    }                                                                                           \
+    T OVL sub_group_broadcast(T x, unsigned id) { return x; }                                   \
+    T OVL intel_sub_group_shuffle(T x, unsigned id) { return x; }                               \
+    T OVL intel_sub_group_shuffle_xor(T x, unsigned mask) { return x; }                         \
+    T OVL sub_group_reduce_add(T x) { return x; }                                               \
+    T OVL sub_group_reduce_min(T x) { return x; }                                               \
+    T OVL sub_group_reduce_max(T x) { return x; }                                               \
+    T OVL sub_group_scan_inclusive_add(T x) { return x; }                                       \
+    T OVL sub_group_scan_inclusive_min(T x) { return x; }                                       \
+    T OVL sub_group_scan_inclusive_max(T x) { return x; }                                       \
+    T OVL sub_group_scan_exclusive_add(T x) { return 0; }                                       \
+    T OVL sub_group_scan_exclusive_min(T x) { return HIGHEST; }                                 \
+    T OVL sub_group_scan_exclusive_max(T x) { return LOWEST; }                                  \
+    T OVL work_group_broadcast(T x, size_t l) { N##_put(x); return N##_at(l); }                 \
+    T OVL work_group_broadcast(T x, size_t l0, size_t l1) {                                     \
+        N##_put(x);                                                                             \
+        return N##_at(l1 * local_size[0] + l0);                                                 \
+    }                                                                                           \
+    T OVL work_group_broadcast(T x, size_t l0, size_t l1, size_t l2) {                          \
+        N##_put(x);                                                                             \
+        return N##_at((l2 * local_size[1] + l1) * local_size[0] + l0);                          \
+    }                                                                                           \
+    static T N##_fold(T x, int op, size_t end) {                                                \
+        N##_put(x);                                                                             \
+        T r = op == 0 ? (T)0 : op < 0 ? HIGHEST : LOWEST;                                       \
+        for (size_t i = 0; i < end; i++) {                                                      \
+            T v = N##_at(i);                                                                    \
+            r = op == 0 ? r + v : op < 0 ? (v < r ? v : r) : (v > r ? v : r);                   \
+        }                                                                                       \
+        return r;                                                                               \
+    }                                                                                           \
+    T OVL work_group_reduce_add(T x) { return N##_fold(x, 0, group_items()); }                  \
+    T OVL work_group_reduce_min(T x) { return N##_fold(x, -1, group_items()); }                 \
+    T OVL work_group_reduce_max(T x) { return N##_fold(x, 1, group_items()); }                  \
+    T OVL work_group_scan_inclusive_add(T x) { return N##_fold(x, 0, local_linear() + 1); }     \
+    T OVL work_group_scan_inclusive_min(T x) { return N##_fold(x, -1, local_linear() + 1); }    \
+    T OVL work_group_scan_inclusive_max(T x) { return N##_fold(x, 1, local_linear() + 1); }     \
+    T OVL work_group_scan_exclusive_add(T x) { return N##_fold(x, 0, local_linear()); }         \
+    T OVL work_group_scan_exclusive_min(T x) { return N##_fold(x, -1, local_linear()); }        \
+    T OVL work_group_scan_exclusive_max(T x) { return N##_fold(x, 1, local_linear()); }
+GROUP_FUNCTIONS(int, int_, (-2147483647 - 1), 2147483647)
+GROUP_FUNCTIONS(unsigned int, uint_, 0u, 4294967295u)
+GROUP_FUNCTIONS(long long, long_, (-9223372036854775807ll - 1), 9223372036854775807ll)
+GROUP_FUNCTIONS(unsigned long long, ulong_, 0ull, 18446744073709551615ull)
+GROUP_FUNCTIONS(float, float_, -__builtin_inff(), __builtin_inff())
+GROUP_FUNCTIONS(double, double_, -__builtin_inf(), __builtin_inf())
+#endif
+
 #ifdef USES_GROUPS
 /* Work-groups of kernels split at their barriers when compiled: each call of such a kernel
  * runs its whole work-group, looping over its work-items (x fastest) once per stretch

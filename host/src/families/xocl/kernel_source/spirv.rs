@@ -42,6 +42,30 @@ const OPENCL_2_WORK_ITEMS: [(&str, &str); 3] = [
     ),
     ("get_enqueued_local_size", "get_local_size(a0)"),
 ];
+/// What the bridges' OpenCL C 1.2 needs declared to call OpenCL 2.0's sub-group and
+/// work-group functions, which the runtime defines (`USES_OPENCL_2_GROUPS`).
+const OPENCL_2_GROUP_DECLARATIONS: &str = "\
+#define ACCELHOST_GROUPS(T) \\
+    T __attribute__((overloadable)) sub_group_broadcast(T, uint); \\
+    T __attribute__((overloadable)) intel_sub_group_shuffle(T, uint); \\
+    T __attribute__((overloadable)) intel_sub_group_shuffle_xor(T, uint); \\
+    T __attribute__((overloadable)) work_group_broadcast(T, size_t); \\
+    T __attribute__((overloadable)) work_group_broadcast(T, size_t, size_t); \\
+    T __attribute__((overloadable)) work_group_broadcast(T, size_t, size_t, size_t); \\
+    ACCELHOST_FOLDS(T, sub_group) ACCELHOST_FOLDS(T, work_group)
+#define ACCELHOST_FOLDS(T, G) \\
+    T __attribute__((overloadable)) G##_reduce_add(T); \\
+    T __attribute__((overloadable)) G##_reduce_min(T); \\
+    T __attribute__((overloadable)) G##_reduce_max(T); \\
+    T __attribute__((overloadable)) G##_scan_inclusive_add(T); \\
+    T __attribute__((overloadable)) G##_scan_inclusive_min(T); \\
+    T __attribute__((overloadable)) G##_scan_inclusive_max(T); \\
+    T __attribute__((overloadable)) G##_scan_exclusive_add(T); \\
+    T __attribute__((overloadable)) G##_scan_exclusive_min(T); \\
+    T __attribute__((overloadable)) G##_scan_exclusive_max(T);
+ACCELHOST_GROUPS(int) ACCELHOST_GROUPS(uint) ACCELHOST_GROUPS(long) ACCELHOST_GROUPS(ulong)
+ACCELHOST_GROUPS(float) ACCELHOST_GROUPS(double)
+";
 /// The built-ins whose result is a `size_t` (64 bits in SPIR, 32 on the card).
 const SIZE_RESULTS: [&str; 10] = [
     "get_global_id",
@@ -340,6 +364,9 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
         }
         ir.push_str(&line);
         ir.push('\n');
+    }
+    if !bridges.is_empty() {
+        bridges.insert_str(0, OPENCL_2_GROUP_DECLARATIONS);
     }
     Ok(Translated {
         ir,
@@ -1244,7 +1271,7 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
         );
         let bridges = &translated.bridges;
         assert!(bridges.contains("float4 __accelhost_spirv__Z6vload4mPU3AS1Kf(ulong a0, __global const float * a1) { return as_float4(vload4(a0, a1)); }"), "{bridges}");
-        assert_eq!(bridges.lines().count(), 2, "{bridges}");
+        assert_eq!(bridges.matches(BRIDGE).count(), 2, "{bridges}");
         let names: Vec<&str> = translated.built_ins.iter().map(String::as_str).collect();
         assert_eq!(names, ["barrier", "get_global_id", "sin", "vload4"]);
         assert_eq!(
