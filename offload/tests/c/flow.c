@@ -7,7 +7,7 @@
  * variants, threads with their own queues, and the calls a program gets wrong, each with
  * its error code. Prints one line per check and "N failed" last; exits 0 when none failed. */
 #define _POSIX_C_SOURCE 200809L
-#include <OffloadAPI.h>
+#include "support.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,19 +16,6 @@
 #define COUNT 8192
 #define THREADS 4
 #define ROUNDS 20
-
-static int failed;
-
-static void expect(int ok, const char* what) {
-    printf("%s: %s\n", what, ok ? "ok" : "FAILED");
-    if (!ok) failed++;
-}
-
-/* Whether `result` is success. */
-static int ok(ol_result_t result) {
-    if (result != OL_SUCCESS) fprintf(stderr, "error %d: %s\n", result->Code, result->Details);
-    return result == OL_SUCCESS;
-}
 
 /* Whether `result` is an error with `code`. */
 static int error(ol_result_t result, ol_errc_t code) {
@@ -89,18 +76,6 @@ static void* rounds(void* seed_arg) {
     free(y);
     free(z);
     return (void*)wrong;
-}
-
-static void* read_file(const char* path, size_t* size) {
-    FILE* file = fopen(path, "rb");
-    if (!file) return NULL;
-    fseek(file, 0, SEEK_END);
-    *size = (size_t)ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void* data = malloc(*size);
-    if (fread(data, 1, *size, file) != *size) *size = 0;
-    fclose(file);
-    return data;
 }
 
 int main(int argc, char** argv) {

@@ -4,35 +4,11 @@
  * and barriers; from_an_integer, which writes through a pointer made from an integer far past
  * its memory, fails its event, and the card runs scaled_add again. A module that is not
  * SPIR-V nor an image is refused. Prints one line per check and "N failed" last. */
-#include <OffloadAPI.h>
+#include "support.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failed;
-
-static void expect(int ok, const char* what) {
-    printf("%s: %s\n", what, ok ? "ok" : "FAILED");
-    if (!ok) failed++;
-}
-
-static int ok(ol_result_t result) {
-    if (result != OL_SUCCESS) fprintf(stderr, "error %d: %s\n", result->Code, result->Details);
-    return result == OL_SUCCESS;
-}
-
-static void* read_file(const char* path, size_t* size) {
-    FILE* file = fopen(path, "rb");
-    if (!file) return NULL;
-    fseek(file, 0, SEEK_END);
-    *size = (size_t)ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void* data = malloc(*size);
-    if (fread(data, 1, *size, file) != *size) *size = 0;
-    fclose(file);
-    return data;
-}
 
 /* scaled_add's own arguments, packed as a C struct. */
 struct scaled_add_args {
@@ -81,25 +57,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "usage: %s SPIRV\n", argv[0]);
         return 2;
     }
-    expect(ok(olInit()), "olInit");
-    ol_platform_handle_t platform;
-    expect(ok(olGetPlatform(1, &platform)), "the platform");
-    uint32_t count = 0;
-    ol_device_handle_t devices[16];
-    expect(ok(olGetDeviceCount(platform, &count)) && count <= 16 && ok(olGetDevice(platform, count, devices)),
-           "its devices");
-    ol_device_handle_t card = NULL;
-    for (uint32_t i = 0; i < count; i++) {
-        char name[256];
-        if (ok(olGetDeviceInfo(devices[i], OL_DEVICE_INFO_NAME, sizeof name, name)) &&
-            strcmp(name, "xocl/emu:xocl0") == 0)
-            card = devices[i];
-    }
-    ol_device_handle_t host;
-    if (!card || !ok(olGetHostDevice(&host))) {
-        fprintf(stderr, "no XRT card or host device\n");
-        return 1;
-    }
+    ol_device_handle_t card, host;
+    if (!find_card(&card, &host)) return 1;
     size_t module_size = 0;
     void* module = read_file(argv[1], &module_size);
     ol_program_handle_t program;
