@@ -8,9 +8,9 @@
 //! target has its own harness, `support::harness`, since libtest cannot skip at run time),
 //! unless `ACCELHOST_REQUIRE_TOOLCHAINS=1` (CI), which makes it a failure. The builds go under the cargo
 //! target directory; the compiled components go to the tests' shared compile cache, so a second
-//! run loads them in milliseconds. The trials run one at a time, so that no build or compile
-//! skews another's timings, and each language trial prints its figures and a row for the table in
-//! sdk/README.md.
+//! run loads them in milliseconds. The trials run side by side (`--test-threads 1` for figures no
+//! other build or compile skews), and each language trial prints its figures and a row for the
+//! table in sdk/README.md.
 
 mod support;
 

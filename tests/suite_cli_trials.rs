@@ -26,12 +26,14 @@ fn main() -> std::process::ExitCode {
     if let Some(code) = peak_rss::launch_if_asked() {
         return code;
     }
-    let mut trials = node_netns::trials();
+    // The longest first (the quickstarts build plugins, Prometheus scrapes for seconds), so
+    // that the lanes end together.
+    let mut trials = sdk_quickstart::trials();
     trials.extend(prometheus::trials());
-    trials.extend(grpc_python::trials());
-    trials.extend(sdk_quickstart::trials());
-    trials.extend(oci_registry::trials());
     trials.extend(registry_attacks::trials());
+    trials.extend(node_netns::trials());
+    trials.extend(grpc_python::trials());
+    trials.extend(oci_registry::trials());
     trials.extend(xclbin_kernels::trials());
     support::harness::run(&trials, support::harness::Overlap::AsLibtest)
 }
