@@ -100,10 +100,31 @@ pub fn run(trials: &[Trial], overlap: Overlap) -> ExitCode {
         Overlap::OneAtATime => 1,
         Overlap::AsLibtest => test_threads(),
     };
-    let Some(selected) = select(trials, |t| t.name) else {
+    run_lanes(trials, &[], threads)
+}
+
+/// Runs `busy` as [`run`] does with [`Overlap::AsLibtest`], and `waiting` on one more lane
+/// beside them: trials that spend their time on a clock or a peer (a scrape interval, a
+/// timeout), which would otherwise hold a lane a busy trial could use. A busy lane with
+/// nothing left to do takes waiting trials too; `--test-threads 1` runs all in one lane.
+#[allow(dead_code, reason = "only the suites with waiting trials call it")]
+pub fn run_beside_waiting(busy: &[Trial], waiting: &[Trial]) -> ExitCode {
+    run_lanes(busy, waiting, test_threads())
+}
+
+fn run_lanes(busy: &[Trial], waiting: &[Trial], threads: usize) -> ExitCode {
+    let all: Vec<(bool, &Trial)> = busy
+        .iter()
+        .map(|trial| (false, trial))
+        .chain(waiting.iter().map(|trial| (true, trial)))
+        .collect();
+    let Some(selected) = select(&all, |(_, trial)| trial.name) else {
         return ExitCode::SUCCESS;
     };
-    run_selected(trials, selected, threads)
+    let (waiting, busy): (Vec<_>, Vec<_>) = selected.into_iter().partition(|(wait, _)| *wait);
+    let busy: Vec<&Trial> = busy.into_iter().map(|&(_, trial)| trial).collect();
+    let waiting: Vec<&Trial> = waiting.into_iter().map(|&(_, trial)| trial).collect();
+    run_selected(all.len(), busy, waiting, threads)
 }
 
 /// How many trials [`Overlap::AsLibtest`] runs at once, decided as libtest decides it.
@@ -154,28 +175,41 @@ impl Tally {
     }
 }
 
-fn run_selected(trials: &[Trial], selected: Vec<&Trial>, threads: usize) -> ExitCode {
-    println!("\nrunning {} tests", selected.len());
+/// Runs the trials `take` hands out until it has none, counting them in `tally`.
+fn lane<'a>(tally: &Mutex<Tally>, take: impl Fn() -> Option<&'a Trial>) {
+    while let Some(trial) = take() {
+        // Each trial runs and prints its line outside the lock; only the counts take it.
+        let mut alone = Tally::default();
+        alone.record(trial);
+        let mut all = tally.lock().unwrap_or_else(PoisonError::into_inner);
+        all.passed += alone.passed;
+        all.ignored += alone.ignored;
+        all.failed.extend(alone.failed);
+    }
+}
+
+fn run_selected(all: usize, busy: Vec<&Trial>, waiting: Vec<&Trial>, threads: usize) -> ExitCode {
+    let selected = busy.len() + waiting.len();
+    println!("\nrunning {selected} tests");
     let started = Instant::now();
     let tally = Mutex::new(Tally::default());
-    let next = AtomicUsize::new(0);
-    let work = || {
-        while let Some(trial) = selected.get(next.fetch_add(1, Ordering::Relaxed)) {
-            // Each trial runs and prints its line outside the lock; only the counts take it.
-            let mut alone = Tally::default();
-            alone.record(trial);
-            let mut all = tally.lock().unwrap_or_else(PoisonError::into_inner);
-            all.passed += alone.passed;
-            all.ignored += alone.ignored;
-            all.failed.extend(alone.failed);
-        }
+    let (next_busy, next_waiting) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let take_busy = || busy.get(next_busy.fetch_add(1, Ordering::Relaxed)).copied();
+    let take_waiting = || {
+        waiting
+            .get(next_waiting.fetch_add(1, Ordering::Relaxed))
+            .copied()
     };
+    let busy_lane = || lane(&tally, || take_busy().or_else(take_waiting));
     if threads <= 1 {
-        work();
+        busy_lane();
     } else {
         std::thread::scope(|scope| {
-            for _ in 0..threads.min(selected.len()) {
-                scope.spawn(work);
+            for _ in 0..threads.min(busy.len()).max(1) {
+                scope.spawn(busy_lane);
+            }
+            if !waiting.is_empty() {
+                scope.spawn(|| lane(&tally, take_waiting));
             }
         });
     }
@@ -194,7 +228,7 @@ fn run_selected(trials: &[Trial], selected: Vec<&Trial>, threads: usize) -> Exit
         "\ntest result: {}. {passed} passed; {} failed; {ignored} ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
         if failed.is_empty() { "ok" } else { "FAILED" },
         failed.len(),
-        trials.len() - selected.len(),
+        all - selected,
         started.elapsed().as_secs_f64()
     );
     if failed.is_empty() {
