@@ -416,7 +416,7 @@ async fn silent_tcp_connections_of_many_addresses_leave_room_for_named_clients()
     assert!(!local.enumerate(vec![]).await.unwrap().is_empty());
     let took = started.elapsed();
     assert!(
-        took < accelhost_node::gate::HANDSHAKE / 2,
+        took < accelhost_node::config::Limits::default().handshake_time() / 2,
         "the named clients waited {took:?}, as if for the silent ones' handshake time"
     );
     let held = silent.iter().filter(|s| !closed_tcp(s)).count();

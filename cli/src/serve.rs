@@ -22,7 +22,7 @@ The serve config (JSON) names the listeners, the limits and the clients:
     \"limits\": {\"max_message_kib\": 4096, \"max_sessions\": 256,
                \"max_sessions_per_client\": 64, \"max_connections\": 4096,
                \"max_connections_per_peer\": 64, \"max_unnamed_connections\": 512,
-               \"max_handshakes\": 512, \"max_dma_mib\": 16384,
+               \"max_handshakes\": 512, \"handshake_ms\": 10000, \"max_dma_mib\": 16384,
                \"max_objects_per_session\": 4096, \"max_poll_ms\": 60000,
                \"max_image_mib\": 512, \"max_streams_per_session\": 8},
     \"clients\": [
@@ -74,7 +74,8 @@ an IP address on TCP, a uid on the socket, a pod on an allocation's socket); pas
 is closed at once. Peers no client entry names hold at most limits.max_unnamed_connections
 together, and TCP connections in their TLS handshake at most limits.max_handshakes (each an
 eighth of max_connections by default; together they must stay below it), so the named
-clients always keep the rest. A TCP client has 10 s to finish its handshake; when the
+clients always keep the rest. A TCP client has limits.handshake_ms (10 s) to finish its
+handshake, a client of the socket as long to send its first byte; when the
 handshakes' share is full, a new connection takes the place of the oldest handshake of the
 address with the most open, if it has more than the newcomer's. Sessions count against
 limits.max_sessions (256) and the client's limits.max_sessions_per_client (64); DMA memory

@@ -206,6 +206,10 @@ pub struct Limits {
     /// `max_connections` when not given. See [`Limits::handshakes`].
     #[serde(default)]
     pub max_handshakes: Option<usize>,
+    /// How long a new connection may stay silent, in milliseconds: a TCP client's TLS
+    /// handshake, a Unix client's first byte. A silent peer holds a connection until then.
+    #[serde(default = "default_handshake_ms")]
+    pub handshake_ms: u32,
     /// Cap on the DMA buffers and offload memory every client holds together, in MiB
     /// (each client also stays within its own `grants.dma_memory_mib`).
     #[serde(default = "default_max_dma_mib")]
@@ -236,6 +240,7 @@ impl Default for Limits {
             max_connections_per_peer: default_max_connections_per_peer(),
             max_unnamed_connections: None,
             max_handshakes: None,
+            handshake_ms: default_handshake_ms(),
             max_dma_mib: default_max_dma_mib(),
             max_objects_per_session: default_max_objects(),
             max_poll_ms: default_max_poll_ms(),
@@ -275,6 +280,11 @@ impl Limits {
         self.max_handshakes
             .unwrap_or(self.max_connections / STRANGERS_SHARE)
             .max(1)
+    }
+
+    /// `handshake_ms` as a duration.
+    pub fn handshake_time(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.handshake_ms))
     }
 }
 
@@ -379,6 +389,9 @@ fn default_max_objects() -> usize {
 }
 fn default_max_poll_ms() -> u32 {
     60_000
+}
+fn default_handshake_ms() -> u32 {
+    10_000
 }
 fn default_max_streams() -> usize {
     8
@@ -853,6 +866,7 @@ fn check_limits(limits: &Limits, health_interval_ms: u64) -> Result<(), Refusal>
             1 << 20,
         ),
         ("max_poll_ms", u64::from(limits.max_poll_ms), 1, 3_600_000),
+        ("handshake_ms", u64::from(limits.handshake_ms), 100, 600_000),
         ("max_image_mib", limits.max_image_mib, 1, 4096),
         ("health_interval_ms", health_interval_ms, 100, 600_000),
         (
@@ -1078,6 +1092,7 @@ mod tests {
             "max_connections_per_peer",
             "max_sessions_per_client",
             "max_dma_mib",
+            "handshake_ms",
         ] {
             let err = parse(&format!(
                 r#"{{"listen": {{"unix": {{"path": "s"}}}}, "limits": {{"{limit}": 0}}}}"#

@@ -20,17 +20,12 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio_stream::{Stream, StreamExt};
 use tonic::transport::server::Connected;
-
-/// How long a new connection may stay silent before the node stops waiting for it: a TCP
-/// client's TLS handshake, a Unix client's first byte (a silent peer would otherwise hold a
-/// connection and a task).
-pub const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Who a connection comes from, as far as quotas go.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -59,7 +54,7 @@ pub enum Share {
     Handshake,
 }
 
-/// How many connections may be open at once.
+/// How many connections may be open at once, and how long a new one may stay silent.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionCaps {
     /// Across every peer and share.
@@ -70,6 +65,10 @@ pub struct ConnectionCaps {
     pub unnamed: usize,
     /// In their TLS handshake, together.
     pub handshakes: usize,
+    /// How long a new connection may stay silent before the node stops waiting for it: a
+    /// TCP client's TLS handshake, a Unix client's first byte (a silent peer would otherwise
+    /// hold a connection and a task). `limits.handshake_ms`.
+    pub handshake_time: Duration,
 }
 
 /// One open connection's place.
@@ -250,6 +249,7 @@ impl Gate {
             gate: self.clone(),
             id,
             evicted,
+            handshake_time: caps.handshake_time,
         })
     }
 
@@ -373,9 +373,16 @@ pub struct Admission {
     id: u64,
     /// For a handshake: told when a newer one takes its place.
     evicted: Option<Arc<Notify>>,
+    handshake_time: Duration,
 }
 
 impl Admission {
+    /// How long the connection may stay silent from its accept (its caps' `handshake_time`
+    /// when it was admitted).
+    pub fn handshake_time(&self) -> Duration {
+        self.handshake_time
+    }
+
     /// Completes when the connection lost its place to a newer handshake (never, for a
     /// connection admitted in another share); it borrows nothing, so it can be awaited
     /// while the connection itself is handed on.
@@ -490,6 +497,7 @@ mod tests {
         peer: 2,
         unnamed: 3,
         handshakes: 3,
+        handshake_time: Duration::from_secs(10),
     };
 
     fn address(last: u8) -> PeerKey {
@@ -528,6 +536,7 @@ mod tests {
             peer: 8,
             unnamed: 3,
             handshakes: 2,
+            handshake_time: Duration::from_secs(10),
         };
         let gate = Arc::new(Gate::default());
         let strangers: Vec<_> = (0..3)
@@ -554,6 +563,7 @@ mod tests {
             peer: 8,
             unnamed: 10,
             handshakes: 4,
+            handshake_time: Duration::from_secs(10),
         };
         let heavy_old = gate.admit(address(2), Share::Handshake, caps).unwrap();
         let heavy_new = gate.admit(address(2), Share::Handshake, caps).unwrap();
@@ -567,7 +577,7 @@ mod tests {
             .build()
             .unwrap()
             .block_on(async {
-                tokio::time::timeout(std::time::Duration::from_secs(1), heavy_old.eviction())
+                tokio::time::timeout(Duration::from_secs(1), heavy_old.eviction())
                     .await
                     .is_ok()
             });
@@ -598,6 +608,7 @@ mod tests {
             peer: 8,
             unnamed: 1,
             handshakes: 4,
+            handshake_time: Duration::from_secs(10),
         };
         let first = gate.admit(address(1), Share::Handshake, caps).unwrap();
         let second = gate.admit(address(2), Share::Handshake, caps).unwrap();
@@ -623,6 +634,7 @@ mod tests {
                     peer: 3,
                     unnamed: 10,
                     handshakes: 10,
+                    handshake_time: Duration::from_secs(10),
                 },
                 |_| (PeerKey::Unknown, Share::Unnamed),
             )

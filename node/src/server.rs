@@ -149,7 +149,7 @@ impl BoundNode {
                             |service, stream| service.unix_share(stream.get_ref()),
                         ),
                         Arc::downgrade(&service.sessions()),
-                        |admitted| admitted.get_ref().get_ref(),
+                        |stream| stream.get_ref(),
                     );
                     node_router(server(), &service)
                         .serve_with_incoming_shutdown(incoming, signal(stopped.clone()))

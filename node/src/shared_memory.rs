@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 
+use crate::gate::Admitted;
 use crate::identity::Process;
 use crate::offer::{RedeemError, parse_ticket};
 use crate::session::Sessions;
@@ -44,15 +45,15 @@ const REDEEM_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The connections of a Unix listener with the redeeming ones taken out and served here; the
 /// rest (gRPC) come out in the order their first bytes arrived. A connection that says
-/// nothing for the handshake time goes to gRPC, as before it was sorted.
-pub fn split_redeemers<S, IO>(
+/// nothing for its admission's handshake time goes to gRPC, as before it was sorted.
+pub fn split_redeemers<S, T>(
     incoming: S,
     sessions: Weak<Sessions>,
-    socket_of: fn(&IO) -> &UnixStream,
-) -> impl Stream<Item = io::Result<IO>> + Send + 'static
+    socket_of: fn(&T) -> &UnixStream,
+) -> impl Stream<Item = io::Result<Admitted<T>>> + Send + 'static
 where
-    S: Stream<Item = io::Result<IO>> + Send + 'static,
-    IO: Send + 'static,
+    S: Stream<Item = io::Result<Admitted<T>>> + Send + 'static,
+    T: Send + Sync + 'static,
 {
     let (sorted, out) = mpsc::channel(64);
     tokio::spawn(async move {
@@ -72,8 +73,10 @@ where
                 Some(Ok(connection)) => {
                     let (sorted, sessions) = (sorted.clone(), sessions.clone());
                     tokio::spawn(async move {
-                        if first_byte(socket_of(&connection)).await == Some(MAGIC[0]) {
-                            serve_redeemer(socket_of(&connection), &sessions).await;
+                        let socket = socket_of(connection.get_ref());
+                        let silence = connection.admission().handshake_time();
+                        if first_byte(socket, silence).await == Some(MAGIC[0]) {
+                            serve_redeemer(socket, &sessions).await;
                         } else {
                             let _ = sorted.send(Ok(connection)).await;
                         }
@@ -85,9 +88,9 @@ where
     ReceiverStream::new(out)
 }
 
-/// The connection's first byte, left unread; `None` if it closed or stayed silent for the
-/// handshake time.
-async fn first_byte(stream: &UnixStream) -> Option<u8> {
+/// The connection's first byte, left unread; `None` if it closed or stayed silent for
+/// `silence`.
+async fn first_byte(stream: &UnixStream, silence: Duration) -> Option<u8> {
     let peek = async {
         loop {
             stream.readable().await.ok()?;
@@ -116,10 +119,7 @@ async fn first_byte(stream: &UnixStream) -> Option<u8> {
             }
         }
     };
-    tokio::time::timeout(crate::gate::HANDSHAKE, peek)
-        .await
-        .ok()
-        .flatten()
+    tokio::time::timeout(silence, peek).await.ok().flatten()
 }
 
 /// Reads a redeeming request and answers it: the memory, or a status byte and why not.

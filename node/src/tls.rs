@@ -1,7 +1,7 @@
 //! The TCP listener's mutual TLS, made by the node itself rather than inside the gRPC
 //! server, so that the node knows when a handshake ends: until then a TCP connection draws
 //! from the handshakes' share of the node's connections ([`crate::gate`]), has
-//! [`HANDSHAKE`](crate::gate::HANDSHAKE) to finish, and may lose its place to a newer
+//! `limits.handshake_ms` to finish, and may lose its place to a newer
 //! handshake; once its certificate is verified, it draws from the named share if a client
 //! entry names one of its SANs, else from the unnamed one, and only then reaches the gRPC
 //! server. The rustls configuration is the one tonic makes for a server with a client CA:
@@ -24,7 +24,7 @@ use tonic::transport::server::TcpIncoming;
 
 use crate::accept::Backoff;
 use crate::config::{ClientIdentity, TcpListen};
-use crate::gate::{Admitted, HANDSHAKE, Share, tcp_peer};
+use crate::gate::{Admitted, Share, tcp_peer};
 use crate::identity::subject_alt_names;
 use crate::listen::ServeError;
 use crate::service::NodeService;
@@ -148,8 +148,9 @@ async fn handshake(
 ) {
     let peer = tcp_peer(connection.get_ref());
     let evicted = connection.admission().eviction();
+    let handshake_time = connection.admission().handshake_time();
     let tls = tokio::select! {
-        tls = tokio::time::timeout(HANDSHAKE, acceptor.accept(connection)) => match tls {
+        tls = tokio::time::timeout(handshake_time, acceptor.accept(connection)) => match tls {
             Ok(Ok(tls)) => tls,
             Ok(Err(err)) => {
                 tracing::debug!(peer = ?peer, error = %err, "a TLS handshake failed");
@@ -158,8 +159,8 @@ async fn handshake(
             Err(_) => {
                 tracing::debug!(
                     peer = ?peer,
-                    "a TLS handshake did not finish within {} s",
-                    HANDSHAKE.as_secs()
+                    "a TLS handshake did not finish within {} ms (limits.handshake_ms)",
+                    handshake_time.as_millis()
                 );
                 return;
             }

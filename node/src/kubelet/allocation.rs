@@ -313,7 +313,7 @@ impl Allocations {
                 move |_, _| (peer.clone(), Share::Named),
             ),
             Arc::downgrade(&self.service.sessions()),
-            |admitted| admitted.get_ref().stream.get_ref(),
+            |allocated| allocated.stream.get_ref(),
         );
         let router = node_router(server(), &self.service);
         let id = allocation.id.clone();

@@ -42,6 +42,7 @@ const STOPPED: ConnectionCaps = ConnectionCaps {
     peer: 0,
     unnamed: 0,
     handshakes: 0,
+    handshake_time: Duration::ZERO,
 };
 
 /// How long the node answers enumerations from the last one of its host (every plugin asked):
@@ -127,6 +128,7 @@ impl NodeService {
             peer: limits.max_connections_per_peer,
             unnamed: limits.unnamed_connections(),
             handshakes: limits.handshakes(),
+            handshake_time: limits.handshake_time(),
         }
     }
 
