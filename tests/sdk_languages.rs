@@ -460,13 +460,13 @@ fn keeps_its_component_until_an_edit<E: std::fmt::Display>(
     assert!(text.contains(&*name), "{language}: {text}");
 }
 
-/// The file a plugin of `language` starts from.
+/// The one source file of `language`'s template.
 fn entry_file(language: Language) -> &'static str {
     match language {
         Language::C => "plugin.c",
-        Language::Js => "plugin.js",
+        Language::Js => accelhost_sdk_tool::js::ENTRY,
         Language::Python => "app.py",
-        Language::Rust => "src/lib.rs",
+        Language::Rust => unreachable!("the Rust template is not built here"),
     }
 }
 
