@@ -653,7 +653,7 @@ pub(crate) extern "C" fn link_program(
             }
         }
         let parts: Vec<&CompiledOpencl> = programs.iter().map(Arc::as_ref).collect();
-        let outcome = link_opencl(&parts)
+        let outcome = link_opencl(&parts, Some(&accelhost::ComponentCache::from_env()))
             .map_err(|err| (CL_LINK_PROGRAM_FAILURE, err.to_string()))
             .and_then(|built| loaded(CALL, &context, device, built));
         let (built, status, log) = match outcome {

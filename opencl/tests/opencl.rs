@@ -1203,8 +1203,9 @@ fn spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone() 
 /// tests/c/kept_build.c, three processes on the compile cache the harness shares: the
 /// first builds its program from source (clang, through a wrapper that logs each run,
 /// compiles it); the second, with the same source and options, takes the build the first
-/// kept (clang only preprocesses it and names its own headers' folder); the third, with another `-D` value, is built anew. Each
-/// checks its kernel's results.
+/// kept (clang only preprocesses it and names its own headers' folder); the third, with
+/// another `-D` value, is built anew, but links the runtime an earlier process compiled and
+/// kept. Each checks its kernel's results.
 fn a_program_built_from_source_is_kept_for_the_next_process() -> Outcome {
     if let Some(why) = no_clang() {
         return missing(why);
@@ -1273,6 +1274,11 @@ fn a_program_built_from_source_is_kept_for_the_next_process() -> Outcome {
     assert!(
         compiled(&third),
         "another -D value took the kept build: {third:#?}"
+    );
+    assert!(
+        !third.iter().any(|r| r.contains("runtime.c")),
+        "a new build in a new process compiled the runtime, which an earlier process kept: \
+         {third:#?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed

@@ -107,7 +107,8 @@ impl BuiltKernels {
 
 /// Where [`build_opencl`] keeps what it built, by a digest of everything the build read
 /// (the program as preprocessed, its options, the tools and this build pipeline), so that a
-/// later build of the same program, in any process, takes it instead of running clang.
+/// later build of the same program, in any process, takes it instead of running clang. The
+/// runtime every build links is kept there too, under a digest no program's build has.
 pub trait KeptBuilds {
     /// The build kept under `key`, if there is one.
     fn find_build(&self, key: &[u8; 32]) -> Option<Vec<u8>>;
@@ -782,21 +783,42 @@ fn opencl_header(
 }
 
 /// The runtime with the optional `parts` a program names, compiled for link-time
-/// optimization with its kernels, at `out`.
+/// optimization with its kernels, at `out`. Beyond this process it is found in `kept` (and
+/// kept there when compiled): each process that builds a kernel compiled it, 0.5 s or more.
 fn opencl_runtime(
     clang: &OsString,
     work: &Path,
     parts: &str,
     out: &Path,
+    kept: Option<&dyn KeptBuilds>,
 ) -> Result<(), KernelBuildError> {
     let object = compiled_once(clang, format!("runtime {parts}"), || {
+        let kept = kept.map(|kept| (kept, runtime_key(clang, parts)));
+        if let Some(object) = kept.as_ref().and_then(|(kept, key)| kept.find_build(key)) {
+            return Ok(object);
+        }
         let source = work.join("runtime.c");
         write(&source, format!("{parts}{OPENCL_RUNTIME}").as_bytes())?;
         let made = work.join("made.o");
         lto_object(clang, &source, &made)?;
-        read(&made)
+        let object = read(&made)?;
+        if let Some((kept, key)) = kept {
+            kept.keep_build(&key, &object);
+        }
+        Ok(object)
     })?;
     write(out, &object)
+}
+
+/// The digest the runtime compiled with `parts` is kept under: what a program's build is
+/// kept under ([`pipeline_digest`]) with the parts, after a first field no build key starts
+/// with (theirs is the library's version), so that no program's text can name it.
+fn runtime_key(clang: &OsString, parts: &str) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    digest_field(&mut digest, b"the OpenCL runtime, compiled");
+    digest_field(&mut digest, &pipeline_digest(clang, &[]).finalize());
+    digest_field(&mut digest, parts.as_bytes());
+    digest.finalize().into()
 }
 
 /// How every piece of a program is optimized: for wasm32 with the target features all pieces
@@ -948,8 +970,12 @@ pub fn compile_opencl(
 /// Links compiled OpenCL C programs (`clLinkProgram`) into one module of all their kernels,
 /// as [`build_opencl`] makes of one program: a function one declares and another defines is
 /// found; a kernel defined twice, a function defined nowhere or no kernel at all is refused.
-pub fn link_opencl(programs: &[&CompiledOpencl]) -> Result<BuiltKernels, KernelBuildError> {
-    in_scratch(|work| link_in(work, programs))
+/// The runtime they link with is taken from `kept` when it holds it.
+pub fn link_opencl(
+    programs: &[&CompiledOpencl],
+    kept: Option<&dyn KeptBuilds>,
+) -> Result<BuiltKernels, KernelBuildError> {
+    in_scratch(|work| link_in(work, programs, kept))
 }
 
 /// Builds a SPIR-V program (`clCreateProgramWithIL`, `olCreateProgram`) into one module of
@@ -989,7 +1015,13 @@ pub fn build_spirv(
     {
         return Ok(built);
     }
-    let built = in_scratch(|work| link_in(work, &[&compile_spirv_in(work, il, &set)?]))?;
+    let built = in_scratch(|work| {
+        link_in(
+            work,
+            &[&compile_spirv_in(work, il, &set)?],
+            kept.as_ref().map(|(kept, _)| *kept),
+        )
+    })?;
     if let Some((kept, key)) = kept {
         kept.keep_build(&key, &built.to_kept());
     }
@@ -1262,7 +1294,7 @@ fn build_opencl_kept(
     write(&program, source.as_bytes())?;
     let Some((kept, key)) = kept.and_then(|kept| Some((kept, build_key(&clang, work, flags)?)))
     else {
-        return build_opencl_in(work, source, flags);
+        return build_opencl_in(work, source, flags, kept);
     };
     if let Some(built) = kept
         .find_build(&key)
@@ -1271,7 +1303,7 @@ fn build_opencl_kept(
     {
         return Ok(built);
     }
-    let built = build_opencl_in(work, source, flags)?;
+    let built = build_opencl_in(work, source, flags, Some(kept))?;
     kept.keep_build(&key, &built.to_kept());
     Ok(built)
 }
@@ -1379,6 +1411,7 @@ fn build_opencl_in(
     work: &Path,
     source: &str,
     flags: &[String],
+    kept: Option<&dyn KeptBuilds>,
 ) -> Result<BuiltKernels, KernelBuildError> {
     let compiled = compile_in(work, source, flags)?;
     if compiled.kernels.is_empty() {
@@ -1386,7 +1419,7 @@ fn build_opencl_in(
             "the program declares no __kernel function".into(),
         ));
     }
-    link_in(work, &[&compiled])
+    link_in(work, &[&compiled], kept)
 }
 
 /// Compiles `work`'s `program.cl` (`source`, its headers beside it or in its `-I` folders)
@@ -1534,7 +1567,11 @@ fn compile_in(
 
 /// Links compiled `programs` in `work` into one module of all their kernels, each exported
 /// under its name as its NDRange loop, with the runtime's parts any of them names.
-fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, KernelBuildError> {
+fn link_in(
+    work: &Path,
+    programs: &[&CompiledOpencl],
+    kept: Option<&dyn KeptBuilds>,
+) -> Result<BuiltKernels, KernelBuildError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| KernelBuildError::Io { path, source }
@@ -1579,7 +1616,7 @@ fn link_in(work: &Path, programs: &[&CompiledOpencl]) -> Result<BuiltKernels, Ke
     let shareable = programs.iter().all(|p| p.shareable);
     let runtime = work.join("runtime.o");
     let barriers = parts.contains("USES_BARRIER");
-    opencl_runtime(&clang, work, &runtime_parts(&parts), &runtime)?;
+    opencl_runtime(&clang, work, &runtime_parts(&parts), &runtime, kept)?;
     let loops_source = work.join("ndrange.c");
     write(
         &loops_source,
@@ -2433,15 +2470,15 @@ mod tests {
             &[],
         )
         .unwrap();
-        let built = link_opencl(&[&helper, &user]).unwrap();
+        let built = link_opencl(&[&helper, &user], None).unwrap();
         assert_eq!(names(&built.kernels), "k");
-        let refused = link_opencl(&[&user]).unwrap_err().to_string();
+        let refused = link_opencl(&[&user], None).unwrap_err().to_string();
         assert!(refused.contains("yet: helped"), "{refused}");
-        let refused = link_opencl(&[&user, &helper, &user])
+        let refused = link_opencl(&[&user, &helper, &user], None)
             .unwrap_err()
             .to_string();
         assert!(refused.contains("two of the programs linked"), "{refused}");
-        let refused = link_opencl(&[&helper]).unwrap_err().to_string();
+        let refused = link_opencl(&[&helper], None).unwrap_err().to_string();
         assert!(refused.contains("no __kernel function"), "{refused}");
     }
 
@@ -2472,7 +2509,7 @@ mod tests {
             .collect();
         assert_eq!(grouped, [("halves", true), ("plain", false)]);
         assert!(split.parts.contains("USES_GROUPS") && !split.parts.contains("USES_BARRIER"));
-        let module = link_opencl(&[&split]).unwrap().module;
+        let module = link_opencl(&[&split], None).unwrap().module;
         assert!(
             !module.windows(8).any(|w| w == b"asyncify"),
             "a split program needs no asyncify"
@@ -2487,7 +2524,7 @@ mod tests {
         .unwrap();
         assert!(!through_helper.kernels[0].grouped);
         assert!(through_helper.parts.contains("USES_BARRIER"));
-        let module = link_opencl(&[&through_helper]).unwrap().module;
+        let module = link_opencl(&[&through_helper], None).unwrap().module;
         assert!(module.windows(8).any(|w| w == b"asyncify"));
     }
 
