@@ -12,7 +12,6 @@ use crate::remote;
 use crate::support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use accelhost_node::proto::MemoryKind;
@@ -89,49 +88,21 @@ fn ticket_redeemer() {
 /// Runs [`ticket_redeemer`] in a process of its own on `ticket` at `socket`, as `as_uid` if
 /// given, attaching a session first if `attach`; its outcome line.
 fn redeem_elsewhere(socket: &Path, ticket: &[u8], as_uid: Option<u32>, attach: bool) -> String {
-    let mut command = Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            "--exact",
-            "node_shares::ticket_redeemer",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(HELPER_SOCKET, socket)
-        .env(HELPER_TICKET, hex(ticket))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut env = vec![
+        (HELPER_SOCKET, socket.display().to_string()),
+        (HELPER_TICKET, hex(ticket)),
+    ];
     if let Some(uid) = as_uid {
-        command.env(HELPER_UID, uid.to_string());
+        env.push((HELPER_UID, uid.to_string()));
     }
     if attach {
-        command.env(HELPER_ATTACH, "1");
+        env.push((HELPER_ATTACH, "1".to_string()));
     }
-    let mut child = command.spawn().unwrap();
-    // Read on threads of their own, so that a helper that writes much never blocks.
-    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the redeeming helper did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    let (_, out, err) = support::run_test_alone(
+        "node_shares::ticket_redeemer",
+        &env,
+        Duration::from_secs(60),
+    );
     let said: Vec<&str> = out
         .lines()
         .filter_map(|line| {

@@ -6,9 +6,10 @@
 pub mod harness;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use accelhost::{Config, Host};
 
@@ -211,4 +212,53 @@ pub fn tool_missing(program: &str, version_arg: &str, why: String) -> Option<Str
         panic!("{why}, and ACCELHOST_REQUIRE_TOOLCHAINS=1");
     }
     Some(why)
+}
+
+/// Runs `test`, an ignored test of this binary, in a process of its own (libtest's `--exact
+/// --ignored`) with `env` added: for a test that watches the whole process's memory or changes
+/// its uid. Its status, stdout and stderr; past `within` it is killed and the caller fails.
+pub fn run_test_alone(
+    test: &str,
+    env: &[(&str, String)],
+    within: Duration,
+) -> (ExitStatus, String, String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            test,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read on threads of their own, so that a test that writes much never blocks.
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + within;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{test} did not finish within {within:?} in a process of its own");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, out.join().unwrap(), err.join().unwrap())
 }
