@@ -103,10 +103,11 @@ pub fn run(trials: &[Trial], overlap: Overlap) -> ExitCode {
     run_lanes(trials, &[], threads)
 }
 
-/// Runs `busy` as [`run`] does with [`Overlap::AsLibtest`], and `waiting` on one more lane
-/// beside them: trials that spend their time on a clock or a peer (a scrape interval, a
-/// timeout), which would otherwise hold a lane a busy trial could use. A busy lane with
-/// nothing left to do takes waiting trials too; `--test-threads 1` runs all in one lane.
+/// Runs `busy` as [`run`] does with [`Overlap::AsLibtest`], and `waiting` on as many lanes
+/// again beside them: trials that spend their time on a clock or a peer (a scrape interval,
+/// a timeout), which would otherwise hold a lane a busy trial could use, and take little of
+/// the cores from the busy ones. A busy lane with nothing left to do takes waiting trials
+/// too; `--test-threads 1` runs all in one lane.
 #[allow(dead_code, reason = "only the suites with waiting trials call it")]
 pub fn run_beside_waiting(busy: &[Trial], waiting: &[Trial]) -> ExitCode {
     run_lanes(busy, waiting, test_threads())
@@ -208,7 +209,7 @@ fn run_selected(all: usize, busy: Vec<&Trial>, waiting: Vec<&Trial>, threads: us
             for _ in 0..threads.min(busy.len()).max(1) {
                 scope.spawn(busy_lane);
             }
-            if !waiting.is_empty() {
+            for _ in 0..threads.min(waiting.len()) {
                 scope.spawn(|| lane(&tally, take_waiting));
             }
         });
