@@ -816,16 +816,13 @@ pub(crate) fn load_module(
     };
     if let Some(sha) = known {
         let provenance = provenance_of(&signature, &[])?;
-        if let Some(loaded) = runtime
-            .load_compiled(
-                &verified_cache_key(sha, &provenance),
-                cache,
-                metered,
-                limits,
-            )
-            .map_err(refused)?
-        {
-            return Ok((loaded, provenance));
+        let key = verified_cache_key(sha, &provenance);
+        match runtime.load_compiled(&key, cache, metered, limits) {
+            Ok(Some(loaded)) => return Ok((loaded, provenance)),
+            Ok(None) => {}
+            // Baseline code is compiled from the bytes, read below.
+            Err(refusal) if refusal.spares_baseline_code() => {}
+            Err(refusal) => return Err(refused(refusal)),
         }
     }
     let wasm = files::read(&path, &file, meta.len(), &limit).map_err(unreadable)?;
