@@ -34,11 +34,28 @@ pub fn resident_bytes() -> u64 {
 
 /// [`resident_bytes`] after the allocator hands the memory it holds free back to the system,
 /// so that what was freed does not count as held.
+///
+/// The first call also fixes glibc's thresholds at their defaults: left dynamic, freeing a
+/// large block raises them, and the top of a thread's arena then keeps up to twice that block
+/// (16 MiB after an 8 MiB one), which `malloc_trim` does not reach, so that a freed answer
+/// would read as held.
 pub fn trimmed_resident_bytes() -> u64 {
     #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only releases free memory held by the allocator.
-    unsafe {
-        libc::malloc_trim(0);
+    {
+        static FIXED: std::sync::Once = std::sync::Once::new();
+        const DEFAULT_THRESHOLD: libc::c_int = 128 << 10;
+        FIXED.call_once(|| {
+            // SAFETY: mallopt only changes the allocator's policy for later allocations and
+            // frees; it is thread-safe in glibc.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, DEFAULT_THRESHOLD);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, DEFAULT_THRESHOLD);
+            }
+        });
+        // SAFETY: malloc_trim only releases free memory held by the allocator.
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
     resident_bytes()
 }
