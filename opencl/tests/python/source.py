@@ -5,7 +5,8 @@ ends while the program goes on; several programs at once, their kernels launched
 work-groups that share __local memory and meet at barriers, and what must not hang them;
 vectors, structs and narrow numbers by value; launches large enough that the card runs their
 work-groups in shares over its cores, each work-group once; programs compiled apart, with
-embedded headers, and linked, and the links that must fail.
+embedded headers, and linked, and the links that must fail; kernels named as SYCL names them,
+hundreds of characters long.
 Prints one line per check and "N failed" last."""
 
 import gc
@@ -712,6 +713,39 @@ def values(context, queue):
            "clCreateKernelsInProgram gives every kernel of the program")
 
 
+def long_names(context, queue):
+    """Kernels named as SYCL names them (their mangled C++ types, hundreds of characters, two
+    alike but for their ends) build, answer their names and run; a name past the card's
+    limit is refused, saying so."""
+    stem = "_ZTSZZ4mainENKUlRN4sycl3_V17handlerEE_clES2_EUlNS0_4itemILi1ELb1EEEE_" + "x" * 150
+    add, scale = stem + "_add", stem + "_scale"
+    program = cl.Program(context, f"""
+        __kernel void {add}(__global int *x) {{ x[get_global_id(0)] += 3; }}
+        __kernel void {scale}(__global int *x) {{ x[get_global_id(0)] *= 5; }}
+        __kernel void short_one(__global int *x) {{ x[get_global_id(0)] -= 1; }}
+    """).build()
+    expect(sorted(program.kernel_names.split(";")) == sorted([add, scale, "short_one"]),
+           "a program lists its kernels of 220 characters by their whole names")
+    kernels = [cl.Kernel(program, name) for name in (add, scale, "short_one")]
+    expect(kernels[0].function_name == add, "a kernel of 220 characters answers its whole name")
+    data = np.arange(64, dtype=np.int32)
+    buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                       hostbuf=data)
+    for kernel in kernels:
+        kernel(queue, (64,), None, buffer)
+    got = np.empty_like(data)
+    cl.enqueue_copy(queue, got, buffer)
+    expect(np.array_equal(got, (data + 3) * 5 - 1),
+           "kernels of 220 characters, alike but for their ends, each run their own code")
+    del kernels, program
+    release()
+    log = build_log(context, f"__kernel void {'y' * 1025}(__global int *x) {{ x[0] = 1; }}")
+    refused = log is not None and "at most 1024 characters" in log
+    expect(refused, "a kernel name of 1025 characters is refused, and the log says the limit")
+    if not refused:
+        print(log)
+
+
 def linked(context, queue):
     """clCompileProgram with an embedded header and clLinkProgram: a kernel calling a
     function another program defines, and the links that must fail."""
@@ -950,6 +984,7 @@ def main():
     conversion_modes(context, queue)
     shares(context, queue)
     linked(context, queue)
+    long_names(context, queue)
     print(f"{failed} failed")
     return 1 if failed else 0
 

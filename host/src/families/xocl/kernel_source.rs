@@ -36,9 +36,10 @@ pub const STACK_BYTES: u64 = 1 << 20;
 /// addresses (4 GiB), and twice the most a module may declare for itself (its data and stack)
 /// is kept beside its buffers for that memory and the launch's value arguments.
 pub const KERNEL_BUFFER_BYTES: u64 = (4 << 30) - 2 * MODULE_OWN_BYTES;
-/// The longest a kernel name may be: its compute units are named `name:name_N` in a 64-byte
-/// field.
-pub const MAX_NAME: usize = 40;
+/// The longest a kernel name may be. SYCL names kernels by their mangled C++ types (60 to
+/// 272 characters in dpnp); compute units whose `name:name_N` does not fit the card's 64-byte
+/// IP name are named apart, the metadata saying whose they are.
+pub const MAX_NAME: usize = 1024;
 /// The environment variable naming binaryen's `wasm-opt` (default `wasm-opt` on `PATH`),
 /// which makes OpenCL C work-items suspendable at barriers.
 pub const WASM_OPT_ENV: &str = "ACCELHOST_WASM_OPT";
@@ -1969,6 +1970,7 @@ fn entry_of(kernel: &OpenclKernel) -> String {
 
 /// An OpenCL C kernel's own arguments from its `FunctionDecl`.
 fn opencl_params(kernel: &str, decl: &serde_json::Value) -> Result<OpenclKernel, KernelBuildError> {
+    check_name(kernel)?;
     let mut read = OpenclKernel {
         name: kernel.to_owned(),
         args: Vec::new(),

@@ -131,12 +131,16 @@ impl XclbinBuilder {
     }
 
     /// Adds an IP_KERNEL `kernel:instance` at `base`, with interrupts on, interrupt id = its
-    /// position, and `ap_ctrl_hs`.
+    /// position, and `ap_ctrl_hs`; named `~:instance` where `kernel:instance` does not fit
+    /// ([`ALIASED_KERNEL`]), the metadata's `<instance>` then naming the kernel.
     ///
     /// # Panics
-    /// Past 128 compute units, or if the name does not fit its 64-byte field.
+    /// Past 128 compute units, or if `instance` alone does not fit the 64-byte field.
     pub fn compute_unit(mut self, kernel: &str, instance: &str, base: u64) -> Self {
-        let name = format!("{kernel}:{instance}");
+        let mut name = format!("{kernel}:{instance}");
+        if name.len() >= IP_NAME_SIZE {
+            name = format!("{ALIASED_KERNEL}:{instance}");
+        }
         assert!(
             name.len() < IP_NAME_SIZE,
             "IP name '{name}' is longer than 63 bytes"
@@ -151,6 +155,7 @@ impl XclbinBuilder {
             kind: IpKind::Kernel,
             base,
             name,
+            kernel: kernel.to_owned(),
             interrupt_enabled: true,
             interrupt_id: position as u8,
             control: IP_CONTROL_AP_CTRL_HS,
@@ -197,16 +202,23 @@ impl XclbinBuilder {
 
     /// An image for the emulated card running `kernels` from `module`: one DDR4 bank of
     /// [`VADD_BANK_SIZE`] at [`VADD_BANK_BASE`], `cus` compute units of each kernel
-    /// (`name_1..`), every pointer argument connected to the bank.
+    /// (`name_1..`; `~K_1..` for the K-th kernel where `name:name_N` would not fit the IP
+    /// name's field), every pointer argument connected to the bank.
     pub fn kernels(uuid: Guid, kernels: &[KernelMeta], module: Vec<u8>, cus: u32) -> Self {
         let mut builder = XclbinBuilder::new(uuid)
             .bank(MemKind::Ddr4, "bank0", VADD_BANK_BASE, VADD_BANK_SIZE)
             .kernel_module(module);
         let mut base = KERNELS_CU_BASE;
-        for kernel in kernels {
+        for (k, kernel) in kernels.iter().enumerate() {
             builder = builder.kernel(kernel.clone());
+            let longest = format!("{0}:{0}_{cus}", kernel.name);
+            let stem = if longest.len() < IP_NAME_SIZE {
+                kernel.name.clone()
+            } else {
+                format!("{ALIASED_KERNEL}{k}")
+            };
             for i in 1..=cus {
-                let instance = format!("{}_{i}", kernel.name);
+                let instance = format!("{stem}_{i}");
                 builder = builder.compute_unit(&kernel.name, &instance, base);
                 base += VADD_CU_STRIDE;
                 for arg in kernel.args.iter().filter(|a| a.kind == ArgKind::Global) {
@@ -238,7 +250,7 @@ impl XclbinBuilder {
             (
                 SECTION_EMBEDDED_METADATA,
                 "metadata",
-                metadata_xml(&self.kernels, self.mode).into_bytes(),
+                metadata_xml(&self.kernels, &self.ips, self.mode).into_bytes(),
             ),
         ];
         let sections: Vec<(u32, &str, &[u8])> = standard

@@ -14,7 +14,11 @@ fn meta_err(message: String) -> XclbinError {
     XclbinError::Metadata(message)
 }
 
-pub(super) fn parse_metadata(payload: &[u8]) -> Result<Vec<KernelMeta>, XclbinError> {
+/// The kernels the metadata describes, and its compute units' instance names, each with the
+/// kernel it is an instance of (XRT's `<instance name="...">` inside a `<kernel>`).
+pub(super) type Metadata = (Vec<KernelMeta>, Vec<(String, String)>);
+
+pub(super) fn parse_metadata(payload: &[u8]) -> Result<Metadata, XclbinError> {
     let end = payload.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     let text = std::str::from_utf8(&payload[..end]).map_err(|e| {
         meta_err(format!(
@@ -25,6 +29,7 @@ pub(super) fn parse_metadata(payload: &[u8]) -> Result<Vec<KernelMeta>, XclbinEr
     let mut reader = Reader::from_str(text);
     let mut stack: Vec<String> = Vec::new();
     let mut kernels: Vec<KernelMeta> = Vec::new();
+    let mut instances: Vec<(String, String)> = Vec::new();
     let mut root_seen = false;
     loop {
         let event = reader.read_event().map_err(|e| {
@@ -35,11 +40,11 @@ pub(super) fn parse_metadata(payload: &[u8]) -> Result<Vec<KernelMeta>, XclbinEr
         })?;
         match event {
             Event::Start(e) => {
-                let name = open_element(&e, &stack, &mut root_seen, &mut kernels)?;
+                let name = open_element(&e, &stack, &mut root_seen, &mut kernels, &mut instances)?;
                 stack.push(name);
             }
             Event::Empty(e) => {
-                open_element(&e, &stack, &mut root_seen, &mut kernels)?;
+                open_element(&e, &stack, &mut root_seen, &mut kernels, &mut instances)?;
             }
             Event::End(_) => {
                 stack.pop();
@@ -63,15 +68,17 @@ pub(super) fn parse_metadata(payload: &[u8]) -> Result<Vec<KernelMeta>, XclbinEr
     if !root_seen {
         return Err(meta_err("there is no <project> element".to_owned()));
     }
-    Ok(kernels)
+    Ok((kernels, instances))
 }
 
-/// Checks an opening tag and records `<kernel>` / `<arg>`; returns the element name.
+/// Checks an opening tag and records `<kernel>` / `<arg>` / `<instance>`; returns the element
+/// name.
 fn open_element(
     e: &BytesStart<'_>,
     stack: &[String],
     root_seen: &mut bool,
     kernels: &mut Vec<KernelMeta>,
+    instances: &mut Vec<(String, String)>,
 ) -> Result<String, XclbinError> {
     let name = e.name().as_ref().to_owned();
     if stack.is_empty() {
@@ -105,14 +112,27 @@ fn open_element(
             name: kernel.to_owned(),
             args: Vec::new(),
         });
-    } else if name == "arg"
+    } else if (name == "arg" || name == "instance")
         && stack.len() == KERNEL_PATH.len() + 1
         && stack[..KERNEL_PATH.len()] == KERNEL_PATH
         && stack[KERNEL_PATH.len()] == "kernel"
     {
         let Some(kernel) = kernels.last_mut() else {
-            return Err(meta_err("an <arg> outside a kernel".to_owned()));
+            return Err(meta_err(format!("an <{name}> outside a kernel")));
         };
+        if name == "instance" {
+            let instance = attr("name").filter(|n| !n.is_empty()).ok_or_else(|| {
+                meta_err(format!(
+                    "kernel '{}' has an unnamed <instance>",
+                    kernel.name
+                ))
+            })?;
+            if instances.iter().any(|(i, _)| i == instance) {
+                return Err(meta_err(format!("instance '{instance}' is listed twice")));
+            }
+            instances.push((instance.to_owned(), kernel.name.clone()));
+            return Ok(name);
+        }
         let arg = parse_arg(&kernel.name, attr)?;
         if kernel.args.iter().any(|a| a.index == arg.index) {
             return Err(meta_err(format!(
@@ -228,7 +248,7 @@ fn xml_escape(text: &str) -> String {
 }
 
 /// EMBEDDED_METADATA in XRT's shape, with the attributes XRT's userspace reads.
-pub(super) fn metadata_xml(kernels: &[KernelMeta], mode: u16) -> String {
+pub(super) fn metadata_xml(kernels: &[KernelMeta], ips: &[IpEntry], mode: u16) -> String {
     let target = match mode {
         MODE_SW_EMU => "sw_emu",
         MODE_HW_EMU | MODE_HW_EMU_PR => "hw_emu",
@@ -261,6 +281,17 @@ pub(super) fn metadata_xml(kernels: &[KernelMeta], mode: u16) -> String {
                 arg.size,
                 arg.offset,
                 arg.size
+            ));
+        }
+        let mut listed = std::collections::HashSet::new();
+        for ip in ips.iter().filter(|ip| {
+            ip.kind == IpKind::Kernel
+                && ip.kernel == kernel.name
+                && listed.insert(ip.instance_name())
+        }) {
+            xml.push_str(&format!(
+                "          <instance name=\"{}\"/>\n",
+                xml_escape(ip.instance_name())
             ));
         }
         xml.push_str("        </kernel>\n");

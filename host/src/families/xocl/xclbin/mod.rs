@@ -272,8 +272,13 @@ pub struct IpEntry {
     pub kind: IpKind,
     /// `m_base_address`: the register space, relative to the user BAR.
     pub base: u64,
-    /// `m_name`, `kernel:instance` for compute units (`vadd:vadd_1`).
+    /// `m_name`, `kernel:instance` for compute units (`vadd:vadd_1`); `~:instance` for one
+    /// whose kernel's name does not fit the 64-byte field ([`ALIASED_KERNEL`]).
     pub name: String,
+    /// The kernel a compute unit is an instance of: the part of `name` before `:` where that
+    /// names a kernel of the metadata, else the kernel whose `<instance>` the part after it
+    /// is. Any text for other IPs.
+    pub kernel: String,
     /// `properties` bit 0.
     pub interrupt_enabled: bool,
     /// `properties[7:1]`.
@@ -282,9 +287,20 @@ pub struct IpEntry {
     pub control: u8,
 }
 
+/// What stands for the kernel in the IP name of a compute unit whose `kernel:instance` would
+/// not fit the 64-byte field (kernels of SYCL programs are named by their mangled C++ type,
+/// often hundreds of characters): never a kernel's name, which is a C identifier. The
+/// metadata's `<instance>` elements say whose instance it is.
+pub const ALIASED_KERNEL: &str = "~";
+
 impl IpEntry {
-    /// The kernel part of the name (before `:`).
+    /// The kernel this compute unit is an instance of ([`IpEntry::kernel`]).
     pub fn kernel_name(&self) -> &str {
+        &self.kernel
+    }
+
+    /// The kernel part of the name (before `:`), or the whole name.
+    pub fn named_kernel(&self) -> &str {
         self.name
             .split_once(':')
             .map_or(&self.name, |(kernel, _)| kernel)

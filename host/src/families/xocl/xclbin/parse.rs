@@ -51,9 +51,10 @@ pub fn parse(bytes: &[u8]) -> Result<Xclbin, XclbinError> {
     let sections = section_table(table, header.num_sections.get(), len)?;
     let data = |kind| find_section(&sections, kind).map(|s| &bytes[s.offset..s.offset + s.size]);
     let banks = parse_mem_topology(data(SECTION_MEM_TOPOLOGY)?)?;
-    let ips = parse_ip_layout(data(SECTION_IP_LAYOUT)?)?;
+    let mut ips = parse_ip_layout(data(SECTION_IP_LAYOUT)?)?;
     let raw_connections = data(SECTION_CONNECTIVITY)?;
-    let kernels = parse_metadata(data(SECTION_EMBEDDED_METADATA)?)?;
+    let (kernels, instances) = parse_metadata(data(SECTION_EMBEDDED_METADATA)?)?;
+    resolve_kernels(&mut ips, &kernels, &instances);
     check_compute_units(&ips, &kernels)?;
     let connectivity = parse_connectivity(raw_connections, &banks, &ips, &kernels)?;
     let kernel_module = optional_section(&sections, SECTION_BITSTREAM)?
@@ -214,12 +215,30 @@ fn parse_ip_layout(data: &[u8]) -> Result<Vec<IpEntry>, XclbinError> {
                 kind: IpKind::from_raw(e.kind.get()),
                 base: e.base.get(),
                 name: fixed_str(&e.name, || format!("IP_LAYOUT entry {index} name"))?,
+                kernel: String::new(),
                 interrupt_enabled: properties.interrupt_enabled,
                 interrupt_id: properties.interrupt_id,
                 control: properties.control,
             })
         })
         .collect()
+}
+
+/// Sets each IP's kernel: the one its name names before `:`, else the one whose `<instance>`
+/// its name names after `:` (a compute unit of a kernel whose name is too long for the field).
+fn resolve_kernels(ips: &mut [IpEntry], kernels: &[KernelMeta], instances: &[(String, String)]) {
+    for ip in ips {
+        let named = ip.named_kernel();
+        ip.kernel = if kernels.iter().any(|k| k.name == named) {
+            named.to_owned()
+        } else {
+            instances
+                .iter()
+                .find(|(instance, _)| instance == ip.instance_name())
+                .map_or(named, |(_, kernel)| kernel)
+                .to_owned()
+        };
+    }
 }
 
 fn check_compute_units(ips: &[IpEntry], kernels: &[KernelMeta]) -> Result<(), XclbinError> {

@@ -115,6 +115,7 @@ fn vadd_image_round_trips() {
             kind: IpKind::Kernel,
             base: 0x181_0000,
             name: "vadd:vadd_2".into(),
+            kernel: "vadd".into(),
             interrupt_enabled: true,
             interrupt_id: 1,
             control: IP_CONTROL_AP_CTRL_HS,
@@ -194,6 +195,7 @@ fn compute_units_sort_by_interrupt_id_then_base() {
         kind: IpKind::Kernel,
         base,
         name: name.into(),
+        kernel: name.split(':').next().unwrap().into(),
         interrupt_enabled: true,
         interrupt_id,
         control: 0,
@@ -370,6 +372,7 @@ fn too_many_compute_units_are_refused() {
             kind: IpKind::Kernel,
             base: u64::from(i) << 16,
             name: format!("vadd:vadd_{i}"),
+            kernel: "vadd".into(),
             interrupt_enabled: true,
             interrupt_id: (i % 128) as u8,
             control: 0,
@@ -430,6 +433,51 @@ fn bad_connectivity_is_refused() {
     );
     assert!(err(&raw(-1, 0, 0)).contains("names argument -1 of 'vadd:vadd_1'"));
     assert!(parse(&raw(3, 0, 0)).is_ok());
+}
+
+#[test]
+fn kernels_named_past_the_ip_field_have_their_compute_units_named_apart() {
+    let meta = |name: &str| KernelMeta {
+        name: name.to_owned(),
+        ..vadd_meta()
+    };
+    // Alike for their first 200 characters, as SYCL's mangled names of one program are.
+    let stem = format!("_ZTSZZ4mainE{}", "x".repeat(200));
+    let (first, second) = (format!("{stem}_add"), format!("{stem}_scale"));
+    let kernels = [meta(&first), meta("short"), meta(&second)];
+    let image = XclbinBuilder::kernels(UUID, &kernels, b"\0asm\x01\0\0\0".to_vec(), 2).build();
+    let x = parse(&image).unwrap();
+    let names: Vec<_> = x
+        .compute_units()
+        .iter()
+        .map(|ip| ip.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "~:~0_1",
+            "~:~0_2",
+            "short:short_1",
+            "short:short_2",
+            "~:~2_1",
+            "~:~2_2"
+        ]
+    );
+    assert_eq!(x.cus_of(&first), [0, 1]);
+    assert_eq!(x.cus_of("short"), [2, 3]);
+    assert_eq!(x.cus_of(&second), [4, 5]);
+    assert!(x.cus_of(ALIASED_KERNEL).is_empty());
+    // Every pointer argument of the long kernels' compute units is connected.
+    assert_eq!(x.arg_bank(5, 0), Some(0));
+
+    // An alias whose instance no kernel lists is an IP without metadata.
+    let stray = XclbinBuilder::vadd(UUID, 1, 1)
+        .compute_unit(&"z".repeat(100), "z_1", 0x190_0000)
+        .build();
+    assert_eq!(
+        err(&stray),
+        "IP_LAYOUT kernel '~:z_1' has no kernel '~' in EMBEDDED_METADATA"
+    );
 }
 
 #[test]
@@ -577,6 +625,11 @@ fn bad_metadata_xml_is_refused() {
         (
             doc("").replace("</core>", "<kernel name=\"k\"/></core>"),
             "kernel 'k' is described twice",
+        ),
+        (doc("<instance/>"), "kernel 'k' has an unnamed <instance>"),
+        (
+            doc("<instance name=\"k_1\"/><instance name=\"k_1\"/>"),
+            "instance 'k_1' is listed twice",
         ),
     ];
     for (xml, expected) in cases {
