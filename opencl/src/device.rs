@@ -122,13 +122,16 @@ pub(crate) const MAX_WORK_GROUP: usize = 1024;
 /// What the devices that build OpenCL C list beside unified shared memory: double
 /// precision, and the 32-bit atomic functions under their extensions' names (`atom_add`,
 /// ...: OpenCL C 1.2 names them `atomic_*` in its core, and requires a 1.2 device to list
-/// the extensions all the same), with byte stores.
-const OPENCL_C_EXTENSIONS: [(&str, cl_version); 6] = [
+/// the extensions all the same), the 64-bit ones (`atom_add` on `long`, which SYCL's
+/// reductions call), with byte stores.
+const OPENCL_C_EXTENSIONS: [(&str, cl_version); 8] = [
     ("cl_khr_fp64", FIRST_VERSION),
     ("cl_khr_global_int32_base_atomics", FIRST_VERSION),
     ("cl_khr_global_int32_extended_atomics", FIRST_VERSION),
     ("cl_khr_local_int32_base_atomics", FIRST_VERSION),
     ("cl_khr_local_int32_extended_atomics", FIRST_VERSION),
+    ("cl_khr_int64_base_atomics", FIRST_VERSION),
+    ("cl_khr_int64_extended_atomics", FIRST_VERSION),
     ("cl_khr_byte_addressable_store", FIRST_VERSION),
 ];
 

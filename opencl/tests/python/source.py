@@ -374,6 +374,23 @@ __kernel void tallies(__global const int *values, __global int *out, __local uin
 }
 """
 
+ATOM64_FUNCTIONS = """
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+__kernel void wide_tallies(__global const long *values, __global long *out, __local long *sum) {
+    long v = values[get_global_id(0)];
+    if (get_local_id(0) == 0) sum[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    atom_add(&sum[0], v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) atom_add(&out[0], sum[0]);
+    atom_min(&out[1], v);
+    atom_max(&out[2], v);
+    atom_inc(&out[3]);
+    atom_cmpxchg(&out[4], 0L, v);
+}
+"""
+
 
 ASYNC_COPIES = """
 __kernel void doubled_tiles(__global const float *in, __global float *out, __local float *tile) {
@@ -646,6 +663,22 @@ def atomics(context, queue):
     expect(list(got) == [values.size, values.min(), values.max(), 7,
                          np.bitwise_xor.reduce(values)],
            "atom_inc, atom_add, atom_min, atom_max, atom_cmpxchg and atom_xor")
+
+    # 64-bit values whose sums and extremes a 32-bit atomic would wrap or cut.
+    expect("cl_khr_int64_base_atomics" in listed and "cl_khr_int64_extended_atomics" in listed,
+           "the card lists the int64 atomics extensions")
+    wide = np.random.default_rng(7).integers(-(1 << 40), 1 << 40, 4096, dtype=np.int64)
+    buffer_wide = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=wide)
+    start = np.array([1 << 41, 1 << 50, -(1 << 50), 0, 0], dtype=np.int64)
+    out = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=start)
+    cl.Program(context, ATOM64_FUNCTIONS).build().wide_tallies(
+        queue, wide.shape, (64,), buffer_wide, out, cl.LocalMemory(8))
+    got = np.empty(5, dtype=np.int64)
+    cl.enqueue_copy(queue, got, out)
+    expect(list(got[:4]) == [(1 << 41) + wide.sum(), wide.min(), wide.max(), wide.size]
+           and got[4] in wide,
+           "64-bit atom_add over __local and __global memory, atom_min, atom_max, atom_inc "
+           "and atom_cmpxchg")
 
 
 def shares(context, queue):

@@ -706,10 +706,10 @@ const OPENCL_LANGUAGE: [&str; 17] = [
     "-msimd128",
     "-nostdlibinc",
     // WebAssembly computes in doubles natively.
-    // The 32-bit atomic extensions declare `atom_*`, which the runtime defines beside
-    // OpenCL C 1.2's `atomic_*`.
+    // The 32-bit and 64-bit atomic extensions declare `atom_*`, which the runtime defines
+    // beside OpenCL C 1.2's `atomic_*`.
     "-Xclang",
-    "-cl-ext=+cl_khr_fp64,+cl_khr_global_int32_base_atomics,+cl_khr_global_int32_extended_atomics,+cl_khr_local_int32_base_atomics,+cl_khr_local_int32_extended_atomics,+cl_khr_byte_addressable_store",
+    "-cl-ext=+cl_khr_fp64,+cl_khr_global_int32_base_atomics,+cl_khr_global_int32_extended_atomics,+cl_khr_local_int32_base_atomics,+cl_khr_local_int32_extended_atomics,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+cl_khr_byte_addressable_store",
     // OpenCL's long is 64 bits; clang's wasm32 target leaves it at 32. The built-ins come
     // from clang's whole header (opencl-c.h), which this definition reaches, rather than from
     // the declarations clang makes by default, which it does not (convert_long4 would give

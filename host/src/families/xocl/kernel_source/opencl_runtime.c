@@ -661,7 +661,8 @@ THROUGH_POINTER(LOCAL)
 
 #ifdef USES_ATOMICS
 /* OpenCL C 1.2's atomic functions on 32-bit integers in global and local memory, also
- * under the names of the int32 atomics extensions (atom_add, ...). A launch of a program
+ * under the names of the int32 atomics extensions (atom_add, ...), and the int64 atomics
+ * extensions' on 64-bit integers (atom_add, ..., atom_min, ...). A launch of a program
  * that names them runs in one instance (its work-groups are not shared out), whose
  * work-items run one at a time: a read, then a write, is atomic there. */
 #define ATOMIC_OP(name, T, AS, result)                              \
@@ -694,6 +695,10 @@ ATOMICS_OF(int, GLOBAL)
 ATOMICS_OF(uint, GLOBAL)
 ATOMICS_OF(int, LOCAL)
 ATOMICS_OF(uint, LOCAL)
+ATOMICS_OF(llong, GLOBAL)
+ATOMICS_OF(ullong, GLOBAL)
+ATOMICS_OF(llong, LOCAL)
+ATOMICS_OF(ullong, LOCAL)
 float OVL atomic_xchg(volatile GLOBAL float *p, float v) { float old = *p; *p = v; return old; }
 float OVL atomic_xchg(volatile LOCAL float *p, float v) { float old = *p; *p = v; return old; }
 #endif
