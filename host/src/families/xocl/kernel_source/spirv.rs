@@ -354,6 +354,12 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
             continue;
         }
         let line = renamed_functions(&flat_memory(line), &renamed);
+        if line.starts_with("declare ")
+            && function_name(&line).is_some_and(|name| GENERIC_CASTS.contains(&name))
+        {
+            continue;
+        }
+        let line = generic_cast(&line).unwrap_or(line);
         // Intrinsics named after their pointers' address spaces become one (declared once,
         // whatever attributes each declaration had).
         if line.starts_with("declare ")
@@ -374,6 +380,27 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
         built_ins,
         kernels,
     })
+}
+
+/// What the translator calls for OpenCL 2.0's casts of a generic pointer to a named space
+/// (`to_global`, SPIR-V's `OpGenericCastToPtrExplicit`).
+const GENERIC_CASTS: [&str; 3] = ["__to_global", "__to_local", "__to_private"];
+
+/// A call of one of [`GENERIC_CASTS`] in flat memory, as the cast it is there: the card's
+/// kernels have one memory, in which a generic pointer is every space's (so a cast never
+/// gives NULL, and what the pointer reaches stays the launch's own memory).
+fn generic_cast(line: &str) -> Option<String> {
+    let (result, call) = line.split_once(" = ")?;
+    let call = call.strip_prefix("tail ").unwrap_or(call);
+    let rest = call.strip_prefix("call ")?;
+    let (to, rest) = rest.split_once(" @")?;
+    let (name, argument) = rest.split_once('(')?;
+    if !GENERIC_CASTS.contains(&name) {
+        return None;
+    }
+    let argument = &argument[..argument.rfind(')')?];
+    let (from, value) = argument.rsplit_once(' ')?;
+    Some(format!("{result} = bitcast {from} {value} to {to}"))
 }
 
 /// The function a `define` or `declare` line names.
@@ -1206,6 +1233,33 @@ mod tests {
         );
         let barrier = Mangled::parse("_Z7barrierj").unwrap();
         assert!(!barrier.needs_bridge("void"));
+    }
+
+    #[test]
+    fn casts_of_a_generic_pointer_to_a_space_are_the_pointer_in_flat_memory() {
+        let line = flat_memory(
+            "  %9 = call spir_func i8 addrspace(1)* @__to_global(i8 addrspace(4)* %8) #1",
+        );
+        assert_eq!(
+            generic_cast(&line).as_deref(),
+            Some("  %9 = bitcast i8* %8 to i8*")
+        );
+        let local = flat_memory(
+            "  %2 = tail call spir_func %struct.s addrspace(3)* @__to_local(%struct.s addrspace(4)* %1)",
+        );
+        assert_eq!(
+            generic_cast(&local).as_deref(),
+            Some("  %2 = bitcast %struct.s* %1 to %struct.s*")
+        );
+        let other = flat_memory("  %5 = call spir_func float @_Z3sinf(float 0.0)");
+        assert_eq!(generic_cast(&other), None);
+        let module = SPIR.replace(
+            "  ret void",
+            "  %6 = call spir_func i8 addrspace(1)* @__to_global(i8 addrspace(4)* null)\n  ret void",
+        ) + "declare spir_func i8 addrspace(1)* @__to_global(i8 addrspace(4)*)\n";
+        let ir = translate(&module).unwrap().ir;
+        assert!(ir.contains("%6 = bitcast i8* null to i8*"), "{ir}");
+        assert!(!ir.contains("__to_global"), "{ir}");
     }
 
     const SPIR: &str = r#"target datalayout = "e-p:64:64:64"
