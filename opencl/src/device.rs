@@ -358,10 +358,14 @@ impl Device {
             CL_DEVICE_PARTITION_PROPERTIES => Value::sizes(&[0]),
             CL_DEVICE_AVAILABLE => Value::bool(available()),
             CL_DEVICE_ENDIAN_LITTLE => Value::bool(cfg!(target_endian = "little")),
-            // An XRT card's programs may come from OpenCL C, when the system has clang.
-            CL_DEVICE_COMPILER_AVAILABLE => Value::bool(self.builds_opencl_c()),
+            // Programs come from OpenCL C or SPIR-V when the system has clang. Every device
+            // says so, as a program of a context is built for the context's XRT card, which
+            // runs its kernels, whichever devices the build names: the SYCL runtime asks each
+            // device of its context (the platform's, CAPI devices too) before it builds.
             // Where it compiles, it links too (clCompileProgram, clLinkProgram).
-            CL_DEVICE_LINKER_AVAILABLE => Value::bool(self.builds_opencl_c()),
+            CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => {
+                Value::bool(compiler_available())
+            }
             CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => Value::bool(true),
             CL_DEVICE_IMAGE_SUPPORT
             | CL_DEVICE_ERROR_CORRECTION_SUPPORT

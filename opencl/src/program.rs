@@ -428,7 +428,10 @@ pub(crate) extern "C" fn build_program(
     built
 }
 
-/// Checks that `devices` (NULL when `count` is 0: all of them) name only `program`'s device.
+/// Checks that `devices` (NULL when `count` is 0: all of them) are devices of `program`'s
+/// context. Whichever they are, the program is built for its device, the context's first XRT
+/// card: the other devices run no kernels (a launch on them is refused), and the SYCL runtime
+/// names every device of its context.
 ///
 /// # Safety
 /// `devices` holds `count` entries.
@@ -444,14 +447,11 @@ unsafe fn for_the_programs_device(
     // SAFETY: per the contract above.
     let devices = unsafe { list(count, devices, CL_INVALID_VALUE) }?;
     let context = program.context.object();
-    if devices
-        .iter()
-        .any(|&d| context.index_of(d) != Some(program.device))
-    {
+    if devices.iter().any(|&d| context.index_of(d).is_none()) {
         return Err(refuse(
             call,
             CL_INVALID_DEVICE,
-            "a program is built for one device: the context's first XRT card",
+            "a device named is not one of the program's context",
         ));
     }
     Ok(())
@@ -694,8 +694,9 @@ pub(crate) extern "C" fn link_program(
 }
 
 /// What a device that runs no kernels answers for a build.
-const NO_COMPILER: &str = "the device runs no kernels of a program's own, so it has no \
-                           compiler: build for an XRT card";
+const NO_COMPILER: &str = "no device of the program's context runs kernels of a program's \
+                           own, so there is no compiler for it: make the context with an XRT \
+                           card";
 
 /// `built` made into an image and loaded on `device` of `context`, with the build's log;
 /// the error code and what to log when loading failed.
@@ -1172,10 +1173,16 @@ fn launch(
     let enqueue = unsafe { Enqueue::new(queue_handle, count, wait) }?;
     let kernel = get::<Kernel>(kernel_handle).ok_or(CL_INVALID_KERNEL)?;
     let program = kernel.program.object();
-    if !Arc::ptr_eq(program.context.object(), enqueue.queue().context().object())
-        || program.device != enqueue.queue().device_index()
-    {
+    if !Arc::ptr_eq(program.context.object(), enqueue.queue().context().object()) {
         return Err(CL_INVALID_CONTEXT);
+    }
+    if program.device != enqueue.queue().device_index() {
+        return Err(refuse(
+            call,
+            CL_INVALID_PROGRAM_EXECUTABLE,
+            "the program is built for its context's XRT card, and this queue's device runs \
+             no kernels of a program's own",
+        ));
     }
     let values = kernel.args.lock().unwrap_or_else(|e| e.into_inner());
     let mut set = Vec::with_capacity(values.len());

@@ -50,6 +50,10 @@ fn main() -> std::process::ExitCode {
                 run: dpctls_own_tests_of_devices_queues_usm_programs_and_kernels_pass,
             },
             Trial {
+                name: "dpnp_computes_on_the_card_as_numpy_does",
+                run: dpnp_computes_on_the_card_as_numpy_does,
+            },
+            Trial {
                 name: "spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone",
                 run: spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone,
             },
@@ -795,9 +799,16 @@ fn clinfo_lists_the_platform_and_the_librarys_offload_devices() -> Outcome {
         "Device Type                                     CPU",
         "Device Type                                     Accelerator",
         "Platform Name                                   Xilinx",
-        "Compiler Available                              No",
+        "Compiler Available                              Yes",
     ] {
         assert!(text.contains(line), "no '{line}' in:\n{text}");
+    }
+    // A program of a context is built for its card, so every device answers alike.
+    for line in [
+        "Compiler Available                              No",
+        "Linker Available                                No",
+    ] {
+        assert!(!text.contains(line), "'{line}' in:\n{text}");
     }
     // clinfo's "NULL platform behavior" creates contexts through the loader.
     for line in [
@@ -1078,6 +1089,56 @@ fn opencl_python() -> Option<PathBuf> {
         })
 }
 
+/// The Python of the dpnp environment (tests/support/install-python.sh dpnp-python), if dpnp
+/// imports there.
+fn dpnp_python() -> Option<PathBuf> {
+    let home = std::env::var_os("ACCELHOST_DPNP_PYTHON_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".cache/accelhost-dpnp-python"))
+        })?;
+    let python = home.join("bin/python");
+    Command::new(&python)
+        .args(["-c", "import dpnp, dpctl, numpy"])
+        .output()
+        .is_ok_and(|out| out.status.success())
+        .then_some(python)
+}
+
+/// tests/python/dpnp_basic.py: a NumPy-style program over SYCL, unmodified, on the card: its
+/// arrays made and computed there by dpnp's own kernels (SPIR-V the SYCL runtime builds in a
+/// context of every device of the platform), against NumPy's answers.
+fn dpnp_computes_on_the_card_as_numpy_does() -> Outcome {
+    let Some(python) = dpnp_python() else {
+        return missing(
+            "dpnp is not installed (tests/support/install-python.sh dpnp-python)".into(),
+        );
+    };
+    if let Some(why) = no_clang() {
+        return missing(why);
+    }
+    if !accelhost::xclbin::kernels::translates_spirv() {
+        return missing(format!(
+            "no SPIR-V translator ({} does not run; {})",
+            accelhost::xclbin::kernels::spirv_translator_program().to_string_lossy(),
+            accelhost::xclbin::kernels::SPIRV_HINT
+        ));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/dpnp_basic.py");
+    // dpnp brings Intel's OpenCL runtime, whose Khronos ICD loader reads OCL_ICD_FILENAMES.
+    let report = python_on_the_card_with(
+        &python,
+        "dpnp",
+        &script,
+        &[],
+        &[("OCL_ICD_FILENAMES", library())],
+    );
+    assert!(report.contains("\n0 failed"), "{report}");
+    assert!(!report.contains("FAILED"), "{report}");
+    Outcome::Passed
+}
+
 const NO_PYTHON: &str =
     "PyOpenCL and dpctl are not installed (tests/support/install-python.sh opencl-python)";
 
@@ -1116,6 +1177,17 @@ fn no_clang() -> Option<String> {
 /// launches end after 300 ms, with PyOpenCL's cache of built programs and the sources it
 /// saves of failed builds in the scratch folder.
 fn python_on_the_card(python: &Path, label: &str, script: &Path, args: &[&str]) -> String {
+    python_on_the_card_with(python, label, script, args, &[])
+}
+
+/// [`python_on_the_card`] with `env` set too.
+fn python_on_the_card_with(
+    python: &Path,
+    label: &str,
+    script: &Path,
+    args: &[&str],
+    env: &[(&str, PathBuf)],
+) -> String {
     let dir = scratch(label);
     let config = door::config_with_kernel_deadline(&dir, 300);
     let mut command = Command::new(python);
@@ -1130,7 +1202,8 @@ fn python_on_the_card(python: &Path, label: &str, script: &Path, args: &[&str]) 
         .env("XDG_CONFIG_HOME", dir.join("config"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("HOME", &dir)
-        .env("TMPDIR", &dir);
+        .env("TMPDIR", &dir)
+        .envs(env.iter().map(|(key, value)| (key, value)));
     let out = command.output().unwrap();
     let report = text(&out);
     assert!(out.status.success(), "{report}");

@@ -779,6 +779,39 @@ def long_names(context, queue):
         print(log)
 
 
+def whole_platform(platform):
+    """A context of every device of the platform, as the SYCL runtime makes: each device says
+    it has a compiler, a build naming them all builds for the card and runs there, and a
+    launch on a device that runs no kernels is refused, saying why."""
+    devices = platform.get_devices()
+    expect(len(devices) > 1 and all(d.compiler_available for d in devices),
+           "every device of the platform says it has a compiler")
+    context = cl.Context(devices)
+    card = next(d for d in devices if d.vendor_id == 0x10EE)
+    other = next(d for d in devices if d.vendor_id != 0x10EE)
+    program = cl.Program(context, "__kernel void inc(__global int *x) { x[get_global_id(0)]++; }")
+    # PyOpenCL's build cache keeps a binary per device named, and the program answers the
+    # card's alone (CL_PROGRAM_DEVICES): built without it.
+    program.build(devices=devices, cache_dir=False)
+    data = np.arange(16, dtype=np.int32)
+    buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                       hostbuf=data)
+    card_queue = cl.CommandQueue(context, card)
+    program.inc(card_queue, data.shape, None, buffer)
+    got = np.empty_like(data)
+    cl.enqueue_copy(card_queue, got, buffer)
+    expect(np.array_equal(got, data + 1),
+           "a program built for every device of the platform runs on the card")
+    try:
+        program.inc(cl.CommandQueue(context, other), data.shape, None, buffer)
+        expect(False, "a launch on a device that runs no kernels is refused")
+    except cl.Error as error:
+        expect("INVALID_PROGRAM_EXECUTABLE" in str(error),
+               "a launch on a device that runs no kernels is refused")
+    del program, context
+    release()
+
+
 def linked(context, queue):
     """clCompileProgram with an embedded header and clLinkProgram: a kernel calling a
     function another program defines, and the links that must fail."""
@@ -1018,6 +1051,7 @@ def main():
     shares(context, queue)
     linked(context, queue)
     long_names(context, queue)
+    whole_platform(platform)
     print(f"{failed} failed")
     return 1 if failed else 0
 

@@ -1,0 +1,56 @@
+"""dpnp, unmodified, on the XRT card: arrays made and computed there by dpnp's own SYCL kernels
+(SPIR-V images the SYCL runtime builds through its OpenCL adapter, in a context of every
+device of the platform), each answer against NumPy's. Integer arrays, as dpnp computes float
+ones with oneMKL's host code on a CPU device, which reads the arrays' memory as the host's.
+Prints one line per check and "N failed" last."""
+
+import sys
+
+import dpctl
+import dpnp
+import numpy as np
+
+failed = 0
+
+
+def expect(ok, what):
+    global failed
+    print(f"{what}: {'ok' if ok else 'FAILED'}")
+    failed += not ok
+
+
+def main():
+    queue = dpctl.SyclQueue("opencl")
+    expect(queue.sycl_device.vendor == "Xilinx", f"the queue is on the card ({queue.sycl_device.name})")
+    a = np.arange(-500, 1500, dtype=np.int32)
+    b = (a * 7) % 113
+    x = dpnp.asarray(a, sycl_queue=queue)
+    y = dpnp.asarray(b, sycl_queue=queue)
+    expect(x.sycl_queue == queue and np.array_equal(dpnp.asnumpy(x), a),
+           "an array copied to the card reads back the same")
+    checks = [
+        ("add", lambda: x + y, a + b),
+        ("multiply", lambda: x * y, a * b),
+        ("sum", lambda: dpnp.sum(x), a.sum()),
+        ("sum of floats", lambda: dpnp.sum(dpnp.asarray(a, dtype=dpnp.float32, sycl_queue=queue)),
+         a.astype(np.float32).sum()),
+        ("subtract", lambda: x - y, a - b),
+        ("greater", lambda: x > y, a > b),
+        ("astype", lambda: x.astype(dpnp.float32), a.astype(np.float32)),
+        ("cumsum", lambda: dpnp.cumsum(y), b.cumsum()),
+        ("max", lambda: dpnp.max(x), a.max()),
+        ("arange", lambda: dpnp.arange(1000, dtype=dpnp.int32, sycl_queue=queue), np.arange(1000)),
+        ("full", lambda: dpnp.full(100, 7, dtype=dpnp.int32, sycl_queue=queue), np.full(100, 7)),
+    ]
+    for name, compute, want in checks:
+        try:
+            got = dpnp.asnumpy(compute())
+            expect(np.array_equal(got, want), f"dpnp.{name} equals NumPy's")
+        except Exception as error:  # the first error of each, said
+            expect(False, f"dpnp.{name} equals NumPy's ({type(error).__name__}: {error})")
+    print(f"{failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
