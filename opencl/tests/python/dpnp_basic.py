@@ -39,6 +39,7 @@ def main():
         ("astype", lambda: x.astype(dpnp.float32), a.astype(np.float32)),
         ("cumsum", lambda: dpnp.cumsum(y), b.cumsum()),
         ("max", lambda: dpnp.max(x), a.max()),
+        ("sort", lambda: dpnp.sort(y), np.sort(b)),
         ("arange", lambda: dpnp.arange(1000, dtype=dpnp.int32, sycl_queue=queue), np.arange(1000)),
         ("full", lambda: dpnp.full(100, 7, dtype=dpnp.int32, sycl_queue=queue), np.full(100, 7)),
     ]

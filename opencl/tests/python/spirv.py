@@ -165,6 +165,15 @@ __kernel void collectives(__global const int *in, __global int *sums, __global i
 }
 """
 
+# OpenCL 2.0's ctz, which SYCL's sorts call, on 32-bit and 64-bit integers.
+TRAILING_ZEROS = r"""
+__kernel void trailing_zeros(__global const long *in, __global int *narrow, __global long *wide) {
+    size_t i = get_global_id(0);
+    narrow[i] = ctz((int)in[i]);
+    wide[i] = ctz(in[i]);
+}
+"""
+
 GENERIC = r"""
 __kernel void through_generic(__global int *a, int far) {
     int *anywhere = (int *)a;
@@ -292,6 +301,25 @@ def through_pyopencl(clang, translator):
     back = np.empty(n, dtype=np.int32)
     cl.enqueue_copy(queue, back, a_int)
     expect(np.array_equal(back, np.arange(n) * 3), "the next launch runs, exact")
+
+    values = np.array([1, 0, 8, 3 << 40, -(1 << 62), 1 << 31, 0x10000, 6], dtype=np.int64)
+    values_buf = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=values)
+    narrow = cl.Buffer(context, flags.WRITE_ONLY, size=values.size * 4)
+    wide = cl.Buffer(context, flags.WRITE_ONLY, size=values.size * 8)
+    cl.Program(context, spirv_of(clang, translator, TRAILING_ZEROS, "CL2.0")).build() \
+        .trailing_zeros(queue, values.shape, None, values_buf, narrow, wide)
+    got_narrow = np.empty(values.size, np.int32)
+    got_wide = np.empty(values.size, np.int64)
+    cl.enqueue_copy(queue, got_narrow, narrow)
+    cl.enqueue_copy(queue, got_wide, wide)
+
+    def zeros(value, width):
+        value &= (1 << width) - 1
+        return width if value == 0 else (value & -value).bit_length() - 1
+
+    expect(list(got_narrow) == [zeros(int(v), 32) for v in values]
+           and list(got_wide) == [zeros(int(v), 64) for v in values],
+           f"ctz of 32-bit and 64-bit integers ({list(got_narrow)}, {list(got_wide)})")
 
     newer = struct.pack("<5I", 0x07230203, 0x00010600, 0, 16, 0) + il[20:]
     # Work-group functions meet at barriers; each work-item is a sub-group of its own.

@@ -600,10 +600,12 @@ float OVL clamp(float x, float lo, float hi) { return __builtin_fminf(__builtin_
 double OVL min(double x, double y) { return __builtin_fmin(x, y); }
 double OVL max(double x, double y) { return __builtin_fmax(x, y); }
 
-/* Bit counts of each integer type: set bits, and leading zeros (the width for 0). */
+/* Bit counts of each integer type: set bits, and leading and (OpenCL 2.0's ctz, which SYCL's
+ * sorts call) trailing zeros, the width for 0. */
 #define BITS(T, U, W)                                                                       \
     T OVL popcount(T x) { return (T)__builtin_popcountll((U)x); }                           \
-    T OVL clz(T x) { return (U)x == 0 ? (T)(W) : (T)(__builtin_clzll((U)x) - (64 - (W))); }
+    T OVL clz(T x) { return (U)x == 0 ? (T)(W) : (T)(__builtin_clzll((U)x) - (64 - (W))); } \
+    T OVL ctz(T x) { return (U)x == 0 ? (T)(W) : (T)__builtin_ctzll((U)x); }
 BITS(char, unsigned char, 8)
 BITS(unsigned char, unsigned char, 8)
 BITS(short, unsigned short, 16)

@@ -43,8 +43,12 @@ const OPENCL_2_WORK_ITEMS: [(&str, &str); 3] = [
     ("get_enqueued_local_size", "get_local_size(a0)"),
 ];
 /// What the bridges' OpenCL C 1.2 needs declared to call OpenCL 2.0's sub-group and
-/// work-group functions, which the runtime defines (`USES_OPENCL_2_GROUPS`).
+/// work-group functions, which the runtime defines (`USES_OPENCL_2_GROUPS`), and its `ctz`,
+/// which it always does.
 const OPENCL_2_GROUP_DECLARATIONS: &str = "\
+#define ACCELHOST_CTZ(T) T __attribute__((overloadable)) ctz(T);
+ACCELHOST_CTZ(char) ACCELHOST_CTZ(uchar) ACCELHOST_CTZ(short) ACCELHOST_CTZ(ushort)
+ACCELHOST_CTZ(int) ACCELHOST_CTZ(uint) ACCELHOST_CTZ(long) ACCELHOST_CTZ(ulong)
 #define ACCELHOST_GROUPS(T) \\
     T __attribute__((overloadable)) sub_group_broadcast(T, uint); \\
     T __attribute__((overloadable)) intel_sub_group_shuffle(T, uint); \\
