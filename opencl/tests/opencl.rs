@@ -1069,41 +1069,39 @@ fn rectangular_transfers_place_rows_by_their_pitches() -> Outcome {
     }
 }
 
-/// The Python with PyOpenCL and dpctl: tests/support/install-python.sh opencl-python's
-/// environment, or `python3` if that has them.
-fn opencl_python() -> Option<PathBuf> {
-    let home = std::env::var_os("ACCELHOST_OPENCL_PYTHON_HOME")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(".cache/accelhost-opencl-python"))
-        });
+/// The first Python of `environment`'s (tests/support/install-python.sh `environment`: its
+/// `ACCELHOST_<ENVIRONMENT>_HOME`, else `~/.cache/accelhost-<environment>`) and `others` that
+/// imports `modules`.
+fn python_importing(environment: &str, others: &[&str], modules: &str) -> Option<PathBuf> {
+    let variable = format!(
+        "ACCELHOST_{}_HOME",
+        environment.to_uppercase().replace('-', "_")
+    );
+    let home = std::env::var_os(variable).map(PathBuf::from).or_else(|| {
+        std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(format!(".cache/accelhost-{environment}")))
+    });
     home.map(|home| home.join("bin/python"))
         .into_iter()
-        .chain([PathBuf::from("python3")])
+        .chain(others.iter().map(PathBuf::from))
         .find(|python| {
             Command::new(python)
-                .args(["-c", "import pyopencl, dpctl, numpy"])
+                .args(["-c", &format!("import {modules}")])
                 .output()
                 .is_ok_and(|out| out.status.success())
         })
 }
 
+/// The Python with PyOpenCL and dpctl: tests/support/install-python.sh opencl-python's
+/// environment, or `python3` if that has them.
+fn opencl_python() -> Option<PathBuf> {
+    python_importing("opencl-python", &["python3"], "pyopencl, dpctl, numpy")
+}
+
 /// The Python of the dpnp environment (tests/support/install-python.sh dpnp-python), if dpnp
 /// imports there.
 fn dpnp_python() -> Option<PathBuf> {
-    let home = std::env::var_os("ACCELHOST_DPNP_PYTHON_HOME")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(".cache/accelhost-dpnp-python"))
-        })?;
-    let python = home.join("bin/python");
-    Command::new(&python)
-        .args(["-c", "import dpnp, dpctl, numpy"])
-        .output()
-        .is_ok_and(|out| out.status.success())
-        .then_some(python)
+    python_importing("dpnp-python", &[], "dpnp, dpctl, numpy")
 }
 
 /// tests/python/dpnp_basic.py: a NumPy-style program over SYCL, unmodified, on the card: its
