@@ -286,6 +286,11 @@ impl DmaMemory {
         Ok(())
     }
 
+    /// Whether [`map_pages_at`](Self::map_pages_at) can map it: it has a memfd.
+    pub fn is_mappable(&self) -> bool {
+        self.memfd.is_some()
+    }
+
     /// Gives the pages of `len` bytes from `offset` back to the system: they read as zeros
     /// afterwards, here and in every mapping of them. Whole pages inside the range only.
     pub fn discard(&self, offset: u64, len: u64) -> Result<(), RangeError> {
@@ -512,6 +517,13 @@ impl Owner {
         } else {
             DmaMemory::allocate(len, self.id, &self.dma, huge_pages)
         }
+    }
+
+    /// DMA memory of at least `len` bytes for this owner, charged to its grant and always
+    /// [mappable](DmaMemory::map_pages_at) (a memfd), whether or not its host hands memory
+    /// out: for memory an emulated device maps where its kernels run.
+    pub fn allocate_mappable_dma(&self, len: u64) -> io::Result<Arc<DmaMemory>> {
+        DmaMemory::allocate_shareable(len, self.id, &self.dma, false)
     }
 }
 

@@ -671,9 +671,21 @@ impl XoclClient for EmulatedClient {
         let size = size
             .checked_next_multiple_of(BO_ALIGN)
             .ok_or_else(|| errno(libc::ENOMEM))?;
+        // A host-only buffer large enough to be mapped into a launch's memory rather than
+        // copied is a memfd, as a bank is; in a process out of descriptors, plain memory
+        // (copied, then).
+        let out_of_descriptors =
+            |err: &io::Error| matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+        let allocate = || match bank {
+            None if size >= MAP_AT_LEAST => match self.owner.allocate_mappable_dma(size) {
+                Err(err) if out_of_descriptors(&err) => self.owner.allocate_dma(size, false),
+                made => made,
+            },
+            _ => self.owner.allocate_dma(size, false),
+        };
         // Kept kernel instances hold the client's budget only while nothing else needs it.
-        let host = match self.owner.allocate_dma(size, false) {
-            Err(_) if self.forget_kept() => self.owner.allocate_dma(size, false)?,
+        let host = match allocate() {
+            Err(_) if self.forget_kept() => allocate()?,
             allocated => allocated?,
         };
         if bank.is_none() {
@@ -1500,8 +1512,9 @@ impl ComputeUnit {
     }
 
     /// One launch of the xclbin's kernel `meta`: the buffers its pointers fall in are mapped
-    /// into the launch's memory (a bank's buffers of [`MAP_AT_LEAST`] bytes or more; a buffer
-    /// freed meanwhile is parked until the launch ends) or copied in, and back when the kernel
+    /// into the launch's memory (a bank's buffers and host-only ones of [`MAP_AT_LEAST`] bytes
+    /// or more; a bank's buffer freed meanwhile is parked until the launch ends, a host-only
+    /// one's memory is held by the launch) or copied in, and back when the kernel
     /// returned, both under the card's lock, so that a buffer freed meanwhile is neither read
     /// nor written.
     fn run_kernel(
@@ -1574,16 +1587,17 @@ impl ComputeUnit {
                 }
             });
         }
-        // A bank's buffers are mapped when large, or all of them when the launch's
-        // work-groups are to be shared; the rest are copied.
+        // A bank's buffers and mappable host-only ones are mapped when large, or all of them
+        // when the launch's work-groups are to be shared; the rest are copied.
         let bos: Vec<&Bo> = keys.iter().map(|(key, _)| &state.bos[key]).collect();
-        let bank_bytes = bos.iter().filter(|bo| bo.bank.is_some()).map(|bo| bo.size);
-        let map_all = program.maps_all_of(bank_bytes.sum());
+        let mappable = |bo: &Bo| bo.bank.is_some() || bo.host.is_mappable();
+        let mappable_bytes = bos.iter().filter(|bo| mappable(bo)).map(|bo| bo.size);
+        let map_all = program.maps_all_of(mappable_bytes.sum());
         let mut windows = Vec::with_capacity(keys.len());
         let mut copied: Vec<((u64, u32), u64)> = Vec::new();
         let mut pins = Vec::new();
         for (&(key, address), bo) in keys.iter().zip(bos) {
-            if bo.bank.is_some() && (map_all || bo.size >= MAP_AT_LEAST) {
+            if mappable(bo) && (map_all || bo.size >= MAP_AT_LEAST) {
                 let (memory, offset) = state.device_view(bo, 0);
                 pins.push(bo.launches.clone());
                 windows.push(Window::Mapped {

@@ -17,7 +17,7 @@
 //! does the end of the launch's deadline; either is that launch's error.
 //!
 //! A buffer is in the launch's memory one of two ways ([`Window`]): its own pages mapped in
-//! (a bank's buffers of at least [`MAP_AT_LEAST`] bytes), so that the kernel reads and writes
+//! (a bank's buffers, and host-only ones, of at least [`MAP_AT_LEAST`] bytes), so that the kernel reads and writes
 //! the buffer itself and what it wrote before a trap stays written, as on hardware; or a copy,
 //! copied back only when the kernel returned. Either way the launch's memory holds nothing
 //! but the module's own memory, the buffers its arguments name and zeros.
@@ -600,7 +600,7 @@ impl KernelProgram {
         })
     }
 
-    /// Whether a launch over a bank's buffers of `bytes` in all maps every one of them (so
+    /// Whether a launch over mappable buffers of `bytes` in all maps every one of them (so
     /// that its work-groups can be shared), whatever their size.
     pub fn maps_all_of(&self, bytes: u64) -> bool {
         self.shares_for(bytes) > 1
