@@ -236,6 +236,13 @@ impl Device {
             .collect()
     }
 
+    /// Whether its device allocations are the host's memory at their own address: an
+    /// emulated device (whose memory is the host's) listed as a CPU, as programs read a CPU
+    /// device's allocations in place (oneMKL's host code does, for dpnp's arrays).
+    pub fn device_memory_is_hosts(&self) -> bool {
+        self.emulated && self.device_type & CL_DEVICE_TYPE_CPU != 0
+    }
+
     /// Whether its compute units run kernels of the program's own: an XRT card's do.
     pub fn runs_kernels(&self) -> bool {
         self.token

@@ -3,7 +3,9 @@
 //! pointers, and the copies, fills and hints on them. Host and shared allocations are memory
 //! the device reaches, at their own address in this process; a device allocation's pointer is
 //! address space reserved and never backed, so that it is unique and a dereference by the
-//! application faults, as on a real device.
+//! application faults, as on a real device. On an emulated device listed as a CPU a device
+//! allocation is host memory too, as on every CPU device: libraries read a CPU device's
+//! allocations in place (oneMKL's host code does, under dpnp).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -105,7 +107,10 @@ fn allocate(
     if alignment != 0 && (!alignment.is_power_of_two() || alignment > 4096) {
         return Err(CL_INVALID_VALUE);
     }
-    let wanted = match kind {
+    let wanted = |on: usize| match kind {
+        CL_MEM_TYPE_DEVICE_INTEL if context.device(on).device_memory_is_hosts() => {
+            MemoryKind::Shared
+        }
         CL_MEM_TYPE_DEVICE_INTEL => MemoryKind::Device,
         CL_MEM_TYPE_SHARED_INTEL => MemoryKind::Shared,
         _ => MemoryKind::Host,
@@ -128,8 +133,14 @@ fn allocate(
     let candidates = fitting;
     let mut made = Err(CL_INVALID_DEVICE);
     for on in candidates {
-        made = transfer::allocate(call, context.handle(on), wanted, size, CL_OUT_OF_RESOURCES)
-            .map(|memory| (on, memory));
+        made = transfer::allocate(
+            call,
+            context.handle(on),
+            wanted(on),
+            size,
+            CL_OUT_OF_RESOURCES,
+        )
+        .map(|memory| (on, memory));
         if made.is_ok() {
             break;
         }

@@ -1,8 +1,8 @@
 """dpnp, unmodified, on the XRT card: arrays made and computed there by dpnp's own SYCL kernels
 (SPIR-V images the SYCL runtime builds through its OpenCL adapter, in a context of every
-device of the platform), each answer against NumPy's. Integer arrays, as dpnp computes float
-ones with oneMKL's host code on a CPU device, which reads the arrays' memory as the host's.
-Prints one line per check and "N failed" last."""
+device of the platform), each answer against NumPy's. Integer arrays, and float ones, which
+dpnp hands to oneMKL's host code on a CPU device (it reads the arrays in place, so the card's
+device allocations must be host memory). Prints one line per check and "N failed" last."""
 
 import sys
 
@@ -28,8 +28,16 @@ def main():
     y = dpnp.asarray(b, sycl_queue=queue)
     expect(x.sycl_queue == queue and np.array_equal(dpnp.asnumpy(x), a),
            "an array copied to the card reads back the same")
+    f = np.linspace(-3, 3, 2000, dtype=np.float32)
+    xf = dpnp.asarray(f, sycl_queue=queue)
+    count = np.arange(2000, dtype=np.float32)
     checks = [
         ("add", lambda: x + y, a + b),
+        ("add of floats", lambda: dpnp.arange(2000, dtype=dpnp.float32, sycl_queue=queue) + xf,
+         count + f),
+        ("multiply of floats", lambda: xf * xf, f * f),
+        ("abs of floats", lambda: dpnp.abs(xf), np.abs(f)),
+        ("exp of floats", lambda: dpnp.exp(xf), np.exp(f)),
         ("multiply", lambda: x * y, a * b),
         ("sum", lambda: dpnp.sum(x), a.sum()),
         ("sum of floats", lambda: dpnp.sum(dpnp.asarray(a, dtype=dpnp.float32, sycl_queue=queue)),
@@ -46,7 +54,8 @@ def main():
     for name, compute, want in checks:
         try:
             got = dpnp.asnumpy(compute())
-            expect(np.array_equal(got, want), f"dpnp.{name} equals NumPy's")
+            same = np.array_equal(got, want) if name != "exp of floats" else np.allclose(got, want)
+            expect(same, f"dpnp.{name} equals NumPy's")
         except Exception as error:  # the first error of each, said
             expect(False, f"dpnp.{name} equals NumPy's ({type(error).__name__}: {error})")
     print(f"{failed} failed")
