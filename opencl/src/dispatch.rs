@@ -234,13 +234,13 @@ dispatch_table! {
     133 clCreateSamplerWithProperties: [object(P, P)];
     134 clSetKernelArgSVMPointer: [status];
     135 clSetKernelExecInfo: [= program::set_kernel_exec_info];
-    136 clGetKernelSubGroupInfoKHR: [status];
+    136 clGetKernelSubGroupInfoKHR: [= program::get_kernel_sub_group_info];
     137 clCloneKernel: [object(P)];
     138 clCreateProgramWithIL: [= program::create_program_with_il];
     139 clEnqueueSVMMigrateMem: [status];
     140 clGetDeviceAndHostTimer: [status];
     141 clGetHostTimer: [status];
-    142 clGetKernelSubGroupInfo: [status];
+    142 clGetKernelSubGroupInfo: [= program::get_kernel_sub_group_info];
     143 clSetDefaultDeviceCommandQueue: [status];
     144 clSetProgramReleaseCallback: [status];
     145 clSetProgramSpecializationConstant: [= program::set_program_specialization_constant];

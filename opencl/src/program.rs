@@ -1132,6 +1132,17 @@ pub(crate) extern "C" fn get_kernel_work_group_info(
     })
 }
 
+/// `clGetKernelSubGroupInfo` and its KHR name: `CL_INVALID_OPERATION` for a known kernel,
+/// OpenCL's answer where the devices have no sub-groups (`CL_DEVICE_MAX_NUM_SUB_GROUPS` is 0;
+/// a kernel's `get_sub_group_size()` is 1). Said without a log line: the SYCL runtime asks
+/// for every kernel it launches. Takes only the kernel, as the C calling convention allows.
+pub(crate) extern "C" fn get_kernel_sub_group_info(handle: *mut c_void) -> cl_int {
+    status("clGetKernelSubGroupInfo", || {
+        get::<Kernel>(handle).ok_or(CL_INVALID_KERNEL)?;
+        Err(CL_INVALID_OPERATION)
+    })
+}
+
 /// The NDRange arguments of a kernel built from OpenCL C: dimensions, global sizes, local
 /// sizes, offsets (`kernels::NDRANGE_ARGS`).
 type Range = [u32; 10];
