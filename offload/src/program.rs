@@ -8,7 +8,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use accelhost::xclbin::kernels::{NDRANGE_ARGS, build_spirv, is_ndrange, is_spirv};
+use accelhost::xclbin::kernels::{NDRANGE_ARGS, build_spirv, field_pointer, is_ndrange, is_spirv};
 use accelhost::xclbin::{ArgKind, KernelArg, XclbinBuilder};
 use accelhost::{Arg, ErrorCode};
 
@@ -172,6 +172,13 @@ impl Kernel {
         } else {
             &args[..]
         };
+        // The pointers of structs passed by value follow the kernel's own arguments; each is
+        // taken from its struct's bytes.
+        let pointers = own
+            .iter()
+            .position(|arg| field_pointer(&arg.name).is_some())
+            .unwrap_or(own.len());
+        let (own, struct_pointers) = own.split_at(pointers);
         let mut at = 0usize;
         let mut values = Vec::with_capacity(args.len());
         for arg in own {
@@ -209,6 +216,41 @@ impl Kernel {
                 ArgKind::Scalar | ArgKind::Local => Value::Bytes(bytes.to_vec()),
             });
             at += size;
+        }
+        for arg in struct_pointers {
+            let pointer = field_pointer(&arg.name)
+                .and_then(|(of, offset)| match values.get(of) {
+                    Some(Value::Bytes(bytes)) => bytes.get(offset as usize..offset as usize + 8),
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    fail(
+                        OL_ERRC_INVALID_ARGUMENT,
+                        format!(
+                            "argument {} ({}) of kernel {} names no struct's pointer",
+                            arg.index,
+                            arg.name,
+                            self.kernel.name()
+                        ),
+                    )
+                })?;
+            let address = u64::from_ne_bytes(pointer.try_into().expect("8 bytes")) as usize;
+            values.push(if address == 0 {
+                Value::Bytes(vec![0; 8])
+            } else {
+                let (allocation, offset) =
+                    find(self.program.device, address, 1).ok_or_else(|| {
+                        fail(
+                            OL_ERRC_INVALID_ARGUMENT,
+                            format!(
+                                "a struct's pointer ({}) is {address:#x}, not in an allocation \
+                                 of the device",
+                                arg.name
+                            ),
+                        )
+                    })?;
+                Value::Memory(allocation, offset)
+            });
         }
         if ndrange {
             values.extend(ndrange_values(sizes)?);

@@ -128,11 +128,16 @@ fn a_c_program_runs_a_kernel_of_its_own_from_a_device_image() -> Outcome {
 /// tests/c/spirv.c with SPIR-V of tests/kernels/spirv_kernels.cl: olCreateProgram builds it,
 /// kernels run over their work-items with the launch's sizes (scaled_add exact over 4,096,
 /// group sums through local memory and barriers), a kernel writing through a pointer made
-/// from an integer fails its event and the card goes on, a later SPIR-V version is refused.
+/// from an integer fails its event and the card goes on, a struct by value holding device
+/// pointers (tests/kernels/struct_view.ll) reaches what they point to and one holding an
+/// address of no allocation is refused at its launch, a later SPIR-V version is refused.
 fn a_c_program_runs_spirv_over_its_work_items() -> Outcome {
-    let il = match door::spirv_of("spirv_kernels.cl") {
-        Ok(il) => il,
-        Err(outcome) => return outcome,
+    let (il, view) = match (
+        door::spirv_of("spirv_kernels.cl"),
+        door::spirv_of("struct_view.ll"),
+    ) {
+        (Ok(il), Ok(view)) => (il, view),
+        (Err(outcome), _) | (_, Err(outcome)) => return outcome,
     };
     let dir = OFFLOAD.scratch("spirv");
     let exe = match OFFLOAD.build("cc", "-std=c11", "c/spirv.c", &dir) {
@@ -140,8 +145,9 @@ fn a_c_program_runs_spirv_over_its_work_items() -> Outcome {
         Err(outcome) => return outcome,
     };
     std::fs::write(dir.join("kernels.spv"), il).unwrap();
+    std::fs::write(dir.join("view.spv"), view).unwrap();
     let config = door::config_with_kernel_deadline(&dir, 300);
-    let out = OFFLOAD.run_program(&exe, &["kernels.spv"], &dir, Some(&config));
+    let out = OFFLOAD.run_program(&exe, &["kernels.spv", "view.spv"], &dir, Some(&config));
     let report = text(&out);
     assert!(out.status.success(), "{report}");
     for line in [
@@ -150,6 +156,9 @@ fn a_c_program_runs_spirv_over_its_work_items() -> Outcome {
         "the stray kernel: ",
         "out of bounds memory access",
         "scaled_add after it: 0 mismatches",
+        "through_a_view of 256 elements: 0 mismatches",
+        "the struct's stray pointer: ",
+        "is 0x12345000, not in an allocation of the device",
         "\n0 failed",
     ] {
         assert!(report.contains(line), "{line}: {report}");

@@ -166,7 +166,49 @@ pub struct Kernel {
     /// Built from OpenCL C: it takes the NDRange after its own arguments, and runs every
     /// work-item of it.
     ndrange: bool,
+    /// The pointers of the structs it takes by value, each an argument of the card's after
+    /// the described ones, set when its struct is.
+    struct_pointers: Vec<StructPointer>,
     args: Mutex<Vec<Option<ArgValue>>>,
+}
+
+/// A global pointer inside a struct a kernel built from SPIR-V takes by value
+/// ([`field_pointer`](accelhost::xclbin::kernels::field_pointer)).
+struct StructPointer {
+    /// The card's argument that carries it.
+    slot: usize,
+    /// The struct's argument.
+    of: usize,
+    /// Where in the struct's bytes it is.
+    offset: usize,
+}
+
+impl StructPointer {
+    /// The argument value of the pointer in `bytes`, the struct's value: a null pointer, or
+    /// the unified-shared-memory allocation it points into. Any other address is
+    /// `CL_INVALID_ARG_VALUE`, said: it is nothing the card holds.
+    fn value(&self, kernel: &str, bytes: &[u8]) -> ClResult<ArgValue> {
+        let word = bytes
+            .get(self.offset..self.offset + 8)
+            .ok_or(CL_INVALID_ARG_SIZE)?;
+        let address = u64::from_ne_bytes(word.try_into().expect("8 bytes")) as usize;
+        if address == 0 {
+            return Ok(ArgValue::Null);
+        }
+        let (allocation, offset) = crate::usm::find(address as *const c_void).ok_or_else(|| {
+            refuse(
+                "clSetKernelArg",
+                CL_INVALID_ARG_VALUE,
+                &format!(
+                    "argument {} of {kernel}, a struct, holds at byte {} the address \
+                     {address:#x}, which is in no unified-shared-memory allocation: a pointer \
+                     in a struct reaches only those",
+                    self.of, self.offset
+                ),
+            )
+        })?;
+        Ok(ArgValue::Usm(allocation, offset))
+    }
 }
 
 impl crate::object::Object for Kernel {
@@ -939,20 +981,23 @@ pub(crate) extern "C" fn create_kernel(
         })?;
         let meta = built.kernels.iter().find(|k| k.name == name);
         let ndrange = meta.is_some_and(accelhost::xclbin::kernels::is_ndrange);
+        let mut struct_pointers = Vec::new();
         let described = meta.map(|k| {
             let mut args = k.args.clone();
             args.sort_by_key(|a| a.index);
             if ndrange {
                 args.truncate(args.len() - accelhost::xclbin::kernels::NDRANGE_ARGS.len());
             }
+            struct_pointers = split_struct_pointers(&mut args);
             args
         });
-        let slots = described.as_ref().map_or(0, Vec::len);
+        let slots = described.as_ref().map_or(0, Vec::len) + struct_pointers.len();
         publish(Arc::new(Kernel {
             program: Held::new(program_handle, program),
             kernel,
             described,
             ndrange,
+            struct_pointers,
             args: Mutex::new((0..slots).map(|_| None).collect()),
         }))
     })
@@ -1020,7 +1065,16 @@ pub(crate) extern "C" fn set_kernel_arg(
                 }
             },
         };
+        let mut pointers = Vec::new();
+        if let ArgValue::Bytes(bytes) = &arg {
+            for pointer in kernel.struct_pointers.iter().filter(|p| p.of == index) {
+                pointers.push((pointer.slot, pointer.value(kernel.kernel.name(), bytes)?));
+            }
+        }
         kernel.set(index, arg);
+        for (slot, value) in pointers {
+            kernel.set(slot, value);
+        }
         Ok(())
     })
 }
@@ -1079,6 +1133,36 @@ pub(crate) extern "C" fn set_kernel_exec_info(
             CL_SUCCESS
         }
         _ => CL_INVALID_VALUE,
+    }
+}
+
+/// Takes the arguments that carry the pointers of structs off the end of `args`, where the
+/// build puts them, and says where each comes from; none when they are not all such, of
+/// arguments before them.
+fn split_struct_pointers(args: &mut Vec<accelhost::xclbin::KernelArg>) -> Vec<StructPointer> {
+    use accelhost::xclbin::kernels::field_pointer;
+    let own = args
+        .iter()
+        .take_while(|arg| field_pointer(&arg.name).is_none())
+        .count();
+    let pointers: Option<Vec<StructPointer>> = args[own..]
+        .iter()
+        .enumerate()
+        .map(|(at, arg)| {
+            let (of, offset) = field_pointer(&arg.name)?;
+            (of < own && arg.kind == ArgKind::Global).then_some(StructPointer {
+                slot: own + at,
+                of,
+                offset: usize::try_from(offset).ok()?,
+            })
+        })
+        .collect();
+    match pointers {
+        Some(pointers) => {
+            args.truncate(own);
+            pointers
+        }
+        None => Vec::new(),
     }
 }
 

@@ -277,9 +277,9 @@ pub fn kernel_image(source: &str, kernels: &[&str]) -> Result<Vec<u8>, Outcome> 
     }
 }
 
-/// SPIR-V of the workspace's `tests/kernels/<source>` (OpenCL C), as a SYCL or OpenCL
-/// toolchain hands it on: clang's 64-bit SPIR, then LLVM's SPIR-V translator of clang's
-/// version; a missing clang or translator skips (or fails in CI).
+/// SPIR-V of the workspace's `tests/kernels/<source>` (OpenCL C, or SPIR when it ends in
+/// `.ll`), as a SYCL or OpenCL toolchain hands it on: clang's 64-bit SPIR, then LLVM's SPIR-V
+/// translator of clang's version; a missing clang or translator skips (or fails in CI).
 pub fn spirv_of(source: &str) -> Result<Vec<u8>, Outcome> {
     use accelhost::xclbin::kernels::{SPIRV_HINT, spirv_translator_program, translates_spirv};
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -291,23 +291,24 @@ pub fn spirv_of(source: &str) -> Result<Vec<u8>, Outcome> {
             spirv_translator_program().to_string_lossy()
         )));
     }
-    let work = std::env::temp_dir().join(format!("accelhost-spirv-{}", std::process::id()));
+    let work =
+        std::env::temp_dir().join(format!("accelhost-spirv-{}-{source}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let (bitcode, module) = (work.join("k.bc"), work.join("k.spv"));
-    let compiled = Command::new("clang")
-        .args([
+    let language: &[&str] = if source.ends_with(".ll") {
+        &["-x", "ir"]
+    } else {
+        &[
             "-x",
             "cl",
             "-cl-std=CL1.2",
-            "--target=spir64-unknown-unknown",
-        ])
-        .args([
             "-Xclang",
             "-finclude-default-header",
-            "-O2",
-            "-emit-llvm",
-            "-c",
-        ])
+        ]
+    };
+    let compiled = Command::new("clang")
+        .args(language)
+        .args(["--target=spir64-unknown-unknown", "-O2", "-emit-llvm", "-c"])
         .arg(&path)
         .arg("-o")
         .arg(&bitcode)

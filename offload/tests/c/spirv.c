@@ -2,8 +2,11 @@
  * on the XRT card: olCreateProgram builds it, scaled_add runs over 4,096 work-items in groups
  * of 64 with a float and a uint argument, group_sums over 16 groups of 32 with local memory
  * and barriers; from_an_integer, which writes through a pointer made from an integer far past
- * its memory, fails its event, and the card runs scaled_add again. A module that is not
- * SPIR-V nor an image is refused. Prints one line per check and "N failed" last. */
+ * its memory, fails its event, and the card runs scaled_add again. through_a_view (argv[2],
+ * from tests/kernels/struct_view.ll) takes a struct by value holding device pointers, one in
+ * a struct inside it; the same struct holding an address of no allocation is refused at the
+ * launch. A module that is not SPIR-V nor an image is refused. Prints one line per check and
+ * "N failed" last. */
 #include "support.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +30,47 @@ struct group_sums_args {
 };
 
 enum { N = 4096, GROUPS = 16, LOCAL = 32 };
+
+/* through_a_view's struct, as the host lays it out (tests/kernels/struct_view.ll). */
+struct view {
+    int32_t scale;
+    int64_t offset;
+    int32_t* data;
+    struct {
+        int16_t tag;
+        float* weights;
+    } inner;
+};
+
+struct view_args {
+    int32_t* out;
+    struct view view;
+};
+
+enum { VIEWED = 256, OFFSET = 5 };
+
+/* through_a_view over VIEWED work-items with data at `data` (a device address, or not): the
+ * mismatches, or -1 when the launch or the copy back failed (its details in `said`). */
+static int through_a_view(ol_device_handle_t card, ol_device_handle_t host, ol_kernel_handle_t kernel,
+                          int32_t* data, const int32_t* values, float* weights, int32_t* out,
+                          const char** said) {
+    static int32_t got[VIEWED];
+    ol_queue_handle_t queue;
+    ol_event_handle_t done;
+    ol_kernel_launch_size_args_t sizes = {1, VIEWED / 64, 1, 1, 64, 1, 1};
+    struct view_args args = {out, {3, OFFSET, data, {-7, weights}}};
+    if (!ok(olCreateQueue(card, &queue))) return -1;
+    ol_result_t launched = olEnqueueKernelLaunch(queue, kernel, &args, sizeof args, &sizes, NULL);
+    if (launched != OL_SUCCESS) {
+        *said = launched->Details;
+        return -1;
+    }
+    if (!ok(olEnqueueMemcpy(queue, got, host, out, card, sizeof got, &done)) || !ok(olWaitEvent(done)))
+        return -1;
+    int wrong = 0;
+    for (int i = 0; i < VIEWED; i++) wrong += got[i] != values[i + OFFSET] * 3 - 7 + i * 2;
+    return wrong;
+}
 
 /* c = a * 3 + b over N work-items in groups of 64; the mismatches, or -1 on an error. */
 static int scaled_add(ol_device_handle_t card, ol_device_handle_t host, ol_kernel_handle_t kernel) {
@@ -53,8 +97,8 @@ static int scaled_add(ol_device_handle_t card, ol_device_handle_t host, ol_kerne
 }
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s SPIRV\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s SPIRV STRUCT_VIEW_SPIRV\n", argv[0]);
         return 2;
     }
     ol_device_handle_t card, host;
@@ -107,6 +151,37 @@ int main(int argc, char** argv) {
     wrong = scaled_add(card, host, add);
     printf("scaled_add after it: %d mismatches\n", wrong);
     expect(wrong == 0, "the card goes on");
+
+    size_t view_size = 0;
+    void* view_module = read_file(argv[2], &view_size);
+    ol_program_handle_t view_program;
+    ol_kernel_handle_t view;
+    static int32_t values[VIEWED + OFFSET];
+    static float weights[VIEWED];
+    for (int i = 0; i < VIEWED + OFFSET; i++) values[i] = i * 11;
+    for (int i = 0; i < VIEWED; i++) weights[i] = (float)(i * 2);
+    void *dvalues, *dweights, *dviewed;
+    const char* said = NULL;
+    int viewed = view_module && ok(olCreateProgram(card, view_module, view_size, &view_program)) &&
+                 ok(olCreateKernel(view_program, "through_a_view", &view)) &&
+                 ok(olMemAlloc(card, OL_ALLOC_TYPE_DEVICE, sizeof values, &dvalues)) &&
+                 ok(olMemAlloc(card, OL_ALLOC_TYPE_DEVICE, sizeof weights, &dweights)) &&
+                 ok(olMemAlloc(card, OL_ALLOC_TYPE_DEVICE, VIEWED * sizeof(int32_t), &dviewed)) &&
+                 ok(olCreateQueue(card, &queue)) &&
+                 ok(olEnqueueMemcpy(queue, dvalues, card, values, host, sizeof values, NULL)) &&
+                 ok(olEnqueueMemcpy(queue, dweights, card, weights, host, sizeof weights, &done)) &&
+                 ok(olWaitEvent(done));
+    wrong = viewed ? through_a_view(card, host, view, dvalues, values, dweights, dviewed, &said) : -1;
+    printf("through_a_view of %d elements: %d mismatches\n", VIEWED, wrong);
+    expect(wrong == 0, "a struct by value holding device pointers");
+    said = NULL;
+    wrong = viewed ? through_a_view(card, host, view, (int32_t*)(uintptr_t)0x12345000u, values, dweights,
+                                    dviewed, &said)
+                   : 0;
+    expect(wrong == -1 && said, "a struct holding an address of no allocation is refused");
+    if (said) printf("the struct's stray pointer: %s\n", said);
+    wrong = viewed ? through_a_view(card, host, view, dvalues, values, dweights, dviewed, &said) : -1;
+    expect(wrong == 0, "and the next launch runs, exact");
 
     static const uint32_t not_spirv[8] = {0x07230203u, 0x00010600u, 0, 16, 0, 0, 0, 0};
     ol_program_handle_t refused;

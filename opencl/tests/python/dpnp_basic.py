@@ -2,7 +2,8 @@
 (SPIR-V images the SYCL runtime builds through its OpenCL adapter, in a context of every
 device of the platform), each answer against NumPy's. Integer arrays, and float ones, which
 dpnp hands to oneMKL's host code on a CPU device (it reads the arrays in place, so the card's
-device allocations must be host memory). Prints one line per check and "N failed" last."""
+device allocations must be host memory); strided and broadcast work, whose kernels take
+structs holding USM pointers by value. Prints one line per check and "N failed" last."""
 
 import sys
 
@@ -38,6 +39,13 @@ def main():
         ("multiply of floats", lambda: xf * xf, f * f),
         ("abs of floats", lambda: dpnp.abs(xf), np.abs(f)),
         ("exp of floats", lambda: dpnp.exp(xf), np.exp(f)),
+        ("add of a scalar", lambda: xf + 1.5, f + np.float32(1.5)),
+        ("where", lambda: dpnp.where(x > y, x, y), np.where(a > b, a, b)),
+        ("mean", lambda: dpnp.mean(x.astype(dpnp.float64)), a.astype(np.float64).mean()),
+        ("sum over an axis", lambda: dpnp.sum(x.reshape(40, 50), axis=0),
+         a.reshape(40, 50).sum(axis=0)),
+        ("transpose, copied", lambda: dpnp.ascontiguousarray(x.reshape(40, 50).T),
+         np.ascontiguousarray(a.reshape(40, 50).T)),
         ("multiply", lambda: x * y, a * b),
         ("sum", lambda: dpnp.sum(x), a.sum()),
         ("sum of floats", lambda: dpnp.sum(dpnp.asarray(a, dtype=dpnp.float32, sycl_queue=queue)),

@@ -5,7 +5,8 @@ and instrumentation stubs), their kernels submitted with USM pointers, scalars a
 accessors. Through PyOpenCL: SPIR-V that clang and LLVM's translator make here from OpenCL C
 (math, vectors, 64-bit numbers, atomics, __local memory and barriers, an asynchronous copy),
 the device's IL versions and the program's IL read back, modules that are not SPIR-V refused
-by name, and kernels that try to leave their arguments (a pointer made from an integer, a
+by name, a struct by value holding USM pointers (SPIR that clang makes into SPIR-V here,
+submitted as bytes through dpctl), and kernels that try to leave their arguments (a pointer made from an integer, a
 generic pointer past every buffer) failing their own launches while the program goes on.
 Prints one line per check and "N failed" last. Usage: spirv.py CLANG TRANSLATOR."""
 
@@ -85,6 +86,53 @@ def through_sycl():
 
 def dpctl_int(value):
     return ctypes.c_int(value)
+
+
+def struct_view():
+    """tests/kernels/struct_view.ll, the SPIR of a kernel taking a struct holding pointers."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "..", "tests", "kernels", "struct_view.ll")) as ir:
+        return ir.read()
+
+
+def struct_pointers_through_sycl(clang, translator):
+    """A struct by value holding USM pointers, through the SYCL runtime as bytes: the card
+    reaches what they point to; a pointer made from an integer is refused, naming the struct,
+    and the next launch runs."""
+    queue = dpctl.SyclQueue("opencl")
+    program = dpctl_program.create_program_from_spirv(
+        queue, spirv_of(clang, translator, struct_view(), "ir"))
+    kernel = program.get_sycl_kernel("through_a_view")
+    n, offset, scale, tag = 256, 5, 3, -7
+    data = np.arange(n + offset, dtype="i4") * 11
+    weights = np.arange(n, dtype="f4") * 2
+    on_card = {name: dpm.MemoryUSMDevice(array.nbytes, queue=queue)
+               for name, array in [("data", data), ("weights", weights)]}
+    queue.memcpy(dest=on_card["data"], src=data, count=data.nbytes)
+    queue.memcpy(dest=on_card["weights"], src=weights, count=weights.nbytes)
+    out = dpm.MemoryUSMDevice(n * 4, queue=queue)
+
+    def view(data_address, weights_address):
+        return dpctl.RawKernelArg(struct.pack("<iiqQhxxxxxxQ", scale, 0, offset, data_address,
+                                              tag, weights_address))
+
+    def run(data_address):
+        queue.submit(kernel, [out, view(data_address, on_card["weights"]._pointer)],
+                     [n]).wait()
+        got = np.empty(n, dtype="i4")
+        queue.memcpy(dest=got, src=out, count=got.nbytes)
+        return got
+
+    wanted = data[offset:] * scale + tag + weights.astype("i4")
+    expect(np.array_equal(run(on_card["data"]._pointer), wanted),
+           "a struct by value holding USM pointers, one in a struct inside it")
+    try:
+        run(0x1234_5000)
+        said = None
+    except Exception as error:  # the SYCL runtime's error, whatever its class
+        said = str(error)
+    expect(said is not None, f"a struct holding a pointer made from an integer is refused ({said})")
+    expect(np.array_equal(run(on_card["data"]._pointer), wanted), "the next launch runs, exact")
 
 
 SOURCE = r"""
@@ -401,6 +449,7 @@ def through_pyopencl(clang, translator):
 def main():
     clang, translator = sys.argv[1], sys.argv[2]
     through_sycl()
+    struct_pointers_through_sycl(clang, translator)
     through_pyopencl(clang, translator)
     print(f"{failed} failed")
 

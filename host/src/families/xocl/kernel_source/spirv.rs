@@ -17,6 +17,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
+use super::field_pointer_name;
+
 /// The first word of every SPIR-V module.
 pub const MAGIC: u32 = 0x0723_0203;
 /// The SPIR-V versions the translator reads, as OpenCL names them (`CL_DEVICE_IL_VERSION`).
@@ -816,6 +818,8 @@ fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), Str
     let close = close.ok_or_else(|| format!("kernel '{name}': its parameters do not close"))?;
     let types = module.metadata_strings(define, "!kernel_arg_type");
     let mut args = Vec::new();
+    // The global pointers of structs passed by value, after every argument of the kernel's.
+    let mut hidden = Vec::new();
     let mut shim = Shim::default();
     for (index, param) in top_level_commas(&define[open + 1..close])
         .into_iter()
@@ -835,14 +839,24 @@ fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), Str
         let spelled = types.get(index).map(String::as_str).unwrap_or("");
         let unsigned = spelled.starts_with('u') || spelled.starts_with("size_t");
         if let Some(value) = between(param, "byval(", ')') {
-            let (size, _) = module.layout(value, 0).ok_or_else(|| {
+            let attribute = format!("byval({value})");
+            if let Some((size, _)) = module.layout(value, 0) {
+                args.push((arg_name, by_value(size)));
+                shim.by_value(index, &ty, size, Some(&attribute));
+                continue;
+            }
+            let (size, pieces) = module.host_pieces(value).ok_or_else(|| {
                 refuse(&format!(
-                    "is a struct by value of type '{value}', whose layout is not one of numbers \
-                     and vectors (a pointer in it would differ between host and card)"
+                    "is a struct by value of type '{value}' holding a pointer that is not to \
+                     global or constant memory, a vector of pointers, more than \
+                     {MAX_PIECES} pieces, or a type of no known layout"
                 ))
             })?;
+            for piece in pieces.iter().filter(|piece| piece.bytes.is_none()) {
+                hidden.push((field_pointer_name(index, piece.at), Arg::Global));
+            }
             args.push((arg_name, by_value(size)));
-            shim.by_value(index, &ty, size, Some(&format!("byval({value})")));
+            shim.holding_pointers(index, &ty, value, &attribute, &pieces);
             continue;
         }
         if param.contains("byref(") {
@@ -886,8 +900,26 @@ fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), Str
         shim.plain(index, &ty);
         args.push((arg_name, kind));
     }
+    args.extend(hidden);
     let (entry, shim) = shim.finish(&name);
     Ok((Kernel { name, entry, args }, shim))
+}
+
+/// The most pieces ([`Piece`]) a struct holding pointers may be passed in.
+const MAX_PIECES: usize = 256;
+
+/// A part of a struct passed by value that holds pointers, as the host lays the struct out.
+struct Piece {
+    /// Where it starts in the host's layout.
+    at: u64,
+    /// The indices that reach it in the struct's type (a `getelementptr`'s, after the 0).
+    path: Vec<u64>,
+    /// Its type.
+    ty: String,
+    /// Its size, for a part without pointers (the same in both layouts, so copied whole);
+    /// `None` for a pointer to global or constant memory, which the card's layout makes
+    /// 4 bytes and which arrives as an argument of its own.
+    bytes: Option<u64>,
 }
 
 /// How a value of `size` bytes travels from the card's registers: in a word, two, or as a
@@ -904,6 +936,8 @@ fn by_value(size: u64) -> Arg {
 #[derive(Default)]
 struct Shim {
     params: Vec<String>,
+    /// The parameters after every argument of the kernel's: the pointers of its structs.
+    hidden: Vec<String>,
     body: String,
     args: Vec<String>,
     needed: bool,
@@ -953,12 +987,60 @@ impl Shim {
         }
     }
 
+    /// Parameter `index`, a struct of type `value` holding pointers, which the kernel takes
+    /// as `ty` with `attribute`: it arrives as a pointer to its copy in the host's layout, and
+    /// each of its pointers as a parameter after the kernel's own; the shim puts the pieces
+    /// together in the card's layout.
+    fn holding_pointers(
+        &mut self,
+        index: usize,
+        ty: &str,
+        value: &str,
+        attribute: &str,
+        pieces: &[Piece],
+    ) {
+        self.needed = true;
+        self.params.push(format!("i8* %a{index}"));
+        let _ = writeln!(self.body, "  %c{index} = alloca {value}, align 16");
+        for (n, piece) in pieces.iter().enumerate() {
+            let path: String = piece.path.iter().map(|i| format!(", i32 {i}")).collect();
+            let (place, piece_ty) = (format!("%d{index}_{n}"), &piece.ty);
+            let _ = writeln!(
+                self.body,
+                "  {place} = getelementptr inbounds {value}, {ty} %c{index}, i32 0{path}"
+            );
+            match piece.bytes {
+                Some(size) => {
+                    let (at, bytes) = (piece.at, format!("[{size} x i8]"));
+                    let _ = write!(
+                        self.body,
+                        "  %s{index}_{n} = getelementptr inbounds i8, i8* %a{index}, i32 {at}\n\
+                         \x20 %sb{index}_{n} = bitcast i8* %s{index}_{n} to {bytes}*\n\
+                         \x20 %v{index}_{n} = load {bytes}, {bytes}* %sb{index}_{n}, align 1\n\
+                         \x20 %db{index}_{n} = bitcast {piece_ty}* {place} to {bytes}*\n\
+                         \x20 store {bytes} %v{index}_{n}, {bytes}* %db{index}_{n}, align 1\n"
+                    );
+                }
+                None => {
+                    let pointer = format!("%h{}", self.hidden.len());
+                    self.hidden.push(format!("{piece_ty} {pointer}"));
+                    let _ = writeln!(
+                        self.body,
+                        "  store {piece_ty} {pointer}, {piece_ty}* {place}, align 1"
+                    );
+                }
+            }
+        }
+        self.args.push(format!("{ty} {attribute} %c{index}"));
+    }
+
     /// The function the NDRange loop calls for kernel `name`, and the shim's IR (empty when
     /// the kernel takes everything as it comes).
-    fn finish(self, name: &str) -> (String, String) {
+    fn finish(mut self, name: &str) -> (String, String) {
         if !self.needed {
             return (name.to_owned(), String::new());
         }
+        self.params.append(&mut self.hidden);
         let entry = format!("__accelhost_args_{name}");
         let ir = format!(
             "define void @{entry}({}) {{\n{}  call void @{name}({})\n  ret void\n}}\n",
@@ -1097,6 +1179,102 @@ impl<'a> Definitions<'a> {
         scalar(ty)
     }
 
+    /// The size and alignment of type `ty` as the host lays it out: as [`layout`](Self::layout)
+    /// does, with pointers to global, constant or generic memory of 8 bytes (SPIR's 64-bit
+    /// layout, which the host's C++ matches); `None` for other pointers, vectors of pointers,
+    /// and nesting past 16.
+    fn host_layout(&self, ty: &str, depth: u32) -> Option<(u64, u64)> {
+        if depth > 16 {
+            return None;
+        }
+        let ty = ty.trim();
+        if let Some(known) = self.layout(ty, depth) {
+            return Some(known);
+        }
+        if ty.ends_with('*') {
+            return matches!(pointer_space(ty)?, 1 | 2 | 4).then_some((8, 8));
+        }
+        if let Some((fields, packed)) = struct_fields(ty) {
+            let (mut size, mut align) = (0u64, 1u64);
+            for field in fields {
+                let (field_size, field_align) = self.host_layout(field, depth + 1)?;
+                let field_align = if packed { 1 } else { field_align };
+                size = size.next_multiple_of(field_align).checked_add(field_size)?;
+                align = align.max(field_align);
+            }
+            return Some((size.next_multiple_of(align), align));
+        }
+        if let Some((count, element)) = array_of(ty) {
+            let (size, align) = self.host_layout(element, depth + 1)?;
+            return Some((count.checked_mul(size)?, align));
+        }
+        let body = self.types.get(ty)?;
+        self.host_layout(body, depth + 1)
+    }
+
+    /// A struct of type `ty` that holds pointers, in [`Piece`]s, with its size as the host
+    /// lays it out; `None` where [`host_layout`](Self::host_layout) has no layout, or for
+    /// more than [`MAX_PIECES`] pieces.
+    fn host_pieces(&self, ty: &str) -> Option<(u64, Vec<Piece>)> {
+        let (size, _) = self.host_layout(ty, 0)?;
+        let mut pieces = Vec::new();
+        self.place_pieces(ty, 0, &mut Vec::new(), &mut pieces, 0)?;
+        Some((size, pieces))
+    }
+
+    fn place_pieces(
+        &self,
+        ty: &str,
+        at: u64,
+        path: &mut Vec<u64>,
+        pieces: &mut Vec<Piece>,
+        depth: u32,
+    ) -> Option<()> {
+        let ty = ty.trim();
+        if depth > 16 || pieces.len() >= MAX_PIECES {
+            return None;
+        }
+        let mut piece = |bytes| {
+            pieces.push(Piece {
+                at,
+                path: path.clone(),
+                ty: ty.to_owned(),
+                bytes,
+            });
+            Some(())
+        };
+        if let Some((size, _)) = self.layout(ty, depth) {
+            return piece(Some(size));
+        }
+        if ty.ends_with('*') {
+            self.host_layout(ty, depth)?;
+            return piece(None);
+        }
+        if let Some((fields, packed)) = struct_fields(ty) {
+            let mut offset = 0u64;
+            for (index, field) in fields.into_iter().enumerate() {
+                let (size, align) = self.host_layout(field, depth + 1)?;
+                offset = offset.next_multiple_of(if packed { 1 } else { align });
+                path.push(index as u64);
+                self.place_pieces(field, at + offset, path, pieces, depth + 1)?;
+                path.pop();
+                offset += size;
+            }
+            return Some(());
+        }
+        if let Some((count, element)) = array_of(ty) {
+            let (size, _) = self.host_layout(element, depth + 1)?;
+            for index in 0..count.min(MAX_PIECES as u64 + 1) {
+                path.push(index);
+                self.place_pieces(element, at + index * size, path, pieces, depth + 1)?;
+                path.pop();
+            }
+            return Some(());
+        }
+        let body = self.types.get(ty)?;
+        self.place_pieces(body, at, path, pieces, depth + 1)
+    }
+
     /// The layout of a struct's fields (`i32, float`), packed or aligned.
     fn struct_layout(&self, fields: &str, depth: u32, packed: bool) -> Option<(u64, u64)> {
         let (mut size, mut align) = (0u64, 1u64);
@@ -1153,6 +1331,26 @@ fn pointer_space(param: &str) -> Option<u32> {
         }
         _ => Some(0),
     }
+}
+
+/// The fields of a literal struct type (`{ i32, float }`), and whether it is packed
+/// (`<{ ... }>`).
+fn struct_fields(ty: &str) -> Option<(Vec<&str>, bool)> {
+    let (inner, packed) = match ty.strip_prefix("<{").and_then(|t| t.strip_suffix("}>")) {
+        Some(inner) => (inner, true),
+        None => (ty.strip_prefix('{')?.strip_suffix('}')?, false),
+    };
+    let fields = top_level_commas(inner)
+        .into_iter()
+        .filter(|field| !field.trim().is_empty())
+        .collect();
+    Some((fields, packed))
+}
+
+/// The length and element type of an array type (`[3 x i64]`).
+fn array_of(ty: &str) -> Option<(u64, &str)> {
+    let (count, element) = ty.strip_prefix('[')?.strip_suffix(']')?.split_once(" x ")?;
+    Some((count.trim().parse().ok()?, element))
 }
 
 /// `text` split at the commas outside brackets.
@@ -1355,15 +1553,22 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
             err.contains("kernel 'scale': argument 'scratch' is a private"),
             "{err}"
         );
-        let holding_a_pointer = SPIR.replace(
-            "i8 %by",
-            "%struct.holder* byval(%struct.holder) align 8 %by",
-        ) + "%struct.holder = type { i32, float addrspace(1)* }\n";
-        let err = translate(&holding_a_pointer).unwrap_err();
-        assert!(
-            err.contains("argument 'by' is a struct by value of type '%struct.holder'"),
-            "{err}"
-        );
+        // A struct may hold global pointers, which reach what the door finds them in; never
+        // private or local ones, which would be addresses of no memory the card gives it.
+        for pointer in ["float*", "float addrspace(3)*", "<2 x float addrspace(1)*>"] {
+            let holding_a_pointer = SPIR.replace(
+                "i8 %by",
+                "%struct.holder* byval(%struct.holder) align 8 %by",
+            ) + &format!("%struct.holder = type {{ i32, {pointer} }}\n");
+            let err = translate(&holding_a_pointer).unwrap_err();
+            assert!(
+                err.contains(
+                    "argument 'by' is a struct by value of type '%struct.holder' holding a \
+                     pointer that is not to global or constant memory"
+                ),
+                "{pointer}: {err}"
+            );
+        }
         let half_vector = SPIR.replace("i8 %by", "<4 x i1024> %by");
         let err = translate(&half_vector).unwrap_err();
         assert!(
@@ -1378,6 +1583,64 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
         );
         let no_kernel = SPIR.replace("spir_kernel", "spir_func");
         assert!(translate(&no_kernel).unwrap_err().contains("no kernel"));
+    }
+
+    #[test]
+    fn a_structs_global_pointers_arrive_as_arguments_of_their_own_and_the_shim_puts_it_together() {
+        // dpnp's indexers: pointers after numbers, and structs of them, nested.
+        let by_value = SPIR.replace(
+            "i8 %by, i64 %count",
+            "%struct.strided* byval(%struct.strided) align 8 %by, i64 %count, \
+             %struct.combined* byval(%struct.combined) align 8 %both",
+        ) + "%struct.strided = type { i32, i64, i8 addrspace(1)* }\n\
+             %struct.combined = type { %struct.strided, [2 x i16], { float addrspace(1)*, i32 } }\n";
+        let translated = translate(&by_value).unwrap();
+        let kernel = &translated.kernels[0];
+        let args: Vec<(&str, &Arg)> = kernel
+            .args
+            .iter()
+            .map(|(name, arg)| (name.as_str(), arg))
+            .collect();
+        // The host's layouts: 24 bytes, its pointer at 16; 48, its pointers at 16 and 32.
+        assert_eq!(
+            args[2..],
+            [
+                ("by", &Arg::Number("void *", 24)),
+                ("count", &Arg::Number("unsigned long long", 8)),
+                ("both", &Arg::Number("void *", 48)),
+                ("__field_pointer2@16", &Arg::Global),
+                ("__field_pointer4@16", &Arg::Global),
+                ("__field_pointer4@32", &Arg::Global),
+            ]
+        );
+        assert_eq!(
+            super::super::field_pointer("__field_pointer4@32"),
+            Some((4, 32))
+        );
+        assert_eq!(super::super::field_pointer("count"), None);
+        let ir = &translated.ir;
+        for line in [
+            "define void @__accelhost_args_scale(float* %a0, float* %a1, i8* %a2, i64 %a3, \
+             i8* %a4, i8* %h0, i8* %h1, float* %h2) {",
+            "  %c2 = alloca %struct.strided, align 16",
+            // The numbers before the pointer, copied whole: the i32 at 0, the i64 at 8.
+            "  %d2_1 = getelementptr inbounds %struct.strided, %struct.strided* %c2, i32 0, i32 1",
+            "  %s2_1 = getelementptr inbounds i8, i8* %a2, i32 8",
+            "  %v2_1 = load [8 x i8], [8 x i8]* %sb2_1, align 1",
+            "  store i8* %h0, i8** %d2_2, align 1",
+            // The nested struct's pointer is field 0 of its field 2.
+            "  %d4_4 = getelementptr inbounds %struct.combined, %struct.combined* %c4, i32 0, \
+             i32 2, i32 0",
+            "  store float* %h2, float** %d4_4, align 1",
+            "  %s4_5 = getelementptr inbounds i8, i8* %a4, i32 40",
+            "  call void @scale(float* %a0, float* %a1, %struct.strided* byval(%struct.strided) \
+             %c2, i64 %a3, %struct.combined* byval(%struct.combined) %c4)",
+        ] {
+            assert!(ir.contains(line), "{line} in {ir}");
+        }
+        let module = Definitions::of(&by_value);
+        assert_eq!(module.host_layout("%struct.combined", 0), Some((48, 8)));
+        assert_eq!(module.layout("%struct.combined", 0), None);
     }
 
     #[test]
