@@ -1089,7 +1089,8 @@ impl Kernel {
     }
 }
 
-/// `clSetKernelArgMemPointerINTEL`: a unified-shared-memory pointer as argument `index`.
+/// `clSetKernelArgMemPointerINTEL`: a unified-shared-memory pointer, or NULL, as argument
+/// `index`.
 pub(crate) extern "C" fn set_kernel_arg_mem_pointer(
     handle: *mut c_void,
     index: cl_uint,
@@ -1103,6 +1104,11 @@ pub(crate) extern "C" fn set_kernel_arg_mem_pointer(
             Some(Some(arg)) if arg.kind != ArgKind::Global => return Err(CL_INVALID_ARG_VALUE),
             None if index >= MAX_UNDESCRIBED_ARGS => return Err(CL_INVALID_ARG_INDEX),
             _ => {}
+        }
+        // A null pointer is a value a kernel may take (SYCL passes one for an unused output).
+        if ptr.is_null() {
+            kernel.set(index, ArgValue::Null);
+            return Ok(());
         }
         let (allocation, offset) = crate::usm::find(ptr).ok_or(CL_INVALID_ARG_VALUE)?;
         kernel.set(index, ArgValue::Usm(allocation, offset));

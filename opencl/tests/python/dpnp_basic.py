@@ -46,6 +46,7 @@ def main():
          a.reshape(40, 50).sum(axis=0)),
         ("transpose, copied", lambda: dpnp.ascontiguousarray(x.reshape(40, 50).T),
          np.ascontiguousarray(a.reshape(40, 50).T)),
+        ("argmax", lambda: dpnp.argmax(y), np.argmax(b)),
         ("multiply", lambda: x * y, a * b),
         ("sum", lambda: dpnp.sum(x), a.sum()),
         ("sum of floats", lambda: dpnp.sum(dpnp.asarray(a, dtype=dpnp.float32, sycl_queue=queue)),
