@@ -497,6 +497,24 @@ VECTORS(uint)
 VECTORS(llong)
 VECTORS(ullong)
 
+/* Classification of vectors: each lane -1 (every bit set) when it holds, else 0; an int
+ * lane for a float, a long one for a double. */
+#define CLASSIFY_EACH(R, V, N, name)                              \
+    R OVL name(V x) {                                             \
+        R r;                                                      \
+        for (int i = 0; i < N; i++) r[i] = name(x[i]) ? -1 : 0;   \
+        return r;                                                 \
+    }
+#define CLASSIFY_WIDTHS(R, V, name)                                                          \
+    CLASSIFY_EACH(R##2, V##2, 2, name) CLASSIFY_EACH(R##3, V##3, 3, name)                  \
+    CLASSIFY_EACH(R##4, V##4, 4, name) CLASSIFY_EACH(R##8, V##8, 8, name)                  \
+    CLASSIFY_EACH(R##16, V##16, 16, name)
+#define CLASSIFY_VECTORS(name) CLASSIFY_WIDTHS(int, float, name) CLASSIFY_WIDTHS(llong, double, name)
+CLASSIFY_VECTORS(isnan)
+CLASSIFY_VECTORS(isinf)
+CLASSIFY_VECTORS(isfinite)
+CLASSIFY_VECTORS(signbit)
+
 /* convert_T and convert_TN between any two scalar types, with OpenCL's default rounding:
  * toward zero into integers (out of range saturates: the build has nontrapping-fptoint),
  * to nearest even into floating point (the _sat and _rt* forms are at the end). The
