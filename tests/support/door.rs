@@ -295,8 +295,10 @@ pub fn spirv_of(source: &str) -> Result<Vec<u8>, Outcome> {
         std::env::temp_dir().join(format!("accelhost-spirv-{}-{source}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let (bitcode, module) = (work.join("k.bc"), work.join("k.spv"));
+    // SPIR is written as a SYCL compiler hands it on, already optimized: clang's optimizer
+    // would lay its struct accesses out anew.
     let language: &[&str] = if source.ends_with(".ll") {
-        &["-x", "ir"]
+        &["-x", "ir", "-O0"]
     } else {
         &[
             "-x",
@@ -304,11 +306,12 @@ pub fn spirv_of(source: &str) -> Result<Vec<u8>, Outcome> {
             "-cl-std=CL1.2",
             "-Xclang",
             "-finclude-default-header",
+            "-O2",
         ]
     };
     let compiled = Command::new("clang")
         .args(language)
-        .args(["--target=spir64-unknown-unknown", "-O2", "-emit-llvm", "-c"])
+        .args(["--target=spir64-unknown-unknown", "-emit-llvm", "-c"])
         .arg(&path)
         .arg("-o")
         .arg(&bitcode)

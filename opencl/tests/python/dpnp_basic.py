@@ -47,6 +47,7 @@ def main():
         ("transpose, copied", lambda: dpnp.ascontiguousarray(x.reshape(40, 50).T),
          np.ascontiguousarray(a.reshape(40, 50).T)),
         ("argmax", lambda: dpnp.argmax(y), np.argmax(b)),
+        ("roll", lambda: dpnp.roll(x.reshape(40, 50), 3, axis=1), np.roll(a.reshape(40, 50), 3, axis=1)),
         ("multiply", lambda: x * y, a * b),
         ("sum", lambda: dpnp.sum(x), a.sum()),
         ("sum of floats", lambda: dpnp.sum(dpnp.asarray(a, dtype=dpnp.float32, sycl_queue=queue)),

@@ -320,12 +320,16 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
     let mut built_ins = BTreeSet::new();
     let mut kernels = Vec::new();
     let mut shims = String::new();
+    let mut redefined: HashMap<&str, String> = HashMap::new();
     let definitions = Definitions::of(spir);
     for line in spir.lines() {
         if line.starts_with("define ") && line.contains(" spir_kernel ") {
-            let (kernel, shim) = kernel_of(line, &definitions)?;
+            let (kernel, shim, definition) = kernel_of(line, &definitions)?;
             kernels.push(kernel);
             shims.push_str(&shim);
+            if let Some(definition) = definition {
+                redefined.insert(line, definition);
+            }
         }
         if !line.starts_with("declare ") {
             continue;
@@ -359,6 +363,7 @@ pub fn translate(spir: &str) -> Result<Translated, String> {
         if line.starts_with("target datalayout") || line.starts_with("target triple") {
             continue;
         }
+        let line = redefined.get(line).map_or(line, String::as_str);
         let line = renamed_functions(&flat_memory(line), &renamed);
         if line.starts_with("declare ")
             && function_name(&line).is_some_and(|name| GENERIC_CASTS.contains(&name))
@@ -791,9 +796,13 @@ fn parse_type(rest: &mut &str, substitutions: &mut Vec<Type>) -> Option<Type> {
 }
 
 /// A kernel's name and arguments from its `define` line, with the kinds its SPIR types and
-/// `kernel_arg_type` metadata (for the signedness of small numbers) give, and the shim (IR,
-/// empty when none) that takes its structs and vectors by value as the card passes them.
-fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), String> {
+/// `kernel_arg_type` metadata (for the signedness of small numbers) give, the shim (IR,
+/// empty when none) that takes its structs and vectors by value as the card passes them, and
+/// the `define` line rewritten when the kernel takes a struct holding pointers.
+fn kernel_of(
+    define: &str,
+    module: &Definitions,
+) -> Result<(Kernel, String, Option<String>), String> {
     let name = function_name(define)
         .ok_or_else(|| "a kernel's definition names no function".to_owned())?
         .to_owned();
@@ -820,6 +829,9 @@ fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), Str
     let mut args = Vec::new();
     // The global pointers of structs passed by value, after every argument of the kernel's.
     let mut hidden = Vec::new();
+    // The `byval` attributes of those structs, which the kernel's definition loses: the shim
+    // hands it the struct in the host's layout, which is larger than the card's.
+    let mut unbyval = Vec::new();
     let mut shim = Shim::default();
     for (index, param) in top_level_commas(&define[open + 1..close])
         .into_iter()
@@ -845,18 +857,26 @@ fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), Str
                 shim.by_value(index, &ty, size, Some(&attribute));
                 continue;
             }
-            let (size, pieces) = module.host_pieces(value).ok_or_else(|| {
+            let (size, pointers) = module.host_pointers(value).ok_or_else(|| {
                 refuse(&format!(
                     "is a struct by value of type '{value}' holding a pointer that is not to \
                      global or constant memory, a vector of pointers, more than \
-                     {MAX_PIECES} pieces, or a type of no known layout"
+                     {MAX_POINTERS} pointers, or a type of no known layout"
                 ))
             })?;
-            for piece in pieces.iter().filter(|piece| piece.bytes.is_none()) {
-                hidden.push((field_pointer_name(index, piece.at), Arg::Global));
+            if let Some(line) = module.layout_dependent_use(value) {
+                let line: String = line.chars().take(200).collect();
+                return Err(refuse(&format!(
+                    "is a struct by value of type '{value}' holding pointers, which the \
+                     program reads by the card's layout, where the host's is given: '{line}'"
+                )));
+            }
+            for (at, _) in &pointers {
+                hidden.push((field_pointer_name(index, *at), Arg::Global));
             }
             args.push((arg_name, by_value(size)));
-            shim.holding_pointers(index, &ty, value, &attribute, &pieces);
+            shim.holding_pointers(index, &ty, size, &pointers);
+            unbyval.push(attribute);
             continue;
         }
         if param.contains("byref(") {
@@ -902,25 +922,20 @@ fn kernel_of(define: &str, module: &Definitions) -> Result<(Kernel, String), Str
     }
     args.extend(hidden);
     let (entry, shim) = shim.finish(&name);
-    Ok((Kernel { name, entry, args }, shim))
+    let definition = unbyval
+        .iter()
+        .fold(define.to_owned(), |definition, attribute| {
+            definition.replace(&format!(" {attribute}"), "")
+        });
+    Ok((
+        Kernel { name, entry, args },
+        shim,
+        (definition != define).then_some(definition),
+    ))
 }
 
-/// The most pieces ([`Piece`]) a struct holding pointers may be passed in.
-const MAX_PIECES: usize = 256;
-
-/// A part of a struct passed by value that holds pointers, as the host lays the struct out.
-struct Piece {
-    /// Where it starts in the host's layout.
-    at: u64,
-    /// The indices that reach it in the struct's type (a `getelementptr`'s, after the 0).
-    path: Vec<u64>,
-    /// Its type.
-    ty: String,
-    /// Its size, for a part without pointers (the same in both layouts, so copied whole);
-    /// `None` for a pointer to global or constant memory, which the card's layout makes
-    /// 4 bytes and which arrives as an argument of its own.
-    bytes: Option<u64>,
-}
+/// The most global pointers a struct passed by value may hold.
+const MAX_POINTERS: usize = 256;
 
 /// How a value of `size` bytes travels from the card's registers: in a word, two, or as a
 /// pointer to its copy.
@@ -987,51 +1002,40 @@ impl Shim {
         }
     }
 
-    /// Parameter `index`, a struct of type `value` holding pointers, which the kernel takes
-    /// as `ty` with `attribute`: it arrives as a pointer to its copy in the host's layout, and
-    /// each of its pointers as a parameter after the kernel's own; the shim puts the pieces
-    /// together in the card's layout.
-    fn holding_pointers(
-        &mut self,
-        index: usize,
-        ty: &str,
-        value: &str,
-        attribute: &str,
-        pieces: &[Piece],
-    ) {
+    /// Parameter `index`, a struct of `size` bytes in the host's layout holding global
+    /// `pointers` (where, and of which type), which the kernel takes as `ty`: it arrives as a
+    /// pointer to its copy, and each of its pointers as a parameter after the kernel's own.
+    /// The kernel gets the struct in the host's layout, each pointer's 8 bytes holding the
+    /// card's address: SYCL's kernels read such a struct as the host's, its pointers as
+    /// 64-bit integers (so the kernel's definition takes it by pointer, not by value, whose
+    /// copy would be of the card's smaller layout).
+    fn holding_pointers(&mut self, index: usize, ty: &str, size: u64, pointers: &[(u64, String)]) {
         self.needed = true;
         self.params.push(format!("i8* %a{index}"));
-        let _ = writeln!(self.body, "  %c{index} = alloca {value}, align 16");
-        for (n, piece) in pieces.iter().enumerate() {
-            let path: String = piece.path.iter().map(|i| format!(", i32 {i}")).collect();
-            let (place, piece_ty) = (format!("%d{index}_{n}"), &piece.ty);
-            let _ = writeln!(
+        let bytes = format!("[{size} x i8]");
+        let _ = write!(
+            self.body,
+            "  %c{index} = alloca {bytes}, align 16\n\
+             \x20 %b{index} = bitcast i8* %a{index} to {bytes}*\n\
+             \x20 %v{index} = load {bytes}, {bytes}* %b{index}, align 1\n\
+             \x20 store {bytes} %v{index}, {bytes}* %c{index}, align 16\n"
+        );
+        for (n, (at, pointer_ty)) in pointers.iter().enumerate() {
+            let pointer = format!("%h{}", self.hidden.len());
+            self.hidden.push(format!("{pointer_ty} {pointer}"));
+            let _ = write!(
                 self.body,
-                "  {place} = getelementptr inbounds {value}, {ty} %c{index}, i32 0{path}"
+                "  %q{index}_{n} = getelementptr inbounds {bytes}, {bytes}* %c{index}, i32 0, i32 {at}\n\
+                 \x20 %w{index}_{n} = bitcast i8* %q{index}_{n} to i64*\n\
+                 \x20 %x{index}_{n} = ptrtoint {pointer_ty} {pointer} to i64\n\
+                 \x20 store i64 %x{index}_{n}, i64* %w{index}_{n}, align 1\n"
             );
-            match piece.bytes {
-                Some(size) => {
-                    let (at, bytes) = (piece.at, format!("[{size} x i8]"));
-                    let _ = write!(
-                        self.body,
-                        "  %s{index}_{n} = getelementptr inbounds i8, i8* %a{index}, i32 {at}\n\
-                         \x20 %sb{index}_{n} = bitcast i8* %s{index}_{n} to {bytes}*\n\
-                         \x20 %v{index}_{n} = load {bytes}, {bytes}* %sb{index}_{n}, align 1\n\
-                         \x20 %db{index}_{n} = bitcast {piece_ty}* {place} to {bytes}*\n\
-                         \x20 store {bytes} %v{index}_{n}, {bytes}* %db{index}_{n}, align 1\n"
-                    );
-                }
-                None => {
-                    let pointer = format!("%h{}", self.hidden.len());
-                    self.hidden.push(format!("{piece_ty} {pointer}"));
-                    let _ = writeln!(
-                        self.body,
-                        "  store {piece_ty} {pointer}, {piece_ty}* {place}, align 1"
-                    );
-                }
-            }
         }
-        self.args.push(format!("{ty} {attribute} %c{index}"));
+        let _ = writeln!(
+            self.body,
+            "  %p{index} = bitcast {bytes}* %c{index} to {ty}"
+        );
+        self.args.push(format!("{ty} %p{index}"));
     }
 
     /// The function the NDRange loop calls for kernel `name`, and the shim's IR (empty when
@@ -1104,6 +1108,7 @@ fn between<'a>(text: &'a str, open: &str, close: char) -> Option<&'a str> {
 /// (with their layouts as they are worked out) and its metadata nodes. Lookups cost the same
 /// however many kernels and arguments a module has.
 struct Definitions<'a> {
+    spir: &'a str,
     types: HashMap<&'a str, &'a str>,
     nodes: HashMap<&'a str, &'a str>,
     layouts: RefCell<HashMap<&'a str, Option<(u64, u64)>>>,
@@ -1125,6 +1130,7 @@ impl<'a> Definitions<'a> {
             }
         }
         Definitions {
+            spir,
             types,
             nodes,
             layouts: RefCell::new(HashMap::new()),
@@ -1184,6 +1190,12 @@ impl<'a> Definitions<'a> {
     /// layout, which the host's C++ matches); `None` for other pointers, vectors of pointers,
     /// and nesting past 16.
     fn host_layout(&self, ty: &str, depth: u32) -> Option<(u64, u64)> {
+        self.layout_with_pointers(ty, 8, depth)
+    }
+
+    /// [`host_layout`](Self::host_layout) with pointers of `pointer` bytes: 8 for the host's
+    /// layout, 4 for the card's.
+    fn layout_with_pointers(&self, ty: &str, pointer: u64, depth: u32) -> Option<(u64, u64)> {
         if depth > 16 {
             return None;
         }
@@ -1192,12 +1204,13 @@ impl<'a> Definitions<'a> {
             return Some(known);
         }
         if ty.ends_with('*') {
-            return matches!(pointer_space(ty)?, 1 | 2 | 4).then_some((8, 8));
+            return matches!(pointer_space(ty)?, 1 | 2 | 4).then_some((pointer, pointer));
         }
         if let Some((fields, packed)) = struct_fields(ty) {
             let (mut size, mut align) = (0u64, 1u64);
             for field in fields {
-                let (field_size, field_align) = self.host_layout(field, depth + 1)?;
+                let (field_size, field_align) =
+                    self.layout_with_pointers(field, pointer, depth + 1)?;
                 let field_align = if packed { 1 } else { field_align };
                 size = size.next_multiple_of(field_align).checked_add(field_size)?;
                 align = align.max(field_align);
@@ -1205,74 +1218,143 @@ impl<'a> Definitions<'a> {
             return Some((size.next_multiple_of(align), align));
         }
         if let Some((count, element)) = array_of(ty) {
-            let (size, align) = self.host_layout(element, depth + 1)?;
+            let (size, align) = self.layout_with_pointers(element, pointer, depth + 1)?;
             return Some((count.checked_mul(size)?, align));
         }
         let body = self.types.get(ty)?;
-        self.host_layout(body, depth + 1)
+        self.layout_with_pointers(body, pointer, depth + 1)
     }
 
-    /// A struct of type `ty` that holds pointers, in [`Piece`]s, with its size as the host
-    /// lays it out; `None` where [`host_layout`](Self::host_layout) has no layout, or for
-    /// more than [`MAX_PIECES`] pieces.
-    fn host_pieces(&self, ty: &str) -> Option<(u64, Vec<Piece>)> {
+    /// Where a `getelementptr` over type `ty` with `indices` (its constant ones, `None` for one
+    /// computed) lands in the host's layout and in the card's (pointers 8 and 4 bytes), while
+    /// both are known; `None` once an index is computed or past what the type holds.
+    fn offsets(&self, ty: &str, indices: &[Option<u64>]) -> Option<(u64, u64)> {
+        let (first, rest) = indices.split_first()?;
+        let (host_size, _) = self.layout_with_pointers(ty, 8, 0)?;
+        let (card_size, _) = self.layout_with_pointers(ty, 4, 0)?;
+        let (mut host, mut card) = (
+            host_size.checked_mul((*first)?)?,
+            card_size.checked_mul((*first)?)?,
+        );
+        let mut ty = ty.trim().to_owned();
+        for index in rest {
+            let index = (*index)?;
+            while let Some(body) = self.types.get(ty.as_str()) {
+                ty = body.trim().to_owned();
+            }
+            if let Some((fields, packed)) = struct_fields(&ty) {
+                let field = fields.get(usize::try_from(index).ok()?)?;
+                for (pointer, at) in [(8, &mut host), (4, &mut card)] {
+                    let mut offset = 0u64;
+                    for earlier in &fields[..index as usize] {
+                        let (size, align) = self.layout_with_pointers(earlier, pointer, 0)?;
+                        offset = offset.next_multiple_of(if packed { 1 } else { align }) + size;
+                    }
+                    let (_, align) = self.layout_with_pointers(field, pointer, 0)?;
+                    *at += offset.next_multiple_of(if packed { 1 } else { align });
+                }
+                ty = field.trim().to_owned();
+            } else if let Some((_, element)) = array_of(&ty) {
+                host += self
+                    .layout_with_pointers(element, 8, 0)?
+                    .0
+                    .checked_mul(index)?;
+                card += self
+                    .layout_with_pointers(element, 4, 0)?
+                    .0
+                    .checked_mul(index)?;
+                ty = element.trim().to_owned();
+            } else {
+                return None;
+            }
+        }
+        Some((host, card))
+    }
+
+    /// The first instruction of `spir` that reads a struct of type `ty` (which holds pointers)
+    /// where the host's layout and the card's differ: a `getelementptr` over the type that
+    /// lands at different offsets in the two, or one with a computed index, or the whole
+    /// struct loaded, stored or allocated. A kernel's struct is the host's bytes (SYCL's
+    /// kernels read it as the host's); an access by the card's layout would read the wrong
+    /// bytes, so such a program is refused.
+    fn layout_dependent_use(&self, ty: &str) -> Option<&'a str> {
+        let over = format!("{ty}, {ty}* ");
+        let (load, alloca, store) = (
+            format!("= load {ty}, "),
+            format!("= alloca {ty}"),
+            format!("store {ty} "),
+        );
+        self.spir.lines().map(str::trim).find(|line| {
+            if line.contains(&load) || line.contains(&alloca) || line.starts_with(&store) {
+                return true;
+            }
+            let Some(at) = line
+                .find("getelementptr")
+                .and_then(|g| line[g..].find(&over).map(|o| g + o))
+            else {
+                return false;
+            };
+            // The indices follow the base operand: `, i64 0, i32 2`, up to a `)` closing a
+            // constant expression.
+            let rest = &line[at + over.len()..];
+            let rest = rest.split(')').next().unwrap_or(rest);
+            let indices: Vec<Option<u64>> = rest
+                .split(',')
+                .skip(1)
+                .map(|index| index.trim().rsplit(' ').next().and_then(|n| n.parse().ok()))
+                .collect();
+            !matches!(self.offsets(ty, &indices), Some((host, card)) if host == card)
+        })
+    }
+
+    /// The size of a struct of type `ty` as the host lays it out, and where its global
+    /// pointers are in it, with their types; `None` where [`host_layout`](Self::host_layout)
+    /// has no layout, or for more than [`MAX_POINTERS`] pointers.
+    fn host_pointers(&self, ty: &str) -> Option<(u64, Vec<(u64, String)>)> {
         let (size, _) = self.host_layout(ty, 0)?;
-        let mut pieces = Vec::new();
-        self.place_pieces(ty, 0, &mut Vec::new(), &mut pieces, 0)?;
-        Some((size, pieces))
+        let mut pointers = Vec::new();
+        self.place_pointers(ty, 0, &mut pointers, 0)?;
+        Some((size, pointers))
     }
 
-    fn place_pieces(
+    fn place_pointers(
         &self,
         ty: &str,
         at: u64,
-        path: &mut Vec<u64>,
-        pieces: &mut Vec<Piece>,
+        pointers: &mut Vec<(u64, String)>,
         depth: u32,
     ) -> Option<()> {
         let ty = ty.trim();
-        if depth > 16 || pieces.len() >= MAX_PIECES {
+        if depth > 16 || pointers.len() > MAX_POINTERS {
             return None;
         }
-        let mut piece = |bytes| {
-            pieces.push(Piece {
-                at,
-                path: path.clone(),
-                ty: ty.to_owned(),
-                bytes,
-            });
-            Some(())
-        };
-        if let Some((size, _)) = self.layout(ty, depth) {
-            return piece(Some(size));
+        if self.layout(ty, depth).is_some() {
+            return Some(());
         }
         if ty.ends_with('*') {
             self.host_layout(ty, depth)?;
-            return piece(None);
+            pointers.push((at, ty.to_owned()));
+            return Some(());
         }
         if let Some((fields, packed)) = struct_fields(ty) {
             let mut offset = 0u64;
-            for (index, field) in fields.into_iter().enumerate() {
+            for field in fields {
                 let (size, align) = self.host_layout(field, depth + 1)?;
                 offset = offset.next_multiple_of(if packed { 1 } else { align });
-                path.push(index as u64);
-                self.place_pieces(field, at + offset, path, pieces, depth + 1)?;
-                path.pop();
+                self.place_pointers(field, at + offset, pointers, depth + 1)?;
                 offset += size;
             }
             return Some(());
         }
         if let Some((count, element)) = array_of(ty) {
             let (size, _) = self.host_layout(element, depth + 1)?;
-            for index in 0..count.min(MAX_PIECES as u64 + 1) {
-                path.push(index);
-                self.place_pieces(element, at + index * size, path, pieces, depth + 1)?;
-                path.pop();
+            for index in 0..count.min(MAX_POINTERS as u64 + 1) {
+                self.place_pointers(element, at + index * size, pointers, depth + 1)?;
             }
             return Some(());
         }
         let body = self.types.get(ty)?;
-        self.place_pieces(body, at, path, pieces, depth + 1)
+        self.place_pointers(body, at, pointers, depth + 1)
     }
 
     /// The layout of a struct's fields (`i32, float`), packed or aligned.
@@ -1622,21 +1704,47 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
         for line in [
             "define void @__accelhost_args_scale(float* %a0, float* %a1, i8* %a2, i64 %a3, \
              i8* %a4, i8* %h0, i8* %h1, float* %h2) {",
-            "  %c2 = alloca %struct.strided, align 16",
-            // The numbers before the pointer, copied whole: the i32 at 0, the i64 at 8.
-            "  %d2_1 = getelementptr inbounds %struct.strided, %struct.strided* %c2, i32 0, i32 1",
-            "  %s2_1 = getelementptr inbounds i8, i8* %a2, i32 8",
-            "  %v2_1 = load [8 x i8], [8 x i8]* %sb2_1, align 1",
-            "  store i8* %h0, i8** %d2_2, align 1",
-            // The nested struct's pointer is field 0 of its field 2.
-            "  %d4_4 = getelementptr inbounds %struct.combined, %struct.combined* %c4, i32 0, \
-             i32 2, i32 0",
-            "  store float* %h2, float** %d4_4, align 1",
-            "  %s4_5 = getelementptr inbounds i8, i8* %a4, i32 40",
-            "  call void @scale(float* %a0, float* %a1, %struct.strided* byval(%struct.strided) \
-             %c2, i64 %a3, %struct.combined* byval(%struct.combined) %c4)",
+            // The struct in the host's layout, each pointer's 8 bytes the card's address.
+            "  %c2 = alloca [24 x i8], align 16",
+            "  %v2 = load [24 x i8], [24 x i8]* %b2, align 1",
+            "  %q2_0 = getelementptr inbounds [24 x i8], [24 x i8]* %c2, i32 0, i32 16",
+            "  %x2_0 = ptrtoint i8* %h0 to i64",
+            "  store i64 %x2_0, i64* %w2_0, align 1",
+            "  %p2 = bitcast [24 x i8]* %c2 to %struct.strided*",
+            // The nested struct's pointer at 32 of 48.
+            "  %q4_1 = getelementptr inbounds [48 x i8], [48 x i8]* %c4, i32 0, i32 32",
+            "  %x4_1 = ptrtoint float* %h2 to i64",
+            "  call void @scale(float* %a0, float* %a1, %struct.strided* %p2, i64 %a3, \
+             %struct.combined* %p4)",
+            // The kernel takes them by pointer: a copy by value would be the card's layout.
+            "%struct.strided* align 8 %by, i64 %count, %struct.combined* align 8 %both)",
         ] {
             assert!(ir.contains(line), "{line} in {ir}");
+        }
+        assert!(!ir.contains("byval(%struct.strided)"), "{ir}");
+
+        // The kernel gets the host's bytes: reading the struct by its own type where the
+        // card's layout puts a field elsewhere is refused, naming the instruction.
+        let reading = |gep: &str| {
+            translate(&by_value.replace(
+                "  ret void\n}",
+                &format!("  %t = getelementptr inbounds {gep}\n  ret void\n}}"),
+            ))
+        };
+        let same_place = "%struct.combined, %struct.combined* %both, i64 0, i32 1";
+        assert!(reading(same_place).is_ok());
+        for elsewhere in [
+            "%struct.combined, %struct.combined* %both, i64 0, i32 2, i32 1",
+            "%struct.combined, %struct.combined* %both, i64 %count",
+        ] {
+            let err = reading(elsewhere).unwrap_err();
+            assert!(
+                err.contains(
+                    "argument 'both' is a struct by value of type '%struct.combined' \
+                     holding pointers, which the program reads by the card's layout"
+                ) && err.contains(elsewhere),
+                "{err}"
+            );
         }
         let module = Definitions::of(&by_value);
         assert_eq!(module.host_layout("%struct.combined", 0), Some((48, 8)));
