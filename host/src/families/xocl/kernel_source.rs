@@ -24,7 +24,9 @@ use crate::types::Guid;
 mod spirv;
 mod work_item_loops;
 
-pub use spirv::{IL_VERSIONS, SpecType, is_spirv, spec_constants};
+pub use spirv::{
+    IL_VERSIONS, SpecType, field_pointer, field_pointer_name, is_spirv, spec_constants,
+};
 
 /// The environment variable naming the C compiler (default `clang` on `PATH`), as the SDK's.
 pub const CLANG_ENV: &str = "ACCELHOST_CLANG";
@@ -633,25 +635,6 @@ pub const NDRANGE_ARGS: [&str; 10] = [
     "__global_offset1",
     "__global_offset2",
 ];
-
-/// What names an argument [`field_pointer_name`] makes.
-const FIELD_POINTER: &str = "__field_pointer";
-
-/// The name of the argument that carries the global pointer at byte `offset` (in the host's
-/// layout) of struct argument `index`, which a kernel built from SPIR-V takes by value. Such
-/// arguments follow the kernel's own (before the NDRange's); a door sets each from the
-/// pointer it finds in the struct's bytes, as it sets a pointer argument, and the card puts
-/// the struct together in its own layout.
-pub fn field_pointer_name(index: usize, offset: u64) -> String {
-    format!("{FIELD_POINTER}{index}@{offset}")
-}
-
-/// The struct argument and byte offset that an argument named by [`field_pointer_name`]
-/// stands for; `None` for any other argument.
-pub fn field_pointer(name: &str) -> Option<(usize, u64)> {
-    let (index, offset) = name.strip_prefix(FIELD_POINTER)?.split_once('@')?;
-    Some((index.parse().ok()?, offset.parse().ok()?))
-}
 
 /// Whether `kernel` is an OpenCL C kernel built by [`build_opencl`]: its last arguments are
 /// [`NDRANGE_ARGS`].

@@ -17,8 +17,6 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use super::field_pointer_name;
-
 /// The first word of every SPIR-V module.
 pub const MAGIC: u32 = 0x0723_0203;
 /// The SPIR-V versions the translator reads, as OpenCL names them (`CL_DEVICE_IL_VERSION`).
@@ -934,6 +932,25 @@ fn kernel_of(
     ))
 }
 
+/// What names an argument [`field_pointer_name`] makes.
+const FIELD_POINTER: &str = "__field_pointer";
+
+/// The name of the argument that carries the global pointer at byte `offset` (in the host's
+/// layout) of struct argument `index`, which a kernel built from SPIR-V takes by value. Such
+/// arguments follow the kernel's own (before the NDRange's); a door sets each from the
+/// pointer it finds in the struct's bytes, as it sets a pointer argument, and the card puts
+/// the struct together in its own layout.
+pub fn field_pointer_name(index: usize, offset: u64) -> String {
+    format!("{FIELD_POINTER}{index}@{offset}")
+}
+
+/// The struct argument and byte offset that an argument named by [`field_pointer_name`]
+/// stands for; `None` for any other argument.
+pub fn field_pointer(name: &str) -> Option<(usize, u64)> {
+    let (index, offset) = name.strip_prefix(FIELD_POINTER)?.split_once('@')?;
+    Some((index.parse().ok()?, offset.parse().ok()?))
+}
+
 /// The most global pointers a struct passed by value may hold.
 const MAX_POINTERS: usize = 256;
 
@@ -1695,11 +1712,8 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
                 ("__field_pointer4@32", &Arg::Global),
             ]
         );
-        assert_eq!(
-            super::super::field_pointer("__field_pointer4@32"),
-            Some((4, 32))
-        );
-        assert_eq!(super::super::field_pointer("count"), None);
+        assert_eq!(super::field_pointer("__field_pointer4@32"), Some((4, 32)));
+        assert_eq!(super::field_pointer("count"), None);
         let ir = &translated.ir;
         for line in [
             "define void @__accelhost_args_scale(float* %a0, float* %a1, i8* %a2, i64 %a3, \
