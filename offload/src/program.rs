@@ -220,7 +220,9 @@ impl Kernel {
         for arg in struct_pointers {
             let pointer = field_pointer(&arg.name)
                 .and_then(|(of, offset)| match values.get(of) {
-                    Some(Value::Bytes(bytes)) => bytes.get(offset as usize..offset as usize + 8),
+                    Some(Value::Bytes(bytes)) => usize::try_from(offset)
+                        .ok()
+                        .and_then(|at| bytes.get(at..at.checked_add(8)?)),
                     _ => None,
                 })
                 .ok_or_else(|| {

@@ -188,8 +188,10 @@ impl StructPointer {
     /// the unified-shared-memory allocation it points into. Any other address is
     /// `CL_INVALID_ARG_VALUE`, said: it is nothing the card holds.
     fn value(&self, kernel: &str, bytes: &[u8]) -> ClResult<ArgValue> {
-        let word = bytes
-            .get(self.offset..self.offset + 8)
+        let word = self
+            .offset
+            .checked_add(8)
+            .and_then(|end| bytes.get(self.offset..end))
             .ok_or(CL_INVALID_ARG_SIZE)?;
         let address = u64::from_ne_bytes(word.try_into().expect("8 bytes")) as usize;
         if address == 0 {
