@@ -1544,3 +1544,30 @@ pub(crate) extern "C" fn enqueue_marker(queue: *mut c_void, event: *mut *mut c_v
 pub(crate) extern "C" fn enqueue_barrier(queue: *mut c_void) -> cl_int {
     enqueue_marker_with_wait_list(queue, 0, std::ptr::null(), std::ptr::null_mut())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_structs_pointer_is_null_an_allocation_or_refused_and_its_offset_never_wraps() {
+        let at = |offset| StructPointer {
+            slot: 1,
+            of: 0,
+            offset,
+        };
+        let mut bytes = vec![0u8; 16];
+        assert!(matches!(at(8).value("k", &bytes), Ok(ArgValue::Null)));
+        // An address in no allocation, and 8 bytes past the struct's end.
+        bytes[8..].copy_from_slice(&0x1234_5000u64.to_ne_bytes());
+        assert!(matches!(
+            at(8).value("k", &bytes),
+            Err(CL_INVALID_ARG_VALUE)
+        ));
+        assert!(matches!(at(9).value("k", &bytes), Err(CL_INVALID_ARG_SIZE)));
+        assert!(matches!(
+            at(usize::MAX - 3).value("k", &bytes),
+            Err(CL_INVALID_ARG_SIZE)
+        ));
+    }
+}
