@@ -1275,8 +1275,8 @@ fn spirv_programs_run_through_dpctl_and_pyopencl_and_stray_kernels_fail_alone() 
 /// first builds its program from source (clang, through a wrapper that logs each run,
 /// compiles it); the second, with the same source and options, takes the build the first
 /// kept (clang only preprocesses it and names its own headers' folder); the third, with
-/// another `-D` value, is built anew, but links the runtime an earlier process compiled and
-/// kept. Each checks its kernel's results.
+/// another `-D` value, is built anew, but links the runtime and reads the precompiled
+/// OpenCL header that an earlier process made and kept. Each checks its kernel's results.
 fn a_program_built_from_source_is_kept_for_the_next_process() -> Outcome {
     if let Some(why) = no_clang() {
         return missing(why);
@@ -1350,6 +1350,11 @@ fn a_program_built_from_source_is_kept_for_the_next_process() -> Outcome {
         !third.iter().any(|r| r.contains("runtime.c")),
         "a new build in a new process compiled the runtime, which an earlier process kept: \
          {third:#?}"
+    );
+    assert!(
+        !third.iter().any(|r| r.contains("-x cl-header")),
+        "a new build in a new process precompiled the OpenCL header, which an earlier \
+         process kept: {third:#?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
     Outcome::Passed

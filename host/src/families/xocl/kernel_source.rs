@@ -71,6 +71,10 @@ pub const MAX_IL_BYTES: usize = 16 << 20;
 const LOOP_PREFIX: &str = "__accelhost_ndrange_";
 /// How long one clang run may take before it is stopped.
 const COMPILE_DEADLINE: Duration = Duration::from_secs(120);
+/// The most of each of a tool's two streams of messages a build keeps.
+const MAX_LOG_BYTES: u64 = 1 << 20;
+/// The most a build reads of clang's syntax tree of a program, as JSON.
+const MAX_DUMP_BYTES: u64 = 64 << 20;
 
 /// HLS headers whose types the emulated card does not provide, with what they declare.
 const UNSUPPORTED_HEADERS: &[(&str, &str)] = &[
@@ -479,39 +483,13 @@ fn scratch_file(extension: &str) -> PathBuf {
     ))
 }
 
-/// Runs clang to its end or [`COMPILE_DEADLINE`]; `Ok` holds its messages.
-fn run_clang(mut command: Command, clang: &OsString) -> Result<String, KernelBuildError> {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().map_err(|e| {
-        KernelBuildError::NoCompiler(format!("{} cannot be run: {e}", clang.to_string_lossy()))
-    })?;
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| KernelBuildError::Compile(e.to_string()))?
-        {
-            break status;
-        }
-        if started.elapsed() > COMPILE_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(KernelBuildError::Compile(format!(
-                "clang ran for more than {} s and was stopped",
-                COMPILE_DEADLINE.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let output = child
-        .wait_with_output()
-        .map_err(|e| KernelBuildError::Compile(e.to_string()))?;
-    let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
-    log.push_str(&String::from_utf8_lossy(&output.stdout));
-    if status.success() {
+/// Runs clang (or the tool `tool` names) to its end or [`COMPILE_DEADLINE`]; `Ok` holds its
+/// messages, the first [`MAX_LOG_BYTES`] of each stream.
+fn run_clang(command: Command, clang: &OsString) -> Result<String, KernelBuildError> {
+    let ran = run_bounded(command, clang, MAX_LOG_BYTES)?;
+    let mut log = ran.log;
+    log.push_str(&String::from_utf8_lossy(&ran.stdout));
+    if ran.status.success() {
         Ok(log)
     } else if log.contains("unable to find library")
         || log.contains("wasm-ld: not found")
@@ -522,6 +500,155 @@ fn run_clang(mut command: Command, clang: &OsString) -> Result<String, KernelBui
     } else {
         Err(KernelBuildError::Compile(log.trim().to_owned()))
     }
+}
+
+/// What a tool run by [`run_bounded`] left behind.
+struct Ran {
+    status: std::process::ExitStatus,
+    /// Its standard output, whole.
+    stdout: Vec<u8>,
+    /// Its messages, cut at [`MAX_LOG_BYTES`] (the cut said at the end).
+    log: String,
+}
+
+/// Runs `command` (the tool `tool` names) to its end or [`COMPILE_DEADLINE`], its standard
+/// output (at most `stdout_max` bytes) and its messages written to files of its own. Pipes
+/// would stop a tool that says more than a pipe holds (64 KiB: a thousand warnings) until
+/// the deadline, since nothing reads them while it runs; the files are bounded instead, and
+/// a tool that writes past either bound is stopped and its build fails, naming the bound.
+fn run_bounded(
+    mut command: Command,
+    tool: &OsString,
+    stdout_max: u64,
+) -> Result<Ran, KernelBuildError> {
+    let mut stdout = unnamed_file()?;
+    let mut stderr = unnamed_file()?;
+    let io = |err: std::io::Error| KernelBuildError::Compile(err.to_string());
+    command
+        .stdin(Stdio::null())
+        .stdout(stdout.try_clone().map_err(io)?)
+        .stderr(stderr.try_clone().map_err(io)?);
+    let mut child = command.spawn().map_err(|e| {
+        KernelBuildError::NoCompiler(format!("{} cannot be run: {e}", tool.to_string_lossy()))
+    })?;
+    // The child holds its own copies of the files.
+    drop(command);
+    let exited = exit_watch(&child);
+    let written = |file: &std::fs::File| file.metadata().map_or(0, |m| m.len());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(io)? {
+            break status;
+        }
+        let stop = if started.elapsed() > COMPILE_DEADLINE {
+            Some(format!(
+                "ran for more than {} s",
+                COMPILE_DEADLINE.as_secs()
+            ))
+        } else if written(&stdout) > stdout_max {
+            Some(format!(
+                "wrote more than {} MiB of output",
+                stdout_max >> 20
+            ))
+        } else if written(&stderr) > MAX_LOG_BYTES * 16 {
+            Some(format!("said more than {} MiB", (MAX_LOG_BYTES * 16) >> 20))
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(KernelBuildError::Compile(format!(
+                "{} {why} and was stopped",
+                tool_name(tool)
+            )));
+        }
+        wait_for_exit(exited.as_ref());
+    };
+    if written(&stdout) > stdout_max {
+        return Err(KernelBuildError::Compile(format!(
+            "{} wrote more than {} MiB of output",
+            tool_name(tool),
+            stdout_max >> 20
+        )));
+    }
+    Ok(Ran {
+        status,
+        stdout: read_at_most(&mut stdout, stdout_max).map_err(io)?.0,
+        log: {
+            let (said, cut) = read_at_most(&mut stderr, MAX_LOG_BYTES).map_err(io)?;
+            let mut log = String::from_utf8_lossy(&said).into_owned();
+            if cut > 0 {
+                log.push_str(&format!("\n[{cut} more bytes of messages left out]\n"));
+            }
+            log
+        },
+    })
+}
+
+/// A descriptor that becomes readable when `child` exits (Linux's pidfd), so that a wait for
+/// a tool ends as it does rather than at the next tick; `None` where the kernel has none.
+fn exit_watch(child: &std::process::Child) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags; the child is ours and not yet reaped.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
+    let raw = i32::try_from(raw).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: a descriptor pidfd_open just returned, owned by no one else.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+}
+
+/// Waits until the child `exited` watches ends, or one tick at most: each tick checks the
+/// deadline and the bounds of what the tool wrote.
+fn wait_for_exit(exited: Option<&std::os::fd::OwnedFd>) {
+    const TICK: Duration = Duration::from_millis(50);
+    let Some(exited) = exited else {
+        std::thread::sleep(Duration::from_millis(5));
+        return;
+    };
+    use std::os::fd::AsRawFd;
+    let mut watched = libc::pollfd {
+        fd: exited.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, valid for the call; an interrupted poll only ends the tick early.
+    unsafe { libc::poll(&mut watched, 1, TICK.as_millis() as i32) };
+}
+
+/// A file of the temporary folder that no name reaches (removed once open), for a tool's
+/// output: nothing is left behind, whatever happens to the build.
+fn unnamed_file() -> Result<std::fs::File, KernelBuildError> {
+    let path = scratch_file("out");
+    let file = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|source| KernelBuildError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    let _ = std::fs::remove_file(&path);
+    Ok(file)
+}
+
+/// The first `max` bytes of `file`, and how many more it holds.
+fn read_at_most(file: &mut std::fs::File, max: u64) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::io::{Read, Seek};
+    let len = file.metadata()?.len();
+    file.rewind()?;
+    let mut bytes = Vec::with_capacity(len.min(max) as usize);
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok((bytes, len.saturating_sub(max)))
+}
+
+/// The tool's file name, as messages name it.
+fn tool_name(tool: &OsString) -> String {
+    Path::new(tool)
+        .file_name()
+        .unwrap_or(tool)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// `kernel`'s arguments, from clang's syntax tree of the sources.
@@ -555,12 +682,10 @@ fn signature_from_source(
     ))
 }
 
-fn run_clang_stdout(mut command: Command, clang: &OsString) -> Result<String, KernelBuildError> {
-    command.stdin(Stdio::null()).stderr(Stdio::null());
-    let output = command.output().map_err(|e| {
-        KernelBuildError::NoCompiler(format!("{} cannot be run: {e}", clang.to_string_lossy()))
-    })?;
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+/// What clang printed (whether or not it failed), bounded as [`run_bounded`] bounds it.
+fn run_clang_stdout(command: Command, clang: &OsString) -> Result<String, KernelBuildError> {
+    let ran = run_bounded(command, clang, MAX_DUMP_BYTES)?;
+    Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
 }
 
 /// The metadata of a `FunctionDecl` node: each parameter a pointer (8 bytes) or a scalar of
@@ -759,17 +884,22 @@ fn compiled_once(
 const MAX_COMPILED_ONCE: usize = 16;
 
 /// clang's OpenCL header, precompiled with the build's `-cl-*` options (they change how it
-/// is read), at `out`.
+/// is read), at `out`. Beyond this process it is found in `kept` (and kept there when
+/// compiled): each process that built a kernel precompiled it, about 0.3 s, before it could
+/// find even a kept build.
 fn opencl_header(
     clang: &OsString,
     work: &Path,
     cl_options: &[String],
     out: &Path,
+    kept: Option<&dyn KeptBuilds>,
 ) -> Result<(), KernelBuildError> {
     let pch = compiled_once(clang, format!("header {}", cl_options.join(" ")), || {
-        let mut resource_dir = Command::new(clang);
-        resource_dir.arg("-print-resource-dir");
-        let resource = run_clang_stdout(resource_dir, clang)?;
+        let kept = kept.map(|kept| (kept, header_key(clang, cl_options)));
+        if let Some(pch) = kept.as_ref().and_then(|(kept, key)| kept.find_build(key)) {
+            return Ok(pch);
+        }
+        let resource = resource_dir(clang);
         let made = work.join("made.pch");
         let mut precompile = Command::new(clang);
         precompile
@@ -780,9 +910,22 @@ fn opencl_header(
             .arg("-o")
             .arg(&made);
         run_clang(precompile, clang)?;
-        read(&made)
+        let pch = read(&made)?;
+        if let Some((kept, key)) = kept {
+            kept.keep_build(&key, &pch);
+        }
+        Ok(pch)
     })?;
     write(out, &pch)
+}
+
+/// The digest the header precompiled with `cl_options` is kept under, as
+/// [`runtime_key`]'s: after a first field no program's build key starts with.
+fn header_key(clang: &OsString, cl_options: &[String]) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    digest_field(&mut digest, b"the OpenCL header, precompiled");
+    digest_field(&mut digest, &pipeline_digest(clang, cl_options).finalize());
+    digest.finalize().into()
 }
 
 /// The runtime with the optional `parts` a program names, compiled for link-time
@@ -966,7 +1109,8 @@ pub fn compile_opencl(
         write(&work.join("program.cl"), source.as_bytes())?;
         let mut flags = flags.clone();
         flags.push(format!("-I{}", folder.display()));
-        compile_in(work, source, &flags)
+        let preprocessed = preprocess(&clang_program(), work, &flags, None)?;
+        compile_in(work, source, &flags, &preprocessed)
     })
 }
 
@@ -1219,7 +1363,7 @@ fn compile_spirv_in(
     let mut log = String::new();
     if !bridges.is_empty() {
         let header = work.join("opencl-c.pch");
-        opencl_header(&clang, work, &[], &header)?;
+        opencl_header(&clang, work, &[], &header, None)?;
         let source = work.join("bridges.cl");
         write(&source, bridges.as_bytes())?;
         let ir = work.join("bridges.ll");
@@ -1293,12 +1437,12 @@ fn build_opencl_kept(
     kept: Option<&dyn KeptBuilds>,
 ) -> Result<BuiltKernels, KernelBuildError> {
     let clang = clang_program();
-    let program = work.join("program.cl");
-    write(&program, source.as_bytes())?;
-    let Some((kept, key)) = kept.and_then(|kept| Some((kept, build_key(&clang, work, flags)?)))
-    else {
-        return build_opencl_in(work, source, flags, kept);
+    write(&work.join("program.cl"), source.as_bytes())?;
+    let preprocessed = preprocess(&clang, work, flags, kept)?;
+    let Some(kept) = kept else {
+        return build_opencl_in(work, source, flags, &preprocessed, None);
     };
+    let key = build_key(&clang, flags, &preprocessed);
     if let Some(built) = kept
         .find_build(&key)
         .as_deref()
@@ -1306,38 +1450,92 @@ fn build_opencl_kept(
     {
         return Ok(built);
     }
-    let built = build_opencl_in(work, source, flags, Some(kept))?;
+    let built = build_opencl_in(work, source, flags, &preprocessed, Some(kept))?;
     kept.keep_build(&key, &built.to_kept());
     Ok(built)
 }
 
-/// The digest a build of `work`'s `program.cl` with `flags` is kept under: the
-/// [`pipeline_digest`], then the program preprocessed without clang's OpenCL header (the
-/// `-D`s and the headers it includes are in there; the header is the same for the same clang
-/// and options). `None` when the program does not preprocess or reads a header from outside
-/// its folders: the build says why.
-fn build_key(clang: &OsString, work: &Path, flags: &[String]) -> Option<[u8; 32]> {
-    let deps = work.join("key.d");
-    let preprocessed = work.join("key.i");
-    let mut preprocess = Command::new(clang);
-    preprocess
+/// The digest a build of a program `preprocessed` (by [`preprocess`]) with `flags` is kept
+/// under: the [`pipeline_digest`], then the program's lines as preprocessed (the `-D`s and
+/// the headers it includes are in there; clang's OpenCL header, precompiled, is not, and is
+/// the same for the same clang and options), without the line markers, which name the
+/// build's own folder, and blank lines, where comments and directives were.
+fn build_key(clang: &OsString, flags: &[String], preprocessed: &str) -> [u8; 32] {
+    let mut digest = pipeline_digest(clang, flags);
+    for line in preprocessed
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty() && !is_line_marker(l))
+    {
+        digest_field(&mut digest, line.as_bytes());
+    }
+    digest.finalize().into()
+}
+
+/// Whether `line` of preprocessed output is a marker of where the lines after it come from
+/// (`# 12 "file.h" 1`).
+fn is_line_marker(line: &str) -> bool {
+    line.strip_prefix("# ")
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// `work`'s `program.cl` preprocessed with clang's OpenCL header (precompiled, left in
+/// `work` for the compile), its line markers kept. The headers it reads are checked before
+/// anything shows what is in them: one outside its `-I` folders is refused, naming it.
+fn preprocess(
+    clang: &OsString,
+    work: &Path,
+    flags: &[String],
+    kept: Option<&dyn KeptBuilds>,
+) -> Result<String, KernelBuildError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| KernelBuildError::Io { path, source }
+    };
+    let header = work.join("opencl-c.pch");
+    let cl_options: Vec<String> = flags
+        .iter()
+        .filter(|f| f.starts_with("-cl-"))
+        .cloned()
+        .collect();
+    opencl_header(clang, work, &cl_options, &header, kept)?;
+    let deps = work.join("program.d");
+    let preprocessed = work.join("program.i");
+    let mut command = Command::new(clang);
+    command
         .args(["-x", "cl"])
         .args(OPENCL_LANGUAGE)
-        .args(["-E", "-P", "-MD", "-MF"])
+        .arg("-include-pch")
+        .arg(&header)
+        .args(["-E", "-MD", "-MF"])
         .arg(&deps)
         .args(flags)
         .arg(work.join("program.cl"))
         .arg("-o")
         .arg(&preprocessed);
-    run_clang(preprocess, clang).ok()?;
-    check_headers(clang, work, flags, &std::fs::read_to_string(&deps).ok()?).ok()?;
-    let mut digest = pipeline_digest(clang, flags);
-    // Blank lines (where comments and directives were) say nothing to the compiler.
-    let text = std::fs::read_to_string(&preprocessed).ok()?;
-    for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
-        digest_field(&mut digest, line.as_bytes());
+    match run_clang(command, clang) {
+        Ok(_) => {}
+        // Only what is said about the program's own lines: a header outside its folders is
+        // not shown, whatever it holds.
+        Err(KernelBuildError::Compile(log)) => {
+            let said: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("program.cl:") && l.contains("error:"))
+                .collect();
+            return Err(KernelBuildError::Compile(format!(
+                "the program's source does not preprocess:\n{}",
+                said.join("\n")
+            )));
+        }
+        Err(other) => return Err(other),
     }
-    Some(digest.finalize().into())
+    check_headers(
+        clang,
+        work,
+        flags,
+        &std::fs::read_to_string(&deps).map_err(io(&deps))?,
+    )?;
+    std::fs::read_to_string(&preprocessed).map_err(io(&preprocessed))
 }
 
 /// Adds `bytes` to `digest` as one field (its length first).
@@ -1414,9 +1612,10 @@ fn build_opencl_in(
     work: &Path,
     source: &str,
     flags: &[String],
+    preprocessed: &str,
     kept: Option<&dyn KeptBuilds>,
 ) -> Result<BuiltKernels, KernelBuildError> {
-    let compiled = compile_in(work, source, flags)?;
+    let compiled = compile_in(work, source, flags, preprocessed)?;
     if compiled.kernels.is_empty() {
         return Err(KernelBuildError::Compile(
             "the program declares no __kernel function".into(),
@@ -1425,12 +1624,14 @@ fn build_opencl_in(
     link_in(work, &[&compiled], kept)
 }
 
-/// Compiles `work`'s `program.cl` (`source`, its headers beside it or in its `-I` folders)
-/// into an object of clang's IR with its kernels' descriptions.
+/// Compiles `work`'s `program.cl` (`source`, its headers beside it or in its `-I` folders),
+/// [`preprocess`]ed into `preprocessed`, into an object of clang's IR with its kernels'
+/// descriptions.
 fn compile_in(
     work: &Path,
     source: &str,
     flags: &[String],
+    preprocessed: &str,
 ) -> Result<CompiledOpencl, KernelBuildError> {
     let io = |path: &Path| {
         let path = path.to_owned();
@@ -1439,12 +1640,6 @@ fn compile_in(
     let clang = clang_program();
     let program = work.join("program.cl");
     let header = work.join("opencl-c.pch");
-    let cl_options: Vec<String> = flags
-        .iter()
-        .filter(|f| f.starts_with("-cl-"))
-        .cloned()
-        .collect();
-    opencl_header(&clang, work, &cl_options, &header)?;
     let opencl = |command: &mut Command| {
         command
             .args(["-x", "cl"])
@@ -1452,60 +1647,28 @@ fn compile_in(
             .arg("-include-pch")
             .arg(&header);
     };
-    // The headers it reads are checked before anything shows what is in them.
-    let deps = work.join("program.d");
-    let mut preprocess = Command::new(&clang);
-    opencl(&mut preprocess);
-    preprocess
-        .args(["-E", "-MD", "-MF"])
-        .arg(&deps)
-        .args(flags)
-        .arg(&program)
-        .arg("-o")
-        .arg(work.join("program.i"));
-    match run_clang(preprocess, &clang) {
-        Ok(_) => {}
-        // Only what is said about the program's own lines: a header outside its folders is
-        // not shown, whatever it holds.
-        Err(KernelBuildError::Compile(log)) => {
-            let said: Vec<&str> = log
-                .lines()
-                .filter(|l| l.contains("program.cl:") && l.contains("error:"))
-                .collect();
-            return Err(KernelBuildError::Compile(format!(
-                "the program's source does not preprocess:\n{}",
-                said.join("\n")
-            )));
-        }
-        Err(other) => return Err(other),
-    }
-    check_headers(
-        &clang,
-        work,
-        flags,
-        &std::fs::read_to_string(&deps).map_err(io(&deps))?,
-    )?;
     // Kernels are named after macros expand (PyOpenCL's are declared through them).
-    let preprocessed_path = work.join("program.i");
-    let preprocessed =
-        std::fs::read_to_string(&preprocessed_path).map_err(io(&preprocessed_path))?;
-    let names = kernel_names(&own_lines(&preprocessed));
-    let mut kernels = Vec::with_capacity(names.len());
-    for name in &names {
+    let names = kernel_names(&own_lines(preprocessed));
+    // One syntax tree of the whole program (the precompiled header's declarations are not
+    // in it) serves every kernel: a dump per kernel parsed the program once per kernel.
+    let mut declared = HashMap::new();
+    if !names.is_empty() {
         let mut dump = Command::new(&clang);
         opencl(&mut dump);
-        dump.args(["-fsyntax-only", "-Xclang", "-ast-dump=json", "-Xclang"])
-            .arg(format!("-ast-dump-filter={name}"))
+        dump.args(["-fsyntax-only", "-Xclang", "-ast-dump=json"])
             .args(flags)
             .arg(&program);
-        let decl = function_decl(&run_clang_stdout(dump, &clang)?, name);
-        let Some(decl) = decl else {
+        declared = top_level_functions(&run_clang_stdout(dump, &clang)?, &names);
+    }
+    let mut kernels = Vec::with_capacity(names.len());
+    for name in &names {
+        let Some(decl) = declared.remove(name) else {
             // The compile below says what is wrong with the source.
             continue;
         };
         kernels.push(opencl_params(name, &decl)?);
     }
-    let mut parts = parts_named(&preprocessed);
+    let mut parts = parts_named(preprocessed);
     let mut appended = by_value_shims(&kernels);
     if parts.remove("USES_ASYNC_COPIES") {
         appended.push_str(ASYNC_COPIES);
@@ -1833,13 +1996,12 @@ fn resource_dir(clang: &OsString) -> String {
     if let Some((_, resource)) = asked.iter().find(|(c, _)| c == clang) {
         return resource.clone();
     }
-    let resource = Command::new(clang)
-        .arg("-print-resource-dir")
-        .stdin(Stdio::null())
-        .output()
+    let mut command = Command::new(clang);
+    command.arg("-print-resource-dir");
+    let resource = run_bounded(command, clang, MAX_LOG_BYTES)
         .ok()
-        .filter(|out| out.status.success())
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|ran| ran.status.success())
+        .map(|ran| String::from_utf8_lossy(&ran.stdout).trim().to_owned())
         .unwrap_or_default();
     if !resource.is_empty() && asked.len() < MAX_COMPILED_ONCE {
         asked.push((clang.clone(), resource.clone()));
@@ -1925,16 +2087,47 @@ fn kernel_names(source: &str) -> Vec<String> {
 
 /// The `FunctionDecl` named `name` in clang's JSON dump, its definition if there is one.
 fn function_decl(dump: &str, name: &str) -> Option<serde_json::Value> {
-    let mut found = None;
-    for value in serde_json::Deserializer::from_str(dump).into_iter::<serde_json::Value>() {
-        let Ok(value) = value else { break };
-        if value["kind"] == "FunctionDecl" && value["name"] == name {
-            let defined = value["inner"]
-                .as_array()
-                .is_some_and(|inner| inner.iter().any(|n| n["kind"] == "CompoundStmt"));
-            if defined || found.is_none() {
-                found = Some(value);
-            }
+    let values = serde_json::Deserializer::from_str(dump)
+        .into_iter::<serde_json::Value>()
+        .map_while(Result::ok);
+    let names = [name.to_owned()];
+    functions_named(values, &names).remove(name)
+}
+
+/// The top-level functions named `names` in clang's JSON syntax tree of a whole program
+/// (`-ast-dump=json`, unfiltered), each as [`function_decl`] picks it.
+fn top_level_functions(dump: &str, names: &[String]) -> HashMap<String, serde_json::Value> {
+    let Ok(serde_json::Value::Object(mut unit)) = serde_json::from_str(dump) else {
+        return HashMap::new();
+    };
+    match unit.remove("inner") {
+        Some(serde_json::Value::Array(decls)) => functions_named(decls.into_iter(), names),
+        _ => HashMap::new(),
+    }
+}
+
+/// The `FunctionDecl`s among `values` named one of `names`: of each name its definition, or
+/// its first declaration when none defines it.
+fn functions_named(
+    values: impl Iterator<Item = serde_json::Value>,
+    names: &[String],
+) -> HashMap<String, serde_json::Value> {
+    let mut found: HashMap<String, serde_json::Value> = HashMap::new();
+    for value in values {
+        if value["kind"] != "FunctionDecl" {
+            continue;
+        }
+        let Some(name) = value["name"]
+            .as_str()
+            .filter(|n| names.iter().any(|w| w == n))
+        else {
+            continue;
+        };
+        let defined = value["inner"]
+            .as_array()
+            .is_some_and(|inner| inner.iter().any(|n| n["kind"] == "CompoundStmt"));
+        if defined || !found.contains_key(name) {
+            found.insert(name.to_owned(), value);
         }
     }
     found
@@ -2448,6 +2641,72 @@ mod tests {
     }
 
     #[test]
+    fn every_kernel_of_a_program_gets_its_arguments_from_one_syntax_tree() {
+        if !clang_here() {
+            eprintln!("skipped: no clang ({INSTALL_HINT})");
+            return;
+        }
+        // Declared before it is defined, named through a header's macro, and one whose
+        // name is the start of another's.
+        let header = [(
+            "kernels.h".to_owned(),
+            "#define NAMED(n) __kernel void n(__global char *c, float4 v) { c[0] = v.x; }\n\
+             int later_helper(int y) { return y + 1; }\n"
+                .to_owned(),
+        )];
+        let source = "#include \"kernels.h\"\n\
+            __kernel void later(__global int *x, int y);\n\
+            NAMED(through_macro)\n\
+            __kernel void lat(uint n, __global float *f) { f[0] = n; }\n\
+            __kernel void later(__global int *x, int y) { x[0] = later_helper(y); }\n";
+        let compiled = compile_opencl(source, "", &header).unwrap();
+        let arguments = |kernel: &str| -> Vec<String> {
+            let kernel = compiled
+                .kernels
+                .iter()
+                .find(|k| k.meta.name == kernel)
+                .unwrap_or_else(|| panic!("no kernel {kernel}"));
+            kernel.meta.args.iter().map(|a| a.name.clone()).collect()
+        };
+        assert_eq!(compiled.kernels.len(), 3);
+        assert_eq!(arguments("lat")[..2], ["n", "f"]);
+        assert_eq!(arguments("later")[..2], ["x", "y"]);
+        assert_eq!(arguments("through_macro")[..2], ["c", "v"]);
+    }
+
+    #[test]
+    fn a_program_that_warns_past_what_a_pipe_holds_builds_with_its_messages_cut() {
+        if !clang_here() {
+            eprintln!("skipped: no clang ({INSTALL_HINT})");
+            return;
+        }
+        // About 1.6 MiB of warnings: a pipe nobody reads holds 64 KiB, and the build waited
+        // on it until the deadline, then failed as a compile that ran too long.
+        let mut source = String::from("__kernel void k(__global int *a) {\n");
+        for line in 0..8_000 {
+            source.push_str(&format!("  a[{line}] = {line} / 0;\n"));
+        }
+        source.push_str("}\n");
+        let compiled = compile_opencl(&source, "", &[]).unwrap();
+        let log = compiled.log();
+        assert!(
+            log.contains("division by zero"),
+            "{}",
+            &log[..log.len().min(400)]
+        );
+        assert!(
+            log.len() <= MAX_LOG_BYTES as usize + 100,
+            "{} bytes of messages kept",
+            log.len()
+        );
+        assert!(
+            log.contains("more bytes of messages left out"),
+            "{}",
+            &log[log.len() - 200..]
+        );
+    }
+
+    #[test]
     fn programs_compiled_apart_link_into_one_module_of_all_their_kernels() {
         if !clang_here() {
             eprintln!("skipped: no clang ({INSTALL_HINT})");
@@ -2553,7 +2812,8 @@ mod tests {
             std::fs::write(headers.join("step.h"), header).unwrap();
             let mut flags = opencl_options(options).unwrap();
             flags.push(format!("-I{}", headers.display()));
-            build_key(&clang_program(), &work, &flags)
+            let preprocessed = preprocess(&clang_program(), &work, &flags, None).ok()?;
+            Some(build_key(&clang_program(), &flags, &preprocessed))
         };
         let program =
             "#include \"step.h\"\n__kernel void k(__global int *a) { a[0] = STEP + SCALE; }\n";
@@ -2585,8 +2845,8 @@ mod tests {
             Some(first),
             "another -cl option"
         );
-        // A program that does not preprocess, or reads a header from outside its folders, has
-        // no key: the build says why.
+        // A program that does not preprocess, or reads a header from outside its folders, is
+        // refused before it has a key.
         assert_eq!(key("#include \"absent.h\"\n", header, ""), None);
         assert!(Path::new("/etc/passwd").is_file());
         let outside = key("#include \"/etc/passwd\"\n", header, "");
