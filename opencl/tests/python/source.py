@@ -61,7 +61,7 @@ __kernel void more_math(__global const float *x, __global float *r, __global con
     float v = x[i];
     r[i] = sinh(v) + cosh(v) + asin(v * 0.5f) + atan2(v, 2.0f) + log10(v + 1.0f) + cbrt(v)
         + hypot(v, 3.0f) + ldexp(v, 3) + mix(v, 2.0f, 0.25f) + step(0.5f, v)
-        + sign(v - 0.5f) + degrees(v);
+        + sign(v - 0.5f) + degrees(v) + logb(v + 3.0f);
     classes[i] = isnan(d[i]) + isinf(d[i]) * 2 + isfinite(d[i]) * 4 + signbit(d[i]) * 8
         + (isnan((float2)((float)d[i], 0.0f)).x == -1) * 16
         + (isinf((double4)(1.0, d[i], 0.0, 2.0)).y == -1L) * 32;
@@ -941,7 +941,7 @@ def main():
     cl.enqueue_copy(queue, classes, classes_out)
     want = (np.sinh(v) + np.cosh(v) + np.arcsin(v * 0.5) + np.arctan2(v, 2) + np.log10(v + 1)
             + np.cbrt(v) + np.hypot(v, 3) + np.ldexp(v, 3) + (v + (2 - v) * 0.25)
-            + (v >= 0.5) + np.sign(v - 0.5) + np.degrees(v))
+            + (v >= 0.5) + np.sign(v - 0.5) + np.degrees(v) + np.floor(np.log2(v + 3)))
     expect(np.allclose(got, want, rtol=1e-5), "math and common built-ins")
     expect(list(classes) == [17, 34, 42, 4, 12, 12],
            f"isnan, isinf, isfinite and signbit, of scalars and vectors ({list(classes)})")
