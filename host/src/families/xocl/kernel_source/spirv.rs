@@ -858,8 +858,8 @@ fn kernel_of(
             let (size, pointers) = module.host_pointers(value).ok_or_else(|| {
                 refuse(&format!(
                     "is a struct by value of type '{value}' holding a pointer that is not to \
-                     global or constant memory, a vector of pointers, more than \
-                     {MAX_POINTERS} pointers, or a type of no known layout"
+                     global or constant memory, a pointer to pointers, a vector of pointers, \
+                     more than {MAX_POINTERS} pointers, or a type of no known layout"
                 ))
             })?;
             if let Some(line) = module.layout_dependent_use(value) {
@@ -880,7 +880,13 @@ fn kernel_of(
         if param.contains("byref(") {
             return Err(refuse("is passed by reference, which no kernel takes"));
         }
-        let kind = if let Some(pointer) = pointer_space(param) {
+        let kind = if let Some(pointer) = pointer_space(&ty) {
+            if points_to_pointers(&ty) {
+                return Err(refuse(&format!(
+                    "has type '{ty}', a pointer to pointers: the card cannot follow addresses \
+                     a program stores in memory, only the allocations passed to the kernel"
+                )));
+            }
             match pointer {
                 1 | 2 => Arg::Global,
                 3 => Arg::Local,
@@ -1221,7 +1227,8 @@ impl<'a> Definitions<'a> {
             return Some(known);
         }
         if ty.ends_with('*') {
-            return matches!(pointer_space(ty)?, 1 | 2 | 4).then_some((pointer, pointer));
+            return (matches!(pointer_space(ty)?, 1 | 2 | 4) && !points_to_pointers(ty))
+                .then_some((pointer, pointer));
         }
         if let Some((fields, packed)) = struct_fields(ty) {
             let (mut size, mut align) = (0u64, 1u64);
@@ -1410,14 +1417,14 @@ impl<'a> Definitions<'a> {
     }
 }
 
-/// The address space of a parameter's pointer type (`float addrspace(1)*` is 1, `float*` 0),
-/// or `None` when it is not a pointer.
-fn pointer_space(param: &str) -> Option<u32> {
-    let star = param.find('*')?;
-    if param[..star].contains('(') && !param[..star].contains("addrspace(") {
+/// The address space of a pointer type, its own and not its pointee's (`float addrspace(1)*`
+/// is 1, `float*` 0, `i8 addrspace(4)* addrspace(1)*` 1), or `None` when it is not a pointer.
+fn pointer_space(ty: &str) -> Option<u32> {
+    let star = ty.rfind('*')?;
+    let before = &ty[..star];
+    if before.contains('(') && !before.contains("addrspace(") {
         return None;
     }
-    let before = &param[..star];
     match before.rfind("addrspace(") {
         Some(at)
             if before[at..]
@@ -1430,6 +1437,12 @@ fn pointer_space(param: &str) -> Option<u32> {
         }
         _ => Some(0),
     }
+}
+
+/// Whether pointer type `ty` points to pointers: addresses the program keeps in memory, which
+/// name the program's allocations, not the card's memory, so no kernel could follow them.
+fn points_to_pointers(ty: &str) -> bool {
+    ty.rfind('*').is_some_and(|star| ty[..star].contains('*'))
 }
 
 /// The fields of a literal struct type (`{ i32, float }`), and whether it is packed
@@ -1654,7 +1667,12 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
         );
         // A struct may hold global pointers, which reach what the door finds them in; never
         // private or local ones, which would be addresses of no memory the card gives it.
-        for pointer in ["float*", "float addrspace(3)*", "<2 x float addrspace(1)*>"] {
+        for pointer in [
+            "float*",
+            "float addrspace(3)*",
+            "<2 x float addrspace(1)*>",
+            "float addrspace(1)* addrspace(1)*",
+        ] {
             let holding_a_pointer = SPIR.replace(
                 "i8 %by",
                 "%struct.holder* byval(%struct.holder) align 8 %by",
@@ -1668,6 +1686,15 @@ declare void @llvm.memcpy.p0i8.p0i8.i64(i8* noalias, i8* noalias, i64, i1) #2
                 "{pointer}: {err}"
             );
         }
+        // dpnp's take: a global array of USM addresses, which name no memory of the card's.
+        let addresses = SPIR.replace("i8 %by", "i8 addrspace(4)* addrspace(1)* %by");
+        let err = translate(&addresses).unwrap_err();
+        assert!(
+            err.contains(
+                "argument 'by' has type 'i8 addrspace(4)* addrspace(1)*', a pointer to pointers"
+            ),
+            "{err}"
+        );
         let half_vector = SPIR.replace("i8 %by", "<4 x i1024> %by");
         let err = translate(&half_vector).unwrap_err();
         assert!(
