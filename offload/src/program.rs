@@ -218,25 +218,17 @@ impl Kernel {
             at += size;
         }
         for arg in struct_pointers {
-            let pointer = field_pointer(&arg.name)
-                .and_then(|(of, offset)| match values.get(of) {
-                    Some(Value::Bytes(bytes)) => usize::try_from(offset)
-                        .ok()
-                        .and_then(|at| bytes.get(at..at.checked_add(8)?)),
-                    _ => None,
-                })
-                .ok_or_else(|| {
-                    fail(
-                        OL_ERRC_INVALID_ARGUMENT,
-                        format!(
-                            "argument {} ({}) of kernel {} names no struct's pointer",
-                            arg.index,
-                            arg.name,
-                            self.kernel.name()
-                        ),
-                    )
-                })?;
-            let address = u64::from_ne_bytes(pointer.try_into().expect("8 bytes")) as usize;
+            let address = struct_pointer(&values, &arg.name).ok_or_else(|| {
+                fail(
+                    OL_ERRC_INVALID_ARGUMENT,
+                    format!(
+                        "argument {} ({}) of kernel {} names no struct's pointer",
+                        arg.index,
+                        arg.name,
+                        self.kernel.name()
+                    ),
+                )
+            })?;
             values.push(if address == 0 {
                 Value::Bytes(vec![0; 8])
             } else {
@@ -258,6 +250,16 @@ impl Kernel {
             values.extend(ndrange_values(sizes)?);
         }
         Ok(values)
+    }
+}
+
+/// The address a struct's pointer argument `name` holds, in the struct argument it names
+/// among the `values` read so far; `None` when it names no such argument or bytes past it.
+fn struct_pointer(values: &[Value], name: &str) -> Option<usize> {
+    let (of, offset) = field_pointer(name)?;
+    match values.get(of) {
+        Some(Value::Bytes(bytes)) => accelhost_door::usm::pointer_in_struct(bytes, offset),
+        _ => None,
     }
 }
 

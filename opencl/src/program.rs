@@ -188,12 +188,8 @@ impl StructPointer {
     /// the unified-shared-memory allocation it points into. Any other address is
     /// `CL_INVALID_ARG_VALUE`, said: it is nothing the card holds.
     fn value(&self, kernel: &str, bytes: &[u8]) -> ClResult<ArgValue> {
-        let word = self
-            .offset
-            .checked_add(8)
-            .and_then(|end| bytes.get(self.offset..end))
+        let address = accelhost_door::usm::pointer_in_struct(bytes, self.offset as u64)
             .ok_or(CL_INVALID_ARG_SIZE)?;
-        let address = u64::from_ne_bytes(word.try_into().expect("8 bytes")) as usize;
         if address == 0 {
             return Ok(ArgValue::Null);
         }

@@ -152,9 +152,42 @@ impl<A> AddressMap<A> {
     }
 }
 
+/// The address a struct passed by value holds at byte `offset` of its value `bytes` (the
+/// pointer's 8 bytes, in this process's order), which a door finds in its allocations as it
+/// finds a pointer argument; `None` when those bytes are not all in the struct. The offset
+/// comes from an argument's name in the kernel's image, which a program may bring: any
+/// number, so it is checked, not trusted.
+pub fn pointer_in_struct(bytes: &[u8], offset: u64) -> Option<usize> {
+    let at = usize::try_from(offset).ok()?;
+    let word = bytes.get(at..at.checked_add(8)?)?;
+    Some(u64::from_ne_bytes(word.try_into().ok()?) as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_structs_pointer_is_its_eight_bytes_at_the_offset_or_none_past_the_struct() {
+        let mut value = vec![0xaa; 4];
+        value.extend(0x1234_5678_9abc_u64.to_ne_bytes());
+        value.extend([0u8; 8]);
+        assert_eq!(pointer_in_struct(&value, 4), Some(0x1234_5678_9abc));
+        assert_eq!(pointer_in_struct(&value, 12), Some(0), "a null pointer");
+        assert_eq!(
+            pointer_in_struct(&value, 13),
+            None,
+            "one byte past the struct"
+        );
+        assert_eq!(pointer_in_struct(&value, 20), None);
+        assert_eq!(
+            pointer_in_struct(&value, u64::MAX - 3),
+            None,
+            "an offset that wraps"
+        );
+        assert_eq!(pointer_in_struct(&value, usize::MAX as u64), None);
+        assert_eq!(pointer_in_struct(&[], 0), None);
+    }
 
     #[test]
     fn device_addresses_are_never_handed_out_twice() {
