@@ -883,6 +883,18 @@ fn compiled_once(
 /// The most pieces [`compiled_once`] keeps.
 const MAX_COMPILED_ONCE: usize = 16;
 
+/// clang run on OpenCL C for the card, with the OpenCL header precompiled at `header` (by
+/// [`opencl_header`]): every step of a build reads the program so.
+fn opencl_command(clang: &OsString, header: &Path) -> Command {
+    let mut command = Command::new(clang);
+    command
+        .args(["-x", "cl"])
+        .args(OPENCL_LANGUAGE)
+        .arg("-include-pch")
+        .arg(header);
+    command
+}
+
 /// clang's OpenCL header, precompiled with the build's `-cl-*` options (they change how it
 /// is read), at `out`. Beyond this process it is found in `kept` (and kept there when
 /// compiled): each process that built a kernel precompiled it, about 0.3 s, before it could
@@ -1367,12 +1379,8 @@ fn compile_spirv_in(
         let source = work.join("bridges.cl");
         write(&source, bridges.as_bytes())?;
         let ir = work.join("bridges.ll");
-        let mut emit = Command::new(&clang);
-        emit.args(["-x", "cl"])
-            .args(OPENCL_LANGUAGE)
-            .arg("-include-pch")
-            .arg(&header)
-            .args(["-O2", "-S", "-emit-llvm", "-w"])
+        let mut emit = opencl_command(&clang, &header);
+        emit.args(["-O2", "-S", "-emit-llvm", "-w"])
             .arg(&source)
             .arg("-o")
             .arg(&ir);
@@ -1501,12 +1509,8 @@ fn preprocess(
     opencl_header(clang, work, &cl_options, &header, kept)?;
     let deps = work.join("program.d");
     let preprocessed = work.join("program.i");
-    let mut command = Command::new(clang);
+    let mut command = opencl_command(clang, &header);
     command
-        .args(["-x", "cl"])
-        .args(OPENCL_LANGUAGE)
-        .arg("-include-pch")
-        .arg(&header)
         .args(["-E", "-MD", "-MF"])
         .arg(&deps)
         .args(flags)
@@ -1640,21 +1644,14 @@ fn compile_in(
     let clang = clang_program();
     let program = work.join("program.cl");
     let header = work.join("opencl-c.pch");
-    let opencl = |command: &mut Command| {
-        command
-            .args(["-x", "cl"])
-            .args(OPENCL_LANGUAGE)
-            .arg("-include-pch")
-            .arg(&header);
-    };
+
     // Kernels are named after macros expand (PyOpenCL's are declared through them).
     let names = kernel_names(&own_lines(preprocessed));
     // One syntax tree of the whole program (the precompiled header's declarations are not
     // in it) serves every kernel: a dump per kernel parsed the program once per kernel.
     let mut declared = HashMap::new();
     if !names.is_empty() {
-        let mut dump = Command::new(&clang);
-        opencl(&mut dump);
+        let mut dump = opencl_command(&clang, &header);
         dump.args(["-fsyntax-only", "-Xclang", "-ast-dump=json"])
             .args(flags)
             .arg(&program);
@@ -1683,7 +1680,7 @@ fn compile_in(
     let ir = work.join("program.ll");
     let split = if parts.contains("USES_BARRIER") {
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        split_at_barriers(&clang, work, &opencl, flags, &program, &names, &ir)?
+        split_at_barriers(&clang, work, &header, flags, &program, &names, &ir)?
     } else {
         None
     };
@@ -1694,8 +1691,7 @@ fn compile_in(
             (log, grouped)
         }
         None => {
-            let mut emit = Command::new(&clang);
-            opencl(&mut emit);
+            let mut emit = opencl_command(&clang, &header);
             emit.args(["-O2", "-S", "-emit-llvm", "-Wno-unknown-pragmas"])
                 .args(flags)
                 .arg(&program)
@@ -1846,15 +1842,14 @@ fn link_in(
 fn split_at_barriers(
     clang: &OsString,
     work: &Path,
-    opencl: &dyn Fn(&mut Command),
+    header: &Path,
     flags: &[String],
     program: &Path,
     kernels: &[&str],
     out: &Path,
 ) -> Result<Option<(String, Vec<String>)>, KernelBuildError> {
     let unoptimized = work.join("program-unoptimized.ll");
-    let mut emit = Command::new(clang);
-    opencl(&mut emit);
+    let mut emit = opencl_command(clang, header);
     // Unoptimized (each variable in its alloca) but compiled as the precompiled header was.
     emit.args(["-O2", "-Xclang", "-disable-llvm-passes"])
         .args(["-S", "-emit-llvm", "-Wno-unknown-pragmas"])
