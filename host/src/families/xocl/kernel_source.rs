@@ -73,6 +73,8 @@ const LOOP_PREFIX: &str = "__accelhost_ndrange_";
 const COMPILE_DEADLINE: Duration = Duration::from_secs(120);
 /// The most of each of a tool's two streams of messages a build keeps.
 const MAX_LOG_BYTES: u64 = 1 << 20;
+/// The most a tool may say before it is stopped (the log keeps [`MAX_LOG_BYTES`] of it).
+const MAX_MESSAGE_BYTES: u64 = 16 << 20;
 /// The most a build reads of clang's syntax tree of a program, as JSON.
 const MAX_DUMP_BYTES: u64 = 64 << 20;
 
@@ -505,7 +507,7 @@ fn run_clang(command: Command, clang: &OsString) -> Result<String, KernelBuildEr
 /// What a tool run by [`run_bounded`] left behind.
 struct Ran {
     status: std::process::ExitStatus,
-    /// Its standard output, whole.
+    /// Its standard output, whole (a tool that wrote more than its bound failed instead).
     stdout: Vec<u8>,
     /// Its messages, cut at [`MAX_LOG_BYTES`] (the cut said at the end).
     log: String,
@@ -550,8 +552,8 @@ fn run_bounded(
                 "wrote more than {} MiB of output",
                 stdout_max >> 20
             ))
-        } else if written(&stderr) > MAX_LOG_BYTES * 16 {
-            Some(format!("said more than {} MiB", (MAX_LOG_BYTES * 16) >> 20))
+        } else if written(&stderr) > MAX_MESSAGE_BYTES {
+            Some(format!("said more than {} MiB", MAX_MESSAGE_BYTES >> 20))
         } else {
             None
         };
@@ -2697,7 +2699,7 @@ mod tests {
         assert!(
             log.contains("more bytes of messages left out"),
             "{}",
-            &log[log.len() - 200..]
+            &log[log.len().saturating_sub(200)..]
         );
     }
 
