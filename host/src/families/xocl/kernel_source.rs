@@ -1553,7 +1553,7 @@ fn digest_field(digest: &mut Sha256, bytes: &[u8]) {
 /// A digest of what every build's outcome depends on but the program: this build pipeline
 /// (its source and runtime, the card's kernel contract, the library's version), the tools it
 /// runs (clang, wasm-ld and wasm-opt, by path, size and modification time, and clang's
-/// resource folder) and the options that are not `-D` or `-I`.
+/// resource folder and OpenCL header) and the options that are not `-D` or `-I`.
 fn pipeline_digest(clang: &OsString, flags: &[String]) -> Sha256 {
     // This pipeline, and the card's contract for what it makes (a build checked against an
     // older contract would fail at every load).
@@ -1574,7 +1574,15 @@ fn pipeline_digest(clang: &OsString, flags: &[String]) -> Sha256 {
     for tool in [clang, &OsString::from("wasm-ld"), &wasm_opt] {
         digest_field(&mut digest, tool_identity(tool).as_bytes());
     }
-    digest_field(&mut digest, resource_dir(clang).as_bytes());
+    let resource = resource_dir(clang);
+    digest_field(&mut digest, resource.as_bytes());
+    // The OpenCL header too: updated in place (clang's headers come in a package of their
+    // own), a kept precompiled header would be refused by clang at every build.
+    let header = Path::new(&resource).join("include/opencl-c.h");
+    digest_field(
+        &mut digest,
+        tool_identity(&header.into_os_string()).as_bytes(),
+    );
     for flag in flags
         .iter()
         .filter(|f| !f.starts_with("-D") && !f.starts_with("-I"))
