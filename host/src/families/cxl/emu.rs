@@ -49,8 +49,18 @@ struct Afu {
     irqs_min: u32,
     irqs_max: u32,
     state: Mutex<AfuState>,
-    /// Wakes the device thread: work started, a restart, shutdown.
+    /// Wakes the device thread: work started, a restart, shutdown ([`Afu::kick`]).
     wake: Condvar,
+}
+
+impl Afu {
+    /// Wakes the device thread, counting the wake so that one made while the thread is
+    /// between its scan and its wait is not lost (it would otherwise sleep its interval,
+    /// up to a millisecond, with work waiting).
+    fn kick(&self) {
+        lock(&self.state).kicks += 1;
+        self.wake.notify_all();
+    }
 }
 
 #[derive(Default)]
@@ -60,6 +70,9 @@ struct AfuState {
     cfg: u64,
     trace_ctl: u64,
     shutdown: bool,
+    /// Wakes made ([`Afu::kick`]): the device thread sleeps only while none came since its
+    /// scan began.
+    kicks: u64,
 }
 
 impl EmulatedAfu {
@@ -128,7 +141,7 @@ impl EmulatedAfu {
 impl Drop for EmulatedAfu {
     fn drop(&mut self) {
         lock(&self.afu.state).shutdown = true;
-        self.afu.wake.notify_all();
+        self.afu.kick();
     }
 }
 
@@ -366,7 +379,7 @@ impl CxlContext for EmulatedContext {
             }
         }
         drop(inner);
-        self.afu.wake.notify_all();
+        self.afu.kick();
         Ok(())
     }
 
@@ -507,7 +520,7 @@ impl ProblemState {
                     memcpy::PSA_PCTRL if value & memcpy::PCTRL_RESTART != 0 => {
                         inner.stopped = false;
                         drop(inner);
-                        self.afu.wake.notify_all();
+                        self.afu.kick();
                     }
                     memcpy::PSA_TB if value == 0 => inner.timebase_requested = true,
                     _ => {}
@@ -570,12 +583,12 @@ fn device_thread(afu: Weak<Afu>) {
     let mut idle = Duration::from_micros(20);
     loop {
         let Some(afu) = afu.upgrade() else { return };
-        let contexts: Vec<Arc<Ctx>> = {
+        let (contexts, kicks): (Vec<Arc<Ctx>>, u64) = {
             let state = lock(&afu.state);
             if state.shutdown {
                 return;
             }
-            state.contexts.values().cloned().collect()
+            (state.contexts.values().cloned().collect(), state.kicks)
         };
         let mut progressed = false;
         for ctx in contexts {
@@ -588,7 +601,12 @@ fn device_thread(afu: Weak<Afu>) {
             idle = Duration::from_micros(20);
             continue;
         }
-        drop(wait_timeout(&afu.wake, lock(&afu.state), idle));
+        let state = lock(&afu.state);
+        if state.kicks != kicks {
+            idle = Duration::from_micros(20);
+            continue;
+        }
+        drop(wait_timeout(&afu.wake, state, idle));
         idle = (idle * 2).min(Duration::from_millis(1));
     }
 }
