@@ -67,6 +67,13 @@ impl Door {
         dir
     }
 
+    /// The compile cache the programs share with every test of the run (under the target, as
+    /// the other tests' cache, not in each program's scratch home): a plugin compiles once per
+    /// run, not once per program.
+    pub fn cache_dir(&self) -> PathBuf {
+        Path::new(self.tmp).join("accelhost-cache")
+    }
+
     /// Removes every scratch folder of this run.
     pub fn clean(&self) {
         let _ = std::fs::remove_dir_all(self.scratch_root());
@@ -161,7 +168,8 @@ impl Door {
     }
 
     /// Runs a built program with `args` in `dir`, on the embedded default config (or
-    /// `config`), the library found through the prefix.
+    /// `config`), the library found through the prefix and plugins compiled into the run's
+    /// shared cache ([`Door::cache_dir`]).
     pub fn run_program(
         &self,
         exe: &Path,
@@ -177,7 +185,8 @@ impl Door {
             .env_remove("ACCELHOST_CONFIG")
             .env_remove("ACCELHOST_ENDPOINT")
             .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env("HOME", dir);
+            .env("HOME", dir)
+            .env("ACCELHOST_CACHE_DIR", self.cache_dir());
         if let Some(config) = config {
             command.env("ACCELHOST_CONFIG", config);
         }
