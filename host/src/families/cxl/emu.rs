@@ -30,6 +30,14 @@ const PP_SIZE: u64 = 0x1000;
 const DEDICATED_PS_SIZE: u64 = 0x1000;
 /// Elements one context may run before the device thread turns to the next context.
 const BURST: usize = 64;
+/// The device thread's first interval between two looks at a running queue that showed no
+/// new element...
+const FIRST_POLL: Duration = Duration::from_micros(20);
+/// ...doubling up to this.
+const MAX_POLL: Duration = Duration::from_millis(1);
+/// The device thread's sleep while no queue runs: whatever gives it work wakes it
+/// ([`Afu::kick`]), so this only bounds the wait.
+const IDLE_TICK: Duration = Duration::from_secs(1);
 /// The DSISR the emulator reports for an address outside the attached buffers (a page fault,
 /// as the PSL reports it).
 const DSISR_NOT_MAPPED: u64 = 0x4000_0000;
@@ -73,6 +81,9 @@ struct AfuState {
     /// Wakes made ([`Afu::kick`]): the device thread sleeps only while none came since its
     /// scan began.
     kicks: u64,
+    /// The device thread's looks at its contexts (the tests count them: an idle AFU does
+    /// not poll).
+    scans: u64,
 }
 
 impl EmulatedAfu {
@@ -196,6 +207,15 @@ struct Ctx {
     /// Wakes readers of events and interrupt waits.
     changed: Condvar,
     closed: AtomicBool,
+}
+
+impl Ctx {
+    /// Whether the context's memcpy queue runs: started, not stopped by an interrupt or a
+    /// fault, not closed. The program may write its next element at any time, unannounced.
+    fn runs_a_queue(&self) -> bool {
+        let inner = lock(&self.inner);
+        inner.queue.is_some() && !inner.stopped && !self.closed.load(Ordering::Acquire)
+    }
 }
 
 #[derive(Default)]
@@ -577,37 +597,43 @@ impl MmioWindow for ProblemState {
     }
 }
 
-/// The device thread: round-robin over the contexts with work, a burst each, sleeping with
-/// a growing interval while every queue is empty (the AFU polls its queues, as the card does).
+/// The device thread: round-robin over the contexts with work, a burst each. While a memcpy
+/// queue runs it polls for the program's next elements, as the card does, sleeping with a
+/// growing interval (up to [`MAX_POLL`]) while the queue shows none; with no queue running
+/// it sleeps until [`Afu::kick`] gives it work.
 fn device_thread(afu: Weak<Afu>) {
-    let mut idle = Duration::from_micros(20);
+    let mut idle = FIRST_POLL;
     loop {
         let Some(afu) = afu.upgrade() else { return };
         let (contexts, kicks): (Vec<Arc<Ctx>>, u64) = {
-            let state = lock(&afu.state);
+            let mut state = lock(&afu.state);
             if state.shutdown {
                 return;
             }
+            state.scans += 1;
             (state.contexts.values().cloned().collect(), state.kicks)
         };
         let mut progressed = false;
+        let mut watching = false;
         for ctx in contexts {
             progressed |= match afu.model {
                 Accelerator::Vadd => run_vadd(&ctx),
                 _ => run_memcpy(&afu, &ctx),
             };
-        }
-        if progressed {
-            idle = Duration::from_micros(20);
-            continue;
+            watching |= afu.model != Accelerator::Vadd && ctx.runs_a_queue();
         }
         let state = lock(&afu.state);
-        if state.kicks != kicks {
-            idle = Duration::from_micros(20);
+        if progressed || state.kicks != kicks {
+            idle = FIRST_POLL;
             continue;
         }
-        drop(wait_timeout(&afu.wake, state, idle));
-        idle = (idle * 2).min(Duration::from_millis(1));
+        if watching {
+            drop(wait_timeout(&afu.wake, state, idle));
+            idle = (idle * 2).min(MAX_POLL);
+        } else {
+            drop(wait_timeout(&afu.wake, state, IDLE_TICK));
+            idle = FIRST_POLL;
+        }
     }
 }
 

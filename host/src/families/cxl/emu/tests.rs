@@ -234,6 +234,64 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
     assert_eq!(&five, b"hello");
 }
 
+/// The device thread's looks at its contexts so far.
+fn scans(afu: &EmulatedAfu) -> u64 {
+    lock(&afu.afu.state).scans
+}
+
+/// How many times the device thread looks at its contexts in 200 ms, from 20 ms on.
+fn scans_in_a_while(afu: &EmulatedAfu) -> u64 {
+    std::thread::sleep(Duration::from_millis(20));
+    let before = scans(afu);
+    std::thread::sleep(Duration::from_millis(200));
+    scans(afu) - before
+}
+
+#[test]
+fn an_idle_afu_sleeps_and_a_running_queue_is_polled_for_late_elements() {
+    let afu = afu(Accelerator::Memcpy, None);
+    let owner = Owner::unlimited();
+    let ctx = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
+    let queue = buffer(&owner, 4096);
+    let data = buffer(&owner, 8192);
+    let q = ctx.attach_buffer(&queue).unwrap();
+    let d = ctx.attach_buffer(&data).unwrap();
+    // No queue runs: the thread sleeps until it is given work.
+    let idle = scans_in_a_while(&afu);
+    assert!(idle <= 1, "an idle AFU looked {idle} times in 200 ms");
+
+    // A queue runs with no element yet: the thread polls it, and finds an element written
+    // after the start without any call.
+    let done = ctx.interrupt_completion(1).unwrap();
+    ctx.start_work(&Work {
+        wed: memcpy::wed(q, 1),
+        amr: None,
+        num_interrupts: None,
+    })
+    .unwrap();
+    let polled = scans_in_a_while(&afu);
+    assert!(
+        polled >= 10,
+        "a running queue was looked at {polled} times in 200 ms"
+    );
+    data.write(0, b"late").unwrap();
+    put(&queue, 0, WorkElement::copy(d, d + 4096, 4), false);
+    put(&queue, 1, WorkElement::interrupt(1), false);
+    assert_eq!(done.wait(soon()), CompletionState::Complete);
+    let mut out = [0u8; 4];
+    data.read(4096, &mut out).unwrap();
+    assert_eq!(&out, b"late");
+
+    // Stopped by its interrupt, until a restart: asleep again.
+    let stopped = scans_in_a_while(&afu);
+    assert!(
+        stopped <= 1,
+        "a stopped queue was looked at {stopped} times in 200 ms"
+    );
+}
+
 #[test]
 fn a_bad_address_faults_only_its_context_which_can_restart() {
     let afu = afu(Accelerator::Memcpy, None);
