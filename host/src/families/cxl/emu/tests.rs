@@ -27,6 +27,50 @@ fn put(queue: &DmaMemory, index: u64, mut element: WorkElement, wrap: bool) {
     queue.write(index * 32, &[cmd]).unwrap();
 }
 
+/// A slave context of a fresh memcpy AFU with a 4 KiB queue and 8 KiB of data attached.
+struct Attached {
+    afu: EmulatedAfu,
+    _owner: Owner,
+    ctx: Box<dyn CxlContext>,
+    queue: Arc<DmaMemory>,
+    data: Arc<DmaMemory>,
+    /// The queue's effective address.
+    q: u64,
+    /// The data's effective address.
+    d: u64,
+}
+
+fn attached() -> Attached {
+    let afu = afu(Accelerator::Memcpy, None);
+    let owner = Owner::unlimited();
+    let ctx = afu
+        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
+        .unwrap();
+    let queue = buffer(&owner, 4096);
+    let data = buffer(&owner, 8192);
+    let q = ctx.attach_buffer(&queue).unwrap();
+    let d = ctx.attach_buffer(&data).unwrap();
+    Attached {
+        afu,
+        _owner: owner,
+        ctx,
+        queue,
+        data,
+        q,
+        d,
+    }
+}
+
+/// Starts the one-line queue at `q`.
+fn start_queue(ctx: &dyn CxlContext, q: u64) {
+    ctx.start_work(&Work {
+        wed: memcpy::wed(q, 1),
+        amr: None,
+        num_interrupts: None,
+    })
+    .unwrap();
+}
+
 fn status(queue: &DmaMemory, index: u64) -> u8 {
     let mut byte = [0u8];
     queue.read(index * 32 + 1, &mut byte).unwrap();
@@ -153,15 +197,15 @@ fn start_work_rules() {
 
 #[test]
 fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
-    let afu = afu(Accelerator::Memcpy, None);
-    let owner = Owner::unlimited();
-    let ctx = afu
-        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
-        .unwrap();
-    let queue = buffer(&owner, 4096);
-    let data = buffer(&owner, 8192);
-    let q = ctx.attach_buffer(&queue).unwrap();
-    let d = ctx.attach_buffer(&data).unwrap();
+    let Attached {
+        afu: _afu,
+        ctx,
+        queue,
+        data,
+        q,
+        d,
+        _owner,
+    } = attached();
     data.write(0, b"hello, capi").unwrap();
     data.write(100, &41u32.to_be_bytes()).unwrap();
     data.write(200, &7u64.to_be_bytes()).unwrap();
@@ -189,12 +233,7 @@ fn the_memcpy_queue_runs_copies_incr_atomic_and_irq() {
     );
     put(&queue, 3, WorkElement::interrupt(1), false);
     let done = ctx.interrupt_completion(1).unwrap();
-    ctx.start_work(&Work {
-        wed: memcpy::wed(q, 1),
-        amr: None,
-        num_interrupts: None,
-    })
-    .unwrap();
+    start_queue(&*ctx, q);
     assert_eq!(done.wait(soon()), CompletionState::Complete);
     for index in 0..4 {
         assert_eq!(
@@ -249,15 +288,15 @@ fn scans_in_a_while(afu: &EmulatedAfu) -> u64 {
 
 #[test]
 fn an_idle_afu_sleeps_and_a_running_queue_is_polled_for_late_elements() {
-    let afu = afu(Accelerator::Memcpy, None);
-    let owner = Owner::unlimited();
-    let ctx = afu
-        .open(ContextKind::Slave, &owner, AddressSpace::AttachedBuffers)
-        .unwrap();
-    let queue = buffer(&owner, 4096);
-    let data = buffer(&owner, 8192);
-    let q = ctx.attach_buffer(&queue).unwrap();
-    let d = ctx.attach_buffer(&data).unwrap();
+    let Attached {
+        afu,
+        ctx,
+        queue,
+        data,
+        q,
+        d,
+        _owner,
+    } = attached();
     // No queue runs: the thread sleeps until it is given work.
     let idle = scans_in_a_while(&afu);
     assert!(idle <= 1, "an idle AFU looked {idle} times in 200 ms");
@@ -265,12 +304,7 @@ fn an_idle_afu_sleeps_and_a_running_queue_is_polled_for_late_elements() {
     // A queue runs with no element yet: the thread polls it, and finds an element written
     // after the start without any call.
     let done = ctx.interrupt_completion(1).unwrap();
-    ctx.start_work(&Work {
-        wed: memcpy::wed(q, 1),
-        amr: None,
-        num_interrupts: None,
-    })
-    .unwrap();
+    start_queue(&*ctx, q);
     let polled = scans_in_a_while(&afu);
     assert!(
         polled >= 10,
@@ -318,12 +352,7 @@ fn a_bad_address_faults_only_its_context_which_can_restart() {
     let bad_done = bad.interrupt_completion(1).unwrap();
     let good_done = good.interrupt_completion(1).unwrap();
     for (ctx, q) in [(&bad, bq_ea), (&good, gq_ea)] {
-        ctx.start_work(&Work {
-            wed: memcpy::wed(q, 1),
-            amr: None,
-            num_interrupts: None,
-        })
-        .unwrap();
+        start_queue(&**ctx, q);
     }
     assert_eq!(good_done.wait(soon()), CompletionState::Complete);
     let CompletionState::Failed(why) = bad_done.wait(soon()) else {
