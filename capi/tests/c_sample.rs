@@ -151,12 +151,6 @@ fn build(source: &Path, name: &str, extra: &[&str]) -> PathBuf {
     binary
 }
 
-/// The compile cache of the programs these tests run, under the target's temporary
-/// directory rather than the user's.
-fn tests_cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
-}
-
 /// Runs a built program on the embedded default config (no config file around it).
 fn run_program(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let workdir = prefix().join("run");
@@ -168,7 +162,7 @@ fn run_program(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("ACCELHOST_CONFIG")
         .env_remove(opae_c::families::FAMILIES_ENV)
         .env("XDG_CONFIG_HOME", &workdir)
-        .env("ACCELHOST_CACHE_DIR", tests_cache_dir())
+        .env("ACCELHOST_CACHE_DIR", door::cache_dir())
         .envs(env.iter().copied()))
 }
 
@@ -264,7 +258,7 @@ impl LocalNode {
         let host = std::sync::Arc::new(
             accelhost::Host::builder()
                 .config(accelhost::Config::embedded_default())
-                .cache_dir(tests_cache_dir())
+                .cache_dir(door::cache_dir())
                 .build()
                 .unwrap(),
         );
@@ -683,7 +677,7 @@ fn info_attributes(device: &str) -> (String, std::collections::BTreeMap<String, 
         .current_dir(&workdir)
         .env_remove("ACCELHOST_CONFIG")
         .env("XDG_CONFIG_HOME", &workdir)
-        .env("ACCELHOST_CACHE_DIR", tests_cache_dir()));
+        .env("ACCELHOST_CACHE_DIR", door::cache_dir()));
     let report = text(&out);
     assert!(out.status.success(), "accelhost info {device}: {report}");
     let attributes = report

@@ -28,9 +28,8 @@ use harness::{Outcome, Trial};
 fn main() -> std::process::ExitCode {
     // The platform's hosts in this process (the calls made directly) and in the programs it
     // runs compile into the tests' cache under the target, not the user's.
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache");
     // SAFETY: main is the process's only thread until the trials start.
-    unsafe { std::env::set_var("ACCELHOST_CACHE_DIR", cache) };
+    unsafe { std::env::set_var("ACCELHOST_CACHE_DIR", door::cache_dir()) };
     // Side by side: the long trials spend their time in one-core tools (Python, clang), and
     // each keeps its own scratch folder, programs and card (a process of its own, or this
     // process's platform, which programs share across threads too). The longest come first,

@@ -32,6 +32,13 @@ pub fn missing(why: String) -> Outcome {
     Outcome::Skipped(why)
 }
 
+/// The compile cache the programs these tests run share with every other test of the run
+/// (under the target, not the user's cache, nor one per program's scratch home): a plugin
+/// compiles once per run, not once per program.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("accelhost-cache")
+}
+
 /// Runs `command` to its end.
 pub fn run(command: &mut Command) -> Output {
     command
@@ -65,13 +72,6 @@ impl Door {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
-    }
-
-    /// The compile cache the programs share with every test of the run (under the target, as
-    /// the other tests' cache, not in each program's scratch home): a plugin compiles once per
-    /// run, not once per program.
-    pub fn cache_dir(&self) -> PathBuf {
-        Path::new(self.tmp).join("accelhost-cache")
     }
 
     /// Removes every scratch folder of this run.
@@ -169,7 +169,7 @@ impl Door {
 
     /// Runs a built program with `args` in `dir`, on the embedded default config (or
     /// `config`), the library found through the prefix and plugins compiled into the run's
-    /// shared cache ([`Door::cache_dir`]).
+    /// shared cache ([`cache_dir`]).
     pub fn run_program(
         &self,
         exe: &Path,
@@ -186,7 +186,7 @@ impl Door {
             .env_remove("ACCELHOST_ENDPOINT")
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env("HOME", dir)
-            .env("ACCELHOST_CACHE_DIR", self.cache_dir());
+            .env("ACCELHOST_CACHE_DIR", cache_dir());
         if let Some(config) = config {
             command.env("ACCELHOST_CONFIG", config);
         }

@@ -1654,7 +1654,6 @@ fn compile_in(
     let clang = clang_program();
     let program = work.join("program.cl");
     let header = work.join("opencl-c.pch");
-
     // Kernels are named after macros expand (PyOpenCL's are declared through them).
     let names = kernel_names(&own_lines(preprocessed));
     // One syntax tree of the whole program (the precompiled header's declarations are not
