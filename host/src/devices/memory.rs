@@ -400,15 +400,21 @@ impl DmaMemory {
     ) -> Result<(), RangeError> {
         let dst_start = self.check(dst_offset, len, 1)?;
         let src_start = src.check(src_offset, len, 1)?;
-        let (from, to) = (src.ptr.as_ptr(), self.ptr.as_ptr());
-        let overlap = std::ptr::eq(from, to)
-            && src_start.max(dst_start) < src_start.min(dst_start) + len as usize;
-        if overlap {
-            // SAFETY: both ranges were checked; `copy` allows the overlap.
-            unsafe { std::ptr::copy(from.add(src_start), to.add(dst_start), len as usize) };
+        let len = len as usize;
+        // SAFETY: `check` proved both ranges lie inside their mappings.
+        let (from, to) = unsafe {
+            (
+                src.ptr.as_ptr().add(src_start),
+                self.ptr.as_ptr().add(dst_start),
+            )
+        };
+        let (from_at, to_at) = (from as usize, to as usize);
+        if from_at < to_at + len && to_at < from_at + len {
+            // SAFETY: both ranges were checked; `copy` allows their overlap.
+            unsafe { std::ptr::copy(from, to, len) };
         } else {
-            // SAFETY: both ranges were checked, and they do not overlap.
-            unsafe { copy_in_steps(from.add(src_start), to.add(dst_start), len as usize) };
+            // SAFETY: both ranges were checked, and their addresses do not overlap.
+            unsafe { copy_in_steps(from, to, len) };
         }
         Ok(())
     }
